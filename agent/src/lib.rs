@@ -1,0 +1,16 @@
+//! storwatch-agent: samples block devices, NICs and storage health every second and reports
+//! burst-preserving summaries as InfluxDB line protocol.
+//!
+//! Data flows one way: `sources` (kernel text → typed rows) → `rates` (two snapshots → per-second
+//! values, iostat/sar formulas) → `summary` (1 s samples → report) → `encode` (→ line protocol)
+//! → `sink` (stdout, file, HTTP).
+
+pub mod config;
+pub mod encode;
+pub mod rates;
+pub mod root;
+pub mod sampler;
+pub mod sink;
+pub mod sources;
+pub mod summary;
+pub mod top;

@@ -1,0 +1,110 @@
+//! One module per kernel interface. Each has a pure `parse(&str)` that never panics and a
+//! `read(&Root)` that does the I/O; see each module's header for the kernel file and its formats.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub mod diskstats;
+pub mod meminfo;
+pub mod netdev;
+pub mod pressure;
+pub mod stat;
+pub mod sysblock;
+pub mod sysnet;
+pub mod uptime;
+
+/// A line of kernel text that could not be understood.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {reason}: {text:?}")]
+pub struct ParseError {
+    /// 1-based line number within the file.
+    pub line: usize,
+    /// The offending line, cut to 200 characters.
+    pub text: String,
+    /// What was wrong with it.
+    pub reason: String,
+}
+
+impl ParseError {
+    /// An error for line `line` (1-based) holding `text`.
+    pub fn new(line: usize, text: &str, reason: impl fmt::Display) -> Self {
+        Self {
+            line,
+            text: text.chars().take(200).collect(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+/// Rows parsed from a multi-row file plus the lines that could not be parsed.
+///
+/// One garbage line in `/proc/diskstats` must not cost the other 199 disks their sample, so
+/// row parsers keep going and report the bad lines alongside the good rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rows<T> {
+    /// Rows that parsed.
+    pub rows: Vec<T>,
+    /// Lines that did not, in file order.
+    pub errors: Vec<ParseError>,
+}
+
+impl<T> Default for Rows<T> {
+    fn default() -> Self {
+        Self {
+            rows: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+}
+
+/// Failure to read or understand a source.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The file exists but could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// File or directory that failed.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The file was read but its text is malformed.
+    #[error("{path}: {error}")]
+    Parse {
+        /// File that held the text.
+        path: PathBuf,
+        /// What was wrong, with its line.
+        error: ParseError,
+    },
+}
+
+impl SourceError {
+    /// An I/O error on `path`.
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.to_owned(),
+            source,
+        }
+    }
+
+    /// A parse error in `path`.
+    pub fn parse(path: &Path, error: ParseError) -> Self {
+        Self::Parse {
+            path: path.to_owned(),
+            error,
+        }
+    }
+}
+
+/// Parses a decimal unsigned integer field; kernels print counters as `%llu`/`%lu`/`%u`.
+pub(crate) fn parse_u64(field: &str) -> Option<u64> {
+    if field.is_empty() || !field.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    field.parse().ok()
+}
+
+/// Splits a line into whitespace-separated fields.
+pub(crate) fn fields(line: &str) -> std::str::SplitAsciiWhitespace<'_> {
+    line.split_ascii_whitespace()
+}
