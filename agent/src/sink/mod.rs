@@ -1,1 +1,175 @@
-//! placeholder
+//! Where reports go: stdout, an appended file, or (see `http`) an InfluxDB-compatible write URL.
+//!
+//! The sampling loop hands each report, as complete line-protocol lines, to one [`Sink`]. A sink
+//! must not stall the loop for long: slow or remote sinks queue internally.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+/// Counters a sink exposes in the agent's own measurement.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SinkStats {
+    /// Bytes waiting in the local spool.
+    pub spool_bytes: u64,
+    /// Lines dropped since start (spool full, or rejected as malformed by the server).
+    pub dropped_lines: u64,
+}
+
+/// Failure to hand data to a sink.
+#[derive(Debug, thiserror::Error)]
+pub enum SinkError {
+    /// Writing to stdout or the output file failed.
+    #[error("{target}: {source}")]
+    Io {
+        /// What was being written.
+        target: String,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// The output specification is not understood.
+    #[error("output {0:?}: expected '-', 'file:PATH' or an http(s):// URL")]
+    BadSpec(String),
+    /// Anything else the sink reports.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// A destination for line protocol.
+pub trait Sink: Send {
+    /// Takes one batch of complete lines (each ending in `\n`).
+    fn send(&mut self, batch: &[u8]) -> Result<(), SinkError>;
+    /// Pushes out anything buffered; called at shutdown.
+    fn flush(&mut self) -> Result<(), SinkError>;
+    /// Spool and drop counters for the agent measurement.
+    fn stats(&self) -> SinkStats {
+        SinkStats::default()
+    }
+}
+
+/// A parsed `--output` value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputSpec {
+    /// `-`: standard output.
+    Stdout,
+    /// `file:PATH`: append to PATH.
+    File(PathBuf),
+    /// `http://…` or `https://…`: an InfluxDB-compatible write URL.
+    Http(String),
+}
+
+impl std::str::FromStr for OutputSpec {
+    type Err = SinkError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "-" {
+            Ok(Self::Stdout)
+        } else if let Some(path) = s.strip_prefix("file:") {
+            if path.is_empty() {
+                return Err(SinkError::BadSpec(s.to_owned()));
+            }
+            Ok(Self::File(PathBuf::from(path)))
+        } else if s.starts_with("http://") || s.starts_with("https://") {
+            Ok(Self::Http(s.to_owned()))
+        } else {
+            Err(SinkError::BadSpec(s.to_owned()))
+        }
+    }
+}
+
+/// Writes each batch to standard output and flushes it, so `| head` and pipes see whole reports.
+#[derive(Debug, Default)]
+pub struct StdoutSink;
+
+impl Sink for StdoutSink {
+    fn send(&mut self, batch: &[u8]) -> Result<(), SinkError> {
+        let mut out = io::stdout().lock();
+        out.write_all(batch)
+            .and_then(|()| out.flush())
+            .map_err(|source| SinkError::Io {
+                target: "stdout".into(),
+                source,
+            })
+    }
+
+    fn flush(&mut self) -> Result<(), SinkError> {
+        io::stdout().flush().map_err(|source| SinkError::Io {
+            target: "stdout".into(),
+            source,
+        })
+    }
+}
+
+/// Appends each batch to a file with one `write` call, so concurrent readers (`tail -f`, a
+/// benchmark counting lines) never see half a report.
+#[derive(Debug)]
+pub struct FileSink {
+    path: PathBuf,
+    file: File,
+}
+
+impl FileSink {
+    /// Opens (creating if needed) `path` for appending.
+    pub fn open(path: PathBuf) -> Result<Self, SinkError> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|source| SinkError::Io {
+                target: path.display().to_string(),
+                source,
+            })?;
+        Ok(Self { path, file })
+    }
+}
+
+impl Sink for FileSink {
+    fn send(&mut self, batch: &[u8]) -> Result<(), SinkError> {
+        self.file.write_all(batch).map_err(|source| SinkError::Io {
+            target: self.path.display().to_string(),
+            source,
+        })
+    }
+
+    fn flush(&mut self) -> Result<(), SinkError> {
+        self.file.flush().map_err(|source| SinkError::Io {
+            target: self.path.display().to_string(),
+            source,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_specs() {
+        assert_eq!("-".parse::<OutputSpec>().ok(), Some(OutputSpec::Stdout));
+        assert_eq!(
+            "file:/tmp/x.lp".parse::<OutputSpec>().ok(),
+            Some(OutputSpec::File("/tmp/x.lp".into()))
+        );
+        assert!(matches!(
+            "http://127.0.0.1:8086/write?db=x".parse::<OutputSpec>(),
+            Ok(OutputSpec::Http(_))
+        ));
+        assert!("file:".parse::<OutputSpec>().is_err());
+        assert!("ftp://x".parse::<OutputSpec>().is_err());
+    }
+
+    #[test]
+    fn file_sink_appends() {
+        let dir = std::env::temp_dir().join(format!("storwatch-sink-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        let path = dir.join("out.lp");
+        std::fs::remove_file(&path).ok();
+        let mut s = FileSink::open(path.clone()).expect("open");
+        s.send(b"a x=1i 1\n").expect("send");
+        s.send(b"a x=2i 2\n").expect("send");
+        s.flush().expect("flush");
+        let got = std::fs::read_to_string(&path).expect("read");
+        assert_eq!(got, "a x=1i 1\na x=2i 2\n");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
