@@ -5,6 +5,7 @@
 //! values, iostat/sar formulas) → `summary` (1 s samples → report) → `encode` (→ line protocol)
 //! → `sink` (stdout, file, HTTP).
 
+pub mod command;
 pub mod config;
 pub mod encode;
 pub mod rates;

@@ -107,7 +107,10 @@ mod tests {
     fn paths_are_joined_under_the_roots() {
         let r = Root::new("/tmp/p", "/tmp/s");
         assert_eq!(r.proc("net/dev"), PathBuf::from("/tmp/p/net/dev"));
-        assert_eq!(r.sys("block/sda/size"), PathBuf::from("/tmp/s/block/sda/size"));
+        assert_eq!(
+            r.sys("block/sda/size"),
+            PathBuf::from("/tmp/s/block/sda/size")
+        );
     }
 
     #[test]
@@ -116,6 +119,9 @@ mod tests {
         let found = read_into(Path::new("/nonexistent/storwatch/x"), &mut buf);
         assert!(matches!(found, Ok(false)));
         assert!(buf.is_empty());
-        assert!(matches!(list_dir(Path::new("/nonexistent/storwatch")), Ok(None)));
+        assert!(matches!(
+            list_dir(Path::new("/nonexistent/storwatch")),
+            Ok(None)
+        ));
     }
 }

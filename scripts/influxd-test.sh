@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# A throw-away InfluxDB 1.x server on 127.0.0.1 for tests and the quickstart.
+#
+#   scripts/influxd-test.sh install            apt-get install influxdb when influxd is missing
+#   scripts/influxd-test.sh start DIR [PORT]   start influxd with data in DIR, HTTP on 127.0.0.1:PORT
+#                                              (default 18086); waits until /ping answers
+#   scripts/influxd-test.sh stop DIR           stop the server started for DIR, wait for it to exit
+#
+# The Debian package's own service is never used: each test gets its own directory and port, and
+# nothing listens beyond loopback.
+set -euo pipefail
+
+cmd=${1:-}
+influxd_bin() { command -v influxd || echo /usr/bin/influxd; }
+
+install_influxdb() {
+  if [ -x "$(influxd_bin)" ]; then return 0; fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  # policy-rc.d keeps the package's postinst from starting a system-wide influxd on 0.0.0.0:8086
+  printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+  apt-get install -y -q --no-install-recommends influxdb >/dev/null
+  rm -f /usr/sbin/policy-rc.d
+  # some package versions start it anyway under systemd-less containers: stop that one
+  pkill -f '^/usr/bin/influxd -config /etc/influxdb/influxdb.conf' 2>/dev/null || true
+}
+
+start() {
+  local dir=$1 port=${2:-18086}
+  install_influxdb
+  mkdir -p "$dir"
+  dir=$(cd "$dir" && pwd)
+  local rpc=$((port + 1))
+  cat >"$dir/influxdb.conf" <<CONF
+reporting-disabled = true
+bind-address = "127.0.0.1:$rpc"
+[meta]
+  dir = "$dir/meta"
+[data]
+  dir = "$dir/data"
+  wal-dir = "$dir/wal"
+  query-log-enabled = false
+  wal-fsync-delay = "0s"
+[http]
+  enabled = true
+  bind-address = "127.0.0.1:$port"
+  log-enabled = false
+  max-body-size = 0
+[monitor]
+  store-enabled = false
+[continuous_queries]
+  enabled = true
+  run-interval = "1s"
+CONF
+  if [ -f "$dir/influxd.pid" ] && kill -0 "$(cat "$dir/influxd.pid")" 2>/dev/null; then
+    echo "influxd already running for $dir (pid $(cat "$dir/influxd.pid"))"
+    return 0
+  fi
+  setsid "$(influxd_bin)" -config "$dir/influxdb.conf" >"$dir/influxd.log" 2>&1 </dev/null &
+  echo $! >"$dir/influxd.pid"
+  for _ in $(seq 1 200); do
+    if curl -sf "http://127.0.0.1:$port/ping" >/dev/null 2>&1; then
+      echo "influxd on 127.0.0.1:$port (pid $(cat "$dir/influxd.pid"), data $dir)"
+      return 0
+    fi
+    if ! kill -0 "$(cat "$dir/influxd.pid")" 2>/dev/null; then
+      echo "influxd exited; log:" >&2; tail -20 "$dir/influxd.log" >&2; return 1
+    fi
+    sleep 0.1
+  done
+  echo "influxd did not answer on 127.0.0.1:$port within 20 s" >&2
+  return 1
+}
+
+stop() {
+  local dir=$1 pid
+  [ -f "$dir/influxd.pid" ] || return 0
+  pid=$(cat "$dir/influxd.pid")
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  rm -f "$dir/influxd.pid"
+}
+
+case $cmd in
+  install) install_influxdb ;;
+  start) shift; start "$@" ;;
+  stop) shift; stop "$@" ;;
+  *) sed -n '2,10p' "$0"; exit 2 ;;
+esac
