@@ -1,1 +1,362 @@
-//! placeholder
+//! Reports → InfluxDB line protocol.
+//!
+//! Lines are built with the `influxdb-line-protocol` crate's builder (it escapes names and values
+//! correctly), behind a validating layer, because the builder lets through what InfluxDB rejects:
+//! a newline in a tag value becomes a second line, an empty tag value, NaN/±inf, and a tag value
+//! ending in a backslash (which escapes the separator after it). Here:
+//!
+//! * empty tag values are omitted (InfluxDB treats a missing tag and an empty one alike);
+//! * control characters in tag values and string fields become spaces, a trailing backslash is
+//!   dropped;
+//! * non-finite floats are skipped (counted in [`LineWriter::skipped`]); a line left without a
+//!   field is not written;
+//! * integers are written with the `i` suffix — InfluxDB 1.x has no unsigned type — and
+//!   values above `i64::MAX` saturate.
+//!
+//! Tags come in the order the caller gives them, after the writer's common tags (`host`, then
+//! the configured extra tags, sorted); callers add tags and fields in a fixed order so output is
+//! deterministic and snapshot-testable.
+
+use influxdb_line_protocol::builder::LineProtocolBuilder;
+
+/// A field value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value<'a> {
+    /// A float; skipped when not finite.
+    F(f64),
+    /// A signed integer.
+    I(i64),
+    /// An unsigned integer, written as a signed one (saturating).
+    U(u64),
+    /// A boolean.
+    B(bool),
+    /// A string.
+    S(&'a str),
+}
+
+impl From<f64> for Value<'_> {
+    fn from(v: f64) -> Self {
+        Self::F(v)
+    }
+}
+impl From<i64> for Value<'_> {
+    fn from(v: i64) -> Self {
+        Self::I(v)
+    }
+}
+impl From<u64> for Value<'_> {
+    fn from(v: u64) -> Self {
+        Self::U(v)
+    }
+}
+impl From<u32> for Value<'_> {
+    fn from(v: u32) -> Self {
+        Self::U(u64::from(v))
+    }
+}
+impl From<bool> for Value<'_> {
+    fn from(v: bool) -> Self {
+        Self::B(v)
+    }
+}
+impl<'a> From<&'a str> for Value<'a> {
+    fn from(v: &'a str) -> Self {
+        Self::S(v)
+    }
+}
+
+/// Accumulates the lines of one report.
+#[derive(Debug, Default)]
+pub struct LineWriter {
+    buf: Vec<u8>,
+    common_tags: Vec<(String, String)>,
+    lines: usize,
+    skipped: usize,
+}
+
+impl LineWriter {
+    /// A writer whose lines all carry `host=<host>` and then `extra_tags` (sorted by key).
+    pub fn new(host: &str, extra_tags: &[(String, String)]) -> Self {
+        let mut common_tags = vec![("host".to_owned(), host.to_owned())];
+        let mut extra: Vec<_> = extra_tags
+            .iter()
+            .filter(|(k, _)| k != "host")
+            .cloned()
+            .collect();
+        extra.sort();
+        common_tags.extend(extra);
+        Self {
+            common_tags,
+            ..Self::default()
+        }
+    }
+
+    /// Starts a line of `measurement` stamped `ts_ns`; finish it with [`Line::write`].
+    pub fn line<'a>(&'a mut self, measurement: &'a str, ts_ns: i64) -> Line<'a> {
+        Line {
+            w: self,
+            measurement,
+            ts_ns,
+            tags: Vec::with_capacity(8),
+            fields: Vec::with_capacity(24),
+        }
+    }
+
+    /// The bytes written so far.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Takes the bytes written so far, leaving the writer empty (the counters stay).
+    pub fn take(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.buf)
+    }
+
+    /// Lines written since creation.
+    pub fn lines(&self) -> usize {
+        self.lines
+    }
+
+    /// Values skipped (non-finite floats) and lines dropped for lack of fields since creation.
+    pub fn skipped(&self) -> usize {
+        self.skipped
+    }
+}
+
+/// One line being built.
+#[derive(Debug)]
+pub struct Line<'a> {
+    w: &'a mut LineWriter,
+    measurement: &'a str,
+    ts_ns: i64,
+    tags: Vec<(&'a str, &'a str)>,
+    fields: Vec<(&'a str, Value<'a>)>,
+}
+
+impl<'a> Line<'a> {
+    /// Adds a tag; an empty value is omitted.
+    pub fn tag(mut self, key: &'a str, value: &'a str) -> Self {
+        self.tags.push((key, value));
+        self
+    }
+
+    /// Adds a field.
+    pub fn field(mut self, key: &'a str, value: impl Into<Value<'a>>) -> Self {
+        self.fields.push((key, value.into()));
+        self
+    }
+
+    /// Adds a field when `value` is `Some`.
+    pub fn field_opt<V: Into<Value<'a>>>(mut self, key: &'a str, value: Option<V>) -> Self {
+        if let Some(v) = value {
+            self.fields.push((key, v.into()));
+        }
+        self
+    }
+
+    /// Validates and appends the line; returns false when nothing was written (no valid field).
+    pub fn write(self) -> bool {
+        let Line {
+            w,
+            measurement,
+            ts_ns,
+            tags,
+            fields,
+        } = self;
+        let before = fields.len();
+        let fields: Vec<(&str, Value<'_>)> = fields
+            .into_iter()
+            .filter(|(_, v)| !matches!(v, Value::F(f) if !f.is_finite()))
+            .collect();
+        w.skipped += before - fields.len();
+        let Some((first, rest)) = fields.split_first() else {
+            w.skipped += 1;
+            return false;
+        };
+        let buf = std::mem::take(&mut w.buf);
+        let mut b = LineProtocolBuilder::new_with(buf).measurement(measurement);
+        for (k, v) in w
+            .common_tags
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .chain(tags.iter().copied())
+        {
+            let v = clean_tag(v);
+            if !v.is_empty() {
+                b = b.tag(k, &v);
+            }
+        }
+        let mut b = add_field(b, first.0, first.1);
+        for (k, v) in rest {
+            b = add_field_more(b, k, *v);
+        }
+        w.buf = b.timestamp(ts_ns).close_line().build();
+        w.lines += 1;
+        true
+    }
+}
+
+type AfterMeasurement =
+    LineProtocolBuilder<Vec<u8>, influxdb_line_protocol::builder::AfterMeasurement>;
+type AfterField = LineProtocolBuilder<Vec<u8>, influxdb_line_protocol::builder::AfterField>;
+
+fn add_field(b: AfterMeasurement, k: &str, v: Value<'_>) -> AfterField {
+    match v {
+        Value::F(f) => b.field(k, f),
+        Value::I(i) => b.field(k, i),
+        Value::U(u) => b.field(k, saturate(u)),
+        Value::B(x) => b.field(k, x),
+        Value::S(s) => b.field(k, clean_str(s).as_ref()),
+    }
+}
+
+fn add_field_more(b: AfterField, k: &str, v: Value<'_>) -> AfterField {
+    match v {
+        Value::F(f) => b.field(k, f),
+        Value::I(i) => b.field(k, i),
+        Value::U(u) => b.field(k, saturate(u)),
+        Value::B(x) => b.field(k, x),
+        Value::S(s) => b.field(k, clean_str(s).as_ref()),
+    }
+}
+
+fn saturate(u: u64) -> i64 {
+    i64::try_from(u).unwrap_or(i64::MAX)
+}
+
+/// Control characters → spaces, trailing backslashes dropped, surrounding space trimmed.
+fn clean_tag(v: &str) -> std::borrow::Cow<'_, str> {
+    let needs = v.chars().any(char::is_control) || v.ends_with('\\') || v.trim() != v;
+    if !needs {
+        return std::borrow::Cow::Borrowed(v);
+    }
+    let s: String = v
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    std::borrow::Cow::Owned(s.trim().trim_end_matches('\\').trim_end().to_owned())
+}
+
+/// Control characters in string fields → spaces (a newline would end the line).
+fn clean_str(v: &str) -> std::borrow::Cow<'_, str> {
+    if v.chars().any(char::is_control) {
+        std::borrow::Cow::Owned(
+            v.chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect(),
+        )
+    } else {
+        std::borrow::Cow::Borrowed(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use influxdb_line_protocol::{parse_lines, FieldValue};
+    use proptest::prelude::*;
+
+    fn text(w: &LineWriter) -> &str {
+        std::str::from_utf8(w.as_bytes()).expect("utf8")
+    }
+
+    #[test]
+    fn common_tags_first_then_line_tags_in_order() {
+        let mut w = LineWriter::new(
+            "ds01",
+            &[
+                ("site".into(), "T2_X".into()),
+                ("role".into(), "disk".into()),
+            ],
+        );
+        assert!(w
+            .line("disk", 1_700_000_010_000_000_000)
+            .tag("device", "sda")
+            .tag("name", "")
+            .field("util_pct", 99.5)
+            .field("saturated_s", 7u64)
+            .field("ok", true)
+            .write());
+        assert_eq!(
+            text(&w),
+            "disk,host=ds01,role=disk,site=T2_X,device=sda util_pct=99.5,saturated_s=7i,ok=true 1700000010000000000\n"
+        );
+    }
+
+    #[test]
+    fn bad_values_are_cleaned_or_skipped() {
+        let mut w = LineWriter::new("h", &[]);
+        assert!(w
+            .line("event", 5)
+            .tag("object", "md0\nmalicious,x=1 y=2")
+            .tag("trail", "ab\\")
+            .field("nan", f64::NAN)
+            .field("text", "line1\nline2 \"quoted\" back\\")
+            .field("big", u64::MAX)
+            .write());
+        let out = text(&w);
+        assert_eq!(out.lines().count(), 1, "{out}");
+        let parsed: Vec<_> = parse_lines(out).collect::<Result<_, _>>().expect("parses");
+        assert_eq!(parsed.len(), 1);
+        let l = &parsed[0];
+        let tags = l.series.tag_set.as_ref().expect("tags");
+        let obj = tags
+            .iter()
+            .find(|(k, _)| k.as_str() == "object")
+            .expect("object");
+        assert_eq!(obj.1.as_str(), "md0 malicious,x=1 y=2");
+        let trail = tags
+            .iter()
+            .find(|(k, _)| k.as_str() == "trail")
+            .expect("trail");
+        assert_eq!(trail.1.as_str(), "ab");
+        assert!(l.field_set.iter().all(|(k, _)| k.as_str() != "nan"));
+        assert_eq!(w.skipped(), 1);
+        let big = l
+            .field_set
+            .iter()
+            .find(|(k, _)| k.as_str() == "big")
+            .expect("big");
+        assert!(matches!(big.1, FieldValue::I64(i64::MAX)));
+    }
+
+    #[test]
+    fn a_line_without_valid_fields_is_not_written() {
+        let mut w = LineWriter::new("h", &[]);
+        assert!(!w
+            .line("net", 1)
+            .tag("iface", "eth0")
+            .field("x", f64::INFINITY)
+            .write());
+        assert!(w.as_bytes().is_empty());
+        assert_eq!(w.lines(), 0);
+    }
+
+    proptest! {
+        #[test]
+        fn anything_encoded_parses_back(
+            tag in "\\PC{0,20}",
+            s in "\\PC{0,30}",
+            f in proptest::num::f64::ANY,
+            i in any::<i64>(),
+            u in any::<u64>(),
+        ) {
+            let mut w = LineWriter::new("host-1", &[]);
+            let written = w.line("m", 42).tag("t", &tag).field("f", f).field("s", s.as_str())
+                .field("i", i).field("u", u).write();
+            prop_assert!(written);
+            let out = std::str::from_utf8(w.as_bytes()).expect("utf8");
+            let parsed: Vec<_> = parse_lines(out).collect::<Result<_, _>>()
+                .map_err(|e| TestCaseError::fail(format!("{e}: {out:?}")))?;
+            prop_assert_eq!(parsed.len(), 1);
+            let l = &parsed[0];
+            prop_assert_eq!(l.timestamp, Some(42));
+            let got_i = l.field_set.iter().find(|(k, _)| k.as_str() == "i").map(|(_, v)| v.clone());
+            prop_assert_eq!(got_i, Some(FieldValue::I64(i)));
+            if f.is_finite() {
+                let got_f = l.field_set.iter().find(|(k, _)| k.as_str() == "f").map(|(_, v)| v.clone());
+                prop_assert_eq!(got_f, Some(FieldValue::F64(f)));
+            }
+        }
+    }
+}

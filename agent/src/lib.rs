@@ -8,7 +8,9 @@
 pub mod command;
 pub mod config;
 pub mod encode;
+pub mod event;
 pub mod rates;
+pub mod risk;
 pub mod root;
 pub mod sampler;
 pub mod sink;

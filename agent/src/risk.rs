@@ -1,0 +1,171 @@
+//! The chance of losing data before redundancy is restored (MD arrays, zpool top-level vdevs).
+//!
+//! Model (ARCHITECTURE.md, "rebuild risk"): `m` surviving members each fail independently with
+//! annual failure rate `AFR`, so within the remaining window `T` hours one member fails with
+//! probability `p = 1 − exp(−λT)`, `λ = AFR / 8766 h`. Data is lost when more members fail than the
+//! redundancy left can absorb: `P(loss) = P(Binomial(m, p) > redundancy_left)`. When no redundancy
+//! is left, every remaining read must also succeed: the chance of at least one unrecoverable read
+//! error over the `B` bytes still to be read is `1 − exp(−8·B·URE)` (URE per bit read), combined
+//! with the disk-failure term as `1 − (1 − P_disk)(1 − P_ure)`.
+//!
+//! A degraded set with no rebuild running has no end to its window; it is evaluated over
+//! [`RiskModel::open_window_h`] (default one week: the time it typically takes a site to notice
+//! and act), so the figure still ranks arrays by how exposed they are.
+
+/// Hours in a year (365.25 days), the unit of AFR.
+pub const HOURS_PER_YEAR: f64 = 8766.0;
+
+/// Parameters of the risk model (agent config `[risk]`).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RiskModel {
+    /// Per-disk annual failure rate (0.02 = 2 %/year, a typical large-fleet HDD figure).
+    pub afr: f64,
+    /// Unrecoverable read errors per bit read (1e-15 for enterprise HDDs, 1e-14 for desktop).
+    pub ure_per_bit: f64,
+    /// Window, in hours, assumed for a degraded set with no rebuild running (default 168 h).
+    pub open_window_h: f64,
+}
+
+impl Default for RiskModel {
+    fn default() -> Self {
+        Self {
+            afr: 0.02,
+            ure_per_bit: 1e-15,
+            open_window_h: 168.0,
+        }
+    }
+}
+
+/// The exposure of one redundancy set.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Exposure {
+    /// Members still working.
+    pub surviving: u32,
+    /// Further member failures the set can absorb (parity/copies minus failed members).
+    pub redundancy_left: u32,
+    /// Hours until redundancy is restored: the rebuild's ETA; `None` when nothing is rebuilding.
+    pub window_h: Option<f64>,
+    /// Bytes still to be read to restore redundancy (for the URE term); `None` when unknown.
+    pub bytes_to_read: Option<u64>,
+}
+
+/// Probability of one disk failing within `window_h` hours.
+pub fn disk_failure_probability(afr: f64, window_h: f64) -> f64 {
+    let lambda = afr / HOURS_PER_YEAR;
+    -(-lambda * window_h.max(0.0)).exp_m1()
+}
+
+/// `P(Binomial(n, p) > k)`, computed as 1 − P(X ≤ k) with terms summed in log space so
+/// large `n` neither overflows nor loses tiny probabilities.
+pub fn binomial_tail_above(n: u32, p: f64, k: u32) -> f64 {
+    if k >= n || p <= 0.0 {
+        return 0.0;
+    }
+    if p >= 1.0 {
+        return 1.0;
+    }
+    // For small p, 1 − CDF loses precision; sum the upper tail directly instead.
+    let ln_p = p.ln();
+    let ln_q = (-p).ln_1p();
+    let mut ln_choose = 0.0_f64; // ln C(n, 0)
+    let mut tail = 0.0;
+    for i in 0..=n {
+        if i > 0 {
+            ln_choose += f64::from(n - i + 1).ln() - f64::from(i).ln();
+        }
+        if i > k {
+            tail += (ln_choose + f64::from(i) * ln_p + f64::from(n - i) * ln_q).exp();
+        }
+    }
+    tail.clamp(0.0, 1.0)
+}
+
+/// The probability of losing data before redundancy is restored.
+pub fn loss_probability(model: &RiskModel, e: &Exposure) -> f64 {
+    let window = e.window_h.unwrap_or(model.open_window_h);
+    let p = disk_failure_probability(model.afr, window);
+    let p_disk = binomial_tail_above(e.surviving, p, e.redundancy_left);
+    if e.redundancy_left > 0 {
+        return p_disk;
+    }
+    let bits = e.bytes_to_read.unwrap_or(0) as f64 * 8.0;
+    let p_ure = -(-bits * model.ure_per_bit).exp_m1();
+    1.0 - (1.0 - p_disk) * (1.0 - p_ure)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, rel: f64) -> bool {
+        (a - b).abs() <= rel * b.abs().max(1e-300)
+    }
+
+    #[test]
+    fn single_disk_probability_by_hand() {
+        // AFR 2 %, 24 h: λ = 0.02/8766 = 2.2815423e-6 /h; p = 1 − e^(−5.4757e-5) = 5.47554e-5
+        let p = disk_failure_probability(0.02, 24.0);
+        assert!(close(p, 5.475_55e-5, 1e-4), "{p}");
+    }
+
+    #[test]
+    fn binomial_tail_by_hand() {
+        // n=3, p=0.1: P(X>1) = 3·0.01·0.9 + 0.001 = 0.028
+        assert!(close(binomial_tail_above(3, 0.1, 1), 0.028, 1e-12));
+        // P(X>0) = 1 − 0.9³ = 0.271
+        assert!(close(binomial_tail_above(3, 0.1, 0), 0.271, 1e-12));
+        assert_eq!(binomial_tail_above(3, 0.1, 3), 0.0);
+        assert_eq!(binomial_tail_above(3, 0.0, 0), 0.0);
+        assert_eq!(binomial_tail_above(3, 1.0, 2), 1.0);
+    }
+
+    #[test]
+    fn raid6_with_one_failure_rebuilding_for_a_day() {
+        // RAID6 12+2 with one member failed: 13 survive, 1 parity left, 24 h rebuild left.
+        // p = 5.47554e-5; P(X>1) = 1 − q^13 − 13 p q^12 ≈ C(13,2) p² = 78 · 2.99816e-9 = 2.3386e-7
+        let r = loss_probability(
+            &RiskModel::default(),
+            &Exposure {
+                surviving: 13,
+                redundancy_left: 1,
+                window_h: Some(24.0),
+                bytes_to_read: Some(16_000_000_000_000),
+            },
+        );
+        assert!(close(r, 2.3386e-7, 2e-3), "{r}");
+    }
+
+    #[test]
+    fn no_redundancy_left_adds_the_ure_term() {
+        // RAID6 with two members failed: 12 survive, 0 left, 24 h, 12 × 16 TB still to read.
+        // P_disk = 1 − q^12 = 6.5688e-4; bits = 1.536e15 → P_ure = 1 − e^(−1.536) = 0.78475
+        // P = 1 − (1 − 6.5688e-4)(1 − 0.78475) = 0.784891
+        let r = loss_probability(
+            &RiskModel::default(),
+            &Exposure {
+                surviving: 12,
+                redundancy_left: 0,
+                window_h: Some(24.0),
+                bytes_to_read: Some(192_000_000_000_000),
+            },
+        );
+        assert!(close(r, 0.784_891, 1e-4), "{r}");
+    }
+
+    #[test]
+    fn no_rebuild_uses_the_open_window() {
+        // raid1 with one of two failed: 1 survivor, 0 left, no rebuild, no URE bytes known.
+        // p over 168 h = 1 − e^(−0.02·168/8766) = 3.83217e-4
+        let r = loss_probability(
+            &RiskModel::default(),
+            &Exposure {
+                surviving: 1,
+                redundancy_left: 0,
+                window_h: None,
+                bytes_to_read: None,
+            },
+        );
+        assert!(close(r, 3.832_17e-4, 1e-4), "{r}");
+    }
+}
