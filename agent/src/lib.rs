@@ -9,6 +9,7 @@ pub mod command;
 pub mod config;
 pub mod encode;
 pub mod event;
+pub mod health;
 pub mod rates;
 pub mod risk;
 pub mod root;

@@ -68,6 +68,9 @@ pub enum SourceError {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// An external tool failed, hung or is missing.
+    #[error(transparent)]
+    Command(#[from] crate::command::CommandError),
     /// The file was read but its text is malformed.
     #[error("{path}: {error}")]
     Parse {
