@@ -14,8 +14,18 @@
 //!
 //! Lines may also be tab- or multi-space-padded (the sysfs `stat` file uses fixed 8-wide columns,
 //! overflowing on busy SAS disks); whitespace splitting handles all of them.
+//!
+//! More than 17 statistics are accepted and the extra ones ignored, so that a kernel adding
+//! counters at the end of the line (as 4.18 and 5.5 did) does not blind the agent; they must
+//! still be numbers, which catches two lines glued together. Any other count (5–10, 12–14, 16) is
+//! a malformed line.
+//!
+//! `/sys/block/<dev>/stat` (and `…/<dev>/<part>/stat`) carries the same statistics without
+//! `major minor name`; [`parse_sysfs_stat`] reads that shape.
 
-use super::{ParseError, Rows};
+use std::fmt;
+
+use super::{fields, parse_u64, ParseError, Rows};
 
 /// Which of the kernel's line shapes a row came in; older shapes leave later counters at 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,8 +87,506 @@ pub struct DiskStat<'a> {
     pub flush_ms: u64,
 }
 
+/// Number of statistics the widest known line shape (5.5+) carries.
+const MAX_STATS: usize = 17;
+
+/// What was wrong with a line; rendered into [`ParseError::reason`] only when a line fails.
+#[derive(Debug)]
+enum Fault<'a> {
+    /// No `minor`/`name` after the major number.
+    Missing(&'static str),
+    /// A column that is not a decimal unsigned integer.
+    NotNumber { column: usize, field: &'a str },
+    /// A column of digits too large for its type.
+    TooLarge {
+        column: usize,
+        field: &'a str,
+        bits: u32,
+    },
+    /// A number of statistics no kernel prints.
+    Count(usize),
+    /// A sysfs `stat` file with a second line of numbers.
+    SecondLine,
+    /// A file with no statistics at all.
+    Empty,
+}
+
+impl fmt::Display for Fault<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Missing(what) => write!(f, "missing {what}"),
+            Self::NotNumber { column, field } => {
+                write!(f, "column {column} ({field:?}) is not an unsigned integer")
+            }
+            Self::TooLarge {
+                column,
+                field,
+                bits,
+            } => write!(f, "column {column} ({field:?}) does not fit in {bits} bits"),
+            Self::Count(0) => write!(f, "no statistics after the device name"),
+            Self::Count(n) => write!(
+                f,
+                "{n} statistics; expected 4, 11, 15 or at least {MAX_STATS}"
+            ),
+            Self::SecondLine => write!(f, "more than one line of statistics"),
+            Self::Empty => write!(f, "no statistics"),
+        }
+    }
+}
+
+/// Parses column `column` (1-based, for the error) as a u64.
+fn number(field: &str, column: usize) -> Result<u64, Fault<'_>> {
+    match parse_u64(field) {
+        Some(v) => Ok(v),
+        // All digits yet unparsable can only mean it overflowed.
+        None if !field.is_empty() && field.bytes().all(|b| b.is_ascii_digit()) => {
+            Err(Fault::TooLarge {
+                column,
+                field,
+                bits: 64,
+            })
+        }
+        None => Err(Fault::NotNumber { column, field }),
+    }
+}
+
+/// Parses a major or minor number (`%u` in the kernel, 12 and 20 bits in practice).
+fn device_number(field: &str, column: usize) -> Result<u32, Fault<'_>> {
+    let v = number(field, column)?;
+    u32::try_from(v).map_err(|_| Fault::TooLarge {
+        column,
+        field,
+        bits: 32,
+    })
+}
+
+/// Reads the statistics after `major minor name` (or the whole sysfs line); `first_column` is
+/// the 1-based column of the first statistic, for error messages.
+fn stats<'a>(
+    tokens: impl Iterator<Item = &'a str>,
+    first_column: usize,
+) -> Result<(DiskstatsFormat, [u64; MAX_STATS]), Fault<'a>> {
+    let mut values = [0u64; MAX_STATS];
+    let mut count = 0usize;
+    for (i, tok) in tokens.enumerate() {
+        let v = number(tok, first_column + i)?;
+        // Statistics past the 17th are checked above but not kept.
+        if let Some(slot) = values.get_mut(i) {
+            *slot = v;
+        }
+        count = i + 1;
+    }
+    let format = match count {
+        4 => DiskstatsFormat::Partition4,
+        11 => DiskstatsFormat::Fields11,
+        15 => DiskstatsFormat::Fields15,
+        n if n >= MAX_STATS => DiskstatsFormat::Fields17,
+        n => return Err(Fault::Count(n)),
+    };
+    Ok((format, values))
+}
+
+/// Builds a row from the statistics in kernel order; shapes without a counter leave it at 0.
+fn row<'a>(
+    major: u32,
+    minor: u32,
+    name: &'a str,
+    format: DiskstatsFormat,
+    v: &[u64; MAX_STATS],
+) -> DiskStat<'a> {
+    if format == DiskstatsFormat::Partition4 {
+        // Old partition lines: reads, sectors read, writes, sectors written (iostats.rst).
+        let [reads, sectors_read, writes, sectors_written, ..] = *v;
+        return DiskStat {
+            reads,
+            sectors_read,
+            writes,
+            sectors_written,
+            ..DiskStat::zero(major, minor, name, format)
+        };
+    }
+    let [reads, reads_merged, sectors_read, read_ms, writes, writes_merged, sectors_written, write_ms, in_flight, io_ms, queue_ms, discards, discards_merged, sectors_discarded, discard_ms, flushes, flush_ms] =
+        *v;
+    DiskStat {
+        major,
+        minor,
+        name,
+        format,
+        reads,
+        reads_merged,
+        sectors_read,
+        read_ms,
+        writes,
+        writes_merged,
+        sectors_written,
+        write_ms,
+        in_flight,
+        io_ms,
+        queue_ms,
+        discards,
+        discards_merged,
+        sectors_discarded,
+        discard_ms,
+        flushes,
+        flush_ms,
+    }
+}
+
+impl<'a> DiskStat<'a> {
+    /// A row with every counter at 0.
+    fn zero(major: u32, minor: u32, name: &'a str, format: DiskstatsFormat) -> Self {
+        Self {
+            major,
+            minor,
+            name,
+            format,
+            reads: 0,
+            reads_merged: 0,
+            sectors_read: 0,
+            read_ms: 0,
+            writes: 0,
+            writes_merged: 0,
+            sectors_written: 0,
+            write_ms: 0,
+            in_flight: 0,
+            io_ms: 0,
+            queue_ms: 0,
+            discards: 0,
+            discards_merged: 0,
+            sectors_discarded: 0,
+            discard_ms: 0,
+            flushes: 0,
+            flush_ms: 0,
+        }
+    }
+}
+
+/// Parses one non-blank `/proc/diskstats` line.
+fn parse_line(line: &str) -> Result<DiskStat<'_>, Fault<'_>> {
+    let mut tokens = fields(line);
+    let major = device_number(tokens.next().ok_or(Fault::Missing("major number"))?, 1)?;
+    let minor = device_number(tokens.next().ok_or(Fault::Missing("minor number"))?, 2)?;
+    let name = tokens.next().ok_or(Fault::Missing("device name"))?;
+    let (format, values) = stats(tokens, 4)?;
+    Ok(row(major, minor, name, format, &values))
+}
+
 /// Parses the whole file. Never panics; malformed lines are returned in `errors`, the rest parse.
+///
+/// Blank lines are skipped; an empty file gives no rows and no errors (a host with no block
+/// devices is odd but not malformed).
 pub fn parse(text: &str) -> Rows<DiskStat<'_>> {
-    let _ = (text, ParseError::new(0, "", ""));
-    unimplemented!("diskstats::parse")
+    // One allocation for the rows: the 1 s loop parses this file every second.
+    let lines = text.bytes().filter(|&b| b == b'\n').count() + 1;
+    let mut out = Rows {
+        rows: Vec::with_capacity(lines),
+        errors: Vec::new(),
+    };
+    for (i, line) in text.lines().enumerate() {
+        if fields(line).next().is_none() {
+            continue;
+        }
+        match parse_line(line) {
+            Ok(row) => out.rows.push(row),
+            Err(fault) => out.errors.push(ParseError::new(i + 1, line, fault)),
+        }
+    }
+    out
+}
+
+/// Parses a `/sys/block/<dev>/stat` file: one line of 4, 11, 15 or 17+ statistics without
+/// `major minor name`. The row has an empty name and major/minor 0; the caller knows which
+/// device it read.
+pub fn parse_sysfs_stat(text: &str) -> Result<DiskStat<'static>, ParseError> {
+    let mut found = None;
+    for (i, line) in text.lines().enumerate() {
+        let mut tokens = fields(line).peekable();
+        if tokens.peek().is_none() {
+            continue;
+        }
+        if found.is_some() {
+            return Err(ParseError::new(i + 1, line, Fault::SecondLine));
+        }
+        let (format, values) = stats(tokens, 1).map_err(|f| ParseError::new(i + 1, line, f))?;
+        found = Some(row(0, 0, "", format, &values));
+    }
+    found.ok_or_else(|| ParseError::new(1, text, Fault::Empty))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn snapshot_real_fixtures() {
+        insta::glob!("../../fixtures/diskstats", "*.txt", |path| {
+            let text = std::fs::read_to_string(path).expect("fixture is readable");
+            insta::assert_debug_snapshot!(parse(&text));
+        });
+    }
+
+    #[test]
+    fn snapshot_real_sysfs_stat_fixtures() {
+        insta::glob!("../../fixtures/diskstats/sysfs-stat", "*.txt", |path| {
+            let text = std::fs::read_to_string(path).expect("fixture is readable");
+            insta::assert_debug_snapshot!(parse_sysfs_stat(&text));
+        });
+    }
+
+    fn one(text: &str) -> DiskStat<'_> {
+        let rows = parse(text);
+        assert!(rows.errors.is_empty(), "{:?}", rows.errors);
+        assert_eq!(rows.rows.len(), 1);
+        rows.rows[0]
+    }
+
+    fn error(text: &str) -> ParseError {
+        let rows = parse(text);
+        assert!(rows.rows.is_empty(), "{:?}", rows.rows);
+        assert_eq!(rows.errors.len(), 1, "{:?}", rows.errors);
+        rows.errors[0].clone()
+    }
+
+    #[test]
+    fn seventeen_statistics_land_in_kernel_order() {
+        let d = one("8 16 sdb 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n");
+        assert_eq!((d.major, d.minor, d.name), (8, 16, "sdb"));
+        assert_eq!(d.format, DiskstatsFormat::Fields17);
+        let got = [
+            d.reads,
+            d.reads_merged,
+            d.sectors_read,
+            d.read_ms,
+            d.writes,
+            d.writes_merged,
+            d.sectors_written,
+            d.write_ms,
+            d.in_flight,
+            d.io_ms,
+            d.queue_ms,
+            d.discards,
+            d.discards_merged,
+            d.sectors_discarded,
+            d.discard_ms,
+            d.flushes,
+            d.flush_ms,
+        ];
+        assert_eq!(
+            got,
+            [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]
+        );
+    }
+
+    #[test]
+    fn old_partition_line_maps_its_four_statistics() {
+        let d = one("   3    1   hda1 35486 38030 38031 38032");
+        assert_eq!(d.format, DiskstatsFormat::Partition4);
+        assert_eq!(
+            (d.reads, d.sectors_read, d.writes, d.sectors_written),
+            (35486, 38030, 38031, 38032)
+        );
+        assert_eq!(
+            (d.reads_merged, d.read_ms, d.io_ms, d.queue_ms),
+            (0, 0, 0, 0)
+        );
+    }
+
+    #[test]
+    fn eleven_and_fifteen_leave_newer_counters_at_zero() {
+        let d = one("8 0 sda 1 2 3 4 5 6 7 8 9 10 11");
+        assert_eq!(d.format, DiskstatsFormat::Fields11);
+        assert_eq!((d.queue_ms, d.discards, d.flushes), (11, 0, 0));
+        let d = one("8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15");
+        assert_eq!(d.format, DiskstatsFormat::Fields15);
+        assert_eq!((d.discard_ms, d.flushes, d.flush_ms), (15, 0, 0));
+    }
+
+    #[test]
+    fn statistics_beyond_seventeen_are_ignored_if_numeric() {
+        let d = one("8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20");
+        assert_eq!(d.format, DiskstatsFormat::Fields17);
+        assert_eq!(d.flush_ms, 17);
+        let e = error("8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 8 1 sda1");
+        assert_eq!(e.reason, "column 23 (\"sda1\") is not an unsigned integer");
+    }
+
+    #[test]
+    fn tabs_and_runs_of_spaces_separate_fields() {
+        let d = one("\t 253\t\t2   dm-2 \t1 2 3 4 5 6 7 8 9 10 11\t  \r\n");
+        assert_eq!((d.major, d.minor, d.name, d.queue_ms), (253, 2, "dm-2", 11));
+    }
+
+    #[test]
+    fn empty_and_blank_text_give_nothing() {
+        assert_eq!(parse(""), Rows::default());
+        assert_eq!(parse("\n  \n\t\n"), Rows::default());
+    }
+
+    #[test]
+    fn blank_lines_are_skipped_and_line_numbers_stay_true() {
+        let rows = parse("\n8 0 sda 1 2 3 4\n\n8 1 sda1 x 2 3 4\n   \n8 2 sda2 1 2 3 4\n");
+        assert_eq!(rows.rows.len(), 2);
+        assert_eq!(rows.errors.len(), 1);
+        assert_eq!(rows.errors[0].line, 4);
+        assert_eq!(rows.errors[0].text, "8 1 sda1 x 2 3 4");
+    }
+
+    #[test]
+    fn truncated_lines_are_errors() {
+        assert_eq!(error("8").reason, "missing minor number");
+        assert_eq!(error("8 0").reason, "missing device name");
+        assert_eq!(
+            error("8 0 sda").reason,
+            "no statistics after the device name"
+        );
+        assert_eq!(
+            error("8 0 sda 1 2 3 4 5 6 7").reason,
+            "7 statistics; expected 4, 11, 15 or at least 17"
+        );
+        // A 5.5+ line cut short by one field (sysstat's root1 fixture has such a line).
+        assert_eq!(
+            error("65 32 sds 386 416 8554 100 727 820 8746 3902 0 762 7902 0 0 0").reason,
+            "14 statistics; expected 4, 11, 15 or at least 17"
+        );
+    }
+
+    #[test]
+    fn non_numeric_fields_are_errors() {
+        assert_eq!(
+            error("x 0 sda 1 2 3 4").reason,
+            "column 1 (\"x\") is not an unsigned integer"
+        );
+        assert_eq!(
+            error("8 0 sda 1 2 -3 4").reason,
+            "column 6 (\"-3\") is not an unsigned integer"
+        );
+        assert_eq!(
+            error("8 0 sda 1 2 3 4.5").reason,
+            "column 7 (\"4.5\") is not an unsigned integer"
+        );
+    }
+
+    #[test]
+    fn values_that_overflow_are_errors() {
+        let max = format!("8 0 sda {} 2 3 4", u64::MAX);
+        assert_eq!(one(&max).reads, u64::MAX);
+        assert_eq!(
+            error("8 0 sda 18446744073709551616 2 3 4").reason,
+            "column 4 (\"18446744073709551616\") does not fit in 64 bits"
+        );
+        assert_eq!(
+            error("4294967296 0 sda 1 2 3 4").reason,
+            "column 1 (\"4294967296\") does not fit in 32 bits"
+        );
+        assert_eq!(one("4294967295 1048575 sda 1 2 3 4").major, u32::MAX);
+    }
+
+    #[test]
+    fn one_bad_line_does_not_cost_the_others_their_rows() {
+        let text = "8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n\
+                    garbage\n\
+                    8 16 sdb 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n";
+        let rows = parse(text);
+        let names: Vec<_> = rows.rows.iter().map(|d| d.name).collect();
+        assert_eq!(names, ["sda", "sdb"]);
+        assert_eq!(rows.errors.len(), 1);
+        assert_eq!(rows.errors[0].line, 2);
+        assert_eq!(
+            rows.errors[0].reason,
+            "column 1 (\"garbage\") is not an unsigned integer"
+        );
+    }
+
+    #[test]
+    fn error_text_is_cut_to_200_characters() {
+        let long = format!("8 0 sda {}", "x".repeat(500));
+        assert_eq!(error(&long).text.chars().count(), 200);
+    }
+
+    #[test]
+    fn sysfs_stat_has_no_device_columns() {
+        let d = parse_sysfs_stat("       1        2        3        4        5        6        7        8        0       10       11\n")
+            .expect("valid");
+        assert_eq!((d.major, d.minor, d.name), (0, 0, ""));
+        assert_eq!(d.format, DiskstatsFormat::Fields11);
+        assert_eq!((d.reads, d.write_ms, d.queue_ms), (1, 8, 11));
+    }
+
+    #[test]
+    fn sysfs_stat_errors() {
+        let e = parse_sysfs_stat("").expect_err("empty");
+        assert_eq!((e.line, e.reason.as_str()), (1, "no statistics"));
+        let e = parse_sysfs_stat("1 2 3 4\n1 2 3 4\n").expect_err("two lines");
+        assert_eq!(
+            (e.line, e.reason.as_str()),
+            (2, "more than one line of statistics")
+        );
+        let e = parse_sysfs_stat("1 2 3 x").expect_err("non-numeric");
+        assert_eq!(e.reason, "column 4 (\"x\") is not an unsigned integer");
+        let e = parse_sysfs_stat("1 2 3").expect_err("truncated");
+        assert_eq!(e.reason, "3 statistics; expected 4, 11, 15 or at least 17");
+        assert!(parse_sysfs_stat("\n1 2 3 4\n\n").is_ok());
+    }
+
+    /// A line the way the kernel would print it, with random padding.
+    fn line_strategy() -> impl Strategy<Value = (u32, u32, String, Vec<u64>, Vec<&'static str>)> {
+        let count = prop_oneof![Just(4usize), Just(11), Just(15), Just(17), 18usize..=22];
+        (
+            any::<u32>(),
+            any::<u32>(),
+            "[a-z][a-z0-9!_-]{0,14}",
+            count.prop_flat_map(|n| proptest::collection::vec(any::<u64>(), n)),
+            proptest::collection::vec(
+                prop_oneof![Just(" "), Just("  "), Just("\t"), Just(" \t ")],
+                25,
+            ),
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics_on_arbitrary_text(text in "\\PC*") {
+            let rows = parse(&text);
+            prop_assert!(rows.rows.len() + rows.errors.len() <= text.lines().count());
+            let _ = parse_sysfs_stat(&text);
+        }
+
+        #[test]
+        fn never_panics_on_numeric_tokens(
+            tokens in proptest::collection::vec(
+                prop_oneof![any::<u64>().prop_map(|v| v.to_string()), "[0-9]{1,25}", Just("-".to_owned())],
+                0..25,
+            ),
+            sep in prop_oneof![Just(" "), Just("\t"), Just("   ")],
+        ) {
+            let line = tokens.join(sep);
+            let rows = parse(&line);
+            prop_assert!(rows.rows.len() + rows.errors.len() <= 1);
+            let _ = parse_sysfs_stat(&line);
+        }
+
+        #[test]
+        fn printed_lines_parse_back((major, minor, name, values, seps) in line_strategy()) {
+            let mut line = format!("{}{major}{}{minor}{}{name}", seps[0], seps[1], seps[2]);
+            for (v, sep) in values.iter().zip(seps.iter().skip(3).cycle()) {
+                line.push_str(sep);
+                line.push_str(&v.to_string());
+            }
+            let rows = parse(&line);
+            prop_assert!(rows.errors.is_empty(), "{:?}", rows.errors);
+            prop_assert_eq!(rows.rows.len(), 1);
+            let d = rows.rows[0];
+            prop_assert_eq!((d.major, d.minor, d.name), (major, minor, name.as_str()));
+            prop_assert_eq!(d.reads, values[0]);
+            if values.len() >= 11 {
+                prop_assert_eq!(d.queue_ms, values[10]);
+            } else {
+                prop_assert_eq!(d.sectors_written, values[3]);
+            }
+            if values.len() >= 17 {
+                prop_assert_eq!(d.flush_ms, values[16]);
+            }
+        }
+    }
 }
