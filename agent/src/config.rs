@@ -1,1 +1,328 @@
-//! placeholder
+//! The agent's configuration: `/etc/storwatch/agent.toml` by default, every value overridable by a
+//! command-line flag. `storwatch-agent --print-default-config` prints [`DEFAULT_CONFIG`], which is
+//! this file's documentation in TOML form (a test checks it parses to the defaults).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// The default configuration file.
+pub const DEFAULT_PATH: &str = "/etc/storwatch/agent.toml";
+
+/// The configuration, as read from TOML.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Value of the `host` tag; empty means the machine's hostname.
+    pub host: String,
+    /// Extra tags put on every line (`site`, `role`, `cluster`, …).
+    pub tags: std::collections::BTreeMap<String, String>,
+    /// Where `/proc` is (a fixture tree in tests).
+    pub proc_root: PathBuf,
+    /// Where `/sys` is.
+    pub sys_root: PathBuf,
+    /// How often counters are sampled.
+    #[serde(with = "duration")]
+    pub sample_interval: Duration,
+    /// How often a report is emitted; a whole multiple of `sample_interval`.
+    #[serde(with = "duration")]
+    pub report_interval: Duration,
+    /// %util at or above which a second counts as saturated (`saturated_s`).
+    pub saturation_threshold_pct: f64,
+    /// Where reports go: `-` (stdout), `file:PATH`, or an http(s):// write URL.
+    pub output: String,
+    /// How often the block tunables are reported even when unchanged.
+    #[serde(with = "duration")]
+    pub tunables_interval: Duration,
+    /// Block devices not reported (shell-style `*` globs on the kernel name).
+    pub exclude_devices: Vec<String>,
+    /// Network interfaces not reported (globs).
+    pub exclude_interfaces: Vec<String>,
+    /// Log level: error, warn, info, debug, trace.
+    pub log_level: String,
+    /// The rebuild-risk model.
+    pub risk: crate::risk::RiskModel,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            host: String::new(),
+            tags: Default::default(),
+            proc_root: PathBuf::from("/proc"),
+            sys_root: PathBuf::from("/sys"),
+            sample_interval: Duration::from_secs(1),
+            report_interval: Duration::from_secs(10),
+            saturation_threshold_pct: 95.0,
+            output: "-".into(),
+            tunables_interval: Duration::from_secs(300),
+            exclude_devices: ["loop*", "ram*", "zram*", "sr*", "fd*"]
+                .map(String::from)
+                .to_vec(),
+            exclude_interfaces: vec![],
+            log_level: "info".into(),
+            risk: Default::default(),
+        }
+    }
+}
+
+/// The commented default configuration printed by `--print-default-config`.
+pub const DEFAULT_CONFIG: &str = r#"# storwatch-agent configuration (/etc/storwatch/agent.toml).
+# Every value here is the default; command-line flags override the file.
+
+# Value of the host tag on every line; empty = this machine's hostname.
+host = ""
+
+# Where the kernel's trees are. Point them at a fixture or simulator tree to run anywhere.
+proc_root = "/proc"
+sys_root = "/sys"
+
+# Counters are sampled every sample_interval; every report_interval one report per device and
+# interface is emitted with the interval's rates plus the max, p95 and seconds-saturated of the
+# per-sample values. report_interval must be a whole multiple of sample_interval.
+sample_interval = "1s"
+report_interval = "10s"
+
+# %util at or above which a sample counts towards saturated_s.
+saturation_threshold_pct = 95.0
+
+# "-" (stdout), "file:/var/log/storwatch.lp" (append), or an InfluxDB-compatible write URL.
+output = "-"
+
+# Block tunables (read_ahead_kb, scheduler, nr_requests, max_sectors_kb) are reported when they
+# change and at least this often.
+tunables_interval = "5m"
+
+# Devices and interfaces left out of reports: shell-style globs on kernel names.
+exclude_devices = ["loop*", "ram*", "zram*", "sr*", "fd*"]
+exclude_interfaces = []
+
+# error, warn, info, debug or trace (RUST_LOG overrides).
+log_level = "info"
+
+# Extra tags on every line.
+[tags]
+# site = "T2_XX_Example"
+# role = "disk-server"
+# cluster = "dcache-pool"
+
+# Rebuild-risk model for MD arrays and zpools (see docs/metrics.md).
+[risk]
+# Per-disk annual failure rate.
+afr = 0.02
+# Unrecoverable read errors per bit read.
+ure_per_bit = 1e-15
+# Hours assumed for a degraded set with no rebuild running.
+open_window_h = 168.0
+"#;
+
+/// A configuration problem, with the file it came from.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The TOML is invalid or names an unknown key.
+    #[error("{path}: {source}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Why, with line and column.
+        source: toml::de::Error,
+    },
+    /// Values that do not fit together.
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+impl Config {
+    /// Loads `path`. A missing file is an error only when `required` (it was named explicitly);
+    /// the default path may be absent, and then the defaults apply.
+    pub fn load(path: &Path, required: bool) -> Result<Self, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Self::parse(&text).map_err(|source| ConfigError::Parse {
+                path: path.to_owned(),
+                source,
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => Ok(Self::default()),
+            Err(source) => Err(ConfigError::Read {
+                path: path.to_owned(),
+                source,
+            }),
+        }
+    }
+
+    /// Parses TOML text.
+    pub fn parse(text: &str) -> Result<Self, toml::de::Error> {
+        toml::from_str(text)
+    }
+
+    /// Checks values that serde cannot.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let s = self.sample_interval.as_millis();
+        let r = self.report_interval.as_millis();
+        if s < 10 {
+            return Err(ConfigError::Invalid(
+                "sample_interval must be at least 10ms".into(),
+            ));
+        }
+        if r < s || r % s != 0 {
+            return Err(ConfigError::Invalid(format!(
+                "report_interval ({}) must be a whole multiple of sample_interval ({})",
+                duration::format(self.report_interval),
+                duration::format(self.sample_interval)
+            )));
+        }
+        if !(0.0..=100.0).contains(&self.saturation_threshold_pct) {
+            return Err(ConfigError::Invalid(
+                "saturation_threshold_pct must be between 0 and 100".into(),
+            ));
+        }
+        for (k, v) in &self.tags {
+            if k.is_empty() || v.is_empty() || k == "host" {
+                return Err(ConfigError::Invalid(format!(
+                    "tag {k:?}={v:?}: tag keys and values must be non-empty, and host is set by `host`"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// True when `name` matches the shell-style glob `pat` (only `*` is special).
+pub fn glob_match(pat: &str, name: &str) -> bool {
+    let mut parts = pat.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for p in middle {
+        match rest.find(p) {
+            Some(i) => rest = &rest[i + p.len()..],
+            None => return false,
+        }
+    }
+    rest.ends_with(last)
+}
+
+/// Durations written as `500ms`, `1s`, `10s`, `5m`, `1h` (and a bare number of seconds).
+pub mod duration {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer};
+
+    /// Parses `"1s"`, `"250ms"`, `"5m"`, `"1h"`, `"2.5s"`, `"10"` (seconds).
+    pub fn parse(s: &str) -> Result<Duration, String> {
+        let s = s.trim();
+        let split = s
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(s.len());
+        let (num, unit) = s.split_at(split);
+        let n: f64 = num
+            .parse()
+            .map_err(|_| format!("{s:?}: expected a duration such as 1s, 500ms, 5m"))?;
+        let secs = match unit.trim() {
+            "ms" => n / 1000.0,
+            "" | "s" => n,
+            "m" | "min" => n * 60.0,
+            "h" => n * 3600.0,
+            other => return Err(format!("{s:?}: unknown unit {other:?} (ms, s, m, h)")),
+        };
+        if !secs.is_finite() || secs < 0.0 || secs > 86_400.0 * 365.0 {
+            return Err(format!("{s:?}: out of range"));
+        }
+        Ok(Duration::from_secs_f64(secs))
+    }
+
+    /// Formats a duration the way it would be written in the config.
+    pub fn format(d: Duration) -> String {
+        let ms = d.as_millis();
+        if ms % 1000 != 0 {
+            format!("{ms}ms")
+        } else {
+            format!("{}s", ms / 1000)
+        }
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let s = String::deserialize(d)?;
+        parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_printed_default_config_is_the_default() {
+        let parsed = Config::parse(DEFAULT_CONFIG).expect("default config parses");
+        assert_eq!(parsed, Config::default());
+        parsed.validate().expect("defaults are valid");
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected_with_their_line() {
+        let err = Config::parse("sample_interval = \"1s\"\nsampel_interval = \"2s\"\n")
+            .expect_err("typo rejected");
+        let msg = err.to_string();
+        assert!(msg.contains("sampel_interval"), "{msg}");
+        assert!(msg.contains("line 2"), "{msg}");
+    }
+
+    #[test]
+    fn intervals_must_fit_together() {
+        let mut c = Config::default();
+        c.report_interval = Duration::from_millis(2500);
+        assert!(c.validate().is_err());
+        c.report_interval = Duration::from_secs(60);
+        assert!(c.validate().is_ok());
+        c.sample_interval = Duration::from_secs(0);
+        assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration::parse("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(duration::parse("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(duration::parse("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(duration::parse("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(duration::parse("10"), Ok(Duration::from_secs(10)));
+        assert!(duration::parse("ten").is_err());
+        assert!(duration::parse("5 fortnights").is_err());
+        assert!(duration::parse("").is_err());
+        assert_eq!(duration::format(Duration::from_millis(1500)), "1500ms");
+        assert_eq!(duration::format(Duration::from_secs(10)), "10s");
+    }
+
+    #[test]
+    fn missing_default_file_is_fine_missing_named_file_is_not() {
+        let p = Path::new("/nonexistent/storwatch/agent.toml");
+        assert!(Config::load(p, false).is_ok());
+        assert!(Config::load(p, true).is_err());
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("loop*", "loop0"));
+        assert!(!glob_match("loop*", "sdloop"));
+        assert!(glob_match("*", "anything"));
+        assert!(glob_match("sd*1", "sda1"));
+        assert!(!glob_match("sd*1", "sda2"));
+        assert!(glob_match("lo", "lo"));
+        assert!(!glob_match("lo", "lo0"));
+        assert!(glob_match("veth*", "veth1234abc"));
+        assert!(glob_match("a*b*c", "axxbyyc"));
+        assert!(!glob_match("a*b*c", "axxcyyb"));
+    }
+}
