@@ -3,6 +3,8 @@
 //! The sampling loop hands each report, as complete line-protocol lines, to one [`Sink`]. A sink
 //! must not stall the loop for long: slow or remote sinks queue internally.
 
+pub mod spool;
+
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::PathBuf;
