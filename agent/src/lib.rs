@@ -14,6 +14,7 @@ pub mod rates;
 pub mod risk;
 pub mod root;
 pub mod sampler;
+pub mod selfstat;
 pub mod sink;
 pub mod sources;
 pub mod summary;

@@ -1,1 +1,337 @@
-fn main() {}
+//! `storwatch-agent`: the command line and the loops (run, once, top).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use storwatch_agent::config::{self, Config};
+use storwatch_agent::encode::LineWriter;
+use storwatch_agent::health::Monitor;
+use storwatch_agent::sampler::Sampler;
+use storwatch_agent::sink::{FileSink, OutputSpec, Sink, StdoutSink};
+use storwatch_agent::{selfstat, top};
+
+/// Per-node storage and network monitoring: iostat/sar-exact rates every second, burst-preserving
+/// reports as InfluxDB line protocol.
+#[derive(Debug, Parser)]
+#[command(name = "storwatch-agent", version, about, long_about = None)]
+struct Cli {
+    /// Configuration file (TOML). The default path may be absent; a named one must exist.
+    #[arg(long, short = 'c', global = true, value_name = "PATH")]
+    config: Option<PathBuf>,
+
+    /// Print the commented default configuration and exit.
+    #[arg(long)]
+    print_default_config: bool,
+
+    #[command(flatten)]
+    overrides: Overrides,
+
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+/// Flags that override the configuration file.
+#[derive(Debug, Args)]
+struct Overrides {
+    /// Read the proc tree from DIR instead of /proc.
+    #[arg(long, global = true, value_name = "DIR")]
+    proc_root: Option<PathBuf>,
+    /// Read the sys tree from DIR instead of /sys.
+    #[arg(long, global = true, value_name = "DIR")]
+    sys_root: Option<PathBuf>,
+    /// Sampling interval (e.g. 1s, 500ms).
+    #[arg(long, global = true, value_parser = config::duration::parse)]
+    sample_interval: Option<Duration>,
+    /// Report interval, a whole multiple of the sampling interval (e.g. 10s).
+    #[arg(long, global = true, value_parser = config::duration::parse)]
+    report_interval: Option<Duration>,
+    /// %util at or above which a second counts as saturated.
+    #[arg(long, global = true, value_name = "PCT")]
+    saturation_threshold: Option<f64>,
+    /// Output: '-' (stdout), 'file:PATH', or an http(s):// write URL.
+    #[arg(long, short = 'o', global = true)]
+    output: Option<String>,
+    /// Value of the host tag (default: the hostname).
+    #[arg(long, global = true)]
+    host: Option<String>,
+    /// Extra tag on every line, KEY=VALUE (repeatable).
+    #[arg(long = "tag", global = true, value_name = "KEY=VALUE")]
+    tags: Vec<String>,
+    /// Log level (error, warn, info, debug, trace).
+    #[arg(long, global = true)]
+    log_level: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Sample and report until stopped (SIGTERM/SIGINT flush the output first).
+    Run,
+    /// Sample one report interval, print the report, exit.
+    Once,
+    /// Live view of the iostat -x and sar -n DEV columns, busiest devices first.
+    Top(TopArgs),
+}
+
+#[derive(Debug, Args)]
+struct TopArgs {
+    /// Stop after N screens (default: until interrupted).
+    #[arg(long, short = 'n')]
+    count: Option<u64>,
+    /// Devices shown (the busiest).
+    #[arg(long, default_value_t = 40)]
+    devices: usize,
+    /// Print screens one after another instead of redrawing (for logs and pipes).
+    #[arg(long)]
+    no_clear: bool,
+}
+
+fn main() {
+    if let Err(e) = real_main() {
+        eprintln!("storwatch-agent: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn real_main() -> Result<()> {
+    let cli = Cli::parse();
+    if cli.print_default_config {
+        print!("{}", config::DEFAULT_CONFIG);
+        return Ok(());
+    }
+    let Some(command) = cli.command else {
+        bail!("no command given: use `run`, `once` or `top` (see --help)");
+    };
+    let (path, required) = match &cli.config {
+        Some(p) => (p.clone(), true),
+        None => (PathBuf::from(config::DEFAULT_PATH), false),
+    };
+    let mut cfg = Config::load(&path, required)?;
+    apply(&mut cfg, cli.overrides)?;
+    cfg.validate()?;
+    init_logging(&cfg.log_level);
+    if cfg.host.is_empty() {
+        cfg.host = selfstat::hostname();
+    }
+    for (dir, what) in [(&cfg.proc_root, "proc"), (&cfg.sys_root, "sys")] {
+        if !dir.is_dir() {
+            bail!("{what} root {} is not a directory", dir.display());
+        }
+    }
+    match command {
+        Command::Run => run(&cfg),
+        Command::Once => once(&cfg),
+        Command::Top(args) => top_loop(&cfg, &args),
+    }
+}
+
+fn apply(cfg: &mut Config, o: Overrides) -> Result<()> {
+    if let Some(v) = o.proc_root {
+        cfg.proc_root = v;
+    }
+    if let Some(v) = o.sys_root {
+        cfg.sys_root = v;
+    }
+    if let Some(v) = o.sample_interval {
+        cfg.sample_interval = v;
+    }
+    if let Some(v) = o.report_interval {
+        cfg.report_interval = v;
+    }
+    if let Some(v) = o.saturation_threshold {
+        cfg.saturation_threshold_pct = v;
+    }
+    if let Some(v) = o.output {
+        cfg.output = v;
+    }
+    if let Some(v) = o.host {
+        cfg.host = v;
+    }
+    if let Some(v) = o.log_level {
+        cfg.log_level = v;
+    }
+    for t in o.tags {
+        let Some((k, v)) = t.split_once('=') else {
+            bail!("--tag {t:?}: expected KEY=VALUE");
+        };
+        cfg.tags.insert(k.to_owned(), v.to_owned());
+    }
+    Ok(())
+}
+
+fn init_logging(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .init();
+}
+
+fn open_sink(cfg: &Config) -> Result<Box<dyn Sink>> {
+    let spec: OutputSpec = cfg.output.parse()?;
+    Ok(match spec {
+        OutputSpec::Stdout => Box::new(StdoutSink),
+        OutputSpec::File(p) => Box::new(FileSink::open(p)?),
+        OutputSpec::Http(url) => {
+            bail!("output {url}: the HTTP output is not built into this version")
+        }
+    })
+}
+
+fn monitors(_cfg: &Config) -> Vec<Box<dyn Monitor>> {
+    Vec::new()
+}
+
+fn writer(cfg: &Config) -> LineWriter {
+    let tags: Vec<(String, String)> = cfg
+        .tags
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    LineWriter::new(&cfg.host, &tags)
+}
+
+fn wall_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+fn stop_flag() -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handler")?;
+    }
+    Ok(stop)
+}
+
+/// Sleeps until wall-clock time `target_ns`, waking early when `stop` is set.
+fn sleep_until(target_ns: i64, stop: &AtomicBool) {
+    loop {
+        let now = wall_ns();
+        if now >= target_ns || stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let left = u64::try_from(target_ns - now).unwrap_or(0);
+        std::thread::sleep(Duration::from_nanos(left.min(200_000_000)));
+    }
+}
+
+/// The daemon loop: samples on wall-clock multiples of the sample interval (so every agent of a
+/// site samples at the same instants) and reports on multiples of the report interval, each
+/// report stamped with the end of its interval.
+fn run(cfg: &Config) -> Result<()> {
+    let stop = stop_flag()?;
+    let mut sink = open_sink(cfg)?;
+    let mut sampler = Sampler::new(cfg, monitors(cfg));
+    let start = Instant::now();
+    let sample_ns = i64::try_from(cfg.sample_interval.as_nanos()).unwrap_or(i64::MAX);
+    let report_ns = i64::try_from(cfg.report_interval.as_nanos()).unwrap_or(i64::MAX);
+    tracing::info!(
+        host = %cfg.host,
+        proc = %cfg.proc_root.display(),
+        sys = %cfg.sys_root.display(),
+        output = %cfg.output,
+        sample = %config::duration::format(cfg.sample_interval),
+        report = %config::duration::format(cfg.report_interval),
+        "storwatch-agent {} starting", env!("CARGO_PKG_VERSION")
+    );
+    sampler.sample(0.0);
+    let mut next = (wall_ns() / sample_ns + 1) * sample_ns;
+    let mut reported_once = false;
+    while !stop.load(Ordering::Relaxed) {
+        sleep_until(next, &stop);
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let tick = next;
+        sampler.sample(start.elapsed().as_secs_f64());
+        if tick % report_ns == 0 {
+            let mut w = writer(cfg);
+            sampler.report(&mut w, tick, start.elapsed().as_secs_f64(), sink.stats());
+            if let Err(e) = sink.send(w.as_bytes()) {
+                tracing::error!("output: {e}");
+            }
+            if !reported_once {
+                tracing::info!(lines = w.lines(), "first report written");
+                reported_once = true;
+            }
+        }
+        // Behind schedule (a stalled disk made a read slow, the VM was paused): skip the
+        // missed instants instead of sampling in a burst.
+        next += sample_ns;
+        let now = wall_ns();
+        if next <= now {
+            let skipped = (now - next) / sample_ns + 1;
+            tracing::warn!(skipped, "sampling fell behind; skipping missed samples");
+            next += skipped * sample_ns;
+        }
+    }
+    tracing::info!("stopping");
+    sink.flush()?;
+    Ok(())
+}
+
+/// Samples one report interval and prints its report.
+fn once(cfg: &Config) -> Result<()> {
+    let mut sink = open_sink(cfg)?;
+    let mut sampler = Sampler::new(cfg, monitors(cfg));
+    let start = Instant::now();
+    sampler.sample(0.0);
+    let n = (cfg.report_interval.as_nanos() / cfg.sample_interval.as_nanos()).max(1);
+    for _ in 0..n {
+        std::thread::sleep(cfg.sample_interval);
+        sampler.sample(start.elapsed().as_secs_f64());
+    }
+    let mut w = writer(cfg);
+    sampler.report(
+        &mut w,
+        wall_ns(),
+        start.elapsed().as_secs_f64(),
+        sink.stats(),
+    );
+    sink.send(w.as_bytes())?;
+    sink.flush()?;
+    Ok(())
+}
+
+fn top_loop(cfg: &Config, args: &TopArgs) -> Result<()> {
+    let stop = stop_flag()?;
+    let mut sampler = Sampler::new(cfg, monitors(cfg));
+    let start = Instant::now();
+    let tty = std::io::stdout().is_terminal();
+    let clear = tty && !args.no_clear;
+    sampler.sample(0.0);
+    let mut shown = 0u64;
+    while !stop.load(Ordering::Relaxed) && args.count.is_none_or(|c| shown < c) {
+        std::thread::sleep(cfg.sample_interval);
+        sampler.sample(start.elapsed().as_secs_f64());
+        let screen = top::render(
+            &cfg.host,
+            &sampler.disks_now(),
+            &sampler.nets_now(),
+            top::View {
+                threshold_pct: cfg.saturation_threshold_pct,
+                max_devices: args.devices,
+                color: tty,
+            },
+        );
+        if clear {
+            print!("\x1b[H\x1b[2J{screen}");
+        } else {
+            println!("{screen}");
+        }
+        use std::io::Write;
+        std::io::stdout().flush().ok();
+        shown += 1;
+    }
+    Ok(())
+}
