@@ -5,6 +5,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub mod diskstats;
+pub mod dmmultipath;
+pub mod mdstat;
 pub mod meminfo;
 pub mod netdev;
 pub mod pressure;
