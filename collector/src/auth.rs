@@ -1,0 +1,237 @@
+//! Tokens: the token file, extracting the credential a client presents, constant-time checking,
+//! and the per-token rate limit.
+//!
+//! A token file has one token per line, optionally named (`name:token`); blank lines and lines
+//! starting with `#` are ignored. The name identifies the client in logs and in the rate
+//! limiter; an unnamed token is called `token<N>` after its line number.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use axum::http::{header, HeaderMap};
+
+/// Errors in a token file.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TokenFileError {
+    #[error("line {line}: empty token")]
+    Empty { line: usize },
+    #[error("line {line}: token shorter than 16 characters")]
+    TooShort { line: usize },
+    #[error("line {line}: token name {name:?} used twice")]
+    DuplicateName { line: usize, name: String },
+}
+
+/// The accepted tokens.
+#[derive(Debug, Clone, Default)]
+pub struct Tokens {
+    entries: Vec<(String, Vec<u8>)>,
+}
+
+impl Tokens {
+    /// Parses a token file's text.
+    pub fn parse(text: &str) -> Result<Tokens, TokenFileError> {
+        let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            let n = i + 1;
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (name, token) = match line.split_once(':') {
+                Some((name, token)) => (name.trim().to_string(), token.trim()),
+                None => (format!("token{n}"), line),
+            };
+            if token.is_empty() {
+                return Err(TokenFileError::Empty { line: n });
+            }
+            // Short tokens are guessable; refuse them rather than run with them.
+            if token.chars().count() < 16 {
+                return Err(TokenFileError::TooShort { line: n });
+            }
+            if entries.iter().any(|(existing, _)| *existing == name) {
+                return Err(TokenFileError::DuplicateName { line: n, name });
+            }
+            entries.push((name, token.as_bytes().to_vec()));
+        }
+        Ok(Tokens { entries })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The name of the token matching `presented`. Every stored token is compared in full, in
+    /// constant time per byte, so timing tells nothing about which token or prefix matched.
+    pub fn check(&self, presented: &[u8]) -> Option<&str> {
+        let mut found: Option<&str> = None;
+        for (name, token) in &self.entries {
+            if ct_eq(token, presented) && found.is_none() {
+                found = Some(name);
+            }
+        }
+        found
+    }
+}
+
+/// Constant-time equality (time depends only on the lengths).
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = (a.len() ^ b.len()) as u64;
+    let n = a.len().max(b.len());
+    for i in 0..n {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= u64::from(x ^ y);
+    }
+    std::hint::black_box(diff) == 0
+}
+
+/// The credential a client presented: `Authorization: Token|Bearer <t>`, `Basic` (the password
+/// is the token), or the v1 query parameter `p`.
+pub fn presented_token(headers: &HeaderMap, query_p: Option<&str>) -> Option<Vec<u8>> {
+    if let Some(value) = headers.get(header::AUTHORIZATION) {
+        let value = value.to_str().ok()?.trim();
+        let (scheme, rest) = value.split_once(' ')?;
+        let rest = rest.trim();
+        return match scheme.to_ascii_lowercase().as_str() {
+            "token" | "bearer" => Some(rest.as_bytes().to_vec()),
+            "basic" => {
+                let decoded = base64_decode(rest)?;
+                let pos = decoded.iter().position(|b| *b == b':')?;
+                Some(decoded.get(pos + 1..)?.to_vec())
+            }
+            _ => None,
+        };
+    }
+    query_p.map(|p| p.as_bytes().to_vec())
+}
+
+/// Standard base64 (with or without padding); `None` on anything else.
+fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let mut acc = 0u32;
+    let mut bits = 0u32;
+    for c in s.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            b'=' => break,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+/// Token-bucket rate limit per token name, counted in lines.
+#[derive(Debug)]
+pub struct RateLimiter {
+    rate: f64,
+    burst: f64,
+    buckets: Mutex<HashMap<String, (f64, Instant)>>,
+}
+
+impl RateLimiter {
+    /// `rate` lines per second on average, `burst` lines at once; `rate == 0` disables it.
+    pub fn new(rate: u64, burst: u64) -> RateLimiter {
+        RateLimiter {
+            rate: rate as f64,
+            burst: burst.max(rate) as f64,
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Takes `lines` from the bucket of `name`, or says how many seconds to wait first.
+    ///
+    /// A request larger than the whole burst is let through when the bucket is full, so a
+    /// legitimate big batch is never refused forever; the bucket then goes negative and the
+    /// following requests wait.
+    pub fn take(&self, name: &str, lines: u64, now: Instant) -> Result<(), u64> {
+        if self.rate <= 0.0 {
+            return Ok(());
+        }
+        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = buckets
+            .entry(name.to_string())
+            .or_insert((self.burst, now));
+        let elapsed = now.saturating_duration_since(entry.1).as_secs_f64();
+        entry.0 = (entry.0 + elapsed * self.rate).min(self.burst);
+        entry.1 = now;
+        let want = lines as f64;
+        if entry.0 >= want || entry.0 >= self.burst {
+            entry.0 -= want;
+            Ok(())
+        } else {
+            let wait = (want.min(self.burst) - entry.0) / self.rate;
+            Err(wait.ceil().max(1.0) as u64)
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+    use std::time::Duration;
+
+    #[test]
+    fn token_file_names_comments_and_errors() {
+        let t = Tokens::parse("# site tokens\n\nagents:0123456789abcdef0123\nfedcba9876543210fedc\n")
+            .unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.check(b"0123456789abcdef0123"), Some("agents"));
+        assert_eq!(t.check(b"fedcba9876543210fedc"), Some("token4"));
+        assert_eq!(t.check(b"0123456789abcdef012"), None);
+        assert_eq!(t.check(b""), None);
+        assert_eq!(Tokens::parse("a:\n").unwrap_err(), TokenFileError::Empty { line: 1 });
+        assert_eq!(Tokens::parse("short\n").unwrap_err(), TokenFileError::TooShort { line: 1 });
+        assert!(matches!(
+            Tokens::parse("a:0123456789abcdef\na:0123456789abcdeX\n"),
+            Err(TokenFileError::DuplicateName { line: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn credentials_from_headers_and_query() {
+        let mut h = HeaderMap::new();
+        assert_eq!(presented_token(&h, Some("qq")), Some(b"qq".to_vec()));
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Token abc"));
+        assert_eq!(presented_token(&h, None), Some(b"abc".to_vec()));
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer xyz"));
+        assert_eq!(presented_token(&h, None), Some(b"xyz".to_vec()));
+        // "user:secret"
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic dXNlcjpzZWNyZXQ="));
+        assert_eq!(presented_token(&h, None), Some(b"secret".to_vec()));
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Digest x"));
+        assert_eq!(presented_token(&h, Some("p")), None);
+    }
+
+    #[test]
+    fn rate_limit_refills_and_says_when() {
+        let rl = RateLimiter::new(100, 200);
+        let t0 = Instant::now();
+        assert!(rl.take("a", 150, t0).is_ok());
+        assert_eq!(rl.take("a", 100, t0), Err(1));
+        assert!(rl.take("b", 200, t0).is_ok());
+        assert!(rl.take("a", 100, t0 + Duration::from_secs(1)).is_ok());
+        // a request above the burst passes only from a full bucket
+        let rl = RateLimiter::new(10, 10);
+        assert!(rl.take("c", 50, t0).is_ok());
+        assert_eq!(rl.take("c", 50, t0), Err(5));
+        assert!(RateLimiter::new(0, 0).take("x", u64::MAX, t0).is_ok());
+    }
+}

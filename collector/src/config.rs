@@ -1,0 +1,386 @@
+//! Collector configuration: a TOML file (`--config`), overridden by command-line flags.
+//!
+//! [`DEFAULT_CONFIG`] is the commented file `--print-default-config` prints; a test checks that
+//! it parses to exactly [`Config::default()`], so the two cannot drift apart.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Errors reading or checking the configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Parse {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
+    #[error("output {url}: {reason}")]
+    Output { url: String, reason: String },
+}
+
+/// The whole collector configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Address and port to listen on for the write API, /health, /ping and /metrics.
+    pub listen: String,
+    /// Directory of the durable queue (segments, per-output cursors, field types, last-seen
+    /// hosts, dead letters). Must be on a local filesystem that honours fsync.
+    pub queue_dir: PathBuf,
+    /// File of accepted tokens, one per line, optionally named `name:token`; `#` starts a comment.
+    pub token_file: Option<PathBuf>,
+    /// Run without tokens. Only allowed when `listen` is a loopback address.
+    pub insecure_open: bool,
+    /// TLS for the listener (off unless `cert_file` and `key_file` are set).
+    pub tls: TlsConfig,
+    /// Limits on what a client may send.
+    pub limits: Limits,
+    /// The durable queue.
+    pub queue: QueueConfig,
+    /// The last-seen heartbeat written for every host.
+    pub heartbeat: HeartbeatConfig,
+    /// Where accepted lines go. Each output gets every line.
+    pub outputs: Vec<OutputConfig>,
+}
+
+/// TLS and mutual TLS for the listener.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain presented to clients.
+    pub cert_file: Option<PathBuf>,
+    /// PEM private key of that certificate.
+    pub key_file: Option<PathBuf>,
+    /// PEM bundle of the CAs allowed to issue client certificates. When set, every client must
+    /// present a certificate chaining to one of them (mutual TLS), in addition to its token.
+    pub client_ca_file: Option<PathBuf>,
+}
+
+/// Limits on requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Largest request body as sent (compressed or not), in bytes.
+    pub max_body_bytes: usize,
+    /// Largest body after gzip decompression, in bytes (a gzip bomb stops here).
+    pub max_decompressed_bytes: usize,
+    /// Longest single line, in bytes.
+    pub max_line_bytes: usize,
+    /// Reject points more than this many seconds in the future (0 = no limit).
+    pub max_future_s: u64,
+    /// Reject points more than this many seconds in the past (0 = no limit).
+    pub max_past_s: u64,
+    /// Close a connection whose request headers have not arrived within this many seconds.
+    pub header_read_timeout_s: u64,
+    /// Answer 408 when a request body has not fully arrived within this many seconds.
+    pub body_timeout_s: u64,
+    /// Close a connection with no bytes read or written for this many seconds.
+    pub idle_timeout_s: u64,
+    /// Most concurrent connections; more are closed at once.
+    pub max_connections: usize,
+    /// Lines per second each token may send, on average (0 = no limit).
+    pub rate_limit_lines_per_s: u64,
+    /// Lines a token may send in a burst above the average rate.
+    pub rate_limit_burst_lines: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 4 << 20,
+            max_decompressed_bytes: 16 << 20,
+            max_line_bytes: 64 << 10,
+            max_future_s: 3600,
+            max_past_s: 7 * 86400,
+            header_read_timeout_s: 10,
+            body_timeout_s: 30,
+            idle_timeout_s: 120,
+            max_connections: 4096,
+            rate_limit_lines_per_s: 1_000_000,
+            rate_limit_burst_lines: 2_000_000,
+        }
+    }
+}
+
+/// The durable queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QueueConfig {
+    /// Size at which a new segment file starts, in bytes. Segments are deleted once every
+    /// output has acknowledged them.
+    pub segment_bytes: u64,
+    /// Backlog (bytes not yet acknowledged by the slowest output) above which writes are
+    /// answered 503 with Retry-After instead of being accepted.
+    pub high_watermark_bytes: u64,
+    /// Retry-After, in seconds, sent with 503 above the high watermark.
+    pub retry_after_s: u64,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        Self {
+            segment_bytes: 64 << 20,
+            high_watermark_bytes: 8 << 30,
+            retry_after_s: 10,
+        }
+    }
+}
+
+/// The last-seen heartbeat.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HeartbeatConfig {
+    /// Seconds between heartbeats (0 = off).
+    pub interval_s: u64,
+    /// Measurement name of the heartbeat lines.
+    pub measurement: String,
+    /// Tag whose value names the sending host in incoming lines.
+    pub host_tag: String,
+}
+
+impl Default for HeartbeatConfig {
+    fn default() -> Self {
+        Self {
+            interval_s: 30,
+            measurement: "collector_heartbeat".into(),
+            host_tag: "host".into(),
+        }
+    }
+}
+
+/// Which InfluxDB write API an output speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Api {
+    /// InfluxDB 1.x `/write?db=&rp=` (also 2.x/3.x compatibility endpoints).
+    V1,
+    /// InfluxDB 2.x `/api/v2/write?org=&bucket=`.
+    V2,
+    /// InfluxDB 3 `/api/v3/write_lp?db=`.
+    V3,
+}
+
+/// One InfluxDB output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OutputConfig {
+    /// Name used for the cursor file, dead-letter file and metrics (default: derived from the URL).
+    pub name: Option<String>,
+    /// Base URL (`http://influx:8086`) or full write URL (`…/write`, `…/api/v2/write`,
+    /// `…/api/v3/write_lp`); the path chooses the API when `api` is not set.
+    pub url: String,
+    /// API version: "v1", "v2" or "v3" (default: from the URL path; else v2 when `org` or
+    /// `bucket` is set, else v1).
+    pub api: Option<Api>,
+    /// Database (v1, v3).
+    pub db: Option<String>,
+    /// Retention policy (v1).
+    pub rp: Option<String>,
+    /// Organisation (v2).
+    pub org: Option<String>,
+    /// Bucket (v2).
+    pub bucket: Option<String>,
+    /// File holding the token sent as `Authorization: Token …` (v1: `user:password` sends Basic).
+    pub token_file: Option<PathBuf>,
+    /// PEM CA bundle to trust for an https URL, in addition to the system's web roots.
+    pub ca_file: Option<PathBuf>,
+    /// Most lines per write request.
+    pub batch_lines: usize,
+    /// Most bytes per write request (before compression).
+    pub batch_bytes: usize,
+    /// Seconds before a write request is abandoned and retried.
+    pub timeout_s: u64,
+    /// Compress request bodies with gzip.
+    pub gzip: bool,
+    /// First retry delay in milliseconds; doubles up to `backoff_max_s`, with full jitter.
+    pub backoff_min_ms: u64,
+    /// Longest retry delay (and the cap on a Retry-After the output asks for), in seconds.
+    pub backoff_max_s: u64,
+    /// Delay between retries after 401/403/404 (credentials or database wrong), in seconds.
+    pub auth_retry_s: u64,
+}
+
+impl Default for OutputConfig {
+    fn default() -> Self {
+        Self {
+            name: None,
+            url: String::new(),
+            api: None,
+            db: None,
+            rp: None,
+            org: None,
+            bucket: None,
+            token_file: None,
+            ca_file: None,
+            batch_lines: 5000,
+            batch_bytes: 1 << 20,
+            timeout_s: 30,
+            gzip: true,
+            backoff_min_ms: 250,
+            backoff_max_s: 60,
+            auth_retry_s: 60,
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: "0.0.0.0:8186".into(),
+            queue_dir: PathBuf::from("/var/lib/storwatch-collector"),
+            token_file: Some(PathBuf::from("/etc/storwatch/collector.tokens")),
+            insecure_open: false,
+            tls: TlsConfig::default(),
+            limits: Limits::default(),
+            queue: QueueConfig::default(),
+            heartbeat: HeartbeatConfig::default(),
+            outputs: Vec::new(),
+        }
+    }
+}
+
+impl Config {
+    /// Reads a TOML file; missing fields take their defaults.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        toml::from_str(&text).map_err(|source| ConfigError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}
+
+/// The default configuration, commented. Printed by `--print-default-config`.
+pub const DEFAULT_CONFIG: &str = r##"# storwatch-collector configuration. Every value shown is the default.
+# Command-line flags override the matching values here.
+
+# Address and port of the write API (/write, /api/v2/write), /health, /ping and /metrics.
+listen = "0.0.0.0:8186"
+
+# Durable queue directory: segments, per-output cursors, learned field types, last-seen
+# hosts and dead letters. Local filesystem that honours fsync.
+queue_dir = "/var/lib/storwatch-collector"
+
+# Accepted tokens, one per line, optionally named "name:token"; "#" starts a comment.
+# Clients send "Authorization: Token <token>" (or Bearer), Basic auth with the token as
+# password, or v1 "?u=name&p=<token>".
+token_file = "/etc/storwatch/collector.tokens"
+
+# Run without tokens. Refused unless `listen` is a loopback address.
+insecure_open = false
+
+[tls]
+# PEM certificate chain and key; TLS is on when both are set.
+# cert_file = "/etc/storwatch/collector.crt"
+# key_file = "/etc/storwatch/collector.key"
+# PEM bundle of CAs allowed to issue client certificates; when set, clients must present one
+# (mutual TLS) in addition to a token.
+# client_ca_file = "/etc/storwatch/agents-ca.pem"
+
+[limits]
+# Largest request body as sent (compressed or not), bytes.
+max_body_bytes = 4194304
+# Largest body after gzip decompression, bytes (stops gzip bombs).
+max_decompressed_bytes = 16777216
+# Longest single line, bytes.
+max_line_bytes = 65536
+# Reject points more than this many seconds in the future / past (0 = no limit).
+max_future_s = 3600
+max_past_s = 604800
+# Close connections whose headers take longer than this (slow clients), seconds.
+header_read_timeout_s = 10
+# Answer 408 when a body takes longer than this to arrive, seconds.
+body_timeout_s = 30
+# Close connections with no traffic for this long, seconds.
+idle_timeout_s = 120
+# Most concurrent connections; more are closed at once.
+max_connections = 4096
+# Per-token rate limit: average lines per second (0 = none) and burst size in lines.
+# Above it the answer is 429 with Retry-After.
+rate_limit_lines_per_s = 1000000
+rate_limit_burst_lines = 2000000
+
+[queue]
+# A new segment file starts at this size, bytes; segments are deleted once every output
+# has acknowledged them.
+segment_bytes = 67108864
+# Backlog of the slowest output above which writes get 503 + Retry-After, bytes.
+high_watermark_bytes = 8589934592
+# Retry-After sent with that 503, seconds.
+retry_after_s = 10
+
+[heartbeat]
+# Seconds between heartbeat lines, one per host ever seen (0 = off). Alert in Grafana when
+# `last_seen_s` of a host falls behind: see docs/collector.md.
+interval_s = 30
+# Measurement of the heartbeat lines.
+measurement = "collector_heartbeat"
+# Tag naming the sending host in incoming lines.
+host_tag = "host"
+
+# Outputs: every accepted line goes to each of them. Repeat the table for more outputs.
+# [[outputs]]
+# name = "influx"                 # cursor/dead-letter/metrics name (default: from the URL)
+# url = "http://127.0.0.1:8086"   # base URL, or full .../write, .../api/v2/write, .../api/v3/write_lp
+# api = "v1"                      # v1, v2 or v3 (default: from the URL path, else v2 if org/bucket set, else v1)
+# db = "storwatch"                # v1 and v3
+# rp = "autogen"                  # v1 retention policy (optional)
+# org = "site"                    # v2
+# bucket = "storwatch"            # v2
+# token_file = "/etc/storwatch/influx.token"  # "Authorization: Token …"; v1 "user:password" sends Basic
+# ca_file = "/etc/storwatch/influx-ca.pem"    # extra CA to trust for https
+# batch_lines = 5000              # most lines per request
+# batch_bytes = 1048576           # most bytes per request (before gzip)
+# timeout_s = 30                  # per request
+# gzip = true                     # compress request bodies
+# backoff_min_ms = 250            # first retry delay; doubles with full jitter
+# backoff_max_s = 60              # longest retry delay, and cap on Retry-After
+# auth_retry_s = 60               # retry delay after 401/403/404 (data kept)
+"##;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_file_is_the_default_config() {
+        let parsed: Config = toml::from_str(DEFAULT_CONFIG).unwrap();
+        assert_eq!(parsed, Config::default());
+    }
+
+    #[test]
+    fn uncommented_output_example_parses() {
+        let text: String = DEFAULT_CONFIG
+            .lines()
+            .skip_while(|l| !l.starts_with("# [[outputs]]"))
+            .map(|l| {
+                let l = l.trim_start_matches("# ");
+                // drop trailing comments of the example lines
+                match l.find("  #") {
+                    Some(i) => l.get(..i).unwrap_or(l).to_string(),
+                    None => l.to_string(),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let cfg: Config = toml::from_str(&text).unwrap();
+        assert_eq!(cfg.outputs.len(), 1);
+        assert_eq!(cfg.outputs[0].api, Some(Api::V1));
+        assert_eq!(cfg.outputs[0].batch_lines, 5000);
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        assert!(toml::from_str::<Config>("listne = \"x\"").is_err());
+    }
+}

@@ -1,0 +1,146 @@
+//! Last-seen per host, and the heartbeat lines that carry it to InfluxDB.
+//!
+//! Every accepted line's `host` tag (configurable) updates that host's last-seen time. Every
+//! heartbeat interval the collector writes, for each host it has ever seen:
+//!
+//! ```text
+//! collector_heartbeat,host=<host> last_seen_s=<unix s>i,age_s=<s since>i,lines=<lines in interval>i <now>
+//! ```
+//!
+//! through its own queue, so every output gets it. A node that falls silent keeps getting
+//! heartbeat points whose `age_s` grows, which a Grafana alert can test directly. The map is
+//! saved to `hosts.json` in the queue directory at each heartbeat, so a restart of the collector
+//! does not forget a node that went silent before it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use influxdb_line_protocol::builder::LineProtocolBuilder;
+use serde::{Deserialize, Serialize};
+
+/// What is known about one host.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostSeen {
+    /// Unix seconds of the last accepted line.
+    pub last_seen_s: i64,
+    /// Lines accepted since the last heartbeat.
+    #[serde(skip)]
+    pub lines: u64,
+}
+
+/// Last-seen times of every host.
+#[derive(Debug)]
+pub struct LastSeen {
+    path: Option<PathBuf>,
+    hosts: Mutex<BTreeMap<String, HostSeen>>,
+    max_hosts: usize,
+}
+
+impl LastSeen {
+    /// Loads `hosts.json` from `dir` when present (a damaged file starts empty: it is only a
+    /// convenience, the data itself is in InfluxDB).
+    pub fn load(dir: Option<&Path>) -> LastSeen {
+        let path = dir.map(|d| d.join("hosts.json"));
+        let hosts = path
+            .as_ref()
+            .and_then(|p| std::fs::read(p).ok())
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        LastSeen {
+            path,
+            hosts: Mutex::new(hosts),
+            max_hosts: 100_000,
+        }
+    }
+
+    /// Records lines from hosts at `now_s`.
+    pub fn seen<'a>(&self, hosts: impl IntoIterator<Item = (&'a String, &'a u64)>, now_s: i64) {
+        let mut map = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
+        for (host, lines) in hosts {
+            if let Some(h) = map.get_mut(host.as_str()) {
+                h.last_seen_s = h.last_seen_s.max(now_s);
+                h.lines += lines;
+            } else if map.len() < self.max_hosts {
+                map.insert(
+                    host.clone(),
+                    HostSeen {
+                        last_seen_s: now_s,
+                        lines: *lines,
+                    },
+                );
+            }
+        }
+    }
+
+    pub fn get(&self, host: &str) -> Option<HostSeen> {
+        self.hosts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(host)
+            .copied()
+    }
+
+    /// The heartbeat lines at `now_ns`, resetting the per-interval line counts, and saves the
+    /// map.
+    pub fn heartbeat(&self, measurement: &str, host_tag: &str, now_ns: i64) -> String {
+        let now_s = now_ns.div_euclid(1_000_000_000);
+        let mut map = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut b = LineProtocolBuilder::new();
+        for (host, seen) in map.iter_mut() {
+            // Tag values must be non-empty and single-line (the builder would let a newline
+            // through as a second line); such hosts were never accepted, but be sure.
+            if host.is_empty() || host.contains(['\n', '\r']) || host.ends_with('\\') {
+                continue;
+            }
+            b = b
+                .measurement(measurement)
+                .tag(host_tag, host)
+                .field("last_seen_s", seen.last_seen_s)
+                .field("age_s", now_s.saturating_sub(seen.last_seen_s))
+                .field("lines", i64::try_from(seen.lines).unwrap_or(i64::MAX))
+                .timestamp(now_ns)
+                .close_line();
+            seen.lines = 0;
+        }
+        if let Some(path) = &self.path {
+            if let Ok(bytes) = serde_json::to_vec(&*map) {
+                let tmp = path.with_extension("json.tmp");
+                if std::fs::write(&tmp, bytes)
+                    .and_then(|_| std::fs::rename(&tmp, path))
+                    .is_err()
+                {
+                    tracing::warn!(path = %path.display(), "cannot save last-seen hosts");
+                }
+            }
+        }
+        String::from_utf8(b.build()).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heartbeat_lines_and_persistence() {
+        let dir = tempfile::tempdir().unwrap();
+        let ls = LastSeen::load(Some(dir.path()));
+        let a = ("node-a".to_string(), 10u64);
+        let b = ("node b".to_string(), 5u64);
+        ls.seen([(&a.0, &a.1), (&b.0, &b.1)], 1000);
+        ls.seen([(&a.0, &a.1)], 1010);
+        let text = ls.heartbeat("collector_heartbeat", "host", 1_030_000_000_000);
+        assert_eq!(
+            text,
+            "collector_heartbeat,host=node\\ b last_seen_s=1000i,age_s=30i,lines=5i 1030000000000\n\
+             collector_heartbeat,host=node-a last_seen_s=1010i,age_s=20i,lines=20i 1030000000000\n"
+        );
+        // counts reset, last-seen survives a reload
+        let ls2 = LastSeen::load(Some(dir.path()));
+        assert_eq!(ls2.get("node-a").unwrap().last_seen_s, 1010);
+        let text = ls.heartbeat("hb", "host", 1_040_000_000_000);
+        assert!(text.contains("host=node-a last_seen_s=1010i,age_s=30i,lines=0i"));
+    }
+}

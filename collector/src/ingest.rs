@@ -1,0 +1,549 @@
+//! Validation of a write body: every line parsed with `influxdb-line-protocol`, checked against
+//! the limits and the learned field types, its timestamp converted to nanoseconds.
+//!
+//! Like InfluxDB v1, a body with some bad lines is a partial write: the good lines are kept and
+//! the answer names every bad line by number with its reason. Line numbers count the lines of
+//! the body as InfluxDB splits them (a newline inside a quoted string value does not end a line),
+//! starting at 1, blank and `#` comment lines included.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
+
+use influxdb_line_protocol::{parse_lines, split_lines, FieldValue, ParsedLine};
+use serde::{Deserialize, Serialize};
+
+/// Timestamp precision of a write request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    Nanoseconds,
+    Microseconds,
+    Milliseconds,
+    Seconds,
+    Minutes,
+    Hours,
+}
+
+impl Precision {
+    /// Parses the `precision` query parameter (v1 and v2 spellings).
+    pub fn parse(s: &str) -> Option<Precision> {
+        Some(match s {
+            "" | "n" | "ns" => Precision::Nanoseconds,
+            "u" | "us" | "µ" | "µs" => Precision::Microseconds,
+            "ms" => Precision::Milliseconds,
+            "s" => Precision::Seconds,
+            "m" => Precision::Minutes,
+            "h" => Precision::Hours,
+            _ => return None,
+        })
+    }
+
+    fn ns_factor(self) -> i64 {
+        match self {
+            Precision::Nanoseconds => 1,
+            Precision::Microseconds => 1_000,
+            Precision::Milliseconds => 1_000_000,
+            Precision::Seconds => 1_000_000_000,
+            Precision::Minutes => 60_000_000_000,
+            Precision::Hours => 3_600_000_000_000,
+        }
+    }
+}
+
+/// The limits validation applies.
+#[derive(Debug, Clone)]
+pub struct LineLimits {
+    pub max_line_bytes: usize,
+    /// Nanoseconds a timestamp may lie ahead of now (0 = unlimited).
+    pub max_future_ns: i64,
+    /// Nanoseconds a timestamp may lie behind now (0 = unlimited).
+    pub max_past_ns: i64,
+}
+
+/// The InfluxDB type of a field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FieldType {
+    Float,
+    Integer,
+    Unsigned,
+    String,
+    Boolean,
+}
+
+impl FieldType {
+    fn of(v: &FieldValue<'_>) -> FieldType {
+        match v {
+            FieldValue::F64(_) => FieldType::Float,
+            FieldValue::I64(_) => FieldType::Integer,
+            FieldValue::U64(_) => FieldType::Unsigned,
+            FieldValue::String(_) => FieldType::String,
+            FieldValue::Boolean(_) => FieldType::Boolean,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FieldType::Float => "float",
+            FieldType::Integer => "integer",
+            FieldType::Unsigned => "unsigned",
+            FieldType::String => "string",
+            FieldType::Boolean => "boolean",
+        }
+    }
+}
+
+/// Errors saving or loading the field-type map.
+#[derive(Debug, thiserror::Error)]
+pub enum TypeMapError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Json {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+}
+
+type Types = HashMap<String, HashMap<String, FieldType>>;
+
+/// Field types per measurement, learned from accepted lines and kept in `types.json` of the
+/// queue directory. A new field's type is saved (fsync'd) before the line that introduced it is
+/// acknowledged, so after a restart the collector still refuses what InfluxDB would refuse.
+#[derive(Debug)]
+pub struct TypeMap {
+    path: Option<PathBuf>,
+    types: RwLock<Types>,
+    max_fields: usize,
+}
+
+impl TypeMap {
+    /// An in-memory map (tests).
+    pub fn in_memory() -> TypeMap {
+        TypeMap {
+            path: None,
+            types: RwLock::new(HashMap::new()),
+            max_fields: 1_000_000,
+        }
+    }
+
+    /// Loads `types.json` from `dir` (empty when absent).
+    pub fn load(dir: &Path) -> Result<TypeMap, TypeMapError> {
+        let path = dir.join("types.json");
+        let types = match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| TypeMapError::Json {
+                path: path.clone(),
+                source,
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => HashMap::new(),
+            Err(source) => return Err(TypeMapError::Io { path, source }),
+        };
+        Ok(TypeMap {
+            path: Some(path),
+            types: RwLock::new(types),
+            // A client inventing field names without end must not grow memory without end;
+            // beyond this, new fields pass unchecked and InfluxDB's own check applies.
+            max_fields: 1_000_000,
+        })
+    }
+
+    pub fn get(&self, measurement: &str, field: &str) -> Option<FieldType> {
+        let t = self.types.read().unwrap_or_else(|e| e.into_inner());
+        t.get(measurement).and_then(|m| m.get(field)).copied()
+    }
+
+    fn save(&self, types: &Types) -> Result<(), TypeMapError> {
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        let io = |source| TypeMapError::Io {
+            path: path.clone(),
+            source,
+        };
+        let tmp = path.with_extension("json.tmp");
+        let bytes = serde_json::to_vec(types).map_err(|source| TypeMapError::Json {
+            path: path.clone(),
+            source,
+        })?;
+        {
+            use std::io::Write;
+            let mut f = std::fs::File::create(&tmp).map_err(io)?;
+            f.write_all(&bytes).map_err(io)?;
+            f.sync_data().map_err(io)?;
+        }
+        std::fs::rename(&tmp, path).map_err(io)?;
+        if let Some(dir) = path.parent() {
+            std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(io)?;
+        }
+        Ok(())
+    }
+}
+
+/// One rejected line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// 1-based line number in the body.
+    pub line: usize,
+    pub reason: String,
+}
+
+/// The result of validating a body.
+#[derive(Debug, Default)]
+pub struct Validated {
+    /// Accepted lines, each ending in `\n`, timestamps in nanoseconds.
+    pub accepted: String,
+    pub accepted_lines: u64,
+    pub rejected: Vec<Rejection>,
+    /// Lines per value of the host tag among the accepted lines.
+    pub hosts: HashMap<String, u64>,
+}
+
+/// Validates `body` against the limits and the type map (learning new field types).
+///
+/// `now_ns` is the receive time: lines without a timestamp get it, so a resend of the same
+/// queue record writes the same points again instead of new ones.
+pub fn validate(
+    body: &str,
+    precision: Precision,
+    now_ns: i64,
+    limits: &LineLimits,
+    types: &TypeMap,
+    host_tag: &str,
+) -> Result<Validated, TypeMapError> {
+    let mut out = Validated::default();
+    // Lines that parsed and passed the limits, with their body line number and their text with
+    // the timestamp rewritten where needed; types are checked afterwards under one lock.
+    let mut good: Vec<(usize, ParsedLine<'_>, Option<String>, &str)> = Vec::new();
+    for (i, raw) in split_lines(body).enumerate() {
+        let n = i + 1;
+        let line = raw.trim_end_matches(['\r', ' ', '\t']).trim_start();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if line.len() > limits.max_line_bytes {
+            out.rejected.push(Rejection {
+                line: n,
+                reason: format!(
+                    "line of {} bytes exceeds the limit of {}",
+                    line.len(),
+                    limits.max_line_bytes
+                ),
+            });
+            continue;
+        }
+        let parsed = match parse_lines(line).next() {
+            Some(Ok(p)) => p,
+            Some(Err(e)) => {
+                out.rejected.push(Rejection {
+                    line: n,
+                    reason: format!("unable to parse: {e}"),
+                });
+                continue;
+            }
+            None => continue,
+        };
+        if let Some(reason) = bad_value(&parsed) {
+            out.rejected.push(Rejection { line: n, reason });
+            continue;
+        }
+        let ts = match parsed.timestamp {
+            Some(t) => match t.checked_mul(precision.ns_factor()) {
+                Some(ns) => ns,
+                None => {
+                    out.rejected.push(Rejection {
+                        line: n,
+                        reason: format!("timestamp {t} out of range for its precision"),
+                    });
+                    continue;
+                }
+            },
+            None => now_ns,
+        };
+        if limits.max_future_ns > 0 && ts > now_ns.saturating_add(limits.max_future_ns) {
+            out.rejected.push(Rejection {
+                line: n,
+                reason: format!(
+                    "timestamp {ts} is {} s in the future (limit {} s)",
+                    (ts - now_ns) / 1_000_000_000,
+                    limits.max_future_ns / 1_000_000_000
+                ),
+            });
+            continue;
+        }
+        if limits.max_past_ns > 0 && ts < now_ns.saturating_sub(limits.max_past_ns) {
+            out.rejected.push(Rejection {
+                line: n,
+                reason: format!(
+                    "timestamp {ts} is {} s in the past (limit {} s)",
+                    now_ns.saturating_sub(ts) / 1_000_000_000,
+                    limits.max_past_ns / 1_000_000_000
+                ),
+            });
+            continue;
+        }
+        let rewritten = match (parsed.timestamp, precision) {
+            (Some(_), Precision::Nanoseconds) => None,
+            (Some(_), _) => {
+                // The timestamp is the last space-separated token of a line that has one.
+                let head = line.rsplit_once(' ').map_or(line, |(h, _)| h);
+                Some(format!("{} {ts}", head.trim_end()))
+            }
+            (None, _) => Some(format!("{line} {ts}")),
+        };
+        good.push((n, parsed, rewritten, line));
+    }
+    check_types(&mut good, types, &mut out.rejected)?;
+    out.accepted.reserve(body.len() + good.len() * 2);
+    for (_, parsed, rewritten, line) in &good {
+        match rewritten {
+            Some(r) => out.accepted.push_str(r),
+            None => out.accepted.push_str(line),
+        }
+        out.accepted.push('\n');
+        if let Some(h) = parsed.tag_value(host_tag) {
+            match out.hosts.get_mut(h.as_str()) {
+                Some(c) => *c += 1,
+                None => {
+                    out.hosts.insert(h.as_str().to_string(), 1);
+                }
+            }
+        }
+    }
+    out.accepted_lines = good.len() as u64;
+    out.rejected.sort_by_key(|r| r.line);
+    Ok(out)
+}
+
+/// Values InfluxDB refuses that the parser lets through.
+fn bad_value(p: &ParsedLine<'_>) -> Option<String> {
+    for (k, v) in &p.field_set {
+        if let FieldValue::F64(f) = v {
+            if !f.is_finite() {
+                return Some(format!("field {:?} is not a finite number", k.as_str()));
+            }
+        }
+    }
+    if let Some(tags) = &p.series.tag_set {
+        for (k, v) in tags {
+            if v.as_str().is_empty() {
+                return Some(format!("tag {:?} has an empty value", k.as_str()));
+            }
+        }
+    }
+    None
+}
+
+type Good<'a> = (usize, ParsedLine<'a>, Option<String>, &'a str);
+
+/// Checks every good line's field types, learning new ones; lines that conflict move to
+/// `rejected`. The common case (all fields known) needs only the read lock.
+fn check_types(
+    good: &mut Vec<Good<'_>>,
+    types: &TypeMap,
+    rejected: &mut Vec<Rejection>,
+) -> Result<(), TypeMapError> {
+    let all_known = {
+        let t = types.types.read().unwrap_or_else(|e| e.into_inner());
+        let mut all_known = true;
+        let mut bad = Vec::new();
+        for (idx, (n, p, _, _)) in good.iter().enumerate() {
+            let m = t.get(p.series.measurement.as_str());
+            for (k, v) in &p.field_set {
+                match m.and_then(|m| m.get(k.as_str())) {
+                    Some(known) if *known != FieldType::of(v) => {
+                        bad.push((idx, conflict(*n, p, k.as_str(), v, *known)));
+                        break;
+                    }
+                    Some(_) => {}
+                    None => all_known = false,
+                }
+            }
+        }
+        if all_known {
+            remove(good, bad, rejected);
+            return Ok(());
+        }
+        all_known
+    };
+    debug_assert!(!all_known);
+    let mut t = types.types.write().unwrap_or_else(|e| e.into_inner());
+    let mut learned = false;
+    let mut total: usize = t.values().map(|m| m.len()).sum();
+    let mut bad = Vec::new();
+    for (idx, (n, p, _, _)) in good.iter().enumerate() {
+        let m = t.entry(p.series.measurement.as_str().to_string()).or_default();
+        let mut conflicted = None;
+        for (k, v) in &p.field_set {
+            if let Some(known) = m.get(k.as_str()) {
+                if *known != FieldType::of(v) {
+                    conflicted = Some(conflict(*n, p, k.as_str(), v, *known));
+                    break;
+                }
+            }
+        }
+        if let Some(c) = conflicted {
+            bad.push((idx, c));
+            continue;
+        }
+        for (k, v) in &p.field_set {
+            if !m.contains_key(k.as_str()) && total < types.max_fields {
+                m.insert(k.as_str().to_string(), FieldType::of(v));
+                total += 1;
+                learned = true;
+            }
+        }
+    }
+    if learned {
+        types.save(&t)?;
+    }
+    drop(t);
+    remove(good, bad, rejected);
+    Ok(())
+}
+
+fn conflict(
+    n: usize,
+    p: &ParsedLine<'_>,
+    field: &str,
+    v: &FieldValue<'_>,
+    known: FieldType,
+) -> Rejection {
+    Rejection {
+        line: n,
+        reason: format!(
+            "field type conflict: field {field:?} of measurement {:?} is {}, already {}",
+            p.series.measurement.as_str(),
+            FieldType::of(v).name(),
+            known.name()
+        ),
+    }
+}
+
+fn remove(good: &mut Vec<Good<'_>>, bad: Vec<(usize, Rejection)>, rejected: &mut Vec<Rejection>) {
+    if bad.is_empty() {
+        return;
+    }
+    let drop_idx: std::collections::HashSet<usize> = bad.iter().map(|(i, _)| *i).collect();
+    let mut i = 0;
+    good.retain(|_| {
+        let keep = !drop_idx.contains(&i);
+        i += 1;
+        keep
+    });
+    rejected.extend(bad.into_iter().map(|(_, r)| r));
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const NOW: i64 = 1_700_000_000_000_000_000;
+
+    fn limits() -> LineLimits {
+        LineLimits {
+            max_line_bytes: 200,
+            max_future_ns: 3600 * 1_000_000_000,
+            max_past_ns: 86400 * 1_000_000_000,
+        }
+    }
+
+    fn v(body: &str, p: Precision, t: &TypeMap) -> Validated {
+        validate(body, p, NOW, &limits(), t, "host").unwrap()
+    }
+
+    #[test]
+    fn good_lines_kept_bad_lines_named() {
+        let t = TypeMap::in_memory();
+        let body = "disk,host=a util_pct=1.5 1700000000\n\
+                    this is not line protocol\n\
+                    \n\
+                    # a comment\n\
+                    disk,host=b util_pct=2 1700000001\n\
+                    disk,host=a util_pct=3\n\
+                    net,host=a rx=1i 1800000000\n";
+        let out = v(body, Precision::Seconds, &t);
+        assert_eq!(out.accepted_lines, 3);
+        assert_eq!(
+            out.accepted,
+            "disk,host=a util_pct=1.5 1700000000000000000\n\
+             disk,host=b util_pct=2 1700000001000000000\n\
+             disk,host=a util_pct=3 1700000000000000000\n"
+        );
+        let lines: Vec<usize> = out.rejected.iter().map(|r| r.line).collect();
+        assert_eq!(lines, vec![2, 7]);
+        assert!(out.rejected[0].reason.starts_with("unable to parse"), "{:?}", out.rejected);
+        assert!(out.rejected[1].reason.contains("in the future"), "{:?}", out.rejected);
+        assert_eq!(out.hosts.get("a"), Some(&2));
+        assert_eq!(out.hosts.get("b"), Some(&1));
+    }
+
+    #[test]
+    fn type_conflicts_within_and_across_requests() {
+        let t = TypeMap::in_memory();
+        let out = v("m,host=a f=1i 1700000000\nm,host=a f=2.5 1700000000\n", Precision::Seconds, &t);
+        assert_eq!(out.accepted_lines, 1);
+        assert_eq!(out.rejected.len(), 1);
+        assert_eq!(out.rejected[0].line, 2);
+        assert!(out.rejected[0].reason.contains("is float, already integer"));
+        assert_eq!(t.get("m", "f"), Some(FieldType::Integer));
+        let out = v("m,host=a f=\"x\" 1700000000\nm,host=a f=3i,g=true 1700000000\n", Precision::Seconds, &t);
+        assert_eq!(out.accepted_lines, 1);
+        assert_eq!(out.rejected[0].line, 1);
+        assert_eq!(t.get("m", "g"), Some(FieldType::Boolean));
+    }
+
+    #[test]
+    fn limits_and_values() {
+        let t = TypeMap::in_memory();
+        let long = format!("m v={} 1", "1".repeat(300));
+        let body = format!(
+            "{long}\nm v=1 1\nm,host= v=1\nm v=NaN\nm v=1 99999999999999999\n"
+        );
+        let out = v(&body, Precision::Nanoseconds, &t);
+        assert_eq!(out.accepted_lines, 0);
+        let lines: Vec<usize> = out.rejected.iter().map(|r| r.line).collect();
+        assert_eq!(lines, vec![1, 2, 3, 4, 5], "{:?}", out.rejected);
+        assert!(out.rejected[0].reason.contains("exceeds the limit"));
+        assert!(out.rejected[1].reason.contains("in the past"));
+        // hours overflow i64 nanoseconds
+        let out = v("m v=1 9223372036854775\n", Precision::Hours, &t);
+        assert!(out.rejected[0].reason.contains("out of range"));
+    }
+
+    #[test]
+    fn precisions_convert_to_ns_and_ns_lines_pass_unchanged() {
+        let t = TypeMap::in_memory();
+        let ms = v("m v=1 1700000000123\n", Precision::Milliseconds, &t);
+        assert_eq!(ms.accepted, "m v=1 1700000000123000000\n");
+        let ns = v("m,t=a\\ b s=\"x y\" 1700000000000000001\n", Precision::Nanoseconds, &t);
+        assert_eq!(ns.accepted, "m,t=a\\ b s=\"x y\" 1700000000000000001\n");
+        assert_eq!(Precision::parse("u"), Some(Precision::Microseconds));
+        assert_eq!(Precision::parse("x"), None);
+    }
+
+    #[test]
+    fn types_persist_across_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = TypeMap::load(dir.path()).unwrap();
+        v("m f=1i 1700000000\n", Precision::Seconds, &t);
+        let t2 = TypeMap::load(dir.path()).unwrap();
+        assert_eq!(t2.get("m", "f"), Some(FieldType::Integer));
+        let out = v("m f=1 1700000000\n", Precision::Seconds, &t2);
+        assert_eq!(out.rejected.len(), 1);
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics_and_accepted_lines_reparse(body in "\\PC{0,300}") {
+            let t = TypeMap::in_memory();
+            let out = validate(&body, Precision::Seconds, NOW, &limits(), &t, "host").unwrap();
+            let n = parse_lines(&out.accepted).filter(|r| r.is_ok()).count() as u64;
+            prop_assert_eq!(n, out.accepted_lines);
+        }
+    }
+}

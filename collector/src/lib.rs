@@ -1,0 +1,238 @@
+//! storwatch-collector: receives InfluxDB line protocol from the site's agents (and any
+//! InfluxDB client), authenticates and validates it, makes it durable in an fsync'd queue before
+//! acknowledging, and forwards it to one or more InfluxDB outputs (v1, v2, v3 write APIs).
+//!
+//! * [`app`] — the HTTP routes (`/write`, `/api/v2/write`, `/ping`, `/health`, `/metrics`)
+//! * [`ingest`] — line validation, limits, precision, field-type map
+//! * [`queue`] — the segment log with group commit
+//! * [`forward`] — batching, retries and per-status handling towards InfluxDB
+//! * [`heartbeat`] — last-seen per host
+//! * [`server`] — listener, TLS/mTLS, timeouts
+//! * [`start`] — wires it all together from a [`config::Config`]
+
+pub mod app;
+pub mod auth;
+pub mod config;
+pub mod forward;
+pub mod heartbeat;
+pub mod ingest;
+pub mod metrics;
+pub mod queue;
+pub mod server;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::app::AppState;
+use crate::auth::{RateLimiter, Tokens};
+use crate::config::{ConfigError, Config};
+use crate::forward::{Forwarder, Output};
+use crate::heartbeat::LastSeen;
+use crate::ingest::{TypeMap, TypeMapError};
+use crate::metrics::Metrics;
+use crate::queue::{Queue, QueueError, QueueOptions};
+
+/// Why the collector cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("listen address {0:?} is not an IP:port")]
+    Listen(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("token file {path}: {reason}")]
+    Tokens { path: PathBuf, reason: String },
+    #[error("no tokens configured: give --token-file, or --insecure-open on a loopback address")]
+    NoTokens,
+    #[error("--insecure-open is only allowed on a loopback address, not {0}")]
+    OpenNotLoopback(SocketAddr),
+    #[error("no outputs configured: give --output URL")]
+    NoOutputs,
+    #[error("two outputs are named {0:?}; give them distinct names")]
+    DuplicateOutput(String),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+    #[error(transparent)]
+    Types(#[from] TypeMapError),
+    #[error(transparent)]
+    Tls(#[from] server::TlsError),
+}
+
+/// A running collector.
+#[derive(Debug)]
+pub struct Collector {
+    /// The address actually bound (useful with port 0).
+    pub addr: SocketAddr,
+    pub state: Arc<AppState>,
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Collector {
+    /// Stops accepting, stops the forwarders after their current attempt, and waits a moment
+    /// for them. Nothing is lost either way: acknowledged data is already on disk.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks {
+            let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+        }
+    }
+}
+
+fn load_tokens(cfg: &Config, addr: SocketAddr) -> Result<Option<Tokens>, StartError> {
+    let loopback = addr.ip().is_loopback();
+    if cfg.insecure_open && !loopback {
+        return Err(StartError::OpenNotLoopback(addr));
+    }
+    let tokens = match &cfg.token_file {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => Some(Tokens::parse(&text).map_err(|e| StartError::Tokens {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?),
+            Err(e) if cfg.insecure_open && e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                return Err(StartError::Tokens {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                })
+            }
+        },
+        None => None,
+    };
+    match tokens {
+        Some(t) if !t.is_empty() => Ok(Some(t)),
+        _ if cfg.insecure_open => {
+            tracing::warn!(listen = %addr, "running OPEN: no token is required (loopback only)");
+            Ok(None)
+        }
+        _ => Err(StartError::NoTokens),
+    }
+}
+
+fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Opens the queue, starts the forwarders, the heartbeat and the listener.
+pub async fn start(cfg: Config) -> Result<Collector, StartError> {
+    let addr: SocketAddr = cfg
+        .listen
+        .parse()
+        .map_err(|_| StartError::Listen(cfg.listen.clone()))?;
+    let tokens = load_tokens(&cfg, addr)?;
+    if cfg.outputs.is_empty() {
+        return Err(StartError::NoOutputs);
+    }
+    let mut outputs = Vec::new();
+    for o in &cfg.outputs {
+        let out = Output::resolve(o)?;
+        if outputs.iter().any(|x: &Output| x.name == out.name) {
+            return Err(StartError::DuplicateOutput(out.name));
+        }
+        outputs.push(out);
+    }
+    let tls = server::tls_acceptor(&cfg.tls)?;
+
+    let metrics = Arc::new(Metrics::default());
+    let opts = QueueOptions {
+        segment_bytes: cfg.queue.segment_bytes.max(1 << 20),
+        // Accepted text can grow a little over the body (timestamps added), never 2x.
+        max_record_bytes: cfg.limits.max_decompressed_bytes.saturating_mul(2).max(1 << 20),
+        fsync: true,
+    };
+    let (queue, recovery) = Queue::open(&cfg.queue_dir, opts, metrics.clone())?;
+    if recovery.torn_bytes > 0 || recovery.corrupt_records > 0 {
+        tracing::warn!(torn_bytes = recovery.torn_bytes, corrupt_records = recovery.corrupt_records, "queue recovered");
+    }
+    let types = TypeMap::load(&cfg.queue_dir)?;
+    let last_seen = Arc::new(LastSeen::load(Some(&cfg.queue_dir)));
+    let dead_dir = cfg.queue_dir.join("dead-letter");
+    std::fs::create_dir_all(&dead_dir).map_err(|source| QueueError::Io {
+        path: dead_dir.clone(),
+        source,
+    })?;
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut tasks = Vec::new();
+    // Register every output's cursor before any forwarder runs, so segment release sees all.
+    let mut forwarders = Vec::new();
+    for out in outputs {
+        let om = metrics.add_output(&out.name);
+        om.cursor.store(queue.load_cursor(&out.name), std::sync::atomic::Ordering::Relaxed);
+        forwarders.push(Forwarder::new(out, om, dead_dir.clone())?);
+    }
+    for f in forwarders {
+        tasks.push(tokio::spawn(f.run(queue.clone(), metrics.clone(), stop_rx.clone())));
+    }
+
+    if cfg.heartbeat.interval_s > 0 {
+        let (q, ls, m, hb) = (queue.clone(), last_seen.clone(), metrics.clone(), cfg.heartbeat.clone());
+        let mut stop = stop_rx.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(hb.interval_s));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = stop.changed() => return,
+                }
+                let text = ls.heartbeat(&hb.measurement, &hb.host_tag, now_ns());
+                if text.is_empty() {
+                    continue;
+                }
+                let n = text.lines().count() as u64;
+                match q.append(text.into_bytes()).await {
+                    Ok(_) => {
+                        m.heartbeat_lines.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    Err(e) => tracing::error!(error = %e, "cannot queue the heartbeat"),
+                }
+            }
+        }));
+    }
+
+    let state = Arc::new(AppState {
+        tokens,
+        limiter: RateLimiter::new(cfg.limits.rate_limit_lines_per_s, cfg.limits.rate_limit_burst_lines),
+        queue,
+        types,
+        last_seen,
+        metrics: metrics.clone(),
+        limits: cfg.limits.clone(),
+        queue_cfg: cfg.queue.clone(),
+        host_tag: cfg.heartbeat.host_tag.clone(),
+    });
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| StartError::Bind { addr, source })?;
+    let bound = listener.local_addr().map_err(|source| StartError::Bind { addr, source })?;
+    tasks.push(tokio::spawn(server::serve(
+        listener,
+        app::app(state.clone()),
+        tls,
+        cfg.limits.clone(),
+        metrics,
+        stop_rx,
+    )));
+    tracing::info!(listen = %bound, tls = cfg.tls.cert_file.is_some(), "collector ready");
+    Ok(Collector {
+        addr: bound,
+        state,
+        stop: stop_tx,
+        tasks,
+    })
+}

@@ -1,0 +1,109 @@
+//! storwatch-collector: the command line. Flags override the TOML file given with `--config`.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::Parser;
+use storwatch_collector::config::{Config, OutputConfig, DEFAULT_CONFIG};
+
+/// Site collector for storwatch agents: InfluxDB-compatible write API, durable queue,
+/// forwarding to InfluxDB v1/v2/v3.
+#[derive(Debug, Parser)]
+#[command(name = "storwatch-collector", version)]
+struct Cli {
+    /// TOML configuration file (see --print-default-config).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Print the commented default configuration and exit.
+    #[arg(long)]
+    print_default_config: bool,
+    /// Listen address, e.g. 0.0.0.0:8186.
+    #[arg(long)]
+    listen: Option<String>,
+    /// Queue directory.
+    #[arg(long)]
+    queue_dir: Option<PathBuf>,
+    /// File of accepted client tokens (`name:token` per line).
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// Run without tokens (only on a loopback listen address).
+    #[arg(long)]
+    insecure_open: bool,
+    /// Output URL (repeatable): base URL or full /write, /api/v2/write, /api/v3/write_lp URL.
+    /// Replaces the outputs of the config file.
+    #[arg(long = "output")]
+    outputs: Vec<String>,
+    /// Database for the --output URLs (v1, v3).
+    #[arg(long)]
+    db: Option<String>,
+    /// Organisation for the --output URLs (v2).
+    #[arg(long)]
+    org: Option<String>,
+    /// Bucket for the --output URLs (v2).
+    #[arg(long)]
+    bucket: Option<String>,
+    /// File holding the token for the --output URLs.
+    #[arg(long)]
+    output_token_file: Option<PathBuf>,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    if cli.print_default_config {
+        print!("{DEFAULT_CONFIG}");
+        return Ok(());
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let mut cfg = match &cli.config {
+        Some(path) => Config::load(path)?,
+        None => Config::default(),
+    };
+    if let Some(v) = cli.listen {
+        cfg.listen = v;
+    }
+    if let Some(v) = cli.queue_dir {
+        cfg.queue_dir = v;
+    }
+    if let Some(v) = cli.token_file {
+        cfg.token_file = Some(v);
+    }
+    if cli.insecure_open {
+        cfg.insecure_open = true;
+    }
+    if !cli.outputs.is_empty() {
+        cfg.outputs = cli
+            .outputs
+            .iter()
+            .map(|url| OutputConfig {
+                url: url.clone(),
+                db: cli.db.clone(),
+                org: cli.org.clone(),
+                bucket: cli.bucket.clone(),
+                token_file: cli.output_token_file.clone(),
+                ..OutputConfig::default()
+            })
+            .collect();
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")?;
+    rt.block_on(async move {
+        let collector = storwatch_collector::start(cfg).await?;
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("cannot install the SIGTERM handler")?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        tracing::info!("stopping");
+        collector.shutdown().await;
+        anyhow::Ok(())
+    })
+}
