@@ -246,6 +246,11 @@ impl Sampler {
         let cpu0 = selfstat::thread_cpu();
         self.generation += 1;
         let itv = self.interval_cs();
+        if self.prev_cpu.is_none() {
+            // Baseline for the first report's CPU and PSI shares.
+            let mut scratch = LineWriter::new("", &[]);
+            self.report_host(&mut scratch, 0);
+        }
         self.sample_disks(itv);
         self.sample_nets(itv);
         let mut events = std::mem::take(&mut self.events);
@@ -525,37 +530,37 @@ impl Sampler {
                             None => "",
                         },
                     )
-                    .field("r_per_s", r.r_per_s)
-                    .field("w_per_s", r.w_per_s)
-                    .field("d_per_s", r.d_per_s)
-                    .field("f_per_s", r.f_per_s)
-                    .field("rkb_per_s", r.rkb_per_s)
-                    .field("wkb_per_s", r.wkb_per_s)
-                    .field("dkb_per_s", r.dkb_per_s)
-                    .field("rrqm_per_s", r.rrqm_per_s)
-                    .field("wrqm_per_s", r.wrqm_per_s)
-                    .field("drqm_per_s", r.drqm_per_s)
-                    .field("rrqm_pct", r.rrqm_pct)
-                    .field("wrqm_pct", r.wrqm_pct)
-                    .field("drqm_pct", r.drqm_pct)
-                    .field("r_await_ms", r.r_await_ms)
-                    .field("w_await_ms", r.w_await_ms)
-                    .field("d_await_ms", r.d_await_ms)
-                    .field("f_await_ms", r.f_await_ms)
-                    .field("await_ms", r.await_ms)
-                    .field("rareq_sz_kb", r.rareq_sz_kb)
-                    .field("wareq_sz_kb", r.wareq_sz_kb)
-                    .field("dareq_sz_kb", r.dareq_sz_kb)
-                    .field("aqu_sz", r.aqu_sz)
-                    .field_opt("aqu_sz_max", d.interval.aqu.max())
-                    .field("util_pct", r.util_pct)
-                    .field_opt("util_max_pct", d.interval.util.max())
-                    .field_opt("util_p95_pct", util_p95)
+                    .field("r_per_s", r3(r.r_per_s))
+                    .field("w_per_s", r3(r.w_per_s))
+                    .field("d_per_s", r3(r.d_per_s))
+                    .field("f_per_s", r3(r.f_per_s))
+                    .field("rkb_per_s", r3(r.rkb_per_s))
+                    .field("wkb_per_s", r3(r.wkb_per_s))
+                    .field("dkb_per_s", r3(r.dkb_per_s))
+                    .field("rrqm_per_s", r3(r.rrqm_per_s))
+                    .field("wrqm_per_s", r3(r.wrqm_per_s))
+                    .field("drqm_per_s", r3(r.drqm_per_s))
+                    .field("rrqm_pct", r3(r.rrqm_pct))
+                    .field("wrqm_pct", r3(r.wrqm_pct))
+                    .field("drqm_pct", r3(r.drqm_pct))
+                    .field("r_await_ms", r3(r.r_await_ms))
+                    .field("w_await_ms", r3(r.w_await_ms))
+                    .field("d_await_ms", r3(r.d_await_ms))
+                    .field("f_await_ms", r3(r.f_await_ms))
+                    .field("await_ms", r3(r.await_ms))
+                    .field("rareq_sz_kb", r3(r.rareq_sz_kb))
+                    .field("wareq_sz_kb", r3(r.wareq_sz_kb))
+                    .field("dareq_sz_kb", r3(r.dareq_sz_kb))
+                    .field("aqu_sz", r3(r.aqu_sz))
+                    .field_opt("aqu_sz_max", d.interval.aqu.max().map(r3))
+                    .field("util_pct", r3(r.util_pct))
+                    .field_opt("util_max_pct", d.interval.util.max().map(r3))
+                    .field_opt("util_p95_pct", util_p95.map(r3))
                     .field(
                         "saturated_s",
                         d.interval.util.seconds_at_or_above(self.threshold),
                     )
-                    .field("svctm_ms", r.svctm_ms)
+                    .field("svctm_ms", r3(r.svctm_ms))
                     .field("in_flight", d.in_flight)
                     .field("interval_s", d.interval.itv_cs as f64 / 100.0)
                     .field("resets", d.interval.resets)
@@ -637,27 +642,33 @@ impl Sampler {
                 );
                 w.line("net", ts)
                     .tag("iface", name)
-                    .field("rx_bytes_per_s", r.rx_bytes_per_s)
-                    .field("tx_bytes_per_s", r.tx_bytes_per_s)
-                    .field_opt("rx_bytes_max_per_s", n.interval.rx_bytes_per_s.max())
-                    .field_opt("tx_bytes_max_per_s", n.interval.tx_bytes_per_s.max())
-                    .field("rx_packets_per_s", r.rx_packets_per_s)
-                    .field("tx_packets_per_s", r.tx_packets_per_s)
-                    .field("rx_compressed_per_s", r.rx_compressed_per_s)
-                    .field("tx_compressed_per_s", r.tx_compressed_per_s)
-                    .field("rx_multicast_per_s", r.rx_multicast_per_s)
-                    .field("rx_errors_per_s", r.rx_errors_per_s)
-                    .field("tx_errors_per_s", r.tx_errors_per_s)
-                    .field("rx_drops_per_s", r.rx_drops_per_s)
-                    .field("tx_drops_per_s", r.tx_drops_per_s)
-                    .field("collisions_per_s", r.collisions_per_s)
-                    .field("tx_carrier_per_s", r.tx_carrier_per_s)
-                    .field("rx_frame_per_s", r.rx_frame_per_s)
-                    .field("rx_fifo_per_s", r.rx_fifo_per_s)
-                    .field("tx_fifo_per_s", r.tx_fifo_per_s)
+                    .field("rx_bytes_per_s", r3(r.rx_bytes_per_s))
+                    .field("tx_bytes_per_s", r3(r.tx_bytes_per_s))
+                    .field_opt(
+                        "rx_bytes_max_per_s",
+                        n.interval.rx_bytes_per_s.max().map(r3),
+                    )
+                    .field_opt(
+                        "tx_bytes_max_per_s",
+                        n.interval.tx_bytes_per_s.max().map(r3),
+                    )
+                    .field("rx_packets_per_s", r3(r.rx_packets_per_s))
+                    .field("tx_packets_per_s", r3(r.tx_packets_per_s))
+                    .field("rx_compressed_per_s", r3(r.rx_compressed_per_s))
+                    .field("tx_compressed_per_s", r3(r.tx_compressed_per_s))
+                    .field("rx_multicast_per_s", r3(r.rx_multicast_per_s))
+                    .field("rx_errors_per_s", r3(r.rx_errors_per_s))
+                    .field("tx_errors_per_s", r3(r.tx_errors_per_s))
+                    .field("rx_drops_per_s", r3(r.rx_drops_per_s))
+                    .field("tx_drops_per_s", r3(r.tx_drops_per_s))
+                    .field("collisions_per_s", r3(r.collisions_per_s))
+                    .field("tx_carrier_per_s", r3(r.tx_carrier_per_s))
+                    .field("rx_frame_per_s", r3(r.rx_frame_per_s))
+                    .field("rx_fifo_per_s", r3(r.rx_fifo_per_s))
+                    .field("tx_fifo_per_s", r3(r.tx_fifo_per_s))
                     .field_opt("speed_mbps", n.info.speed_mbps)
-                    .field_opt("util_pct", r.util_pct)
-                    .field_opt("util_max_pct", n.interval.util.max())
+                    .field_opt("util_pct", r.util_pct.map(r3))
+                    .field_opt("util_max_pct", n.interval.util.max().map(r3))
                     .field_opt("operstate", n.info.operstate.as_deref())
                     .field_opt("carrier_changes", n.info.carrier_changes)
                     .field_opt("mtu", n.info.mtu)
@@ -678,12 +689,12 @@ impl Sampler {
                 Ok(s) => {
                     if let Some(p) = self.prev_cpu.and_then(|prev| rates::cpu_pct(&prev, &s.cpu)) {
                         w.line("cpu", ts)
-                            .field("user_pct", p.user_pct)
-                            .field("nice_pct", p.nice_pct)
-                            .field("system_pct", p.system_pct)
-                            .field("iowait_pct", p.iowait_pct)
-                            .field("steal_pct", p.steal_pct)
-                            .field("idle_pct", p.idle_pct)
+                            .field("user_pct", r3(p.user_pct))
+                            .field("nice_pct", r3(p.nice_pct))
+                            .field("system_pct", r3(p.system_pct))
+                            .field("iowait_pct", r3(p.iowait_pct))
+                            .field("steal_pct", r3(p.steal_pct))
+                            .field("idle_pct", r3(p.idle_pct))
                             .field("cpus", s.cpus)
                             .write();
                     }
@@ -718,11 +729,11 @@ impl Sampler {
                         .field_opt("io_some_avg10", p.some.map(|l| l.avg10))
                         .field_opt("io_some_avg60", p.some.map(|l| l.avg60))
                         .field_opt("io_some_total_us", p.some.map(|l| l.total_us))
-                        .field_opt("io_some_pct", some_pct)
+                        .field_opt("io_some_pct", some_pct.map(r3))
                         .field_opt("io_full_avg10", p.full.map(|l| l.avg10))
                         .field_opt("io_full_avg60", p.full.map(|l| l.avg60))
                         .field_opt("io_full_total_us", p.full.map(|l| l.total_us))
-                        .field_opt("io_full_pct", full_pct)
+                        .field_opt("io_full_pct", full_pct.map(r3))
                         .write();
                     self.prev_psi = Some((p, uptime));
                 }
@@ -768,11 +779,14 @@ impl Sampler {
             .tag("version", env!("CARGO_PKG_VERSION"))
             .field(
                 "cycle_cpu_us",
-                self.cycle_cpu_sum.as_secs_f64() * 1e6 / f64::from(samples),
+                r3(self.cycle_cpu_sum.as_secs_f64() * 1e6 / f64::from(samples)),
             )
-            .field("cycle_cpu_max_us", self.cycle_cpu_max.as_secs_f64() * 1e6)
-            .field("report_cpu_us", report_cpu.as_secs_f64() * 1e6)
-            .field("process_cpu_us", process_delta.as_secs_f64() * 1e6)
+            .field(
+                "cycle_cpu_max_us",
+                r3(self.cycle_cpu_max.as_secs_f64() * 1e6),
+            )
+            .field("report_cpu_us", r3(report_cpu.as_secs_f64() * 1e6))
+            .field("process_cpu_us", r3(process_delta.as_secs_f64() * 1e6))
             .field_opt("rss_kb", selfstat::rss_kb())
             .field("samples", self.samples)
             .field("lines", lines as u64)
@@ -806,6 +820,12 @@ impl Sampler {
             .map(|e| (e.name.clone(), e.total))
             .collect()
     }
+}
+
+/// Rounds a rate to 3 decimals: finer digits are noise from the interval's jitter and would only
+/// lengthen every line (Display then prints the shortest exact form, e.g. `3.184`).
+fn r3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
 }
 
 fn display_name(dev: &str, d: &DiskState) -> String {

@@ -67,7 +67,7 @@ impl Series {
             .zip(&self.weights_cs)
             .filter(|(v, _)| **v >= threshold)
             .map(|(_, w)| *w as f64 / 100.0)
-            .sum()
+            .fold(0.0, |a, b| a + b)
     }
 }
 
