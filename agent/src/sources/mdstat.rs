@@ -1,0 +1,818 @@
+//! `/proc/mdstat`: the Linux MD (software RAID) arrays, their members and any running
+//! resync/recovery/check/reshape.
+//!
+//! Kernel documentation: `Documentation/admin-guide/md.rst`; the text is produced by
+//! `md_seq_show()` and `status_resync()` in `drivers/md/md.c` and by each personality's
+//! `->status()` (`raid1.c`, `raid5.c`, `raid10.c`, `raid0.c`, `md-linear.c`, …):
+//!
+//! ```text
+//! Personalities : [raid1] [raid6] [raid5] [raid4]
+//! md2 : active raid6 sdv[11] sdu[12](S) sdk[0](F) …
+//!       175783280640 blocks super 1.2 level 6, 512k chunk, algorithm 2 [12/11] [UUUUUUUUUU_U]
+//!       [===>.................]  recovery = 17.3% (3041050755/17578328064) finish=1432.1min speed=169176K/sec
+//!       bitmap: 1/66 pages [4KB], 65536KB chunk
+//!
+//! unused devices: <none>
+//! ```
+//!
+//! Units: `blocks` are KiB (1024 bytes). The progress counts `(done/total)` are KiB too, and are
+//! relative to the same limit the sysfs `sync_completed` uses (`dev_sectors` for recovery and
+//! check, `resync_max_sectors` for resync and reshape), so they are per member for most arrays
+//! and array-wide for a raid10 reshape. `speed` is KiB/s; `finish` is the kernel's own estimate in
+//! minutes. Members are `name[desc_nr]` followed by flags: `(W)` write-mostly, `(J)` journal,
+//! `(F)` faulty, `(S)` spare (no slot), `(R)` replacement. The number in brackets is the
+//! superblock descriptor number, not the slot (role); `[UU_U]` is indexed by slot.
+//!
+//! Differences seen across kernels, distributions and pastes, all accepted here:
+//! 0.90 superblocks print no `super`; inactive arrays print no level (old kernels did);
+//! `super external:imsm` containers and `external:/md126/0` member volumes; `resync=DELAYED`,
+//! `resync=PENDING` (and md-cluster's `resync=REMOTE`) in place of a progress line; a
+//! whitespace-only line (6 or 7 spaces) ending each array; Synology prints block lines without
+//! indentation and mail clients strip it; a U+00A0 no-break space pasted after a personality;
+//! no trailing `unused devices` line or newline; a member list wrapped onto the next line.
+//! Lines that are not understood are kept in [`Mdstat::skipped`], never fatal.
+
+use super::{parse_u64, ParseError};
+
+/// The whole of `/proc/mdstat`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Mdstat {
+    /// Loaded personalities (`raid1`, `raid6`, …), from the `Personalities :` line.
+    pub personalities: Vec<String>,
+    /// Arrays in file order (the kernel lists the newest first).
+    pub arrays: Vec<MdArray>,
+    /// Devices named on the `unused devices:` line; `None` when the line is missing.
+    pub unused_devices: Option<Vec<String>>,
+    /// Lines that were not understood (personality-specific text, paste artefacts), in order.
+    pub skipped: Vec<ParseError>,
+}
+
+impl Mdstat {
+    /// The array called `name` (`md127`).
+    pub fn array(&self, name: &str) -> Option<&MdArray> {
+        self.arrays.iter().find(|a| a.name == name)
+    }
+}
+
+/// Whether an active array accepts writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadOnly {
+    /// Read-write (nothing printed).
+    #[default]
+    No,
+    /// `(read-only)`: set read-only by the administrator.
+    ReadOnly,
+    /// `(auto-read-only)`: read-only until the first write; a pending resync waits for it.
+    AutoReadOnly,
+}
+
+/// One array.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MdArray {
+    /// Device name: `md127`, `md_d0`, `md126`.
+    pub name: String,
+    /// `active` (true) or `inactive` (assembled but not started, or an external-metadata
+    /// container).
+    pub active: bool,
+    /// Read-only mode of an active array.
+    pub read_only: ReadOnly,
+    /// The personality: `raid0`, `raid1`, `raid4`, `raid5`, `raid6`, `raid10`, `linear`,
+    /// `multipath`, `faulty`; `None` for an inactive array.
+    pub level: Option<String>,
+    /// Members in the order listed.
+    pub members: Vec<MdMember>,
+    /// Array size in KiB (for an inactive array: the sum of its members).
+    pub blocks_kb: Option<u64>,
+    /// Superblock format after `super`: `1.2`, `external:imsm`, `external:/md126/0`;
+    /// `None` for the 0.90 format, which prints nothing.
+    pub superblock: Option<String>,
+    /// `level N,` of raid4/5/6.
+    pub level_number: Option<u32>,
+    /// Chunk size in KiB (`64k chunk`, `512K chunks`).
+    pub chunk_kb: Option<u64>,
+    /// `rounding` of a linear array, KiB.
+    pub rounding_kb: Option<u64>,
+    /// raid5/6 `algorithm N` (layout).
+    pub algorithm: Option<u32>,
+    /// raid10 layout (`2 near-copies`, `2 far-copies`, `2 offset-copies`).
+    pub raid10: Option<Raid10Layout>,
+    /// `[n/m]`: slots in the array (`n`).
+    pub raid_disks: Option<u32>,
+    /// `[n/m]`: slots holding a working, in-sync member (`m`).
+    pub working_disks: Option<u32>,
+    /// `[UU_U]`: one character per slot, `U` up, `_` down.
+    pub slot_status: Option<String>,
+    /// A running resync, recovery, check, repair or reshape.
+    pub progress: Option<SyncProgress>,
+    /// `resync=DELAYED` / `resync=PENDING` / `resync=REMOTE`: a sync is due but not running.
+    pub waiting: Option<SyncWait>,
+    /// The write-intent bitmap line.
+    pub bitmap: Option<Bitmap>,
+}
+
+impl MdArray {
+    /// Members flagged `(F)`.
+    pub fn failed_members(&self) -> usize {
+        self.members.iter().filter(|m| m.flags.faulty).count()
+    }
+
+    /// Members flagged `(S)` (hot spares, or every member of an inactive array).
+    pub fn spare_members(&self) -> usize {
+        self.members
+            .iter()
+            .filter(|m| m.flags.spare && !m.flags.faulty)
+            .count()
+    }
+}
+
+/// One member device.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MdMember {
+    /// Kernel block device name (`sdb1`, `nvme0n1p3`, `cciss/c0d0p1`, `dm-7`).
+    pub name: String,
+    /// The descriptor number in brackets (not the slot).
+    pub desc_nr: u32,
+    /// The flags after it.
+    pub flags: MemberFlags,
+}
+
+/// Flags printed after a member.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MemberFlags {
+    /// `(W)`: write-mostly.
+    pub write_mostly: bool,
+    /// `(J)`: raid5 journal device.
+    pub journal: bool,
+    /// `(F)`: faulty.
+    pub faulty: bool,
+    /// `(S)`: spare — not in a slot.
+    pub spare: bool,
+    /// `(R)`: replacement being built for another member.
+    pub replacement: bool,
+    /// Any other flag letters, in order (none known today).
+    pub other: String,
+}
+
+/// The raid10 layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Raid10Layout {
+    /// `N near-copies` (1 when not printed).
+    pub near: u32,
+    /// `N far-copies` or `N offset-copies` (1 when not printed).
+    pub far: u32,
+    /// The far copies are `offset` copies.
+    pub offset: bool,
+    /// `N devices per set` of a far layout, when not all devices.
+    pub devices_per_set: Option<u32>,
+}
+
+impl Raid10Layout {
+    /// Copies of every block: near × far.
+    pub fn copies(&self) -> u32 {
+        self.near.saturating_mul(self.far).max(1)
+    }
+}
+
+/// What the sync thread does; shared with sysfs `sync_action`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SyncAction {
+    /// Nothing running.
+    Idle,
+    /// Making parity/copies consistent after an unclean shutdown or creation.
+    Resync,
+    /// Rebuilding onto a spare or replacement: restores redundancy.
+    Recover,
+    /// Reading everything and counting mismatches (`mismatch_cnt`).
+    Check,
+    /// Check and rewrite mismatches.
+    Repair,
+    /// Changing level, layout, chunk size or number of devices.
+    Reshape,
+    /// Sync interrupted and held by the administrator.
+    Frozen,
+    /// A word this code does not know.
+    Other(String),
+}
+
+impl SyncAction {
+    /// From the kernel's word: mdstat says `recovery`, sysfs says `recover`.
+    pub fn from_kernel(word: &str) -> Self {
+        match word {
+            "idle" => Self::Idle,
+            "resync" => Self::Resync,
+            "recover" | "recovery" => Self::Recover,
+            "check" | "data-check" => Self::Check,
+            "repair" | "requested-resync" => Self::Repair,
+            "reshape" => Self::Reshape,
+            "frozen" => Self::Frozen,
+            other => Self::Other(other.to_owned()),
+        }
+    }
+
+    /// The word written to the `sync_action` field (sysfs spelling).
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Idle => "idle",
+            Self::Resync => "resync",
+            Self::Recover => "recover",
+            Self::Check => "check",
+            Self::Repair => "repair",
+            Self::Reshape => "reshape",
+            Self::Frozen => "frozen",
+            Self::Other(s) => s,
+        }
+    }
+
+    /// Whether this is a running operation (not idle or frozen).
+    pub fn is_running(&self) -> bool {
+        !matches!(self, Self::Idle | Self::Frozen)
+    }
+}
+
+/// A progress line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyncProgress {
+    /// The operation. mdstat prints a repair as `resync` and an md-cluster remote resync as
+    /// `resync`; sysfs `sync_action` tells them apart.
+    pub action: SyncAction,
+    /// The percentage printed (one decimal, truncated by the kernel).
+    pub percent: f64,
+    /// KiB done.
+    pub done_kb: Option<u64>,
+    /// KiB to do in total.
+    pub total_kb: Option<u64>,
+    /// The kernel's estimate of minutes left.
+    pub finish_min: Option<f64>,
+    /// The kernel's speed, KiB/s, averaged over its last marks.
+    pub speed_kbps: Option<u64>,
+}
+
+impl SyncProgress {
+    /// Fraction done, from the counts when they are there (more precise than the percentage).
+    pub fn fraction(&self) -> f64 {
+        match (self.done_kb, self.total_kb) {
+            (Some(d), Some(t)) if t > 0 => (d as f64 / t as f64).clamp(0.0, 1.0),
+            _ => (self.percent / 100.0).clamp(0.0, 1.0),
+        }
+    }
+}
+
+/// A sync that is due but not running (`resync=DELAYED`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncWait {
+    /// The word before `=` (always `resync` in current kernels, whatever the kind).
+    pub action: String,
+    /// Why it waits.
+    pub reason: WaitReason,
+}
+
+/// Why a sync waits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WaitReason {
+    /// Another array sharing a disk is syncing first.
+    Delayed,
+    /// The array is auto-read-only; the sync starts on the first write.
+    Pending,
+    /// md-cluster: another node is resyncing.
+    Remote,
+    /// Another word.
+    Other(String),
+}
+
+/// `bitmap: 1/66 pages [4KB], 65536KB chunk[, file: /path]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bitmap {
+    /// Bitmap pages in memory.
+    pub pages_used: u64,
+    /// Bitmap pages in total.
+    pub pages_total: u64,
+    /// Memory used by the pages, KiB.
+    pub used_kb: u64,
+    /// Data covered by one bit, KiB.
+    pub chunk_kb: u64,
+    /// An external bitmap file.
+    pub file: Option<String>,
+}
+
+/// Parses the text of `/proc/mdstat`.
+///
+/// Fails only when the text cannot be an mdstat at all: empty, or without a single
+/// `Personalities`, array or `unused devices` line. Everything else that is not understood
+/// is listed in [`Mdstat::skipped`].
+pub fn parse(text: &str) -> Result<Mdstat, ParseError> {
+    let mut out = Mdstat::default();
+    let mut saw_personalities = false;
+    for (idx, raw) in text.lines().enumerate() {
+        let no = idx + 1;
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(rest) = strip_label(line, "Personalities") {
+            saw_personalities = true;
+            out.personalities = rest
+                .split_whitespace()
+                .map(|p| p.trim_matches(|c| c == '[' || c == ']').to_owned())
+                .filter(|p| !p.is_empty())
+                .collect();
+            continue;
+        }
+        if let Some(rest) = strip_label(line, "unused devices") {
+            out.unused_devices = Some(
+                rest.split_whitespace()
+                    .filter(|d| *d != "<none>")
+                    .map(str::to_owned)
+                    .collect(),
+            );
+            continue;
+        }
+        match parse_header(line) {
+            Some(Ok(array)) => {
+                out.arrays.push(array);
+                continue;
+            }
+            Some(Err(reason)) => {
+                out.skipped.push(ParseError::new(no, raw, reason));
+                continue;
+            }
+            None => {}
+        }
+        let Some(array) = out.arrays.last_mut() else {
+            out.skipped
+                .push(ParseError::new(no, raw, "line before any array"));
+            continue;
+        };
+        if let Err(reason) = parse_detail(array, line) {
+            out.skipped.push(ParseError::new(no, raw, reason));
+        }
+    }
+    if !saw_personalities && out.arrays.is_empty() && out.unused_devices.is_none() {
+        let (no, first) = text
+            .lines()
+            .enumerate()
+            .find(|(_, l)| !l.trim().is_empty())
+            .map_or((1, ""), |(i, l)| (i + 1, l));
+        return Err(ParseError::new(
+            no,
+            first,
+            "not /proc/mdstat: no Personalities, array or unused devices line",
+        ));
+    }
+    Ok(out)
+}
+
+/// `label :rest` or `label: rest` → `rest`.
+fn strip_label<'a>(line: &'a str, label: &str) -> Option<&'a str> {
+    let rest = line.strip_prefix(label)?;
+    rest.trim_start().strip_prefix(':')
+}
+
+/// An array's first line: `md0 : active (auto-read-only) raid1 sda1[0] sdb1[1](W)`.
+/// `None` when the line is not a header; `Some(Err)` when it looks like one but is wrong.
+fn parse_header(line: &str) -> Option<Result<MdArray, String>> {
+    let mut toks = line.split_whitespace();
+    let name = toks.next()?;
+    if toks.next()? != ":" || name.contains('[') {
+        return None;
+    }
+    let state = toks.next().unwrap_or("");
+    let mut array = MdArray {
+        name: name.to_owned(),
+        ..MdArray::default()
+    };
+    match state {
+        "active" => array.active = true,
+        "inactive" => array.active = false,
+        other => {
+            return Some(Err(format!(
+                "array state {other:?} is neither active nor inactive"
+            )))
+        }
+    }
+    for tok in toks {
+        match tok {
+            "(read-only)" => array.read_only = ReadOnly::ReadOnly,
+            "(auto-read-only)" => array.read_only = ReadOnly::AutoReadOnly,
+            t if t.contains('[') => match parse_member(t) {
+                Some(m) => array.members.push(m),
+                None => return Some(Err(format!("member {t:?} is not name[number](flags)"))),
+            },
+            t if array.level.is_none() && array.members.is_empty() => {
+                array.level = Some(t.to_owned());
+            }
+            t => return Some(Err(format!("unexpected word {t:?} among the members"))),
+        }
+    }
+    Some(Ok(array))
+}
+
+/// `sdb1[2](F)(W)` → member.
+fn parse_member(tok: &str) -> Option<MdMember> {
+    let (name, rest) = tok.split_once('[')?;
+    let (nr, flags) = rest.split_once(']')?;
+    if name.is_empty() {
+        return None;
+    }
+    let mut m = MdMember {
+        name: name.to_owned(),
+        desc_nr: u32::try_from(parse_u64(nr)?).ok()?,
+        flags: MemberFlags::default(),
+    };
+    let mut rest = flags;
+    while !rest.is_empty() {
+        let inner = rest.strip_prefix('(')?;
+        let (flag, after) = inner.split_once(')')?;
+        match flag {
+            "W" => m.flags.write_mostly = true,
+            "J" => m.flags.journal = true,
+            "F" => m.flags.faulty = true,
+            "S" => m.flags.spare = true,
+            "R" => m.flags.replacement = true,
+            other if !other.is_empty() && other.chars().all(|c| c.is_ascii_alphabetic()) => {
+                m.flags.other.push_str(other)
+            }
+            _ => return None,
+        }
+        rest = after;
+    }
+    Some(m)
+}
+
+/// A line after the header: sizes and geometry, progress, a pending sync, the bitmap, or the
+/// rest of a wrapped member list.
+fn parse_detail(array: &mut MdArray, line: &str) -> Result<(), String> {
+    if let Some(rest) = line.strip_prefix("bitmap:") {
+        array.bitmap = Some(parse_bitmap(rest).ok_or("bitmap line not understood")?);
+        return Ok(());
+    }
+    let first = line.split_whitespace().next().unwrap_or("");
+    if parse_u64(first).is_some() && line.split_whitespace().nth(1) == Some("blocks") {
+        return parse_geometry(array, line);
+    }
+    if let Some(wait) = parse_wait(line) {
+        array.waiting = Some(wait);
+        return Ok(());
+    }
+    if first.starts_with('[') && !first.contains('/') || line.contains('%') {
+        array.progress = Some(parse_progress(line)?);
+        return Ok(());
+    }
+    if first.contains('[') {
+        let members: Option<Vec<MdMember>> = line.split_whitespace().map(parse_member).collect();
+        if let Some(members) = members {
+            array.members.extend(members);
+            return Ok(());
+        }
+    }
+    Err("line not understood".into())
+}
+
+/// `1250241792 blocks super 1.2 level 5, 64k chunk, algorithm 2 [5/5] [UUUUU]`, or the raid10
+/// (`512K chunks 2 near-copies`), raid0 (`64k chunks`) and linear (`0k rounding`) forms.
+fn parse_geometry(array: &mut MdArray, line: &str) -> Result<(), String> {
+    let toks: Vec<&str> = line.split_whitespace().collect();
+    let mut i = 0;
+    let bad = |t: &str| format!("{t:?} not understood in the size line");
+    while let Some(&tok) = toks.get(i) {
+        let next = toks.get(i + 1).copied().unwrap_or("");
+        let word = next.trim_end_matches(',');
+        match tok {
+            "blocks" => {}
+            "super" => {
+                array.superblock = Some(next.to_owned());
+                i += 1;
+            }
+            "level" => {
+                array.level_number =
+                    Some(num_u32(next.trim_end_matches(',')).ok_or_else(|| bad(next))?);
+                i += 1;
+            }
+            "algorithm" => {
+                array.algorithm = Some(num_u32(next).ok_or_else(|| bad(next))?);
+                i += 1;
+            }
+            t if i == 0 => array.blocks_kb = Some(parse_u64(t).ok_or_else(|| bad(t))?),
+            t if t.starts_with('[') && t.ends_with(']') && t.contains('/') => {
+                let inner = t.trim_start_matches('[').trim_end_matches(']');
+                let (n, m) = inner.split_once('/').ok_or_else(|| bad(t))?;
+                array.raid_disks = Some(num_u32(n).ok_or_else(|| bad(t))?);
+                array.working_disks = Some(num_u32(m).ok_or_else(|| bad(t))?);
+            }
+            t if t.starts_with('[') && t.ends_with(']') => {
+                array.slot_status =
+                    Some(t.trim_start_matches('[').trim_end_matches(']').to_owned());
+            }
+            t if matches!(word, "chunk" | "chunks" | "rounding") => {
+                let kb = t
+                    .strip_suffix(['k', 'K'])
+                    .and_then(parse_u64)
+                    .ok_or_else(|| bad(t))?;
+                if word == "rounding" {
+                    array.rounding_kb = Some(kb);
+                } else {
+                    array.chunk_kb = Some(kb);
+                }
+                i += 1;
+            }
+            t if matches!(word, "near-copies" | "far-copies" | "offset-copies") => {
+                let n = num_u32(t).ok_or_else(|| bad(t))?;
+                let l = array.raid10.get_or_insert(Raid10Layout {
+                    near: 1,
+                    far: 1,
+                    offset: false,
+                    devices_per_set: None,
+                });
+                if word == "near-copies" {
+                    l.near = n;
+                } else {
+                    l.far = n;
+                    l.offset = word == "offset-copies";
+                }
+                i += 1;
+            }
+            t if word == "devices" && toks.get(i + 2) == Some(&"per") => {
+                let n = num_u32(t).ok_or_else(|| bad(t))?;
+                if let Some(l) = array.raid10.as_mut() {
+                    l.devices_per_set = Some(n);
+                }
+                i += 3;
+            }
+            // Personality-specific words (the `faulty` personality's counters, future
+            // additions) carry nothing the monitor uses.
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+fn num_u32(s: &str) -> Option<u32> {
+    u32::try_from(parse_u64(s)?).ok()
+}
+
+/// `resync=DELAYED`, `resync=PENDING`, `resync=REMOTE`.
+fn parse_wait(line: &str) -> Option<SyncWait> {
+    let mut toks = line.split_whitespace();
+    let tok = toks.next()?;
+    if toks.next().is_some() {
+        return None;
+    }
+    let (action, reason) = tok.split_once('=')?;
+    if action.is_empty()
+        || !action.chars().all(|c| c.is_ascii_lowercase() || c == '-')
+        || reason.is_empty()
+        || !reason.chars().all(|c| c.is_ascii_uppercase())
+    {
+        return None;
+    }
+    let reason = match reason {
+        "DELAYED" => WaitReason::Delayed,
+        "PENDING" => WaitReason::Pending,
+        "REMOTE" => WaitReason::Remote,
+        other => WaitReason::Other(other.to_owned()),
+    };
+    Some(SyncWait {
+        action: action.to_owned(),
+        reason,
+    })
+}
+
+/// `[=>....]  recovery =  8.5% (16775552/195310144) finish=17.0min speed=259783K/sec`.
+fn parse_progress(line: &str) -> Result<SyncProgress, String> {
+    let mut rest = line;
+    if let Some(after_open) = rest.strip_prefix('[') {
+        if let Some((bar, after)) = after_open.split_once(']') {
+            if bar.chars().all(|c| matches!(c, '=' | '>' | '.')) {
+                rest = after.trim_start();
+            }
+        }
+    }
+    let action_end = rest
+        .find(|c: char| c.is_whitespace() || c == '=')
+        .unwrap_or(rest.len());
+    let (action, after) = rest.split_at(action_end);
+    if action.is_empty() || !action.chars().all(|c| c.is_ascii_lowercase() || c == '-') {
+        return Err(format!("progress action {action:?} not understood"));
+    }
+    let after = after
+        .trim_start()
+        .strip_prefix('=')
+        .ok_or("progress line without '='")?
+        .trim_start();
+    let mut toks = after.split_whitespace();
+    let pct_tok = toks.next().unwrap_or("");
+    let percent: f64 = pct_tok
+        .strip_suffix('%')
+        .and_then(|p| p.parse().ok())
+        .filter(|p: &f64| p.is_finite())
+        .ok_or_else(|| format!("progress percentage {pct_tok:?} not understood"))?;
+    let mut p = SyncProgress {
+        action: SyncAction::from_kernel(action),
+        percent,
+        done_kb: None,
+        total_kb: None,
+        finish_min: None,
+        speed_kbps: None,
+    };
+    for tok in toks {
+        if let Some(inner) = tok.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
+            let (d, t) = inner
+                .split_once('/')
+                .ok_or_else(|| format!("progress counts {tok:?} not understood"))?;
+            p.done_kb = Some(parse_u64(d).ok_or_else(|| format!("progress count {d:?}"))?);
+            p.total_kb = Some(parse_u64(t).ok_or_else(|| format!("progress count {t:?}"))?);
+        } else if let Some(v) = tok.strip_prefix("finish=") {
+            p.finish_min = v
+                .strip_suffix("min")
+                .and_then(|m| m.parse::<f64>().ok())
+                .filter(|m| m.is_finite());
+        } else if let Some(v) = tok.strip_prefix("speed=") {
+            p.speed_kbps = v
+                .strip_suffix("K/sec")
+                .or_else(|| v.strip_suffix("K/s"))
+                .and_then(parse_u64);
+        }
+    }
+    Ok(p)
+}
+
+/// ` 1/66 pages [4KB], 65536KB chunk, file: /bitmap`.
+fn parse_bitmap(rest: &str) -> Option<Bitmap> {
+    let (counts, tail) = rest.trim().split_once(" pages")?;
+    let (used, total) = counts.trim().split_once('/')?;
+    let tail = tail.trim_start();
+    let (kb, tail) = tail.strip_prefix('[')?.split_once("KB]")?;
+    let tail = tail.trim_start().strip_prefix(',')?.trim_start();
+    let (chunk, tail) = tail.split_once("KB chunk")?;
+    let file = tail
+        .trim_start()
+        .strip_prefix(',')
+        .map(str::trim_start)
+        .and_then(|t| t.strip_prefix("file:"))
+        .map(|f| f.trim().to_owned());
+    Some(Bitmap {
+        pages_used: parse_u64(used.trim())?,
+        pages_total: parse_u64(total.trim())?,
+        used_kb: parse_u64(kb.trim())?,
+        chunk_kb: parse_u64(chunk.trim())?,
+        file,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn snapshot_real_fixtures() {
+        insta::glob!("../../fixtures/mdstat", "*.txt", |path| {
+            let text = std::fs::read_to_string(path).expect("fixture");
+            let parsed = parse(&text);
+            assert!(parsed.is_ok(), "{}: {parsed:?}", path.display());
+            insta::assert_debug_snapshot!(parsed);
+        });
+    }
+
+    fn one(text: &str) -> MdArray {
+        let m = parse(text).expect("parses");
+        assert_eq!(m.arrays.len(), 1, "{m:?}");
+        m.arrays.into_iter().next().expect("one array")
+    }
+
+    #[test]
+    fn recovery_line_fields() {
+        let a = one("Personalities : [raid1]\nmd6 : active raid1 sdb2[2] sda2[0]\n      195310144 blocks [2/1] [U_]\n      [=>...................]  recovery =  8.5% (16775552/195310144) finish=17.0min speed=259783K/sec\n\nunused devices: <none>\n");
+        let p = a.progress.expect("progress");
+        assert_eq!(p.action, SyncAction::Recover);
+        assert_eq!(p.percent, 8.5);
+        assert_eq!(p.done_kb, Some(16_775_552));
+        assert_eq!(p.total_kb, Some(195_310_144));
+        assert_eq!(p.finish_min, Some(17.0));
+        assert_eq!(p.speed_kbps, Some(259_783));
+        assert_eq!((a.raid_disks, a.working_disks), (Some(2), Some(1)));
+        assert_eq!(a.slot_status.as_deref(), Some("U_"));
+        assert_eq!(a.superblock, None);
+    }
+
+    #[test]
+    fn member_flags_combine() {
+        let m = parse_member("sda1[5](W)(F)").expect("member");
+        assert!(m.flags.write_mostly && m.flags.faulty && !m.flags.spare);
+        assert_eq!(m.desc_nr, 5);
+        assert_eq!(
+            parse_member("cciss/c0d0p1[6]").map(|m| m.name),
+            Some("cciss/c0d0p1".into())
+        );
+        assert!(parse_member("sda[x]").is_none());
+        assert!(parse_member("[1]").is_none());
+        assert!(parse_member("sda[1](F").is_none());
+        assert!(parse_member("sda[1]F)").is_none());
+        assert!(parse_member("sda[99999999999]").is_none());
+    }
+
+    #[test]
+    fn wrapped_member_list_is_joined() {
+        let a = one("md0 : active raid6 sda[0] sdb[1]\n  sdc[2] sdd[3](S)\n      100 blocks super 1.2 level 6, 512k chunk, algorithm 2 [3/3] [UUU]\n");
+        assert_eq!(a.members.len(), 4);
+        assert!(a.members[3].flags.spare);
+    }
+
+    #[test]
+    fn raid10_far_with_sets_and_unknown_words() {
+        let a = one("md3 : active raid10 sdc1[0] sdd1[1] sde1[2] sdf1[3]\n      234878976 blocks 512K chunks 2 near-copies 2 far-copies 2 devices per set [4/4] [UUUU]\n");
+        assert_eq!(
+            a.raid10,
+            Some(Raid10Layout {
+                near: 2,
+                far: 2,
+                offset: false,
+                devices_per_set: Some(2)
+            })
+        );
+        assert_eq!(a.raid10.map(|l| l.copies()), Some(4));
+        assert_eq!(a.raid_disks, Some(4));
+    }
+
+    #[test]
+    fn not_an_mdstat() {
+        let e = parse("").expect_err("empty");
+        assert_eq!(e.line, 1);
+        let e = parse("\n\nhello world\nfoo\n").expect_err("garbage");
+        assert_eq!(e.line, 3);
+        assert_eq!(e.text, "hello world");
+        assert!(parse("MemTotal:       16318712 kB\n").is_err());
+    }
+
+    #[test]
+    fn bad_lines_are_skipped_with_their_number() {
+        let m = parse("Personalities : [raid1]\nstray line\nmd0 : clean raid1 sda[0]\nmd1 : active raid1 sda[0] sdb[x]\nmd2 : active raid1 sda[0] sdb[1]\n      12 blocks [2/2] [UU]\n      [==>...]  recovery = abc% (1/2)\n      bitmap: what\n      weird stuff here\n").expect("parses");
+        let lines: Vec<usize> = m.skipped.iter().map(|e| e.line).collect();
+        assert_eq!(lines, vec![2, 3, 4, 7, 8, 9]);
+        assert_eq!(m.arrays.len(), 1);
+        assert_eq!(m.arrays[0].name, "md2");
+        assert!(m.arrays[0].progress.is_none());
+        assert!(m.skipped[1].reason.contains("neither active nor inactive"));
+    }
+
+    #[test]
+    fn bitmap_with_file() {
+        let b = parse_bitmap(" 3/30 pages [12KB], 65536KB chunk, file: /var/md0.bitmap")
+            .expect("bitmap");
+        assert_eq!(b.file.as_deref(), Some("/var/md0.bitmap"));
+        assert_eq!(
+            (b.pages_used, b.pages_total, b.used_kb, b.chunk_kb),
+            (3, 30, 12, 65536)
+        );
+    }
+
+    #[test]
+    fn waits() {
+        let w = parse_wait("resync=REMOTE").expect("wait");
+        assert_eq!(w.reason, WaitReason::Remote);
+        assert!(parse_wait("resync=delayed").is_none());
+        assert!(parse_wait("speed=1K/sec").is_none());
+    }
+
+    #[test]
+    fn progress_at_100_percent_and_without_counts() {
+        let p = parse_progress(
+            "[====================>]  check =100.0% (5/5) finish=0.0min speed=1K/sec",
+        )
+        .expect("progress");
+        assert_eq!(p.percent, 100.0);
+        assert_eq!(p.fraction(), 1.0);
+        let p = parse_progress("resync = 12.5%").expect("progress");
+        assert_eq!(p.fraction(), 0.125);
+        assert!(parse_progress("[==>..] = 3%").is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics_on_arbitrary_text(s in "\\PC{0,400}") {
+            let _ = parse(&s);
+        }
+
+        #[test]
+        fn never_panics_on_mdstat_like_text(
+            lines in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "Personalities : [raid1] [raid6]", "md0 : active raid6 sda[0] sdb[1](F)",
+                    "md1 : inactive sdc[2](S)", "      123 blocks super 1.2 level 6, 512k chunk, algorithm 2 [4/3] [UU_U]",
+                    "      [=>...]  recovery =  8.5% (1/2) finish=1.0min speed=5K/sec",
+                    "      resync=DELAYED", "      bitmap: 1/2 pages [4KB], 65536KB chunk",
+                    "unused devices: <none>", "      ", "[", "]", "(", "=", "%", "md : ", " : active",
+                    "12 blocks 2 near-copies 3 devices per", "x[1](", "0k rounding", "[/]",
+                    "check =%", "(1/)", "bitmap: /", "\u{a0}", "md9 : active (auto-read-only)",
+                ]),
+                0..30,
+            ),
+            cut in 0usize..4000,
+        ) {
+            let text = lines.join("\n");
+            let _ = parse(&text);
+            let cut: String = text.chars().take(cut).collect();
+            let _ = parse(&cut);
+        }
+    }
+}
