@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 pub mod diskstats;
 pub mod dmmultipath;
+pub mod mdstat;
 pub mod meminfo;
 pub mod netdev;
 pub mod pressure;
