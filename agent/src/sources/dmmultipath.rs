@@ -642,7 +642,10 @@ pub mod ioctl {
     }
 
     fn bad(what: &str) -> io::Error {
-        io::Error::new(io::ErrorKind::InvalidData, format!("dm ioctl reply: {what}"))
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("dm ioctl reply: {what}"),
+        )
     }
 
     /// Decodes the `dm_target_spec` list that follows the header in a `DM_TABLE_STATUS` reply.
@@ -691,7 +694,14 @@ pub mod ioctl {
         /// Lays out a reply the way `retrieve_status()` in `drivers/md/dm-ioctl.c` does.
         fn reply(targets: &[(u64, u64, &str, &str)]) -> Vec<u8> {
             let mut buf = vec![0u8; 4096];
-            encode_request(&mut buf, DevT { major: 253, minor: 3 }, false);
+            encode_request(
+                &mut buf,
+                DevT {
+                    major: 253,
+                    minor: 3,
+                },
+                false,
+            );
             let mut at = DM_IOCTL_SIZE;
             for (s, l, t, p) in targets {
                 buf[at..at + 8].copy_from_slice(&s.to_ne_bytes());
@@ -738,7 +748,14 @@ pub mod ioctl {
         #[test]
         fn dev_is_encoded_like_huge_encode_dev() {
             let mut buf = vec![0u8; 512];
-            encode_request(&mut buf, DevT { major: 253, minor: 300 }, true);
+            encode_request(
+                &mut buf,
+                DevT {
+                    major: 253,
+                    minor: 300,
+                },
+                true,
+            );
             let enc = read_u64(&buf, 40).expect("dev");
             assert_eq!(enc, 0x2c | (253 << 8) | (0x100 << 12));
             assert_eq!(

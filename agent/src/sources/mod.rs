@@ -8,6 +8,7 @@ pub mod diskstats;
 pub mod dmmultipath;
 pub mod mdstat;
 pub mod meminfo;
+pub mod multipathd;
 pub mod netdev;
 pub mod pressure;
 pub mod stat;
