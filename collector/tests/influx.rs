@@ -1,0 +1,259 @@
+//! The collector binary against a real influxd (scripts/influxd-test.sh): crashes, outages,
+//! damaged queue files and slow clients.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Sends `batches` batches of `lines` lines as sender `k`, retrying each batch until it is
+/// acknowledged (a retried batch carries the same points, so it overwrites, never duplicates).
+fn sender(url: String, k: usize, batches: usize, lines: usize, base_ns: u64) -> u64 {
+    let mut acked = 0;
+    for b in 0..batches {
+        let mut body = String::new();
+        for i in 0..lines {
+            let n = b * lines + i;
+            body.push_str(&format!("acked,sender=s{k} v={n}i,f={n}.5 {}\n", base_ns + n as u64));
+        }
+        loop {
+            let (status, _) = http_request(&url, "POST", "text/plain", body.as_bytes(), &[]);
+            if status == 204 {
+                acked += lines as u64;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    }
+    acked
+}
+
+fn check_sender(influx: &Influxd, db: &str, k: usize, total: usize) -> (f64, f64) {
+    let count = influx.scalar(db, &format!("SELECT count(v) FROM acked WHERE sender='s{k}'"));
+    let sum = influx.scalar(db, &format!("SELECT sum(v) FROM acked WHERE sender='s{k}'"));
+    let _ = total;
+    (count, sum)
+}
+
+#[test]
+fn acked_equals_stored_across_repeated_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let influx = Influxd::start(&dir.path().join("influx"), 18110);
+    influx.create_db("kill");
+    let cfg = write_config(dir.path(), 18120, &influx.url(), "kill", "");
+    let mut collector = CollectorProc::start(&cfg, 18120);
+    let url = collector.url("/write?db=kill");
+    let base = now_s() * 1_000_000_000;
+    let (senders, batches, lines) = (4, 40, 250);
+    let handles: Vec<_> = (0..senders)
+        .map(|k| {
+            let url = url.clone();
+            std::thread::spawn(move || sender(url, k, batches, lines, base))
+        })
+        .collect();
+    // kill -9 the collector five times while the senders push.
+    for _ in 0..5 {
+        std::thread::sleep(Duration::from_millis(300 + fastrand::u64(0..400)));
+        collector.restart();
+    }
+    let acked: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    assert_eq!(acked, (senders * batches * lines) as u64);
+    let per = batches * lines;
+    let expected_sum = (per * (per - 1) / 2) as f64;
+    let drained = wait_for(Duration::from_secs(60), || {
+        (0..senders).all(|k| check_sender(&influx, "kill", k, per) == (per as f64, expected_sum))
+    });
+    for k in 0..senders {
+        assert_eq!(
+            check_sender(&influx, "kill", k, per),
+            (per as f64, expected_sum),
+            "sender {k}: every acknowledged line stored once with its value"
+        );
+    }
+    assert!(drained);
+    // The float field came through identical too.
+    let fsum = influx.scalar("kill", "SELECT sum(f) FROM acked");
+    assert_eq!(fsum, senders as f64 * (expected_sum + per as f64 * 0.5));
+}
+
+#[test]
+fn influxdb_outage_under_load_loses_nothing_and_the_backlog_drains() {
+    let dir = tempfile::tempdir().unwrap();
+    let influx = Influxd::start(&dir.path().join("influx"), 18130);
+    influx.create_db("outage");
+    let cfg = write_config(dir.path(), 18140, &influx.url(), "outage", "");
+    let collector = CollectorProc::start(&cfg, 18140);
+    let url = collector.url("/write?db=outage");
+    let base = now_s() * 1_000_000_000;
+    let (senders, batches, lines) = (3, 60, 200);
+    let handles: Vec<_> = (0..senders)
+        .map(|k| {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                let mut acked = 0;
+                for chunk in 0..3 {
+                    // pace the senders so part of the load lands during the outage
+                    acked += sender(url.clone(), k * 10 + chunk, batches / 3, lines, base);
+                    std::thread::sleep(Duration::from_millis(700));
+                }
+                acked
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    influx.stop();
+    std::thread::sleep(Duration::from_secs(3));
+    // While influxd is down the collector keeps acknowledging into its queue.
+    let backlog_during = collector.metric("queue_end_bytes");
+    influx.restart();
+    let acked: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    assert_eq!(acked, (senders * batches * lines) as u64);
+    assert!(backlog_during > 0);
+    let total = acked as f64;
+    let ok = wait_for(Duration::from_secs(60), || influx.scalar("outage", "SELECT count(v) FROM acked") == total);
+    assert!(ok, "stored {} of {total}", influx.scalar("outage", "SELECT count(v) FROM acked"));
+    assert!(collector.metric("output_retries_total{output=\"influx\"}") > 0, "the outage was seen and retried");
+}
+
+/// Frames of a segment file: (offset, payload length).
+fn frames(bytes: &[u8]) -> Vec<(usize, usize)> {
+    let mut out = vec![];
+    let mut p = 0;
+    while p + 8 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[p..p + 4].try_into().unwrap()) as usize;
+        if p + 8 + len > bytes.len() {
+            break;
+        }
+        out.push((p, len));
+        p += 8 + len;
+    }
+    out
+}
+
+#[test]
+fn torn_and_corrupt_queue_files_recover_and_deliver_the_intact_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let influx = Influxd::start(&dir.path().join("influx"), 18150);
+    influx.create_db("torn");
+    // First run: the output points at a closed port, so everything stays in the queue.
+    let cfg = write_config(dir.path(), 18160, "http://127.0.0.1:9", "torn", "");
+    let mut collector = CollectorProc::start(&cfg, 18160);
+    let base = now_s() * 1_000_000_000;
+    for r in 0..10u64 {
+        let body: String = (0..100u64)
+            .map(|i| format!("acked,sender=r{r} v={i}i {}\n", base + r * 1000 + i))
+            .collect();
+        let (s, _) = http_request(&collector.url("/write?db=torn"), "POST", "text/plain", body.as_bytes(), &[]);
+        assert_eq!(s, 204);
+    }
+    collector.kill9();
+    let seg = std::fs::read_dir(dir.path().join("queue/segments")).unwrap().next().unwrap().unwrap().path();
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let fr = frames(&bytes);
+    assert_eq!(fr.len(), 10);
+    // Flip a byte inside the 4th record's payload, and add half a record at the end.
+    let (off, _) = fr[3];
+    bytes[off + 8 + 20] ^= 0x5a;
+    bytes.extend_from_slice(&[40, 0, 0, 0, 1, 2, 3, 4, b'a', b'c']);
+    std::fs::write(&seg, &bytes).unwrap();
+    let cfg = write_config(dir.path(), 18160, &influx.url(), "torn", "");
+    let collector = CollectorProc::start(&cfg, 18160);
+    assert_eq!(collector.metric("queue_torn_bytes_total"), 10);
+    let ok = wait_for(Duration::from_secs(30), || influx.scalar("torn", "SELECT count(v) FROM acked") == 900.0);
+    assert!(ok, "stored {}", influx.scalar("torn", "SELECT count(v) FROM acked"));
+    assert_eq!(influx.scalar("torn", "SELECT count(v) FROM acked WHERE sender='r3'"), 0.0);
+    assert_eq!(collector.metric("queue_corrupt_records_total"), 1);
+    // New writes after the recovery go through as usual.
+    let (s, _) = http_request(
+        &collector.url("/write?db=torn"),
+        "POST",
+        "text/plain",
+        format!("acked,sender=after v=1i {}\n", base).as_bytes(),
+        &[],
+    );
+    assert_eq!(s, 204);
+    assert!(wait_for(Duration::from_secs(20), || influx.scalar("torn", "SELECT count(v) FROM acked") == 901.0));
+}
+
+#[test]
+fn slow_clients_are_cut_off_and_others_still_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let influx = Influxd::start(&dir.path().join("influx"), 18170);
+    influx.create_db("slow");
+    let extra = "[limits]\nheader_read_timeout_s = 1\nbody_timeout_s = 1\nidle_timeout_s = 2\nmax_connections = 64\n";
+    let cfg = write_config(dir.path(), 18180, &influx.url(), "slow", extra);
+    let collector = CollectorProc::start(&cfg, 18180);
+    // 20 clients that send half a header and stop.
+    let mut slow: Vec<TcpStream> = (0..20)
+        .map(|_| {
+            let mut s = TcpStream::connect("127.0.0.1:18180").unwrap();
+            s.write_all(b"POST /write?db=slow HTTP/1.1\r\nHost: x\r\n").unwrap();
+            s
+        })
+        .collect();
+    // One that sends headers but only part of its body.
+    let mut partial = TcpStream::connect("127.0.0.1:18180").unwrap();
+    partial
+        .write_all(b"POST /write?db=slow HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nacked v=1")
+        .unwrap();
+    // Meanwhile a normal client is served at once.
+    let t = Instant::now();
+    let (s, _) = http_request(
+        &collector.url("/write?db=slow"),
+        "POST",
+        "text/plain",
+        format!("acked,sender=fast v=1i {}\n", now_s() * 1_000_000_000).as_bytes(),
+        &[],
+    );
+    assert_eq!(s, 204);
+    assert!(t.elapsed() < Duration::from_millis(900));
+    // The header-slow clients are disconnected after about a second.
+    for s in slow.iter_mut() {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = [0u8; 256];
+        let t = Instant::now();
+        let n = s.read(&mut buf).unwrap_or(0);
+        assert!(n == 0 || String::from_utf8_lossy(&buf[..n]).contains("408"), "expected a close");
+        assert!(t.elapsed() < Duration::from_secs(4));
+    }
+    // The body-slow client gets a 408.
+    partial.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut resp = String::new();
+    let _ = partial.read_to_string(&mut resp);
+    assert!(resp.starts_with("HTTP/1.1 408"), "{resp}");
+    assert_eq!(collector.metric("body_timeouts_total"), 1);
+    // An idle keep-alive connection is closed too.
+    let mut idle = TcpStream::connect("127.0.0.1:18180").unwrap();
+    idle.set_read_timeout(Some(Duration::from_secs(6))).unwrap();
+    let t = Instant::now();
+    let mut b = [0u8; 16];
+    assert_eq!(idle.read(&mut b).unwrap_or(0), 0);
+    assert!(t.elapsed() < Duration::from_secs(5));
+    assert!(wait_for(Duration::from_secs(20), || influx.scalar("slow", "SELECT count(v) FROM acked") == 1.0));
+}
+
+#[test]
+fn refuses_to_start_open_on_a_public_address_or_without_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_storwatch-collector"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let q = dir.path().join("q");
+    let q = q.to_str().unwrap();
+    let out = run(&["--listen", "0.0.0.0:18190", "--insecure-open", "--queue-dir", q, "--output", "http://127.0.0.1:9", "--db", "x"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("only allowed on a loopback address"));
+    let out = run(&["--listen", "127.0.0.1:18190", "--token-file", "/nonexistent", "--queue-dir", q, "--output", "http://127.0.0.1:9", "--db", "x"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("token file"));
+    let out = run(&["--print-default-config"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("[limits]"));
+}
