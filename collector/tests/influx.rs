@@ -257,3 +257,44 @@ fn refuses_to_start_open_on_a_public_address_or_without_tokens() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("[limits]"));
 }
+
+#[test]
+fn influx_type_conflicts_dead_letter_only_that_line_and_heartbeats_arrive() {
+    let dir = tempfile::tempdir().unwrap();
+    let influx = Influxd::start(&dir.path().join("influx"), 18200);
+    influx.create_db("conf");
+    let ts = now_s() * 1_000_000_000;
+    // The database already holds `f` as an integer; the collector's type map has never seen it.
+    let (s, _) = http_request(
+        &format!("{}/write?db=conf", influx.url()),
+        "POST",
+        "text/plain",
+        format!("disk,host=old f=1i {ts}\n").as_bytes(),
+        &[],
+    );
+    assert_eq!(s, 204);
+    let cfg = write_config(dir.path(), 18210, &influx.url(), "conf", "[heartbeat]\ninterval_s = 1\n");
+    let collector = CollectorProc::start(&cfg, 18210);
+    let body = format!(
+        "disk,host=n1 g=1i {ts}\ndisk,host=n1 f=2.5 {}\ndisk,host=n2 g=3i {}\n",
+        ts + 1,
+        ts + 2
+    );
+    let (s, _) = http_request(&collector.url("/write?db=conf"), "POST", "text/plain", body.as_bytes(), &[]);
+    assert_eq!(s, 204, "valid as far as the collector can tell");
+    assert!(wait_for(Duration::from_secs(20), || influx.scalar("conf", "SELECT count(g) FROM disk") == 2.0));
+    let dl = dir.path().join("queue/dead-letter/influx.lp");
+    assert!(wait_for(Duration::from_secs(10), || std::fs::read_to_string(&dl).is_ok_and(|t| t.contains("f=2.5"))));
+    let text = std::fs::read_to_string(&dl).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(lines, vec![format!("disk,host=n1 f=2.5 {}", ts + 1)]);
+    assert!(text.contains("field type conflict"), "{text}");
+    assert_eq!(collector.metric("output_dead_lettered_total{output=\"influx\"}"), 1);
+    // Heartbeats name both hosts with their last-seen time.
+    let ok = wait_for(Duration::from_secs(10), || {
+        influx.scalar("conf", "SELECT count(last_seen_s) FROM collector_heartbeat WHERE host='n2'") >= 1.0
+    });
+    assert!(ok);
+    let seen = influx.scalar("conf", "SELECT last(last_seen_s) FROM collector_heartbeat WHERE host='n1'");
+    assert!((seen - now_s() as f64).abs() < 30.0, "{seen}");
+}
