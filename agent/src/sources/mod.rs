@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 pub mod diskstats;
 pub mod dmmultipath;
 pub mod mdstat;
+pub mod mdsys;
 pub mod meminfo;
 pub mod multipathd;
 pub mod netdev;
