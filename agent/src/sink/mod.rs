@@ -1,8 +1,10 @@
-//! Where reports go: stdout, an appended file, or (see `http`) an InfluxDB-compatible write URL.
+//! Where reports go: stdout, an appended file, or (see [`http`]) an InfluxDB-compatible write URL
+//! through a durable [`spool`].
 //!
 //! The sampling loop hands each report, as complete line-protocol lines, to one [`Sink`]. A sink
 //! must not stall the loop for long: slow or remote sinks queue internally.
 
+pub mod http;
 pub mod spool;
 
 use std::fs::{File, OpenOptions};
@@ -32,9 +34,24 @@ pub enum SinkError {
     /// The output specification is not understood.
     #[error("output {0:?}: expected '-', 'file:PATH' or an http(s):// URL")]
     BadSpec(String),
+    /// The output's settings are unusable (URL, token file, TLS files, limits).
+    #[error("output configuration: {0}")]
+    Config(String),
+    /// The spool could not be opened or written.
+    #[error(transparent)]
+    Spool(#[from] spool::SpoolError),
     /// Anything else the sink reports.
     #[error("{0}")]
     Other(String),
+}
+
+/// Opens the sink an `--output` spec names; `http` applies to `http(s)://` outputs only.
+pub fn open(spec: &OutputSpec, http: &http::HttpConfig) -> Result<Box<dyn Sink>, SinkError> {
+    Ok(match spec {
+        OutputSpec::Stdout => Box::new(StdoutSink),
+        OutputSpec::File(path) => Box::new(FileSink::open(path.clone())?),
+        OutputSpec::Http(url) => Box::new(http::HttpSink::open(url, http)?),
+    })
 }
 
 /// A destination for line protocol.
