@@ -16,6 +16,7 @@ pub mod stat;
 pub mod sysblock;
 pub mod sysnet;
 pub mod uptime;
+pub mod zpool;
 
 /// A line of kernel text that could not be understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
