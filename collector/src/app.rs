@@ -232,7 +232,7 @@ async fn write(
     // Decompression and parsing are CPU work: keep them off the connection tasks.
     let st2 = st.clone();
     let work = tokio::task::spawn_blocking(move || decode_and_validate(&st2, &raw, gzip, precision));
-    let v = match work.await {
+    let mut v = match work.await {
         Ok(Ok(v)) => v,
         Ok(Err(r)) => return r.into_response(flavor, &st.metrics),
         Err(_) => return error(flavor, StatusCode::INTERNAL_SERVER_ERROR, "internal error", "validation failed"),
@@ -247,13 +247,12 @@ async fn write(
     }
 
     if v.accepted_lines > 0 {
-        let Validated { accepted, hosts, .. } = &v;
-        let payload = accepted.clone().into_bytes();
+        let payload = std::mem::take(&mut v.accepted).into_bytes();
         if let Err(e) = st.queue.append(payload).await {
             tracing::error!(error = %e, "queue append failed");
             return error(flavor, StatusCode::INTERNAL_SERVER_ERROR, "internal error", "cannot store the data");
         }
-        st.last_seen.seen(hosts.iter(), now_ns().div_euclid(1_000_000_000));
+        st.last_seen.seen(v.hosts.iter(), now_ns().div_euclid(1_000_000_000));
     }
     m.lines_accepted.fetch_add(v.accepted_lines, Ordering::Relaxed);
     m.lines_rejected.fetch_add(v.rejected.len() as u64, Ordering::Relaxed);

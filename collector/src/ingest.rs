@@ -214,9 +214,11 @@ pub fn validate(
     host_tag: &str,
 ) -> Result<Validated, TypeMapError> {
     let mut out = Validated::default();
-    // Lines that parsed and passed the limits, with their body line number and their text with
-    // the timestamp rewritten where needed; types are checked afterwards under one lock.
-    let mut good: Vec<(usize, ParsedLine<'_>, Option<String>, &str)> = Vec::new();
+    out.accepted.reserve(body.len() + body.len() / 8);
+    // Lines with a field the map does not know yet: typed under the write lock afterwards.
+    let mut pending: Vec<(usize, Option<String>, &str)> = Vec::new();
+    // One read lock for the whole body: the common case (every field known) never writes.
+    let known = types.types.read().unwrap_or_else(|e| e.into_inner());
     for (i, raw) in split_lines(body).enumerate() {
         let n = i + 1;
         let line = raw.trim_end_matches(['\r', ' ', '\t']).trim_start();
@@ -293,28 +295,98 @@ pub fn validate(
             }
             (None, _) => Some(format!("{line} {ts}")),
         };
-        good.push((n, parsed, rewritten, line));
-    }
-    check_types(&mut good, types, &mut out.rejected)?;
-    out.accepted.reserve(body.len() + good.len() * 2);
-    for (_, parsed, rewritten, line) in &good {
-        match rewritten {
-            Some(r) => out.accepted.push_str(r),
-            None => out.accepted.push_str(line),
+        match type_check(&known, &parsed) {
+            TypeCheck::Known => {
+                out.accept(rewritten.as_deref().unwrap_or(line), &parsed, host_tag);
+            }
+            TypeCheck::Conflict(field, was) => {
+                out.rejected.push(conflict(n, &parsed, &field, was));
+            }
+            TypeCheck::New => pending.push((n, rewritten, line)),
         }
-        out.accepted.push('\n');
+    }
+    drop(known);
+    if !pending.is_empty() {
+        learn(pending, types, &mut out, host_tag)?;
+    }
+    out.rejected.sort_by_key(|r| r.line);
+    Ok(out)
+}
+
+impl Validated {
+    fn accept(&mut self, text: &str, parsed: &ParsedLine<'_>, host_tag: &str) {
+        self.accepted.push_str(text);
+        self.accepted.push('\n');
+        self.accepted_lines += 1;
         if let Some(h) = parsed.tag_value(host_tag) {
-            match out.hosts.get_mut(h.as_str()) {
+            match self.hosts.get_mut(h.as_str()) {
                 Some(c) => *c += 1,
                 None => {
-                    out.hosts.insert(h.as_str().to_string(), 1);
+                    self.hosts.insert(h.as_str().to_string(), 1);
                 }
             }
         }
     }
-    out.accepted_lines = good.len() as u64;
-    out.rejected.sort_by_key(|r| r.line);
-    Ok(out)
+}
+
+enum TypeCheck {
+    Known,
+    /// (field, type already known)
+    Conflict(String, FieldType),
+    New,
+}
+
+fn type_check(known: &Types, p: &ParsedLine<'_>) -> TypeCheck {
+    let m = known.get(p.series.measurement.as_str());
+    let mut all_known = true;
+    for (k, v) in &p.field_set {
+        match m.and_then(|m| m.get(k.as_str())) {
+            Some(t) if *t != FieldType::of(v) => return TypeCheck::Conflict(k.as_str().to_string(), *t),
+            Some(_) => {}
+            None => all_known = false,
+        }
+    }
+    if all_known {
+        TypeCheck::Known
+    } else {
+        TypeCheck::New
+    }
+}
+
+/// Types the lines with new fields under the write lock, in body order, and saves the map
+/// before any of them can be acknowledged.
+fn learn(
+    pending: Vec<(usize, Option<String>, &str)>,
+    types: &TypeMap,
+    out: &mut Validated,
+    host_tag: &str,
+) -> Result<(), TypeMapError> {
+    let mut t = types.types.write().unwrap_or_else(|e| e.into_inner());
+    let mut total: usize = t.values().map(|m| m.len()).sum();
+    let mut learned = false;
+    for (n, rewritten, line) in pending {
+        let Some(Ok(p)) = parse_lines(line).next() else {
+            continue;
+        };
+        // Another request may have taught the map these fields meanwhile.
+        if let TypeCheck::Conflict(field, was) = type_check(&t, &p) {
+            out.rejected.push(conflict(n, &p, &field, was));
+            continue;
+        }
+        let m = t.entry(p.series.measurement.as_str().to_string()).or_default();
+        for (k, v) in &p.field_set {
+            if !m.contains_key(k.as_str()) && total < types.max_fields {
+                m.insert(k.as_str().to_string(), FieldType::of(v));
+                total += 1;
+                learned = true;
+            }
+        }
+        out.accept(rewritten.as_deref().unwrap_or(line), &p, host_tag);
+    }
+    if learned {
+        types.save(&t)?;
+    }
+    Ok(())
 }
 
 /// Values InfluxDB refuses that the parser lets through.
@@ -336,104 +408,16 @@ fn bad_value(p: &ParsedLine<'_>) -> Option<String> {
     None
 }
 
-type Good<'a> = (usize, ParsedLine<'a>, Option<String>, &'a str);
-
-/// Checks every good line's field types, learning new ones; lines that conflict move to
-/// `rejected`. The common case (all fields known) needs only the read lock.
-fn check_types(
-    good: &mut Vec<Good<'_>>,
-    types: &TypeMap,
-    rejected: &mut Vec<Rejection>,
-) -> Result<(), TypeMapError> {
-    let all_known = {
-        let t = types.types.read().unwrap_or_else(|e| e.into_inner());
-        let mut all_known = true;
-        let mut bad = Vec::new();
-        for (idx, (n, p, _, _)) in good.iter().enumerate() {
-            let m = t.get(p.series.measurement.as_str());
-            for (k, v) in &p.field_set {
-                match m.and_then(|m| m.get(k.as_str())) {
-                    Some(known) if *known != FieldType::of(v) => {
-                        bad.push((idx, conflict(*n, p, k.as_str(), v, *known)));
-                        break;
-                    }
-                    Some(_) => {}
-                    None => all_known = false,
-                }
-            }
-        }
-        if all_known {
-            remove(good, bad, rejected);
-            return Ok(());
-        }
-        all_known
-    };
-    debug_assert!(!all_known);
-    let mut t = types.types.write().unwrap_or_else(|e| e.into_inner());
-    let mut learned = false;
-    let mut total: usize = t.values().map(|m| m.len()).sum();
-    let mut bad = Vec::new();
-    for (idx, (n, p, _, _)) in good.iter().enumerate() {
-        let m = t.entry(p.series.measurement.as_str().to_string()).or_default();
-        let mut conflicted = None;
-        for (k, v) in &p.field_set {
-            if let Some(known) = m.get(k.as_str()) {
-                if *known != FieldType::of(v) {
-                    conflicted = Some(conflict(*n, p, k.as_str(), v, *known));
-                    break;
-                }
-            }
-        }
-        if let Some(c) = conflicted {
-            bad.push((idx, c));
-            continue;
-        }
-        for (k, v) in &p.field_set {
-            if !m.contains_key(k.as_str()) && total < types.max_fields {
-                m.insert(k.as_str().to_string(), FieldType::of(v));
-                total += 1;
-                learned = true;
-            }
-        }
-    }
-    if learned {
-        types.save(&t)?;
-    }
-    drop(t);
-    remove(good, bad, rejected);
-    Ok(())
-}
-
-fn conflict(
-    n: usize,
-    p: &ParsedLine<'_>,
-    field: &str,
-    v: &FieldValue<'_>,
-    known: FieldType,
-) -> Rejection {
+fn conflict(n: usize, p: &ParsedLine<'_>, field: &str, known: FieldType) -> Rejection {
+    let now = p.field_value(field).map(FieldType::of).map_or("other", FieldType::name);
     Rejection {
         line: n,
         reason: format!(
-            "field type conflict: field {field:?} of measurement {:?} is {}, already {}",
+            "field type conflict: field {field:?} of measurement {:?} is {now}, already {}",
             p.series.measurement.as_str(),
-            FieldType::of(v).name(),
             known.name()
         ),
     }
-}
-
-fn remove(good: &mut Vec<Good<'_>>, bad: Vec<(usize, Rejection)>, rejected: &mut Vec<Rejection>) {
-    if bad.is_empty() {
-        return;
-    }
-    let drop_idx: std::collections::HashSet<usize> = bad.iter().map(|(i, _)| *i).collect();
-    let mut i = 0;
-    good.retain(|_| {
-        let keep = !drop_idx.contains(&i);
-        i += 1;
-        keep
-    });
-    rejected.extend(bad.into_iter().map(|(_, r)| r));
 }
 
 #[cfg(test)]

@@ -64,11 +64,9 @@ async fn handle(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Res
     }
     let n = f.requests.len();
     match *mode {
-        Mode::WholeBatch(code) => {
-            if lines.iter().any(|l| is_bad(l)) {
-                let body = r#"{"code":"invalid","message":"unable to parse points"}"#;
-                return (StatusCode::from_u16(code).unwrap(), body).into_response();
-            }
+        Mode::WholeBatch(code) if lines.iter().any(|l| is_bad(l)) => {
+            let body = r#"{"code":"invalid","message":"unable to parse points"}"#;
+            return (StatusCode::from_u16(code).unwrap(), body).into_response();
         }
         Mode::V3Partial => {
             let bad: Vec<_> = lines

@@ -1,1 +1,402 @@
-fn main(){}
+//! Benchmark of the collector (not a test): durable acknowledgements per second from concurrent
+//! senders with the collector's peak RSS, and the drain rate of a backlog into a local influxd
+//! compared with influxd's own ingest rate for the same lines.
+//!
+//! ```text
+//! cargo build --release -p storwatch-collector
+//! target/release/storwatch-collector-bench [--senders 8] [--seconds 10] [--lines-per-request 5000]
+//!                                          [--drain-lines 1000000] [--gzip] [--skip-drain]
+//! ```
+//!
+//! It starts `storwatch-collector` from the same directory as itself and influxd through
+//! `scripts/influxd-test.sh` (ports 18300-18303), with everything in a temporary directory.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+
+struct Args {
+    senders: usize,
+    seconds: u64,
+    lines_per_request: usize,
+    drain_lines: usize,
+    gzip: bool,
+    skip_drain: bool,
+}
+
+fn args() -> anyhow::Result<Args> {
+    let mut a = Args {
+        senders: 8,
+        seconds: 10,
+        lines_per_request: 5000,
+        drain_lines: 1_000_000,
+        gzip: false,
+        skip_drain: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut num = || -> anyhow::Result<usize> {
+            it.next()
+                .with_context(|| format!("{flag} needs a value"))?
+                .parse()
+                .with_context(|| format!("{flag} needs a number"))
+        };
+        match flag.as_str() {
+            "--senders" => a.senders = num()?,
+            "--seconds" => a.seconds = num()? as u64,
+            "--lines-per-request" => a.lines_per_request = num()?,
+            "--drain-lines" => a.drain_lines = num()?,
+            "--gzip" => a.gzip = true,
+            "--skip-drain" => a.skip_drain = true,
+            other => bail!("unknown flag {other}"),
+        }
+    }
+    Ok(a)
+}
+
+/// A realistic agent line: the `disk` measurement with its iostat fields.
+fn line(out: &mut String, host: usize, dev: usize, ts_ns: u64) {
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        out,
+        "disk,host=node{host:03},device=sd{dev},name=sd{dev},kind=disk,rotational=1 \
+         r_per_s=12.5,w_per_s=30.25,rkb_per_s=1024.5,wkb_per_s=2048.25,r_await_ms=1.25,\
+         w_await_ms=3.5,aqu_sz=0.5,util_pct=45.25,util_max_pct=99.5,saturated_s=2i {ts_ns}"
+    );
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let _ = e.write_all(data);
+    e.finish().unwrap_or_default()
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/influxd-test.sh")
+}
+
+fn influxd(cmd: &str, dir: &Path, port: u16) -> anyhow::Result<()> {
+    let st = Command::new("bash")
+        .arg(script())
+        .arg(cmd)
+        .arg(dir)
+        .arg(port.to_string())
+        .stdout(Stdio::null())
+        .status()?;
+    if !st.success() {
+        bail!("influxd-test.sh {cmd} failed");
+    }
+    Ok(())
+}
+
+struct Proc(Child);
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn collector(dir: &Path, port: u16, output: &str, extra: &str) -> anyhow::Result<Proc> {
+    let bin = std::env::current_exe()?
+        .parent()
+        .context("no parent")?
+        .join("storwatch-collector");
+    let cfg = dir.join(format!("collector-{port}.toml"));
+    std::fs::write(
+        &cfg,
+        format!(
+            "listen = \"127.0.0.1:{port}\"\nqueue_dir = \"{}\"\ntoken_file = \"{}\"\n{extra}\n\
+             [limits]\nrate_limit_lines_per_s = 0\n[heartbeat]\ninterval_s = 0\n\
+             [[outputs]]\nname = \"influx\"\nurl = \"{output}\"\ndb = \"bench\"\ngzip = false\n\
+             backoff_min_ms = 50\nbackoff_max_s = 1\n",
+            dir.join("queue").display(),
+            dir.join("tokens").display()
+        ),
+    )?;
+    std::fs::write(dir.join("tokens"), "bench:bench-token-0123456789\n")?;
+    let child = Command::new(bin)
+        .arg("--config")
+        .arg(&cfg)
+        .env("RUST_LOG", "error")
+        .spawn()
+        .context("start storwatch-collector (build it with --release first)")?;
+    Ok(Proc(child))
+}
+
+fn vm_hwm_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+async fn wait_ping(client: &reqwest::Client, base: &str) -> anyhow::Result<()> {
+    for _ in 0..200 {
+        if let Ok(r) = client.get(format!("{base}/ping")).send().await {
+            if r.status().as_u16() == 204 {
+                return Ok(());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    bail!("{base} did not answer /ping")
+}
+
+async fn metric(client: &reqwest::Client, base: &str, name: &str) -> u64 {
+    let Ok(r) = client.get(format!("{base}/metrics")).send().await else {
+        return u64::MAX;
+    };
+    let text = r.text().await.unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("storwatch_collector_{name} ")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(u64::MAX)
+}
+
+fn bodies(count: usize, lines: usize, ts0: u64, gz: bool) -> Vec<Vec<u8>> {
+    (0..count)
+        .map(|b| {
+            let mut s = String::with_capacity(lines * 260);
+            for i in 0..lines {
+                let n = b * lines + i;
+                line(&mut s, n % 600, (n / 600) % 24, ts0 + n as u64);
+            }
+            if gz {
+                gzip(s.as_bytes())
+            } else {
+                s.into_bytes()
+            }
+        })
+        .collect()
+}
+
+async fn ack_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
+    // Output to a closed port: nothing drains, so the backlog grows for the whole run.
+    let proc = collector(dir, 18300, "http://127.0.0.1:9", "")?;
+    let base = "http://127.0.0.1:18300";
+    let client = reqwest::Client::builder().pool_max_idle_per_host(64).build()?;
+    wait_ping(&client, base).await?;
+    let ts0 = now_ns() - 3_600_000_000_000;
+    let bodies = Arc::new(bodies(16, a.lines_per_request, ts0, a.gzip));
+    let raw_bytes: usize = raw_len(a.lines_per_request);
+    let lines = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    let url = format!("{base}/write?db=bench");
+    let t0 = Instant::now();
+    for s in 0..a.senders {
+        let (client, bodies, lines, stop, url) = (client.clone(), bodies.clone(), lines.clone(), stop.clone(), url.clone());
+        let per = a.lines_per_request as u64;
+        let gz = a.gzip;
+        tasks.push(tokio::spawn(async move {
+            let mut i = s;
+            let mut lat = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let body = bodies[i % bodies.len()].clone();
+                i += 1;
+                let mut req = client
+                    .post(&url)
+                    .header("Authorization", "Token bench-token-0123456789")
+                    .body(body);
+                if gz {
+                    req = req.header("Content-Encoding", "gzip");
+                }
+                let t = Instant::now();
+                match req.send().await {
+                    Ok(r) if r.status().as_u16() == 204 => {
+                        lines.fetch_add(per, Ordering::Relaxed);
+                        lat.push(t.elapsed());
+                    }
+                    Ok(r) => eprintln!("unexpected answer {}", r.status()),
+                    Err(e) => eprintln!("send failed: {e}"),
+                }
+            }
+            lat
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs(a.seconds)).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut lat = Vec::new();
+    for t in tasks {
+        lat.extend(t.await?);
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let n = lines.load(Ordering::Relaxed);
+    lat.sort();
+    let p = |q: f64| lat.get(((lat.len() as f64 * q) as usize).min(lat.len().saturating_sub(1))).copied().unwrap_or_default();
+    let fsyncs = metric(&client, base, "queue_fsyncs_total").await;
+    let requests = metric(&client, base, "queue_records_total").await;
+    let end = metric(&client, base, "queue_end_bytes").await;
+    let hwm = vm_hwm_kib(proc.0.id());
+    println!(
+        "acks: {} senders, {} lines/request{}, {:.1} s: {} lines acknowledged durably = {:.0} lines/s \
+         ({:.1} MB/s of line protocol); {} requests in {} fsyncs ({:.1} requests per fsync); \
+         latency p50 {:?} p99 {:?}; queue {} MiB; collector peak RSS {} KiB ({:.1} MiB); \
+         raw body {} bytes",
+        a.senders,
+        a.lines_per_request,
+        if a.gzip { " gzip" } else { "" },
+        secs,
+        n,
+        n as f64 / secs,
+        end as f64 / secs / 1e6,
+        requests,
+        fsyncs,
+        requests as f64 / fsyncs.max(1) as f64,
+        p(0.5),
+        p(0.99),
+        end >> 20,
+        hwm,
+        hwm as f64 / 1024.0,
+        raw_bytes,
+    );
+    drop(proc);
+    Ok(())
+}
+
+/// Bytes of one uncompressed request body.
+fn raw_len(lines: usize) -> usize {
+    let mut s = String::new();
+    for i in 0..lines {
+        line(&mut s, i % 600, 0, 1);
+    }
+    s.len()
+}
+
+async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
+    let client = reqwest::Client::new();
+    let idir = dir.join("influx");
+    influxd("start", &idir, 18302)?;
+    let influx = "http://127.0.0.1:18302";
+    for db in ["bench", "direct"] {
+        client
+            .post(format!("{influx}/query"))
+            .form(&[("q", format!("CREATE DATABASE {db}"))])
+            .send()
+            .await?;
+    }
+    let per = 5000;
+    let count = a.drain_lines.div_ceil(per);
+    let ts0 = now_ns() - 3_600_000_000_000;
+    let bodies = bodies(count, per, ts0, false);
+    let total = (count * per) as u64;
+
+    // influxd's own ingest: the same batches straight to /write, two writers.
+    let t = Instant::now();
+    let bodies = Arc::new(bodies);
+    let next = Arc::new(AtomicU64::new(0));
+    let mut ws = Vec::new();
+    for _ in 0..2 {
+        let (client, bodies, next) = (client.clone(), bodies.clone(), next.clone());
+        ws.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                let Some(b) = bodies.get(i) else { break };
+                let r = client
+                    .post(format!("{influx}/write?db=direct&precision=ns"))
+                    .body(b.clone())
+                    .send()
+                    .await;
+                if !matches!(&r, Ok(r) if r.status().as_u16() == 204) {
+                    eprintln!("direct write failed: {r:?}");
+                }
+            }
+        }));
+    }
+    for w in ws {
+        w.await?;
+    }
+    let direct = total as f64 / t.elapsed().as_secs_f64();
+
+    // Fill the collector's queue while its output is down, then let it drain.
+    let qdir = dir.join("drain");
+    std::fs::create_dir_all(&qdir)?;
+    {
+        let proc = collector(&qdir, 18301, "http://127.0.0.1:9", "")?;
+        let base = "http://127.0.0.1:18301";
+        wait_ping(&client, base).await?;
+        for b in bodies.iter() {
+            let r = client
+                .post(format!("{base}/write?db=bench"))
+                .header("Authorization", "Token bench-token-0123456789")
+                .body(b.clone())
+                .send()
+                .await?;
+            if r.status().as_u16() != 204 {
+                bail!("fill failed: {}", r.status());
+            }
+        }
+        drop(proc);
+    }
+    let proc = collector(&qdir, 18301, influx, "")?;
+    let base = "http://127.0.0.1:18301";
+    let t = Instant::now();
+    wait_ping(&client, base).await?;
+    loop {
+        let backlog = metric(&client, base, "output_backlog_bytes{output=\"influx\"}").await;
+        if backlog == 0 {
+            break;
+        }
+        if t.elapsed() > Duration::from_secs(600) {
+            bail!("drain did not finish");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let drain = total as f64 / t.elapsed().as_secs_f64();
+    let hwm = vm_hwm_kib(proc.0.id());
+    drop(proc);
+    let q = client
+        .post(format!("{influx}/query"))
+        .form(&[("db", "bench"), ("q", "SELECT count(util_pct) FROM disk")])
+        .send()
+        .await?
+        .text()
+        .await?;
+    println!(
+        "drain: {total} lines; influxd direct ingest {direct:.0} lines/s (2 writers, 5000-line batches); \
+         collector drain {drain:.0} lines/s = {:.0}% of direct; collector peak RSS while draining {hwm} KiB; \
+         stored count: {q}",
+        100.0 * drain / direct
+    );
+    influxd("stop", &idir, 18302)?;
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    let a = args()?;
+    let dir = tempfile_dir()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let r = rt.block_on(async {
+        ack_bench(&a, &dir.join("acks")).await?;
+        if !a.skip_drain {
+            drain_bench(&a, &dir).await?;
+        }
+        anyhow::Ok(())
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    r
+}
+
+fn tempfile_dir() -> anyhow::Result<PathBuf> {
+    let base = std::env::var_os("BENCH_DIR").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    let dir = base.join(format!("storwatch-collector-bench-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("acks"))?;
+    Ok(dir)
+}
