@@ -10,6 +10,8 @@ use crate::event::Event;
 use crate::root::Root;
 use crate::sources::SourceError;
 
+pub mod mpath;
+
 /// One storage subsystem watched over time.
 pub trait Monitor: Send {
     /// The source name used in error counts and logs (`md`, `mpath`, `zpool`).
