@@ -43,6 +43,8 @@ pub struct Config {
     pub log_level: String,
     /// The rebuild-risk model.
     pub risk: crate::risk::RiskModel,
+    /// Delivery to an http(s):// output: token, gzip, spool.
+    pub http: crate::sink::http::HttpConfig,
 }
 
 impl Default for Config {
@@ -63,6 +65,7 @@ impl Default for Config {
             exclude_interfaces: vec![],
             log_level: "info".into(),
             risk: Default::default(),
+            http: Default::default(),
         }
     }
 }
@@ -115,6 +118,30 @@ afr = 0.02
 ure_per_bit = 1e-15
 # Hours assumed for a degraded set with no rebuild running.
 open_window_h = 168.0
+
+# Delivery when `output` is an http(s):// URL: the collector (/write or /api/v2/write) or InfluxDB
+# itself (v1 /write?db=, v2 /api/v2/write?org=&bucket=, v3 /api/v3/write_lp?db=). Reports are
+# spooled on disk first and deleted only after the server acknowledged them.
+[http]
+# File holding the token, sent as "Authorization: Token <token>".
+# token_file = "/etc/storwatch/token"
+# gzip request bodies.
+gzip = true
+# The durable spool, and its bound: past it the oldest data is dropped (and counted).
+spool_dir = "/var/lib/storwatch/spool"
+spool_max_bytes = 268435456
+# Whole-request timeout, seconds.
+timeout_s = 10.0
+# Largest request body when draining a backlog, bytes.
+max_batch_bytes = 1048576
+# Retry delay after a failure, doubled up to the cap, seconds (a 429/503 Retry-After wins).
+backoff_min_s = 1.0
+backoff_max_s = 60.0
+# TLS: CA bundle for the server's certificate (default: built-in roots), and a client
+# certificate and key for mutual TLS.
+# ca_file = "/etc/storwatch/ca.pem"
+# client_cert_file = "/etc/storwatch/agent.pem"
+# client_key_file = "/etc/storwatch/agent.key"
 "#;
 
 /// A configuration problem, with the file it came from.

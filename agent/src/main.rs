@@ -12,7 +12,7 @@ use storwatch_agent::config::{self, Config};
 use storwatch_agent::encode::LineWriter;
 use storwatch_agent::health::Monitor;
 use storwatch_agent::sampler::Sampler;
-use storwatch_agent::sink::{FileSink, OutputSpec, Sink, StdoutSink};
+use storwatch_agent::sink::{self, OutputSpec, Sink};
 use storwatch_agent::{selfstat, top};
 
 /// Per-node storage and network monitoring: iostat/sar-exact rates every second, burst-preserving
@@ -65,6 +65,12 @@ struct Overrides {
     /// Log level (error, warn, info, debug, trace).
     #[arg(long, global = true)]
     log_level: Option<String>,
+    /// HTTP output: file holding the token sent as `Authorization: Token …`.
+    #[arg(long, global = true, value_name = "PATH")]
+    token_file: Option<PathBuf>,
+    /// HTTP output: directory of the durable spool.
+    #[arg(long, global = true, value_name = "DIR")]
+    spool_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -153,6 +159,12 @@ fn apply(cfg: &mut Config, o: Overrides) -> Result<()> {
     }
     if let Some(v) = o.log_level {
         cfg.log_level = v;
+    }
+    if let Some(v) = o.token_file {
+        cfg.http.token_file = Some(v);
+    }
+    if let Some(v) = o.spool_dir {
+        cfg.http.spool_dir = v;
     }
     for t in o.tags {
         let Some((k, v)) = t.split_once('=') else {
