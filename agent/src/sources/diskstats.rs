@@ -25,7 +25,7 @@
 
 use std::fmt;
 
-use super::{fields, parse_u64, ParseError, Rows};
+use super::{fields, ParseError, Rows};
 
 /// Which of the kernel's line shapes a row came in; older shapes leave later counters at 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,20 +134,56 @@ impl fmt::Display for Fault<'_> {
     }
 }
 
+/// Why a counter field is not a u64.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CounterError {
+    /// Empty, or something other than decimal digits.
+    NotNumber,
+    /// Only digits, but more than 64 bits' worth.
+    TooLarge,
+}
+
+/// Parses a decimal counter (`%llu`) in one pass over its bytes.
+///
+/// This is the inner loop of the per-second parsers (17 fields × every block device), so it
+/// does not check the digits first and parse second as `str::parse` after validation would.
+pub(crate) fn parse_counter(field: &str) -> Result<u64, CounterError> {
+    if field.is_empty() {
+        return Err(CounterError::NotNumber);
+    }
+    let mut value: u64 = 0;
+    let mut overflow = false;
+    for b in field.bytes() {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            return Err(CounterError::NotNumber);
+        }
+        match value
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(digit)))
+        {
+            Some(v) => value = v,
+            // Keep scanning: "99999999999999999999x" is not a number at all.
+            None => overflow = true,
+        }
+    }
+    if overflow {
+        Err(CounterError::TooLarge)
+    } else {
+        Ok(value)
+    }
+}
+
 /// Parses column `column` (1-based, for the error) as a u64.
 fn number(field: &str, column: usize) -> Result<u64, Fault<'_>> {
-    match parse_u64(field) {
-        Some(v) => Ok(v),
-        // All digits yet unparsable can only mean it overflowed.
-        None if !field.is_empty() && field.bytes().all(|b| b.is_ascii_digit()) => {
-            Err(Fault::TooLarge {
-                column,
-                field,
-                bits: 64,
-            })
-        }
-        None => Err(Fault::NotNumber { column, field }),
-    }
+    parse_counter(field).map_err(|e| match e {
+        CounterError::NotNumber => Fault::NotNumber { column, field },
+        CounterError::TooLarge => Fault::TooLarge {
+            column,
+            field,
+            bits: 64,
+        },
+    })
 }
 
 /// Parses a major or minor number (`%u` in the kernel, 12 and 20 bits in practice).
@@ -499,6 +535,28 @@ mod tests {
     }
 
     #[test]
+    fn counters_parse_in_one_pass() {
+        assert_eq!(parse_counter("0"), Ok(0));
+        assert_eq!(parse_counter("0042"), Ok(42));
+        assert_eq!(parse_counter("18446744073709551615"), Ok(u64::MAX));
+        assert_eq!(
+            parse_counter("18446744073709551616"),
+            Err(CounterError::TooLarge)
+        );
+        assert_eq!(
+            parse_counter("99999999999999999999999"),
+            Err(CounterError::TooLarge)
+        );
+        assert_eq!(
+            parse_counter("99999999999999999999x"),
+            Err(CounterError::NotNumber)
+        );
+        for bad in ["", "-1", "+1", "1.0", " 1", "１", "0x10", "/", ":"] {
+            assert_eq!(parse_counter(bad), Err(CounterError::NotNumber), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn error_text_is_cut_to_200_characters() {
         let long = format!("8 0 sda {}", "x".repeat(500));
         assert_eq!(error(&long).text.chars().count(), 200);
@@ -545,6 +603,12 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn counter_agrees_with_std(text in "[0-9]{1,22}|\\PC{0,6}") {
+            let std = text.parse::<u64>().ok().filter(|_| text.bytes().all(|b| b.is_ascii_digit()));
+            prop_assert_eq!(parse_counter(&text).ok(), std);
+        }
+
         #[test]
         fn never_panics_on_arbitrary_text(text in "\\PC*") {
             let rows = parse(&text);

@@ -14,7 +14,8 @@
 
 use std::fmt;
 
-use super::{fields, parse_u64, ParseError, Rows};
+use super::diskstats::{parse_counter, CounterError};
+use super::{fields, ParseError, Rows};
 
 /// One interface row of `/proc/net/dev`; the 16 counters in kernel column order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,21 +113,16 @@ fn parse_line(line: &str) -> Result<NetDev<'_>, Fault<'_>> {
     let mut c = [0u64; COUNTERS];
     let mut count = 0usize;
     for (i, field) in fields(rest).enumerate() {
-        let v = match parse_u64(field) {
-            Some(v) => v,
-            None if field.bytes().all(|b| b.is_ascii_digit()) => {
-                return Err(Fault::TooLarge {
-                    counter: i + 1,
-                    field,
-                })
-            }
-            None => {
-                return Err(Fault::NotNumber {
-                    counter: i + 1,
-                    field,
-                })
-            }
-        };
+        let v = parse_counter(field).map_err(|e| match e {
+            CounterError::NotNumber => Fault::NotNumber {
+                counter: i + 1,
+                field,
+            },
+            CounterError::TooLarge => Fault::TooLarge {
+                counter: i + 1,
+                field,
+            },
+        })?;
         // Counters past the 16th are checked above but not kept: the kernel has printed 16
         // since 2.2, and a future one appending more should not blind the agent.
         if let Some(slot) = c.get_mut(i) {
