@@ -265,7 +265,7 @@ pub mod duration {
             "h" => n * 3600.0,
             other => return Err(format!("{s:?}: unknown unit {other:?} (ms, s, m, h)")),
         };
-        if !secs.is_finite() || secs < 0.0 || secs > 86_400.0 * 365.0 {
+        if !secs.is_finite() || !(0.0..=86_400.0 * 365.0).contains(&secs) {
             return Err(format!("{s:?}: out of range"));
         }
         Ok(Duration::from_secs_f64(secs))
@@ -309,8 +309,10 @@ mod tests {
 
     #[test]
     fn intervals_must_fit_together() {
-        let mut c = Config::default();
-        c.report_interval = Duration::from_millis(2500);
+        let mut c = Config {
+            report_interval: Duration::from_millis(2500),
+            ..Config::default()
+        };
         assert!(c.validate().is_err());
         c.report_interval = Duration::from_secs(60);
         assert!(c.validate().is_ok());
