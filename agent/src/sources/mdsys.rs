@@ -117,7 +117,11 @@ fn value(text: &str) -> Result<&str, ParseError> {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     let first = lines.next().unwrap_or("");
     if let Some(extra) = lines.next() {
-        return Err(ParseError::new(2, extra, "more than one line in a sysfs value"));
+        return Err(ParseError::new(
+            2,
+            extra,
+            "more than one line in a sysfs value",
+        ));
     }
     Ok(first.trim())
 }
@@ -228,11 +232,15 @@ pub fn parse_dev_state(text: &str) -> Result<Vec<String>, ParseError> {
         .filter(|w| !w.is_empty())
         .map(str::to_owned)
         .collect();
-    if words
-        .iter()
-        .any(|w| !w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
-    {
-        return Err(ParseError::new(1, v, "member state is not a comma list of words"));
+    if words.iter().any(|w| {
+        !w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    }) {
+        return Err(ParseError::new(
+            1,
+            v,
+            "member state is not a comma list of words",
+        ));
     }
     Ok(words)
 }
@@ -288,6 +296,25 @@ pub fn read(root: &Root, array: &str) -> Result<Option<MdSys>, SourceError> {
     Ok(Some(sys))
 }
 
+/// Re-reads only the attributes that change while an array runs (`array_state`, `degraded`,
+/// `sync_action`, `sync_completed`, `sync_speed`, `mismatch_cnt`) into `sys`, leaving the
+/// geometry and members as they were. `Ok(false)` when the array is gone (every md array has
+/// `array_state`).
+pub fn refresh(root: &Root, array: &str, sys: &mut MdSys) -> Result<bool, SourceError> {
+    let dir = root.sys(&format!("block/{array}/md"));
+    let mut buf = String::new();
+    let Some(state) = attr(&dir, "array_state", &mut buf, parse_array_state)? else {
+        return Ok(false);
+    };
+    sys.array_state = Some(state);
+    sys.degraded = attr(&dir, "degraded", &mut buf, parse_degraded)?;
+    sys.sync_action = attr(&dir, "sync_action", &mut buf, parse_sync_action)?;
+    sys.sync_completed = attr(&dir, "sync_completed", &mut buf, parse_sync_completed)?;
+    sys.sync_speed_kbps = attr(&dir, "sync_speed", &mut buf, parse_sync_speed)?.flatten();
+    sys.mismatch_cnt = attr(&dir, "mismatch_cnt", &mut buf, parse_count)?;
+    Ok(true)
+}
+
 /// Reads and parses one attribute; `Ok(None)` when the file is absent.
 fn attr<T>(
     dir: &Path,
@@ -311,21 +338,25 @@ mod tests {
 
     #[test]
     fn snapshot_fixture_trees() {
-        insta::glob!("../../fixtures/mdsys", "*/sys/block/*/md/array_state", |path| {
-            let md_dir = path.parent().expect("md dir");
-            let array = md_dir
-                .parent()
-                .and_then(|p| p.file_name())
-                .and_then(|n| n.to_str())
-                .expect("array name");
-            let sys_root = md_dir
-                .parent()
-                .and_then(Path::parent)
-                .and_then(Path::parent)
-                .expect("sys root");
-            let root = Root::new("/nonexistent", sys_root);
-            insta::assert_debug_snapshot!(read(&root, array));
-        });
+        insta::glob!(
+            "../../fixtures/mdsys",
+            "*/sys/block/*/md/array_state",
+            |path| {
+                let md_dir = path.parent().expect("md dir");
+                let array = md_dir
+                    .parent()
+                    .and_then(|p| p.file_name())
+                    .and_then(|n| n.to_str())
+                    .expect("array name");
+                let sys_root = md_dir
+                    .parent()
+                    .and_then(Path::parent)
+                    .and_then(Path::parent)
+                    .expect("sys root");
+                let root = Root::new("/nonexistent", sys_root);
+                insta::assert_debug_snapshot!(read(&root, array));
+            }
+        );
     }
 
     #[test]
@@ -350,7 +381,10 @@ mod tests {
             })
         );
         assert_eq!(parse_sync_completed("none\n"), Ok(SyncCompleted::Idle));
-        assert_eq!(parse_sync_completed("delayed\n"), Ok(SyncCompleted::Delayed));
+        assert_eq!(
+            parse_sync_completed("delayed\n"),
+            Ok(SyncCompleted::Delayed)
+        );
         assert_eq!(parse_sync_speed("none\n"), Ok(None));
         assert_eq!(parse_sync_speed("169176\n"), Ok(Some(169_176)));
         assert_eq!(parse_sync_action("recover\n"), Ok(SyncAction::Recover));
@@ -405,6 +439,36 @@ mod tests {
             }
             other => panic!("expected a parse error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn refresh_rereads_only_the_running_state() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = Root::new(dir.path().join("proc"), dir.path().join("sys"));
+        let md = dir.path().join("sys/block/md0/md");
+        std::fs::create_dir_all(md.join("dev-sda")).expect("mkdir");
+        for (f, v) in [
+            ("level", "raid1"),
+            ("array_state", "clean"),
+            ("degraded", "0"),
+            ("sync_action", "idle"),
+            ("mismatch_cnt", "0"),
+        ] {
+            std::fs::write(md.join(f), format!("{v}\n")).expect("write");
+        }
+        std::fs::write(md.join("dev-sda/state"), "in_sync\n").expect("write");
+        let mut sys = read(&root, "md0").expect("reads").expect("present");
+        std::fs::write(md.join("mismatch_cnt"), "64\n").expect("write");
+        std::fs::write(md.join("dev-sda/state"), "faulty\n").expect("write");
+        assert!(matches!(refresh(&root, "md0", &mut sys), Ok(true)));
+        assert_eq!(sys.mismatch_cnt, Some(64));
+        assert_eq!(
+            sys.devs[0].state,
+            vec!["in_sync".to_owned()],
+            "members are not re-read"
+        );
+        std::fs::remove_dir_all(dir.path().join("sys/block/md0")).expect("rm");
+        assert!(matches!(refresh(&root, "md0", &mut sys), Ok(false)));
     }
 
     proptest! {

@@ -1,0 +1,1482 @@
+//! MD RAID arrays: state, rebuild progress and ETA, redundancy left, rebuild risk and events.
+//!
+//! Sources: `/proc/mdstat` ([`crate::sources::mdstat`]) for the list of arrays, their members
+//! and the live sync position, and `/sys/block/mdX/md/` ([`crate::sources::mdsys`]) for what only
+//! sysfs says: `degraded`, `array_state` (`broken`), the exact `sync_action` (mdstat prints a
+//! repair as `resync`), `mismatch_cnt`, `component_size` and each member's `state`, `slot` and
+//! `errors`. Where both have a value, sysfs wins — except for the sync position: sysfs
+//! `sync_completed` is a checkpoint the kernel moves only every 1/16 of the device or every
+//! 5 minutes, against the same limit as mdstat's `(done/total)` counts, so mdstat's live counts
+//! drive progress, ETA and stall detection and `sync_completed` is the fallback.
+//!
+//! No `/proc/mdstat` (no md module) or no arrays: silent. Per-array sysfs that cannot be read
+//! or parsed: the array is still reported from mdstat, and the poll returns the error once so
+//! the sampler counts and logs it.
+//!
+//! The ETA is ours: the rate between the oldest and newest progress samples of the current run
+//! within [`MdConfig::eta_window_s`]; until the samples show movement (one sample, or polls
+//! faster than the position moves), the kernel's speed. A run whose
+//! position has not moved for [`MdConfig::stall_polls`] polls is `stalled`, and has no ETA.
+//!
+//! Redundancy left is the members the array can still lose without losing data: raid1 and
+//! multipath `n − 1`, raid10 `copies − 1` (near × far; losing a member is counted against every
+//! block, which is the conservative reading), raid4/5 `1`, raid6 `2`, raid0/linear `0`, minus
+//! the degraded slots. The rebuild risk ([`crate::risk`]) is 0 for an array that is not
+//! degraded, 1 for one that has lost more than it can, and otherwise the model's probability
+//! over the ETA of a running recovery or, with none running, the model's open window.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::encode::LineWriter;
+use crate::event::Event;
+use crate::risk::{loss_probability, Exposure, RiskModel};
+use crate::root::{read_into, Root};
+use crate::sources::mdstat::{self, MdArray, SyncAction, WaitReason};
+use crate::sources::mdsys::{self, MdSys, Slot, SyncCompleted};
+use crate::sources::SourceError;
+
+use super::Monitor;
+
+/// MD RAID monitoring (agent config `[md]`).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MdConfig {
+    /// Watch MD arrays (default true). A node without md stays silent either way.
+    pub enabled: bool,
+    /// A running resync/recovery/check/reshape whose position has not moved for this many
+    /// polls is reported `stalled` (default 60: a minute at the default 1 s sample interval).
+    pub stall_polls: u32,
+    /// Seconds of progress samples the ETA's rate is measured over (default 600).
+    pub eta_window_s: f64,
+    /// Per-member sysfs (`dev-*/state`, `slot`, `errors`) and the array geometry are re-read
+    /// every this many polls (default 10), and at once when `/proc/mdstat` shows a change in
+    /// the array's members, flags or slots; the running state (`array_state`, `degraded`,
+    /// `sync_*`, `mismatch_cnt`) is read every poll. Saves most of the ~30 files per 12-disk
+    /// array each second.
+    pub member_refresh_polls: u32,
+}
+
+impl Default for MdConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            stall_polls: 60,
+            eta_window_s: 600.0,
+            member_refresh_polls: 10,
+        }
+    }
+}
+
+/// The health of an array as the `md` measurement reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArrayState {
+    /// Every slot holds a working in-sync member.
+    Clean,
+    /// At least one slot is down and nothing is rebuilding it.
+    Degraded,
+    /// At least one slot is down and a recovery is rebuilding it.
+    Recovering,
+    /// More members lost than the level can absorb, or the kernel says `broken`.
+    Failed,
+    /// Assembled but not running (or an external-metadata container).
+    Inactive,
+}
+
+impl ArrayState {
+    /// The `state` field value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Clean => "clean",
+            Self::Degraded => "degraded",
+            Self::Recovering => "recovering",
+            Self::Failed => "failed",
+            Self::Inactive => "inactive",
+        }
+    }
+}
+
+/// One array, as last polled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArrayStatus {
+    /// `md127`.
+    pub array: String,
+    /// Personality (`raid6`); empty for an inactive array without one.
+    pub level: String,
+    /// Slots in the array (`raid_disks`); for raid0/linear and inactive arrays, members listed.
+    pub members: u32,
+    /// Slots holding a working member: `members − degraded` (0 for an inactive array).
+    pub active: u32,
+    /// Members marked faulty.
+    pub failed: u32,
+    /// Hot spares (members without a slot; every member of an inactive array).
+    pub spare: u32,
+    /// Slots without a working in-sync member.
+    pub degraded: u32,
+    /// Health.
+    pub state: ArrayState,
+    /// `idle`, `resync`, `recover`, `check`, `repair`, `reshape`, `frozen`, or `delayed`,
+    /// `pending`, `remote` for a sync that is due but waits.
+    pub sync_action: String,
+    /// Progress of the running operation, percent.
+    pub sync_pct: Option<f64>,
+    /// The kernel's sync speed, KiB/s.
+    pub sync_speed_kbps: Option<u64>,
+    /// Our estimate of seconds left.
+    pub sync_eta_s: Option<f64>,
+    /// Sectors found inconsistent by the last check or repair (sysfs only).
+    pub mismatch_cnt: Option<u64>,
+    /// Member failures the array can still absorb; `None` when the level is unknown or the
+    /// array is inactive.
+    pub redundancy_left: Option<u32>,
+    /// Probability of losing data before redundancy is restored; `None` when inactive.
+    pub rebuild_risk: Option<f64>,
+    /// The running operation has not moved for `stall_polls` polls.
+    pub stalled: bool,
+}
+
+/// One member, as last polled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberStatus {
+    /// Kernel device name.
+    pub name: String,
+    /// The kernel's sysfs state words joined by `,` (`in_sync,write_mostly`, `faulty`,
+    /// `spare`, `journal`, `blocked`, `write_error`, …), except that a member being rebuilt into
+    /// a slot reads `rebuilding` where sysfs says `spare`. Without sysfs, the words are derived
+    /// from mdstat's flags, and a member without flags reads `in_sync`, or `active` while the
+    /// array recovers (mdstat does not say which member is being rebuilt).
+    pub state: String,
+    /// Marked faulty.
+    pub failed: bool,
+    /// A hot spare without a slot.
+    pub spare: bool,
+    /// Read errors corrected on this member (sysfs only).
+    pub errors: Option<u64>,
+}
+
+impl MemberStatus {
+    /// The member's role, for transitions.
+    fn role(&self) -> &'static str {
+        let has = |w: &str| self.state.split(',').any(|s| s == w);
+        if self.failed {
+            "failed"
+        } else if has("journal") {
+            "journal"
+        } else if self.spare {
+            "spare"
+        } else if has("rebuilding") {
+            "rebuilding"
+        } else if has("replacement") {
+            "replacement"
+        } else {
+            "active"
+        }
+    }
+}
+
+/// The position of a running operation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Position {
+    done_kb: u64,
+    total_kb: u64,
+    /// From mdstat's live counts (true) or sysfs's checkpoint (false).
+    live: bool,
+}
+
+/// Progress samples of one run.
+#[derive(Debug, Clone, PartialEq)]
+struct Run {
+    action: String,
+    total_kb: u64,
+    samples: VecDeque<(f64, u64)>,
+    still_polls: u32,
+}
+
+/// The last full sysfs read of an array and what mdstat said then.
+#[derive(Debug, Clone, PartialEq)]
+struct SysCache {
+    sys: MdSys,
+    shape: Shape,
+    polls: u32,
+}
+
+/// What in mdstat's view of an array makes the per-member sysfs worth re-reading at once.
+#[derive(Debug, Clone, PartialEq)]
+struct Shape {
+    active: bool,
+    level: Option<String>,
+    members: Vec<mdstat::MdMember>,
+    slots: (Option<u32>, Option<u32>, Option<String>),
+}
+
+impl Shape {
+    fn of(a: &MdArray) -> Self {
+        Self {
+            active: a.active,
+            level: a.level.clone(),
+            members: a.members.clone(),
+            slots: (a.raid_disks, a.working_disks, a.slot_status.clone()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Tracked {
+    status: ArrayStatus,
+    members: Vec<MemberStatus>,
+    run: Option<Run>,
+}
+
+/// Watches `/proc/mdstat` and `/sys/block/md*/md`.
+#[derive(Debug)]
+pub struct MdMonitor {
+    config: MdConfig,
+    risk: RiskModel,
+    arrays: BTreeMap<String, Tracked>,
+    sys_cache: BTreeMap<String, SysCache>,
+    polled: bool,
+    buf: String,
+}
+
+impl MdMonitor {
+    /// A monitor with `config`, computing risk with `risk`.
+    pub fn new(config: MdConfig, risk: RiskModel) -> Self {
+        Self {
+            config,
+            risk,
+            arrays: BTreeMap::new(),
+            sys_cache: BTreeMap::new(),
+            polled: false,
+            buf: String::new(),
+        }
+    }
+
+    /// The arrays as last polled, by name, with their members.
+    pub fn arrays(&self) -> impl Iterator<Item = (&ArrayStatus, &[MemberStatus])> {
+        self.arrays
+            .values()
+            .map(|t| (&t.status, t.members.as_slice()))
+    }
+
+    /// One array as last polled.
+    pub fn array(&self, name: &str) -> Option<&ArrayStatus> {
+        self.arrays.get(name).map(|t| &t.status)
+    }
+
+    fn observe(
+        &mut self,
+        mdstat: &mdstat::Mdstat,
+        sys: &BTreeMap<String, MdSys>,
+        now_s: f64,
+        events: &mut Vec<Event>,
+    ) {
+        let first = !self.polled;
+        self.polled = true;
+        let mut seen = Vec::with_capacity(mdstat.arrays.len());
+        for a in &mdstat.arrays {
+            if seen.contains(&a.name.as_str()) {
+                continue;
+            }
+            seen.push(a.name.as_str());
+            let s = sys.get(&a.name);
+            let members = derive_members(a, s);
+            let prev = self.arrays.remove(&a.name);
+            let mut run = prev.as_ref().and_then(|p| p.run.clone());
+            let status = self.derive(a, s, &members, &mut run, now_s);
+            match &prev {
+                Some(p) => transitions(p, &status, &members, events),
+                None if !first => events.push(Event {
+                    source: "md",
+                    object: status.array.clone(),
+                    from_state: String::new(),
+                    to_state: status.state.as_str().to_owned(),
+                    text: format!(
+                        "{} appeared: {} with {} members, {}",
+                        status.array,
+                        if status.level.is_empty() {
+                            "no level"
+                        } else {
+                            &status.level
+                        },
+                        status.members,
+                        status.state.as_str()
+                    ),
+                }),
+                None => {}
+            }
+            self.arrays.insert(
+                a.name.clone(),
+                Tracked {
+                    status,
+                    members,
+                    run,
+                },
+            );
+        }
+        let gone: Vec<String> = self
+            .arrays
+            .keys()
+            .filter(|k| !seen.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        for name in gone {
+            if let Some(t) = self.arrays.remove(&name) {
+                events.push(Event {
+                    source: "md",
+                    object: name.clone(),
+                    from_state: t.status.state.as_str().to_owned(),
+                    to_state: String::new(),
+                    text: format!("{name} vanished (stopped or removed)"),
+                });
+            }
+        }
+    }
+
+    fn derive(
+        &self,
+        a: &MdArray,
+        s: Option<&MdSys>,
+        members: &[MemberStatus],
+        run: &mut Option<Run>,
+        now_s: f64,
+    ) -> ArrayStatus {
+        let level = s
+            .and_then(|s| s.level.clone())
+            .or_else(|| a.level.clone())
+            .unwrap_or_default();
+        let listed = members
+            .iter()
+            .filter(|m| !m.spare && !m.state.split(',').any(|w| w == "journal"))
+            .count();
+        let slots = s
+            .and_then(|s| s.raid_disks)
+            .map(|r| r.disks)
+            .or(a.raid_disks)
+            .unwrap_or(if a.active {
+                to_u32(listed)
+            } else {
+                to_u32(members.len())
+            });
+        let failed = to_u32(members.iter().filter(|m| m.failed).count());
+        let spare = to_u32(members.iter().filter(|m| m.spare).count());
+        let broken = s.and_then(|s| s.array_state.as_deref()) == Some("broken");
+        let mut degraded = s
+            .and_then(|s| s.degraded)
+            .or_else(|| Some(a.raid_disks?.saturating_sub(a.working_disks?)))
+            .unwrap_or(failed);
+        if broken {
+            degraded = degraded.max(1);
+        }
+        if !a.active {
+            degraded = 0;
+        }
+        let base = base_redundancy(&level, slots, a);
+        let running = running_action(a, s);
+        let recovering = matches!(running, Some(SyncAction::Recover));
+        let state = if !a.active {
+            ArrayState::Inactive
+        } else if broken || base.is_some_and(|b| degraded > b && level != "raid10") {
+            ArrayState::Failed
+        } else if degraded > 0 && recovering {
+            ArrayState::Recovering
+        } else if degraded > 0 {
+            ArrayState::Degraded
+        } else {
+            ArrayState::Clean
+        };
+        let sync_action = sync_action_word(a, s, running.as_ref());
+        let position = running.as_ref().and_then(|_| position(a, s));
+        let speed = s
+            .and_then(|s| s.sync_speed_kbps)
+            .or_else(|| a.progress.as_ref().and_then(|p| p.speed_kbps));
+
+        // Track the run: a new action, a new total or a position going backwards starts over.
+        let (eta, stalled, pct) = match (&running, position) {
+            (Some(action), Some(pos)) => {
+                let r = match run.take() {
+                    Some(r)
+                        if r.action == action.as_str()
+                            && r.total_kb == pos.total_kb
+                            && !matches!(r.samples.back(), Some(&(_, d)) if d > pos.done_kb) =>
+                    {
+                        r
+                    }
+                    _ => Run {
+                        action: action.as_str().to_owned(),
+                        total_kb: pos.total_kb,
+                        samples: VecDeque::new(),
+                        still_polls: 0,
+                    },
+                };
+                let r = run.insert(r);
+                let moved = r.samples.back().map(|&(_, d)| d) != Some(pos.done_kb);
+                // The sysfs checkpoint moves only every 1/16 of the device or 5 minutes: without
+                // mdstat's live counts, only the kernel's speed can say nothing moves.
+                let still =
+                    !r.samples.is_empty() && if pos.live { !moved } else { speed == Some(0) };
+                r.still_polls = if still {
+                    r.still_polls.saturating_add(1)
+                } else {
+                    0
+                };
+                r.samples.push_back((now_s, pos.done_kb));
+                while r.samples.len() > 2
+                    && r.samples
+                        .get(1)
+                        .is_some_and(|&(t, _)| now_s - t >= self.config.eta_window_s)
+                {
+                    r.samples.pop_front();
+                }
+                let stalled = r.still_polls >= self.config.stall_polls.max(1);
+                let remaining = pos.total_kb.saturating_sub(pos.done_kb) as f64;
+                let eta = if stalled {
+                    None
+                } else {
+                    // Our own rate once the samples show movement; until then (one sample, or
+                    // polls faster than the position moves) the kernel's speed.
+                    eta_from(&r.samples, remaining)
+                        .or_else(|| speed.filter(|&v| v > 0).map(|v| remaining / v as f64))
+                };
+                let pct = if pos.total_kb > 0 {
+                    100.0 * (pos.done_kb as f64 / pos.total_kb as f64).min(1.0)
+                } else {
+                    0.0
+                };
+                (eta, stalled, Some(pct))
+            }
+            _ => {
+                *run = None;
+                (None, false, None)
+            }
+        };
+
+        let redundancy_left = match (a.active, base) {
+            (true, Some(b)) => Some(b.saturating_sub(degraded)),
+            _ => None,
+        };
+        // An inactive array serves nothing: none of its members is active.
+        let active = if a.active {
+            slots.saturating_sub(degraded)
+        } else {
+            0
+        };
+        let rebuild_risk = match state {
+            ArrayState::Inactive => None,
+            ArrayState::Failed => Some(1.0),
+            ArrayState::Clean => Some(0.0),
+            ArrayState::Degraded | ArrayState::Recovering => redundancy_left.map(|left| {
+                let remaining = match (state, position) {
+                    (ArrayState::Recovering, Some(p)) if p.total_kb > 0 => {
+                        1.0 - (p.done_kb as f64 / p.total_kb as f64).min(1.0)
+                    }
+                    _ => 1.0,
+                };
+                let component_kb = s
+                    .and_then(|s| s.component_size_kb)
+                    .or_else(|| component_from_mdstat(a, &level, slots));
+                let bytes = component_kb
+                    .map(|kb| (remaining * kb as f64 * 1024.0 * f64::from(active)) as u64);
+                let window_h = match state {
+                    ArrayState::Recovering => eta.map(|e| e / 3600.0),
+                    _ => None,
+                };
+                loss_probability(
+                    &self.risk,
+                    &Exposure {
+                        surviving: active,
+                        redundancy_left: left,
+                        window_h,
+                        bytes_to_read: bytes,
+                    },
+                )
+            }),
+        };
+        ArrayStatus {
+            array: a.name.clone(),
+            level,
+            members: slots,
+            active,
+            failed,
+            spare,
+            degraded,
+            state,
+            sync_action,
+            sync_pct: pct,
+            sync_speed_kbps: running.as_ref().and(speed),
+            sync_eta_s: eta,
+            mismatch_cnt: s.and_then(|s| s.mismatch_cnt),
+            redundancy_left,
+            rebuild_risk,
+            stalled,
+        }
+    }
+}
+
+fn to_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// Member failures the level tolerates when every slot works.
+fn base_redundancy(level: &str, slots: u32, a: &MdArray) -> Option<u32> {
+    match level {
+        "raid1" | "multipath" => Some(slots.saturating_sub(1)),
+        // mdstat always prints the raid10 layout; without it, mdadm's default is 2 near copies.
+        "raid10" => Some(a.raid10.map_or(2, |l| l.copies()).saturating_sub(1)),
+        "raid4" | "raid5" => Some(1),
+        "raid6" => Some(2),
+        "raid0" | "linear" | "faulty" => Some(0),
+        _ => None,
+    }
+}
+
+/// The running operation: sysfs `sync_action` when it says one runs, else mdstat's progress.
+fn running_action(a: &MdArray, s: Option<&MdSys>) -> Option<SyncAction> {
+    if !a.active {
+        return None;
+    }
+    if let Some(act) = s.and_then(|s| s.sync_action.clone()) {
+        let waiting =
+            a.waiting.is_some() || s.and_then(|s| s.sync_completed) == Some(SyncCompleted::Delayed);
+        return (act.is_running() && !waiting).then_some(act);
+    }
+    a.progress.as_ref().map(|p| p.action.clone())
+}
+
+fn sync_action_word(a: &MdArray, s: Option<&MdSys>, running: Option<&SyncAction>) -> String {
+    if let Some(w) = &a.waiting {
+        return match &w.reason {
+            WaitReason::Delayed => "delayed".into(),
+            WaitReason::Pending => "pending".into(),
+            WaitReason::Remote => "remote".into(),
+            WaitReason::Other(o) => o.to_ascii_lowercase(),
+        };
+    }
+    if s.and_then(|s| s.sync_completed) == Some(SyncCompleted::Delayed) {
+        return "delayed".into();
+    }
+    if let Some(r) = running {
+        return r.as_str().to_owned();
+    }
+    match s.and_then(|s| s.sync_action.as_ref()) {
+        Some(SyncAction::Frozen) => "frozen".into(),
+        _ => "idle".into(),
+    }
+}
+
+/// The position of the running operation: mdstat's live counts, else the sysfs checkpoint.
+fn position(a: &MdArray, s: Option<&MdSys>) -> Option<Position> {
+    if let Some(p) = &a.progress {
+        if let (Some(done_kb), Some(total_kb)) = (p.done_kb, p.total_kb) {
+            return Some(Position {
+                done_kb,
+                total_kb,
+                live: true,
+            });
+        }
+    }
+    match s.and_then(|s| s.sync_completed) {
+        Some(SyncCompleted::Progress {
+            done_sectors,
+            total_sectors,
+        }) => Some(Position {
+            done_kb: done_sectors / 2,
+            total_kb: total_sectors / 2,
+            live: false,
+        }),
+        _ => None,
+    }
+}
+
+/// Seconds left at the rate between the oldest and newest samples.
+fn eta_from(samples: &VecDeque<(f64, u64)>, remaining_kb: f64) -> Option<f64> {
+    let (&(t0, d0), &(t1, d1)) = (samples.front()?, samples.back()?);
+    let dt = t1 - t0;
+    if dt <= 0.0 || d1 <= d0 {
+        return None;
+    }
+    Some(remaining_kb / ((d1 - d0) as f64 / dt))
+}
+
+/// KiB per member when sysfs has no `component_size`: from the array size and the level.
+fn component_from_mdstat(a: &MdArray, level: &str, slots: u32) -> Option<u64> {
+    if let Some(p) = &a.progress {
+        // Recovery and check count against the member size.
+        if matches!(p.action, SyncAction::Recover | SyncAction::Check) {
+            return p.total_kb;
+        }
+    }
+    let blocks = a.blocks_kb?;
+    let n = u64::from(slots);
+    match level {
+        "raid1" | "multipath" => Some(blocks),
+        "raid4" | "raid5" => blocks.checked_div(n.checked_sub(1)?),
+        "raid6" => blocks.checked_div(n.checked_sub(2)?),
+        "raid10" => {
+            let copies = u64::from(a.raid10.map_or(2, |l| l.copies()));
+            blocks.saturating_mul(copies).checked_div(n)
+        }
+        _ => None,
+    }
+}
+
+/// Members from mdstat's list, with sysfs's state where it has the member.
+fn derive_members(a: &MdArray, s: Option<&MdSys>) -> Vec<MemberStatus> {
+    let recovering = a
+        .progress
+        .as_ref()
+        .is_some_and(|p| p.action == SyncAction::Recover)
+        || a.waiting.is_some() && a.working_disks < a.raid_disks;
+    let mut out: Vec<MemberStatus> = Vec::with_capacity(a.members.len());
+    for m in &a.members {
+        if out.iter().any(|o| o.name == m.name) {
+            // The same device listed twice cannot be; keep the first.
+            continue;
+        }
+        let dev = s.and_then(|s| s.devs.iter().find(|d| d.name == m.name));
+        let status = match dev {
+            Some(d) => {
+                let failed = d.has("faulty");
+                // mdstat's `(S)` and sysfs `slot` print the same kernel field (raid_disk < 0);
+                // should they disagree, the `(S)` wins.
+                let in_slot = matches!(d.slot, Some(Slot::Role(_))) && !m.flags.spare;
+                let spare = d.has("spare") && !in_slot && !failed;
+                let words: Vec<&str> = d
+                    .state
+                    .iter()
+                    .map(|w| {
+                        if w == "spare" && in_slot {
+                            "rebuilding"
+                        } else {
+                            w.as_str()
+                        }
+                    })
+                    .collect();
+                MemberStatus {
+                    name: m.name.clone(),
+                    state: words.join(","),
+                    failed,
+                    spare,
+                    errors: d.errors,
+                }
+            }
+            None => {
+                let f = &m.flags;
+                let mut words = Vec::new();
+                if f.faulty {
+                    words.push("faulty");
+                }
+                if f.journal {
+                    words.push("journal");
+                }
+                if f.spare && !f.faulty {
+                    words.push("spare");
+                }
+                if f.replacement {
+                    words.push("replacement");
+                }
+                if words.is_empty() {
+                    words.push(if recovering { "active" } else { "in_sync" });
+                }
+                if f.write_mostly {
+                    words.push("write_mostly");
+                }
+                MemberStatus {
+                    name: m.name.clone(),
+                    state: words.join(","),
+                    failed: f.faulty,
+                    spare: f.spare && !f.faulty,
+                    errors: None,
+                }
+            }
+        };
+        out.push(status);
+    }
+    out
+}
+
+/// Events between the previous and the new view of one array.
+fn transitions(
+    prev: &Tracked,
+    now: &ArrayStatus,
+    members: &[MemberStatus],
+    events: &mut Vec<Event>,
+) {
+    let name = &now.array;
+    let was = &prev.status;
+    if was.state != now.state {
+        let text = match (was.state, now.state) {
+            (_, ArrayState::Degraded) => format!(
+                "{name} is degraded: {} of {} members working, {} more failure(s) tolerated",
+                now.active,
+                now.members,
+                now.redundancy_left.unwrap_or(0)
+            ),
+            (_, ArrayState::Recovering) => format!(
+                "{name} is rebuilding: {} of {} members working, {} more failure(s) tolerated",
+                now.active,
+                now.members,
+                now.redundancy_left.unwrap_or(0)
+            ),
+            (ArrayState::Recovering, ArrayState::Clean) => {
+                format!("{name} finished rebuilding: redundancy restored")
+            }
+            (_, ArrayState::Clean) => {
+                format!("{name} is clean: all {} members working", now.members)
+            }
+            (_, ArrayState::Failed) => format!(
+                "{name} has failed: {} of {} members working, more lost than {} can absorb",
+                now.active, now.members, now.level
+            ),
+            (_, ArrayState::Inactive) => format!("{name} is inactive"),
+        };
+        events.push(Event {
+            source: "md",
+            object: name.clone(),
+            from_state: was.state.as_str().to_owned(),
+            to_state: now.state.as_str().to_owned(),
+            text,
+        });
+    }
+    // Check, resync, repair and reshape runs; a recovery is told by the state events above.
+    let sync_kind = |s: &str| matches!(s, "resync" | "check" | "repair" | "reshape");
+    if was.sync_action != now.sync_action {
+        if sync_kind(&was.sync_action) {
+            let text = match (was.sync_action.as_str(), now.mismatch_cnt) {
+                ("check" | "repair", Some(m)) => format!(
+                    "{name}: {} ended ({} now), mismatch_cnt {m}",
+                    was.sync_action, now.sync_action
+                ),
+                _ => format!(
+                    "{name}: {} ended ({} now)",
+                    was.sync_action, now.sync_action
+                ),
+            };
+            events.push(sync_event(name, was, now, text));
+        }
+        if sync_kind(&now.sync_action) {
+            let text = format!("{name}: {} started", now.sync_action);
+            events.push(sync_event(name, was, now, text));
+        }
+    }
+    if let (Some(before), Some(after)) = (was.mismatch_cnt, now.mismatch_cnt) {
+        if after > before {
+            events.push(Event {
+                source: "md",
+                object: name.clone(),
+                from_state: format!("mismatch_cnt={before}"),
+                to_state: format!("mismatch_cnt={after}"),
+                text: format!(
+                    "{name}: mismatch_cnt grew from {before} to {after} sectors during {}",
+                    if now.sync_action == "idle" {
+                        &was.sync_action
+                    } else {
+                        &now.sync_action
+                    }
+                ),
+            });
+        }
+    }
+    if was.stalled != now.stalled {
+        let (from, to, text) = if now.stalled {
+            (
+                "progressing",
+                "stalled",
+                format!(
+                    "{name}: {} has not moved at {:.1}%",
+                    now.sync_action,
+                    now.sync_pct.unwrap_or(0.0)
+                ),
+            )
+        } else {
+            (
+                "stalled",
+                "progressing",
+                format!("{name}: {} moves again", now.sync_action),
+            )
+        };
+        events.push(Event {
+            source: "md",
+            object: name.clone(),
+            from_state: from.to_owned(),
+            to_state: to.to_owned(),
+            text,
+        });
+    }
+    for m in members {
+        let object = format!("{name}/{}", m.name);
+        let before = prev.members.iter().find(|p| p.name == m.name);
+        let Some(before) = before else {
+            events.push(Event {
+                source: "md",
+                object,
+                from_state: String::new(),
+                to_state: m.role().to_owned(),
+                text: format!("{} added to {name} as {}", m.name, m.role()),
+            });
+            continue;
+        };
+        let (r0, r1) = (before.role(), m.role());
+        if r0 == r1 {
+            continue;
+        }
+        let text = match (r0, r1) {
+            (_, "failed") => format!("{} failed in {name}", m.name),
+            ("spare", _) => format!("spare {} activated in {name}: now {r1}", m.name),
+            _ => format!("{} in {name}: {r0} -> {r1}", m.name),
+        };
+        events.push(Event {
+            source: "md",
+            object,
+            from_state: r0.to_owned(),
+            to_state: r1.to_owned(),
+            text,
+        });
+    }
+    for p in &prev.members {
+        if !members.iter().any(|m| m.name == p.name) {
+            events.push(Event {
+                source: "md",
+                object: format!("{name}/{}", p.name),
+                from_state: p.role().to_owned(),
+                to_state: "removed".to_owned(),
+                text: format!("{} removed from {name}", p.name),
+            });
+        }
+    }
+}
+
+fn sync_event(name: &str, was: &ArrayStatus, now: &ArrayStatus, text: String) -> Event {
+    Event {
+        source: "md",
+        object: name.to_owned(),
+        from_state: was.sync_action.clone(),
+        to_state: now.sync_action.clone(),
+        text,
+    }
+}
+
+impl MdMonitor {
+    /// The array's sysfs: the running state every poll, the rest when due or when mdstat shows
+    /// the array changed shape.
+    fn read_sys(&mut self, root: &Root, a: &MdArray) -> Result<Option<MdSys>, SourceError> {
+        let shape = Shape::of(a);
+        let every = self.config.member_refresh_polls.max(1);
+        if let Some(c) = self.sys_cache.get_mut(&a.name) {
+            c.polls += 1;
+            if c.shape == shape && c.polls < every {
+                let refreshed = mdsys::refresh(root, &a.name, &mut c.sys);
+                match refreshed {
+                    Ok(true) => return Ok(Some(c.sys.clone())),
+                    Ok(false) => {}
+                    Err(e) => {
+                        self.sys_cache.remove(&a.name);
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        self.sys_cache.remove(&a.name);
+        let full = mdsys::read(root, &a.name)?;
+        if let Some(s) = &full {
+            self.sys_cache.insert(
+                a.name.clone(),
+                SysCache {
+                    sys: s.clone(),
+                    shape,
+                    polls: 0,
+                },
+            );
+        }
+        Ok(full)
+    }
+}
+
+impl Monitor for MdMonitor {
+    fn source(&self) -> &'static str {
+        "md"
+    }
+
+    fn poll(
+        &mut self,
+        root: &Root,
+        now_s: f64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), SourceError> {
+        if !self.config.enabled {
+            return Ok(());
+        }
+        let path = root.proc("mdstat");
+        let present = read_into(&path, &mut self.buf)?;
+        let parsed = if present {
+            mdstat::parse(&self.buf).map_err(|e| SourceError::parse(&path, e))?
+        } else {
+            // No md module: nothing to watch (arrays seen before have gone with it).
+            mdstat::Mdstat::default()
+        };
+        let mut sys = BTreeMap::new();
+        let mut first_error = None;
+        for a in &parsed.arrays {
+            match self.read_sys(root, a) {
+                Ok(Some(s)) => {
+                    sys.insert(a.name.clone(), s);
+                }
+                Ok(None) => {}
+                // Reported once per poll; the array still gets its mdstat view.
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        self.sys_cache
+            .retain(|name, _| parsed.arrays.iter().any(|a| &a.name == name));
+        self.observe(&parsed, &sys, now_s, events);
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn report(&mut self, w: &mut LineWriter, ts_ns: i64) {
+        for t in self.arrays.values() {
+            let s = &t.status;
+            w.line("md", ts_ns)
+                .tag("array", &s.array)
+                .tag("level", &s.level)
+                .field("members", s.members)
+                .field("active", s.active)
+                .field("failed", s.failed)
+                .field("spare", s.spare)
+                .field("degraded", s.degraded)
+                .field("state", s.state.as_str())
+                .field("sync_action", s.sync_action.as_str())
+                .field_opt("sync_pct", s.sync_pct)
+                .field_opt("sync_speed_kbps", s.sync_speed_kbps)
+                .field_opt("sync_eta_s", s.sync_eta_s)
+                .field_opt("mismatch_cnt", s.mismatch_cnt)
+                .field_opt("redundancy_left", s.redundancy_left)
+                .field_opt("rebuild_risk", s.rebuild_risk)
+                .field("stalled", s.stalled)
+                .write();
+            for m in &t.members {
+                w.line("md_member", ts_ns)
+                    .tag("array", &s.array)
+                    .tag("member", &m.name)
+                    .field("state", m.state.as_str())
+                    .field("failed", m.failed)
+                    .field("spare", m.spare)
+                    .field_opt("errors", m.errors)
+                    .write();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// A throw-away host root the monitor polls, written step by step.
+    struct Host {
+        dir: tempfile::TempDir,
+        root: Root,
+    }
+
+    impl Host {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let root = Root::new(dir.path().join("proc"), dir.path().join("sys"));
+            std::fs::create_dir_all(dir.path().join("proc")).expect("mkdir");
+            Self { dir, root }
+        }
+
+        fn write(&self, rel: &str, text: &str) {
+            let p = self.dir.path().join(rel);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(p, text).expect("write");
+        }
+
+        fn mdstat(&self, text: &str) {
+            self.write("proc/mdstat", text);
+        }
+
+        fn attr(&self, md: &str, name: &str, value: &str) {
+            self.write(&format!("sys/block/{md}/md/{name}"), &format!("{value}\n"));
+        }
+
+        fn dev(&self, md: &str, dev: &str, state: &str, slot: &str, errors: u64) {
+            self.attr(md, &format!("dev-{dev}/state"), state);
+            self.attr(md, &format!("dev-{dev}/slot"), slot);
+            self.attr(md, &format!("dev-{dev}/errors"), &errors.to_string());
+        }
+    }
+
+    fn monitor() -> MdMonitor {
+        MdMonitor::new(MdConfig::default(), RiskModel::default())
+    }
+
+    fn poll(m: &mut MdMonitor, h: &Host, t: f64) -> Vec<(String, String, String)> {
+        let mut ev = Vec::new();
+        m.poll(&h.root, t, &mut ev).expect("poll");
+        ev.into_iter()
+            .map(|e| (e.object, e.from_state, e.to_state))
+            .collect()
+    }
+
+    fn ev(object: &str, from: &str, to: &str) -> (String, String, String) {
+        (object.into(), from.into(), to.into())
+    }
+
+    fn report(m: &mut MdMonitor) -> String {
+        let mut w = LineWriter::new("ds01", &[]);
+        m.report(&mut w, 1_700_000_000_000_000_000);
+        String::from_utf8(w.take()).expect("utf8")
+    }
+
+    fn close(a: f64, b: f64, rel: f64) -> bool {
+        (a - b).abs() <= rel * b.abs()
+    }
+
+    const RAID6_HEAD: &str = "Personalities : [raid6] [raid5] [raid4]\n";
+
+    fn raid6(members: &str, slots: &str, progress: &str) -> String {
+        format!(
+            "{RAID6_HEAD}md0 : active raid6 {members}\n      4000000 blocks super 1.2 level 6, 512k chunk, algorithm 2 {slots}\n{progress}      \nunused devices: <none>\n"
+        )
+    }
+
+    #[test]
+    fn recovery_progresses_to_completion_with_our_own_eta() {
+        let h = Host::new();
+        let mut m = monitor();
+        h.mdstat(&raid6(
+            "sdg[6](S) sdf[5] sde[4] sdd[3] sdc[2] sdb[1] sda[0]",
+            "[6/6] [UUUUUU]",
+            "",
+        ));
+        assert_eq!(
+            poll(&mut m, &h, 0.0),
+            vec![],
+            "the first poll is the baseline"
+        );
+        let s = m.array("md0").expect("md0");
+        assert_eq!(
+            (s.state, s.redundancy_left, s.rebuild_risk),
+            (ArrayState::Clean, Some(2), Some(0.0))
+        );
+        assert_eq!((s.members, s.active, s.spare), (6, 6, 1));
+
+        h.mdstat(&raid6(
+            "sdg[6](S) sdf[5] sde[4] sdd[3] sdc[2](F) sdb[1] sda[0]",
+            "[6/5] [UU_UUU]",
+            "",
+        ));
+        assert_eq!(
+            poll(&mut m, &h, 1.0),
+            vec![
+                ev("md0", "clean", "degraded"),
+                ev("md0/sdc", "active", "failed")
+            ]
+        );
+        let s = m.array("md0").expect("md0");
+        assert_eq!((s.failed, s.degraded, s.redundancy_left), (1, 1, Some(1)));
+        assert_eq!(s.sync_action, "idle");
+
+        let rec = |done: u64, speed: u64| {
+            raid6(
+                "sdg[6] sdf[5] sde[4] sdd[3] sdc[2](F) sdb[1] sda[0]",
+                "[6/5] [UU_UUU]",
+                &format!("      [>....................]  recovery = {:.1}% ({done}/1000000) finish=1.0min speed={speed}K/sec\n", done as f64 / 10000.0),
+            )
+        };
+        h.mdstat(&rec(0, 10000));
+        assert_eq!(
+            poll(&mut m, &h, 2.0),
+            vec![
+                ev("md0", "degraded", "recovering"),
+                ev("md0/sdg", "spare", "active")
+            ]
+        );
+        // One sample: the kernel's speed. 1 000 000 KiB at 10 000 KiB/s = 100 s.
+        let s = m.array("md0").expect("md0");
+        assert_eq!(s.sync_eta_s, Some(100.0));
+        assert_eq!(s.sync_action, "recover");
+
+        h.mdstat(&rec(100_000, 10000));
+        assert_eq!(poll(&mut m, &h, 12.0), vec![]);
+        // 100 000 KiB in 10 s = 10 000 KiB/s; 900 000 KiB left = 90 s.
+        assert_eq!(m.array("md0").and_then(|s| s.sync_eta_s), Some(90.0));
+
+        // The kernel's speed jumps to 50 000 KiB/s, but our samples say 10 000 KiB/s:
+        // 200 000 KiB in 20 s; 800 000 KiB left = 80 s (the kernel's figure would be 16 s).
+        h.mdstat(&rec(200_000, 50000));
+        assert_eq!(poll(&mut m, &h, 22.0), vec![]);
+        let s = m.array("md0").expect("md0").clone();
+        assert_eq!(s.sync_eta_s, Some(80.0));
+        assert_eq!(s.sync_pct, Some(20.0));
+        assert_eq!(s.sync_speed_kbps, Some(50000));
+        // Risk by hand: 5 survivors, 1 parity left, T = 80 s = 0.0222 h.
+        // p = 1 − exp(−0.02 · 0.022222 / 8766) = 5.0701e-8; P(X > 1) ≈ C(5,2) p² = 2.5706e-14.
+        let r = s.rebuild_risk.expect("risk");
+        assert!(close(r, 2.570_585e-14, 1e-4), "{r}");
+        insta::assert_snapshot!(report(&mut m));
+
+        h.mdstat(&raid6(
+            "sdg[6] sdf[5] sde[4] sdd[3] sdb[1] sda[0]",
+            "[6/6] [UUUUUU]",
+            "",
+        ));
+        assert_eq!(
+            poll(&mut m, &h, 32.0),
+            vec![
+                ev("md0", "recovering", "clean"),
+                ev("md0/sdc", "failed", "removed")
+            ]
+        );
+        let s = m.array("md0").expect("md0");
+        assert_eq!(
+            (s.sync_eta_s, s.sync_pct, s.rebuild_risk),
+            (None, None, Some(0.0))
+        );
+        assert_eq!((s.redundancy_left, s.spare, s.failed), (Some(2), 0, 0));
+    }
+
+    /// An 8-disk raid6 rebuilding `sdh` with sysfs present; `sdc` fails half-way.
+    fn raid6_rebuild_step(h: &Host, done_kb: u64, sdc_failed: bool) {
+        let (members, slots) = if sdc_failed {
+            (
+                "sdh[8] sdg[6] sdf[5] sde[4] sdd[3] sdc[2](F) sdb[1] sda[0]",
+                "[8/6] [UU_UUUU_]",
+            )
+        } else {
+            (
+                "sdh[8] sdg[6] sdf[5] sde[4] sdd[3] sdc[2] sdb[1] sda[0]",
+                "[8/7] [UUUUUUU_]",
+            )
+        };
+        h.mdstat(&format!(
+            "{RAID6_HEAD}md1 : active raid6 {members}\n      51840000000 blocks super 1.2 level 6, 512k chunk, algorithm 2 {slots}\n      [=========>...........]  recovery = 49.9% ({done_kb}/8640000000) finish=720.0min speed=100000K/sec\n      bitmap: 1/65 pages [4KB], 65536KB chunk\n\nunused devices: <none>\n"
+        ));
+        h.attr("md1", "level", "raid6");
+        h.attr("md1", "raid_disks", "8");
+        h.attr("md1", "array_state", "active");
+        h.attr("md1", "degraded", if sdc_failed { "2" } else { "1" });
+        h.attr("md1", "sync_action", "recover");
+        h.attr("md1", "sync_completed", "8589934592 / 17280000000");
+        h.attr("md1", "sync_speed", "100000");
+        h.attr("md1", "mismatch_cnt", "0");
+        h.attr("md1", "component_size", "8640000000");
+        for (i, d) in ["sda", "sdb", "sdc", "sdd", "sde", "sdf", "sdg"]
+            .iter()
+            .enumerate()
+        {
+            if *d == "sdc" && sdc_failed {
+                h.dev("md1", d, "faulty", "none", 31);
+            } else {
+                h.dev("md1", d, "in_sync", &i.to_string(), 0);
+            }
+        }
+        h.dev("md1", "sdh", "spare", "7", 0);
+    }
+
+    #[test]
+    fn second_failure_during_raid6_rebuild() {
+        let h = Host::new();
+        let mut m = monitor();
+        raid6_rebuild_step(&h, 4_300_000_000, false);
+        assert_eq!(poll(&mut m, &h, 0.0), vec![]);
+        raid6_rebuild_step(&h, 4_310_000_000, false);
+        assert_eq!(poll(&mut m, &h, 100.0), vec![]);
+        let before = m.array("md1").expect("md1").clone();
+        assert_eq!(before.state, ArrayState::Recovering);
+        assert_eq!(
+            (before.degraded, before.redundancy_left, before.active),
+            (1, Some(1), 7)
+        );
+        // 10 000 000 KiB in 100 s = 100 000 KiB/s; 4 330 000 000 KiB left = 43 300 s.
+        assert_eq!(before.sync_eta_s, Some(43_300.0));
+        // By hand: T = 43 300 s = 12.0278 h; p = 1 − exp(−0.02 · 12.0278 / 8766) = 2.74415e-5;
+        // 7 survivors, 1 left: P(X > 1) = 1 − q⁷ − 7pq⁶ = 1.58123e-8.
+        let r0 = before.rebuild_risk.expect("risk");
+        assert!(close(r0, 1.581_23e-8, 1e-4), "{r0}");
+        let (_, members) = m.arrays().next().expect("one array");
+        let sdh = members.iter().find(|x| x.name == "sdh").expect("sdh");
+        assert_eq!((sdh.state.as_str(), sdh.spare), ("rebuilding", false));
+
+        raid6_rebuild_step(&h, 4_320_000_000, true);
+        assert_eq!(
+            poll(&mut m, &h, 200.0),
+            vec![ev("md1/sdc", "active", "failed")]
+        );
+        let after = m.array("md1").expect("md1").clone();
+        assert_eq!(after.state, ArrayState::Recovering);
+        assert_eq!(
+            (
+                after.degraded,
+                after.redundancy_left,
+                after.active,
+                after.failed
+            ),
+            (2, Some(0), 6, 1)
+        );
+        // 20 000 000 KiB in 200 s; 4 320 000 000 KiB left = 43 200 s = 12 h, half the member.
+        assert_eq!(after.sync_eta_s, Some(43_200.0));
+        // By hand: p = 1 − exp(−0.02 · 12 / 8766) = 2.73781e-5; P_disk = 1 − q⁶ = 1.64258e-4.
+        // Bytes still to read: 0.5 · 8 640 000 000 KiB · 1024 · 6 survivors = 2.65421e13 B
+        // = 2.12337e14 bit; P_ure = 1 − exp(−0.212337) = 0.191308.
+        // P = 1 − (1 − 1.64258e-4)(1 − 0.191308) = 0.191440.
+        let r1 = after.rebuild_risk.expect("risk");
+        assert!(close(r1, 0.191_440, 1e-4), "{r1}");
+        assert!(r1 > 1e6 * r0);
+        let text = report(&mut m);
+        assert!(text.contains("md_member,host=ds01,array=md1,member=sdc state=\"faulty\",failed=true,spare=false,errors=31i"), "{text}");
+    }
+
+    fn raid1_check(h: &Host, action: &str, completed: &str, mismatch: u64, progress: &str) {
+        h.mdstat(&format!(
+            "Personalities : [raid1]\nmd2 : active raid1 sdb1[1] sda1[0]\n      1000 blocks super 1.2 [2/2] [UU]\n{progress}      \nunused devices: <none>\n"
+        ));
+        h.attr("md2", "level", "raid1");
+        h.attr("md2", "raid_disks", "2");
+        h.attr("md2", "array_state", "clean");
+        h.attr("md2", "degraded", "0");
+        h.attr("md2", "sync_action", action);
+        h.attr("md2", "sync_completed", completed);
+        h.attr(
+            "md2",
+            "sync_speed",
+            if action == "idle" { "none" } else { "500" },
+        );
+        h.attr("md2", "mismatch_cnt", &mismatch.to_string());
+        h.attr("md2", "component_size", "1000");
+        h.dev("md2", "sda1", "in_sync", "0", 0);
+        h.dev("md2", "sdb1", "in_sync", "1", 0);
+    }
+
+    #[test]
+    fn mismatch_cnt_growth_during_checks() {
+        let h = Host::new();
+        let mut m = monitor();
+        raid1_check(&h, "idle", "none", 0, "");
+        assert_eq!(poll(&mut m, &h, 0.0), vec![]);
+        raid1_check(
+            &h,
+            "check",
+            "0 / 2000",
+            0,
+            "      [>....................]  check =  0.0% (0/1000) finish=0.1min speed=500K/sec\n",
+        );
+        assert_eq!(poll(&mut m, &h, 1.0), vec![ev("md2", "idle", "check")]);
+        raid1_check(&h, "check", "1000 / 2000", 128, "      [==========>..........]  check = 50.0% (500/1000) finish=0.0min speed=500K/sec\n");
+        assert_eq!(
+            poll(&mut m, &h, 2.0),
+            vec![ev("md2", "mismatch_cnt=0", "mismatch_cnt=128")]
+        );
+        assert_eq!(m.array("md2").and_then(|s| s.sync_pct), Some(50.0));
+        raid1_check(&h, "idle", "none", 256, "");
+        assert_eq!(
+            poll(&mut m, &h, 3.0),
+            vec![
+                ev("md2", "check", "idle"),
+                ev("md2", "mismatch_cnt=128", "mismatch_cnt=256")
+            ]
+        );
+        let s = m.array("md2").expect("md2");
+        assert_eq!(
+            (s.mismatch_cnt, s.state, s.rebuild_risk),
+            (Some(256), ArrayState::Clean, Some(0.0))
+        );
+        // A new check resets the count: no growth event.
+        raid1_check(
+            &h,
+            "check",
+            "0 / 2000",
+            0,
+            "      [>....................]  check =  0.0% (0/1000) finish=0.1min speed=500K/sec\n",
+        );
+        assert_eq!(poll(&mut m, &h, 4.0), vec![ev("md2", "idle", "check")]);
+    }
+
+    #[test]
+    fn member_sysfs_is_reread_when_due_or_when_mdstat_changes() {
+        let h = Host::new();
+        let mut m = MdMonitor::new(
+            MdConfig {
+                member_refresh_polls: 3,
+                ..MdConfig::default()
+            },
+            RiskModel::default(),
+        );
+        let errors = |m: &MdMonitor| {
+            m.arrays()
+                .flat_map(|(_, ms)| ms.iter())
+                .find(|x| x.name == "sdb1")
+                .and_then(|x| x.errors)
+        };
+        raid1_check(&h, "idle", "none", 0, "");
+        poll(&mut m, &h, 0.0);
+        h.dev("md2", "sdb1", "in_sync", "1", 5);
+        poll(&mut m, &h, 1.0);
+        poll(&mut m, &h, 2.0);
+        assert_eq!(errors(&m), Some(0), "not due yet");
+        poll(&mut m, &h, 3.0);
+        assert_eq!(errors(&m), Some(5), "due after 3 polls");
+        // A member flagged in mdstat is read at once.
+        h.dev("md2", "sdb1", "faulty", "none", 9);
+        h.mdstat("Personalities : [raid1]\nmd2 : active raid1 sdb1[1](F) sda1[0]\n      1000 blocks super 1.2 [2/1] [U_]\n      \nunused devices: <none>\n");
+        h.attr("md2", "degraded", "1");
+        assert_eq!(
+            poll(&mut m, &h, 4.0),
+            vec![
+                ev("md2", "clean", "degraded"),
+                ev("md2/sdb1", "active", "failed")
+            ]
+        );
+        assert_eq!(errors(&m), Some(9));
+    }
+
+    #[test]
+    fn stalled_recovery() {
+        let h = Host::new();
+        let mut m = MdMonitor::new(
+            MdConfig {
+                stall_polls: 3,
+                ..MdConfig::default()
+            },
+            RiskModel::default(),
+        );
+        let step = |done: u64| {
+            h.mdstat(&format!(
+                "Personalities : [raid5]\nmd3 : active raid5 sdd[4] sdc[2] sdb[1] sda[0]\n      3000 blocks super 1.2 level 5, 64k chunk, algorithm 2 [4/3] [UUU_]\n      [=====>...............]  recovery = 30.0% ({done}/1000) finish=1.0min speed=0K/sec\n\nunused devices: <none>\n"
+            ))
+        };
+        step(300);
+        assert_eq!(poll(&mut m, &h, 0.0), vec![]);
+        assert_eq!(poll(&mut m, &h, 1.0), vec![]);
+        assert_eq!(poll(&mut m, &h, 2.0), vec![]);
+        assert!(!m.array("md3").expect("md3").stalled);
+        assert_eq!(
+            poll(&mut m, &h, 3.0),
+            vec![ev("md3", "progressing", "stalled")]
+        );
+        let s = m.array("md3").expect("md3");
+        assert!(s.stalled);
+        assert_eq!(s.sync_eta_s, None);
+        // A stalled rebuild is an open window (168 h): 3 survivors, none left.
+        // p = 1 − exp(−0.02 · 168 / 8766) = 3.83226e-4; P_disk = 1 − q³ = 1.149236e-3;
+        // URE over 0.7 · 1000 KiB · 1024 · 3 B is negligible (1.7e-8): P = 1.149254e-3.
+        let r = s.rebuild_risk.expect("risk");
+        assert!(close(r, 1.149_254e-3, 1e-5), "{r}");
+        step(310);
+        assert_eq!(
+            poll(&mut m, &h, 4.0),
+            vec![ev("md3", "stalled", "progressing")]
+        );
+        assert!(!m.array("md3").expect("md3").stalled);
+    }
+
+    #[test]
+    fn absent_empty_and_broken_sources() {
+        let h = Host::new();
+        let mut m = monitor();
+        assert_eq!(poll(&mut m, &h, 0.0), vec![]);
+        assert_eq!(report(&mut m), "");
+        h.mdstat("Personalities : \nunused devices: <none>\n");
+        assert_eq!(poll(&mut m, &h, 1.0), vec![]);
+        assert_eq!(report(&mut m), "");
+        h.mdstat("garbage\n");
+        let mut ev = Vec::new();
+        assert!(matches!(
+            m.poll(&h.root, 2.0, &mut ev),
+            Err(SourceError::Parse { .. })
+        ));
+        // Disabled: not even read.
+        let mut off = MdMonitor::new(
+            MdConfig {
+                enabled: false,
+                ..MdConfig::default()
+            },
+            RiskModel::default(),
+        );
+        assert!(off.poll(&h.root, 0.0, &mut ev).is_ok());
+    }
+
+    #[test]
+    fn bad_sysfs_is_an_error_but_the_array_is_still_reported() {
+        let h = Host::new();
+        let mut m = monitor();
+        raid1_check(&h, "idle", "none", 0, "");
+        h.attr("md2", "degraded", "lots");
+        let mut ev = Vec::new();
+        assert!(matches!(
+            m.poll(&h.root, 0.0, &mut ev),
+            Err(SourceError::Parse { .. })
+        ));
+        let s = m.array("md2").expect("reported from mdstat");
+        assert_eq!((s.state, s.mismatch_cnt), (ArrayState::Clean, None));
+    }
+
+    #[test]
+    fn arrays_appearing_and_vanishing() {
+        let h = Host::new();
+        let mut m = monitor();
+        h.mdstat("Personalities : [raid1]\nunused devices: <none>\n");
+        assert_eq!(poll(&mut m, &h, 0.0), vec![]);
+        h.mdstat("Personalities : [raid1]\nmd9 : active raid1 sdb[1] sda[0]\n      100 blocks [2/2] [UU]\n\nunused devices: <none>\n");
+        assert_eq!(poll(&mut m, &h, 1.0), vec![ev("md9", "", "clean")]);
+        h.mdstat("Personalities : [raid1]\nmd9 : active raid1 sdc[2](S) sdb[1] sda[0]\n      100 blocks [2/2] [UU]\n\nunused devices: <none>\n");
+        assert_eq!(poll(&mut m, &h, 2.0), vec![ev("md9/sdc", "", "spare")]);
+        h.mdstat("Personalities : [raid1]\nunused devices: <none>\n");
+        assert_eq!(poll(&mut m, &h, 3.0), vec![ev("md9", "clean", "")]);
+    }
+
+    fn one_poll_report(proc_dir: &Path, sys_dir: &Path) -> String {
+        let mut m = monitor();
+        let mut ev = Vec::new();
+        m.poll(&Root::new(proc_dir, sys_dir), 0.0, &mut ev)
+            .expect("poll");
+        report(&mut m)
+    }
+
+    #[test]
+    fn report_of_every_real_mdstat() {
+        insta::glob!("../../fixtures/mdstat", "*.txt", |path| {
+            let h = Host::new();
+            h.mdstat(&std::fs::read_to_string(path).expect("fixture"));
+            insta::assert_snapshot!(one_poll_report(
+                &h.dir.path().join("proc"),
+                &h.dir.path().join("sys")
+            ));
+        });
+    }
+
+    #[test]
+    fn report_of_every_fixture_tree() {
+        insta::glob!("../../fixtures/mdsys", "*/proc/mdstat", |path| {
+            let proc_dir = path.parent().expect("proc");
+            let top = proc_dir.parent().expect("tree");
+            insta::assert_snapshot!(one_poll_report(proc_dir, &top.join("sys")));
+        });
+    }
+
+    /// `MD_FAKE_ROOT=/tmp/fh-md cargo test … -- --ignored live_fake_host --nocapture` polls a
+    /// host generated by the bench's `mkhost.py` for a few seconds and prints the report.
+    #[test]
+    #[ignore]
+    fn live_fake_host() {
+        let Ok(top) = std::env::var("MD_FAKE_ROOT") else {
+            return;
+        };
+        let root = Root::new(Path::new(&top).join("proc"), Path::new(&top).join("sys"));
+        let mut m = monitor();
+        let start = std::time::Instant::now();
+        for _ in 0..5 {
+            let mut ev = Vec::new();
+            let t0 = std::time::Instant::now();
+            let res = m.poll(&root, start.elapsed().as_secs_f64(), &mut ev);
+            println!(
+                "poll {:?} in {:?}: {ev:?}",
+                res.map_err(|e| e.to_string()),
+                t0.elapsed()
+            );
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+        print!("{}", report(&mut m));
+    }
+}
