@@ -10,6 +10,8 @@ use crate::event::Event;
 use crate::root::Root;
 use crate::sources::SourceError;
 
+pub mod md;
+
 pub mod mpath;
 
 /// One storage subsystem watched over time.
