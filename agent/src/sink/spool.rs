@@ -28,6 +28,9 @@
 //!   the next valid record and counted in `corrupt_records`/`corrupt_bytes`, with the newlines
 //!   in the skipped bytes as an estimate of the lines lost (`corrupt_lines`).
 //!
+//! A fully delivered segment is deleted; the active one is replaced by a fresh segment once it
+//! is delivered and over 1 MiB, so a healthy agent keeps little on disk.
+//!
 //! Bound: when the segment files exceed `max_bytes`, whole segments are removed oldest first and
 //! their undelivered lines counted in `overflow_dropped_lines`, with a warning in the log.
 //! Segments are `max_bytes / 16` (64 KiB to 16 MiB, at most a quarter of the bound), so one drop
@@ -51,6 +54,8 @@ const RECORD_MAGIC: &[u8; 4] = b"SWR1";
 pub const RECORD_HEADER_BYTES: u64 = 12;
 /// Largest payload a record may hold; a longer length field marks a corrupt record.
 pub const MAX_RECORD_BYTES: u64 = 64 << 20;
+/// A fully delivered active segment at least this large is replaced by a fresh one.
+const RETIRE_DRAINED_BYTES: u64 = 1 << 20;
 const CURSOR_FILE: &str = "cursor";
 const CURSOR_TMP: &str = "cursor.tmp";
 const SEGMENT_SUFFIX: &str = ".seg";
@@ -693,6 +698,13 @@ impl Spool {
         }
         self.cursor = batch.end;
         self.gc()?;
+        if let Some(active) = self.segments.back() {
+            let drained = self.cursor.segment == active.id && self.cursor.offset >= active.len;
+            if drained && active.len >= RETIRE_DRAINED_BYTES {
+                // start afresh so delivered data does not sit on disk until the segment fills
+                self.rotate()?;
+            }
+        }
         self.save_cursor()
     }
 
@@ -1039,6 +1051,24 @@ mod tests {
         assert_eq!(got.as_bytes(), want.as_slice());
         // delivered segments are gone, only the active one is left
         assert_eq!(segment_files(dir.path()).len(), 1);
+    }
+
+    #[test]
+    fn drained_spool_does_not_keep_delivered_data_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Spool::open(dir.path(), 256 << 20).unwrap();
+        let b = batch(0, 2000); // ~50 KB
+        for _ in 0..30 {
+            s.append(&b).unwrap();
+            drain(&mut s, 1 << 20);
+        }
+        let files = segment_files(dir.path());
+        assert_eq!(files.len(), 1);
+        assert!(fs::metadata(&files[0]).unwrap().len() < RETIRE_DRAINED_BYTES);
+        assert!(s.stats().file_bytes < RETIRE_DRAINED_BYTES);
+        // and nothing is pending after a reopen
+        drop(s);
+        assert!(Spool::open(dir.path(), 256 << 20).unwrap().is_drained());
     }
 
     #[test]
