@@ -54,9 +54,12 @@ impl LastSeen {
         }
     }
 
-    /// Records lines from hosts at `now_s`.
+    /// Records lines from hosts at `now_s`. A host seen for the first time is saved at once
+    /// (before its write is acknowledged), so a node that sends once and then falls silent
+    /// is not forgotten by a collector crash; later times are saved with each heartbeat.
     pub fn seen<'a>(&self, hosts: impl IntoIterator<Item = (&'a String, &'a u64)>, now_s: i64) {
         let mut map = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
+        let before = map.len();
         for (host, lines) in hosts {
             if let Some(h) = map.get_mut(host.as_str()) {
                 h.last_seen_s = h.last_seen_s.max(now_s);
@@ -70,6 +73,27 @@ impl LastSeen {
                     },
                 );
             }
+        }
+        if map.len() != before {
+            self.save(&map, true);
+        }
+    }
+
+    fn save(&self, map: &BTreeMap<String, HostSeen>, sync: bool) {
+        let Some(path) = &self.path else { return };
+        let Ok(bytes) = serde_json::to_vec(map) else { return };
+        let tmp = path.with_extension("json.tmp");
+        let written = (|| -> std::io::Result<()> {
+            use std::io::Write;
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(&bytes)?;
+            if sync {
+                f.sync_data()?;
+            }
+            std::fs::rename(&tmp, path)
+        })();
+        if let Err(e) = written {
+            tracing::warn!(path = %path.display(), error = %e, "cannot save last-seen hosts");
         }
     }
 
@@ -103,17 +127,7 @@ impl LastSeen {
                 .close_line();
             seen.lines = 0;
         }
-        if let Some(path) = &self.path {
-            if let Ok(bytes) = serde_json::to_vec(&*map) {
-                let tmp = path.with_extension("json.tmp");
-                if std::fs::write(&tmp, bytes)
-                    .and_then(|_| std::fs::rename(&tmp, path))
-                    .is_err()
-                {
-                    tracing::warn!(path = %path.display(), "cannot save last-seen hosts");
-                }
-            }
-        }
+        self.save(&map, false);
         String::from_utf8(b.build()).unwrap_or_default()
     }
 }

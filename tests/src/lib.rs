@@ -1,1 +1,267 @@
-//! x
+//! End-to-end test support across the storwatch binaries: finding the built binaries, a
+//! throw-away influxd (through `scripts/influxd-test.sh`), the collector as a child process, a
+//! fixture proc/sys root for the agent, and a small blocking HTTP client.
+//!
+//! The binaries are taken from the target directory the tests run from (`cargo build --bins`
+//! or `cargo test --workspace` puts them there). When one is missing it is built with a nested
+//! `cargo build` into a separate target directory, since the outer cargo holds the lock of its
+//! own while tests run.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The workspace root.
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Path of a workspace binary, building it if it is not there.
+pub fn binary(package: &str, name: &str) -> PathBuf {
+    // Test executables live in <target>/<profile>/deps/.
+    let exe = std::env::current_exe().expect("current exe");
+    let profile_dir = exe.parent().and_then(Path::parent).expect("target profile dir");
+    let candidate = profile_dir.join(name);
+    if candidate.is_file() {
+        return candidate;
+    }
+    let nested = profile_dir.join("e2e-bins");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .current_dir(workspace())
+        .args(["build", "-p", package, "--bin", name, "--target-dir"])
+        .arg(&nested)
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "cannot build {name}");
+    nested.join("debug").join(name)
+}
+
+/// A throw-away influxd on 127.0.0.1, stopped on drop.
+pub struct Influxd {
+    pub dir: PathBuf,
+    pub port: u16,
+}
+
+fn script() -> PathBuf {
+    workspace().join("scripts/influxd-test.sh")
+}
+
+impl Influxd {
+    pub fn start(dir: &Path, port: u16) -> Influxd {
+        let out = Command::new("bash")
+            .arg(script())
+            .arg("start")
+            .arg(dir)
+            .arg(port.to_string())
+            .output()
+            .expect("run influxd-test.sh");
+        assert!(
+            out.status.success(),
+            "influxd did not start: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Influxd {
+            dir: dir.to_path_buf(),
+            port,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn query(&self, db: &str, q: &str) -> serde_json::Value {
+        let body = format!("db={}&q={}", urlencode(db), urlencode(q));
+        let (_, text) = http(
+            &format!("{}/query", self.url()),
+            "POST",
+            &[("Content-Type", "application/x-www-form-urlencoded")],
+            body.as_bytes(),
+        );
+        serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)
+    }
+
+    pub fn create_db(&self, db: &str) {
+        self.query(db, &format!("CREATE DATABASE \"{db}\""));
+    }
+
+    /// The first value of the first series of a query (0 when there is none).
+    pub fn scalar(&self, db: &str, q: &str) -> f64 {
+        self.query(db, q)["results"][0]["series"][0]["values"][0][1]
+            .as_f64()
+            .unwrap_or(0.0)
+    }
+}
+
+impl Drop for Influxd {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(script())
+            .arg("stop")
+            .arg(&self.dir)
+            .status();
+    }
+}
+
+pub fn urlencode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(char::from(b))
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// One HTTP/1.1 request with `Connection: close`: (status, body); status 0 when the
+/// connection failed. Chunked answers are reduced to the JSON object they carry.
+pub fn http(url: &str, method: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").expect("http URL");
+    let (hostport, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, "/"),
+    };
+    let Ok(mut s) = std::net::TcpStream::connect(hostport) else {
+        return (0, String::new());
+    };
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {hostport}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    if s.write_all(req.as_bytes()).and_then(|_| s.write_all(body)).is_err() {
+        return (0, String::new());
+    }
+    let mut resp = Vec::new();
+    let _ = s.read_to_end(&mut resp);
+    let text = String::from_utf8_lossy(&resp).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    let body = match (body.find('{'), body.rfind('}')) {
+        (Some(a), Some(b)) if b >= a => body.get(a..=b).unwrap_or("").to_string(),
+        _ => body,
+    };
+    (status, body)
+}
+
+/// The collector as a child process, SIGKILLed on drop.
+pub struct Collector {
+    child: Child,
+    pub port: u16,
+    config: PathBuf,
+}
+
+impl Collector {
+    /// Writes a config with one v1 output and a token file holding `token`, and starts it.
+    pub fn start(dir: &Path, port: u16, influx: &str, db: &str, token: &str) -> Collector {
+        let config = dir.join("collector.toml");
+        std::fs::write(dir.join("tokens"), format!("agents:{token}\n")).unwrap();
+        std::fs::write(
+            &config,
+            format!(
+                "listen = \"127.0.0.1:{port}\"\nqueue_dir = \"{q}\"\ntoken_file = \"{t}\"\n\
+                 [heartbeat]\ninterval_s = 1\n\
+                 [[outputs]]\nname = \"influx\"\nurl = \"{influx}\"\ndb = \"{db}\"\n\
+                 backoff_min_ms = 50\nbackoff_max_s = 1\n",
+                q = dir.join("queue").display(),
+                t = dir.join("tokens").display(),
+            ),
+        )
+        .unwrap();
+        Collector::spawn(config, port)
+    }
+
+    fn spawn(config: PathBuf, port: u16) -> Collector {
+        let child = Command::new(binary("storwatch-collector", "storwatch-collector"))
+            .arg("--config")
+            .arg(&config)
+            .env("RUST_LOG", "error")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start the collector");
+        let c = Collector { child, port, config };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while http(&c.url("/ping"), "GET", &[], b"").0 != 204 {
+            assert!(Instant::now() < deadline, "collector did not come up");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        c
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// kill -9 and start again on the same queue.
+    pub fn crash_and_restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let fresh = Collector::spawn(self.config.clone(), self.port);
+        *self = fresh;
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A proc root made of the agent's real captured fixtures (provenance in agent/fixtures), and
+/// the disk-server sys tree.
+pub fn fixture_roots(dir: &Path) -> (PathBuf, PathBuf) {
+    let fx = workspace().join("agent/fixtures");
+    let proc_root = dir.join("proc");
+    std::fs::create_dir_all(proc_root.join("net")).unwrap();
+    std::fs::create_dir_all(proc_root.join("pressure")).unwrap();
+    for (from, to) in [
+        ("diskstats/build-machine-linux-6.18-20-field.txt", "diskstats"),
+        ("netdev/build-machine-linux-6.18.txt", "net/dev"),
+        ("stat/build-machine-linux-6.18-2cpu.txt", "stat"),
+        ("meminfo/build-machine-linux-6.18.txt", "meminfo"),
+        ("pressure/build-machine-linux-6.18-io.txt", "pressure/io"),
+        ("uptime/build-machine-linux-6.18.txt", "uptime"),
+    ] {
+        std::fs::copy(fx.join(from), proc_root.join(to)).unwrap();
+    }
+    (proc_root, fx.join("sysfs/disk-server/sys"))
+}
+
+/// Waits until `f` holds or the timeout passes.
+pub fn wait_for(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    f()
+}
+
+/// gzip of `data`.
+pub fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
