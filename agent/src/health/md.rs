@@ -224,6 +224,10 @@ struct Tracked {
     status: ArrayStatus,
     members: Vec<MemberStatus>,
     run: Option<Run>,
+    /// The last `mismatch_cnt` announced by an event (or first seen).
+    mismatch_told: Option<u64>,
+    /// A growth was announced during the running check/repair/resync.
+    mismatch_told_in_run: bool,
 }
 
 /// Watches `/proc/mdstat` and `/sys/block/md*/md`.
@@ -303,12 +307,18 @@ impl MdMonitor {
                 }),
                 None => {}
             }
+            let (mut mismatch_told, mut mismatch_told_in_run) = (status.mismatch_cnt, false);
+            if let Some(p) = &prev {
+                (mismatch_told, mismatch_told_in_run) = mismatch_growth(p, &status, events);
+            }
             self.arrays.insert(
                 a.name.clone(),
                 Tracked {
                     status,
                     members,
                     run,
+                    mismatch_told,
+                    mismatch_told_in_run,
                 },
             );
         }
@@ -757,24 +767,6 @@ fn transitions(
             events.push(sync_event(name, was, now, text));
         }
     }
-    if let (Some(before), Some(after)) = (was.mismatch_cnt, now.mismatch_cnt) {
-        if after > before {
-            events.push(Event {
-                source: "md",
-                object: name.clone(),
-                from_state: format!("mismatch_cnt={before}"),
-                to_state: format!("mismatch_cnt={after}"),
-                text: format!(
-                    "{name}: mismatch_cnt grew from {before} to {after} sectors during {}",
-                    if now.sync_action == "idle" {
-                        &was.sync_action
-                    } else {
-                        &now.sync_action
-                    }
-                ),
-            });
-        }
-    }
     if was.stalled != now.stalled {
         let (from, to, text) = if now.stalled {
             (
@@ -842,6 +834,49 @@ fn transitions(
             });
         }
     }
+}
+
+/// A `mismatch_cnt` growth event, at most one while a check/repair/resync runs (the count can
+/// climb every second for hours on a bad array) plus one with the final count when it ends.
+/// Returns the value now announced and whether it was announced during the run.
+fn mismatch_growth(
+    prev: &Tracked,
+    now: &ArrayStatus,
+    events: &mut Vec<Event>,
+) -> (Option<u64>, bool) {
+    let counting = |a: &str| matches!(a, "check" | "repair" | "resync");
+    let running = counting(&now.sync_action);
+    let ended = counting(&prev.status.sync_action) && !running;
+    let started = running && !counting(&prev.status.sync_action);
+    let in_run = prev.mismatch_told_in_run && !started;
+    let (Some(told), Some(after)) = (prev.mismatch_told, now.mismatch_cnt) else {
+        return (now.mismatch_cnt, false);
+    };
+    if after <= told {
+        // Equal, or reset to 0 by a new check: nothing grew.
+        return (Some(after), in_run && running);
+    }
+    if running && in_run {
+        return (Some(told), true);
+    }
+    let during = if running {
+        now.sync_action.as_str()
+    } else if ended {
+        prev.status.sync_action.as_str()
+    } else {
+        "idle"
+    };
+    events.push(Event {
+        source: "md",
+        object: now.array.clone(),
+        from_state: format!("mismatch_cnt={told}"),
+        to_state: format!("mismatch_cnt={after}"),
+        text: format!(
+            "{}: mismatch_cnt grew from {told} to {after} sectors ({during})",
+            now.array
+        ),
+    });
+    (Some(after), running)
 }
 
 fn sync_event(name: &str, was: &ArrayStatus, now: &ArrayStatus, text: String) -> Event {
@@ -1269,6 +1304,11 @@ mod tests {
             vec![ev("md2", "mismatch_cnt=0", "mismatch_cnt=128")]
         );
         assert_eq!(m.array("md2").and_then(|s| s.sync_pct), Some(50.0));
+        // Further growth during the same check is not announced every second...
+        raid1_check(&h, "check", "1500 / 2000", 192, "      [===============>.....]  check = 75.0% (750/1000) finish=0.0min speed=500K/sec\n");
+        assert_eq!(poll(&mut m, &h, 2.5), vec![]);
+        assert_eq!(m.array("md2").and_then(|s| s.mismatch_cnt), Some(192));
+        // ...but its final count is, when the check ends.
         raid1_check(&h, "idle", "none", 256, "");
         assert_eq!(
             poll(&mut m, &h, 3.0),
