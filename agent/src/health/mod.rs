@@ -11,8 +11,8 @@ use crate::root::Root;
 use crate::sources::SourceError;
 
 pub mod md;
-
 pub mod mpath;
+pub mod zpool;
 
 /// One storage subsystem watched over time.
 pub trait Monitor: Send {

@@ -418,7 +418,10 @@ mod tests {
         let p = &s.pools[0];
         assert_eq!(p.scans.len(), 2);
         let r = &p.scans[1];
-        assert_eq!((r.kind, r.state), (ScanKind::Rebuild, ScanState::InProgress));
+        assert_eq!(
+            (r.kind, r.state),
+            (ScanKind::Rebuild, ScanState::InProgress)
+        );
         assert_eq!(r.vdev.as_deref(), Some("draid1:4d:11c:1s-0"));
         assert_eq!(r.total_bytes, Some(6_740_063_801_589));
         let spare = &p.config[0].children[0].children[0];

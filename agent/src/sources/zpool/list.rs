@@ -66,8 +66,12 @@ fn row(line: &str) -> Result<PoolList, String> {
     };
     let (name, size, alloc, free, ckpoint, expandsz, frag, cap, dedup, health, altroot) =
         match fields.as_slice() {
-            [n, s, a, f, c, e, fr, ca, d, h, al] => (n, s, a, f, Some(c), Some(e), Some(fr), ca, d, h, al),
-            [n, s, a, f, e, fr, ca, d, h, al] => (n, s, a, f, None, Some(e), Some(fr), ca, d, h, al),
+            [n, s, a, f, c, e, fr, ca, d, h, al] => {
+                (n, s, a, f, Some(c), Some(e), Some(fr), ca, d, h, al)
+            }
+            [n, s, a, f, e, fr, ca, d, h, al] => {
+                (n, s, a, f, None, Some(e), Some(fr), ca, d, h, al)
+            }
             [n, s, a, f, ca, d, h, al] => (n, s, a, f, None, None, None, ca, d, h, al),
             other => return Err(format!("{} fields, expected 8, 10 or 11", other.len())),
         };

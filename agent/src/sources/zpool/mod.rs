@@ -104,7 +104,7 @@ impl Pool {
 }
 
 /// What a vdev is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum VdevKind {
     /// The pool's root vdev.
     Root,
@@ -115,6 +115,7 @@ pub enum VdevKind {
     /// N-way mirror.
     Mirror,
     /// A block device.
+    #[default]
     Disk,
     /// A file used as a vdev.
     File,
@@ -321,12 +322,6 @@ pub struct Vdev {
     pub children: Vec<Vdev>,
 }
 
-impl Default for VdevKind {
-    fn default() -> Self {
-        Self::Disk
-    }
-}
-
 /// What a scan does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ScanKind {
@@ -429,9 +424,15 @@ impl Scan {
     }
 
     /// Bytes of progress: issued where known (0.8+), else examined (older versions, where
-    /// scanning and issuing were one step).
+    /// scanning and issuing were one step). A dRAID sequential rebuild reads each stripe once
+    /// in order, so its progress is what it has scanned (zpool computes its percentage from
+    /// that too).
     pub fn progress_bytes(&self) -> Option<u64> {
-        self.issued_bytes.or(self.examined_bytes)
+        if self.kind == ScanKind::Rebuild {
+            self.examined_bytes.or(self.issued_bytes)
+        } else {
+            self.issued_bytes.or(self.examined_bytes)
+        }
     }
 }
 
@@ -487,6 +488,10 @@ pub fn read_states(root: &Root) -> Result<Option<Vec<(String, String)>>, SourceE
     };
     let mut out = Vec::new();
     for name in names {
+        // Module-wide kstats (`arcstats`, `dbufstats`, …) are files; pools are directories.
+        if !dir.join(&name).is_dir() {
+            continue;
+        }
         let path = dir.join(&name).join("state");
         // A pool exported between listing and reading simply drops out.
         if let Some(text) = read_optional(&path)? {
@@ -630,7 +635,15 @@ pub(crate) fn render(s: &ZpoolStatus) -> String {
         }
     }
     fn vdev(out: &mut String, v: &Vdev, depth: usize) {
-        let _ = write!(out, "    {:indent$}{} [{}] {}", "", v.name, v.kind, v.state, indent = depth * 2);
+        let _ = write!(
+            out,
+            "    {:indent$}{} [{}] {}",
+            "",
+            v.name,
+            v.kind,
+            v.state,
+            indent = depth * 2
+        );
         if let (Some(r), Some(w), Some(c)) = (v.read_errors, v.write_errors, v.cksum_errors) {
             let _ = write!(out, " {r}/{w}/{c}");
         }
@@ -655,7 +668,11 @@ pub(crate) fn render(s: &ZpoolStatus) -> String {
         let _ = write!(out, "pool {:?} state={:?}", p.name, p.state);
         opt(&mut out, "guid", p.guid);
         out.push('\n');
-        for (k, v) in [("status", &p.status), ("action", &p.action), ("see", &p.see)] {
+        for (k, v) in [
+            ("status", &p.status),
+            ("action", &p.action),
+            ("see", &p.see),
+        ] {
             if let Some(v) = v {
                 let _ = writeln!(out, "  {k}: {v}");
             }
@@ -682,7 +699,11 @@ pub(crate) fn render(s: &ZpoolStatus) -> String {
             vdev(&mut out, v, 0);
         }
         if p.errors.is_some() || p.data_errors.is_some() {
-            let _ = write!(out, "  errors: {:?}", p.errors.as_deref().unwrap_or_default());
+            let _ = write!(
+                out,
+                "  errors: {:?}",
+                p.errors.as_deref().unwrap_or_default()
+            );
             opt(&mut out, "data_errors", p.data_errors);
             out.push('\n');
         }
@@ -708,7 +729,10 @@ mod tests {
 
     #[test]
     fn state_errors_name_the_line() {
-        assert_eq!(parse_state("").map_err(|e| e.reason), Err("empty pool state".into()));
+        assert_eq!(
+            parse_state("").map_err(|e| e.reason),
+            Err("empty pool state".into())
+        );
         let e = parse_state("\nonline\n").expect_err("lower case");
         assert_eq!((e.line, e.text.as_str()), (2, "online"));
         let e = parse_state("ONLINE\nDEGRADED\n").expect_err("two words");

@@ -114,9 +114,7 @@ pub fn parse(text: &str) -> Result<ZpoolStatus, ParseError> {
         let line = raw.trim_end();
         let trimmed = line.trim_start();
         if trimmed.is_empty() {
-            if section == Section::Config
-                && cur.as_ref().is_some_and(|b| !b.rows.is_empty())
-            {
+            if section == Section::Config && cur.as_ref().is_some_and(|b| !b.rows.is_empty()) {
                 section = Section::ConfigDone;
             }
             continue;
@@ -241,8 +239,20 @@ fn append(slot: &mut Option<String>, more: &str) {
 /// Keys zpool prints before its colon, right-aligned to column 7 (`  pool:`, `status:`) or,
 /// for the longer ones, from column 0 (`checkpoint:`).
 const KEYS: &[&str] = &[
-    "pool", "id", "state", "status", "action", "see", "scan", "scrub", "config", "errors",
-    "remove", "checkpoint", "expand", "prefetch",
+    "pool",
+    "id",
+    "state",
+    "status",
+    "action",
+    "see",
+    "scan",
+    "scrub",
+    "config",
+    "errors",
+    "remove",
+    "checkpoint",
+    "expand",
+    "prefetch",
 ];
 
 /// Splits a `key: value` line. Outside the config any lower-case word followed by a colon at
@@ -598,7 +608,10 @@ mod tests {
 
         let text = "  pool: t\nconfig:\n\tNAME STATE READ WRITE CKSUM\n\tt ONLINE 0 x1 0\n";
         let e = parse(text).expect_err("bad counter");
-        assert_eq!((e.line, e.reason.as_str()), (4, "error counters are not numbers"));
+        assert_eq!(
+            (e.line, e.reason.as_str()),
+            (4, "error counters are not numbers")
+        );
 
         let text = "  pool: t\nconfig:\n\tNAME STATE READ WRITE CKSUM\n\tt ONLINE 0 0\n";
         let e = parse(text).expect_err("two counters");
@@ -637,14 +650,27 @@ mod tests {
         assert_eq!(s.state, ScanState::Paused);
         let s = parse_scan(
             "resilver in progress since Sat Jan 12 11:29:36 2019",
-            &["72.6M scanned out of 1.03T at 2.42M/s, 123h32m to go".into(), "72.2M resilvered, 0.01% done".into()],
+            &[
+                "72.6M scanned out of 1.03T at 2.42M/s, 123h32m to go".into(),
+                "72.2M resilvered, 0.01% done".into(),
+            ],
         )
         .expect("scan");
         assert_eq!(s.examined_bytes, Some(76_126_618));
         assert_eq!(s.tool_eta_s, Some(444_720));
         assert_eq!(s.percent, Some(0.01));
-        let s = parse_scan("scrub in progress since x", &["1.00G scanned at 1.00M/s, 512M issued at 1.00M/s, 2.00G total".into(), "0B repaired, 25.00% done, no estimated completion time".into()]).expect("scan");
-        assert_eq!((s.issued_bytes, s.total_bytes, s.tool_eta_s), (Some(536_870_912), Some(2_147_483_648), None));
+        let s = parse_scan(
+            "scrub in progress since x",
+            &[
+                "1.00G scanned at 1.00M/s, 512M issued at 1.00M/s, 2.00G total".into(),
+                "0B repaired, 25.00% done, no estimated completion time".into(),
+            ],
+        )
+        .expect("scan");
+        assert_eq!(
+            (s.issued_bytes, s.total_bytes, s.tool_eta_s),
+            (Some(536_870_912), Some(2_147_483_648), None)
+        );
         assert_eq!(parse_scan("none requested", &[]), None);
         assert_eq!(parse_scan("defragmenting", &[]), None);
     }

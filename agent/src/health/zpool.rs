@@ -1,0 +1,1523 @@
+//! ZFS pools over time: state, errors, scans with our own rate and ETA, capacity, redundancy
+//! left and the risk of losing data before a resilver restores it.
+//!
+//! Two speeds. Every sample (1 s) the monitor reads `/proc/spl/kstat/zfs/<pool>/state`, which
+//! costs nothing and turns a pool going DEGRADED into an event within a second. The details
+//! come from `zpool status` (`-j --json-int` where the release has it, else `-p` text) and
+//! `zpool list -Hp`, which the monitor runs on its own thread every `interval_s` (60 s) with a
+//! deadline (`timeout_s`, 10 s): `zpool` can hang for minutes behind a dead device, and the
+//! sampling loop must never wait for it. A kstat state change wakes the thread at once. A
+//! command that fails, hangs or prints something unparseable is returned from one `poll` as an
+//! error (the sampler counts and logs it) and the last good details stay in use; the age of
+//! the details is reported (`status_age_s`).
+//!
+//! Derived per pool: `fault_under_online` (a FAULTED/DEGRADED/UNAVAIL/REMOVED device in a pool
+//! whose state still reads ONLINE — what a pool with a dead cache device or a faulted spare
+//! looks like), scan progress with rate and ETA computed here from successive samples (the
+//! tool's own ETA is wrong on dRAID sequential rebuilds and wild early in any scan),
+//! capacity and `capacity_over_85` (ZFS allocation slows as free space fragments). Per
+//! top-level vdev: `redundancy_left` — parity for RAID-Z/dRAID, copies − 1 for a mirror, 0 for a
+//! single device, minus members that are FAULTED/UNAVAIL/REMOVED/OFFLINE and not covered by a
+//! spare or replacement that already holds their data — and `rebuild_risk`
+//! ([`crate::risk::loss_probability`]) over the window until our resilver ETA, or the open
+//! window when degraded with nothing rebuilding.
+//!
+//! Events: pool state changes, vdev state changes, scans starting/finishing, checksum errors
+//! appearing or growing on a device. At the first sight of a pool only what needs attention is
+//! announced (a bad state, a running scan, existing checksum errors), so a restart does not
+//! replay the history of a healthy node.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::Monitor;
+use crate::command::{CommandError, CommandRunner};
+use crate::encode::LineWriter;
+use crate::event::Event;
+use crate::risk::{loss_probability, Exposure, RiskModel};
+use crate::root::Root;
+use crate::sources::zpool::{
+    self, is_bad_state, is_failed_state, json, list, status, Pool, PoolList, Scan, ScanKind,
+    ScanState, Vdev, VdevKind, ZpoolStatus,
+};
+use crate::sources::SourceError;
+
+/// `[zpool]` in the agent configuration.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ZpoolConfig {
+    /// Watch ZFS pools when the zfs module is loaded (`/proc/spl/kstat/zfs` exists).
+    pub enabled: bool,
+    /// The `zpool` program: a name looked up in `PATH` or an absolute path.
+    pub zpool: PathBuf,
+    /// Seconds between runs of `zpool status` and `zpool list` (default 60).
+    pub interval_s: f64,
+    /// Seconds a `zpool` command may run before it is killed and counted as an error
+    /// (default 10).
+    pub timeout_s: f64,
+    /// Capacity, percent of the pool's size allocated, above which `capacity_over_85` is true
+    /// (default 85: ZFS write performance falls off as free space fragments).
+    pub capacity_threshold_pct: f64,
+}
+
+impl Default for ZpoolConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            zpool: PathBuf::from("zpool"),
+            interval_s: 60.0,
+            timeout_s: 10.0,
+            capacity_threshold_pct: 85.0,
+        }
+    }
+}
+
+/// Seconds → Duration, falling back to `default` for zero, negative, NaN or huge values
+/// (which `Duration::from_secs_f64` would panic on).
+fn seconds(s: f64, default: f64) -> Duration {
+    Duration::try_from_secs_f64(s)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .unwrap_or(Duration::from_secs_f64(default))
+}
+
+/// One run of the commands, as the worker thread hands it over.
+#[derive(Debug)]
+struct CommandSample {
+    /// When `zpool status` answered.
+    taken: Instant,
+    status: Result<ZpoolStatus, SourceError>,
+    list: Result<Vec<PoolList>, SourceError>,
+}
+
+/// Whether the installed zpool has `status -j` (OpenZFS ≥ 2.3), learnt on the first run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Json {
+    Unknown,
+    Yes,
+    No,
+}
+
+struct Worker {
+    runner: Arc<dyn CommandRunner>,
+    zpool: PathBuf,
+    timeout: Duration,
+    json: Json,
+    /// `status -p` is refused by releases before it existed; then plain `status`.
+    exact: bool,
+}
+
+impl Worker {
+    fn label(&self, args: &str) -> PathBuf {
+        PathBuf::from(format!("{} {args}", self.zpool.display()))
+    }
+
+    fn status(&mut self) -> Result<ZpoolStatus, SourceError> {
+        if self.json != Json::No {
+            match self
+                .runner
+                .run(&self.zpool, &["status", "-j", "--json-int"], self.timeout)
+            {
+                Ok(out) => {
+                    self.json = Json::Yes;
+                    return json::parse(&out)
+                        .map_err(|e| SourceError::parse(&self.label("status -j --json-int"), e));
+                }
+                // Releases before 2.3 reject -j with a usage message; a runner that does not
+                // know the command at all says NotFound. Either way: text from now on.
+                Err(CommandError::Failed { .. } | CommandError::NotFound(_))
+                    if self.json == Json::Unknown =>
+                {
+                    self.json = Json::No;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let args: &[&str] = if self.exact {
+            &["status", "-p"]
+        } else {
+            &["status"]
+        };
+        let out = match self.runner.run(&self.zpool, args, self.timeout) {
+            Err(CommandError::Failed { status: 2, .. }) if self.exact => {
+                self.exact = false;
+                self.runner.run(&self.zpool, &["status"], self.timeout)?
+            }
+            other => other?,
+        };
+        status::parse(&out).map_err(|e| SourceError::parse(&self.label(&args.join(" ")), e))
+    }
+
+    fn list(&self) -> Result<Vec<PoolList>, SourceError> {
+        let out = self
+            .runner
+            .run(&self.zpool, &["list", "-Hp"], self.timeout)?;
+        let rows = list::parse(&out);
+        match rows.errors.into_iter().next() {
+            Some(e) => Err(SourceError::parse(&self.label("list -Hp"), e)),
+            None => Ok(rows.rows),
+        }
+    }
+
+    fn run(mut self, interval: Duration, out: Sender<CommandSample>, wake: Receiver<()>) {
+        loop {
+            let status = self.status();
+            let taken = Instant::now();
+            let list = self.list();
+            if out
+                .send(CommandSample {
+                    taken,
+                    status,
+                    list,
+                })
+                .is_err()
+            {
+                return; // the monitor is gone
+            }
+            match wake.recv_timeout(interval) {
+                Ok(()) | Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+            // Several wake-ups while a command ran are one reason to run again, not several.
+            while wake.try_recv().is_ok() {}
+        }
+    }
+}
+
+struct WorkerLink {
+    samples: Receiver<CommandSample>,
+    wake: Sender<()>,
+}
+
+/// The zpool [`Monitor`].
+pub struct ZpoolMonitor {
+    cfg: ZpoolConfig,
+    runner: Arc<dyn CommandRunner>,
+    worker: Option<WorkerLink>,
+    tracker: Tracker,
+    command_errors: u64,
+}
+
+impl std::fmt::Debug for ZpoolMonitor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZpoolMonitor")
+            .field("cfg", &self.cfg)
+            .field("running", &self.worker.is_some())
+            .field("pools", &self.tracker.pools.keys().collect::<Vec<_>>())
+            .field("command_errors", &self.command_errors)
+            .finish()
+    }
+}
+
+impl ZpoolMonitor {
+    /// A monitor running `zpool` through `runner` (the real [`crate::command::SystemRunner`] in
+    /// the agent). Nothing runs until the first `poll` finds ZFS loaded.
+    pub fn new(cfg: ZpoolConfig, risk: RiskModel, runner: Arc<dyn CommandRunner>) -> Self {
+        let tracker = Tracker::new(cfg.capacity_threshold_pct, risk);
+        Self {
+            cfg,
+            runner,
+            worker: None,
+            tracker,
+            command_errors: 0,
+        }
+    }
+
+    /// Failed, hung or unparseable `zpool` runs since start.
+    pub fn command_errors(&self) -> u64 {
+        self.command_errors
+    }
+
+    fn start_worker(&mut self) -> Result<(), SourceError> {
+        let (tx, rx) = mpsc::channel();
+        let (wake_tx, wake_rx) = mpsc::channel();
+        let worker = Worker {
+            runner: Arc::clone(&self.runner),
+            zpool: self.cfg.zpool.clone(),
+            timeout: seconds(self.cfg.timeout_s, 10.0),
+            json: Json::Unknown,
+            exact: true,
+        };
+        let interval = seconds(self.cfg.interval_s, 60.0);
+        std::thread::Builder::new()
+            .name("storwatch-zpool".into())
+            .spawn(move || worker.run(interval, tx, wake_rx))
+            .map_err(|e| SourceError::io(Path::new("zpool worker thread"), e))?;
+        self.worker = Some(WorkerLink {
+            samples: rx,
+            wake: wake_tx,
+        });
+        Ok(())
+    }
+}
+
+impl Monitor for ZpoolMonitor {
+    fn source(&self) -> &'static str {
+        "zpool"
+    }
+
+    fn poll(
+        &mut self,
+        root: &Root,
+        now_s: f64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), SourceError> {
+        if !self.cfg.enabled {
+            return Ok(());
+        }
+        self.tracker.now_s = now_s;
+        let mut first_error = None;
+        match zpool::read_states(root) {
+            // No zfs module: nothing to watch, and no zpool to run.
+            Ok(None) => {
+                if self.worker.is_none() {
+                    return Ok(());
+                }
+                // The module was unloaded under us: every kstat-known pool is gone.
+                if self.tracker.observe_kstat(&[], events) {
+                    self.wake();
+                }
+            }
+            Ok(Some(states)) => {
+                if self.worker.is_none() {
+                    self.start_worker()?;
+                }
+                if self.tracker.observe_kstat(&states, events) {
+                    self.wake();
+                }
+            }
+            Err(e) => first_error = Some(e),
+        }
+        let mut samples = Vec::new();
+        if let Some(link) = &self.worker {
+            loop {
+                match link.samples.try_recv() {
+                    Ok(s) => samples.push(s),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        self.worker = None; // restarted on the next poll
+                        break;
+                    }
+                }
+            }
+        }
+        let mut errors = Vec::new();
+        for s in samples {
+            let t = now_s - s.taken.elapsed().as_secs_f64();
+            match s.list {
+                Ok(rows) => self.tracker.observe_list(&rows),
+                Err(e) => errors.push(e),
+            }
+            match s.status {
+                Ok(st) => self.tracker.observe_status(&st, t, events),
+                Err(e) => errors.push(e),
+            }
+        }
+        self.command_errors += errors.len() as u64;
+        for e in errors {
+            // One error goes back to the sampler (counted and logged there); the others of
+            // this poll are logged here.
+            if first_error.is_none() {
+                first_error = Some(e);
+            } else {
+                tracing::warn!(source = "zpool", "{e}");
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn report(&mut self, w: &mut LineWriter, ts_ns: i64) {
+        self.tracker.report(w, ts_ns);
+    }
+}
+
+impl ZpoolMonitor {
+    fn wake(&self) {
+        if let Some(link) = &self.worker {
+            let _ = link.wake.send(());
+        }
+    }
+}
+
+/// Samples of a running scan kept for its rate: the last ten minutes.
+const RATE_WINDOW_S: f64 = 600.0;
+
+#[derive(Debug, Clone)]
+struct ScanTrack {
+    state: ScanState,
+    /// (time, progress bytes) of the running scan.
+    samples: VecDeque<(f64, u64)>,
+    rate_bps: Option<f64>,
+    eta_s: Option<f64>,
+}
+
+#[derive(Debug, Default)]
+struct PoolTrack {
+    kstat: Option<String>,
+    /// The health last announced (for state-change events).
+    health: Option<String>,
+    status: Option<Pool>,
+    status_t: Option<f64>,
+    list: Option<PoolList>,
+    vdev_states: BTreeMap<String, String>,
+    cksum: BTreeMap<String, u64>,
+    scans: BTreeMap<String, ScanTrack>,
+}
+
+/// The pure part of the monitor: successive observations in, events and report lines out.
+#[derive(Debug)]
+struct Tracker {
+    threshold_pct: f64,
+    risk: RiskModel,
+    now_s: f64,
+    pools: BTreeMap<String, PoolTrack>,
+}
+
+fn event(object: String, from: &str, to: &str, text: String) -> Event {
+    Event {
+        source: "zpool",
+        object,
+        from_state: from.to_owned(),
+        to_state: to.to_owned(),
+        text,
+    }
+}
+
+fn set_health(name: &str, t: &mut PoolTrack, new: &str, events: &mut Vec<Event>) -> bool {
+    let changed = t.health.as_deref() != Some(new);
+    match t.health.as_deref() {
+        None if is_bad_state(new) => events.push(event(
+            name.to_owned(),
+            "",
+            new,
+            format!("pool {name} is {new}"),
+        )),
+        Some(old) if old != new => events.push(event(
+            name.to_owned(),
+            old,
+            new,
+            format!("pool {name} changed from {old} to {new}"),
+        )),
+        _ => {}
+    }
+    t.health = Some(new.to_owned());
+    changed
+}
+
+fn scan_key(s: &Scan) -> String {
+    match &s.vdev {
+        Some(v) => format!("{} {v}", s.kind.as_str()),
+        None => s.kind.as_str().to_owned(),
+    }
+}
+
+impl Tracker {
+    fn new(threshold_pct: f64, risk: RiskModel) -> Self {
+        Self {
+            threshold_pct,
+            risk,
+            now_s: 0.0,
+            pools: BTreeMap::new(),
+        }
+    }
+
+    /// The kstat states of all pools; returns true when a pool appeared, vanished or changed
+    /// state (the details are then fetched at once).
+    fn observe_kstat(&mut self, states: &[(String, String)], events: &mut Vec<Event>) -> bool {
+        let mut changed = false;
+        for (name, state) in states {
+            let t = self.pools.entry(name.clone()).or_default();
+            t.kstat = Some(state.clone());
+            changed |= set_health(name, t, state, events);
+        }
+        let gone: Vec<String> = self
+            .pools
+            .iter()
+            .filter(|(n, t)| t.kstat.is_some() && !states.iter().any(|(s, _)| s == *n))
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in gone {
+            if let Some(t) = self.pools.remove(&name) {
+                let from = t.health.unwrap_or_default();
+                events.push(event(
+                    name.clone(),
+                    &from,
+                    "",
+                    format!("pool {name} is no longer imported"),
+                ));
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    fn observe_list(&mut self, rows: &[PoolList]) {
+        for t in self.pools.values_mut() {
+            t.list = None;
+        }
+        for r in rows {
+            self.pools.entry(r.name.clone()).or_default().list = Some(r.clone());
+        }
+    }
+
+    fn observe_status(&mut self, st: &ZpoolStatus, t_s: f64, events: &mut Vec<Event>) {
+        for p in st.pools.iter().filter(|p| !p.name.is_empty()) {
+            let t = self.pools.entry(p.name.clone()).or_default();
+            if t.kstat.is_none() && !p.state.is_empty() {
+                set_health(&p.name, t, &p.state, events);
+            }
+            observe_vdevs(&p.name, p, t, events);
+            observe_scans(&p.name, p, t, t_s, events);
+            t.status = Some(p.clone());
+            t.status_t = Some(t_s);
+        }
+        // Without kstat (another OS, a test) the status output is the list of pools.
+        let gone: Vec<String> = self
+            .pools
+            .iter()
+            .filter(|(n, t)| {
+                t.kstat.is_none() && t.status.is_some() && !st.pools.iter().any(|p| &p.name == *n)
+            })
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in gone {
+            if let Some(t) = self.pools.remove(&name) {
+                let from = t.health.unwrap_or_default();
+                events.push(event(
+                    name.clone(),
+                    &from,
+                    "",
+                    format!("pool {name} is no longer imported"),
+                ));
+            }
+        }
+    }
+
+    fn report(&self, w: &mut LineWriter, ts_ns: i64) {
+        for (name, t) in &self.pools {
+            let d = derive(t, self.now_s, self.threshold_pct, &self.risk);
+            let mut line = w.line("zpool", ts_ns).tag("pool", name);
+            line = line
+                .field_opt("health", d.health.as_deref())
+                .field_opt("size_bytes", d.size_bytes)
+                .field_opt("alloc_bytes", d.alloc_bytes)
+                .field_opt("free_bytes", d.free_bytes)
+                .field_opt("capacity_pct", d.capacity_pct)
+                .field_opt("fragmentation_pct", d.fragmentation_pct)
+                .field_opt("read_errors", d.read_errors)
+                .field_opt("write_errors", d.write_errors)
+                .field_opt("cksum_errors", d.cksum_errors)
+                .field_opt("data_errors", d.data_errors);
+            if t.status.is_some() {
+                line = line
+                    .field("scan", d.scan_kind)
+                    .field("scan_state", d.scan_state)
+                    .field_opt("scan_pct", d.scan_pct)
+                    .field_opt("scan_rate_bps", d.scan_rate_bps)
+                    .field_opt("scan_eta_s", d.scan_eta_s)
+                    .field_opt("redundancy_left", d.redundancy_left)
+                    .field_opt("rebuild_risk", d.rebuild_risk)
+                    .field("fault_under_online", d.fault_under_online)
+                    .field_opt("status_age_s", d.status_age_s);
+            }
+            line.field_opt("capacity_over_85", d.capacity_over).write();
+            for v in &d.vdevs {
+                w.line("zpool_vdev", ts_ns)
+                    .tag("pool", name)
+                    .tag("vdev", &v.name)
+                    .tag("kind", &v.kind)
+                    .tag("parent", &v.parent)
+                    .field("state", v.state.as_str())
+                    .field_opt("read_errors", v.read_errors)
+                    .field_opt("write_errors", v.write_errors)
+                    .field_opt("cksum_errors", v.cksum_errors)
+                    .field_opt("redundancy_left", v.redundancy_left)
+                    .field_opt("rebuild_risk", v.rebuild_risk)
+                    .write();
+            }
+        }
+    }
+}
+
+/// Walks the config with each vdev's path (`tank/raidz2-0/sdk`) and parent name.
+fn walk<'a>(p: &'a Pool, f: &mut dyn FnMut(&'a Vdev, &str, &str, usize)) {
+    fn rec<'a>(
+        v: &'a Vdev,
+        path: &str,
+        parent: &str,
+        depth: usize,
+        f: &mut dyn FnMut(&'a Vdev, &str, &str, usize),
+    ) {
+        let here = if path.is_empty() {
+            v.name.clone()
+        } else {
+            format!("{path}/{}", v.name)
+        };
+        f(v, &here, parent, depth);
+        for c in &v.children {
+            rec(c, &here, &v.name, depth + 1, f);
+        }
+    }
+    for top in &p.config {
+        // The root's path is the pool name; sections hang under it (`tank/logs/sdc`).
+        let base = if top.kind == VdevKind::Root {
+            String::new()
+        } else {
+            p.name.clone()
+        };
+        rec(top, &base, "", 0, f);
+    }
+}
+
+fn observe_vdevs(pool: &str, p: &Pool, t: &mut PoolTrack, events: &mut Vec<Event>) {
+    let mut seen_states = BTreeMap::new();
+    let mut seen_cksum = BTreeMap::new();
+    walk(p, &mut |v, path, _parent, _depth| {
+        // The root vdev mirrors the pool state, already announced; sections have none.
+        if v.kind == VdevKind::Root || v.kind.is_section() || v.state.is_empty() {
+            return;
+        }
+        match t.vdev_states.get(path) {
+            None if is_bad_state(&v.state) => {
+                events.push(event(
+                    path.to_owned(),
+                    "",
+                    &v.state,
+                    format!("{pool}: {} is {}", v.name, v.state),
+                ));
+            }
+            Some(old) if *old != v.state => events.push(event(
+                path.to_owned(),
+                old,
+                &v.state,
+                format!("{pool}: {} changed from {old} to {}", v.name, v.state),
+            )),
+            _ => {}
+        }
+        seen_states.insert(path.to_owned(), v.state.clone());
+        if let (true, Some(c)) = (v.children.is_empty(), v.cksum_errors) {
+            let prev = t.cksum.get(path).copied();
+            let grew = match prev {
+                None => c > 0,
+                Some(p) => c > p,
+            };
+            if grew {
+                let from = prev.map(|p| p.to_string()).unwrap_or_default();
+                events.push(event(
+                    path.to_owned(),
+                    &from,
+                    &c.to_string(),
+                    format!(
+                        "{pool}: checksum errors on {} {} {c}",
+                        v.name,
+                        if prev.is_some() {
+                            format!("grew from {from} to")
+                        } else {
+                            "at".to_owned()
+                        }
+                    ),
+                ));
+            }
+            seen_cksum.insert(path.to_owned(), c);
+        }
+    });
+    t.vdev_states = seen_states;
+    t.cksum = seen_cksum;
+}
+
+fn observe_scans(pool: &str, p: &Pool, t: &mut PoolTrack, t_s: f64, events: &mut Vec<Event>) {
+    let mut next = BTreeMap::new();
+    for s in &p.scans {
+        let key = scan_key(s);
+        let prev = t.scans.remove(&key);
+        let prev_state = prev.as_ref().map(|p| p.state);
+        let object = match &s.vdev {
+            Some(v) => format!("{pool}/{v}"),
+            None => pool.to_owned(),
+        };
+        let what = s.kind.as_str();
+        let from = prev_state.map_or("", ScanState::as_str);
+        let mut track = prev.unwrap_or(ScanTrack {
+            state: s.state,
+            samples: VecDeque::new(),
+            rate_bps: None,
+            eta_s: None,
+        });
+        if s.state == ScanState::InProgress {
+            if prev_state != Some(ScanState::InProgress) {
+                let verb = if prev_state == Some(ScanState::Paused) {
+                    "resumed"
+                } else {
+                    "started"
+                };
+                events.push(event(
+                    object.clone(),
+                    from,
+                    s.state.as_str(),
+                    format!("{what} {verb} on {object}"),
+                ));
+                track.samples.clear();
+            }
+            if let Some(done) = s.progress_bytes() {
+                // A restarted scan (progress went backwards) starts a new rate.
+                if track.samples.back().is_some_and(|&(_, d)| done < d) {
+                    track.samples.clear();
+                }
+                if !track.samples.back().is_some_and(|&(bt, _)| t_s <= bt) {
+                    track.samples.push_back((t_s, done));
+                }
+                while track.samples.len() > 2
+                    && track
+                        .samples
+                        .front()
+                        .is_some_and(|&(ft, _)| ft < t_s - RATE_WINDOW_S)
+                {
+                    track.samples.pop_front();
+                }
+            }
+            track.rate_bps = match (track.samples.front(), track.samples.back()) {
+                (Some(&(t0, d0)), Some(&(t1, d1))) if t1 > t0 => {
+                    Some(d1.saturating_sub(d0) as f64 / (t1 - t0))
+                }
+                _ => None,
+            };
+            track.eta_s = match (track.rate_bps, s.total_bytes, track.samples.back()) {
+                (Some(r), Some(total), Some(&(_, done))) if r > 0.0 => {
+                    Some(total.saturating_sub(done) as f64 / r)
+                }
+                _ => None,
+            };
+        } else {
+            if prev_state.is_some_and(|ps| ps != s.state) && prev_state != Some(ScanState::Finished)
+            {
+                let errors = s
+                    .errors
+                    .map(|e| format!(", {e} errors"))
+                    .unwrap_or_default();
+                events.push(event(
+                    object.clone(),
+                    from,
+                    s.state.as_str(),
+                    format!("{what} {} on {object}{errors}", s.state.as_str()),
+                ));
+            }
+            track.samples.clear();
+            track.rate_bps = None;
+            track.eta_s = None;
+        }
+        track.state = s.state;
+        next.insert(key, track);
+    }
+    t.scans = next;
+}
+
+/// Whether a member of a redundancy group holds its data. A spare-N/replacing-N group does
+/// when one of its devices is healthy and not still being resilvered; `dspare_written` says a
+/// dRAID distributed spare's "(resilvering)" mark can be ignored: outside a sequential rebuild
+/// of its vdev the spare already holds the column, and a healing resilver marks every disk.
+fn member_ok(v: &Vdev, dspare_written: bool) -> bool {
+    match v.kind {
+        VdevKind::Spare | VdevKind::Replacing => v.children.iter().any(|c| {
+            let resilvering =
+                c.resilvering && !(dspare_written && c.kind == VdevKind::DistributedSpare);
+            member_ok(c, dspare_written) && !resilvering
+        }),
+        _ => !is_failed_state(&v.state),
+    }
+}
+
+/// One vdev's report line.
+#[derive(Debug, Clone, PartialEq)]
+struct VdevLine {
+    name: String,
+    kind: String,
+    parent: String,
+    state: String,
+    read_errors: Option<u64>,
+    write_errors: Option<u64>,
+    cksum_errors: Option<u64>,
+    redundancy_left: Option<u32>,
+    rebuild_risk: Option<f64>,
+}
+
+/// Everything reported for one pool.
+#[derive(Debug, Clone, PartialEq, Default)]
+struct Derived {
+    health: Option<String>,
+    size_bytes: Option<u64>,
+    alloc_bytes: Option<u64>,
+    free_bytes: Option<u64>,
+    capacity_pct: Option<f64>,
+    fragmentation_pct: Option<f64>,
+    read_errors: Option<u64>,
+    write_errors: Option<u64>,
+    cksum_errors: Option<u64>,
+    data_errors: Option<u64>,
+    scan_kind: &'static str,
+    scan_state: &'static str,
+    scan_pct: Option<f64>,
+    scan_rate_bps: Option<f64>,
+    scan_eta_s: Option<f64>,
+    redundancy_left: Option<u32>,
+    rebuild_risk: Option<f64>,
+    fault_under_online: bool,
+    capacity_over: Option<bool>,
+    status_age_s: Option<f64>,
+    vdevs: Vec<VdevLine>,
+}
+
+fn derive(t: &PoolTrack, now_s: f64, threshold: f64, risk: &RiskModel) -> Derived {
+    let mut d = Derived {
+        scan_kind: "none",
+        scan_state: "none",
+        ..Derived::default()
+    };
+    let status = t.status.as_ref();
+    let root = status.and_then(Pool::root);
+    d.health = t
+        .kstat
+        .clone()
+        .or_else(|| status.map(|p| p.state.clone()).filter(|s| !s.is_empty()))
+        .or_else(|| t.list.as_ref().map(|l| l.health.clone()));
+    if let Some(l) = &t.list {
+        d.size_bytes = l.size_bytes;
+        d.alloc_bytes = l.alloc_bytes;
+        d.free_bytes = l.free_bytes;
+        d.fragmentation_pct = l.fragmentation_pct;
+    }
+    // JSON status carries the root's space when list failed.
+    d.size_bytes = d.size_bytes.or(root.and_then(|r| r.size_bytes));
+    d.alloc_bytes = d.alloc_bytes.or(root.and_then(|r| r.alloc_bytes));
+    d.capacity_pct = match (d.alloc_bytes, d.size_bytes) {
+        (Some(a), Some(s)) if s > 0 => Some(a as f64 * 100.0 / s as f64),
+        _ => t.list.as_ref().and_then(|l| l.capacity_pct),
+    };
+    d.capacity_over = d.capacity_pct.map(|c| c > threshold);
+    let Some(p) = status else {
+        return d;
+    };
+    d.status_age_s = t.status_t.map(|st| (now_s - st).max(0.0));
+    // Pool-level counters are the devices' (leaves'), summed: the root vdev's own counters
+    // stay at 0 while a disk collects checksum errors, and an alert on the pool must see them.
+    // The root's counters are on its zpool_vdev line.
+    let mut sums: Option<[u64; 3]> = None;
+    walk(p, &mut |v, _path, parent, depth| {
+        let in_spares = parent == "spares" && depth == 1;
+        if !v.children.is_empty() || v.kind.is_section() || in_spares {
+            return;
+        }
+        if let (Some(r), Some(w), Some(c)) = (v.read_errors, v.write_errors, v.cksum_errors) {
+            let s = sums.get_or_insert([0; 3]);
+            s[0] = s[0].saturating_add(r);
+            s[1] = s[1].saturating_add(w);
+            s[2] = s[2].saturating_add(c);
+        }
+    });
+    if let Some([r, w, c]) = sums {
+        d.read_errors = Some(r);
+        d.write_errors = Some(w);
+        d.cksum_errors = Some(c);
+    }
+    d.data_errors = p.data_errors;
+
+    let track_of = |s: &Scan| t.scans.get(&scan_key(s));
+    let running = |s: &&Scan| s.state == ScanState::InProgress;
+    if let Some(s) = p.primary_scan() {
+        d.scan_kind = s.kind.as_str();
+        d.scan_state = s.state.as_str();
+        if matches!(s.state, ScanState::InProgress | ScanState::Paused) {
+            d.scan_pct = match (s.progress_bytes(), s.total_bytes) {
+                (Some(done), Some(total)) if total > 0 => {
+                    Some((done as f64 * 100.0 / total as f64).min(100.0))
+                }
+                _ => s.percent,
+            };
+        }
+        if let Some(tr) = track_of(s).filter(|_| s.state == ScanState::InProgress) {
+            d.scan_rate_bps = tr.rate_bps;
+            d.scan_eta_s = tr.eta_s;
+        }
+    }
+    // The window until redundancy is back, for a top-level vdev: the ETA of a rebuild of that
+    // vdev, else of the pool's resilver; ours when we have two samples, the tool's before.
+    let window = |s: &Scan| -> Option<f64> {
+        track_of(s)
+            .and_then(|tr| tr.eta_s)
+            .or(s.tool_eta_s.map(|e| e as f64))
+            .map(|secs| secs / 3600.0)
+    };
+    let remaining = |s: &Scan| -> Option<u64> {
+        Some(
+            s.total_bytes?
+                .saturating_sub(s.progress_bytes().unwrap_or(0)),
+        )
+    };
+    let pool_resilver = p
+        .scans
+        .iter()
+        .filter(running)
+        .find(|s| s.kind == ScanKind::Resilver);
+
+    let health = d.health.clone().unwrap_or_default();
+    let mut min_left: Option<u32> = None;
+    let mut max_risk: Option<f64> = None;
+    let mut tops: BTreeMap<*const Vdev, (u32, f64)> = BTreeMap::new();
+    for v in p.data_vdevs() {
+        if matches!(v.kind, VdevKind::Indirect | VdevKind::Other) {
+            continue;
+        }
+        let rebuild =
+            p.scans.iter().filter(running).find(|s| {
+                s.kind == ScanKind::Rebuild && s.vdev.as_deref() == Some(v.name.as_str())
+            });
+        let dspare_written = matches!(v.kind, VdevKind::Draid(_)) && rebuild.is_none();
+        let grouped = matches!(
+            v.kind,
+            VdevKind::Mirror | VdevKind::Raidz(_) | VdevKind::Draid(_)
+        );
+        let members: Vec<&Vdev> = if grouped {
+            v.children.iter().collect()
+        } else {
+            vec![v]
+        };
+        let design = if grouped {
+            v.kind.design_redundancy(v.children.len())
+        } else {
+            0
+        };
+        let failed = members
+            .iter()
+            .filter(|m| !member_ok(m, dspare_written))
+            .count();
+        let failed = u32::try_from(failed).unwrap_or(u32::MAX);
+        let surviving = u32::try_from(members.len())
+            .unwrap_or(u32::MAX)
+            .saturating_sub(failed);
+        let (left, p_loss) = if failed > design {
+            // More members gone than the parity covers: the vdev's data is not all readable.
+            (0, 1.0)
+        } else if failed == 0 {
+            (design, 0.0)
+        } else {
+            let scan = rebuild.or(pool_resilver);
+            let exposure = Exposure {
+                surviving,
+                redundancy_left: design - failed,
+                window_h: scan.and_then(window),
+                bytes_to_read: scan.and_then(remaining).or(v.alloc_bytes).or(d.alloc_bytes),
+            };
+            (design - failed, loss_probability(risk, &exposure))
+        };
+        min_left = Some(min_left.map_or(left, |m| m.min(left)));
+        max_risk = Some(max_risk.map_or(p_loss, |m| m.max(p_loss)));
+        tops.insert(v as *const Vdev, (left, p_loss));
+    }
+    d.redundancy_left = min_left;
+    d.rebuild_risk = max_risk;
+
+    let mut fault = false;
+    walk(p, &mut |v, _path, parent, depth| {
+        if v.kind == VdevKind::Root || v.kind.is_section() {
+            return;
+        }
+        let in_spares = parent == "spares" && depth == 1;
+        if !in_spares
+            && matches!(
+                v.state.as_str(),
+                "FAULTED" | "DEGRADED" | "UNAVAIL" | "REMOVED"
+            )
+        {
+            fault = true;
+        }
+        let top = tops.get(&(v as *const Vdev));
+        d.vdevs.push(VdevLine {
+            name: v.name.clone(),
+            kind: v.kind.to_string(),
+            parent: parent.to_owned(),
+            state: v.state.clone(),
+            read_errors: v.read_errors,
+            write_errors: v.write_errors,
+            cksum_errors: v.cksum_errors,
+            redundancy_left: top.map(|t| t.0),
+            rebuild_risk: top.map(|t| t.1),
+        });
+    });
+    if let Some(r) = root {
+        d.vdevs.insert(
+            0,
+            VdevLine {
+                name: r.name.clone(),
+                kind: r.kind.to_string(),
+                parent: String::new(),
+                state: r.state.clone(),
+                read_errors: r.read_errors,
+                write_errors: r.write_errors,
+                cksum_errors: r.cksum_errors,
+                redundancy_left: None,
+                rebuild_risk: None,
+            },
+        );
+    }
+    d.fault_under_online = health == "ONLINE" && fault;
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::SystemRunner;
+    use influxdb_line_protocol::{parse_lines, FieldValue};
+
+    const TS: i64 = 1_700_000_000_000_000_000;
+
+    fn fixture(rel: &str) -> String {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(rel);
+        std::fs::read_to_string(&path).expect("fixture is readable")
+    }
+
+    fn text_status(text: &str) -> ZpoolStatus {
+        status::parse(text).expect("status parses")
+    }
+
+    fn report(tr: &Tracker) -> String {
+        let mut w = LineWriter::new("ds01", &[]);
+        tr.report(&mut w, TS);
+        String::from_utf8(w.take()).expect("utf8")
+    }
+
+    /// The value of `field` on the `measurement` line whose tags include all of `tags`.
+    fn field<'a>(
+        out: &'a str,
+        measurement: &str,
+        tags: &[(&str, &str)],
+        field: &str,
+    ) -> Option<FieldValue<'a>> {
+        for line in parse_lines(out) {
+            let line = line.expect("valid line protocol");
+            if line.series.measurement.as_str() != measurement {
+                continue;
+            }
+            let set = line.series.tag_set.clone().unwrap_or_default();
+            let matches = tags.iter().all(|(k, v)| {
+                set.iter()
+                    .any(|(tk, tv)| tk.as_str() == *k && tv.as_str() == *v)
+            });
+            if matches {
+                return line
+                    .field_set
+                    .iter()
+                    .find(|(k, _)| k.as_str() == field)
+                    .map(|(_, v)| v.clone());
+            }
+        }
+        None
+    }
+
+    fn f64_field(out: &str, pool: &str, name: &str) -> Option<f64> {
+        match field(out, "zpool", &[("pool", pool)], name)? {
+            FieldValue::F64(f) => Some(f),
+            FieldValue::I64(i) => Some(i as f64),
+            other => panic!("{name} is {other:?}"),
+        }
+    }
+
+    fn tracker() -> Tracker {
+        Tracker::new(85.0, RiskModel::default())
+    }
+
+    /// The real resilver capture with its issued bytes replaced (exact, as `-p` prints them).
+    fn resilver_at(issued: u64) -> String {
+        let text = fixture(
+            "zpool-status/homelab-zfs2x-resilver-in-progress-X-of-Y-scanned-days-eta-logs.txt",
+        );
+        assert!(text.contains("179G / 17.9T issued"));
+        text.replace("179G / 17.9T issued", &format!("{issued} / 17.9T issued"))
+    }
+
+    const RESILVERED: &str = "  pool: zpool
+ state: ONLINE
+  scan: resilvered 2.20T in 1 days 02:00:00 with 0 errors on Tue May 27 15:12:02 2025
+config:
+
+        NAME                                             STATE     READ WRITE CKSUM
+        zpool                                            ONLINE       0     0     0
+          raidz1-0                                       ONLINE       0     0     0
+            ata-ST8000DM004-2U9188_ZR14PAGA              ONLINE       0     0     0
+            ata-ST8000DM004-2U9188_ZR14Q21Y              ONLINE       0     0     0
+            ata-ST8000DM004-2U9188_ZR14QGQY              ONLINE       0     0     0
+            ata-ST8000DM004-2U9188_ZR14QGVB              ONLINE       0     0     0
+            ata-ST8000DM004-2U9188_ZR14QGVX              ONLINE       0     0     0
+            ata-ST8000DM004-2U9188_ZR165ZXT              ONLINE       0     0     0
+            ata-ST8000DM004-2U9188_ZR14QKVL              ONLINE       0     0     0
+        logs
+          ata-Samsung_SSD_870_EVO_250GB_S6PENM0TC05386X  ONLINE       0     0     0
+
+errors: No known data errors
+";
+
+    /// P(loss) by hand for a set with no redundancy left: 1 − (1 − P_disk)(1 − P_ure).
+    fn by_hand(surviving: i32, window_h: f64, bytes: f64) -> f64 {
+        let p = 1.0 - (-0.02 / 8766.0 * window_h).exp();
+        let p_disk = 1.0 - (1.0 - p).powi(surviving);
+        let p_ure = 1.0 - (-bytes * 8.0 * 1e-15).exp();
+        1.0 - (1.0 - p_disk) * (1.0 - p_ure)
+    }
+
+    #[test]
+    fn resilver_progressing_then_finishing() {
+        let mut tr = tracker();
+        let total = 19_681_258_137_190u64; // 17.9T
+        let start = 192_199_786_496u64; // 179G
+        let rate = 160_000_000u64; // bytes/s between samples
+
+        let mut ev = Vec::new();
+        tr.observe_status(&text_status(&resilver_at(start)), 0.0, &mut ev);
+        let summary: Vec<(String, String, String)> = ev
+            .iter()
+            .map(|e| (e.object.clone(), e.from_state.clone(), e.to_state.clone()))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                ("zpool".into(), "".into(), "DEGRADED".into()),
+                ("zpool/raidz1-0".into(), "".into(), "DEGRADED".into()),
+                (
+                    "zpool/raidz1-0/replacing-5".into(),
+                    "".into(),
+                    "DEGRADED".into()
+                ),
+                (
+                    "zpool/raidz1-0/replacing-5/15001682754067572671".into(),
+                    "".into(),
+                    "UNAVAIL".into()
+                ),
+                ("zpool".into(), "".into(), "in_progress".into()),
+            ]
+        );
+        assert_eq!(ev[4].text, "resilver started on zpool");
+        let out = report(&tr);
+        assert_eq!(f64_field(&out, "zpool", "redundancy_left"), Some(0.0));
+        // One sample: no rate of ours yet; the window is the tool's "1 days 09:48:34".
+        assert_eq!(f64_field(&out, "zpool", "scan_rate_bps"), None);
+        let expected = by_hand(6, 121_714.0 / 3600.0, (total - start) as f64);
+        let got = f64_field(&out, "zpool", "rebuild_risk").expect("risk");
+        assert!(
+            (got - expected).abs() < 1e-9 * expected,
+            "{got} vs {expected}"
+        );
+
+        for (i, t) in [60.0, 120.0].into_iter().enumerate() {
+            let issued = start + rate * 60 * (i as u64 + 1);
+            let mut ev = Vec::new();
+            tr.observe_status(&text_status(&resilver_at(issued)), t, &mut ev);
+            assert!(ev.is_empty(), "{ev:?}");
+            let out = report(&tr);
+            assert_eq!(f64_field(&out, "zpool", "scan_rate_bps"), Some(rate as f64));
+            let eta = (total - issued) as f64 / rate as f64;
+            let got_eta = f64_field(&out, "zpool", "scan_eta_s").expect("eta");
+            assert!((got_eta - eta).abs() < 1e-6, "{got_eta} vs {eta}");
+            let pct = f64_field(&out, "zpool", "scan_pct").expect("pct");
+            assert!((pct - issued as f64 * 100.0 / total as f64).abs() < 1e-9);
+            // The risk window is now our ETA, not the tool's.
+            let expected = by_hand(6, eta / 3600.0, (total - issued) as f64);
+            let got = f64_field(&out, "zpool", "rebuild_risk").expect("risk");
+            assert!(
+                (got - expected).abs() < 1e-9 * expected,
+                "{got} vs {expected}"
+            );
+        }
+
+        let mut ev = Vec::new();
+        tr.observe_status(&text_status(RESILVERED), 180.0, &mut ev);
+        let summary: Vec<(String, String, String)> = ev
+            .iter()
+            .map(|e| (e.object.clone(), e.from_state.clone(), e.to_state.clone()))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                ("zpool".into(), "DEGRADED".into(), "ONLINE".into()),
+                ("zpool/raidz1-0".into(), "DEGRADED".into(), "ONLINE".into()),
+                ("zpool".into(), "in_progress".into(), "finished".into()),
+            ]
+        );
+        assert_eq!(ev[2].text, "resilver finished on zpool, 0 errors");
+        let out = report(&tr);
+        assert_eq!(
+            field(&out, "zpool", &[("pool", "zpool")], "scan_state"),
+            Some(FieldValue::String("finished".into()))
+        );
+        assert_eq!(f64_field(&out, "zpool", "scan_eta_s"), None);
+        assert_eq!(f64_field(&out, "zpool", "redundancy_left"), Some(1.0));
+        assert_eq!(f64_field(&out, "zpool", "rebuild_risk"), Some(0.0));
+    }
+
+    #[test]
+    fn restarted_scan_starts_a_new_rate() {
+        let mut tr = tracker();
+        let mut ev = Vec::new();
+        tr.observe_status(&text_status(&resilver_at(500_000_000_000)), 0.0, &mut ev);
+        tr.observe_status(&text_status(&resilver_at(600_000_000_000)), 100.0, &mut ev);
+        assert_eq!(f64_field(&report(&tr), "zpool", "scan_rate_bps"), Some(1e9));
+        // Progress went backwards: the resilver restarted (a second disk was added to it).
+        tr.observe_status(&text_status(&resilver_at(1_000_000_000)), 200.0, &mut ev);
+        assert_eq!(f64_field(&report(&tr), "zpool", "scan_rate_bps"), None);
+        tr.observe_status(&text_status(&resilver_at(3_000_000_000)), 210.0, &mut ev);
+        assert_eq!(f64_field(&report(&tr), "zpool", "scan_rate_bps"), Some(2e8));
+    }
+
+    #[test]
+    fn checksum_errors_appear_on_a_leaf_at_87_percent() {
+        let with_errors =
+            fixture("zpool-status/himmallright-zol07-mirror-cksum-errors-9P-status.txt");
+        let clean = with_errors.replace("ONLINE       0     0     2", "ONLINE       0     0     0");
+        assert_ne!(clean, with_errors);
+        // 87.0 % allocated, exact bytes as -p prints them.
+        let list = list::parse(
+            "Data\t3000000000000\t2610000000000\t390000000000\t-\t-\t31\t87\t1.00\tONLINE\t-\n",
+        );
+        let mut tr = tracker();
+        let mut ev = Vec::new();
+        tr.observe_kstat(&[("Data".into(), "ONLINE".into())], &mut ev);
+        tr.observe_list(&list.rows);
+        tr.observe_status(&text_status(&clean), 0.0, &mut ev);
+        assert!(ev.is_empty(), "{ev:?}");
+        tr.observe_status(&text_status(&with_errors), 60.0, &mut ev);
+        assert_eq!(ev.len(), 1, "{ev:?}");
+        assert_eq!(
+            ev[0].object,
+            "Data/mirror-0/ata-TOSHIBA_DT01ACA300_365XDT3KS"
+        );
+        assert_eq!(
+            (ev[0].from_state.as_str(), ev[0].to_state.as_str()),
+            ("0", "2")
+        );
+        assert_eq!(
+            ev[0].text,
+            "Data: checksum errors on ata-TOSHIBA_DT01ACA300_365XDT3KS grew from 0 to 2"
+        );
+        // The same count again is no news; a higher one is.
+        let mut ev = Vec::new();
+        tr.observe_status(&text_status(&with_errors), 120.0, &mut ev);
+        assert!(ev.is_empty());
+        tr.now_s = 130.0;
+        insta::assert_snapshot!(report(&tr));
+    }
+
+    #[test]
+    fn faulted_cache_device_under_an_online_pool() {
+        let text = "  pool: tank\n state: ONLINE\nconfig:\n\n\tNAME        STATE     READ WRITE CKSUM\n\ttank        ONLINE       0     0     0\n\t  mirror-0  ONLINE       0     0     0\n\t    sda     ONLINE       0     0     0\n\t    sdb     ONLINE       0     0     0\n\tcache\n\t  nvme0n1   FAULTED      0     0     0  too many errors\n\nerrors: No known data errors\n";
+        let mut tr = tracker();
+        let mut ev = Vec::new();
+        tr.observe_kstat(&[("tank".into(), "ONLINE".into())], &mut ev);
+        tr.observe_status(&text_status(text), 0.0, &mut ev);
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0].object, "tank/cache/nvme0n1");
+        let out = report(&tr);
+        assert_eq!(
+            field(&out, "zpool", &[("pool", "tank")], "fault_under_online"),
+            Some(FieldValue::Boolean(true))
+        );
+        // A cache device holds no pool data: the mirror's redundancy is intact.
+        assert_eq!(f64_field(&out, "tank", "redundancy_left"), Some(1.0));
+        assert_eq!(
+            field(
+                &out,
+                "zpool_vdev",
+                &[("vdev", "nvme0n1"), ("parent", "cache")],
+                "state"
+            ),
+            Some(FieldValue::String("FAULTED".into()))
+        );
+    }
+
+    #[test]
+    fn redundancy_left_and_risk_on_real_fixtures() {
+        // (fixture, pool, redundancy_left, risk: 0 = none, 1 = certain, None = in between)
+        let cases: &[(&str, &str, f64, Option<f64>)] = &[
+            // 2 plain members UNAVAIL of draid2; 11 others covered by spares already written.
+            ("zpool-status/ansitest-draid2-96c-13-failures-dspares-and-hotspares-INUSE.txt", "zdraidtest", 0.0, None),
+            ("zpool-status/ansitest-draid1-2vdevs-6-failed-4-dspares-INUSE-multiple-scan-lines.txt", "zdraidtest", 0.0, None),
+            // Sequential rebuild onto the dspare still running: its column is not written yet.
+            ("zpool-status/openzfs-docs-draid1-sequential-rebuild-to-dspare-57pct-issued-without-at.txt", "tank", 0.0, None),
+            // Healing resilver after the rebuild: the dspare holds the column.
+            ("zpool-status/openzfs-docs-draid1-healing-resilver-99.44pct-replacing-inside-spare.txt", "tank", 1.0, Some(0.0)),
+            // The hot spare finished its resilver and stands in for the faulted disk.
+            ("zpool-status/libzetta-raidz1-spare-INUSE-faulted-4.11K-write-errors-anonymized-wwn.txt", "sparepool", 1.0, Some(0.0)),
+            ("zpool-status/homelab-raidz1-7disk-FAULTED-too-many-errors-K-suffix-counts-trimmed.txt", "zpool", 0.0, None),
+            ("zpool-status/zfswatcher-zol06-raidz3-degraded-unavail-spares-UNAVAIL-trailing-space.txt", "test", 2.0, None),
+            ("zpool-status/textfile-scripts-solaris-degraded-plus-unavail-pool-insufficient-replicas.txt", "rpool", 0.0, None),
+            // raidz1 with two of three members gone: the data is not readable.
+            ("zpool-status/textfile-scripts-solaris-degraded-plus-unavail-pool-insufficient-replicas.txt", "zpool", 0.0, Some(1.0)),
+            ("zpool-status/libzetta-mirror-OFFLINE-guid-was-path-long-poolname-tabs.txt", "tests-5810578167377116542", 0.0, None),
+            ("zpool-status/libzetta-mirror-with-special-mirror-vdev-no-scan-line.txt", "tank", 1.0, Some(0.0)),
+            ("zpool-status/zfswatcher-zol06-2pools-16disk-mirrors-logs-scan-none-requested.txt", "vmstore", 0.0, Some(0.0)),
+            ("zpool-json/check_zpools-proxmox-status-j-json-int-rpool-DEGRADED.txt", "rpool", 0.0, None),
+            ("zpool-json/check_zpools-proxmox-status-j-json-int-rpool-DEGRADED.txt", "zpool-hdd", 1.0, Some(0.0)),
+            ("zpool-json/openzfs-man-zpool-status-j-c-vendor-model-size-raidz1-dedup-special-jq-pretty.txt", "tank", 0.0, Some(0.0)),
+        ];
+        for &(file, pool, left, risk) in cases {
+            let text = fixture(file);
+            let st = if file.starts_with("zpool-json") {
+                json::parse(&text).expect("json parses")
+            } else {
+                text_status(&text)
+            };
+            let mut tr = tracker();
+            tr.observe_status(&st, 0.0, &mut Vec::new());
+            let out = report(&tr);
+            assert_eq!(
+                f64_field(&out, pool, "redundancy_left"),
+                Some(left),
+                "{file} {pool}"
+            );
+            let got = f64_field(&out, pool, "rebuild_risk").expect("risk");
+            match risk {
+                Some(r) => assert_eq!(got, r, "{file} {pool}"),
+                None => assert!(got > 0.0 && got < 1.0, "{file} {pool}: {got}"),
+            }
+        }
+    }
+
+    #[test]
+    fn degraded_with_no_resilver_uses_the_open_window() {
+        // zfswatcher raidz3: 7 members, 1 UNAVAIL, no resilver running → 6 survive, 2 left,
+        // window 168 h: P = P(Binomial(6, p) > 2), p = 1 − e^(−0.02·168/8766).
+        let mut tr = tracker();
+        tr.observe_status(
+            &text_status(&fixture("zpool-status/zfswatcher-zol06-raidz3-degraded-unavail-spares-UNAVAIL-trailing-space.txt")),
+            0.0,
+            &mut Vec::new(),
+        );
+        let p: f64 = 1.0 - (-0.02 * 168.0 / 8766.0f64).exp();
+        let q = 1.0 - p;
+        let at_most_2 = q.powi(6) + 6.0 * p * q.powi(5) + 15.0 * p * p * q.powi(4);
+        let expected = 1.0 - at_most_2;
+        let got = f64_field(&report(&tr), "test", "rebuild_risk").expect("risk");
+        assert!(
+            (got - expected).abs() < 1e-6 * expected.max(1e-12) + 1e-15,
+            "{got} vs {expected}"
+        );
+    }
+
+    #[test]
+    fn line_protocol_for_every_fixture() {
+        let lines = |st: ZpoolStatus| {
+            let mut tr = tracker();
+            tr.observe_status(&st, 0.0, &mut Vec::new());
+            report(&tr)
+        };
+        insta::glob!("../../fixtures/zpool-status", "*.txt", |path| {
+            let text = std::fs::read_to_string(path).expect("fixture is readable");
+            insta::assert_snapshot!(lines(status::parse(&text).expect("parses")));
+        });
+        insta::glob!("../../fixtures/zpool-json", "*.txt", |path| {
+            let text = std::fs::read_to_string(path).expect("fixture is readable");
+            insta::assert_snapshot!(lines(json::parse(&text).expect("parses")));
+        });
+    }
+
+    #[test]
+    fn pools_vanish_and_states_change_from_kstat() {
+        let mut tr = tracker();
+        let mut ev = Vec::new();
+        assert!(tr.observe_kstat(
+            &[("a".into(), "ONLINE".into()), ("b".into(), "ONLINE".into())],
+            &mut ev
+        ));
+        assert!(ev.is_empty(), "healthy pools are not news at start: {ev:?}");
+        assert!(!tr.observe_kstat(
+            &[("a".into(), "ONLINE".into()), ("b".into(), "ONLINE".into())],
+            &mut ev
+        ));
+        assert!(tr.observe_kstat(&[("a".into(), "SUSPENDED".into())], &mut ev));
+        let got: Vec<(&str, &str, &str)> = ev
+            .iter()
+            .map(|e| {
+                (
+                    e.object.as_str(),
+                    e.from_state.as_str(),
+                    e.to_state.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(got, vec![("a", "ONLINE", "SUSPENDED"), ("b", "ONLINE", "")]);
+        let out = report(&tr);
+        assert_eq!(
+            out,
+            "zpool,host=ds01,pool=a health=\"SUSPENDED\" 1700000000000000000\n"
+        );
+    }
+
+    #[test]
+    fn config_defaults_and_bad_durations() {
+        let c: ZpoolConfig = toml::from_str("").expect("defaults");
+        assert_eq!(c, ZpoolConfig::default());
+        let c: ZpoolConfig =
+            toml::from_str("interval_s = 30\ntimeout_s = 2.5\nzpool = \"/usr/sbin/zpool\"")
+                .expect("parses");
+        assert_eq!((c.interval_s, c.timeout_s), (30.0, 2.5));
+        assert!(toml::from_str::<ZpoolConfig>("intervall_s = 30").is_err());
+        assert_eq!(seconds(-1.0, 60.0), Duration::from_secs(60));
+        assert_eq!(seconds(f64::NAN, 10.0), Duration::from_secs(10));
+        assert_eq!(seconds(0.0, 10.0), Duration::from_secs(10));
+        assert_eq!(seconds(1e300, 10.0), Duration::from_secs(10));
+        assert_eq!(seconds(0.25, 10.0), Duration::from_millis(250));
+    }
+
+    // ---- the monitor with a real process standing in for zpool ----
+
+    struct FakeHost {
+        dir: tempfile::TempDir,
+    }
+
+    impl FakeHost {
+        /// A proc tree with one pool in kstat and a `zpool` script running `body`.
+        fn new(pool: &str, state: &str, body: &str) -> Self {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let kdir = dir.path().join("proc/spl/kstat/zfs").join(pool);
+            std::fs::create_dir_all(&kdir).expect("mkdir");
+            std::fs::write(kdir.join("state"), format!("{state}\n")).expect("state");
+            // Module-wide kstat files sit next to the pools and are not pools.
+            std::fs::write(dir.path().join("proc/spl/kstat/zfs/arcstats"), "x\n")
+                .expect("arcstats");
+            std::fs::create_dir_all(dir.path().join("sys")).expect("sys");
+            let script = dir.path().join("zpool");
+            std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).expect("script");
+            let mut perm = std::fs::metadata(&script).expect("meta").permissions();
+            std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+            std::fs::set_permissions(&script, perm).expect("chmod");
+            Self { dir }
+        }
+
+        fn root(&self) -> Root {
+            Root::new(self.dir.path().join("proc"), self.dir.path().join("sys"))
+        }
+
+        fn monitor(&self, interval_s: f64, timeout_s: f64) -> ZpoolMonitor {
+            ZpoolMonitor::new(
+                ZpoolConfig {
+                    zpool: self.dir.path().join("zpool"),
+                    interval_s,
+                    timeout_s,
+                    ..ZpoolConfig::default()
+                },
+                RiskModel::default(),
+                Arc::new(SystemRunner),
+            )
+        }
+    }
+
+    #[test]
+    fn fake_zpool_text_fallback_runs_off_thread() {
+        let status = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/zpool-status/homelab-zfs2x-resilver-in-progress-X-of-Y-scanned-days-eta-logs.txt");
+        // A release without -j: usage message and exit 2, as zpool prints it.
+        let body = format!(
+            "case \"$1 $2\" in\n\"status -j\") echo \"invalid option 'j'\" >&2; exit 2;;\n\"status -p\") cat '{}';;\n\"list -Hp\") printf 'zpool\\t43980465111040\\t38262004646707\\t5718460464333\\t-\\t-\\t12\\t87\\t1.00\\tDEGRADED\\t-\\n';;\n*) exit 1;;\nesac",
+            status.display()
+        );
+        let host = FakeHost::new("zpool", "DEGRADED", &body);
+        let mut m = host.monitor(0.2, 5.0);
+        let root = host.root();
+        let mut ev = Vec::new();
+        let t0 = Instant::now();
+        m.poll(&root, 0.0, &mut ev).expect("first poll");
+        assert!(
+            t0.elapsed() < Duration::from_millis(100),
+            "{:?}",
+            t0.elapsed()
+        );
+        assert_eq!(ev.len(), 1, "kstat state at once: {ev:?}");
+        assert_eq!(
+            (ev[0].object.as_str(), ev[0].to_state.as_str()),
+            ("zpool", "DEGRADED")
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut out = String::new();
+        while Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            m.poll(&root, t0.elapsed().as_secs_f64(), &mut ev)
+                .expect("poll");
+            let mut w = LineWriter::new("h", &[]);
+            m.report(&mut w, TS);
+            out = String::from_utf8(w.take()).expect("utf8");
+            if out.contains("scan=\"resilver\"") && out.contains("capacity_pct") {
+                break;
+            }
+        }
+        assert!(out.contains("scan=\"resilver\""), "{out}");
+        assert!(out.contains("capacity_over_85=true"), "{out}");
+        assert!(out.contains("zpool_vdev,host=h,pool=zpool,vdev=ata-ST8000DM004-2U9188_ZR165ZXT,kind=disk,parent=replacing-5 state=\"ONLINE\""), "{out}");
+        assert_eq!(m.command_errors(), 0);
+    }
+
+    #[test]
+    fn hung_zpool_is_killed_counted_and_never_blocks_poll() {
+        // Status hangs far past the deadline; kstat keeps the pool's health current meanwhile.
+        let host = FakeHost::new("tank", "ONLINE", "exec sleep 30");
+        let mut m = host.monitor(0.1, 0.3);
+        let root = host.root();
+        let start = Instant::now();
+        let mut slowest = Duration::ZERO;
+        let mut errors = Vec::new();
+        while start.elapsed() < Duration::from_secs(8) && errors.len() < 2 {
+            let t = Instant::now();
+            let r = m.poll(&root, start.elapsed().as_secs_f64(), &mut Vec::new());
+            slowest = slowest.max(t.elapsed());
+            if let Err(e) = r {
+                errors.push(e);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            slowest < Duration::from_millis(100),
+            "poll took {slowest:?}"
+        );
+        assert!(errors.len() >= 2, "{errors:?}");
+        assert!(
+            matches!(
+                &errors[0],
+                SourceError::Command(CommandError::Timeout { .. })
+            ),
+            "{:?}",
+            errors[0]
+        );
+        assert!(m.command_errors() >= 2);
+        let mut w = LineWriter::new("h", &[]);
+        m.report(&mut w, TS);
+        assert_eq!(
+            std::str::from_utf8(w.as_bytes()).expect("utf8"),
+            "zpool,host=h,pool=tank health=\"ONLINE\" 1700000000000000000\n"
+        );
+    }
+
+    #[test]
+    fn no_zfs_module_is_silent_and_runs_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // A zpool that would fail loudly if it were ever run.
+        let mut m = ZpoolMonitor::new(
+            ZpoolConfig {
+                zpool: dir.path().join("missing-zpool"),
+                ..ZpoolConfig::default()
+            },
+            RiskModel::default(),
+            Arc::new(SystemRunner),
+        );
+        let root = Root::new(dir.path().join("proc"), dir.path().join("sys"));
+        let mut ev = Vec::new();
+        for i in 0..3 {
+            m.poll(&root, f64::from(i), &mut ev).expect("silent");
+        }
+        assert!(ev.is_empty());
+        assert!(m.worker.is_none());
+        let mut w = LineWriter::new("h", &[]);
+        m.report(&mut w, TS);
+        assert!(w.as_bytes().is_empty());
+    }
+}
