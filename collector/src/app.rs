@@ -79,12 +79,17 @@ fn error(flavor: Flavor, status: StatusCode, code: &str, message: &str) -> Respo
         Flavor::V2 => serde_json::json!({ "code": code, "message": message }),
     };
     let mut r = (status, axum::Json(body)).into_response();
-    r.headers_mut().insert("X-Influxdb-Error", header_value(message));
+    r.headers_mut()
+        .insert("X-Influxdb-Error", header_value(message));
     r
 }
 
 fn header_value(s: &str) -> HeaderValue {
-    let clean: String = s.chars().filter(|c| c.is_ascii() && !c.is_ascii_control()).take(200).collect();
+    let clean: String = s
+        .chars()
+        .filter(|c| c.is_ascii() && !c.is_ascii_control())
+        .take(200)
+        .collect();
     HeaderValue::from_str(&clean).unwrap_or_else(|_| HeaderValue::from_static("error"))
 }
 
@@ -103,7 +108,12 @@ async fn write_v1(
 ) -> Response {
     if q.db.as_deref().unwrap_or("").is_empty() {
         st.metrics.write_requests.fetch_add(1, Ordering::Relaxed);
-        return error(Flavor::V1, StatusCode::BAD_REQUEST, "invalid", "database is required");
+        return error(
+            Flavor::V1,
+            StatusCode::BAD_REQUEST,
+            "invalid",
+            "database is required",
+        );
     }
     write(st, Flavor::V1, q, headers, body).await
 }
@@ -116,7 +126,12 @@ async fn write_v2(
 ) -> Response {
     if q.bucket.as_deref().unwrap_or("").is_empty() {
         st.metrics.write_requests.fetch_add(1, Ordering::Relaxed);
-        return error(Flavor::V2, StatusCode::BAD_REQUEST, "invalid", "bucket is required");
+        return error(
+            Flavor::V2,
+            StatusCode::BAD_REQUEST,
+            "invalid",
+            "bucket is required",
+        );
     }
     write(st, Flavor::V2, q, headers, body).await
 }
@@ -142,18 +157,29 @@ async fn write(
     let client = match &st.tokens {
         None => "open".to_string(),
         Some(tokens) => {
-            let name = presented_token(&headers, q.p.as_deref()).and_then(|t| tokens.check(&t).map(str::to_string));
+            let name = presented_token(&headers, q.p.as_deref())
+                .and_then(|t| tokens.check(&t).map(str::to_string));
             match name {
                 Some(n) => n,
                 None => {
                     m.unauthorized.fetch_add(1, Ordering::Relaxed);
-                    return error(flavor, StatusCode::UNAUTHORIZED, "unauthorized", "unauthorized access");
+                    return error(
+                        flavor,
+                        StatusCode::UNAUTHORIZED,
+                        "unauthorized",
+                        "unauthorized access",
+                    );
                 }
             }
         }
     };
     let Some(precision) = Precision::parse(q.precision.as_deref().unwrap_or("ns")) else {
-        return error(flavor, StatusCode::BAD_REQUEST, "invalid", "invalid precision");
+        return error(
+            flavor,
+            StatusCode::BAD_REQUEST,
+            "invalid",
+            "invalid precision",
+        );
     };
 
     // Above the high watermark the backlog must drain first: ask the client to come back.
@@ -184,31 +210,40 @@ async fn write(
         );
     }
     let timeout = Duration::from_secs(st.limits.body_timeout_s.max(1));
-    let raw: Bytes = match tokio::time::timeout(timeout, Limited::new(body, max_body).collect()).await {
-        Ok(Ok(c)) => c.to_bytes(),
-        Ok(Err(e)) => {
-            if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
-                m.too_large.fetch_add(1, Ordering::Relaxed);
+    let raw: Bytes =
+        match tokio::time::timeout(timeout, Limited::new(body, max_body).collect()).await {
+            Ok(Ok(c)) => c.to_bytes(),
+            Ok(Err(e)) => {
+                if e.downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some()
+                {
+                    m.too_large.fetch_add(1, Ordering::Relaxed);
+                    return error(
+                        flavor,
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        "request too large",
+                        &format!("body larger than {max_body} bytes"),
+                    );
+                }
                 return error(
                     flavor,
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "request too large",
-                    &format!("body larger than {max_body} bytes"),
+                    StatusCode::BAD_REQUEST,
+                    "invalid",
+                    "cannot read the body",
                 );
             }
-            return error(flavor, StatusCode::BAD_REQUEST, "invalid", "cannot read the body");
-        }
-        Err(_) => {
-            m.body_timeouts.fetch_add(1, Ordering::Relaxed);
-            return error(
-                flavor,
-                StatusCode::REQUEST_TIMEOUT,
-                "request timeout",
-                &format!("body not received within {} s", timeout.as_secs()),
-            );
-        }
-    };
-    m.bytes_received.fetch_add(raw.len() as u64, Ordering::Relaxed);
+            Err(_) => {
+                m.body_timeouts.fetch_add(1, Ordering::Relaxed);
+                return error(
+                    flavor,
+                    StatusCode::REQUEST_TIMEOUT,
+                    "request timeout",
+                    &format!("body not received within {} s", timeout.as_secs()),
+                );
+            }
+        };
+    m.bytes_received
+        .fetch_add(raw.len() as u64, Ordering::Relaxed);
 
     let encoding = headers
         .get(header::CONTENT_ENCODING)
@@ -231,18 +266,31 @@ async fn write(
 
     // Decompression and parsing are CPU work: keep them off the connection tasks.
     let st2 = st.clone();
-    let work = tokio::task::spawn_blocking(move || decode_and_validate(&st2, &raw, gzip, precision));
+    let work =
+        tokio::task::spawn_blocking(move || decode_and_validate(&st2, &raw, gzip, precision));
     let mut v = match work.await {
         Ok(Ok(v)) => v,
         Ok(Err(r)) => return r.into_response(flavor, &st.metrics),
-        Err(_) => return error(flavor, StatusCode::INTERNAL_SERVER_ERROR, "internal error", "validation failed"),
+        Err(_) => {
+            return error(
+                flavor,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal error",
+                "validation failed",
+            )
+        }
     };
 
     // The per-token rate limit counts lines offered, good or bad.
     let offered = v.accepted_lines + v.rejected.len() as u64;
     if let Err(wait) = st.limiter.take(&client, offered, Instant::now()) {
         m.rate_limited.fetch_add(1, Ordering::Relaxed);
-        let r = error(flavor, StatusCode::TOO_MANY_REQUESTS, "too many requests", "rate limit exceeded for this token");
+        let r = error(
+            flavor,
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many requests",
+            "rate limit exceeded for this token",
+        );
         return with_retry_after(r, wait);
     }
 
@@ -250,12 +298,20 @@ async fn write(
         let payload = std::mem::take(&mut v.accepted).into_bytes();
         if let Err(e) = st.queue.append(payload).await {
             tracing::error!(error = %e, "queue append failed");
-            return error(flavor, StatusCode::INTERNAL_SERVER_ERROR, "internal error", "cannot store the data");
+            return error(
+                flavor,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal error",
+                "cannot store the data",
+            );
         }
-        st.last_seen.seen(v.hosts.iter(), now_ns().div_euclid(1_000_000_000));
+        st.last_seen
+            .seen(v.hosts.iter(), now_ns().div_euclid(1_000_000_000));
     }
-    m.lines_accepted.fetch_add(v.accepted_lines, Ordering::Relaxed);
-    m.lines_rejected.fetch_add(v.rejected.len() as u64, Ordering::Relaxed);
+    m.lines_accepted
+        .fetch_add(v.accepted_lines, Ordering::Relaxed);
+    m.lines_rejected
+        .fetch_add(v.rejected.len() as u64, Ordering::Relaxed);
 
     let mut resp = if v.rejected.is_empty() {
         StatusCode::NO_CONTENT.into_response()
@@ -268,7 +324,11 @@ async fn write(
         if v.rejected.len() > 20 {
             msg.push_str(&format!(" and {} more;", v.rejected.len() - 20));
         }
-        msg.push_str(&format!(" accepted={} rejected={}", v.accepted_lines, v.rejected.len()));
+        msg.push_str(&format!(
+            " accepted={} rejected={}",
+            v.accepted_lines,
+            v.rejected.len()
+        ));
         let lines: Vec<_> = v
             .rejected
             .iter()
@@ -280,12 +340,16 @@ async fn write(
             Flavor::V2 => serde_json::json!({ "code": "invalid", "message": msg, "lines": lines }),
         };
         let mut r = (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
-        r.headers_mut().insert("X-Influxdb-Error", header_value(&msg));
+        r.headers_mut()
+            .insert("X-Influxdb-Error", header_value(&msg));
         r
     };
     let h = resp.headers_mut();
     h.insert("X-Storwatch-Accepted", HeaderValue::from(v.accepted_lines));
-    h.insert("X-Storwatch-Rejected", HeaderValue::from(v.rejected.len() as u64));
+    h.insert(
+        "X-Storwatch-Rejected",
+        HeaderValue::from(v.rejected.len() as u64),
+    );
     resp
 }
 
@@ -309,8 +373,18 @@ impl Refusal {
                     &format!("decompressed body larger than {n} bytes"),
                 )
             }
-            Refusal::BadGzip => error(flavor, StatusCode::BAD_REQUEST, "invalid", "body is not valid gzip"),
-            Refusal::NotUtf8 => error(flavor, StatusCode::BAD_REQUEST, "invalid", "body is not UTF-8"),
+            Refusal::BadGzip => error(
+                flavor,
+                StatusCode::BAD_REQUEST,
+                "invalid",
+                "body is not valid gzip",
+            ),
+            Refusal::NotUtf8 => error(
+                flavor,
+                StatusCode::BAD_REQUEST,
+                "invalid",
+                "body is not UTF-8",
+            ),
             Refusal::Internal => error(
                 flavor,
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -321,7 +395,12 @@ impl Refusal {
     }
 }
 
-fn decode_and_validate(st: &AppState, raw: &Bytes, gzip: bool, precision: Precision) -> Result<Validated, Refusal> {
+fn decode_and_validate(
+    st: &AppState,
+    raw: &Bytes,
+    gzip: bool,
+    precision: Precision,
+) -> Result<Validated, Refusal> {
     let max = st.limits.max_decompressed_bytes;
     let owned;
     let bytes: &[u8] = if gzip {
@@ -355,7 +434,9 @@ fn decode_and_validate(st: &AppState, raw: &Bytes, gzip: bool, precision: Precis
 }
 
 fn secs_to_ns(s: u64) -> i64 {
-    i64::try_from(s).unwrap_or(i64::MAX).saturating_mul(1_000_000_000)
+    i64::try_from(s)
+        .unwrap_or(i64::MAX)
+        .saturating_mul(1_000_000_000)
 }
 
 async fn ping() -> Response {
@@ -364,7 +445,8 @@ async fn ping() -> Response {
         "X-Influxdb-Version",
         HeaderValue::from_static(concat!("storwatch-collector-", env!("CARGO_PKG_VERSION"))),
     );
-    r.headers_mut().insert("X-Influxdb-Build", HeaderValue::from_static("OSS"));
+    r.headers_mut()
+        .insert("X-Influxdb-Build", HeaderValue::from_static("OSS"));
     r
 }
 
@@ -395,7 +477,11 @@ async fn health(State(st): State<Arc<AppState>>) -> Response {
         "queue_backlog_bytes": backlog,
         "outputs": outputs,
     });
-    let code = if over { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
+    let code = if over {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::OK
+    };
     (code, axum::Json(body)).into_response()
 }
 

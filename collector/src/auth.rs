@@ -164,9 +164,7 @@ impl RateLimiter {
             return Ok(());
         }
         let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = buckets
-            .entry(name.to_string())
-            .or_insert((self.burst, now));
+        let entry = buckets.entry(name.to_string()).or_insert((self.burst, now));
         let elapsed = now.saturating_duration_since(entry.1).as_secs_f64();
         entry.0 = (entry.0 + elapsed * self.rate).min(self.burst);
         entry.1 = now;
@@ -190,15 +188,22 @@ mod tests {
 
     #[test]
     fn token_file_names_comments_and_errors() {
-        let t = Tokens::parse("# site tokens\n\nagents:0123456789abcdef0123\nfedcba9876543210fedc\n")
-            .unwrap();
+        let t =
+            Tokens::parse("# site tokens\n\nagents:0123456789abcdef0123\nfedcba9876543210fedc\n")
+                .unwrap();
         assert_eq!(t.len(), 2);
         assert_eq!(t.check(b"0123456789abcdef0123"), Some("agents"));
         assert_eq!(t.check(b"fedcba9876543210fedc"), Some("token4"));
         assert_eq!(t.check(b"0123456789abcdef012"), None);
         assert_eq!(t.check(b""), None);
-        assert_eq!(Tokens::parse("a:\n").unwrap_err(), TokenFileError::Empty { line: 1 });
-        assert_eq!(Tokens::parse("short\n").unwrap_err(), TokenFileError::TooShort { line: 1 });
+        assert_eq!(
+            Tokens::parse("a:\n").unwrap_err(),
+            TokenFileError::Empty { line: 1 }
+        );
+        assert_eq!(
+            Tokens::parse("short\n").unwrap_err(),
+            TokenFileError::TooShort { line: 1 }
+        );
         assert!(matches!(
             Tokens::parse("a:0123456789abcdef\na:0123456789abcdeX\n"),
             Err(TokenFileError::DuplicateName { line: 2, .. })
@@ -211,10 +216,16 @@ mod tests {
         assert_eq!(presented_token(&h, Some("qq")), Some(b"qq".to_vec()));
         h.insert(header::AUTHORIZATION, HeaderValue::from_static("Token abc"));
         assert_eq!(presented_token(&h, None), Some(b"abc".to_vec()));
-        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer xyz"));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer xyz"),
+        );
         assert_eq!(presented_token(&h, None), Some(b"xyz".to_vec()));
         // "user:secret"
-        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic dXNlcjpzZWNyZXQ="));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Basic dXNlcjpzZWNyZXQ="),
+        );
         assert_eq!(presented_token(&h, None), Some(b"secret".to_vec()));
         h.insert(header::AUTHORIZATION, HeaderValue::from_static("Digest x"));
         assert_eq!(presented_token(&h, Some("p")), None);

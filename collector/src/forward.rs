@@ -75,11 +75,14 @@ impl Output {
         } else {
             None
         };
-        let api = cfg.api.or(from_path).unwrap_or(if cfg.org.is_some() || cfg.bucket.is_some() {
-            Api::V2
-        } else {
-            Api::V1
-        });
+        let api = cfg
+            .api
+            .or(from_path)
+            .unwrap_or(if cfg.org.is_some() || cfg.bucket.is_some() {
+                Api::V2
+            } else {
+                Api::V1
+            });
         if from_path.is_none() {
             let suffix = match api {
                 Api::V1 => "/write",
@@ -92,15 +95,13 @@ impl Output {
         let has = |k: &str| present.iter().any(|p| p == k);
         {
             let mut q = url.query_pairs_mut();
-            let mut need = |key: &str, val: &Option<String>, required: bool| {
-                match val {
-                    Some(v) if !has(key) => {
-                        q.append_pair(key, v);
-                        Ok(())
-                    }
-                    None if required && !has(key) => Err(out_err(&cfg.url, format!("needs {key}"))),
-                    _ => Ok(()),
+            let mut need = |key: &str, val: &Option<String>, required: bool| match val {
+                Some(v) if !has(key) => {
+                    q.append_pair(key, v);
+                    Ok(())
                 }
+                None if required && !has(key) => Err(out_err(&cfg.url, format!("needs {key}"))),
+                _ => Ok(()),
             };
             match api {
                 Api::V1 => {
@@ -129,8 +130,9 @@ impl Output {
                 } else {
                     format!("Token {token}")
                 };
-                let mut v = HeaderValue::from_str(&value)
-                    .map_err(|_| out_err(&cfg.url, "token holds characters not allowed in a header"))?;
+                let mut v = HeaderValue::from_str(&value).map_err(|_| {
+                    out_err(&cfg.url, "token holds characters not allowed in a header")
+                })?;
                 v.set_sensitive(true);
                 Some(v)
             }
@@ -139,7 +141,12 @@ impl Output {
         let name = match &cfg.name {
             Some(n) => n.clone(),
             None => {
-                let db = cfg.db.as_ref().or(cfg.bucket.as_ref()).map(|s| s.as_str()).unwrap_or("");
+                let db = cfg
+                    .db
+                    .as_ref()
+                    .or(cfg.bucket.as_ref())
+                    .map(|s| s.as_str())
+                    .unwrap_or("");
                 format!(
                     "{}_{}_{db}",
                     url.host_str().unwrap_or("host"),
@@ -149,10 +156,19 @@ impl Output {
         };
         let name: String = name
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .collect();
         if cfg.batch_lines == 0 || cfg.batch_bytes == 0 {
-            return Err(out_err(&cfg.url, "batch_lines and batch_bytes must be positive"));
+            return Err(out_err(
+                &cfg.url,
+                "batch_lines and batch_bytes must be positive",
+            ));
         }
         Ok(Output {
             name,
@@ -226,7 +242,10 @@ pub fn classify(
         401 | 403 | 404 => Verdict::Refused(format!("{status}: {short}")),
         413 => Verdict::TooLarge,
         400 | 422 => Verdict::BadData {
-            reason: format!("{status}: {}", error_text(body).chars().take(500).collect::<String>()),
+            reason: format!(
+                "{status}: {}",
+                error_text(body).chars().take(500).collect::<String>()
+            ),
             named: named_lines(api, body, lines),
         },
         429 | 500..=599 | 408 => Verdict::Retry(retry_after),
@@ -254,7 +273,11 @@ pub fn named_lines(api: Api, body: &str, lines: &[&str]) -> Vec<(usize, String)>
     let mut out = Vec::new();
     // v3: {"error": "...", "data": [{"original_line": "...", "line_number": N, "error_message": "..."}]}
     // (v2 OSS answers a parse error with the whole batch refused; it gets bisected.)
-    if let Some(data) = json.as_ref().and_then(|v| v.get("data")).and_then(|d| d.as_array()) {
+    if let Some(data) = json
+        .as_ref()
+        .and_then(|v| v.get("data"))
+        .and_then(|d| d.as_array())
+    {
         for item in data {
             let n = item.get("line_number").and_then(|n| n.as_u64());
             let reason = item
@@ -279,14 +302,21 @@ pub fn named_lines(api: Api, body: &str, lines: &[&str]) -> Vec<(usize, String)>
         let quoted = format!("unable to parse '{line}'");
         if let Some(pos) = text.find(&quoted) {
             let rest = text.get(pos + quoted.len()..).unwrap_or("");
-            let reason = rest.trim_start_matches(": ").lines().next().unwrap_or("").to_string();
+            let reason = rest
+                .trim_start_matches(": ")
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string();
             out.push((i, format!("unable to parse: {reason}")));
         }
     }
     // v1: "field type conflict: input field \"f\" on measurement \"m\" is type float, already
     // exists as type integer dropped=N"
     if let Some(c) = text.find("field type conflict: input field \"") {
-        let rest = text.get(c + "field type conflict: input field \"".len()..).unwrap_or("");
+        let rest = text
+            .get(c + "field type conflict: input field \"".len()..)
+            .unwrap_or("");
         if let Some((field, rest)) = rest.split_once("\" on measurement \"") {
             if let Some((measurement, _)) = rest.split_once('"') {
                 for (i, line) in lines.iter().enumerate() {
@@ -402,7 +432,13 @@ impl Forwarder {
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_string);
                 let text = resp.text().await.unwrap_or_default();
-                classify(self.output.api, status, retry_after.as_deref(), &text, lines)
+                classify(
+                    self.output.api,
+                    status,
+                    retry_after.as_deref(),
+                    &text,
+                    lines,
+                )
             }
             Err(e) => {
                 tracing::warn!(output = %self.output.name, error = %e, "write failed; will retry");
@@ -432,7 +468,10 @@ impl Forwarder {
         let mut text = String::new();
         for (line, reason) in entries {
             let reason: String = reason.replace(['\n', '\r'], " ");
-            text.push_str(&format!("# unix_s={now} output={} reason={reason}\n{line}\n", self.output.name));
+            text.push_str(&format!(
+                "# unix_s={now} output={} reason={reason}\n{line}\n",
+                self.output.name
+            ));
         }
         let mut f = std::fs::OpenOptions::new()
             .create(true)
@@ -448,7 +487,11 @@ impl Forwarder {
         Ok(())
     }
 
-    async fn sleep(&self, d: Duration, stop: &mut watch::Receiver<bool>) -> Result<(), ForwardError> {
+    async fn sleep(
+        &self,
+        d: Duration,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(), ForwardError> {
         if *stop.borrow() {
             return Err(ForwardError::Stopped);
         }
@@ -459,12 +502,19 @@ impl Forwarder {
     }
 
     /// Delivers `lines` completely: every line is acknowledged by the output or dead-lettered.
-    pub async fn deliver(&self, lines: &[&str], stop: &mut watch::Receiver<bool>) -> Result<(), ForwardError> {
+    pub async fn deliver(
+        &self,
+        lines: &[&str],
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(), ForwardError> {
         let mut stack: Vec<Vec<&str>> = Vec::new();
         let mut chunk = Vec::new();
         let mut bytes = 0;
         for l in lines {
-            if !chunk.is_empty() && (chunk.len() >= self.output.batch_lines || bytes + l.len() > self.output.batch_bytes) {
+            if !chunk.is_empty()
+                && (chunk.len() >= self.output.batch_lines
+                    || bytes + l.len() > self.output.batch_bytes)
+            {
                 stack.push(std::mem::take(&mut chunk));
                 bytes = 0;
             }
@@ -484,7 +534,9 @@ impl Forwarder {
                 match self.send(&chunk).await {
                     Verdict::Done => {
                         self.metrics.batches_sent.fetch_add(1, Ordering::Relaxed);
-                        self.metrics.lines_sent.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                        self.metrics
+                            .lines_sent
+                            .fetch_add(chunk.len() as u64, Ordering::Relaxed);
                         break;
                     }
                     Verdict::Retry(after) => {
@@ -508,7 +560,10 @@ impl Forwarder {
                             stack.push(b.to_vec());
                             stack.push(a.to_vec());
                         } else {
-                            self.write_dead_letter(&[(chunk[0], "413: line too large for the output".into())])?;
+                            self.write_dead_letter(&[(
+                                chunk[0],
+                                "413: line too large for the output".into(),
+                            )])?;
                         }
                         break;
                     }
@@ -516,8 +571,10 @@ impl Forwarder {
                         if chunk.len() == 1 {
                             self.write_dead_letter(&[(chunk[0], reason)])?;
                         } else if !named.is_empty() {
-                            let entries: Vec<(&str, String)> =
-                                named.iter().filter_map(|(i, r)| chunk.get(*i).map(|l| (*l, r.clone()))).collect();
+                            let entries: Vec<(&str, String)> = named
+                                .iter()
+                                .filter_map(|(i, r)| chunk.get(*i).map(|l| (*l, r.clone())))
+                                .collect();
                             self.write_dead_letter(&entries)?;
                             let rest: Vec<&str> = chunk
                                 .iter()
@@ -577,7 +634,10 @@ impl Forwarder {
             };
             let texts: Vec<String> = records
                 .into_iter()
-                .map(|r| String::from_utf8(r).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+                .map(|r| {
+                    String::from_utf8(r)
+                        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+                })
                 .collect();
             let lines: Vec<&str> = texts
                 .iter()
@@ -625,18 +685,30 @@ mod tests {
         c.db = Some("storwatch".into());
         let o = Output::resolve(&c).unwrap();
         assert_eq!(o.api, Api::V1);
-        assert_eq!(o.url.as_str(), "http://influx:8086/write?db=storwatch&precision=ns");
+        assert_eq!(
+            o.url.as_str(),
+            "http://influx:8086/write?db=storwatch&precision=ns"
+        );
         assert_eq!(o.name, "influx_8086_storwatch");
         let mut c = cfg("https://cloud.example/");
         c.org = Some("site".into());
         c.bucket = Some("sw".into());
         let o = Output::resolve(&c).unwrap();
         assert_eq!(o.api, Api::V2);
-        assert_eq!(o.url.as_str(), "https://cloud.example/api/v2/write?org=site&bucket=sw&precision=ns");
+        assert_eq!(
+            o.url.as_str(),
+            "https://cloud.example/api/v2/write?org=site&bucket=sw&precision=ns"
+        );
         let o = Output::resolve(&cfg("http://h:8181/api/v3/write_lp?db=x")).unwrap();
         assert_eq!(o.api, Api::V3);
-        assert_eq!(o.url.as_str(), "http://h:8181/api/v3/write_lp?db=x&precision=nanosecond");
-        assert!(Output::resolve(&cfg("http://h:8086")).is_err(), "v1 without db");
+        assert_eq!(
+            o.url.as_str(),
+            "http://h:8181/api/v3/write_lp?db=x&precision=nanosecond"
+        );
+        assert!(
+            Output::resolve(&cfg("http://h:8086")).is_err(),
+            "v1 without db"
+        );
         assert!(Output::resolve(&cfg("ftp://h/write?db=x")).is_err());
         assert_eq!(base64_encode(b"user:secret"), "dXNlcjpzZWNyZXQ=");
         assert_eq!(base64_encode(b"ab"), "YWI=");
@@ -645,25 +717,46 @@ mod tests {
     #[test]
     fn verdicts_per_status() {
         let l = ["m v=1 1", "bad line", "m v=2 2"];
-        assert_eq!(classify(Api::V1, StatusCode::NO_CONTENT, None, "", &l), Verdict::Done);
+        assert_eq!(
+            classify(Api::V1, StatusCode::NO_CONTENT, None, "", &l),
+            Verdict::Done
+        );
         assert_eq!(
             classify(Api::V2, StatusCode::TOO_MANY_REQUESTS, Some("7"), "", &l),
             Verdict::Retry(Some(Duration::from_secs(7)))
         );
-        assert_eq!(classify(Api::V2, StatusCode::SERVICE_UNAVAILABLE, None, "", &l), Verdict::Retry(None));
-        assert!(matches!(classify(Api::V2, StatusCode::UNAUTHORIZED, None, "", &l), Verdict::Refused(_)));
-        assert!(matches!(classify(Api::V1, StatusCode::NOT_FOUND, None, "", &l), Verdict::Refused(_)));
-        assert_eq!(classify(Api::V1, StatusCode::PAYLOAD_TOO_LARGE, None, "", &l), Verdict::TooLarge);
+        assert_eq!(
+            classify(Api::V2, StatusCode::SERVICE_UNAVAILABLE, None, "", &l),
+            Verdict::Retry(None)
+        );
+        assert!(matches!(
+            classify(Api::V2, StatusCode::UNAUTHORIZED, None, "", &l),
+            Verdict::Refused(_)
+        ));
+        assert!(matches!(
+            classify(Api::V1, StatusCode::NOT_FOUND, None, "", &l),
+            Verdict::Refused(_)
+        ));
+        assert_eq!(
+            classify(Api::V1, StatusCode::PAYLOAD_TOO_LARGE, None, "", &l),
+            Verdict::TooLarge
+        );
         // v1 partial write names the line
-        let v1 = r#"{"error":"partial write: unable to parse 'bad line': missing fields dropped=1"}"#;
+        let v1 =
+            r#"{"error":"partial write: unable to parse 'bad line': missing fields dropped=1"}"#;
         match classify(Api::V1, StatusCode::BAD_REQUEST, None, v1, &l) {
-            Verdict::BadData { named, .. } => assert_eq!(named, vec![(1, "unable to parse: missing fields dropped=1".to_string())]),
+            Verdict::BadData { named, .. } => assert_eq!(
+                named,
+                vec![(1, "unable to parse: missing fields dropped=1".to_string())]
+            ),
             v => panic!("{v:?}"),
         }
         // v3 partial write JSON
         let v3 = r#"{"error":"partial write of line protocol occurred","data":[{"original_line":"bad line","line_number":2,"error_message":"No fields were provided"}]}"#;
         match classify(Api::V3, StatusCode::BAD_REQUEST, None, v3, &l) {
-            Verdict::BadData { named, .. } => assert_eq!(named, vec![(1, "No fields were provided".to_string())]),
+            Verdict::BadData { named, .. } => {
+                assert_eq!(named, vec![(1, "No fields were provided".to_string())])
+            }
             v => panic!("{v:?}"),
         }
         // v2 whole-batch 400 names nothing: bisect
@@ -677,7 +770,9 @@ mod tests {
         }
         let conflict = r#"{"error":"partial write: field type conflict: input field \"v\" on measurement \"m\" is type float, already exists as type integer dropped=2"}"#;
         match classify(Api::V1, StatusCode::BAD_REQUEST, None, conflict, &l) {
-            Verdict::BadData { named, .. } => assert_eq!(named.iter().map(|n| n.0).collect::<Vec<_>>(), vec![0, 2]),
+            Verdict::BadData { named, .. } => {
+                assert_eq!(named.iter().map(|n| n.0).collect::<Vec<_>>(), vec![0, 2])
+            }
             v => panic!("{v:?}"),
         }
     }

@@ -81,7 +81,9 @@ impl LastSeen {
 
     fn save(&self, map: &BTreeMap<String, HostSeen>, sync: bool) {
         let Some(path) = &self.path else { return };
-        let Ok(bytes) = serde_json::to_vec(map) else { return };
+        let Ok(bytes) = serde_json::to_vec(map) else {
+            return;
+        };
         let tmp = path.with_extension("json.tmp");
         let written = (|| -> std::io::Result<()> {
             use std::io::Write;

@@ -176,7 +176,9 @@ impl TypeMap {
         }
         std::fs::rename(&tmp, path).map_err(io)?;
         if let Some(dir) = path.parent() {
-            std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(io)?;
+            std::fs::File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(io)?;
         }
         Ok(())
     }
@@ -341,7 +343,9 @@ fn type_check(known: &Types, p: &ParsedLine<'_>) -> TypeCheck {
     let mut all_known = true;
     for (k, v) in &p.field_set {
         match m.and_then(|m| m.get(k.as_str())) {
-            Some(t) if *t != FieldType::of(v) => return TypeCheck::Conflict(k.as_str().to_string(), *t),
+            Some(t) if *t != FieldType::of(v) => {
+                return TypeCheck::Conflict(k.as_str().to_string(), *t)
+            }
             Some(_) => {}
             None => all_known = false,
         }
@@ -373,7 +377,9 @@ fn learn(
             out.rejected.push(conflict(n, &p, &field, was));
             continue;
         }
-        let m = t.entry(p.series.measurement.as_str().to_string()).or_default();
+        let m = t
+            .entry(p.series.measurement.as_str().to_string())
+            .or_default();
         for (k, v) in &p.field_set {
             if !m.contains_key(k.as_str()) && total < types.max_fields {
                 m.insert(k.as_str().to_string(), FieldType::of(v));
@@ -409,7 +415,10 @@ fn bad_value(p: &ParsedLine<'_>) -> Option<String> {
 }
 
 fn conflict(n: usize, p: &ParsedLine<'_>, field: &str, known: FieldType) -> Rejection {
-    let now = p.field_value(field).map(FieldType::of).map_or("other", FieldType::name);
+    let now = p
+        .field_value(field)
+        .map(FieldType::of)
+        .map_or("other", FieldType::name);
     Rejection {
         line: n,
         reason: format!(
@@ -460,8 +469,16 @@ mod tests {
         );
         let lines: Vec<usize> = out.rejected.iter().map(|r| r.line).collect();
         assert_eq!(lines, vec![2, 7]);
-        assert!(out.rejected[0].reason.starts_with("unable to parse"), "{:?}", out.rejected);
-        assert!(out.rejected[1].reason.contains("in the future"), "{:?}", out.rejected);
+        assert!(
+            out.rejected[0].reason.starts_with("unable to parse"),
+            "{:?}",
+            out.rejected
+        );
+        assert!(
+            out.rejected[1].reason.contains("in the future"),
+            "{:?}",
+            out.rejected
+        );
         assert_eq!(out.hosts.get("a"), Some(&2));
         assert_eq!(out.hosts.get("b"), Some(&1));
     }
@@ -469,13 +486,21 @@ mod tests {
     #[test]
     fn type_conflicts_within_and_across_requests() {
         let t = TypeMap::in_memory();
-        let out = v("m,host=a f=1i 1700000000\nm,host=a f=2.5 1700000000\n", Precision::Seconds, &t);
+        let out = v(
+            "m,host=a f=1i 1700000000\nm,host=a f=2.5 1700000000\n",
+            Precision::Seconds,
+            &t,
+        );
         assert_eq!(out.accepted_lines, 1);
         assert_eq!(out.rejected.len(), 1);
         assert_eq!(out.rejected[0].line, 2);
         assert!(out.rejected[0].reason.contains("is float, already integer"));
         assert_eq!(t.get("m", "f"), Some(FieldType::Integer));
-        let out = v("m,host=a f=\"x\" 1700000000\nm,host=a f=3i,g=true 1700000000\n", Precision::Seconds, &t);
+        let out = v(
+            "m,host=a f=\"x\" 1700000000\nm,host=a f=3i,g=true 1700000000\n",
+            Precision::Seconds,
+            &t,
+        );
         assert_eq!(out.accepted_lines, 1);
         assert_eq!(out.rejected[0].line, 1);
         assert_eq!(t.get("m", "g"), Some(FieldType::Boolean));
@@ -485,9 +510,7 @@ mod tests {
     fn limits_and_values() {
         let t = TypeMap::in_memory();
         let long = format!("m v={} 1", "1".repeat(300));
-        let body = format!(
-            "{long}\nm v=1 1\nm,host= v=1\nm v=NaN\nm v=1 99999999999999999\n"
-        );
+        let body = format!("{long}\nm v=1 1\nm,host= v=1\nm v=NaN\nm v=1 99999999999999999\n");
         let out = v(&body, Precision::Nanoseconds, &t);
         assert_eq!(out.accepted_lines, 0);
         let lines: Vec<usize> = out.rejected.iter().map(|r| r.line).collect();
@@ -504,7 +527,11 @@ mod tests {
         let t = TypeMap::in_memory();
         let ms = v("m v=1 1700000000123\n", Precision::Milliseconds, &t);
         assert_eq!(ms.accepted, "m v=1 1700000000123000000\n");
-        let ns = v("m,t=a\\ b s=\"x y\" 1700000000000000001\n", Precision::Nanoseconds, &t);
+        let ns = v(
+            "m,t=a\\ b s=\"x y\" 1700000000000000001\n",
+            Precision::Nanoseconds,
+            &t,
+        );
         assert_eq!(ns.accepted, "m,t=a\\ b s=\"x y\" 1700000000000000001\n");
         assert_eq!(Precision::parse("u"), Some(Precision::Microseconds));
         assert_eq!(Precision::parse("x"), None);

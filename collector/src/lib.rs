@@ -30,7 +30,7 @@ use tokio::task::JoinHandle;
 
 use crate::app::AppState;
 use crate::auth::{RateLimiter, Tokens};
-use crate::config::{ConfigError, Config};
+use crate::config::{Config, ConfigError};
 use crate::forward::{Forwarder, Output};
 use crate::heartbeat::LastSeen;
 use crate::ingest::{TypeMap, TypeMapError};
@@ -150,12 +150,20 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
     let opts = QueueOptions {
         segment_bytes: cfg.queue.segment_bytes.max(1 << 20),
         // Accepted text can grow a little over the body (timestamps added), never 2x.
-        max_record_bytes: cfg.limits.max_decompressed_bytes.saturating_mul(2).max(1 << 20),
+        max_record_bytes: cfg
+            .limits
+            .max_decompressed_bytes
+            .saturating_mul(2)
+            .max(1 << 20),
         fsync: true,
     };
     let (queue, recovery) = Queue::open(&cfg.queue_dir, opts, metrics.clone())?;
     if recovery.torn_bytes > 0 || recovery.corrupt_records > 0 {
-        tracing::warn!(torn_bytes = recovery.torn_bytes, corrupt_records = recovery.corrupt_records, "queue recovered");
+        tracing::warn!(
+            torn_bytes = recovery.torn_bytes,
+            corrupt_records = recovery.corrupt_records,
+            "queue recovered"
+        );
     }
     let types = TypeMap::load(&cfg.queue_dir)?;
     let last_seen = Arc::new(LastSeen::load(Some(&cfg.queue_dir)));
@@ -171,15 +179,27 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
     let mut forwarders = Vec::new();
     for out in outputs {
         let om = metrics.add_output(&out.name);
-        om.cursor.store(queue.load_cursor(&out.name), std::sync::atomic::Ordering::Relaxed);
+        om.cursor.store(
+            queue.load_cursor(&out.name),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         forwarders.push(Forwarder::new(out, om, dead_dir.clone())?);
     }
     for f in forwarders {
-        tasks.push(tokio::spawn(f.run(queue.clone(), metrics.clone(), stop_rx.clone())));
+        tasks.push(tokio::spawn(f.run(
+            queue.clone(),
+            metrics.clone(),
+            stop_rx.clone(),
+        )));
     }
 
     if cfg.heartbeat.interval_s > 0 {
-        let (q, ls, m, hb) = (queue.clone(), last_seen.clone(), metrics.clone(), cfg.heartbeat.clone());
+        let (q, ls, m, hb) = (
+            queue.clone(),
+            last_seen.clone(),
+            metrics.clone(),
+            cfg.heartbeat.clone(),
+        );
         let mut stop = stop_rx.clone();
         tasks.push(tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(hb.interval_s));
@@ -197,7 +217,8 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
                 let n = text.lines().count() as u64;
                 match q.append(text.into_bytes()).await {
                     Ok(_) => {
-                        m.heartbeat_lines.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                        m.heartbeat_lines
+                            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
                     }
                     Err(e) => tracing::error!(error = %e, "cannot queue the heartbeat"),
                 }
@@ -207,7 +228,10 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
 
     let state = Arc::new(AppState {
         tokens,
-        limiter: RateLimiter::new(cfg.limits.rate_limit_lines_per_s, cfg.limits.rate_limit_burst_lines),
+        limiter: RateLimiter::new(
+            cfg.limits.rate_limit_lines_per_s,
+            cfg.limits.rate_limit_burst_lines,
+        ),
         queue,
         types,
         last_seen,
@@ -219,7 +243,9 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| StartError::Bind { addr, source })?;
-    let bound = listener.local_addr().map_err(|source| StartError::Bind { addr, source })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| StartError::Bind { addr, source })?;
     tasks.push(tokio::spawn(server::serve(
         listener,
         app::app(state.clone()),

@@ -99,33 +99,163 @@ impl Metrics {
             let _ = writeln!(s, "storwatch_collector_{name} {v}");
         };
         let c = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        g(&mut s, "write_requests_total", "Write requests received.", "counter", c(&self.write_requests));
-        g(&mut s, "lines_accepted_total", "Lines accepted and fsync'd.", "counter", c(&self.lines_accepted));
-        g(&mut s, "lines_rejected_total", "Lines rejected by validation.", "counter", c(&self.lines_rejected));
-        g(&mut s, "bytes_received_total", "Request body bytes received.", "counter", c(&self.bytes_received));
-        g(&mut s, "unauthorized_total", "Requests answered 401.", "counter", c(&self.unauthorized));
-        g(&mut s, "rate_limited_total", "Requests answered 429 by the per-token rate limit.", "counter", c(&self.rate_limited));
-        g(&mut s, "overloaded_total", "Requests answered 503 above the queue high watermark.", "counter", c(&self.overloaded));
-        g(&mut s, "too_large_total", "Requests answered 413.", "counter", c(&self.too_large));
-        g(&mut s, "body_timeouts_total", "Requests whose body did not arrive in time.", "counter", c(&self.body_timeouts));
-        g(&mut s, "connections_refused_total", "Connections refused at the connection limit.", "counter", c(&self.connections_refused));
-        g(&mut s, "connections_idle_closed_total", "Connections closed for idling.", "counter", c(&self.connections_idle_closed));
-        g(&mut s, "queue_records_total", "Records appended to the queue.", "counter", c(&self.queue_records));
-        g(&mut s, "queue_fsyncs_total", "Queue fsyncs (group commits).", "counter", c(&self.queue_fsyncs));
-        g(&mut s, "queue_end_bytes", "Durable end position of the queue.", "gauge", c(&self.queue_end));
-        g(&mut s, "queue_torn_bytes_total", "Bytes truncated from a torn queue tail at start.", "counter", c(&self.queue_torn_bytes));
-        g(&mut s, "queue_corrupt_records_total", "Damaged queue records skipped.", "counter", c(&self.queue_corrupt_records));
-        g(&mut s, "heartbeat_lines_total", "Heartbeat lines written.", "counter", c(&self.heartbeat_lines));
+        g(
+            &mut s,
+            "write_requests_total",
+            "Write requests received.",
+            "counter",
+            c(&self.write_requests),
+        );
+        g(
+            &mut s,
+            "lines_accepted_total",
+            "Lines accepted and fsync'd.",
+            "counter",
+            c(&self.lines_accepted),
+        );
+        g(
+            &mut s,
+            "lines_rejected_total",
+            "Lines rejected by validation.",
+            "counter",
+            c(&self.lines_rejected),
+        );
+        g(
+            &mut s,
+            "bytes_received_total",
+            "Request body bytes received.",
+            "counter",
+            c(&self.bytes_received),
+        );
+        g(
+            &mut s,
+            "unauthorized_total",
+            "Requests answered 401.",
+            "counter",
+            c(&self.unauthorized),
+        );
+        g(
+            &mut s,
+            "rate_limited_total",
+            "Requests answered 429 by the per-token rate limit.",
+            "counter",
+            c(&self.rate_limited),
+        );
+        g(
+            &mut s,
+            "overloaded_total",
+            "Requests answered 503 above the queue high watermark.",
+            "counter",
+            c(&self.overloaded),
+        );
+        g(
+            &mut s,
+            "too_large_total",
+            "Requests answered 413.",
+            "counter",
+            c(&self.too_large),
+        );
+        g(
+            &mut s,
+            "body_timeouts_total",
+            "Requests whose body did not arrive in time.",
+            "counter",
+            c(&self.body_timeouts),
+        );
+        g(
+            &mut s,
+            "connections_refused_total",
+            "Connections refused at the connection limit.",
+            "counter",
+            c(&self.connections_refused),
+        );
+        g(
+            &mut s,
+            "connections_idle_closed_total",
+            "Connections closed for idling.",
+            "counter",
+            c(&self.connections_idle_closed),
+        );
+        g(
+            &mut s,
+            "queue_records_total",
+            "Records appended to the queue.",
+            "counter",
+            c(&self.queue_records),
+        );
+        g(
+            &mut s,
+            "queue_fsyncs_total",
+            "Queue fsyncs (group commits).",
+            "counter",
+            c(&self.queue_fsyncs),
+        );
+        g(
+            &mut s,
+            "queue_end_bytes",
+            "Durable end position of the queue.",
+            "gauge",
+            c(&self.queue_end),
+        );
+        g(
+            &mut s,
+            "queue_torn_bytes_total",
+            "Bytes truncated from a torn queue tail at start.",
+            "counter",
+            c(&self.queue_torn_bytes),
+        );
+        g(
+            &mut s,
+            "queue_corrupt_records_total",
+            "Damaged queue records skipped.",
+            "counter",
+            c(&self.queue_corrupt_records),
+        );
+        g(
+            &mut s,
+            "heartbeat_lines_total",
+            "Heartbeat lines written.",
+            "counter",
+            c(&self.heartbeat_lines),
+        );
         let end = c(&self.queue_end);
         let outs = self.outputs.lock().unwrap_or_else(|e| e.into_inner());
         let per = [
-            ("output_lines_sent_total", "Lines acknowledged by the output.", "counter"),
-            ("output_batches_sent_total", "Requests acknowledged by the output.", "counter"),
-            ("output_retries_total", "Attempts retried (429, 5xx, timeouts).", "counter"),
-            ("output_auth_errors_total", "401/403/404 answers (data kept).", "counter"),
-            ("output_dead_lettered_total", "Lines written to the dead-letter file.", "counter"),
-            ("output_splits_total", "Batches split after a 413.", "counter"),
-            ("output_backlog_bytes", "Queue bytes not yet acknowledged by the output.", "gauge"),
+            (
+                "output_lines_sent_total",
+                "Lines acknowledged by the output.",
+                "counter",
+            ),
+            (
+                "output_batches_sent_total",
+                "Requests acknowledged by the output.",
+                "counter",
+            ),
+            (
+                "output_retries_total",
+                "Attempts retried (429, 5xx, timeouts).",
+                "counter",
+            ),
+            (
+                "output_auth_errors_total",
+                "401/403/404 answers (data kept).",
+                "counter",
+            ),
+            (
+                "output_dead_lettered_total",
+                "Lines written to the dead-letter file.",
+                "counter",
+            ),
+            (
+                "output_splits_total",
+                "Batches split after a 413.",
+                "counter",
+            ),
+            (
+                "output_backlog_bytes",
+                "Queue bytes not yet acknowledged by the output.",
+                "gauge",
+            ),
         ];
         for (name, help, kind) in per {
             let _ = writeln!(s, "# HELP storwatch_collector_{name} {help}");

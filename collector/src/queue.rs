@@ -251,7 +251,9 @@ impl Queue {
                 (0, 0)
             }
         };
-        metrics.queue_torn_bytes.fetch_add(recovery.torn_bytes, Ordering::Relaxed);
+        metrics
+            .queue_torn_bytes
+            .fetch_add(recovery.torn_bytes, Ordering::Relaxed);
         let first = segments.keys().next().copied().unwrap_or(0);
         let end = active_start + active_len;
         let (end_tx, end_rx) = watch::channel(end);
@@ -703,7 +705,11 @@ mod tests {
         let (q, _) = Queue::open(dir.path(), opts.clone(), Arc::new(Metrics::default())).unwrap();
         let mut ends = vec![];
         for i in 0..20 {
-            ends.push(q.append(format!("m v={i} {i}\n").into_bytes()).await.unwrap());
+            ends.push(
+                q.append(format!("m v={i} {i}\n").into_bytes())
+                    .await
+                    .unwrap(),
+            );
         }
         let mut pos = 0;
         let mut n = 0;

@@ -58,7 +58,8 @@ pub fn tls_acceptor(cfg: &TlsConfig) -> Result<Option<tokio_rustls::TlsAcceptor>
         return Err(file_err(cert, "no certificate found"));
     }
     let key = PrivateKeyDer::from_pem_file(key).map_err(|e| file_err(key, e))?;
-    let builder = rustls::ServerConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions()?;
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?;
     let builder = match &cfg.client_ca_file {
         Some(ca) => {
             let mut roots = rustls::RootCertStore::empty();
@@ -68,9 +69,12 @@ pub fn tls_acceptor(cfg: &TlsConfig) -> Result<Option<tokio_rustls::TlsAcceptor>
             if roots.is_empty() {
                 return Err(file_err(ca, "no CA certificate found"));
             }
-            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-                .build()
-                .map_err(|e| TlsError::Verifier(e.to_string()))?;
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .build()
+            .map_err(|e| TlsError::Verifier(e.to_string()))?;
             builder.with_client_cert_verifier(verifier)
         }
         None => builder.with_no_client_auth(),
@@ -89,12 +93,17 @@ struct Tracked<T> {
 
 impl<T> Tracked<T> {
     fn touch(&self) {
-        self.last.store(self.origin.elapsed().as_millis() as u64, Ordering::Relaxed);
+        self.last
+            .store(self.origin.elapsed().as_millis() as u64, Ordering::Relaxed);
     }
 }
 
 impl<T: AsyncRead + Unpin> AsyncRead for Tracked<T> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let r = Pin::new(&mut self.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
@@ -105,7 +114,11 @@ impl<T: AsyncRead + Unpin> AsyncRead for Tracked<T> {
 }
 
 impl<T: AsyncWrite + Unpin> AsyncWrite for Tracked<T> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         let r = Pin::new(&mut self.inner).poll_write(cx, buf);
         if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
             self.touch();
@@ -202,7 +215,9 @@ pub async fn serve(
                     let handshake = Duration::from_secs(limits.header_read_timeout_s.max(1));
                     match tokio::time::timeout(handshake, acceptor.accept(tcp)).await {
                         Ok(Ok(stream)) => serve_conn(stream, router, limits, metrics).await,
-                        Ok(Err(e)) => tracing::info!(peer = %peer, error = %e, "TLS handshake failed"),
+                        Ok(Err(e)) => {
+                            tracing::info!(peer = %peer, error = %e, "TLS handshake failed")
+                        }
                         Err(_) => tracing::info!(peer = %peer, "TLS handshake timed out"),
                     }
                 }

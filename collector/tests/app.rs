@@ -43,7 +43,11 @@ fn fixture_with(limits: Limits, queue_cfg: QueueConfig, tokens: Option<&str>) ->
 }
 
 fn fixture() -> Fixture {
-    fixture_with(Limits::default(), QueueConfig::default(), Some(&format!("agents:{TOKEN}\n")))
+    fixture_with(
+        Limits::default(),
+        QueueConfig::default(),
+        Some(&format!("agents:{TOKEN}\n")),
+    )
 }
 
 fn now_s() -> u64 {
@@ -71,7 +75,9 @@ fn write(uri: &str, body: &str) -> Request<Body> {
 
 fn queued(f: &Fixture) -> String {
     let (recs, _) = f.state.queue.read_from(0, 1 << 30).unwrap();
-    recs.into_iter().map(|r| String::from_utf8(r).unwrap()).collect()
+    recs.into_iter()
+        .map(|r| String::from_utf8(r).unwrap())
+        .collect()
 }
 
 fn gzip(data: &[u8]) -> Vec<u8> {
@@ -106,7 +112,10 @@ async fn v2_write_with_gzip_and_token() {
         .unwrap();
     let (status, _, _) = send(&f, req).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
-    assert_eq!(queued(&f), format!("net,host=n1 rx_bytes_per_s=5 {t}000000\n"));
+    assert_eq!(
+        queued(&f),
+        format!("net,host=n1 rx_bytes_per_s=5 {t}000000\n")
+    );
     // bucket is required on v2, db on v1
     let (status, _, body) = send(&f, write("/api/v2/write?org=site", "m v=1")).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
@@ -119,7 +128,9 @@ async fn v2_write_with_gzip_and_token() {
 #[tokio::test]
 async fn missing_or_wrong_token_gets_an_opaque_401() {
     let f = fixture();
-    let req = Request::post("/write?db=x").body(Body::from("m v=1")).unwrap();
+    let req = Request::post("/write?db=x")
+        .body(Body::from("m v=1"))
+        .unwrap();
     let (status, _, body) = send(&f, req).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert_eq!(body, r#"{"error":"unauthorized access"}"#);
@@ -129,12 +140,27 @@ async fn missing_or_wrong_token_gets_an_opaque_401() {
         .unwrap();
     let (status, _, body) = send(&f, req).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    assert_eq!(body, r#"{"code":"unauthorized","message":"unauthorized access"}"#);
+    assert_eq!(
+        body,
+        r#"{"code":"unauthorized","message":"unauthorized access"}"#
+    );
     // v1 u/p and Basic are accepted
-    let req = Request::post(format!("/write?db=x&u=agents&p={TOKEN}")).body(Body::from("m v=1")).unwrap();
+    let req = Request::post(format!("/write?db=x&u=agents&p={TOKEN}"))
+        .body(Body::from("m v=1"))
+        .unwrap();
     assert_eq!(send(&f, req).await.0, StatusCode::NO_CONTENT);
-    assert_eq!(f.state.metrics.unauthorized.load(std::sync::atomic::Ordering::Relaxed), 2);
-    assert_eq!(queued(&f).lines().count(), 1, "nothing from the strangers was queued");
+    assert_eq!(
+        f.state
+            .metrics
+            .unauthorized
+            .load(std::sync::atomic::Ordering::Relaxed),
+        2
+    );
+    assert_eq!(
+        queued(&f).lines().count(),
+        1,
+        "nothing from the strangers was queued"
+    );
 }
 
 #[tokio::test]
@@ -155,11 +181,19 @@ async fn partial_write_names_lines_and_keeps_the_good_ones() {
     assert_eq!(h["X-Storwatch-Rejected"], "3");
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let msg = v["error"].as_str().unwrap();
-    assert!(msg.starts_with("partial write: line 2: unable to parse"), "{msg}");
+    assert!(
+        msg.starts_with("partial write: line 2: unable to parse"),
+        "{msg}"
+    );
     assert!(msg.contains("line 4: field type conflict"), "{msg}");
     assert!(msg.contains("line 5: timestamp"), "{msg}");
     assert!(msg.ends_with("accepted=2 rejected=3"), "{msg}");
-    let nums: Vec<u64> = v["lines"].as_array().unwrap().iter().map(|l| l["line_number"].as_u64().unwrap()).collect();
+    let nums: Vec<u64> = v["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["line_number"].as_u64().unwrap())
+        .collect();
     assert_eq!(nums, vec![2, 4, 5]);
     assert_eq!(queued(&f).lines().count(), 2);
 }
@@ -167,9 +201,17 @@ async fn partial_write_names_lines_and_keeps_the_good_ones() {
 #[tokio::test]
 async fn type_conflict_across_requests_is_caught() {
     let f = fixture();
-    let (s, _, _) = send(&f, write("/write?db=x", "zpool,host=n1,pool=tank health=\"ONLINE\"")).await;
+    let (s, _, _) = send(
+        &f,
+        write("/write?db=x", "zpool,host=n1,pool=tank health=\"ONLINE\""),
+    )
+    .await;
     assert_eq!(s, StatusCode::NO_CONTENT);
-    let (s, h, text) = send(&f, write("/write?db=x", "zpool,host=n1,pool=tank health=0i")).await;
+    let (s, h, text) = send(
+        &f,
+        write("/write?db=x", "zpool,host=n1,pool=tank health=0i"),
+    )
+    .await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
     assert_eq!(h["X-Storwatch-Accepted"], "0");
     assert!(text.contains("is integer, already string"), "{text}");
@@ -182,7 +224,11 @@ async fn oversized_body_and_gzip_bomb_get_413() {
         max_decompressed_bytes: 10_000,
         ..Limits::default()
     };
-    let f = fixture_with(limits, QueueConfig::default(), Some(&format!("agents:{TOKEN}\n")));
+    let f = fixture_with(
+        limits,
+        QueueConfig::default(),
+        Some(&format!("agents:{TOKEN}\n")),
+    );
     let big = "m v=1\n".repeat(200);
     let (s, _, text) = send(&f, write("/write?db=x", &big)).await;
     assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE);
@@ -191,14 +237,26 @@ async fn oversized_body_and_gzip_bomb_get_413() {
     let bomb = gzip(&vec![b'0'; 1 << 20]);
     assert!(bomb.len() < 1100, "{}", bomb.len());
     let bomb = gzip(&vec![b'0'; 200_000]);
-    let req = post("/write?db=x").header("Content-Encoding", "gzip").body(Body::from(bomb)).unwrap();
+    let req = post("/write?db=x")
+        .header("Content-Encoding", "gzip")
+        .body(Body::from(bomb))
+        .unwrap();
     let (s, _, text) = send(&f, req).await;
     assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE);
-    assert!(text.contains("decompressed body larger than 10000 bytes"), "{text}");
+    assert!(
+        text.contains("decompressed body larger than 10000 bytes"),
+        "{text}"
+    );
     // not gzip at all
-    let req = post("/write?db=x").header("Content-Encoding", "gzip").body(Body::from("m v=1")).unwrap();
+    let req = post("/write?db=x")
+        .header("Content-Encoding", "gzip")
+        .body(Body::from("m v=1"))
+        .unwrap();
     assert_eq!(send(&f, req).await.0, StatusCode::BAD_REQUEST);
-    let req = post("/write?db=x").header("Content-Encoding", "br").body(Body::from("m v=1")).unwrap();
+    let req = post("/write?db=x")
+        .header("Content-Encoding", "br")
+        .body(Body::from("m v=1"))
+        .unwrap();
     assert_eq!(send(&f, req).await.0, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     assert_eq!(queued(&f), "");
 }
@@ -210,9 +268,16 @@ async fn rate_limit_answers_429_with_retry_after() {
         rate_limit_burst_lines: 10,
         ..Limits::default()
     };
-    let f = fixture_with(limits, QueueConfig::default(), Some(&format!("agents:{TOKEN}\n")));
+    let f = fixture_with(
+        limits,
+        QueueConfig::default(),
+        Some(&format!("agents:{TOKEN}\n")),
+    );
     let body = "m v=1\n".repeat(8);
-    assert_eq!(send(&f, write("/write?db=x", &body)).await.0, StatusCode::NO_CONTENT);
+    assert_eq!(
+        send(&f, write("/write?db=x", &body)).await.0,
+        StatusCode::NO_CONTENT
+    );
     let (s, h, _) = send(&f, write("/write?db=x", &body)).await;
     assert_eq!(s, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(h["Retry-After"], "1");
@@ -230,7 +295,10 @@ async fn above_the_high_watermark_answers_503() {
     // One output that has read nothing yet: everything is backlog.
     let _ = f.state.metrics.add_output("influx");
     let body = "m,host=a value=1\n".repeat(10);
-    assert_eq!(send(&f, write("/write?db=x", &body)).await.0, StatusCode::NO_CONTENT);
+    assert_eq!(
+        send(&f, write("/write?db=x", &body)).await.0,
+        StatusCode::NO_CONTENT
+    );
     let (s, h, _) = send(&f, write("/write?db=x", &body)).await;
     assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(h["Retry-After"], "7");
@@ -249,10 +317,18 @@ async fn ping_health_metrics_and_open_mode() {
     assert_eq!(s, StatusCode::OK);
     assert!(text.contains("\"status\":\"pass\""), "{text}");
     // open mode: no token needed
-    let req = Request::post("/write?db=x").body(Body::from("m v=1")).unwrap();
+    let req = Request::post("/write?db=x")
+        .body(Body::from("m v=1"))
+        .unwrap();
     assert_eq!(send(&f, req).await.0, StatusCode::NO_CONTENT);
     let (s, _, text) = send(&f, Request::get("/metrics").body(Body::empty()).unwrap()).await;
     assert_eq!(s, StatusCode::OK);
-    assert!(text.contains("storwatch_collector_lines_accepted_total 1"), "{text}");
-    assert!(text.contains("storwatch_collector_queue_fsyncs_total 1"), "{text}");
+    assert!(
+        text.contains("storwatch_collector_lines_accepted_total 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("storwatch_collector_queue_fsyncs_total 1"),
+        "{text}"
+    );
 }

@@ -18,7 +18,10 @@ fn sender(url: String, k: usize, batches: usize, lines: usize, base_ns: u64) -> 
         let mut body = String::new();
         for i in 0..lines {
             let n = b * lines + i;
-            body.push_str(&format!("acked,sender=s{k} v={n}i,f={n}.5 {}\n", base_ns + n as u64));
+            body.push_str(&format!(
+                "acked,sender=s{k} v={n}i,f={n}.5 {}\n",
+                base_ns + n as u64
+            ));
         }
         loop {
             let (status, _) = http_request(&url, "POST", "text/plain", body.as_bytes(), &[]);
@@ -33,7 +36,10 @@ fn sender(url: String, k: usize, batches: usize, lines: usize, base_ns: u64) -> 
 }
 
 fn check_sender(influx: &Influxd, db: &str, k: usize, total: usize) -> (f64, f64) {
-    let count = influx.scalar(db, &format!("SELECT count(v) FROM acked WHERE sender='s{k}'"));
+    let count = influx.scalar(
+        db,
+        &format!("SELECT count(v) FROM acked WHERE sender='s{k}'"),
+    );
     let sum = influx.scalar(db, &format!("SELECT sum(v) FROM acked WHERE sender='s{k}'"));
     let _ = total;
     (count, sum)
@@ -114,9 +120,18 @@ fn influxdb_outage_under_load_loses_nothing_and_the_backlog_drains() {
     assert_eq!(acked, (senders * batches * lines) as u64);
     assert!(backlog_during > 0);
     let total = acked as f64;
-    let ok = wait_for(Duration::from_secs(60), || influx.scalar("outage", "SELECT count(v) FROM acked") == total);
-    assert!(ok, "stored {} of {total}", influx.scalar("outage", "SELECT count(v) FROM acked"));
-    assert!(collector.metric("output_retries_total{output=\"influx\"}") > 0, "the outage was seen and retried");
+    let ok = wait_for(Duration::from_secs(60), || {
+        influx.scalar("outage", "SELECT count(v) FROM acked") == total
+    });
+    assert!(
+        ok,
+        "stored {} of {total}",
+        influx.scalar("outage", "SELECT count(v) FROM acked")
+    );
+    assert!(
+        collector.metric("output_retries_total{output=\"influx\"}") > 0,
+        "the outage was seen and retried"
+    );
 }
 
 /// Frames of a segment file: (offset, payload length).
@@ -147,11 +162,22 @@ fn torn_and_corrupt_queue_files_recover_and_deliver_the_intact_records() {
         let body: String = (0..100u64)
             .map(|i| format!("acked,sender=r{r} v={i}i {}\n", base + r * 1000 + i))
             .collect();
-        let (s, _) = http_request(&collector.url("/write?db=torn"), "POST", "text/plain", body.as_bytes(), &[]);
+        let (s, _) = http_request(
+            &collector.url("/write?db=torn"),
+            "POST",
+            "text/plain",
+            body.as_bytes(),
+            &[],
+        );
         assert_eq!(s, 204);
     }
     collector.kill9();
-    let seg = std::fs::read_dir(dir.path().join("queue/segments")).unwrap().next().unwrap().unwrap().path();
+    let seg = std::fs::read_dir(dir.path().join("queue/segments"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let mut bytes = std::fs::read(&seg).unwrap();
     let fr = frames(&bytes);
     assert_eq!(fr.len(), 10);
@@ -163,9 +189,18 @@ fn torn_and_corrupt_queue_files_recover_and_deliver_the_intact_records() {
     let cfg = write_config(dir.path(), 18160, &influx.url(), "torn", "");
     let collector = CollectorProc::start(&cfg, 18160);
     assert_eq!(collector.metric("queue_torn_bytes_total"), 10);
-    let ok = wait_for(Duration::from_secs(30), || influx.scalar("torn", "SELECT count(v) FROM acked") == 900.0);
-    assert!(ok, "stored {}", influx.scalar("torn", "SELECT count(v) FROM acked"));
-    assert_eq!(influx.scalar("torn", "SELECT count(v) FROM acked WHERE sender='r3'"), 0.0);
+    let ok = wait_for(Duration::from_secs(30), || {
+        influx.scalar("torn", "SELECT count(v) FROM acked") == 900.0
+    });
+    assert!(
+        ok,
+        "stored {}",
+        influx.scalar("torn", "SELECT count(v) FROM acked")
+    );
+    assert_eq!(
+        influx.scalar("torn", "SELECT count(v) FROM acked WHERE sender='r3'"),
+        0.0
+    );
     assert_eq!(collector.metric("queue_corrupt_records_total"), 1);
     // New writes after the recovery go through as usual.
     let (s, _) = http_request(
@@ -176,7 +211,9 @@ fn torn_and_corrupt_queue_files_recover_and_deliver_the_intact_records() {
         &[],
     );
     assert_eq!(s, 204);
-    assert!(wait_for(Duration::from_secs(20), || influx.scalar("torn", "SELECT count(v) FROM acked") == 901.0));
+    assert!(wait_for(Duration::from_secs(20), || influx
+        .scalar("torn", "SELECT count(v) FROM acked")
+        == 901.0));
 }
 
 #[test]
@@ -191,14 +228,17 @@ fn slow_clients_are_cut_off_and_others_still_write() {
     let mut slow: Vec<TcpStream> = (0..20)
         .map(|_| {
             let mut s = TcpStream::connect("127.0.0.1:18180").unwrap();
-            s.write_all(b"POST /write?db=slow HTTP/1.1\r\nHost: x\r\n").unwrap();
+            s.write_all(b"POST /write?db=slow HTTP/1.1\r\nHost: x\r\n")
+                .unwrap();
             s
         })
         .collect();
     // One that sends headers but only part of its body.
     let mut partial = TcpStream::connect("127.0.0.1:18180").unwrap();
     partial
-        .write_all(b"POST /write?db=slow HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nacked v=1")
+        .write_all(
+            b"POST /write?db=slow HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nacked v=1",
+        )
         .unwrap();
     // Meanwhile a normal client is served at once.
     let t = Instant::now();
@@ -217,11 +257,16 @@ fn slow_clients_are_cut_off_and_others_still_write() {
         let mut buf = [0u8; 256];
         let t = Instant::now();
         let n = s.read(&mut buf).unwrap_or(0);
-        assert!(n == 0 || String::from_utf8_lossy(&buf[..n]).contains("408"), "expected a close");
+        assert!(
+            n == 0 || String::from_utf8_lossy(&buf[..n]).contains("408"),
+            "expected a close"
+        );
         assert!(t.elapsed() < Duration::from_secs(4));
     }
     // The body-slow client gets a 408.
-    partial.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    partial
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
     let mut resp = String::new();
     let _ = partial.read_to_string(&mut resp);
     assert!(resp.starts_with("HTTP/1.1 408"), "{resp}");
@@ -233,7 +278,9 @@ fn slow_clients_are_cut_off_and_others_still_write() {
     let mut b = [0u8; 16];
     assert_eq!(idle.read(&mut b).unwrap_or(0), 0);
     assert!(t.elapsed() < Duration::from_secs(5));
-    assert!(wait_for(Duration::from_secs(20), || influx.scalar("slow", "SELECT count(v) FROM acked") == 1.0));
+    assert!(wait_for(Duration::from_secs(20), || influx
+        .scalar("slow", "SELECT count(v) FROM acked")
+        == 1.0));
 }
 
 #[test]
@@ -247,10 +294,31 @@ fn refuses_to_start_open_on_a_public_address_or_without_tokens() {
     };
     let q = dir.path().join("q");
     let q = q.to_str().unwrap();
-    let out = run(&["--listen", "0.0.0.0:18190", "--insecure-open", "--queue-dir", q, "--output", "http://127.0.0.1:9", "--db", "x"]);
+    let out = run(&[
+        "--listen",
+        "0.0.0.0:18190",
+        "--insecure-open",
+        "--queue-dir",
+        q,
+        "--output",
+        "http://127.0.0.1:9",
+        "--db",
+        "x",
+    ]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("only allowed on a loopback address"));
-    let out = run(&["--listen", "127.0.0.1:18190", "--token-file", "/nonexistent", "--queue-dir", q, "--output", "http://127.0.0.1:9", "--db", "x"]);
+    let out = run(&[
+        "--listen",
+        "127.0.0.1:18190",
+        "--token-file",
+        "/nonexistent",
+        "--queue-dir",
+        q,
+        "--output",
+        "http://127.0.0.1:9",
+        "--db",
+        "x",
+    ]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("token file"));
     let out = run(&["--print-default-config"]);
@@ -273,28 +341,53 @@ fn influx_type_conflicts_dead_letter_only_that_line_and_heartbeats_arrive() {
         &[],
     );
     assert_eq!(s, 204);
-    let cfg = write_config(dir.path(), 18210, &influx.url(), "conf", "[heartbeat]\ninterval_s = 1\n");
+    let cfg = write_config(
+        dir.path(),
+        18210,
+        &influx.url(),
+        "conf",
+        "[heartbeat]\ninterval_s = 1\n",
+    );
     let collector = CollectorProc::start(&cfg, 18210);
     let body = format!(
         "disk,host=n1 g=1i {ts}\ndisk,host=n1 f=2.5 {}\ndisk,host=n2 g=3i {}\n",
         ts + 1,
         ts + 2
     );
-    let (s, _) = http_request(&collector.url("/write?db=conf"), "POST", "text/plain", body.as_bytes(), &[]);
+    let (s, _) = http_request(
+        &collector.url("/write?db=conf"),
+        "POST",
+        "text/plain",
+        body.as_bytes(),
+        &[],
+    );
     assert_eq!(s, 204, "valid as far as the collector can tell");
-    assert!(wait_for(Duration::from_secs(20), || influx.scalar("conf", "SELECT count(g) FROM disk") == 2.0));
+    assert!(wait_for(Duration::from_secs(20), || influx
+        .scalar("conf", "SELECT count(g) FROM disk")
+        == 2.0));
     let dl = dir.path().join("queue/dead-letter/influx.lp");
-    assert!(wait_for(Duration::from_secs(10), || std::fs::read_to_string(&dl).is_ok_and(|t| t.contains("f=2.5"))));
+    assert!(wait_for(Duration::from_secs(10), || {
+        std::fs::read_to_string(&dl).is_ok_and(|t| t.contains("f=2.5"))
+    }));
     let text = std::fs::read_to_string(&dl).unwrap();
     let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
     assert_eq!(lines, vec![format!("disk,host=n1 f=2.5 {}", ts + 1)]);
     assert!(text.contains("field type conflict"), "{text}");
-    assert_eq!(collector.metric("output_dead_lettered_total{output=\"influx\"}"), 1);
+    assert_eq!(
+        collector.metric("output_dead_lettered_total{output=\"influx\"}"),
+        1
+    );
     // Heartbeats name both hosts with their last-seen time.
     let ok = wait_for(Duration::from_secs(10), || {
-        influx.scalar("conf", "SELECT count(last_seen_s) FROM collector_heartbeat WHERE host='n2'") >= 1.0
+        influx.scalar(
+            "conf",
+            "SELECT count(last_seen_s) FROM collector_heartbeat WHERE host='n2'",
+        ) >= 1.0
     });
     assert!(ok);
-    let seen = influx.scalar("conf", "SELECT last(last_seen_s) FROM collector_heartbeat WHERE host='n1'");
+    let seen = influx.scalar(
+        "conf",
+        "SELECT last(last_seen_s) FROM collector_heartbeat WHERE host='n1'",
+    );
     assert!((seen - now_s() as f64).abs() < 30.0, "{seen}");
 }

@@ -50,7 +50,9 @@ fn is_bad(line: &str) -> bool {
 async fn handle(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
     let text = if headers.get("content-encoding").is_some_and(|v| v == "gzip") {
         let mut out = String::new();
-        flate2::read::GzDecoder::new(&body[..]).read_to_string(&mut out).unwrap();
+        flate2::read::GzDecoder::new(&body[..])
+            .read_to_string(&mut out)
+            .unwrap();
         out
     } else {
         String::from_utf8(body.to_vec()).unwrap()
@@ -85,13 +87,22 @@ async fn handle(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Res
             return StatusCode::NO_CONTENT.into_response();
         }
         Mode::TooMany(k) if n <= k => {
-            return (StatusCode::TOO_MANY_REQUESTS, [("Retry-After", "1")], "slow down").into_response();
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                [("Retry-After", "1")],
+                "slow down",
+            )
+                .into_response();
         }
         Mode::MaxLines(k) if lines.len() > k => {
             return (StatusCode::PAYLOAD_TOO_LARGE, "too large").into_response();
         }
         Mode::Unauthorized(k) if n <= k => {
-            return (StatusCode::UNAUTHORIZED, r#"{"code":"unauthorized","message":"unauthorized access"}"#).into_response();
+            return (
+                StatusCode::UNAUTHORIZED,
+                r#"{"code":"unauthorized","message":"unauthorized access"}"#,
+            )
+                .into_response();
         }
         _ => {}
     }
@@ -156,7 +167,10 @@ fn batch(n: usize, bad: &[usize]) -> Vec<String> {
 
 fn dead_letters(run: &Run) -> Vec<String> {
     let text = std::fs::read_to_string(run.fwd.dead_letter_path()).unwrap_or_default();
-    text.lines().filter(|l| !l.starts_with('#')).map(str::to_string).collect()
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
 }
 
 async fn deliver(run: &Run, lines: &[String]) {
@@ -181,7 +195,10 @@ async fn v2_whole_batch_400_is_bisected_to_the_bad_lines() {
     assert_eq!(fake.1.lock().unwrap().stored, good(&lines));
     assert_eq!(dead_letters(&run), vec!["bad line 7", "bad line 55"]);
     let text = std::fs::read_to_string(run.fwd.dead_letter_path()).unwrap();
-    assert!(text.contains("reason=400 Bad Request: unable to parse points"), "{text}");
+    assert!(
+        text.contains("reason=400 Bad Request: unable to parse points"),
+        "{text}"
+    );
     assert_eq!(fake.1.lock().unwrap().auth[0], "Token secret-output-token");
 }
 
@@ -205,7 +222,10 @@ async fn v3_partial_write_dead_letters_only_the_named_lines() {
     assert_eq!(f.stored, good(&lines));
     // One request with the partial answer, one resend of the rest: no bisection needed.
     assert_eq!(f.requests.len(), 2);
-    assert_eq!(dead_letters(&run), vec!["bad line 3", "bad line 4", "bad line 49"]);
+    assert_eq!(
+        dead_letters(&run),
+        vec!["bad line 3", "bad line 4", "bad line 49"]
+    );
     let text = std::fs::read_to_string(run.fwd.dead_letter_path()).unwrap();
     assert!(text.contains("reason=invalid column type"), "{text}");
 }

@@ -21,7 +21,10 @@ pub fn workspace() -> PathBuf {
 pub fn binary(package: &str, name: &str) -> PathBuf {
     // Test executables live in <target>/<profile>/deps/.
     let exe = std::env::current_exe().expect("current exe");
-    let profile_dir = exe.parent().and_then(Path::parent).expect("target profile dir");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target profile dir");
     let candidate = profile_dir.join(name);
     if candidate.is_file() {
         return candidate;
@@ -140,7 +143,10 @@ pub fn http(url: &str, method: &str, headers: &[(&str, &str)], body: &[u8]) -> (
         req.push_str(&format!("{k}: {v}\r\n"));
     }
     req.push_str("\r\n");
-    if s.write_all(req.as_bytes()).and_then(|_| s.write_all(body)).is_err() {
+    if s.write_all(req.as_bytes())
+        .and_then(|_| s.write_all(body))
+        .is_err()
+    {
         return (0, String::new());
     }
     let mut resp = Vec::new();
@@ -197,7 +203,11 @@ impl Collector {
             .stdout(Stdio::null())
             .spawn()
             .expect("start the collector");
-        let c = Collector { child, port, config };
+        let c = Collector {
+            child,
+            port,
+            config,
+        };
         let deadline = Instant::now() + Duration::from_secs(20);
         while http(&c.url("/ping"), "GET", &[], b"").0 != 204 {
             assert!(Instant::now() < deadline, "collector did not come up");
@@ -234,7 +244,10 @@ pub fn fixture_roots(dir: &Path) -> (PathBuf, PathBuf) {
     std::fs::create_dir_all(proc_root.join("net")).unwrap();
     std::fs::create_dir_all(proc_root.join("pressure")).unwrap();
     for (from, to) in [
-        ("diskstats/build-machine-linux-6.18-20-field.txt", "diskstats"),
+        (
+            "diskstats/build-machine-linux-6.18-20-field.txt",
+            "diskstats",
+        ),
         ("netdev/build-machine-linux-6.18.txt", "net/dev"),
         ("stat/build-machine-linux-6.18-2cpu.txt", "stat"),
         ("meminfo/build-machine-linux-6.18.txt", "meminfo"),

@@ -33,10 +33,23 @@ fn agent_report(host: &str, dir: &std::path::Path) -> String {
         .arg(&proc_root)
         .arg("--sys-root")
         .arg(&sys_root)
-        .args(["--sample-interval", "100ms", "--report-interval", "200ms", "--host", host, "--output", "-"])
+        .args([
+            "--sample-interval",
+            "100ms",
+            "--report-interval",
+            "200ms",
+            "--host",
+            host,
+            "--output",
+            "-",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "agent failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "agent failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -58,7 +71,10 @@ fn agent_reports_reach_influxdb_through_a_crashing_collector() {
         for line in report.lines().filter(|l| !l.is_empty()) {
             let key = series_key(line);
             let measurement = key.split(',').next().unwrap().to_string();
-            expected.entry((host.to_string(), measurement)).or_default().insert(key);
+            expected
+                .entry((host.to_string(), measurement))
+                .or_default()
+                .insert(key);
         }
         let body = gzip(report.as_bytes());
         let (status, text) = http(
@@ -89,11 +105,22 @@ fn agent_reports_reach_influxdb_through_a_crashing_collector() {
                 .map_or(0, |v| v.len())
                 == series.len()
         });
-        assert!(ok, "{host} {m}: expected {} series, InfluxDB has {}", series.len(), influx.query("e2e", &q));
+        assert!(
+            ok,
+            "{host} {m}: expected {} series, InfluxDB has {}",
+            series.len(),
+            influx.query("e2e", &q)
+        );
     }
     for host in ["node-a", "node-b", "node-c"] {
         let q = format!("SELECT last(last_seen_s) FROM collector_heartbeat WHERE host = '{host}'");
-        assert!(wait_for(Duration::from_secs(15), || influx.scalar("e2e", &q) > 0.0), "heartbeat of {host}");
+        assert!(
+            wait_for(Duration::from_secs(15), || influx.scalar("e2e", &q) > 0.0),
+            "heartbeat of {host}"
+        );
     }
-    assert_eq!(influx.scalar("e2e", "SELECT count(*) FROM /.*/ WHERE host = 'intruder'"), 0.0);
+    assert_eq!(
+        influx.scalar("e2e", "SELECT count(*) FROM /.*/ WHERE host = 'intruder'"),
+        0.0
+    );
 }

@@ -191,7 +191,9 @@ async fn ack_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     // Output to a closed port: nothing drains, so the backlog grows for the whole run.
     let proc = collector(dir, 18300, "http://127.0.0.1:9", "")?;
     let base = "http://127.0.0.1:18300";
-    let client = reqwest::Client::builder().pool_max_idle_per_host(64).build()?;
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(64)
+        .build()?;
     wait_ping(&client, base).await?;
     let ts0 = now_ns() - 3_600_000_000_000;
     let bodies = Arc::new(bodies(16, a.lines_per_request, ts0, a.gzip));
@@ -202,7 +204,13 @@ async fn ack_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     let url = format!("{base}/write?db=bench");
     let t0 = Instant::now();
     for s in 0..a.senders {
-        let (client, bodies, lines, stop, url) = (client.clone(), bodies.clone(), lines.clone(), stop.clone(), url.clone());
+        let (client, bodies, lines, stop, url) = (
+            client.clone(),
+            bodies.clone(),
+            lines.clone(),
+            stop.clone(),
+            url.clone(),
+        );
         let per = a.lines_per_request as u64;
         let gz = a.gzip;
         tasks.push(tokio::spawn(async move {
@@ -240,7 +248,11 @@ async fn ack_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     let secs = t0.elapsed().as_secs_f64();
     let n = lines.load(Ordering::Relaxed);
     lat.sort();
-    let p = |q: f64| lat.get(((lat.len() as f64 * q) as usize).min(lat.len().saturating_sub(1))).copied().unwrap_or_default();
+    let p = |q: f64| {
+        lat.get(((lat.len() as f64 * q) as usize).min(lat.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    };
     let fsyncs = metric(&client, base, "queue_fsyncs_total").await;
     let requests = metric(&client, base, "queue_records_total").await;
     let end = metric(&client, base, "queue_end_bytes").await;
@@ -382,7 +394,10 @@ async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
 fn main() -> anyhow::Result<()> {
     let a = args()?;
     let dir = tempfile_dir()?;
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     let r = rt.block_on(async {
         ack_bench(&a, &dir.join("acks")).await?;
         if !a.skip_drain {
@@ -395,7 +410,9 @@ fn main() -> anyhow::Result<()> {
 }
 
 fn tempfile_dir() -> anyhow::Result<PathBuf> {
-    let base = std::env::var_os("BENCH_DIR").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    let base = std::env::var_os("BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
     let dir = base.join(format!("storwatch-collector-bench-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("acks"))?;
     Ok(dir)

@@ -41,7 +41,11 @@ impl Influxd {
     }
 
     pub(crate) fn stop(&self) {
-        let _ = Command::new("bash").arg(script()).arg("stop").arg(&self.dir).status();
+        let _ = Command::new("bash")
+            .arg(script())
+            .arg("stop")
+            .arg(&self.dir)
+            .status();
     }
 
     /// Starts again on the same data.
@@ -66,7 +70,9 @@ impl Influxd {
     /// A single number from `SELECT <agg> FROM …` (0 when there is no data).
     pub(crate) fn scalar(&self, db: &str, q: &str) -> f64 {
         let v = self.query(db, q);
-        v["results"][0]["series"][0]["values"][0][1].as_f64().unwrap_or(0.0)
+        v["results"][0]["series"][0]["values"][0][1]
+            .as_f64()
+            .unwrap_or(0.0)
     }
 }
 
@@ -84,14 +90,23 @@ pub(crate) fn blocking_post_form(url: &str, form: &[(&str, &str)]) -> String {
         .map(|(k, v)| format!("{k}={}", urlencode(v)))
         .collect::<Vec<_>>()
         .join("&");
-    http_request(url, "POST", "application/x-www-form-urlencoded", body.as_bytes(), &[]).1
+    http_request(
+        url,
+        "POST",
+        "application/x-www-form-urlencoded",
+        body.as_bytes(),
+        &[],
+    )
+    .1
 }
 
 pub(crate) fn urlencode(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
             _ => out.push_str(&format!("%{b:02X}")),
         }
     }
@@ -100,7 +115,13 @@ pub(crate) fn urlencode(s: &str) -> String {
 
 /// One HTTP/1.1 request with `Connection: close`; returns (status, body). Status 0 when the
 /// connection failed.
-pub(crate) fn http_request(url: &str, method: &str, ctype: &str, body: &[u8], headers: &[(&str, &str)]) -> (u16, String) {
+pub(crate) fn http_request(
+    url: &str,
+    method: &str,
+    ctype: &str,
+    body: &[u8],
+    headers: &[(&str, &str)],
+) -> (u16, String) {
     use std::io::{Read, Write};
     let rest = url.strip_prefix("http://").unwrap();
     let (hostport, path) = match rest.find('/') {
@@ -119,7 +140,10 @@ pub(crate) fn http_request(url: &str, method: &str, ctype: &str, body: &[u8], he
         req.push_str(&format!("{k}: {v}\r\n"));
     }
     req.push_str("\r\n");
-    if s.write_all(req.as_bytes()).and_then(|_| s.write_all(body)).is_err() {
+    if s.write_all(req.as_bytes())
+        .and_then(|_| s.write_all(body))
+        .is_err()
+    {
         return (0, String::new());
     }
     let mut resp = Vec::new();
@@ -213,7 +237,13 @@ impl Drop for CollectorProc {
 }
 
 /// Writes a collector config (open on loopback, one v1 output, quick retries).
-pub(crate) fn write_config(dir: &Path, port: u16, output_url: &str, db: &str, extra: &str) -> PathBuf {
+pub(crate) fn write_config(
+    dir: &Path,
+    port: u16,
+    output_url: &str,
+    db: &str,
+    extra: &str,
+) -> PathBuf {
     let path = dir.join("collector.toml");
     let text = format!(
         r#"listen = "127.0.0.1:{port}"

@@ -1,0 +1,173 @@
+//! TLS and mutual TLS on the listener, with certificates made by `openssl` for the test.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::process::Command;
+
+use storwatch_collector::config::{Config, OutputConfig, TlsConfig};
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A CA and a certificate it signs for `cn`, with the given extensions.
+fn make_ca(dir: &Path, name: &str) {
+    let key = format!("{name}.key");
+    let pem = format!("{name}.pem");
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            &key,
+            "-out",
+            &pem,
+            "-days",
+            "2",
+            "-subj",
+            &format!("/CN={name}"),
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+    );
+}
+
+fn make_cert(dir: &Path, ca: &str, name: &str, ext: &str) {
+    std::fs::write(dir.join(format!("{name}.ext")), ext).unwrap();
+    openssl(
+        dir,
+        &[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            &format!("{name}.key"),
+            "-out",
+            &format!("{name}.csr"),
+            "-subj",
+            &format!("/CN={name}"),
+        ],
+    );
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            &format!("{name}.csr"),
+            "-CA",
+            &format!("{ca}.pem"),
+            "-CAkey",
+            &format!("{ca}.key"),
+            "-CAcreateserial",
+            "-out",
+            &format!("{name}.pem"),
+            "-days",
+            "2",
+            "-extfile",
+            &format!("{name}.ext"),
+        ],
+    );
+}
+
+fn identity(dir: &Path, name: &str) -> reqwest::Identity {
+    let mut pem = std::fs::read(dir.join(format!("{name}.pem"))).unwrap();
+    pem.extend(std::fs::read(dir.join(format!("{name}.key"))).unwrap());
+    reqwest::Identity::from_pem(&pem).unwrap()
+}
+
+#[tokio::test]
+async fn mutual_tls_admits_only_clients_of_the_allowed_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    make_ca(d, "site-ca");
+    make_ca(d, "other-ca");
+    make_cert(
+        d,
+        "site-ca",
+        "server",
+        "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
+    );
+    make_cert(d, "site-ca", "agent", "extendedKeyUsage=clientAuth\n");
+    make_cert(d, "other-ca", "stranger", "extendedKeyUsage=clientAuth\n");
+    std::fs::write(d.join("tokens"), "agents:tls-agents-token-0123456789\n").unwrap();
+
+    let cfg = Config {
+        listen: "127.0.0.1:0".into(),
+        queue_dir: d.join("queue"),
+        token_file: Some(d.join("tokens")),
+        tls: TlsConfig {
+            cert_file: Some(d.join("server.pem")),
+            key_file: Some(d.join("server.key")),
+            client_ca_file: Some(d.join("site-ca.pem")),
+        },
+        outputs: vec![OutputConfig {
+            url: "http://127.0.0.1:9".into(),
+            db: Some("x".into()),
+            ..OutputConfig::default()
+        }],
+        ..Config::default()
+    };
+    let collector = storwatch_collector::start(cfg).await.unwrap();
+    let url = format!("https://127.0.0.1:{}/write?db=x", collector.addr.port());
+    let ca =
+        reqwest::Certificate::from_pem(&std::fs::read(d.join("site-ca.pem")).unwrap()).unwrap();
+    let client = |id: Option<reqwest::Identity>| {
+        let mut b = reqwest::Client::builder()
+            .add_root_certificate(ca.clone())
+            .use_rustls_tls();
+        if let Some(id) = id {
+            b = b.identity(id);
+        }
+        b.build().unwrap()
+    };
+    let send = |c: reqwest::Client, url: String| async move {
+        c.post(url)
+            .header("Authorization", "Token tls-agents-token-0123456789")
+            .body("disk,host=n1 util_pct=1")
+            .send()
+            .await
+    };
+    // The site's agent: admitted.
+    let r = send(client(Some(identity(d, "agent"))), url.clone())
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 204);
+    // No client certificate, or one from another CA: the handshake fails.
+    assert!(send(client(None), url.clone()).await.is_err());
+    assert!(send(client(Some(identity(d, "stranger"))), url.clone())
+        .await
+        .is_err());
+    // A certificate does not replace the token.
+    let r = client(Some(identity(d, "agent")))
+        .post(url)
+        .body("m v=1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    // Plain HTTP to the TLS port gets nowhere.
+    let plain = format!("http://127.0.0.1:{}/ping", collector.addr.port());
+    assert!(reqwest::get(plain).await.is_err());
+    collector.shutdown().await;
+}
