@@ -188,13 +188,7 @@ fn init_logging(level: &str) {
 
 fn open_sink(cfg: &Config) -> Result<Box<dyn Sink>> {
     let spec: OutputSpec = cfg.output.parse()?;
-    Ok(match spec {
-        OutputSpec::Stdout => Box::new(StdoutSink),
-        OutputSpec::File(p) => Box::new(FileSink::open(p)?),
-        OutputSpec::Http(url) => {
-            bail!("output {url}: the HTTP output is not built into this version")
-        }
-    })
+    Ok(sink::open(&spec, &cfg.http)?)
 }
 
 fn monitors(_cfg: &Config) -> Vec<Box<dyn Monitor>> {

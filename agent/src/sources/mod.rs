@@ -105,14 +105,44 @@ impl SourceError {
 }
 
 /// Parses a decimal unsigned integer field; kernels print counters as `%llu`/`%lu`/`%u`.
+///
+/// One pass over the bytes with overflow checks: this runs for every field of every row of
+/// `/proc/diskstats` each second (5000 fields on a 250-device server), where `str::parse` after a
+/// validation pass cost twice as much.
 pub(crate) fn parse_u64(field: &str) -> Option<u64> {
-    if field.is_empty() || !field.bytes().all(|b| b.is_ascii_digit()) {
+    let bytes = field.as_bytes();
+    if bytes.is_empty() {
         return None;
     }
-    field.parse().ok()
+    let mut v: u64 = 0;
+    for &c in bytes {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(d))?;
+    }
+    Some(v)
 }
 
 /// Splits a line into whitespace-separated fields.
 pub(crate) fn fields(line: &str) -> std::str::SplitAsciiWhitespace<'_> {
     line.split_ascii_whitespace()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_u64;
+
+    #[test]
+    fn parse_u64_accepts_digits_only_and_refuses_overflow() {
+        assert_eq!(parse_u64("0"), Some(0));
+        assert_eq!(parse_u64("18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_u64("18446744073709551616"), None);
+        assert_eq!(parse_u64(""), None);
+        assert_eq!(parse_u64("-1"), None);
+        assert_eq!(parse_u64("+1"), None);
+        assert_eq!(parse_u64("12a"), None);
+        assert_eq!(parse_u64("１２"), None);
+    }
 }
