@@ -200,7 +200,7 @@ fn influxdb_outage_spools_and_everything_arrives_once() {
     }
     // spooling is local: 20 sends with an fsync each, nothing waits for the dead server
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(5),
         "{:?}",
         started.elapsed()
     );
@@ -238,8 +238,13 @@ fn agent_restart_keeps_undelivered_data() {
         for &t in &ts {
             s.send(&report(t, 2)).unwrap();
         }
-        // the agent stops while the server is away
-        s.flush().ok();
+        // the agent stops while the server is away: flush does not wait for a failing server
+        wait_until("a failed attempt", Duration::from_secs(5), || {
+            s.delivery_stats().failed_requests > 0
+        });
+        let t = Instant::now();
+        s.flush().unwrap();
+        assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
         let d = s.delivery_stats();
         assert_eq!(d.spool.pending_lines, 24, "{d:?} {:?}", influx.points());
     }
@@ -600,7 +605,7 @@ fn a_server_that_never_answers_does_not_block_send() {
         std::thread::sleep(Duration::from_millis(50));
     }
     // an append plus fdatasync; far below the 1 s request timeout the worker is stuck in
-    assert!(slowest < Duration::from_millis(250), "{slowest:?}");
+    assert!(slowest < Duration::from_millis(500), "{slowest:?}");
     assert_eq!(s.delivery_stats().spool.pending_lines, 20 * 50);
     assert!(!held.lock().unwrap().is_empty());
 }

@@ -24,7 +24,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -296,6 +296,8 @@ struct Counters {
     oversized_lines: AtomicU64,
     failed_requests: AtomicU64,
     last_status: AtomicU64,
+    /// The last attempt failed and delivery is backing off.
+    failing: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -574,7 +576,7 @@ impl HttpSink {
             delivered_requests: c.delivered_requests.load(Ordering::Relaxed),
             rejected_lines: c.rejected_lines.load(Ordering::Relaxed),
             oversized_lines: c.oversized_lines.load(Ordering::Relaxed),
-            failed_requests: c.failed_requests.load(Ordering::Relaxed),
+            failed_requests: c.failed_requests.load(Ordering::SeqCst),
             last_status: c.last_status.load(Ordering::Relaxed) as u16,
         }
     }
@@ -633,10 +635,11 @@ impl Sink for HttpSink {
         Ok(())
     }
 
-    /// Gives the delivery thread up to the request timeout to drain the spool; whatever is left
-    /// stays spooled for the next start.
+    /// Gives the delivery thread up to the request timeout to drain the spool, unless the server
+    /// is failing anyway; whatever is left stays spooled for the next start.
     fn flush(&mut self) -> Result<(), SinkError> {
-        if !self.wait_drained(self.flush_timeout) {
+        let failing = self.shared.counters.failing.load(Ordering::SeqCst);
+        if failing || !self.wait_drained(self.flush_timeout) {
             let s = lock(&self.shared.spool).stats();
             tracing::info!(
                 pending_lines = s.pending_lines,
@@ -748,7 +751,11 @@ impl Worker {
                 }
             };
             if verdict != Verdict::Delivered {
-                counters.failed_requests.fetch_add(1, Ordering::Relaxed);
+                if matches!(verdict, Verdict::Retry { .. } | Verdict::Keep) {
+                    // before the count, so whoever sees the failure also sees the state
+                    counters.failing.store(true, Ordering::SeqCst);
+                }
+                counters.failed_requests.fetch_add(1, Ordering::SeqCst);
             }
             let why = match &answer {
                 Ok(a) => format!("HTTP {}: {}", a.status, excerpt(&a.body)),
@@ -768,6 +775,7 @@ impl Worker {
                     .delivered_lines
                     .fetch_add(batch.lines, Ordering::Relaxed);
                 counters.delivered_requests.fetch_add(1, Ordering::Relaxed);
+                counters.failing.store(false, Ordering::Relaxed);
                 self.ack(batch);
                 self.backoff.reset();
                 if let Some(since) = self.failing_since.take() {
