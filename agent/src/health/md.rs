@@ -1466,6 +1466,70 @@ mod tests {
         assert_eq!(poll(&mut m, &h, 3.0), vec![ev("md9", "clean", "")]);
     }
 
+    proptest::proptest! {
+        /// Any sequence of mdstat texts, with or without a sysfs view, keeps the derived
+        /// values consistent and never panics.
+        #[test]
+        fn any_sequence_keeps_invariants(
+            steps in proptest::collection::vec(
+                (
+                    proptest::sample::select(vec!["raid1", "raid5", "raid6", "raid10", "raid0", "linear", "weird"]),
+                    1u32..6, 0u32..6, 0u64..2000, proptest::bool::ANY, proptest::bool::ANY,
+                    proptest::sample::select(vec!["", "(F)", "(S)", "(W)(F)", "(R)", "(J)"]),
+                    proptest::sample::select(vec!["recovery", "resync", "check", "reshape", "repair"]),
+                    0u64..100_000,
+                ),
+                1..12,
+            ),
+        ) {
+            let mut m = monitor();
+            let mut t = 0.0;
+            for (level, n, working, done, active, with_sys, flag, action, speed) in steps {
+                let progress = if done < 1500 {
+                    format!("      [=>...]  {action} = {:.1}% ({done}/1000) finish=1.0min speed={speed}K/sec\n", done as f64 / 10.0)
+                } else {
+                    String::new()
+                };
+                let text = format!(
+                    "Personalities : [{level}]\nmd0 : {} {level} sdb[1]{flag} sda[0]\n      4000 blocks super 1.2 [{n}/{working}] [UU]\n{progress}\nunused devices: <none>\n",
+                    if active { "active" } else { "inactive" },
+                );
+                let parsed = mdstat::parse(&text).expect("parses");
+                let mut sys = BTreeMap::new();
+                if with_sys {
+                    sys.insert("md0".to_owned(), MdSys {
+                        degraded: Some(n.saturating_sub(working)),
+                        sync_action: Some(SyncAction::from_kernel(action)),
+                        sync_completed: Some(SyncCompleted::Progress { done_sectors: done * 2, total_sectors: 2000 }),
+                        sync_speed_kbps: Some(speed),
+                        component_size_kb: Some(1000),
+                        ..MdSys::default()
+                    });
+                }
+                let mut events = Vec::new();
+                m.observe(&parsed, &sys, t, &mut events);
+                t += 1.0;
+                for (s, members) in m.arrays() {
+                    proptest::prop_assert!(s.active <= s.members);
+                    proptest::prop_assert!(s.failed as usize <= members.len());
+                    if let Some(r) = s.rebuild_risk {
+                        proptest::prop_assert!((0.0..=1.0).contains(&r), "{r}");
+                    }
+                    if let Some(p) = s.sync_pct {
+                        proptest::prop_assert!((0.0..=100.0).contains(&p), "{p}");
+                    }
+                    if let Some(e) = s.sync_eta_s {
+                        proptest::prop_assert!(e.is_finite() && e >= 0.0, "{e}");
+                    }
+                    if s.state == ArrayState::Inactive {
+                        proptest::prop_assert!(s.rebuild_risk.is_none() && s.redundancy_left.is_none());
+                    }
+                }
+                let _ = report(&mut m);
+            }
+        }
+    }
+
     fn one_poll_report(proc_dir: &Path, sys_dir: &Path) -> String {
         let mut m = monitor();
         let mut ev = Vec::new();
