@@ -1461,12 +1461,12 @@ errors: No known data errors
     fn hung_zpool_is_killed_counted_and_never_blocks_poll() {
         // Status hangs far past the deadline; kstat keeps the pool's health current meanwhile.
         let host = FakeHost::new("tank", "ONLINE", "exec sleep 30");
-        let mut m = host.monitor(0.1, 0.3);
+        let mut m = host.monitor(0.1, 1.0);
         let root = host.root();
         let start = Instant::now();
         let mut slowest = Duration::ZERO;
         let mut errors = Vec::new();
-        while start.elapsed() < Duration::from_secs(8) && errors.len() < 2 {
+        while start.elapsed() < Duration::from_secs(15) && errors.len() < 2 {
             let t = Instant::now();
             let r = m.poll(&root, start.elapsed().as_secs_f64(), &mut Vec::new());
             slowest = slowest.max(t.elapsed());
@@ -1476,7 +1476,7 @@ errors: No known data errors
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(
-            slowest < Duration::from_millis(100),
+            slowest < Duration::from_millis(250),
             "poll took {slowest:?}"
         );
         assert!(errors.len() >= 2, "{errors:?}");
@@ -1495,6 +1495,145 @@ errors: No known data errors
             std::str::from_utf8(w.as_bytes()).expect("utf8"),
             "zpool,host=h,pool=tank health=\"ONLINE\" 1700000000000000000\n"
         );
+    }
+
+    #[test]
+    fn fake_zpool_json_is_preferred() {
+        let json = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/zpool-json/check_zpools-proxmox-status-j-json-int-rpool-DEGRADED.txt");
+        // Text would say something else: the JSON must be what is used.
+        let body = format!(
+            "case \"$1 $2 $3\" in\n\"status -j --json-int\") cat '{}';;\n\"status -p \") echo garbage;;\n\"list -Hp \") exit 0;;\n*) exit 1;;\nesac",
+            json.display()
+        );
+        let host = FakeHost::new("rpool", "DEGRADED", &body);
+        let mut m = host.monitor(0.2, 5.0);
+        let root = host.root();
+        let start = Instant::now();
+        let mut out = String::new();
+        while start.elapsed() < Duration::from_secs(10) {
+            m.poll(&root, start.elapsed().as_secs_f64(), &mut Vec::new())
+                .expect("poll");
+            let mut w = LineWriter::new("h", &[]);
+            m.report(&mut w, TS);
+            out = String::from_utf8(w.take()).expect("utf8");
+            if out.contains("zpool_vdev") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(
+            out.contains("vdev=wwn-0x5002538f55117008-part3,kind=disk,parent=mirror-0 state=\"FAULTED\",read_errors=2i,write_errors=8i"),
+            "{out}"
+        );
+        assert!(out.contains("pool=zpool-ssd"), "{out}");
+        assert_eq!(m.command_errors(), 0);
+    }
+
+    #[test]
+    fn fake_zpool_without_p_falls_back_to_plain_status() {
+        let status = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+            "fixtures/zpool-status/textfile-scripts-solaris-mirror-degraded-unavail-cannot-open-scrub-none-requested.txt",
+        );
+        // Old releases: no -j, no -p (usage, exit 2); plain `status` works.
+        let body = format!(
+            "case \"$*\" in\nstatus) cat '{}';;\n\"list -Hp\") printf 'tank\\t100\\t50\\t50\\t-\\t1\\t50\\t1.00\\tDEGRADED\\t-\\n';;\n*) echo usage >&2; exit 2;;\nesac",
+            status.display()
+        );
+        let host = FakeHost::new("tank", "DEGRADED", &body);
+        let mut m = host.monitor(0.2, 5.0);
+        let root = host.root();
+        let start = Instant::now();
+        let mut out = String::new();
+        while start.elapsed() < Duration::from_secs(10) {
+            m.poll(&root, start.elapsed().as_secs_f64(), &mut Vec::new())
+                .expect("poll");
+            let mut w = LineWriter::new("h", &[]);
+            m.report(&mut w, TS);
+            out = String::from_utf8(w.take()).expect("utf8");
+            if out.contains("zpool_vdev") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(
+            out.contains("vdev=c1t1d0,kind=disk,parent=mirror-0 state=\"UNAVAIL\""),
+            "{out}"
+        );
+        assert!(out.contains("capacity_pct=50"), "{out}");
+        assert_eq!(m.command_errors(), 0);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_sequence_of_observations_reports_valid_lines(
+            steps in proptest::collection::vec(
+                (0usize..64, 0.0f64..200.0, proptest::option::of(0usize..4), 0u64..30_000_000_000_000),
+                1..12,
+            )
+        ) {
+            let files = all_fixtures();
+            let kstates = ["ONLINE", "DEGRADED", "SUSPENDED", "FAULTED"];
+            let mut tr = tracker();
+            let mut t = 0.0;
+            for (i, dt, kstate, issued) in steps {
+                t += dt;
+                let mut ev = Vec::new();
+                if let Some(k) = kstate {
+                    tr.observe_kstat(&[("zpool".into(), kstates[k].into())], &mut ev);
+                }
+                // Sometimes the real resilver with arbitrary progress (backwards included).
+                let st = if i >= files.len() {
+                    text_status(&resilver_at(issued))
+                } else {
+                    files[i].clone()
+                };
+                tr.observe_status(&st, t, &mut ev);
+                tr.now_s = t;
+                for e in &ev {
+                    proptest::prop_assert!(!e.object.is_empty());
+                }
+                let out = report(&tr);
+                for line in parse_lines(&out) {
+                    let line = line.map_err(|e| proptest::test_runner::TestCaseError::fail(format!("{e}: {out}")))?;
+                    for (k, v) in &line.field_set {
+                        if let FieldValue::F64(f) = v {
+                            proptest::prop_assert!(f.is_finite());
+                            if k.as_str() == "rebuild_risk" {
+                                proptest::prop_assert!((0.0..=1.0).contains(f), "{out}");
+                            }
+                            if k.as_str() == "scan_eta_s" || k.as_str() == "scan_rate_bps" {
+                                proptest::prop_assert!(*f >= 0.0, "{out}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn all_fixtures() -> &'static [ZpoolStatus] {
+        static FILES: std::sync::OnceLock<Vec<ZpoolStatus>> = std::sync::OnceLock::new();
+        FILES.get_or_init(|| {
+            let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+            let mut out = Vec::new();
+            for (dir, is_json) in [("zpool-status", false), ("zpool-json", true)] {
+                let mut names: Vec<_> = std::fs::read_dir(base.join(dir))
+                    .expect("fixture dir")
+                    .map(|e| e.expect("entry").path())
+                    .collect();
+                names.sort();
+                for path in names {
+                    let text = std::fs::read_to_string(&path).expect("fixture");
+                    out.push(if is_json {
+                        json::parse(&text).expect("json")
+                    } else {
+                        text_status(&text)
+                    });
+                }
+            }
+            out
+        })
     }
 
     #[test]
