@@ -282,7 +282,8 @@ impl Monitor for ZpoolMonitor {
                 }
             }
             Ok(Some(states)) => {
-                if self.worker.is_none() {
+                // The module loaded without a pool imported: nothing for zpool to tell yet.
+                if self.worker.is_none() && !states.is_empty() {
                     self.start_worker()?;
                 }
                 if self.tracker.observe_kstat(&states, events) {
@@ -1653,6 +1654,12 @@ errors: No known data errors
         for i in 0..3 {
             m.poll(&root, f64::from(i), &mut ev).expect("silent");
         }
+        assert!(ev.is_empty());
+        assert!(m.worker.is_none());
+        // The module loaded but no pool imported: still nothing to run.
+        std::fs::create_dir_all(dir.path().join("proc/spl/kstat/zfs")).expect("mkdir");
+        std::fs::write(dir.path().join("proc/spl/kstat/zfs/arcstats"), "x\n").expect("arcstats");
+        m.poll(&root, 4.0, &mut ev).expect("silent");
         assert!(ev.is_empty());
         assert!(m.worker.is_none());
         let mut w = LineWriter::new("h", &[]);

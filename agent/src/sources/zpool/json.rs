@@ -20,6 +20,10 @@ use crate::sources::ParseError;
 
 /// Parses `zpool status -j` output.
 pub fn parse(text: &str) -> Result<ZpoolStatus, ParseError> {
+    // With no pool imported zpool prints nothing, or its text message, even under -j.
+    if text.trim().is_empty() || text.trim() == "no pools available" {
+        return Ok(ZpoolStatus::default());
+    }
     let doc: JStatus = serde_json::from_str(text).map_err(|e| {
         let line = e.line().max(1);
         let line_text = text.lines().nth(line - 1).unwrap_or_default();
@@ -397,8 +401,11 @@ mod tests {
         assert_eq!(e.line, 3);
         assert_eq!(e.text, "    \"p\": {\"state\": \"ONLINE\",}");
         assert!(e.reason.starts_with("not zpool JSON"), "{}", e.reason);
-        let e = parse("").expect_err("empty");
-        assert_eq!(e.line, 1);
+        assert_eq!(parse(" \n"), Ok(ZpoolStatus::default()));
+        assert_eq!(parse(r#"{"pools":{}}"#), Ok(ZpoolStatus::default()));
+        assert_eq!(parse("no pools available\n"), Ok(ZpoolStatus::default()));
+        let e = parse("  pool: tank\n state: ONLINE\n").expect_err("text");
+        assert_eq!((e.line, e.text.as_str()), (1, "  pool: tank"));
         let e = parse(r#"{"pools":{"p":{"state":7}}}"#).expect_err("state is a number");
         assert_eq!(e.line, 1);
     }
