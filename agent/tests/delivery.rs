@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -346,7 +346,7 @@ impl FakeServer {
     }
 }
 
-fn read_request(stream: &TcpStream) -> Option<Seen> {
+fn read_request(stream: impl Read) -> Option<Seen> {
     let mut r = BufReader::new(stream);
     let mut line = String::new();
     r.read_line(&mut line).ok()?;
@@ -380,7 +380,7 @@ fn read_request(stream: &TcpStream) -> Option<Seen> {
     })
 }
 
-fn write_answer(mut stream: TcpStream, a: &Answer) {
+fn write_answer(mut stream: impl Write, a: &Answer) {
     let mut head = format!(
         "HTTP/1.1 {} X\r\nContent-Length: {}\r\nContent-Type: application/json\r\nConnection: close\r\n",
         a.status,
@@ -628,4 +628,188 @@ fn full_spool_drops_the_oldest_and_counts_it() {
     assert!(d.spool.file_bytes <= 64 << 10, "{d:?}");
     assert!(st.dropped_lines > 0);
     assert_eq!(st.dropped_lines + d.spool.pending_lines, total as u64 * 5);
+}
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A test CA, a server certificate for 127.0.0.1 and a client certificate, all signed by it.
+fn make_pki(dir: &Path) {
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let mut ca = vec!["req", "-x509"];
+    ca.extend(ec);
+    ca.extend([
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=test-ca",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+    ]);
+    openssl(dir, &ca);
+    for (name, ext) in [
+        (
+            "server",
+            "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
+        ),
+        ("agent", "extendedKeyUsage=clientAuth\n"),
+    ] {
+        std::fs::write(dir.join(format!("{name}.ext")), ext).unwrap();
+        let (key, csr, pem, extfile) = (
+            format!("{name}.key"),
+            format!("{name}.csr"),
+            format!("{name}.pem"),
+            format!("{name}.ext"),
+        );
+        let subj = format!("/CN={name}");
+        let mut req = vec!["req"];
+        req.extend(ec);
+        req.extend(["-keyout", &key, "-out", &csr, "-subj", &subj]);
+        openssl(dir, &req);
+        openssl(
+            dir,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-out",
+                &pem,
+                "-extfile",
+                &extfile,
+            ],
+        );
+    }
+}
+
+/// An HTTPS server that demands a client certificate signed by the test CA; answers 204.
+fn start_mtls_server(dir: &Path) -> (String, Arc<Mutex<Vec<Seen>>>) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_file_iter(dir.join("ca.pem")).unwrap() {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .unwrap();
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(dir.join("server.pem"))
+        .unwrap()
+        .map(|c| c.unwrap())
+        .collect();
+    let key = PrivateKeyDer::from_pem_file(dir.join("server.key")).unwrap();
+    let config = Arc::new(
+        rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(chain, key)
+            .unwrap(),
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("https://{}", listener.local_addr().unwrap());
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&requests);
+    std::thread::spawn(move || {
+        for tcp in listener.incoming().flatten() {
+            let conn = rustls::ServerConnection::new(Arc::clone(&config)).unwrap();
+            let mut tls = rustls::StreamOwned::new(conn, tcp);
+            // a failed handshake surfaces here as a read error: the request is simply not seen
+            let Some(req) = read_request(&mut tls) else {
+                continue;
+            };
+            seen.lock().unwrap().push(req);
+            write_answer(&mut tls, &answer(204, ""));
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+        }
+    });
+    (base, requests)
+}
+
+#[test]
+fn https_with_a_site_ca_and_a_client_certificate() {
+    let pki = tempfile::tempdir().unwrap();
+    make_pki(pki.path());
+    let (base, requests) = start_mtls_server(pki.path());
+    let url = format!("{base}/write?db=x");
+    let p = |f: &str| Some(pki.path().join(f));
+
+    // without a client certificate the server refuses the handshake: data kept, retried
+    let spool = tempfile::tempdir().unwrap();
+    let cfg = HttpConfig {
+        ca_file: p("ca.pem"),
+        ..fast_config(spool.path())
+    };
+    let mut s = HttpSink::open(&url, &cfg).unwrap();
+    s.send(&report(T0, 2)).unwrap();
+    wait_until("refused handshakes", Duration::from_secs(5), || {
+        s.delivery_stats().failed_requests >= 2
+    });
+    assert_eq!(s.delivery_stats().spool.pending_lines, 2);
+    drop(s);
+
+    // the built-in roots do not know the site CA either
+    let cfg = HttpConfig {
+        client_cert_file: p("agent.pem"),
+        client_key_file: p("agent.key"),
+        ..fast_config(spool.path())
+    };
+    let s = HttpSink::open(&url, &cfg).unwrap();
+    wait_until("untrusted server", Duration::from_secs(5), || {
+        s.delivery_stats().failed_requests >= 2
+    });
+    assert_eq!(s.delivery_stats().spool.pending_lines, 2);
+    drop(s);
+    assert!(requests.lock().unwrap().is_empty());
+
+    // site CA and client certificate: the spooled report goes through
+    let cfg = HttpConfig {
+        ca_file: p("ca.pem"),
+        client_cert_file: p("agent.pem"),
+        client_key_file: p("agent.key"),
+        ..fast_config(spool.path())
+    };
+    let s = HttpSink::open(&url, &cfg).unwrap();
+    assert!(
+        s.wait_drained(Duration::from_secs(5)),
+        "{:?}",
+        s.delivery_stats()
+    );
+    let reqs = requests.lock().unwrap().clone();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].body, report(T0, 2));
 }
