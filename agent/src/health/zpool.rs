@@ -1159,6 +1159,73 @@ errors: No known data errors
     }
 
     #[test]
+    fn draid_sequential_rebuild_uses_our_eta_not_the_tools() {
+        let fixture_text = fixture(
+            "zpool-status/openzfs-docs-draid1-sequential-rebuild-to-dspare-57pct-issued-without-at.txt",
+        );
+        let at = |scanned: u64| {
+            assert!(fixture_text.contains("3.51T scanned at 13.4G/s"));
+            fixture_text.replace(
+                "3.51T scanned at 13.4G/s",
+                &format!("{scanned} scanned at 13.4G/s"),
+            )
+        };
+        let total = 6_740_006_278_267u64; // 6.13T
+        let mut tr = tracker();
+        let mut ev = Vec::new();
+        tr.observe_status(&text_status(&at(3_000_000_000_000)), 0.0, &mut ev);
+        let started: Vec<&str> = ev
+            .iter()
+            .filter(|e| e.to_state == "in_progress")
+            .map(|e| e.text.as_str())
+            .collect();
+        assert_eq!(started, vec!["rebuild started on tank/draid1:4d:11c:1s-0"]);
+        // The rebuild really moves 1 GB/s, not the 13.4G/s the tool's ETA assumes.
+        tr.observe_status(&text_status(&at(3_060_000_000_000)), 60.0, &mut ev);
+        let out = report(&tr);
+        assert_eq!(f64_field(&out, "tank", "scan_rate_bps"), Some(1e9));
+        let eta = (total - 3_060_000_000_000) as f64 / 1e9;
+        assert_eq!(f64_field(&out, "tank", "scan_eta_s"), Some(eta));
+        assert!(eta > 3000.0, "the tool said 201 s");
+        // dspare not written yet: draid1 has no redundancy left; 10 of 11 disks carry the data.
+        assert_eq!(f64_field(&out, "tank", "redundancy_left"), Some(0.0));
+        let risk = f64_field(&out, "tank", "rebuild_risk").expect("risk");
+        let expected = by_hand(10, eta / 3600.0, (total - 3_060_000_000_000) as f64);
+        assert!(
+            (risk - expected).abs() < 1e-9 * expected,
+            "{risk} vs {expected}"
+        );
+
+        let done = fixture_text
+            .replace(
+                "  scan: resilver (draid1:4d:11c:1s-0) in progress since Tue Nov 24 14:34:25 2020",
+                "  scan: resilvered (draid1:4d:11c:1s-0) 565G in 01:02:00 with 0 errors on Tue Nov 24 15:36:25 2020",
+            )
+            .lines()
+            .filter(|l| !l.contains("scanned at") && !l.contains("resilvered, "))
+            .map(|l| l.replace("  (resilvering)", ""))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut ev = Vec::new();
+        tr.observe_status(&text_status(&done), 3700.0, &mut ev);
+        let finished: Vec<(&str, &str, &str)> = ev
+            .iter()
+            .map(|e| (e.object.as_str(), e.from_state.as_str(), e.text.as_str()))
+            .collect();
+        assert_eq!(
+            finished,
+            vec![(
+                "tank/draid1:4d:11c:1s-0",
+                "in_progress",
+                "rebuild finished on tank/draid1:4d:11c:1s-0, 0 errors"
+            )]
+        );
+        let out = report(&tr);
+        assert_eq!(f64_field(&out, "tank", "redundancy_left"), Some(1.0));
+        assert_eq!(f64_field(&out, "tank", "rebuild_risk"), Some(0.0));
+    }
+
+    #[test]
     fn restarted_scan_starts_a_new_rate() {
         let mut tr = tracker();
         let mut ev = Vec::new();
