@@ -45,6 +45,8 @@ pub struct Config {
     pub risk: crate::risk::RiskModel,
     /// Delivery to an http(s):// output: token, gzip, spool.
     pub http: crate::sink::http::HttpConfig,
+    /// MD RAID monitoring.
+    pub md: crate::health::md::MdConfig,
 }
 
 impl Default for Config {
@@ -66,6 +68,7 @@ impl Default for Config {
             log_level: "info".into(),
             risk: Default::default(),
             http: Default::default(),
+            md: Default::default(),
         }
     }
 }
@@ -118,6 +121,16 @@ afr = 0.02
 ure_per_bit = 1e-15
 # Hours assumed for a degraded set with no rebuild running.
 open_window_h = 168.0
+
+# MD RAID arrays (/proc/mdstat, /sys/block/mdX/md): state, rebuild progress and ETA, risk.
+[md]
+enabled = true
+# A running resync/recovery/check/reshape that has not moved for this many samples is "stalled".
+stall_polls = 60
+# Seconds of progress samples our ETA's rate is measured over.
+eta_window_s = 600.0
+# Member details are re-read every this many samples, and at once when mdstat shows a change.
+member_refresh_polls = 10
 
 # Delivery when `output` is an http(s):// URL: the collector (/write or /api/v2/write) or InfluxDB
 # itself (v1 /write?db=, v2 /api/v2/write?org=&bucket=, v3 /api/v3/write_lp?db=). Reports are

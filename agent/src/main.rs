@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use storwatch_agent::config::{self, Config};
 use storwatch_agent::encode::LineWriter;
+use storwatch_agent::health::md::MdMonitor;
 use storwatch_agent::health::Monitor;
 use storwatch_agent::sampler::Sampler;
 use storwatch_agent::sink::{self, OutputSpec, Sink};
@@ -191,8 +192,12 @@ fn open_sink(cfg: &Config) -> Result<Box<dyn Sink>> {
     Ok(sink::open(&spec, &cfg.http)?)
 }
 
-fn monitors(_cfg: &Config) -> Vec<Box<dyn Monitor>> {
-    Vec::new()
+fn monitors(cfg: &Config) -> Vec<Box<dyn Monitor>> {
+    let mut v: Vec<Box<dyn Monitor>> = Vec::new();
+    if cfg.md.enabled {
+        v.push(Box::new(MdMonitor::new(cfg.md.clone(), cfg.risk)));
+    }
+    v
 }
 
 fn writer(cfg: &Config) -> LineWriter {
