@@ -850,6 +850,7 @@ fn is_bad_state(s: &str) -> bool {
         "flapping",
         "lost",
         "stalled",
+        "mismatch",
     ]
     .iter()
     .any(|b| s.contains(b))
