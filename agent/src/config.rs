@@ -47,6 +47,8 @@ pub struct Config {
     pub http: crate::sink::http::HttpConfig,
     /// MD RAID monitoring.
     pub md: crate::health::md::MdConfig,
+    /// ZFS pool monitoring.
+    pub zpool: crate::health::zpool::ZpoolConfig,
 }
 
 impl Default for Config {
@@ -69,6 +71,7 @@ impl Default for Config {
             risk: Default::default(),
             http: Default::default(),
             md: Default::default(),
+            zpool: Default::default(),
         }
     }
 }
@@ -131,6 +134,18 @@ stall_polls = 60
 eta_window_s = 600.0
 # Member details are re-read every this many samples, and at once when mdstat shows a change.
 member_refresh_polls = 10
+
+# ZFS pools: cheap state from /proc/spl/kstat/zfs every sample; `zpool status` and
+# `zpool list -Hp` on their own thread, with a timeout, at their own interval.
+[zpool]
+enabled = true
+# The zpool program (a name looked up in PATH, or an absolute path).
+zpool = "zpool"
+# Seconds between zpool runs, and how long one may take before it is killed.
+interval_s = 60.0
+timeout_s = 10.0
+# Allocated share of the pool above which capacity_over_85 is set.
+capacity_threshold_pct = 85.0
 
 # Delivery when `output` is an http(s):// URL: the collector (/write or /api/v2/write) or InfluxDB
 # itself (v1 /write?db=, v2 /api/v2/write?org=&bucket=, v3 /api/v3/write_lp?db=). Reports are

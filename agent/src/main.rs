@@ -8,9 +8,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use storwatch_agent::command::SystemRunner;
 use storwatch_agent::config::{self, Config};
 use storwatch_agent::encode::LineWriter;
 use storwatch_agent::health::md::MdMonitor;
+use storwatch_agent::health::zpool::ZpoolMonitor;
 use storwatch_agent::health::Monitor;
 use storwatch_agent::sampler::Sampler;
 use storwatch_agent::sink::{self, OutputSpec, Sink};
@@ -196,6 +198,13 @@ fn monitors(cfg: &Config) -> Vec<Box<dyn Monitor>> {
     let mut v: Vec<Box<dyn Monitor>> = Vec::new();
     if cfg.md.enabled {
         v.push(Box::new(MdMonitor::new(cfg.md.clone(), cfg.risk)));
+    }
+    if cfg.zpool.enabled {
+        v.push(Box::new(ZpoolMonitor::new(
+            cfg.zpool.clone(),
+            cfg.risk,
+            Arc::new(SystemRunner),
+        )));
     }
     v
 }

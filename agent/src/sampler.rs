@@ -500,7 +500,7 @@ impl Sampler {
             m.report(w, ts_ns);
         }
         for e in std::mem::take(&mut self.events) {
-            let bad = is_bad_state(&e.to_state);
+            let bad = is_bad_state(&e.to_state) || e.text.contains("checksum error");
             e.emit(w, ts_ns, bad);
         }
         let report_cpu = selfstat::thread_cpu().saturating_sub(cpu0);

@@ -320,11 +320,12 @@ impl Monitor for ZpoolMonitor {
         self.command_errors += errors.len() as u64;
         for e in errors {
             // One error goes back to the sampler (counted and logged there); the others of
-            // this poll are logged here.
+            // this poll share its cause (a missing or hung `zpool` fails every run), so they
+            // are only logged at debug level.
             if first_error.is_none() {
                 first_error = Some(e);
             } else {
-                tracing::warn!(source = "zpool", "{e}");
+                tracing::debug!(source = "zpool", "{e}");
             }
         }
         first_error.map_or(Ok(()), Err)
