@@ -188,7 +188,9 @@ pub fn parse_retry_after(v: &str) -> Option<Duration> {
 ///
 /// Understands InfluxDB 1.x (`{"error":"partial write: unable to parse '…': …"}`, one
 /// `unable to parse` per bad line, or `… dropped=N`), InfluxDB 3's partial-write JSON
-/// (`{"error":"…","data":[{"line_number":…},…]}`) and the same texts in a v2-style `message`.
+/// (`{"error":"…","data":[{"line_number":…},…]}`), the collector's
+/// (`"partial write: line 3: …; accepted=N rejected=M"` with a `lines` array) and the same texts
+/// in a v2-style `message`.
 pub fn rejected_lines(body: &str) -> Option<u64> {
     if let Ok(v) = serde_json::from_str::<serde_json::Value>(body) {
         match v.get("data") {
@@ -207,19 +209,31 @@ pub fn rejected_lines(body: &str) -> Option<u64> {
                 return Some(n);
             }
         }
-        return None;
+        return match v.get("lines") {
+            Some(serde_json::Value::Array(items)) if !items.is_empty() => Some(items.len() as u64),
+            _ => None,
+        };
     }
     rejected_in_text(body)
 }
 
+/// The number after `key` (as in `dropped=3`), when positive.
+fn count_after(text: &str, key: &str) -> Option<u64> {
+    let (_, rest) = text.split_once(key)?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok().filter(|&n| n > 0)
+}
+
 fn rejected_in_text(text: &str) -> Option<u64> {
+    // the collector states the exact count; its per-line list may be cut short
+    if let Some(n) = count_after(text, "rejected=") {
+        return Some(n);
+    }
     let unparsable = text.matches("unable to parse").count() as u64;
     if unparsable > 0 {
         return Some(unparsable);
     }
-    let (_, rest) = text.split_once("dropped=")?;
-    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok().filter(|&n| n > 0)
+    count_after(text, "dropped=")
 }
 
 /// Maps a response to what the delivery thread does next.
@@ -980,6 +994,15 @@ mod tests {
         // InfluxDB 3 partial write
         let v3 = r#"{"error":"partial write of line protocol occurred","data":[{"original_line":"bad","line_number":2,"error_message":"x"}]}"#;
         assert_eq!(classify(400, None, v3), Verdict::Partial { lines: 1 });
+        // the collector: exact count, even beyond the 20 lines it spells out
+        let collector = r#"{"error":"partial write: line 2: unable to parse: missing fields; line 9: field type conflict: v is integer; and 25 more; accepted=3 rejected=27","lines":[{"line_number":2,"error_message":"x"}]}"#;
+        assert_eq!(
+            classify(400, None, collector),
+            Verdict::Partial { lines: 27 }
+        );
+        let listed =
+            r#"{"code":"invalid","message":"bad","lines":[{"line_number":2},{"line_number":5}]}"#;
+        assert_eq!(classify(400, None, listed), Verdict::Partial { lines: 2 });
         // v2 whole-batch refusal without line details
         let v2 = r#"{"code":"invalid","message":"failed to parse line protocol"}"#;
         assert_eq!(classify(400, None, v2), Verdict::Rejected);
@@ -1102,6 +1125,16 @@ mod tests {
             ..base.clone()
         };
         assert!(HttpSink::open(https, &cfg).is_err());
+    }
+
+    proptest::proptest! {
+        /// Whatever a server answers, classifying it neither panics nor claims zero lines.
+        #[test]
+        fn classify_never_panics(status in 100u16..600, body in ".{0,200}", retry in proptest::option::of(".{0,12}")) {
+            if let Verdict::Partial { lines } = classify(status, retry.as_deref(), &body) {
+                proptest::prop_assert!(lines > 0);
+            }
+        }
     }
 
     #[test]
