@@ -547,7 +547,7 @@ pub struct MpathMonitor {
     tables: BTreeMap<String, (MultipathTable, f64)>,
     mpd: Vec<JsonMap>,
     idents: BTreeMap<String, DmIdent>,
-    slave_devs: BTreeMap<String, Option<DevT>>,
+    slaves: BTreeMap<String, SlaveCache>,
     buf: String,
 }
 
@@ -577,7 +577,7 @@ impl MpathMonitor {
             tables: BTreeMap::new(),
             mpd: Vec::new(),
             idents: BTreeMap::new(),
-            slave_devs: BTreeMap::new(),
+            slaves: BTreeMap::new(),
             buf: String::new(),
         }
     }
@@ -618,19 +618,16 @@ impl MpathMonitor {
             let mut slaves = Vec::new();
             for s in list_dir(&dir.join("slaves"))?.unwrap_or_default() {
                 let sdir = block.join(&s);
-                let dev = match self.slave_devs.get(&s) {
-                    Some(d) => *d,
-                    None => {
-                        let d = read_dev(&sdir.join("dev"), &mut self.buf)?;
-                        self.slave_devs.insert(s.clone(), d);
-                        d
-                    }
+                if !self.slaves.contains_key(&s) {
+                    let dev = read_dev(&sdir.join("dev"), &mut self.buf)?;
+                    self.slaves
+                        .insert(s.clone(), SlaveCache { dev, state: None });
+                }
+                let Some(cache) = self.slaves.get_mut(&s) else {
+                    continue;
                 };
-                let state = if read_into(&sdir.join("device/state"), &mut self.buf)? {
-                    Some(self.buf.trim().to_owned())
-                } else {
-                    None
-                };
+                let dev = cache.dev;
+                let state = cache.read_state(&sdir);
                 slaves.push(SysPath {
                     name: s,
                     dev,
@@ -650,7 +647,7 @@ impl MpathMonitor {
             .iter()
             .flat_map(|m| m.slaves.iter().map(|s| s.name.as_str()))
             .collect();
-        self.slave_devs.retain(|k, _| live.contains(k.as_str()));
+        self.slaves.retain(|k, _| live.contains(k.as_str()));
         Ok(out)
     }
 
@@ -754,6 +751,9 @@ impl MpathMonitor {
 
     /// Picks up (or, inline, runs) the commands that are due.
     fn commands(&mut self, now_s: f64, need_dm: bool) -> Result<(), SourceError> {
+        if !need_dm && !self.cfg.use_multipathd {
+            return Ok(());
+        }
         let mut rounds = Vec::new();
         if self.inline {
             let mut round = CommandRound::default();
@@ -792,6 +792,37 @@ impl MpathMonitor {
             }
         }
         err.map_or(Ok(()), Err)
+    }
+}
+
+/// A path device, with its `device/state` kept open: sysfs regenerates an attribute on every
+/// read from offset 0, so one `pread` a second replaces open+read+close.
+#[derive(Debug)]
+struct SlaveCache {
+    dev: Option<DevT>,
+    state: Option<std::fs::File>,
+}
+
+impl SlaveCache {
+    fn read_state(&mut self, dir: &Path) -> Option<String> {
+        use std::os::unix::fs::FileExt;
+        for attempt in 0..2 {
+            if self.state.is_none() {
+                self.state = std::fs::File::open(dir.join("device/state")).ok();
+            }
+            let f = self.state.as_ref()?;
+            let mut b = [0u8; 64];
+            match f.read_at(&mut b, 0) {
+                Ok(n) => {
+                    let text = b.get(..n).unwrap_or_default();
+                    return Some(String::from_utf8_lossy(text).trim().to_owned());
+                }
+                // The device went away (ENODEV) or was replaced: reopen once by name.
+                Err(_) if attempt == 0 => self.state = None,
+                Err(_) => return None,
+            }
+        }
+        None
     }
 }
 
@@ -1496,6 +1527,82 @@ mod tests {
         let mut w = LineWriter::new("h", &[]);
         d.report(&mut w, 1);
         insta::assert_snapshot!(text(&w));
+    }
+
+    /// CPU cost of one poll on a 200-path server (50 maps x 4 paths), kernel view from a slow
+    /// dmsetup round (so polls in between read sysfs only), and of starting one process.
+    #[test]
+    #[ignore = "timing: cargo test --release -- --ignored --nocapture poll_cost"]
+    fn poll_cost_200_paths() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = |p: String, s: String| {
+            let p = tmp.path().join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, s).unwrap();
+        };
+        let (mut status, mut table) = (String::new(), String::new());
+        for m in 0..50u32 {
+            w(format!("block/dm-{m}/dev"), format!("253:{m}\n"));
+            w(format!("block/dm-{m}/dm/name"), format!("mpath{m}\n"));
+            w(
+                format!("block/dm-{m}/dm/uuid"),
+                format!("mpath-3600{m:08}\n"),
+            );
+            let mut st = format!("mpath{m}: 0 1 multipath 2 0 0 0 2 1");
+            let mut tb = format!("mpath{m}: 0 1 multipath 1 queue_if_no_path 1 alua 2 1");
+            for g in 0..2u32 {
+                st += if g == 0 { " A 0 2 2" } else { " E 0 2 2" };
+                tb += " service-time 0 2 2";
+                for p in 0..2u32 {
+                    let minor = (m * 4 + g * 2 + p) * 16;
+                    let name = format!("sd{}", minor / 16);
+                    w(format!("block/dm-{m}/slaves/{name}"), String::new());
+                    w(format!("block/{name}/dev"), format!("8:{minor}\n"));
+                    w(format!("block/{name}/device/state"), "running\n".into());
+                    st += &format!(" 8:{minor} A 0 0 1");
+                    tb += &format!(" 8:{minor} 1 1");
+                }
+            }
+            status += &(st + "\n");
+            table += &(tb + "\n");
+        }
+        let root = Root::new(tmp.path().join("proc"), tmp.path());
+        let runner = CapturedRunner::new()
+            .with("dmsetup status --target multipath", status)
+            .with("dmsetup table --target multipath", table);
+        let mut m = MpathMonitor::new_inline(cfg(), Arc::new(runner));
+        let mut ev = Vec::new();
+        let cpu = crate::selfstat::thread_cpu;
+        let c0 = cpu();
+        m.poll(&root, 0.0, &mut ev).unwrap();
+        println!(
+            "first poll (dmsetup output parsed, 50 maps): {:?} CPU",
+            cpu() - c0
+        );
+        let n = 300;
+        let c0 = cpu();
+        for i in 1..=n {
+            m.poll(&root, f64::from(i) * 0.01, &mut ev).unwrap();
+        }
+        println!(
+            "poll between dmsetup rounds, 50 maps / 200 paths: {:?} CPU",
+            (cpu() - c0) / n
+        );
+        let c0 = cpu();
+        let mut out = LineWriter::new("h", &[]);
+        m.report(&mut out, 1);
+        println!("report ({} lines): {:?} CPU", out.lines(), cpu() - c0);
+        let t0 = Instant::now();
+        for _ in 0..20 {
+            SystemRunner
+                .run(Path::new("/bin/true"), &[], Duration::from_secs(5))
+                .unwrap();
+        }
+        println!(
+            "one process start (/bin/true) through SystemRunner: {:?} wall",
+            t0.elapsed() / 20
+        );
+        assert!(ev.is_empty());
     }
 
     #[test]

@@ -573,6 +573,88 @@ pub fn parse_show_paths(text: &str) -> Result<Vec<PathRow>, ParseError> {
     Ok(out)
 }
 
+/// One map from `show maps`, `show maps status` and `show maps stats`, merged by name.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct MapRow {
+    /// Map name.
+    pub name: String,
+    /// `dm-N`.
+    pub sysfs: Option<String>,
+    /// WWID.
+    pub uuid: Option<String>,
+    /// Failback policy (`immediate`, `manual`, seconds, `-`).
+    pub failback: Option<String>,
+    /// Queueing policy (`-`, `off`, `on`, `5 chk`).
+    pub queueing: Option<String>,
+    /// Usable paths as multipathd counts them.
+    pub paths: Option<u64>,
+    /// Kernel map state (`active`, `suspend`).
+    pub dm_state: Option<String>,
+    /// `rw` or `ro` (0.4.9 and later).
+    pub write_prot: Option<String>,
+    /// Path failures seen by multipathd.
+    pub path_faults: Option<u64>,
+    /// Path-group switches.
+    pub switch_grp: Option<u64>,
+    /// Table loads.
+    pub map_loads: Option<u64>,
+    /// Seconds spent queueing with no path.
+    pub total_q_time: Option<u64>,
+    /// Times queueing timed out.
+    pub q_timeouts: Option<u64>,
+}
+
+/// Parses `show maps`, `show maps status` and `show maps stats` replies (one or several, as in
+/// a transcript) into one row per map.
+pub fn parse_show_maps(text: &str) -> Result<Vec<MapRow>, ParseError> {
+    let mut out: Vec<MapRow> = Vec::new();
+    for table in parse_tables(text)? {
+        if table.columns.first().map(String::as_str) != Some("name") {
+            continue;
+        }
+        for mut row in table.rows {
+            let Some(name) = row.remove("name") else {
+                continue;
+            };
+            let i = match out.iter().position(|m| m.name == name) {
+                Some(i) => i,
+                None => {
+                    out.push(MapRow {
+                        name,
+                        ..MapRow::default()
+                    });
+                    out.len() - 1
+                }
+            };
+            let Some(m) = out.get_mut(i) else { continue };
+            let mut num = |k: &str, slot: &mut Option<u64>| {
+                if let Some(v) = row.remove(k).and_then(|v| super::parse_u64(&v)) {
+                    *slot = Some(v);
+                }
+            };
+            num("paths", &mut m.paths);
+            num("path_faults", &mut m.path_faults);
+            num("switch_grp", &mut m.switch_grp);
+            num("map_loads", &mut m.map_loads);
+            num("total_q_time", &mut m.total_q_time);
+            num("q_timeouts", &mut m.q_timeouts);
+            for (k, slot) in [
+                ("sysfs", &mut m.sysfs),
+                ("uuid", &mut m.uuid),
+                ("failback", &mut m.failback),
+                ("queueing", &mut m.queueing),
+                ("dm-st", &mut m.dm_state),
+                ("write_prot", &mut m.write_prot),
+            ] {
+                if let Some(v) = row.remove(k) {
+                    *slot = Some(v);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 // ---------------------------------------------------------------------------------------------
 // `show status`, `show wildcards`
 
@@ -914,8 +996,9 @@ mod tests {
                 .map(|s| parse_show_status(s.trim_start_matches("show status")))
                 .collect::<Vec<_>>();
             format!(
-                "tables: {:#?}\nstatus: {:#?}\ntopology:\n{}",
-                parse_tables(text),
+                "paths: {:#?}\nmaps: {:#?}\nstatus: {:#?}\ntopology:\n{}",
+                parse_show_paths(text),
+                parse_show_maps(text),
                 status,
                 render(&parse_topology(text))
             )
@@ -1035,6 +1118,7 @@ mod tests {
             let _ = parse_topology(&s);
             let _ = parse_tables(&s);
             let _ = parse_show_paths(&s);
+            let _ = parse_show_maps(&s);
             let _ = parse_show_status(&s);
             let _ = parse_wildcards(&s);
             let _ = parse_json(&s);
