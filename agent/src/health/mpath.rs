@@ -510,7 +510,7 @@ type DmView = BTreeMap<String, (MultipathStatus, Option<MultipathTable>)>;
 /// What the command thread hands over.
 #[derive(Debug, Default)]
 struct CommandRound {
-    dm: Option<Result<DmView, SourceError>>,
+    dm: Option<Result<(DmView, Option<SourceError>), SourceError>>,
     multipathd: Option<Vec<JsonMap>>,
 }
 
@@ -780,9 +780,12 @@ impl MpathMonitor {
         let mut err = None;
         for r in rounds {
             match r.dm {
-                Some(Ok(v)) => {
+                Some(Ok((v, e))) => {
                     self.dm_view = Some(v);
                     self.dm_fresh = true;
+                    if e.is_some() {
+                        err = e;
+                    }
                 }
                 Some(Err(e)) => err = Some(e),
                 None => {}
@@ -860,20 +863,23 @@ fn read_dev(path: &Path, buf: &mut String) -> Result<Option<DevT>, SourceError> 
     })
 }
 
-/// `dmsetup status` and `table --target multipath`, joined by map name.
+/// `dmsetup status` and `table --target multipath`, joined by map name. A malformed line costs
+/// only its own map: the others are kept and the first bad line comes back as the error.
 fn run_dmsetup(
     cfg: &MpathConfig,
     runner: &dyn CommandRunner,
     timeout: Duration,
-) -> Result<DmView, SourceError> {
+) -> Result<(DmView, Option<SourceError>), SourceError> {
     let status = runner.run(&cfg.dmsetup, &["status", "--target", "multipath"], timeout)?;
     let table = runner.run(&cfg.dmsetup, &["table", "--target", "multipath"], timeout)?;
     let status = dmmultipath::parse_status(&status);
     let mut table = dmmultipath::parse_table(&table);
-    let first_error = status.errors.first().or(table.errors.first()).cloned();
-    if let Some(e) = first_error {
-        return Err(SourceError::parse(&cfg.dmsetup, e));
-    }
+    let first_error = status
+        .errors
+        .first()
+        .or(table.errors.first())
+        .cloned()
+        .map(|e| SourceError::parse(&cfg.dmsetup, e));
     let mut view = DmView::new();
     for s in status.rows {
         let Some(name) = s.name.clone() else { continue };
@@ -884,7 +890,7 @@ fn run_dmsetup(
             .map(|i| table.rows.swap_remove(i));
         view.insert(name, (s, t));
     }
-    Ok(view)
+    Ok((view, first_error))
 }
 
 /// multipathd's maps: socket first, then the command; nothing when neither answers.
@@ -1489,6 +1495,27 @@ mod tests {
         let mut w = LineWriter::new("h", &[]);
         m.report(&mut w, 1);
         assert!(w.as_bytes().is_empty());
+    }
+
+    #[test]
+    fn one_bad_dmsetup_line_costs_only_its_map() {
+        let status = format!("mpathx: 0 1 multipath 2 0 0 0 1 1 A 0 1 0 8:16 Q 0\n{STATUS_OK}");
+        let runner = CapturedRunner::new()
+            .with("dmsetup status --target multipath", status)
+            .with("dmsetup table --target multipath", TABLE);
+        let (view, err) = run_dmsetup(&cfg(), &runner, Duration::from_secs(1)).unwrap();
+        assert_eq!(view.keys().collect::<Vec<_>>(), ["mpatha"]);
+        assert!(view["mpatha"].1.is_some(), "table joined by name");
+        let err = err.expect("the bad line is reported").to_string();
+        assert!(
+            err.contains("line 1") && err.contains("not A or F"),
+            "{err}"
+        );
+        let missing = run_dmsetup(&cfg(), &CapturedRunner::new(), Duration::from_secs(1));
+        assert!(matches!(
+            missing,
+            Err(SourceError::Command(CommandError::NotFound(_)))
+        ));
     }
 
     #[test]
