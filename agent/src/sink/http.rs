@@ -689,6 +689,8 @@ impl Drop for HttpSink {
 
 /// How long the idle thread sleeps before looking at the spool again without a wake-up.
 const IDLE_POLL: Duration = Duration::from_secs(5);
+/// Buffer capacity kept while idle.
+const IDLE_BUFFER_BYTES: usize = 256 << 10;
 /// Largest response body read (InfluxDB's error texts are short).
 const MAX_RESPONSE_BYTES: u64 = 64 << 10;
 /// gzip level: 1 compresses line protocol ~8x at a fraction of level 6's CPU (docs/delivery.md).
@@ -733,6 +735,13 @@ impl Worker {
                 Ok(Some(b)) => b,
                 Ok(None) => {
                     self.single_until = None;
+                    // a drained backlog leaves batch-sized buffers; a 10 s report needs far less
+                    if self.body.capacity() > IDLE_BUFFER_BYTES {
+                        self.body = Vec::new();
+                    }
+                    if self.gz.capacity() > IDLE_BUFFER_BYTES {
+                        self.gz = Vec::new();
+                    }
                     self.shared.wait_for_work(IDLE_POLL);
                     continue;
                 }
