@@ -343,8 +343,19 @@ fn update_map(
 ) {
     let map = m.name.clone();
     let seen: BTreeSet<&str> = m.paths.iter().map(|p| p.name.as_str()).collect();
-    t.paths.retain(|n, _| seen.contains(n.as_str()));
     let total = m.paths.len();
+    // A path taken out of the map (multipathd removes a dead path after dev_loss_tmo, or a
+    // table reload drops it): say so, which also ends any flapping episode it was in.
+    for (name, p) in t.paths.iter().filter(|(n, _)| !seen.contains(n.as_str())) {
+        let flap = if p.flapping { " while flapping" } else { "" };
+        events.push(ev(
+            format!("{map}/{name}"),
+            &p.state,
+            "removed",
+            format!("{map}: path {name} removed from the map{flap}; {total} left"),
+        ));
+    }
+    t.paths.retain(|n, _| seen.contains(n.as_str()));
     for p in &m.paths {
         let Some(pt) = t.paths.get_mut(&p.name) else {
             // A path added to the map (rescan, table reload): its history starts now.
@@ -1300,6 +1311,40 @@ mod tests {
     }
 
     #[test]
+    fn a_removed_path_is_an_event_and_leaves_paths_lost() {
+        let mut d = MpathDetector::new(600.0, 3);
+        let mut ev = Vec::new();
+        let two = vec![path("sdb", 1, true, 0), path("sdc", 2, true, 0)];
+        d.observe(0.0, vec![map(two, 1, &[])], &mut ev);
+        d.observe(
+            1.0,
+            vec![map(vec![path("sdb", 1, true, 0)], 1, &[])],
+            &mut ev,
+        );
+        assert_eq!(ev.len(), 1, "{ev:?}");
+        assert_eq!(
+            (
+                ev[0].object.as_str(),
+                ev[0].from_state.as_str(),
+                ev[0].to_state.as_str()
+            ),
+            ("mpatha/sdc", "active", "removed")
+        );
+        assert_eq!(ev[0].text, "mpatha: path sdc removed from the map; 1 left");
+        let mut w = LineWriter::new("h", &[]);
+        d.report(&mut w, 1);
+        assert!(
+            text(&w).contains("paths=1i,paths_active=1i,paths_failed=0i,paths_lost=1i"),
+            "{}",
+            text(&w)
+        );
+        // A flushed map is forgotten without events.
+        ev.clear();
+        d.observe(2.0, vec![], &mut ev);
+        assert!(ev.is_empty());
+    }
+
+    #[test]
     fn preferred_group_follows_priorities_else_group_one() {
         let mut m = map(vec![], 1, &[10, 50]);
         assert_eq!(m.preferred_group(), Some(2));
@@ -1630,6 +1675,50 @@ mod tests {
             t0.elapsed() / 20
         );
         assert!(ev.is_empty());
+    }
+
+    proptest::proptest! {
+        /// Any sequence of path states, fail counts and device states: no panic, flapping
+        /// starts and stops alternate, and the map never has more active paths than paths.
+        #[test]
+        fn detector_sequences_stay_consistent(steps in proptest::collection::vec(
+            (0.0f64..400.0, proptest::collection::vec(
+                (proptest::bool::ANY, 0u64..6, proptest::bool::ANY, 0usize..4, 1u32..3), 0..4)),
+            0..40)) {
+            let mut d = MpathDetector::new(600.0, 3);
+            let mut now = 0.0;
+            let mut ev = Vec::new();
+            for (dt, paths) in steps {
+                now += dt;
+                let obs: Vec<PathObservation> = paths.iter().enumerate().map(|(i, (a, fc, fresh, st, g))| {
+                    let mut p = path(&format!("sd{i}"), *g, *a, *fc);
+                    p.dm_fresh = *fresh;
+                    p.sysfs_state = ["running", "offline", "blocked", "transport-offline"].get(*st).map(|s| (*s).to_owned());
+                    p
+                }).collect();
+                d.observe(now, vec![map(obs, 1 + (now as u32 % 2), &[])], &mut ev);
+                let mut w = LineWriter::new("h", &[]);
+                d.report(&mut w, 1);
+                for t in d.maps.values() {
+                    proptest::prop_assert!(t.active as usize <= t.paths.len());
+                    for p in t.paths.values() {
+                        proptest::prop_assert_eq!(p.flapping, p.window.len() >= 3);
+                    }
+                }
+            }
+            let mut flapping: BTreeMap<&str, bool> = BTreeMap::new();
+            for e in &ev {
+                let f = flapping.entry(e.object.as_str()).or_insert(false);
+                match e.to_state.as_str() {
+                    "removed" => *f = false,
+                    "flapping" | "stable" if e.from_state == "stable" || e.from_state == "flapping" => {
+                        proptest::prop_assert_eq!(*f, e.to_state == "stable");
+                        *f = e.to_state == "flapping";
+                    }
+                    _ => {}
+                }
+            }
+        }
     }
 
     #[test]
