@@ -2,7 +2,7 @@
 //! 127.0.0.1 by `scripts/influxd-test.sh`, and against a small in-test HTTP server for the
 //! answers InfluxDB 1.x cannot give (429 with Retry-After, v2/v3 error shapes, 401).
 //!
-//! Each InfluxDB test has its own data directory and port (18200 and up, even numbers: the
+//! Each InfluxDB test has its own data directory and port (18300 to 18307, even numbers: the
 //! script also binds PORT+1).
 
 #![allow(clippy::unwrap_used)]
@@ -162,7 +162,7 @@ fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
 
 #[test]
 fn lines_land_in_influxdb_and_a_resend_overwrites() {
-    let influx = Influx::start(18200);
+    let influx = Influx::start(18300);
     let spool = tempfile::tempdir().unwrap();
     let spec: OutputSpec = influx.write_url().parse().unwrap();
     let mut s = sink::open(&spec, &fast_config(spool.path())).unwrap();
@@ -182,7 +182,7 @@ fn lines_land_in_influxdb_and_a_resend_overwrites() {
 
 #[test]
 fn influxdb_outage_spools_and_everything_arrives_once() {
-    let influx = Influx::start(18202);
+    let influx = Influx::start(18302);
     let spool = tempfile::tempdir().unwrap();
     let mut s = HttpSink::open(&influx.write_url(), &fast_config(spool.path())).unwrap();
     let ts = times(40);
@@ -229,7 +229,7 @@ fn influxdb_outage_spools_and_everything_arrives_once() {
 
 #[test]
 fn agent_restart_keeps_undelivered_data() {
-    let influx = Influx::start(18204);
+    let influx = Influx::start(18304);
     let spool = tempfile::tempdir().unwrap();
     influx.down();
     let ts = times(12);
@@ -264,7 +264,7 @@ fn agent_restart_keeps_undelivered_data() {
 
 #[test]
 fn malformed_lines_are_dropped_and_counted_without_wedging() {
-    let influx = Influx::start(18206);
+    let influx = Influx::start(18306);
     let spool = tempfile::tempdir().unwrap();
     let mut s = HttpSink::open(&influx.write_url(), &fast_config(spool.path())).unwrap();
     let ts = times(3);
