@@ -780,7 +780,9 @@ impl Worker {
                 }
                 counters.failed_requests.fetch_add(1, Ordering::SeqCst);
             }
+            // only failures are logged: no formatting on the common path
             let why = match &answer {
+                _ if verdict == Verdict::Delivered => String::new(),
                 Ok(a) => format!("HTTP {}: {}", a.status, excerpt(&a.body)),
                 Err(e) => e.clone(),
             };
@@ -814,6 +816,7 @@ impl Worker {
             Verdict::Partial { lines } => {
                 // the server kept the good lines; resending would only repeat the refusal
                 let lines = lines.min(batch.lines);
+                counters.failing.store(false, Ordering::Relaxed);
                 counters.rejected_lines.fetch_add(lines, Ordering::Relaxed);
                 counters
                     .delivered_lines
@@ -831,6 +834,7 @@ impl Worker {
                 self.single_until = Some(batch.end);
             }
             Verdict::Rejected | Verdict::TooLarge => {
+                counters.failing.store(false, Ordering::Relaxed);
                 counters
                     .rejected_lines
                     .fetch_add(batch.lines, Ordering::Relaxed);
