@@ -49,6 +49,8 @@ pub struct Config {
     pub md: crate::health::md::MdConfig,
     /// ZFS pool monitoring.
     pub zpool: crate::health::zpool::ZpoolConfig,
+    /// dm-multipath monitoring.
+    pub mpath: crate::health::mpath::MpathConfig,
 }
 
 impl Default for Config {
@@ -72,6 +74,7 @@ impl Default for Config {
             http: Default::default(),
             md: Default::default(),
             zpool: Default::default(),
+            mpath: Default::default(),
         }
     }
 }
@@ -146,6 +149,26 @@ interval_s = 60.0
 timeout_s = 10.0
 # Allocated share of the pool above which capacity_over_85 is set.
 capacity_threshold_pct = 85.0
+
+# dm-multipath maps: each path's state every sample (sysfs, and the device-mapper ioctl on the
+# real /sys), transitions, flapping, active vs preferred path group.
+[mpath]
+enabled = true
+# A path is "flapping" while it has at least flap_threshold state changes in flap_window_s.
+flap_window_s = 600.0
+flap_threshold = 3
+# dmsetup is used when the ioctl is not available (and on a fixture root), every
+# dmsetup_interval_s, killed after command_timeout_s.
+dmsetup = "dmsetup"
+dmsetup_interval_s = 30.0
+command_timeout_s = 5.0
+use_ioctl = true
+dm_control = "/dev/mapper/control"
+# multipathd, when it runs, adds path-group priorities and checker states.
+use_multipathd = true
+multipathd_socket = "/org/kernel/linux/storage/multipathd"
+multipathd = "multipathd"
+multipathd_interval_s = 30.0
 
 # Delivery when `output` is an http(s):// URL: the collector (/write or /api/v2/write) or InfluxDB
 # itself (v1 /write?db=, v2 /api/v2/write?org=&bucket=, v3 /api/v3/write_lp?db=). Reports are
