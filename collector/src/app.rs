@@ -16,7 +16,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use serde::Deserialize;
 
 use crate::auth::{presented_token, RateLimiter, Tokens};
@@ -39,6 +39,9 @@ pub struct AppState {
     pub limits: Limits,
     pub queue_cfg: QueueConfig,
     pub host_tag: String,
+    /// Bodies being inflated and validated at once (one per core): bounds the memory of
+    /// decompressed bodies however many clients send at the same time.
+    pub work_slots: tokio::sync::Semaphore,
 }
 
 /// The router over a shared state.
@@ -210,38 +213,37 @@ async fn write(
         );
     }
     let timeout = Duration::from_secs(st.limits.body_timeout_s.max(1));
-    let raw: Bytes =
-        match tokio::time::timeout(timeout, Limited::new(body, max_body).collect()).await {
-            Ok(Ok(c)) => c.to_bytes(),
-            Ok(Err(e)) => {
-                if e.downcast_ref::<http_body_util::LengthLimitError>()
-                    .is_some()
-                {
-                    m.too_large.fetch_add(1, Ordering::Relaxed);
-                    return error(
-                        flavor,
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        "request too large",
-                        &format!("body larger than {max_body} bytes"),
-                    );
-                }
-                return error(
-                    flavor,
-                    StatusCode::BAD_REQUEST,
-                    "invalid",
-                    "cannot read the body",
-                );
-            }
-            Err(_) => {
-                m.body_timeouts.fetch_add(1, Ordering::Relaxed);
-                return error(
-                    flavor,
-                    StatusCode::REQUEST_TIMEOUT,
-                    "request timeout",
-                    &format!("body not received within {} s", timeout.as_secs()),
-                );
-            }
-        };
+    let capacity = declared.map_or(64 << 10, |n| n as usize).min(max_body);
+    let raw: Bytes = match tokio::time::timeout(timeout, read_body(body, capacity, max_body)).await
+    {
+        Ok(Ok(b)) => b,
+        Ok(Err(BodyError::TooLarge)) => {
+            m.too_large.fetch_add(1, Ordering::Relaxed);
+            return error(
+                flavor,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "request too large",
+                &format!("body larger than {max_body} bytes"),
+            );
+        }
+        Ok(Err(BodyError::Read)) => {
+            return error(
+                flavor,
+                StatusCode::BAD_REQUEST,
+                "invalid",
+                "cannot read the body",
+            );
+        }
+        Err(_) => {
+            m.body_timeouts.fetch_add(1, Ordering::Relaxed);
+            return error(
+                flavor,
+                StatusCode::REQUEST_TIMEOUT,
+                "request timeout",
+                &format!("body not received within {} s", timeout.as_secs()),
+            );
+        }
+    };
     m.bytes_received
         .fetch_add(raw.len() as u64, Ordering::Relaxed);
 
@@ -264,11 +266,18 @@ async fn write(
         }
     };
 
-    // Decompression and parsing are CPU work: keep them off the connection tasks.
+    // Decompression and parsing are CPU work: keep them off the connection tasks, one per core.
+    let Ok(_slot) = st.work_slots.acquire().await else {
+        return error(
+            flavor,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "shutting down",
+        );
+    };
     let st2 = st.clone();
-    let work =
-        tokio::task::spawn_blocking(move || decode_and_validate(&st2, &raw, gzip, precision));
-    let mut v = match work.await {
+    let work = tokio::task::spawn_blocking(move || decode_and_validate(&st2, raw, gzip, precision));
+    let (v, payload) = match work.await {
         Ok(Ok(v)) => v,
         Ok(Err(r)) => return r.into_response(flavor, &st.metrics),
         Err(_) => {
@@ -295,7 +304,6 @@ async fn write(
     }
 
     if v.accepted_lines > 0 {
-        let payload = std::mem::take(&mut v.accepted).into_bytes();
         if let Err(e) = st.queue.append(payload).await {
             tracing::error!(error = %e, "queue append failed");
             return error(
@@ -353,6 +361,26 @@ async fn write(
     resp
 }
 
+enum BodyError {
+    TooLarge,
+    Read,
+}
+
+/// Reads a body into one buffer sized from Content-Length, refusing more than `max` bytes.
+async fn read_body(mut body: Body, capacity: usize, max: usize) -> Result<Bytes, BodyError> {
+    let mut buf = bytes::BytesMut::with_capacity(capacity);
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|_| BodyError::Read)?;
+        if let Ok(data) = frame.into_data() {
+            if buf.len() + data.len() > max {
+                return Err(BodyError::TooLarge);
+            }
+            buf.extend_from_slice(&data);
+        }
+    }
+    Ok(buf.freeze())
+}
+
 /// A failure before validation finished.
 enum Refusal {
     TooLarge(usize),
@@ -395,15 +423,16 @@ impl Refusal {
     }
 }
 
+/// Inflates and validates a body; returns the verdict and the bytes to queue (the body itself
+/// when every line was accepted as sent, else the accepted lines).
 fn decode_and_validate(
     st: &AppState,
-    raw: &Bytes,
+    raw: Bytes,
     gzip: bool,
     precision: Precision,
-) -> Result<Validated, Refusal> {
+) -> Result<(Validated, Bytes), Refusal> {
     let max = st.limits.max_decompressed_bytes;
-    let owned;
-    let bytes: &[u8] = if gzip {
+    let bytes: Bytes = if gzip {
         let mut out = Vec::with_capacity((raw.len() * 4).min(max));
         // Read one byte past the limit to tell "exactly at the limit" from "beyond it".
         let mut dec = flate2::read::MultiGzDecoder::new(&raw[..]).take(max as u64 + 1);
@@ -413,24 +442,30 @@ fn decode_and_validate(
         if out.len() > max {
             return Err(Refusal::TooLarge(max));
         }
-        owned = out;
-        &owned
+        Bytes::from(out)
     } else {
         if raw.len() > max {
             return Err(Refusal::TooLarge(max));
         }
         raw
     };
-    let text = std::str::from_utf8(bytes).map_err(|_| Refusal::NotUtf8)?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| Refusal::NotUtf8)?;
     let lim = LineLimits {
         max_line_bytes: st.limits.max_line_bytes,
         max_future_ns: secs_to_ns(st.limits.max_future_s),
         max_past_ns: secs_to_ns(st.limits.max_past_s),
     };
-    validate(text, precision, now_ns(), &lim, &st.types, &st.host_tag).map_err(|e| {
-        tracing::error!(error = %e, "cannot save the field-type map");
-        Refusal::Internal
-    })
+    let mut v =
+        validate(text, precision, now_ns(), &lim, &st.types, &st.host_tag).map_err(|e| {
+            tracing::error!(error = %e, "cannot save the field-type map");
+            Refusal::Internal
+        })?;
+    let payload = if v.verbatim {
+        bytes
+    } else {
+        Bytes::from(std::mem::take(&mut v.accepted).into_bytes())
+    };
+    Ok((v, payload))
 }
 
 fn secs_to_ns(s: u64) -> i64 {

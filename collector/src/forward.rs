@@ -642,7 +642,10 @@ impl Forwarder {
             let lines: Vec<&str> = texts
                 .iter()
                 .flat_map(|t| influxdb_line_protocol::split_lines(t))
-                .filter(|l| !l.trim().is_empty())
+                .filter(|l| {
+                    let t = l.trim();
+                    !t.is_empty() && !t.starts_with('#')
+                })
                 .collect();
             match self.deliver(&lines, &mut stop).await {
                 Ok(()) => {}

@@ -195,7 +195,11 @@ pub struct Rejection {
 /// The result of validating a body.
 #[derive(Debug, Default)]
 pub struct Validated {
-    /// Accepted lines, each ending in `\n`, timestamps in nanoseconds.
+    /// Every line was accepted exactly as sent (no rejection, no timestamp rewritten, nothing
+    /// trimmed): the body itself is what goes into the queue, without a copy, and `accepted`
+    /// stays empty.
+    pub verbatim: bool,
+    /// Accepted lines, each ending in `\n`, timestamps in nanoseconds (empty when `verbatim`).
     pub accepted: String,
     pub accepted_lines: u64,
     pub rejected: Vec<Rejection>,
@@ -215,8 +219,12 @@ pub fn validate(
     types: &TypeMap,
     host_tag: &str,
 ) -> Result<Validated, TypeMapError> {
-    let mut out = Validated::default();
-    out.accepted.reserve(body.len() + body.len() / 8);
+    let mut out = Validated {
+        verbatim: true,
+        ..Validated::default()
+    };
+    // Accepted lines in body order; joined into `accepted` only when the body cannot be kept.
+    let mut kept: Vec<std::borrow::Cow<'_, str>> = Vec::new();
     // Lines with a field the map does not know yet: typed under the write lock afterwards.
     let mut pending: Vec<(usize, Option<String>, &str)> = Vec::new();
     // One read lock for the whole body: the common case (every field known) never writes.
@@ -225,7 +233,11 @@ pub fn validate(
         let n = i + 1;
         let line = raw.trim_end_matches(['\r', ' ', '\t']).trim_start();
         if line.is_empty() || line.starts_with('#') {
+            // Blank and comment lines are harmless as they are: outputs skip them.
             continue;
+        }
+        if line.len() != raw.len() {
+            out.verbatim = false;
         }
         if line.len() > limits.max_line_bytes {
             out.rejected.push(Rejection {
@@ -297,9 +309,15 @@ pub fn validate(
             }
             (None, _) => Some(format!("{line} {ts}")),
         };
+        if rewritten.is_some() {
+            out.verbatim = false;
+        }
         match type_check(&known, &parsed) {
             TypeCheck::Known => {
-                out.accept(rewritten.as_deref().unwrap_or(line), &parsed, host_tag);
+                out.accept(&parsed, host_tag);
+                kept.push(
+                    rewritten.map_or(std::borrow::Cow::Borrowed(line), std::borrow::Cow::Owned),
+                );
             }
             TypeCheck::Conflict(field, was) => {
                 out.rejected.push(conflict(n, &parsed, &field, was));
@@ -309,16 +327,33 @@ pub fn validate(
     }
     drop(known);
     if !pending.is_empty() {
-        learn(pending, types, &mut out, host_tag)?;
+        learn(pending, types, &mut out, &mut kept, host_tag)?;
+    }
+    if !out.rejected.is_empty() {
+        out.verbatim = false;
+    }
+    if !out.verbatim {
+        out.accepted.reserve(kept.iter().map(|l| l.len() + 1).sum());
+        for l in &kept {
+            out.accepted.push_str(l);
+            out.accepted.push('\n');
+        }
     }
     out.rejected.sort_by_key(|r| r.line);
     Ok(out)
 }
 
 impl Validated {
-    fn accept(&mut self, text: &str, parsed: &ParsedLine<'_>, host_tag: &str) {
-        self.accepted.push_str(text);
-        self.accepted.push('\n');
+    /// The accepted text: `body` itself when it was kept verbatim.
+    pub fn accepted_text<'a>(&'a self, body: &'a str) -> &'a str {
+        if self.verbatim {
+            body
+        } else {
+            &self.accepted
+        }
+    }
+
+    fn accept(&mut self, parsed: &ParsedLine<'_>, host_tag: &str) {
         self.accepted_lines += 1;
         if let Some(h) = parsed.tag_value(host_tag) {
             match self.hosts.get_mut(h.as_str()) {
@@ -359,10 +394,11 @@ fn type_check(known: &Types, p: &ParsedLine<'_>) -> TypeCheck {
 
 /// Types the lines with new fields under the write lock, in body order, and saves the map
 /// before any of them can be acknowledged.
-fn learn(
-    pending: Vec<(usize, Option<String>, &str)>,
+fn learn<'a>(
+    pending: Vec<(usize, Option<String>, &'a str)>,
     types: &TypeMap,
     out: &mut Validated,
+    kept: &mut Vec<std::borrow::Cow<'a, str>>,
     host_tag: &str,
 ) -> Result<(), TypeMapError> {
     let mut t = types.types.write().unwrap_or_else(|e| e.into_inner());
@@ -387,7 +423,8 @@ fn learn(
                 learned = true;
             }
         }
-        out.accept(rewritten.as_deref().unwrap_or(line), &p, host_tag);
+        out.accept(&p, host_tag);
+        kept.push(rewritten.map_or(std::borrow::Cow::Borrowed(line), std::borrow::Cow::Owned));
     }
     if learned {
         types.save(&t)?;
@@ -527,12 +564,11 @@ mod tests {
         let t = TypeMap::in_memory();
         let ms = v("m v=1 1700000000123\n", Precision::Milliseconds, &t);
         assert_eq!(ms.accepted, "m v=1 1700000000123000000\n");
-        let ns = v(
-            "m,t=a\\ b s=\"x y\" 1700000000000000001\n",
-            Precision::Nanoseconds,
-            &t,
-        );
-        assert_eq!(ns.accepted, "m,t=a\\ b s=\"x y\" 1700000000000000001\n");
+        let body = "m,t=a\\ b s=\"x y\" 1700000000000000001\n";
+        let ns = v(body, Precision::Nanoseconds, &t);
+        assert!(ns.verbatim);
+        assert_eq!(ns.accepted, "");
+        assert_eq!(ns.accepted_text(body), body);
         assert_eq!(Precision::parse("u"), Some(Precision::Microseconds));
         assert_eq!(Precision::parse("x"), None);
     }
@@ -553,7 +589,10 @@ mod tests {
         fn never_panics_and_accepted_lines_reparse(body in "\\PC{0,300}") {
             let t = TypeMap::in_memory();
             let out = validate(&body, Precision::Seconds, NOW, &limits(), &t, "host").unwrap();
-            let n = parse_lines(&out.accepted).filter(|r| r.is_ok()).count() as u64;
+            let text = out.accepted_text(&body);
+            let n = parse_lines(text)
+                .filter(|r| r.is_ok())
+                .count() as u64;
             prop_assert_eq!(n, out.accepted_lines);
         }
     }

@@ -239,6 +239,9 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
         limits: cfg.limits.clone(),
         queue_cfg: cfg.queue.clone(),
         host_tag: cfg.heartbeat.host_tag.clone(),
+        work_slots: tokio::sync::Semaphore::new(
+            std::thread::available_parallelism().map_or(2, |n| n.get()),
+        ),
     });
     let listener = tokio::net::TcpListener::bind(addr)
         .await

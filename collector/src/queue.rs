@@ -148,7 +148,7 @@ impl Default for QueueOptions {
 }
 
 struct AppendReq {
-    payload: Vec<u8>,
+    payload: bytes::Bytes,
     done: oneshot::Sender<Result<u64, String>>,
 }
 
@@ -294,7 +294,8 @@ impl Queue {
     }
 
     /// Appends one record and returns its end position once it is on disk (fsync'd).
-    pub async fn append(&self, payload: Vec<u8>) -> Result<u64, QueueError> {
+    pub async fn append(&self, payload: impl Into<bytes::Bytes>) -> Result<u64, QueueError> {
+        let payload: bytes::Bytes = payload.into();
         if payload.len() > self.opts.max_record_bytes {
             return Err(QueueError::TooLarge(payload.len()));
         }
@@ -529,7 +530,6 @@ struct Writer {
 
 impl Writer {
     fn run(mut self, mut rx: mpsc::UnboundedReceiver<AppendReq>) {
-        let mut buf = Vec::with_capacity(1 << 20);
         while let Some(first) = rx.blocking_recv() {
             let mut batch = vec![first];
             // Everyone who arrived while the previous fsync ran shares this one.
@@ -539,17 +539,29 @@ impl Writer {
                     break;
                 }
             }
-            buf.clear();
+            let mut headers = Vec::with_capacity(batch.len());
             let mut ends = Vec::with_capacity(batch.len());
-            let base = self.active_start + self.active_len;
+            let mut end = self.active_start + self.active_len;
             for req in &batch {
-                frame(&req.payload, &mut buf);
-                ends.push(base + buf.len() as u64);
+                let len = u32::try_from(req.payload.len()).unwrap_or(u32::MAX);
+                let mut h = [0u8; HEADER_LEN];
+                h[..4].copy_from_slice(&len.to_le_bytes());
+                h[4..].copy_from_slice(&crc32fast::hash(&req.payload).to_le_bytes());
+                headers.push(h);
+                end += (HEADER_LEN + req.payload.len()) as u64;
+                ends.push(end);
             }
-            let result = self.write_and_sync(&buf);
+            // Headers and payloads go out in one vectored write: no copy of the payloads.
+            let mut slices = Vec::with_capacity(batch.len() * 2);
+            for (h, req) in headers.iter().zip(&batch) {
+                slices.push(io::IoSlice::new(h));
+                slices.push(io::IoSlice::new(&req.payload));
+            }
+            let written = end - (self.active_start + self.active_len);
+            let result = self.write_and_sync(&mut slices);
             match result {
                 Ok(()) => {
-                    self.active_len += buf.len() as u64;
+                    self.active_len += written;
                     let end = self.active_start + self.active_len;
                     self.metrics.queue_end.store(end, Ordering::Relaxed);
                     self.metrics.queue_fsyncs.fetch_add(1, Ordering::Relaxed);
@@ -575,14 +587,17 @@ impl Writer {
                     }
                 }
             }
-            if buf.capacity() > 8 << 20 {
-                buf = Vec::with_capacity(1 << 20);
-            }
         }
     }
 
-    fn write_and_sync(&mut self, buf: &[u8]) -> io::Result<()> {
-        self.file.write_all(buf)?;
+    fn write_and_sync(&mut self, mut slices: &mut [io::IoSlice<'_>]) -> io::Result<()> {
+        while !slices.is_empty() {
+            let n = self.file.write_vectored(slices)?;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            io::IoSlice::advance_slices(&mut slices, n);
+        }
         if self.opts.fsync {
             self.file.sync_data()?;
         }

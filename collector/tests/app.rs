@@ -38,6 +38,7 @@ fn fixture_with(limits: Limits, queue_cfg: QueueConfig, tokens: Option<&str>) ->
         limits,
         queue_cfg,
         host_tag: "host".into(),
+        work_slots: tokio::sync::Semaphore::new(2),
     });
     Fixture { _dir: dir, state }
 }

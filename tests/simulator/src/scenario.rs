@@ -1,0 +1,806 @@
+//! The named scenarios: each builds a host (its devices, maps, arrays, pools and NICs) and sets
+//! its demand every second. The numbers are those of the incidents the sites describe; see
+//! `docs/simulator.md`.
+//!
+//! `speed` compresses a scenario's timeline — the gaps between bursts, path failures, job
+//! starts, the second member failure — while every tick stays one second of device time, so
+//! counters stay physical and a 10 s burst stays 10 samples long.
+
+use crate::model::{
+    Demand, Device, Host, HostLoad, MdArray, MdMember, MdSync, MpathMap, MpathPath, NetDemand,
+    Nic, Role, Service, Vdev, ZScan, Zpool, HDD_SEEKY, HDD_SEQ, RAID_LUN, SSD,
+};
+
+/// Every scenario, in `--list` order.
+pub const ALL: [Kind; 10] = [
+    Kind::Healthy,
+    Kind::WriteStorm,
+    Kind::MultipathFlap,
+    Kind::MixedRw,
+    Kind::BurstSaturation,
+    Kind::MdRebuild,
+    Kind::ZpoolResilver,
+    Kind::NicSaturation,
+    Kind::WorkerStaging,
+    Kind::ReadaheadDrift,
+];
+
+/// A scenario's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Healthy,
+    WriteStorm,
+    MultipathFlap,
+    MixedRw,
+    BurstSaturation,
+    MdRebuild,
+    ZpoolResilver,
+    NicSaturation,
+    WorkerStaging,
+    ReadaheadDrift,
+}
+
+impl Kind {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Healthy => "healthy",
+            Kind::WriteStorm => "write-storm",
+            Kind::MultipathFlap => "multipath-flap",
+            Kind::MixedRw => "mixed-rw",
+            Kind::BurstSaturation => "burst-saturation",
+            Kind::MdRebuild => "md-rebuild",
+            Kind::ZpoolResilver => "zpool-resilver",
+            Kind::NicSaturation => "nic-saturation",
+            Kind::WorkerStaging => "worker-staging",
+            Kind::ReadaheadDrift => "readahead-drift",
+        }
+    }
+
+    /// One line on what the scenario shows.
+    pub fn about(self) -> &'static str {
+        match self {
+            Kind::Healthy => "disk server, 2x12-disk RAID6 as 4 dual-path ALUA multipath LUNs, 10 GbE at ~40 %, disks ~25 % busy",
+            Kind::WriteStorm => "350 concurrent writers: every LUN at 100 % util, await climbing past 2 s, NIC at ~15 % of 10 GbE",
+            Kind::MultipathFlap => "one path of mpatha fails and is reinstated every 30-90 s (device offline/running, dm F/A, fail count), I/O bouncing between controllers",
+            Kind::MixedRw => "read streams joined by write streams on the same LUNs every 10 min: total throughput falls by ~60 %",
+            Kind::BurstSaturation => "three 10 s bursts at 100 % util on mpathb per hour, hour mean util under 10 % (--speed compresses the hour)",
+            Kind::MdRebuild => "MD RAID6 12+2 of 16 TB disks recovering one member at ~145 MB/s, a second member fails after 10 min",
+            Kind::ZpoolResilver => "raidz2 pool 87 % full, DEGRADED, resilvering a replaced disk at ~480 MB/s, checksum errors growing on one leaf",
+            Kind::NicSaturation => "10 GbE NIC transmitting at line rate (~98 %) with receive drops",
+            Kind::WorkerStaging => "worker node, 16 jobs staging input on one HDD: bursts of 100 % util, iowait and PSI io high",
+            Kind::ReadaheadDrift => "healthy disk server whose devices have read_ahead_kb 64 (the fleet has 8192): small reads, util twice as high",
+        }
+    }
+
+    /// The scenario named `s`.
+    pub fn parse(s: &str) -> Option<Kind> {
+        ALL.iter().copied().find(|k| k.name() == s)
+    }
+}
+
+/// Kernel name of the `i`-th SCSI disk (`sd_format_disk_name`: sda … sdz, sdaa …).
+pub fn sd_name(i: usize) -> String {
+    let mut s = String::new();
+    let mut i = i + 1;
+    while i > 0 {
+        i -= 1;
+        s.insert(0, char::from(b'a' + (i % 26) as u8));
+        i /= 26;
+    }
+    format!("sd{s}")
+}
+
+/// Device numbers of the `i`-th SCSI disk (16 minors per disk, majors 8, 65–71, 128–135).
+pub fn sd_devt(i: usize) -> (u32, u32) {
+    const MAJORS: [u32; 16] = [
+        8, 65, 66, 67, 68, 69, 70, 71, 128, 129, 130, 131, 132, 133, 134, 135,
+    ];
+    let major = MAJORS.get(i / 16).copied().unwrap_or(135);
+    (major, (i % 16) as u32 * 16)
+}
+
+/// 16 TB SAS disk, in sectors.
+const HDD_16TB_SECT: u64 = 31_251_759_104;
+/// 960 GB SATA SSD, in sectors.
+const SSD_960_SECT: u64 = 1_875_385_008;
+/// One LUN: half of a 12 × 16 TB RAID6 set (10 data disks), in sectors.
+const LUN_SECT: u64 = 156_250_000_000;
+
+fn sd(i: usize, role: Role, size: u64, svc: Service) -> Device {
+    let (major, minor) = sd_devt(i);
+    let mut d = Device::new(&sd_name(i), major, minor, role, size);
+    d.svc = svc;
+    d
+}
+
+fn os_disks(h: &mut Host) {
+    for i in 0..2 {
+        let mut d = sd(i, Role::Disk, SSD_960_SECT, SSD);
+        d.rotational = false;
+        d.vendor = "ATA".to_owned();
+        d.model = "SAMSUNG MZ7L3960".to_owned();
+        d.tunables.read_ahead_kb = 128;
+        h.devices.push(d);
+    }
+}
+
+fn nics(h: &mut Host, data_mbps: u64, data_mtu: u64) {
+    let nic = |name: &str, speed: Option<u64>, mtu: u64| Nic {
+        name: name.to_owned(),
+        speed_mbps: speed,
+        mtu,
+        carrier_changes: 2,
+        demand: NetDemand::default(),
+        c: Default::default(),
+    };
+    h.nics.push(nic("lo", None, 65536));
+    h.nics.push(nic("eno1", Some(1000), 1500));
+    h.nics.push(nic("ens1f0", Some(data_mbps), data_mtu));
+}
+
+/// The disk server: two OS SSDs, an external RAID enclosure with two 12-disk RAID6 sets
+/// exported as 4 LUNs, each reached over two paths (one per controller) through dm-multipath
+/// with ALUA; LUN affinity alternates the preferred controller. A 10 GbE data NIC.
+fn disk_server(h: &mut Host, read_ahead_kb: u64) {
+    os_disks(h);
+    let mut paths = Vec::new();
+    for k in 0..4usize {
+        let map = format!("mpath{}", char::from(b'a' + k as u8));
+        let dm = format!("dm-{k}");
+        let mut pair = Vec::new();
+        for j in 0..2 {
+            let mut p = sd(
+                2 + 2 * k + j,
+                Role::Path { map: map.clone() },
+                LUN_SECT,
+                RAID_LUN,
+            );
+            p.vendor = "NETAPP".to_owned();
+            p.model = "INF-01-00".to_owned();
+            p.tunables.read_ahead_kb = read_ahead_kb;
+            p.holders = vec![dm.clone()];
+            pair.push(MpathPath {
+                dev: p.name.clone(),
+                major: p.major,
+                minor: p.minor,
+                failed: false,
+                fail_count: 0,
+            });
+            paths.push(p);
+        }
+        let wwid = format!("36d039ea0001a2b3c0000{:04x}65f3a1b2c", 0x4e1 + k);
+        let mut d = Device::new(&dm, 253, k as u32, Role::Map, LUN_SECT);
+        d.svc = RAID_LUN;
+        d.rotational = true;
+        d.dm_name = Some(map.clone());
+        d.dm_uuid = Some(format!("mpath-{wwid}"));
+        d.tunables.read_ahead_kb = read_ahead_kb;
+        d.tunables.nr_requests = 256;
+        d.slaves = pair.iter().map(|p| p.dev.clone()).collect();
+        let (a, b) = match (pair.first(), pair.get(1)) {
+            (Some(a), Some(b)) => (a.clone(), b.clone()),
+            _ => continue,
+        };
+        let groups = if k % 2 == 0 {
+            vec![vec![a], vec![b]]
+        } else {
+            vec![vec![b], vec![a]]
+        };
+        h.maps.push(MpathMap {
+            name: map,
+            dev: dm,
+            wwid,
+            size_sectors: LUN_SECT,
+            groups,
+            active_group: 1,
+        });
+        paths.push(d);
+    }
+    // diskstats order: sd devices first, then dm.
+    let (mut sds, dms): (Vec<Device>, Vec<Device>) =
+        paths.into_iter().partition(|d| d.name.starts_with("sd"));
+    h.devices.append(&mut sds);
+    h.devices.extend(dms);
+    nics(h, 10_000, 9000);
+}
+
+/// Directly attached data disks `sdc…` (`n` of them) after the OS disks.
+fn jbod(h: &mut Host, n: usize) {
+    os_disks(h);
+    for i in 0..n {
+        h.devices.push(sd(2 + i, Role::Disk, HDD_16TB_SECT, HDD_SEQ));
+    }
+    nics(h, 10_000, 9000);
+}
+
+/// A running scenario: its kind, timeline and event state.
+pub struct Scenario {
+    pub kind: Kind,
+    speed: f64,
+    tick: u64,
+    /// multipath-flap: when the flapping path next fails, and until when it stays down.
+    next_fail: u64,
+    down_until: Option<u64>,
+    /// burst-saturation: burst starts within the (compressed) hour, ticks.
+    bursts: Vec<u64>,
+    /// md-rebuild: when the second member fails.
+    second_failure: u64,
+    /// worker-staging: per job, `Some(end)` while staging, else the tick it next starts.
+    jobs: Vec<(Option<u64>, u64)>,
+}
+
+fn wave(t_s: f64) -> f64 {
+    1.0 + 0.15 * (t_s * std::f64::consts::TAU / 1200.0).sin()
+}
+
+impl Scenario {
+    /// A scenario of `kind` whose timeline runs `speed` times faster than real time.
+    pub fn new(kind: Kind, speed: f64) -> Self {
+        Self {
+            kind,
+            speed: if speed.is_finite() && speed >= 1.0 {
+                speed
+            } else {
+                1.0
+            },
+            tick: 0,
+            next_fail: 3,
+            down_until: None,
+            bursts: Vec::new(),
+            second_failure: 0,
+            jobs: Vec::new(),
+        }
+    }
+
+    /// Scenario seconds → ticks, at least one.
+    fn ticks(&self, s: f64) -> u64 {
+        ((s / self.speed).round() as u64).max(1)
+    }
+
+    /// Scenario time now, seconds.
+    fn t_s(&self) -> f64 {
+        self.tick as f64 * self.speed
+    }
+
+    /// Builds the host for this scenario, its counters filled with the history of its uptime.
+    pub fn build(&mut self, name: &str, seed: u64) -> Host {
+        let (ncpu, mem) = if self.kind == Kind::WorkerStaging {
+            (64, 256)
+        } else {
+            (32, 256)
+        };
+        let mut h = Host::new(name, ncpu, mem, seed);
+        match self.kind {
+            Kind::MdRebuild => self.build_md(&mut h),
+            Kind::ZpoolResilver => build_zpool(&mut h),
+            Kind::WorkerStaging => self.build_worker(&mut h),
+            Kind::ReadaheadDrift => disk_server(&mut h, 64),
+            _ => disk_server(&mut h, 8192),
+        }
+        if self.kind == Kind::WriteStorm {
+            // RAID6 read-modify-write of small interleaved writes from hundreds of streams:
+            // each request costs the controller several ms.
+            for d in &mut h.devices {
+                if d.svc == RAID_LUN {
+                    d.svc.overhead_ms = 2.5;
+                }
+            }
+        }
+        if self.kind == Kind::BurstSaturation {
+            for off in [30.0, 1400.0, 2650.0] {
+                let j = h.rng.range(0.0, 120.0);
+                let start = self.ticks(off + j);
+                self.bursts.push(start);
+            }
+        }
+        self.drive(&mut h);
+        h.backfill();
+        h
+    }
+
+    fn build_md(&mut self, h: &mut Host) {
+        jbod(h, 14);
+        let component_kb = 15_625_879_552u64;
+        let mut members = Vec::new();
+        for slot in 0..14u32 {
+            let dev = sd_name(2 + slot as usize);
+            let rebuilding = slot == 7;
+            members.push(MdMember {
+                dev: dev.clone(),
+                slot: Some(slot),
+                desc_nr: if rebuilding { 14 } else { slot },
+                state: if rebuilding { "spare" } else { "in_sync" }.to_owned(),
+                errors: 0,
+            });
+            if let Some(d) = h.dev_mut(&dev) {
+                d.holders = vec!["md0".to_owned()];
+            }
+        }
+        let done = h.rng.range(0.18, 0.30) * component_kb as f64;
+        h.arrays.push(MdArray {
+            name: "md0".to_owned(),
+            level: "raid6".to_owned(),
+            raid_disks: 14,
+            parity: 2,
+            chunk_kb: 512,
+            component_kb,
+            members: members.clone(),
+            sync: Some(MdSync {
+                action: "recover".to_owned(),
+                done_kb: done,
+                speed_kbps: 145_000.0,
+            }),
+            mismatch_cnt: 0,
+        });
+        let mut md = Device::new("md0", 9, 0, Role::Md, component_kb * 2 * 12);
+        md.rotational = false;
+        // md sets readahead to two full stripes: 2 × 12 data disks × 512 KiB.
+        md.tunables.read_ahead_kb = 12_288;
+        md.slaves = members.iter().map(|m| m.dev.clone()).collect();
+        h.devices.push(md);
+        self.second_failure = self.ticks(600.0);
+    }
+
+    fn build_worker(&mut self, h: &mut Host) {
+        let mut d = sd(0, Role::Disk, 7_814_037_168, HDD_SEEKY);
+        d.model = "ST4000NM0035".to_owned();
+        d.tunables.nr_requests = 64;
+        h.devices.push(d);
+        nics(h, 10_000, 1500);
+        h.nics.retain(|n| n.name != "ens1f0");
+        if let Some(n) = h.nic_mut("eno1") {
+            n.speed_mbps = Some(10_000);
+        }
+        // A batch has just started: most jobs are staging their input.
+        for j in 0..16u64 {
+            let job = if j < 10 {
+                (Some(h.rng.int(20, 60)), 0)
+            } else {
+                (None, self.ticks(h.rng.range(60.0, 900.0)))
+            };
+            self.jobs.push(job);
+        }
+    }
+
+    /// Sets the host's demand and state for the coming second.
+    pub fn drive(&mut self, h: &mut Host) {
+        let t = self.t_s();
+        match self.kind {
+            Kind::Healthy => {
+                self.server_io(h, |k, rng| {
+                    let f = wave(t) * rng.noise(0.2) * (0.8 + 0.1 * k as f64);
+                    Demand::mbs(120.0 * f, 40.0 * f, 1024.0, 512.0)
+                });
+                h.load = base_load();
+            }
+            Kind::ReadaheadDrift => {
+                // With 64 KiB readahead a sequential reader issues 64 KiB requests: the same
+                // streams cost many more I/Os.
+                self.server_io(h, |k, rng| {
+                    let f = wave(t) * rng.noise(0.15) * (0.8 + 0.1 * k as f64);
+                    Demand::mbs(75.0 * f, 30.0 * f, 64.0, 512.0)
+                });
+                h.load = HostLoad {
+                    iowait_pct: 4.0,
+                    psi_some_pct: 9.0,
+                    psi_full_pct: 3.0,
+                    ..base_load()
+                };
+            }
+            Kind::WriteStorm => {
+                // 350 writers, 64 KiB–256 KiB writes, more outstanding every second until
+                // the clients' own limits: await climbs from ~100 ms to over 2 s.
+                let outstanding = (40.0 + 1.5 * t).min(880.0);
+                self.server_io(h, |_, rng| Demand {
+                    outstanding,
+                    ..Demand::mbs(20.0, 900.0 * rng.noise(0.1), 1024.0, 128.0)
+                });
+                h.load = HostLoad {
+                    user_pct: 3.0,
+                    system_pct: 9.0,
+                    iowait_pct: 22.0,
+                    softirq_pct: 2.0,
+                    psi_some_pct: 65.0,
+                    psi_full_pct: 45.0,
+                    dirty_kb: 12_582_912.0 * h.rng.noise(0.1),
+                    writeback_kb: 1_572_864.0 * h.rng.noise(0.3),
+                };
+            }
+            Kind::MultipathFlap => {
+                self.flap(h);
+                let switching = self.tick == self.next_fail.saturating_sub(1)
+                    || self.down_until == Some(self.tick + 1);
+                self.server_io(h, |k, rng| {
+                    // turbulent: throughput swings by more than half second to second
+                    let mut f = wave(t) * rng.noise(0.6);
+                    if k == 0 && switching {
+                        f *= 0.15;
+                    }
+                    Demand::mbs(120.0 * f, 40.0 * f, 1024.0, 512.0)
+                });
+                h.load = base_load();
+            }
+            Kind::MixedRw => {
+                let phase = t % 600.0;
+                let mixing = (60.0..420.0).contains(&phase);
+                let (r, w) = if mixing { (400.0, 350.0) } else { (450.0, 0.0) };
+                // Interleaving reads and writes on the same spindles costs a seek per switch.
+                let mix = if r + w > 0.0 {
+                    2.0 * f64::min(r, w) / (r + w)
+                } else {
+                    0.0
+                };
+                for d in &mut h.devices {
+                    if d.role == Role::Map {
+                        d.svc.overhead_ms = RAID_LUN.overhead_ms + 4.0 * mix;
+                    }
+                }
+                self.server_io(h, |_, rng| {
+                    Demand {
+                        outstanding: 64.0,
+                        ..Demand::mbs(r * rng.noise(0.1), w * rng.noise(0.1), 1024.0, 1024.0)
+                    }
+                });
+                h.load = HostLoad {
+                    iowait_pct: if mixing { 9.0 } else { 3.0 },
+                    psi_some_pct: if mixing { 30.0 } else { 6.0 },
+                    psi_full_pct: if mixing { 15.0 } else { 2.0 },
+                    ..base_load()
+                };
+            }
+            Kind::BurstSaturation => {
+                let hour = self.ticks(3600.0).max(40);
+                let in_hour = self.tick % hour;
+                let burst = self
+                    .bursts
+                    .iter()
+                    .any(|&b| in_hour >= b && in_hour < b + 10);
+                self.server_io(h, |k, rng| {
+                    if k == 1 && burst {
+                        Demand {
+                            outstanding: 128.0,
+                            ..Demand::mbs(1500.0, 40.0, 1024.0, 512.0)
+                        }
+                    } else {
+                        let f = wave(t) * rng.noise(0.3);
+                        Demand::mbs(40.0 * f, 15.0 * f, 1024.0, 512.0)
+                    }
+                });
+                h.load = HostLoad {
+                    iowait_pct: if burst { 12.0 } else { 1.0 },
+                    psi_some_pct: if burst { 40.0 } else { 2.0 },
+                    psi_full_pct: if burst { 20.0 } else { 0.5 },
+                    ..base_load()
+                };
+            }
+            Kind::MdRebuild => {
+                self.md_events(h);
+                let f = wave(t) * h.rng.noise(0.2);
+                h.demand("md0", Demand::mbs(150.0 * f, 60.0 * f, 1024.0, 1024.0));
+                os_io(h);
+                let (r, w) = (150.0 * f, 60.0 * f);
+                set_nic(h, "ens1f0", w * 1e6, r * 1e6, 0.0);
+                h.load = HostLoad {
+                    system_pct: 7.0,
+                    ..base_load()
+                };
+            }
+            Kind::ZpoolResilver => {
+                zpool_io(h, self.tick, self.ticks(25.0));
+                h.load = HostLoad {
+                    system_pct: 10.0,
+                    iowait_pct: 3.0,
+                    ..base_load()
+                };
+            }
+            Kind::NicSaturation => {
+                self.server_io(h, |_, rng| {
+                    Demand::mbs(340.0 * rng.noise(0.08), 10.0, 1024.0, 512.0)
+                });
+                let drops = h.rng.range(20.0, 400.0);
+                if let Some(n) = h.nic_mut("ens1f0") {
+                    n.demand.rx_drop_ps = drops;
+                }
+                h.load = HostLoad {
+                    softirq_pct: 7.0,
+                    system_pct: 8.0,
+                    ..base_load()
+                };
+            }
+            Kind::WorkerStaging => self.worker(h),
+        }
+        self.tick += 1;
+    }
+
+    /// Sets the demand of the four LUNs (`f(k, rng)` for map `k`) and the data NIC's traffic
+    /// from what the LUNs served last second (reads go out, writes came in).
+    fn server_io(&self, h: &mut Host, mut f: impl FnMut(usize, &mut crate::model::Rand) -> Demand) {
+        let mut rx = 0.0;
+        let mut tx = 0.0;
+        for k in 0..4usize {
+            let d = f(k, &mut h.rng);
+            let name = format!("dm-{k}");
+            if let Some(dev) = h.dev_mut(&name) {
+                dev.demand = d;
+                let last = dev.last;
+                if last.r_ios + last.w_ios > 0 {
+                    tx += last.r_sect as f64 * 512.0;
+                    rx += last.w_sect as f64 * 512.0;
+                } else {
+                    tx += d.r_iops * d.r_kb * 1024.0;
+                    rx += d.w_iops * d.w_kb * 1024.0;
+                }
+            }
+        }
+        os_io(h);
+        let drop = if self.kind == Kind::NicSaturation {
+            h.nics
+                .iter()
+                .find(|n| n.name == "ens1f0")
+                .map_or(0.0, |n| n.demand.rx_drop_ps)
+        } else {
+            0.0
+        };
+        // NFS/xrootd request overhead on top of the payload.
+        set_nic(h, "ens1f0", rx * 1.02, tx * 1.02, drop);
+    }
+
+    /// multipath-flap: the first path of mpatha's preferred group fails for 5–20 s, then comes
+    /// back; the next failure follows 30–90 s (scenario time) later.
+    fn flap(&mut self, h: &mut Host) {
+        let tick = self.tick;
+        let mut change: Option<bool> = None;
+        if let Some(until) = self.down_until {
+            if tick >= until {
+                self.down_until = None;
+                let gap = h.rng.range(30.0, 90.0);
+                self.next_fail = tick + self.ticks(gap);
+                change = Some(false);
+            }
+        } else if tick >= self.next_fail {
+            self.down_until = Some(tick + h.rng.int(5, 20));
+            change = Some(true);
+        }
+        let Some(failed) = change else { return };
+        let Some(m) = h.maps.first_mut() else { return };
+        let Some(p) = m.groups.first_mut().and_then(|g| g.first_mut()) else {
+            return;
+        };
+        p.failed = failed;
+        if failed {
+            p.fail_count += 1;
+        }
+        let dev = p.dev.clone();
+        m.choose_group();
+        if let Some(d) = h.dev_mut(&dev) {
+            d.state = if failed { "offline" } else { "running" }.to_owned();
+        }
+    }
+
+    /// md-rebuild: the recovery speed wanders; after 10 min (scenario time) a second member
+    /// fails and recovery continues at a lower speed (double-parity reconstruction).
+    fn md_events(&mut self, h: &mut Host) {
+        let tick = self.tick;
+        let noise = h.rng.noise(0.08);
+        let mut failed_dev = None;
+        if let Some(a) = h.arrays.first_mut() {
+            let second = tick >= self.second_failure;
+            if let Some(s) = &mut a.sync {
+                s.speed_kbps = if second { 118_000.0 } else { 145_000.0 } * noise;
+            }
+            if tick == self.second_failure {
+                if let Some(m) = a.members.iter_mut().find(|m| m.slot == Some(11)) {
+                    m.state = "faulty".to_owned();
+                    m.errors = 37;
+                    failed_dev = Some(m.dev.clone());
+                }
+            }
+        }
+        if let Some(dev) = failed_dev {
+            if let Some(d) = h.dev_mut(&dev) {
+                d.state = "offline".to_owned();
+            }
+        }
+    }
+
+    /// worker-staging: 16 jobs; a job stages its input (≈40 MB/s from the network onto the
+    /// local HDD) for 20–90 s, then computes for 5–20 min (scenario time) reading it back.
+    fn worker(&mut self, h: &mut Host) {
+        let tick = self.tick;
+        let mut staging = 0u32;
+        let mut jobs = std::mem::take(&mut self.jobs);
+        for job in &mut jobs {
+            match job.0 {
+                Some(end) if tick >= end => {
+                    let gap = h.rng.range(300.0, 1200.0);
+                    *job = (None, tick + self.ticks(gap));
+                }
+                None if tick >= job.1 => {
+                    *job = (Some(tick + h.rng.int(20, 90)), 0);
+                }
+                _ => {}
+            }
+            if job.0.is_some() {
+                staging += 1;
+            }
+        }
+        self.jobs = jobs;
+        let s = f64::from(staging);
+        let computing = 16.0 - s;
+        let d = Demand {
+            outstanding: 16.0 + 8.0 * s,
+            ..Demand::mbs(
+                2.0 * computing + 5.0 * s,
+                40.0 * s * h.rng.noise(0.2),
+                128.0,
+                512.0,
+            )
+        };
+        h.demand("sda", d);
+        let rx = 40e6 * s * h.rng.noise(0.2);
+        set_nic(h, "eno1", rx, rx / 50.0 + 2e5, 0.0);
+        let busy = (s / 2.0).min(1.0);
+        h.load = HostLoad {
+            user_pct: computing / 64.0 * 100.0 * 0.95,
+            system_pct: 2.0 + s * 0.5,
+            iowait_pct: (4.0 + 2.4 * s).min(45.0),
+            softirq_pct: 1.0,
+            psi_some_pct: (8.0 + 80.0 * busy).min(95.0),
+            psi_full_pct: (3.0 + 50.0 * busy).min(60.0),
+            dirty_kb: 262_144.0 + 2_097_152.0 * s,
+            writeback_kb: 65_536.0 * s,
+        };
+    }
+}
+
+fn base_load() -> HostLoad {
+    HostLoad {
+        user_pct: 6.0,
+        system_pct: 4.0,
+        iowait_pct: 1.5,
+        softirq_pct: 1.5,
+        psi_some_pct: 3.0,
+        psi_full_pct: 1.0,
+        dirty_kb: 409_600.0,
+        writeback_kb: 20_480.0,
+    }
+}
+
+fn os_io(h: &mut Host) {
+    for n in ["sda", "sdb"] {
+        if h.dev(n).is_some_and(|d| !d.rotational) {
+            let f = h.rng.noise(0.5);
+            h.demand(n, Demand::mbs(0.2 * f, 1.0 * f, 16.0, 16.0));
+        }
+    }
+    let mgmt = h.rng.noise(0.5) * 5e4;
+    if let Some(n) = h.nic_mut("eno1") {
+        if n.speed_mbps == Some(1000) {
+            n.demand = NetDemand {
+                rx_bps: mgmt,
+                tx_bps: mgmt * 2.0,
+                ..NetDemand::default()
+            };
+        }
+    }
+}
+
+fn set_nic(h: &mut Host, name: &str, rx: f64, tx: f64, drop: f64) {
+    if let Some(n) = h.nic_mut(name) {
+        n.demand = NetDemand {
+            rx_bps: rx,
+            tx_bps: tx,
+            rx_drop_ps: drop,
+            rx_err_ps: 0.0,
+        };
+    }
+}
+
+/// The zpool-resilver host: twelve 16 TB disks in one raidz2 vdev (`data`), `sdj` dead and
+/// being replaced by `sdo`, `sdf` returning bad data now and then.
+fn build_zpool(h: &mut Host) {
+    jbod(h, 13);
+    let mut leaves: Vec<Vdev> = (0..12).map(|i| Vdev::new(&sd_name(2 + i), vec![])).collect();
+    if let Some(l) = leaves.get_mut(3) {
+        l.cksum_errors = 3;
+    }
+    let mut old = Vdev::new("7786134019462245912", vec![]);
+    old.state = "UNAVAIL".to_owned();
+    old.note = "was /dev/sdj1".to_owned();
+    let mut new = Vdev::new("sdo", vec![]);
+    new.note = "(resilvering)".to_owned();
+    let mut replacing = Vdev::new("replacing-7", vec![old, new]);
+    replacing.state = "DEGRADED".to_owned();
+    if let Some(slot) = leaves.get_mut(7) {
+        *slot = replacing;
+    }
+    let mut raidz = Vdev::new("raidz2-0", leaves);
+    raidz.state = "DEGRADED".to_owned();
+    let mut root = Vdev::new("data", vec![raidz]);
+    root.state = "DEGRADED".to_owned();
+    let size: u64 = 191_953_518_821_376;
+    let alloc = size / 1000 * 871;
+    let issue = 480e6;
+    let elapsed = 5 * 3600;
+    h.pools.push(Zpool {
+        name: "data".to_owned(),
+        size_bytes: size,
+        alloc_bytes: alloc,
+        frag_pct: 41,
+        health: "DEGRADED".to_owned(),
+        root,
+        scan: Some(ZScan {
+            kind: "resilver".to_owned(),
+            start_epoch: h.epoch_s - elapsed,
+            total_bytes: alloc,
+            scanned_bytes: 1.5e9 * elapsed as f64,
+            issued_bytes: issue * elapsed as f64,
+            repaired_bytes: issue * elapsed as f64 / 10.0,
+            issue_bps: issue,
+            scan_bps: 1.5e9,
+        }),
+    });
+    if let Some(d) = h.dev_mut("sdj") {
+        d.state = "offline".to_owned();
+    }
+    for i in 0..13 {
+        if let Some(d) = h.dev_mut(&sd_name(2 + i)) {
+            d.holders.clear();
+        }
+    }
+}
+
+/// zpool-resilver: the resilver reads every surviving leaf and writes the new disk; the users'
+/// I/O goes on; `sdf` gains a checksum error now and then.
+fn zpool_io(h: &mut Host, tick: u64, cksum_every: u64) {
+    let issue = h
+        .pools
+        .first()
+        .and_then(|p| p.scan.as_ref())
+        .map_or(0.0, |s| s.issue_bps)
+        / 1e6;
+    let user = wave(tick as f64) * h.rng.noise(0.2);
+    for i in 0..13 {
+        let name = sd_name(2 + i);
+        let d = match name.as_str() {
+            "sdj" => Demand::default(),
+            "sdo" => Demand::mbs(0.0, issue / 10.0, 1024.0, 1024.0),
+            _ => Demand::mbs(issue / 11.0 + 20.0 * user, 8.0 * user, 1024.0, 256.0),
+        };
+        h.demand(&name, d);
+    }
+    os_io(h);
+    set_nic(h, "ens1f0", 80e6 * user, 220e6 * user, 0.0);
+    if tick > 0 && tick % cksum_every == 0 {
+        if let Some(leaf) = h
+            .pools
+            .first_mut()
+            .and_then(|p| p.root.children.first_mut())
+            .and_then(|r| r.children.get_mut(3))
+        {
+            leaf.cksum_errors += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sd_names_follow_the_kernel() {
+        assert_eq!(sd_name(0), "sda");
+        assert_eq!(sd_name(25), "sdz");
+        assert_eq!(sd_name(26), "sdaa");
+        assert_eq!(sd_devt(17), (65, 16));
+    }
+
+    #[test]
+    fn every_name_parses_back() {
+        for k in ALL {
+            assert_eq!(Kind::parse(k.name()), Some(k));
+        }
+        assert_eq!(Kind::parse("nope"), None);
+    }
+}
