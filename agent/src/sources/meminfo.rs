@@ -91,7 +91,8 @@ mod tests {
     #[test]
     fn absent_keys_stay_none() {
         // A 3.13 kernel has no MemAvailable.
-        let m = parse("MemTotal: 100 kB\nDirty: 1 kB\n").expect("valid");
+        let m =
+            parse("\nMemTotal: 100 kB\n\n   \nDirty: 1 kB\n\n").expect("blank lines are skipped");
         assert_eq!(
             (m.total_kb, m.available_kb, m.dirty_kb),
             (Some(100), None, Some(1))

@@ -186,8 +186,9 @@ fn read_text(path: &Path) -> Result<Option<String>, SourceError> {
     }))
 }
 
-/// Reads a one-number attribute; `None` when absent or empty, an error when not a number.
-fn read_number(path: &Path, buf: &mut String) -> Result<Option<u64>, SourceError> {
+/// Reads a one-number sysfs attribute; `None` when absent or empty, an error naming the file
+/// when not a number.
+pub(crate) fn read_number(path: &Path, buf: &mut String) -> Result<Option<u64>, SourceError> {
     if !read_into(path, buf)? {
         return Ok(None);
     }

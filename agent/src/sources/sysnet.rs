@@ -8,11 +8,11 @@
 //! "unknown", not a broken source. `carrier_changes` exists since 3.15.
 
 use std::io;
-use std::path::Path;
 
 use crate::root::{read_into, Root};
 
-use super::{parse_u64, ParseError, SourceError};
+use super::sysblock::read_number;
+use super::{parse_u64, SourceError};
 
 /// Link duplex, as `sar -n DEV` uses it for %ifutil.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -81,20 +81,6 @@ fn is_no_link_info(e: &io::Error) -> bool {
     )
 }
 
-/// Reads a one-number attribute; `None` when absent or empty, an error when not a number.
-fn read_number(path: &Path, buf: &mut String) -> Result<Option<u64>, SourceError> {
-    if !read_into(path, buf)? {
-        return Ok(None);
-    }
-    let text = buf.trim();
-    if text.is_empty() {
-        return Ok(None);
-    }
-    parse_u64(text).map(Some).ok_or_else(|| {
-        SourceError::parse(path, ParseError::new(1, text, "not an unsigned integer"))
-    })
-}
-
 /// Reads the attributes of `iface`; missing files leave fields `None`.
 ///
 /// A malformed `mtu` or `carrier_changes` is an error; a malformed `speed` is "unknown", since
@@ -126,7 +112,7 @@ pub fn read(root: &Root, iface: &str) -> Result<NetInfo, SourceError> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
 
     fn server() -> Root {
         let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sysfs/disk-server");
