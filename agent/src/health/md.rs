@@ -196,6 +196,7 @@ struct Run {
 struct SysCache {
     sys: MdSys,
     shape: Shape,
+    run: RunShape,
     polls: u32,
 }
 
@@ -215,6 +216,28 @@ impl Shape {
             level: a.level.clone(),
             members: a.members.clone(),
             slots: (a.raid_disks, a.working_disks, a.slot_status.clone()),
+        }
+    }
+}
+
+/// What in mdstat's view of an array says its running state (`array_state`, `sync_action`, …)
+/// may have moved: the read-only flag, which sync runs, and which waits. While none of it changes
+/// and no sync runs, the running state is re-read only with the members, every
+/// `member_refresh_polls`: most arrays are idle most of the time, and each saves six sysfs reads a
+/// second.
+#[derive(Debug, Clone, PartialEq)]
+struct RunShape {
+    read_only: String,
+    action: Option<String>,
+    waiting: Option<String>,
+}
+
+impl RunShape {
+    fn of(a: &MdArray) -> Self {
+        Self {
+            read_only: format!("{:?}", a.read_only),
+            action: a.progress.as_ref().map(|p| format!("{:?}", p.action)),
+            waiting: a.waiting.as_ref().map(|w| w.action.clone()),
         }
     }
 }
@@ -894,10 +917,17 @@ impl MdMonitor {
     /// the array changed shape.
     fn read_sys(&mut self, root: &Root, a: &MdArray) -> Result<Option<MdSys>, SourceError> {
         let shape = Shape::of(a);
+        let run = RunShape::of(a);
         let every = self.config.member_refresh_polls.max(1);
         if let Some(c) = self.sys_cache.get_mut(&a.name) {
             c.polls += 1;
             if c.shape == shape && c.polls < every {
+                // An idle array whose mdstat line did not move: nothing in its running state can
+                // have changed unseen (mismatch_cnt grows only during a sync run).
+                if c.run == run && run.action.is_none() {
+                    return Ok(Some(c.sys.clone()));
+                }
+                c.run = run.clone();
                 let refreshed = mdsys::refresh(root, &a.name, &mut c.sys);
                 match refreshed {
                     Ok(true) => return Ok(Some(c.sys.clone())),
@@ -917,6 +947,7 @@ impl MdMonitor {
                 SysCache {
                     sys: s.clone(),
                     shape,
+                    run,
                     polls: 0,
                 },
             );
