@@ -10,7 +10,11 @@ use storwatch_sim::scenario::{Kind, ALL};
 use storwatch_sim::sim::{self, Sim};
 
 #[derive(Parser, Debug)]
-#[command(name = "storwatch-sim", version, about = "Simulated storage hosts for storwatch-agent (--proc-root DIR/proc --sys-root DIR/sys)")]
+#[command(
+    name = "storwatch-sim",
+    version,
+    about = "Simulated storage hosts for storwatch-agent (--proc-root DIR/proc --sys-root DIR/sys)"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Option<Cmd>,
@@ -85,7 +89,8 @@ fn run(sims: &mut [Sim], a: &RunArgs) -> Result<()> {
     if let Some(n) = a.steps {
         for _ in 0..n {
             for s in sims.iter_mut() {
-                s.step().with_context(|| format!("writing {}", s.root().display()))?;
+                s.step()
+                    .with_context(|| format!("writing {}", s.root().display()))?;
             }
         }
         return Ok(());

@@ -33,7 +33,13 @@ pub struct Demand {
 impl Demand {
     /// A demand of `r_mbs`/`w_mbs` MB/s (10^6 bytes) in requests of `r_kb`/`w_kb` KiB.
     pub fn mbs(r_mbs: f64, w_mbs: f64, r_kb: f64, w_kb: f64) -> Self {
-        let iops = |mbs: f64, kb: f64| if kb > 0.0 { mbs * 1e6 / (kb * 1024.0) } else { 0.0 };
+        let iops = |mbs: f64, kb: f64| {
+            if kb > 0.0 {
+                mbs * 1e6 / (kb * 1024.0)
+            } else {
+                0.0
+            }
+        };
         Self {
             r_iops: iops(r_mbs, r_kb),
             w_iops: iops(w_mbs, w_kb),
@@ -81,10 +87,11 @@ pub struct Service {
     pub kb_per_ms: f64,
 }
 
-/// A 7200 rpm 16 TB SAS disk reading or writing large, mostly sequential requests.
+/// A 7200 rpm 16 TB SAS disk reading or writing large, mostly sequential requests (~250 MB/s
+/// outer tracks, a short seek now and then).
 pub const HDD_SEQ: Service = Service {
-    overhead_ms: 2.5,
-    kb_per_ms: 230.0,
+    overhead_ms: 0.8,
+    kb_per_ms: 250.0,
 };
 /// The same disk under many interleaved streams: a seek per request.
 pub const HDD_SEEKY: Service = Service {
@@ -193,10 +200,7 @@ impl Second {
             self.w_sect = 0;
             self.w_merges = 0;
         }
-        self.io_ms = self
-            .io_ms
-            .min(1000)
-            .min(self.r_ms + self.w_ms + self.f_ms);
+        self.io_ms = self.io_ms.min(1000).min(self.r_ms + self.w_ms + self.f_ms);
         self
     }
 }
@@ -240,13 +244,7 @@ impl Rand {
 }
 
 /// Serves `d` on a device with `svc` for one second.
-pub fn serve(
-    d: Demand,
-    svc: Service,
-    nr_requests: u64,
-    merge_frac: f64,
-    rng: &mut Rand,
-) -> Second {
+pub fn serve(d: Demand, svc: Service, nr_requests: u64, merge_frac: f64, rng: &mut Rand) -> Second {
     let svc_r = svc.overhead_ms + d.r_kb / svc.kb_per_ms;
     let svc_w = svc.overhead_ms + d.w_kb / svc.kb_per_ms;
     let busy_ms = d.r_iops * svc_r + d.w_iops * svc_w;
@@ -903,8 +901,7 @@ impl Host {
             // Each data byte lands on one member; writes also update the parity members.
             let per_member = Demand {
                 r_iops: user.r_iops * user.r_kb / member_kb_r.max(1.0) / data,
-                w_iops: user.w_iops * user.w_kb / member_kb_w.max(1.0)
-                    * (data + a.parity as f64)
+                w_iops: user.w_iops * user.w_kb / member_kb_w.max(1.0) * (data + a.parity as f64)
                     / data
                     / a.raid_disks.max(1) as f64,
                 r_kb: member_kb_r,
@@ -937,9 +934,9 @@ impl Host {
                 };
                 if sync_kb > 0.0 {
                     let rebuild = if m.state == "in_sync" {
-                        Demand::mbs(sync_kb * 1.024 / 1000.0, 0.0, 256.0, 256.0)
+                        Demand::mbs(sync_kb * 1.024 / 1000.0, 0.0, 1024.0, 1024.0)
                     } else {
-                        Demand::mbs(0.0, sync_kb * 1.024 / 1000.0, 256.0, 256.0)
+                        Demand::mbs(0.0, sync_kb * 1.024 / 1000.0, 1024.0, 1024.0)
                     };
                     d = d.plus(rebuild);
                 }

@@ -100,12 +100,7 @@ pub fn stat(h: &Host) -> String {
             *t += v;
         }
     }
-    let join = |v: &[u64; 10]| {
-        v.iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
+    let join = |v: &[u64; 10]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
     let mut out = format!("cpu  {}\n", join(&tot));
     for (i, c) in h.cpus.iter().enumerate() {
         let _ = writeln!(out, "cpu{i} {}", join(c));
@@ -371,7 +366,11 @@ pub fn dmsetup_table(maps: &[MpathMap]) -> String {
 pub fn zpool_list(pools: &[Zpool]) -> String {
     let mut out = String::new();
     for p in pools {
-        let cap = p.alloc_bytes.saturating_mul(100).checked_div(p.size_bytes).unwrap_or(0);
+        let cap = p
+            .alloc_bytes
+            .saturating_mul(100)
+            .checked_div(p.size_bytes)
+            .unwrap_or(0);
         let _ = writeln!(
             out,
             "{}\t{}\t{}\t{}\t-\t-\t{}\t{}\t1.00\t{}\t-",

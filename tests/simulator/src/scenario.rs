@@ -7,8 +7,8 @@
 //! counters stay physical and a 10 s burst stays 10 samples long.
 
 use crate::model::{
-    Demand, Device, Host, HostLoad, MdArray, MdMember, MdSync, MpathMap, MpathPath, NetDemand,
-    Nic, Role, Service, Vdev, ZScan, Zpool, HDD_SEEKY, HDD_SEQ, RAID_LUN, SSD,
+    Demand, Device, Host, HostLoad, MdArray, MdMember, MdSync, MpathMap, MpathPath, NetDemand, Nic,
+    Role, Service, Vdev, ZScan, Zpool, HDD_SEEKY, HDD_SEQ, RAID_LUN, SSD,
 };
 
 /// Every scenario, in `--list` order.
@@ -209,7 +209,8 @@ fn disk_server(h: &mut Host, read_ahead_kb: u64) {
 fn jbod(h: &mut Host, n: usize) {
     os_disks(h);
     for i in 0..n {
-        h.devices.push(sd(2 + i, Role::Disk, HDD_16TB_SECT, HDD_SEQ));
+        h.devices
+            .push(sd(2 + i, Role::Disk, HDD_16TB_SECT, HDD_SEQ));
     }
     nics(h, 10_000, 9000);
 }
@@ -436,11 +437,9 @@ impl Scenario {
                         d.svc.overhead_ms = RAID_LUN.overhead_ms + 4.0 * mix;
                     }
                 }
-                self.server_io(h, |_, rng| {
-                    Demand {
-                        outstanding: 64.0,
-                        ..Demand::mbs(r * rng.noise(0.1), w * rng.noise(0.1), 1024.0, 1024.0)
-                    }
+                self.server_io(h, |_, rng| Demand {
+                    outstanding: 64.0,
+                    ..Demand::mbs(r * rng.noise(0.1), w * rng.noise(0.1), 1024.0, 1024.0)
                 });
                 h.load = HostLoad {
                     iowait_pct: if mixing { 9.0 } else { 3.0 },
@@ -701,7 +700,9 @@ fn set_nic(h: &mut Host, name: &str, rx: f64, tx: f64, drop: f64) {
 /// being replaced by `sdo`, `sdf` returning bad data now and then.
 fn build_zpool(h: &mut Host) {
     jbod(h, 13);
-    let mut leaves: Vec<Vdev> = (0..12).map(|i| Vdev::new(&sd_name(2 + i), vec![])).collect();
+    let mut leaves: Vec<Vdev> = (0..12)
+        .map(|i| Vdev::new(&sd_name(2 + i), vec![]))
+        .collect();
     if let Some(l) = leaves.get_mut(3) {
         l.cksum_errors = 3;
     }

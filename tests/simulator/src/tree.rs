@@ -119,7 +119,10 @@ pub fn write_static(t: &mut Tree, h: &Host) -> io::Result<()> {
     t.script("bin/dmsetup", DMSETUP_SH)?;
     for d in &h.devices {
         let base = format!("sys/block/{}", d.name);
-        t.write(&format!("{base}/dev"), &format!("{}:{}\n", d.major, d.minor))?;
+        t.write(
+            &format!("{base}/dev"),
+            &format!("{}:{}\n", d.major, d.minor),
+        )?;
         t.write(&format!("{base}/size"), &format!("{}\n", d.size_sectors))?;
         t.write(&format!("{base}/ro"), "0\n")?;
         t.write(&format!("{base}/removable"), "0\n")?;
@@ -227,7 +230,10 @@ pub fn write_dynamic(t: &mut Tree, h: &Host) -> io::Result<()> {
     }
     t.write("run/dmsetup-status.txt", &render::dmsetup_status(&h.maps))?;
     t.write("run/dmsetup-table.txt", &render::dmsetup_table(&h.maps))?;
-    t.write("run/zpool-status.txt", &render::zpool_status(&h.pools, h.epoch_s))?;
+    t.write(
+        "run/zpool-status.txt",
+        &render::zpool_status(&h.pools, h.epoch_s),
+    )?;
     t.write("run/zpool-list.txt", &render::zpool_list(&h.pools))?;
     for p in &h.pools {
         t.write(
