@@ -44,12 +44,15 @@ statements() {
 
 # POST one statement to /query; prints the error InfluxDB returned, if any, and sets $?.
 query() {
-  local body err
-  body=$(curl -sS --fail-with-body "${auth[@]}" -XPOST "$url/query" --data-urlencode "q=$1" 2>&1) || {
+  local body err code
+  # (no --fail-with-body: curl 7.74 in the influxdb:1.8 image lacks it)
+  body=$(curl -sS -w '\n%{http_code}' "${auth[@]}" -XPOST "$url/query" --data-urlencode "q=$1" 2>&1) || {
     echo "$body"; return 1; }
+  code=${body##*$'\n'}
+  body=${body%$'\n'*}
   err=$(printf '%s' "$body" | sed -n 's/.*"error":"\([^"]*\)".*/\1/p')
   if [ -n "$err" ]; then echo "$err"; return 1; fi
-  return 0
+  case $code in 2??) return 0 ;; *) echo "HTTP $code: $body"; return 1 ;; esac
 }
 
 if [ "$dry" = 1 ]; then statements; exit 0; fi
