@@ -223,18 +223,81 @@ fn field_into(buf: &mut Vec<u8>, key: &str, v: Value<'_>) {
     escape_into(buf, key, b",= ");
     buf.push(b'=');
     // Writing to a Vec cannot fail.
-    let _ = match v {
-        Value::F(f) => write!(buf, "{f}"),
-        Value::I(i) => write!(buf, "{i}i"),
-        Value::U(u) => write!(buf, "{}i", saturate(u)),
-        Value::B(x) => write!(buf, "{x}"),
+    match v {
+        Value::F(f) => push_f64(buf, f),
+        Value::I(i) => {
+            push_i64(buf, i);
+            buf.push(b'i');
+        }
+        Value::U(u) => {
+            push_i64(buf, saturate(u));
+            buf.push(b'i');
+        }
+        Value::B(x) => buf.extend_from_slice(if x { b"true" } else { b"false" }),
         Value::S(s) => {
             buf.push(b'"');
             escape_into(buf, &clean_str(s), b"\"");
             buf.push(b'"');
-            Ok(())
         }
-    };
+    }
+}
+
+/// Appends the decimal digits of `v`.
+fn push_u64(buf: &mut Vec<u8>, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&digits[i..]);
+}
+
+fn push_i64(buf: &mut Vec<u8>, v: i64) {
+    if v < 0 {
+        buf.push(b'-');
+    }
+    push_u64(buf, v.unsigned_abs());
+}
+
+/// Appends a float exactly as `Display` would. The agent's rates are rounded to 3 decimals, and
+/// such a value is printed from its integer thousandths — ten times cheaper than the general
+/// shortest-representation algorithm, which still handles every other value. (Below 1e12 the
+/// spacing of doubles is far finer than 0.001, so the 3-decimal form is the shortest one that
+/// reads back to the same double, which is what `Display` prints.)
+fn push_f64(buf: &mut Vec<u8>, f: f64) {
+    let m = (f * 1000.0).round();
+    if f.abs() < 1e12 && m / 1000.0 == f && !(f == 0.0 && f.is_sign_negative()) {
+        let m = m as i64;
+        if m < 0 {
+            buf.push(b'-');
+        }
+        let m = m.unsigned_abs();
+        push_u64(buf, m / 1000);
+        let frac = m % 1000;
+        if frac != 0 {
+            buf.push(b'.');
+            let d = [
+                b'0' + (frac / 100) as u8,
+                b'0' + (frac / 10 % 10) as u8,
+                b'0' + (frac % 10) as u8,
+            ];
+            let len = if d[2] != b'0' {
+                3
+            } else if d[1] != b'0' {
+                2
+            } else {
+                1
+            };
+            buf.extend_from_slice(&d[..len]);
+        }
+    } else {
+        let _ = write!(buf, "{f}");
+    }
 }
 
 fn saturate(u: u64) -> i64 {
@@ -347,6 +410,64 @@ mod tests {
             .write());
         assert!(w.as_bytes().is_empty());
         assert_eq!(w.lines(), 0);
+    }
+
+    #[test]
+    fn fast_number_formatting_matches_display() {
+        let mut buf = Vec::new();
+        for f in [
+            0.0,
+            -0.0,
+            0.1,
+            0.5,
+            1.0,
+            3.184,
+            -3.184,
+            95.0,
+            99.999,
+            100.0,
+            0.001,
+            0.01,
+            12800.25,
+            1e9,
+            1e11 + 0.125,
+            1e12,
+            1e15,
+            2.3e-7,
+            1.0 / 3.0,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+        ] {
+            buf.clear();
+            push_f64(&mut buf, f);
+            assert_eq!(
+                std::str::from_utf8(&buf).expect("utf8"),
+                format!("{f}"),
+                "{f}"
+            );
+        }
+        for i in [0, 1, -1, 9, 10, 12345, i64::MAX, i64::MIN] {
+            buf.clear();
+            push_i64(&mut buf, i);
+            assert_eq!(std::str::from_utf8(&buf).expect("utf8"), i.to_string());
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn rounded_floats_print_like_display(k in -1_000_000_000_000_000i64..1_000_000_000_000_000i64) {
+            let f = (k as f64 / 1000.0 * 1000.0).round() / 1000.0;
+            let mut buf = Vec::new();
+            push_f64(&mut buf, f);
+            prop_assert_eq!(std::str::from_utf8(&buf).expect("utf8"), format!("{f}"));
+        }
+
+        #[test]
+        fn any_float_prints_like_display(f in proptest::num::f64::NORMAL | proptest::num::f64::ZERO | proptest::num::f64::SUBNORMAL) {
+            let mut buf = Vec::new();
+            push_f64(&mut buf, f);
+            prop_assert_eq!(std::str::from_utf8(&buf).expect("utf8"), format!("{f}"));
+        }
     }
 
     proptest! {
