@@ -315,7 +315,7 @@ impl Counters {
         self.f_ios += s.f_ios;
         self.f_ms += s.f_ms;
         self.io_ms += s.io_ms;
-        self.queue_ms += s.r_ms + s.w_ms + s.f_ms + 0;
+        self.queue_ms += s.r_ms + s.w_ms + s.f_ms;
         self.in_flight = s.in_flight;
     }
 
@@ -653,7 +653,9 @@ impl Nic {
         c.tx_bytes += rng.round(tx) + ack_tx * 66;
         c.rx_drop += rng.round(d.rx_drop_ps + over_rx_pkts);
         c.rx_errs += rng.round(d.rx_err_ps);
-        c.rx_multicast += rng.round(0.3);
+        if self.speed_mbps.is_some() {
+            c.rx_multicast += rng.round(0.3);
+        }
         if self.speed_mbps.is_none() {
             // loopback: what goes out comes back in
             c.rx_bytes = c.tx_bytes;
@@ -797,7 +799,7 @@ impl Host {
                 tx_bytes: c.tx_bytes * n,
                 tx_packets: c.tx_packets * n,
                 rx_drop: c.rx_drop * n / 50,
-                rx_multicast: n / 4,
+                rx_multicast: if nic.speed_mbps.is_some() { n / 4 } else { 0 },
                 ..NetCounters::default()
             };
         }
@@ -808,8 +810,16 @@ impl Host {
                 *v = share.get(j).copied().unwrap_or(0) * up;
             }
         }
-        self.psi_some.total_us = (self.load.psi_some_pct * 10_000.0) as u64 * n;
-        self.psi_full.total_us = (self.load.psi_full_pct * 10_000.0) as u64 * n;
+        // PSI: the averages start where the current load keeps them.
+        for (psi, pct) in [
+            (&mut self.psi_some, self.load.psi_some_pct),
+            (&mut self.psi_full, self.load.psi_full_pct),
+        ] {
+            psi.total_us = (pct * 10_000.0) as u64 * n;
+            psi.avg10 = pct;
+            psi.avg60 = pct;
+            psi.avg300 = pct;
+        }
     }
 
     /// One CPU's jiffies for one second: exactly 100, split by the host load.

@@ -234,9 +234,9 @@ pub fn mdstat(h: &Host) -> String {
             } else {
                 s.action.as_str()
             };
-            let _ = write!(
+            let _ = writeln!(
                 out,
-                "      [{}>{}]  {word} = {:2}.{}% ({done}/{total}) finish={}.{}min speed={}K/sec\n",
+                "      [{}>{}]  {word} = {:2}.{}% ({done}/{total}) finish={}.{}min speed={}K/sec",
                 "=".repeat(x),
                 ".".repeat(20usize.saturating_sub(x)),
                 per_mille / 10,

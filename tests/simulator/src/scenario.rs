@@ -674,6 +674,10 @@ fn os_io(h: &mut Host) {
         }
     }
     let mgmt = h.rng.noise(0.5) * 5e4;
+    // local daemons talking to each other (rsyslog, the agent's own spool, sshd)
+    if let Some(lo) = h.nic_mut("lo") {
+        lo.demand.tx_bps = mgmt / 5.0;
+    }
     if let Some(n) = h.nic_mut("eno1") {
         if n.speed_mbps == Some(1000) {
             n.demand = NetDemand {
