@@ -24,6 +24,11 @@ pub struct Tree {
 impl Tree {
     /// A writer for `root` (created if missing).
     pub fn new(root: &Path) -> io::Result<Self> {
+        // Leftovers of a run killed between a write and its rename.
+        match fs::remove_dir_all(root.join(".tmp")) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
         fs::create_dir_all(root.join(".tmp"))?;
         Ok(Self {
             root: root.to_owned(),
@@ -75,16 +80,6 @@ impl Tree {
             Err(e) => return Err(e),
         }
         symlink(target, &path)
-    }
-
-    /// Removes `rel` if it exists (a path whose files must go, e.g. a pool exported).
-    pub fn remove_dir(&mut self, rel: &str) -> io::Result<()> {
-        let path = self.root.join(rel);
-        self.written.retain(|p, _| !p.starts_with(&path));
-        match fs::remove_dir_all(&path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
-        }
     }
 }
 
