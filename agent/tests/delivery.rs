@@ -813,3 +813,115 @@ fn https_with_a_site_ca_and_a_client_certificate() {
     assert_eq!(reqs.len(), 1);
     assert_eq!(reqs[0].body, report(T0, 2));
 }
+
+fn proc_status(key: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap()
+}
+
+/// CPU time of this process so far (user + system), from getrusage-equivalent /proc/self/stat.
+fn cpu_ms() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let after = stat.rsplit(')').next().unwrap();
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+    ticks * 10.0
+}
+
+/// A 200-disk server's report: 200 `disk` lines and 4 `net` lines, ~70 KB.
+fn big_report(t: i64) -> Vec<u8> {
+    let mut out = String::new();
+    for d in 0..200 {
+        out.push_str(&format!(
+            "disk,host=dcache-pool-017.site.example,device=sd{d},name=sd{d},kind=disk,rotational=1 \
+             r_per_s={:.2},w_per_s={:.2},d_per_s=0,f_per_s=0.1,rkb_per_s={:.1},wkb_per_s={:.1},\
+             rrqm_per_s=0.5,wrqm_per_s=12.25,r_await_ms={:.2},w_await_ms={:.2},aqu_sz=1.73,\
+             util_pct={:.1},util_max_pct=100,util_p95_pct=98.5,saturated_s=3i,svctm_ms=4.1 {t}\n",
+            12.3 + d as f64,
+            88.1 + (d * 7 % 13) as f64,
+            1532.4 + d as f64 * 3.3,
+            40321.9 + d as f64 * 11.0,
+            7.5 + (d % 5) as f64,
+            21.25 + (d % 3) as f64,
+            61.0 + (d % 39) as f64
+        ));
+    }
+    for n in 0..4 {
+        out.push_str(&format!(
+            "net,host=dcache-pool-017.site.example,iface=ens{n} rx_bytes_per_s=1.25e9,\
+             tx_bytes_per_s=3.1e8,rx_packets_per_s=812345,tx_packets_per_s=400012,speed_mbps=10000i,\
+             util_pct=81.2,util_max_pct=97.9 {t}\n"
+        ));
+    }
+    out.into_bytes()
+}
+
+/// Figures for docs/delivery.md, not a timed test:
+/// `cargo test --release -p storwatch-agent --test delivery -- --ignored --nocapture measure`
+#[test]
+#[ignore = "measurement; run by hand with --release"]
+fn measure_send_and_backlog_drain() {
+    let influx = Influx::start(18308);
+    let spool = tempfile::tempdir().unwrap();
+    let reports = 360; // one hour at one report per 10 s
+    let cfg = fast_config(spool.path());
+    let mut s = HttpSink::open(&influx.write_url(), &cfg).unwrap();
+    let (mut total, mut slowest) = (Duration::ZERO, Duration::ZERO);
+    let c0 = cpu_ms();
+    for i in 0..50 {
+        let body = big_report(T0 + i * 10_000_000_000);
+        let t = Instant::now();
+        s.send(&body).unwrap();
+        total += t.elapsed();
+        slowest = slowest.max(t.elapsed());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(s.wait_drained(Duration::from_secs(30)));
+    println!(
+        "live: 50 reports, send() mean {:.2} ms max {:.2} ms; {:.2} ms CPU per report \
+         (building it, spooling, gzip, HTTP); VmHWM {} kB",
+        total.as_secs_f64() * 1e3 / 50.0,
+        slowest.as_secs_f64() * 1e3,
+        (cpu_ms() - c0) / 50.0,
+        proc_status("VmHWM:")
+    );
+    drop(s);
+
+    influx.down();
+    let mut s = HttpSink::open(&influx.write_url(), &cfg).unwrap();
+    for i in 0..reports {
+        s.send(&big_report(T0 + (50 + i) * 10_000_000_000)).unwrap();
+    }
+    let spooled = s.delivery_stats().spool;
+    influx.up();
+    let (c0, t) = (cpu_ms(), Instant::now());
+    assert!(s.wait_drained(Duration::from_secs(300)));
+    let d = s.delivery_stats();
+    println!(
+        "backlog: {} lines, {} bytes spooled; drained in {:.2} s ({:.0} lines/s, {} requests), \
+         {:.0} ms CPU; VmHWM {} kB",
+        spooled.pending_lines,
+        spooled.pending_bytes,
+        t.elapsed().as_secs_f64(),
+        d.delivered_lines as f64 / t.elapsed().as_secs_f64(),
+        d.delivered_requests,
+        cpu_ms() - c0,
+        proc_status("VmHWM:")
+    );
+    let mut r = ureq::get(format!("{}/query", influx.base()))
+        .query("db", DB)
+        .query("q", "SELECT count(util_pct) FROM disk")
+        .call()
+        .unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap();
+    assert_eq!(
+        v["results"][0]["series"][0]["values"][0][1].as_i64(),
+        Some((50 + reports) * 200)
+    );
+}
