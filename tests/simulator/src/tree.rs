@@ -2,13 +2,14 @@
 //! current output) and `bin/` (the `zpool` and `dmsetup` stand-ins).
 //!
 //! Every file is written whole to a temporary name and renamed into place, so a reader sees
-//! one version or the next, never half of one. A file whose content did not change is not
+//! one version or the next, never half of one — except `device/state`, rewritten in place like
+//! the sysfs attribute it stands for (see [`Tree::write_in_place`]). A file whose content did not change is not
 //! rewritten: the static part of sysfs is written once.
 
 use std::collections::HashMap;
 use std::fs;
 use std::io;
-use std::os::unix::fs::{symlink, PermissionsExt};
+use std::os::unix::fs::{symlink, FileExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::model::{Host, Role};
@@ -55,6 +56,26 @@ impl Tree {
         let tmp = self.root.join(".tmp").join(format!("w{}", self.n));
         fs::write(&tmp, text)?;
         fs::rename(&tmp, &path)?;
+        self.written.insert(path, text.to_owned());
+        Ok(())
+    }
+
+    /// Rewrites `rel` in place, as sysfs regenerates an attribute: a reader that keeps the file
+    /// open and re-reads it from offset 0 (the agent does this for `device/state`) sees the new
+    /// value, which a rename would hide from it behind the old inode. The states written this
+    /// way (`running`, `offline`) have the same length, so one small positioned write replaces
+    /// the whole content at once.
+    pub fn write_in_place(&mut self, rel: &str, text: &str) -> io::Result<()> {
+        let path = self.root.join(rel);
+        if self.written.get(&path).is_some_and(|t| t == text) {
+            return Ok(());
+        }
+        if !path.exists() {
+            return self.write(rel, text);
+        }
+        let f = fs::OpenOptions::new().write(true).open(&path)?;
+        f.write_all_at(text.as_bytes(), 0)?;
+        f.set_len(text.len() as u64)?;
         self.written.insert(path, text.to_owned());
         Ok(())
     }
@@ -206,7 +227,7 @@ pub fn write_dynamic(t: &mut Tree, h: &Host) -> io::Result<()> {
     t.write("proc/mdstat", &render::mdstat(h))?;
     for d in &h.devices {
         if d.name.starts_with("sd") {
-            t.write(
+            t.write_in_place(
                 &format!("sys/block/{}/device/state", d.name),
                 &format!("{}\n", d.state),
             )?;

@@ -31,11 +31,11 @@ fn config(root: &Path) -> Config {
     }
 }
 
-fn mpath_monitor(root: &Path) -> Box<dyn Monitor> {
+fn mpath_monitor(root: &Path, dmsetup_interval_s: f64) -> Box<dyn Monitor> {
     Box::new(MpathMonitor::new_inline(
         MpathConfig {
             dmsetup: root.join("bin/dmsetup"),
-            dmsetup_interval_s: 0.0,
+            dmsetup_interval_s,
             use_ioctl: false,
             use_multipathd: false,
             ..MpathConfig::default()
@@ -222,7 +222,9 @@ fn worker_staging_saturates_the_local_disk_with_iowait_and_psi_high() {
 #[test]
 fn multipath_flap_fails_and_reinstates_a_path_in_sysfs_and_device_mapper() {
     // fails at tick 3, stays down 5-20 s, the next failure 30-90 s later at speed 1
-    let text = report(Kind::MultipathFlap, 30, |root| vec![mpath_monitor(root)]);
+    let text = report(Kind::MultipathFlap, 30, |root| {
+        vec![mpath_monitor(root, 0.0)]
+    });
     let sdc = lines(&text, "mpath_path,host=sim1,map=mpatha,path=sdc,")
         .first()
         .copied()
@@ -337,4 +339,15 @@ fn mixed_rw_loses_most_of_its_throughput_when_writers_join() {
     let l = disk(&mixed, "dm-0");
     assert!(num(l, "rkb_per_s") > 0.3 * num(l, "wkb_per_s"), "{l}");
     assert_eq!(num(l, "util_max_pct"), 100.0, "{l}");
+}
+
+#[test]
+fn multipath_flap_shows_in_sysfs_between_dmsetup_runs() {
+    // dmsetup only once (its default interval is 30 s): the agent must see the path go
+    // offline and come back through device/state, which it re-reads from a kept-open file.
+    let text = report(Kind::MultipathFlap, 30, |root| {
+        vec![mpath_monitor(root, 3600.0)]
+    });
+    let sdc = lines(&text, "mpath_path,host=sim1,map=mpatha,path=sdc,")[0];
+    assert!(num(sdc, "transitions") >= 2.0, "{sdc}");
 }
