@@ -15,7 +15,7 @@ repo=$(cd "$here/.." && pwd)
 harness=${STORWATCH_BENCH_HARNESS:-$repo/../shared/bench}
 work=${STORWATCH_BENCH_DIR:-/tmp/storwatch-bench}
 args=("$@")
-[ ${#args[@]} -gt 0 ] || args=(--duration 60 --rounds 2 --only storwatch,floor-full)
+[ ${#args[@]} -gt 0 ] || args=(--duration 60 --rounds 2 --only storwatch,storwatch-core,floor-full)
 
 cargo build --release -p storwatch-agent --manifest-path "$repo/Cargo.toml"
 target=$(cargo metadata --format-version 1 --no-deps --manifest-path "$repo/Cargo.toml" \
@@ -26,6 +26,17 @@ chmod -R u+w "$work"
 mkdir -p "$work/bin"
 cp "$target/release/storwatch-agent" "$work/bin/"
 [ -x "$work/bin/floor" ] || gcc -O2 -Wall -o "$work/bin/floor" "$work/floor.c"
+# storwatch-core: the same agent with the storage-health monitors off (block devices, NICs, CPU,
+# memory and PSI only), to show what the core sampling costs on its own.
+cat >"$work/conf/storwatch-core.toml" <<'TOML'
+[md]
+enabled = false
+[mpath]
+enabled = false
+[zpool]
+enabled = false
+TOML
+grep -q '^storwatch-core ' "$work/agents.conf" || echo 'storwatch-core  | file | {bin}/storwatch-agent run --config {conf:storwatch-core.toml} --proc-root {proc} --sys-root {sys} --sample-interval 1s --report-interval 10s --output file:{out}' >>"$work/agents.conf"
 (cd "$work" && ./run.sh "${args[@]}")
 mkdir -p "$here/out"
 cp "$work"/out/table*.txt "$work"/out/results.jsonl "$here/out/" 2>/dev/null || true
