@@ -259,6 +259,11 @@ impl Scenario {
         ((s / self.speed).round() as u64).max(1)
     }
 
+    /// The hour of burst-saturation in ticks: long enough for three 10 s bursts apart.
+    fn hour_ticks(&self) -> u64 {
+        self.ticks(3600.0).max(60)
+    }
+
     /// Scenario time now, seconds.
     fn t_s(&self) -> f64 {
         self.tick as f64 * self.speed
@@ -289,9 +294,12 @@ impl Scenario {
             }
         }
         if self.kind == Kind::BurstSaturation {
+            // Burst starts as a share of the (compressed) hour, so that bursts stay apart at
+            // any speed.
+            let hour = self.hour_ticks();
             for off in [30.0, 1400.0, 2650.0] {
                 let j = h.rng.range(0.0, 120.0);
-                let start = self.ticks(off + j);
+                let start = ((off + j) / 3600.0 * hour as f64) as u64;
                 self.bursts.push(start);
             }
         }
@@ -449,7 +457,7 @@ impl Scenario {
                 };
             }
             Kind::BurstSaturation => {
-                let hour = self.ticks(3600.0).max(40);
+                let hour = self.hour_ticks();
                 let in_hour = self.tick % hour;
                 let burst = self
                     .bursts
