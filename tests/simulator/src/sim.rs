@@ -61,7 +61,8 @@ pub fn fleet_host_name(kind: Kind, i: usize) -> String {
 }
 
 /// A fleet: `per` hosts of each scenario in `kinds`, each under `root/<host>/`, each with its
-/// own seed.
+/// own seed. Host trees of an earlier fleet under `root` that are not part of this one are
+/// removed.
 pub fn fleet(
     root: &Path,
     kinds: &[Kind],
@@ -70,6 +71,25 @@ pub fn fleet(
     speed: f64,
 ) -> io::Result<Vec<Sim>> {
     let mut sims = Vec::new();
+    let names: Vec<String> = kinds
+        .iter()
+        .flat_map(|&k| (0..per).map(move |i| fleet_host_name(k, i)))
+        .collect();
+    // Hosts of an earlier, larger fleet would otherwise sit there frozen for a launcher to
+    // pick up: remove those the simulator wrote (and nothing else).
+    if let Ok(entries) = std::fs::read_dir(root) {
+        for e in entries.flatten() {
+            let p = e.path();
+            let ours = p.join(tree::MARKER).is_file();
+            let wanted = e
+                .file_name()
+                .to_str()
+                .is_some_and(|n| names.iter().any(|x| x == n));
+            if ours && !wanted {
+                std::fs::remove_dir_all(&p)?;
+            }
+        }
+    }
     for (ki, &kind) in kinds.iter().enumerate() {
         for i in 0..per {
             let name = fleet_host_name(kind, i);

@@ -15,6 +15,9 @@ use std::path::{Path, PathBuf};
 use crate::model::{Host, Role};
 use crate::render;
 
+/// The file that marks a directory as the simulator's own.
+pub const MARKER: &str = ".storwatch-sim";
+
 /// Writes files under one root, remembering what is already there.
 pub struct Tree {
     root: PathBuf,
@@ -23,8 +26,35 @@ pub struct Tree {
 }
 
 impl Tree {
-    /// A writer for `root` (created if missing).
+    /// A writer for `root`: created if missing; a tree an earlier run left there is cleared
+    /// (another scenario's devices must not linger); any other non-empty directory is refused,
+    /// so a mistyped `--root` cannot touch files the simulator did not write.
     pub fn new(root: &Path) -> io::Result<Self> {
+        let marker = root.join(MARKER);
+        let non_empty = match fs::read_dir(root) {
+            Ok(mut entries) => entries.next().is_some(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+            Err(e) => return Err(e),
+        };
+        if non_empty {
+            if !marker.is_file() {
+                return Err(io::Error::other(format!(
+                    "{} is not empty and was not written by storwatch-sim (no {MARKER})",
+                    root.display()
+                )));
+            }
+            for dir in ["proc", "sys", "run", "bin"] {
+                match fs::remove_dir_all(root.join(dir)) {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                    _ => {}
+                }
+            }
+        }
+        fs::create_dir_all(root)?;
+        fs::write(
+            &marker,
+            "written by storwatch-sim; the whole tree is replaced on restart\n",
+        )?;
         // Leftovers of a run killed between a write and its rename.
         match fs::remove_dir_all(root.join(".tmp")) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),

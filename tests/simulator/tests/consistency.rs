@@ -207,6 +207,15 @@ fn a_fleet_writes_one_tree_per_host_with_its_name() {
             assert_eq!(ra, want, "{name}");
         }
     }
+    // a smaller fleet in the same place leaves no frozen hosts behind
+    fleet(dir.path(), &[Kind::Healthy], 1, 5, 1.0).unwrap();
+    assert!(dir.path().join("sim-healthy-01").is_dir());
+    assert!(!dir.path().join("sim-healthy-02").exists());
+    assert!(!dir.path().join("sim-readahead-drift-01").exists());
+    let mut sims = fleet(dir.path(), &kinds, 2, 5, 1.0).unwrap();
+    for s in &mut sims {
+        s.step().unwrap();
+    }
     // hosts of one scenario differ (own seeds), so a fleet is not one host repeated
     let a = fs::read_to_string(dir.path().join("sim-healthy-01/proc/diskstats")).unwrap();
     let b = fs::read_to_string(dir.path().join("sim-healthy-02/proc/diskstats")).unwrap();
@@ -251,4 +260,30 @@ fn the_binary_steps_and_lists() {
         .unwrap();
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("healthy"));
+}
+
+#[test]
+fn a_root_is_reused_cleanly_and_a_foreign_directory_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("h");
+    Sim::new(&root, Kind::MdRebuild, "h", 1, 1.0).unwrap();
+    assert!(root.join("sys/block/md0/md/sync_action").is_file());
+    // the same root for another scenario: nothing of the array is left behind
+    Sim::new(&root, Kind::Healthy, "h", 1, 1.0).unwrap();
+    assert!(!root.join("sys/block/md0").exists());
+    assert!(root.join("sys/block/dm-0/dm/name").is_file());
+    let foreign = dir.path().join("foreign");
+    fs::create_dir_all(&foreign).unwrap();
+    fs::write(foreign.join("notes.txt"), "mine\n").unwrap();
+    let err = Sim::new(&foreign, Kind::Healthy, "h", 1, 1.0)
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string().contains("not written by storwatch-sim"),
+        "{err}"
+    );
+    assert_eq!(
+        fs::read_to_string(foreign.join("notes.txt")).unwrap(),
+        "mine\n"
+    );
 }
