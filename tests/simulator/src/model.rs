@@ -735,7 +735,11 @@ impl Host {
         let uptime_s = rng.int(12 * 86_400, 60 * 86_400);
         Self {
             name: name.to_owned(),
-            epoch_s: 1_763_000_000 + rng.int(0, 86_400),
+            // The wall clock: zpool's "since" dates and /proc/stat's btime read like the
+            // present. (Only those texts depend on it, not a counter.)
+            epoch_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1_763_000_000, |d| d.as_secs()),
             uptime_cs: uptime_s * 100,
             devices: Vec::new(),
             maps: Vec::new(),
