@@ -95,14 +95,21 @@ impl LineWriter {
         }
     }
 
-    /// Starts a line of `measurement` stamped `ts_ns`; finish it with [`Line::write`].
+    /// Starts a line of `measurement` stamped `ts_ns`; finish it with [`Line::write`]. The line
+    /// is written into the report's buffer as it is built (no allocation per line); a line
+    /// dropped without `write`, or left without a valid field, is taken back out.
     pub fn line<'a>(&'a mut self, measurement: &'a str, ts_ns: i64) -> Line<'a> {
+        let start = self.buf.len();
+        escape_into(&mut self.buf, measurement, b", ");
+        for (k, v) in &self.common_tags {
+            push_tag(&mut self.buf, k, v);
+        }
         Line {
             w: self,
-            measurement,
+            start,
             ts_ns,
-            tags: Vec::with_capacity(8),
-            fields: Vec::with_capacity(24),
+            fields: 0,
+            done: false,
         }
     }
 
@@ -127,81 +134,83 @@ impl LineWriter {
     }
 }
 
-/// One line being built.
+/// One line being built: tags first, then fields, then [`Line::write`].
 #[derive(Debug)]
 pub struct Line<'a> {
     w: &'a mut LineWriter,
-    measurement: &'a str,
+    /// Where the line starts in the buffer, to take it back.
+    start: usize,
     ts_ns: i64,
-    tags: Vec<(&'a str, &'a str)>,
-    fields: Vec<(&'a str, Value<'a>)>,
+    /// Fields written so far.
+    fields: usize,
+    done: bool,
 }
 
 impl<'a> Line<'a> {
-    /// Adds a tag; an empty value is omitted.
-    pub fn tag(mut self, key: &'a str, value: &'a str) -> Self {
-        self.tags.push((key, value));
+    /// Adds a tag; an empty value is omitted. Tags come before fields: a tag added after a
+    /// field is a programming error, ignored (and caught by debug builds).
+    pub fn tag(self, key: &str, value: &str) -> Self {
+        debug_assert!(self.fields == 0, "tag {key} added after a field");
+        if self.fields == 0 {
+            push_tag(&mut self.w.buf, key, value);
+        }
         self
     }
 
-    /// Adds a field.
-    pub fn field(mut self, key: &'a str, value: impl Into<Value<'a>>) -> Self {
-        self.fields.push((key, value.into()));
+    /// Adds a field; a non-finite float is skipped (and counted).
+    pub fn field(mut self, key: &str, value: impl Into<Value<'a>>) -> Self {
+        let value = value.into();
+        if matches!(value, Value::F(f) if !f.is_finite()) {
+            self.w.skipped += 1;
+            return self;
+        }
+        self.w.buf.push(if self.fields == 0 { b' ' } else { b',' });
+        field_into(&mut self.w.buf, key, value);
+        self.fields += 1;
         self
     }
 
     /// Adds a field when `value` is `Some`.
-    pub fn field_opt<V: Into<Value<'a>>>(mut self, key: &'a str, value: Option<V>) -> Self {
-        if let Some(v) = value {
-            self.fields.push((key, v.into()));
+    pub fn field_opt<V: Into<Value<'a>>>(self, key: &str, value: Option<V>) -> Self {
+        match value {
+            Some(v) => self.field(key, v),
+            None => self,
         }
-        self
     }
 
-    /// Validates and appends the line; returns false when nothing was written (no valid field).
-    pub fn write(self) -> bool {
-        let Line {
-            w,
-            measurement,
-            ts_ns,
-            tags,
-            fields,
-        } = self;
-        let before = fields.len();
-        let fields: Vec<(&str, Value<'_>)> = fields
-            .into_iter()
-            .filter(|(_, v)| !matches!(v, Value::F(f) if !f.is_finite()))
-            .collect();
-        w.skipped += before - fields.len();
-        let Some((first, rest)) = fields.split_first() else {
-            w.skipped += 1;
+    /// Ends the line with its timestamp; returns false (and takes the line back) when it has no
+    /// valid field.
+    pub fn write(mut self) -> bool {
+        self.done = true;
+        if self.fields == 0 {
+            self.w.buf.truncate(self.start);
+            self.w.skipped += 1;
             return false;
-        };
-        let buf = &mut w.buf;
-        escape_into(buf, measurement, b", ");
-        for (k, v) in w
-            .common_tags
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .chain(tags.iter().copied())
-        {
-            let v = clean_tag(v);
-            if !v.is_empty() {
-                buf.push(b',');
-                escape_into(buf, k, b",= ");
-                buf.push(b'=');
-                escape_into(buf, &v, b",= ");
-            }
         }
-        buf.push(b' ');
-        field_into(buf, first.0, first.1);
-        for (k, v) in rest {
-            buf.push(b',');
-            field_into(buf, k, *v);
-        }
-        let _ = write!(buf, " {ts_ns}\n");
-        w.lines += 1;
+        self.w.buf.push(b' ');
+        push_i64(&mut self.w.buf, self.ts_ns);
+        self.w.buf.push(b'\n');
+        self.w.lines += 1;
         true
+    }
+}
+
+impl Drop for Line<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.w.buf.truncate(self.start);
+        }
+    }
+}
+
+/// Appends `,key=value` with the value cleaned; nothing for an empty value.
+fn push_tag(buf: &mut Vec<u8>, key: &str, value: &str) {
+    let v = clean_tag(value);
+    if !v.is_empty() {
+        buf.push(b',');
+        escape_into(buf, key, b",= ");
+        buf.push(b'=');
+        escape_into(buf, &v, b",= ");
     }
 }
 
@@ -398,6 +407,24 @@ mod tests {
             .find(|(k, _)| k.as_str() == "big")
             .expect("big");
         assert!(matches!(big.1, FieldValue::I64(i64::MAX)));
+    }
+
+    #[test]
+    fn an_unfinished_line_leaves_no_trace() {
+        let mut w = LineWriter::new("h", &[]);
+        w.line("disk", 1)
+            .tag("device", "sda")
+            .field("util_pct", 5.0)
+            .write();
+        let before = w.as_bytes().len();
+        drop(
+            w.line("disk", 2)
+                .tag("device", "sdb")
+                .field("util_pct", 6.0),
+        );
+        assert_eq!(w.as_bytes().len(), before);
+        assert_eq!(w.lines(), 1);
+        assert_eq!(text(&w), "disk,host=h,device=sda util_pct=5 1\n");
     }
 
     #[test]
