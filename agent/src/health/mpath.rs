@@ -616,7 +616,10 @@ impl MpathMonitor {
     }
 
     /// The multipath maps in sysfs, with their paths' device states.
-    fn scan_sysfs(&mut self, root: &Root) -> Result<Vec<SysMap>, SourceError> {
+    /// The maps and their paths with current path states, and the polls since the last directory
+    /// scan. The caller hands them back with [`Self::keep_topology`] so that the next poll can
+    /// reuse them without a copy.
+    fn scan_sysfs(&mut self, root: &Root) -> Result<(Vec<SysMap>, u32), SourceError> {
         if let Some((mut maps, age)) = self.topology.take() {
             if age + 1 < TOPOLOGY_RESCAN_POLLS {
                 let block = root.sys("block");
@@ -630,14 +633,15 @@ impl MpathMonitor {
                     p.state = state;
                 }
                 if !vanished {
-                    self.topology = Some((maps.clone(), age + 1));
-                    return Ok(maps);
+                    return Ok((maps, age + 1));
                 }
             }
         }
-        let maps = self.scan_sysfs_dirs(root)?;
-        self.topology = Some((maps.clone(), 0));
-        Ok(maps)
+        Ok((self.scan_sysfs_dirs(root)?, 0))
+    }
+
+    fn keep_topology(&mut self, maps: Vec<SysMap>, age: u32) {
+        self.topology = Some((maps, age));
     }
 
     fn scan_sysfs_dirs(&mut self, root: &Root) -> Result<Vec<SysMap>, SourceError> {
@@ -1075,10 +1079,11 @@ impl Monitor for MpathMonitor {
         if !self.cfg.enabled {
             return Ok(());
         }
-        let sys = self.scan_sysfs(root)?;
+        let (sys, age) = self.scan_sysfs(root)?;
         if sys.is_empty() {
             // No multipath on this node (or every map flushed): silent, and forget old maps.
             self.detector.observe(now_s, Vec::new(), events);
+            self.keep_topology(sys, age);
             return Ok(());
         }
         if matches!(self.kernel, Kernel::Unknown) {
@@ -1112,6 +1117,7 @@ impl Monitor for MpathMonitor {
         }
         let obs = build(&sys, self.dm_view.as_ref(), self.dm_fresh, &self.mpd);
         self.detector.observe(now_s, obs, events);
+        self.keep_topology(sys, age);
         result
     }
 
