@@ -20,7 +20,7 @@ use storwatch_collector::queue::{Queue, QueueOptions};
 
 const TABLE: TableDefinition<u64, &[u8]> = TableDefinition::new("queue");
 const WRITERS: usize = 8;
-const PER_WRITER: usize = 150;
+const PER_WRITER: usize = 500;
 const PAYLOAD: usize = 50_000;
 
 fn report(name: &str, t: Instant) {

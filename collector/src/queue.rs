@@ -196,9 +196,17 @@ fn sync_dir(dir: &Path) -> Result<(), QueueError> {
 }
 
 /// Scans a whole segment file, returns (valid end, torn bytes, corrupt regions).
+///
+/// The file is read in 4 MiB windows, so opening a queue with a large backlog does not need
+/// the segment's size in memory.
 fn recover_segment(path: &Path, max_record: usize) -> Result<(u64, u64, u64), QueueError> {
-    let buf = fs::read(path).map_err(io_err(path))?;
+    let mut f = File::open(path).map_err(io_err(path))?;
+    let len = f.metadata().map_err(io_err(path))?.len();
+    let mut buf: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 4 << 20];
+    let mut base = 0u64;
     let mut pos = 0usize;
+    let mut eof = false;
     let mut corrupt = 0u64;
     loop {
         match scan(&buf, pos, max_record) {
@@ -207,10 +215,22 @@ fn recover_segment(path: &Path, max_record: usize) -> Result<(u64, u64, u64), Qu
                 corrupt += 1;
                 pos = next;
             }
-            Scan::Incomplete => break,
+            Scan::Incomplete if eof => break,
+            Scan::Incomplete => {
+                buf.drain(..pos);
+                base += pos as u64;
+                pos = 0;
+                let n = f.read(&mut chunk).map_err(io_err(path))?;
+                if n == 0 {
+                    eof = true;
+                } else {
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+            }
         }
     }
-    Ok((pos as u64, (buf.len() - pos) as u64, corrupt))
+    let end = base + pos as u64;
+    Ok((end, len.saturating_sub(end), corrupt))
 }
 
 impl Queue {
@@ -688,6 +708,34 @@ mod tests {
         let (recs, next) = q.read_from(0, 1 << 20).unwrap();
         assert_eq!(recs.len(), 3);
         assert_eq!(next, e3);
+    }
+
+    #[tokio::test]
+    async fn recovery_reads_large_segments_in_windows() {
+        let dir = tempfile::tempdir().unwrap();
+        let (q, _) = open(dir.path());
+        let big = vec![b'x'; 1_500_000];
+        for _ in 0..4 {
+            q.append(big.clone()).await.unwrap();
+        }
+        let end = q.durable_end();
+        drop(q);
+        // A torn record across the 4 MiB window boundary is still found and cut.
+        let seg = dir.path().join("segments").join(seg_name(0));
+        let mut f = OpenOptions::new().append(true).open(&seg).unwrap();
+        f.write_all(&rec(&big)[..700_000]).unwrap();
+        drop(f);
+        let (q, r) = open(dir.path());
+        assert_eq!(
+            r,
+            Recovery {
+                torn_bytes: 700_000,
+                corrupt_records: 0
+            }
+        );
+        assert_eq!(q.durable_end(), end);
+        let (recs, _) = q.read_from(0, 1 << 30).unwrap();
+        assert_eq!(recs.len(), 4);
     }
 
     #[tokio::test]

@@ -56,11 +56,11 @@ fn agent_report(host: &str, dir: &std::path::Path) -> String {
 #[test]
 fn agent_reports_reach_influxdb_through_a_crashing_collector() {
     let dir = tempfile::tempdir().unwrap();
-    let influx = Influxd::start(&dir.path().join("influx"), 18400);
+    let influx = Influxd::start(&dir.path().join("influx"), 18450);
     influx.create_db("e2e");
     let cdir = dir.path().join("collector");
     std::fs::create_dir_all(&cdir).unwrap();
-    let mut collector = Collector::start(&cdir, 18410, &influx.url(), "e2e", TOKEN);
+    let mut collector = Collector::start(&cdir, 18460, &influx.url(), "e2e", TOKEN);
     let auth = format!("Token {TOKEN}");
 
     // expected series per (host, measurement)

@@ -9,7 +9,7 @@
 //! ```
 //!
 //! It starts `storwatch-collector` from the same directory as itself and influxd through
-//! `scripts/influxd-test.sh` (ports 18300-18303), with everything in a temporary directory.
+//! `scripts/influxd-test.sh` (ports 18500-18503), with everything in a temporary directory.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -189,8 +189,8 @@ fn bodies(count: usize, lines: usize, ts0: u64, gz: bool) -> Vec<Vec<u8>> {
 
 async fn ack_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     // Output to a closed port: nothing drains, so the backlog grows for the whole run.
-    let proc = collector(dir, 18300, "http://127.0.0.1:9", "")?;
-    let base = "http://127.0.0.1:18300";
+    let proc = collector(dir, 18500, "http://127.0.0.1:9", "")?;
+    let base = "http://127.0.0.1:18500";
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(64)
         .build()?;
@@ -295,8 +295,8 @@ fn raw_len(lines: usize) -> usize {
 async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     let client = reqwest::Client::new();
     let idir = dir.join("influx");
-    influxd("start", &idir, 18302)?;
-    let influx = "http://127.0.0.1:18302";
+    influxd("start", &idir, 18502)?;
+    let influx = "http://127.0.0.1:18502";
     for db in ["bench", "direct"] {
         client
             .post(format!("{influx}/query"))
@@ -341,8 +341,8 @@ async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     let qdir = dir.join("drain");
     std::fs::create_dir_all(&qdir)?;
     {
-        let proc = collector(&qdir, 18301, "http://127.0.0.1:9", "")?;
-        let base = "http://127.0.0.1:18301";
+        let proc = collector(&qdir, 18501, "http://127.0.0.1:9", "")?;
+        let base = "http://127.0.0.1:18501";
         wait_ping(&client, base).await?;
         for b in bodies.iter() {
             let r = client
@@ -357,8 +357,8 @@ async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
         }
         drop(proc);
     }
-    let proc = collector(&qdir, 18301, influx, "")?;
-    let base = "http://127.0.0.1:18301";
+    let proc = collector(&qdir, 18501, influx, "")?;
+    let base = "http://127.0.0.1:18501";
     let t = Instant::now();
     wait_ping(&client, base).await?;
     loop {
@@ -387,7 +387,7 @@ async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
          stored count: {q}",
         100.0 * drain / direct
     );
-    influxd("stop", &idir, 18302)?;
+    influxd("stop", &idir, 18502)?;
     Ok(())
 }
 
