@@ -22,7 +22,8 @@ pub trait Monitor: Send {
     /// Reads the subsystem. `now_s` is monotonic seconds since the agent started (for windows,
     /// rates and ETAs). State changes are appended to `events`. Must not block for long: anything
     /// slow (a `zpool` command) runs on the monitor's own thread and is picked up here.
-    fn poll(&mut self, root: &Root, now_s: f64, events: &mut Vec<Event>) -> Result<(), SourceError>;
+    fn poll(&mut self, root: &Root, now_s: f64, events: &mut Vec<Event>)
+        -> Result<(), SourceError>;
 
     /// Writes this report interval's lines, stamped `ts_ns`, and starts a new interval.
     fn report(&mut self, w: &mut LineWriter, ts_ns: i64);
