@@ -49,6 +49,7 @@ pub struct Output {
     pub backoff_max: Duration,
     pub auth_retry: Duration,
     pub ca_file: Option<PathBuf>,
+    pub max_in_flight: usize,
 }
 
 fn out_err(url: &str, reason: impl Into<String>) -> ConfigError {
@@ -183,6 +184,7 @@ impl Output {
             backoff_max: Duration::from_secs(cfg.backoff_max_s.max(1)),
             auth_retry: Duration::from_secs(cfg.auth_retry_s.max(1)),
             ca_file: cfg.ca_file.clone(),
+            max_in_flight: cfg.max_in_flight.clamp(1, 2),
         })
     }
 }
@@ -524,6 +526,25 @@ impl Forwarder {
         if !chunk.is_empty() {
             stack.push(chunk);
         }
+        if stack.len() > 1 && self.output.max_in_flight > 1 {
+            // Two halves in flight at once (InfluxDB ingests faster with concurrent writers);
+            // the cursor still moves only after both are fully delivered.
+            let second = stack.split_off(stack.len() / 2);
+            let mut stop2 = stop.clone();
+            let (a, b) = tokio::join!(
+                self.deliver_chunks(stack, stop),
+                self.deliver_chunks(second, &mut stop2)
+            );
+            return a.and(b);
+        }
+        self.deliver_chunks(stack, stop).await
+    }
+
+    async fn deliver_chunks(
+        &self,
+        mut stack: Vec<Vec<&str>>,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(), ForwardError> {
         stack.reverse();
         while let Some(chunk) = stack.pop() {
             let mut attempt = 0u32;
@@ -619,7 +640,7 @@ impl Forwarder {
                 continue;
             }
             let q = queue.clone();
-            let max = self.output.batch_bytes;
+            let max = self.output.batch_bytes * self.output.max_in_flight.max(1);
             let read = tokio::task::spawn_blocking(move || q.read_from(pos, max)).await;
             let (records, next) = match read {
                 Ok(Ok(r)) => r,

@@ -373,10 +373,9 @@ fn influx_type_conflicts_dead_letter_only_that_line_and_heartbeats_arrive() {
     let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
     assert_eq!(lines, vec![format!("disk,host=n1 f=2.5 {}", ts + 1)]);
     assert!(text.contains("field type conflict"), "{text}");
-    assert_eq!(
-        collector.metric("output_dead_lettered_total{output=\"influx\"}"),
-        1
-    );
+    assert!(wait_for(Duration::from_secs(10), || collector
+        .metric("output_dead_lettered_total{output=\"influx\"}")
+        == 1));
     // Heartbeats name both hosts with their last-seen time.
     let ok = wait_for(Duration::from_secs(10), || {
         influx.scalar(
