@@ -220,6 +220,18 @@ impl Collector {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
+    /// kill -9, and stay down.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Start again after [`Collector::stop`], on the same queue.
+    pub fn start_again(&mut self) {
+        let fresh = Collector::spawn(self.config.clone(), self.port);
+        *self = fresh;
+    }
+
     /// kill -9 and start again on the same queue.
     pub fn crash_and_restart(&mut self) {
         let _ = self.child.kill();
