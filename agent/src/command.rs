@@ -128,7 +128,13 @@ impl CommandRunner for SystemRunner {
             return Err(CommandError::Failed {
                 program: program.to_owned(),
                 status: status.code().unwrap_or(-1),
-                stderr: stderr.trim().to_owned(),
+                // One log line per failure: the tool's lines joined.
+                stderr: stderr
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" / "),
             });
         }
         Ok(String::from_utf8_lossy(&out).into_owned())
@@ -202,13 +208,13 @@ mod tests {
     fn nonzero_exit_is_failed_with_stderr() {
         let r = SystemRunner.run(
             Path::new("/bin/sh"),
-            &["-c", "echo broken >&2; exit 3"],
+            &["-c", "echo broken >&2; echo badly >&2; exit 3"],
             Duration::from_secs(5),
         );
         match r {
             Err(CommandError::Failed { status, stderr, .. }) => {
                 assert_eq!(status, 3);
-                assert_eq!(stderr, "broken");
+                assert_eq!(stderr, "broken / badly");
             }
             other => panic!("unexpected {other:?}"),
         }
