@@ -276,7 +276,10 @@ async fn write(
         );
     };
     let st2 = st.clone();
-    let work = tokio::task::spawn_blocking(move || decode_and_validate(&st2, raw, gzip, precision));
+    let client2 = client.clone();
+    let work = tokio::task::spawn_blocking(move || {
+        decode_and_validate(&st2, &client2, raw, gzip, precision)
+    });
     let (v, payload) = match work.await {
         Ok(Ok(v)) => v,
         Ok(Err(r)) => return r.into_response(flavor, &st.metrics),
@@ -289,19 +292,6 @@ async fn write(
             )
         }
     };
-
-    // The per-token rate limit counts lines offered, good or bad.
-    let offered = v.accepted_lines + v.rejected.len() as u64;
-    if let Err(wait) = st.limiter.take(&client, offered, Instant::now()) {
-        m.rate_limited.fetch_add(1, Ordering::Relaxed);
-        let r = error(
-            flavor,
-            StatusCode::TOO_MANY_REQUESTS,
-            "too many requests",
-            "rate limit exceeded for this token",
-        );
-        return with_retry_after(r, wait);
-    }
 
     if v.accepted_lines > 0 {
         if let Err(e) = st.queue.append(payload).await {
@@ -386,6 +376,7 @@ enum Refusal {
     TooLarge(usize),
     BadGzip,
     NotUtf8,
+    RateLimited(u64),
     Internal,
 }
 
@@ -413,6 +404,16 @@ impl Refusal {
                 "invalid",
                 "body is not UTF-8",
             ),
+            Refusal::RateLimited(wait) => {
+                m.rate_limited.fetch_add(1, Ordering::Relaxed);
+                let r = error(
+                    flavor,
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too many requests",
+                    "rate limit exceeded for this token",
+                );
+                with_retry_after(r, wait)
+            }
             Refusal::Internal => error(
                 flavor,
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -427,6 +428,7 @@ impl Refusal {
 /// when every line was accepted as sent, else the accepted lines).
 fn decode_and_validate(
     st: &AppState,
+    client: &str,
     raw: Bytes,
     gzip: bool,
     precision: Precision,
@@ -450,6 +452,13 @@ fn decode_and_validate(
         raw
     };
     let text = std::str::from_utf8(&bytes).map_err(|_| Refusal::NotUtf8)?;
+    // The per-token rate limit counts lines offered, good or bad, and is applied before
+    // validation so that a refused request neither costs the parsing nor teaches field types.
+    let newlines = bytecount(&bytes, b'\n');
+    let offered = newlines + u64::from(!bytes.is_empty() && !bytes.ends_with(b"\n"));
+    st.limiter
+        .take(client, offered, Instant::now())
+        .map_err(Refusal::RateLimited)?;
     let lim = LineLimits {
         max_line_bytes: st.limits.max_line_bytes,
         max_future_ns: secs_to_ns(st.limits.max_future_s),
@@ -466,6 +475,10 @@ fn decode_and_validate(
         Bytes::from(std::mem::take(&mut v.accepted).into_bytes())
     };
     Ok((v, payload))
+}
+
+fn bytecount(b: &[u8], needle: u8) -> u64 {
+    b.iter().filter(|c| **c == needle).count() as u64
 }
 
 fn secs_to_ns(s: u64) -> i64 {
