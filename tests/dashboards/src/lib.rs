@@ -1,0 +1,1 @@
+//! Tests of the Grafana dashboards (`dashboards/`) and alert rules (`alerts/`): see `tests/lint.rs`.

@@ -1,0 +1,943 @@
+//! Lint of the Grafana dashboards (`dashboards/*.json`) and alert rules (`alerts/*.yaml`).
+//!
+//! * every file parses; dashboard and rule uids are unique;
+//! * every datasource reference is the dashboards' `${DS_STORWATCH}` input/variable, the
+//!   provisioned `storwatch-influxdb`, Grafana's own annotations or the expression engine;
+//! * every rule's condition, and every expression's input, names a refId of the rule;
+//! * every measurement, tag and field a query names is in the documented contract, read from the
+//!   tables of `docs/metrics*.md` and the heartbeat line of `docs/collector.md`;
+//! * template variables used in queries are defined, `$tag_x` aliases name a GROUP BY tag, and
+//!   each runbook a rule points to exists.
+//!
+//! Every failure names the file, the panel or rule, and the offending name.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value as Json;
+use serde_yaml::Value as Yaml;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+fn files(dir: &str, ext: &str) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(root().join(dir))
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
+        .map(|e| {
+            e.expect("dir entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|n| n.ends_with(ext))
+        .map(|n| format!("{dir}/{n}"))
+        .collect();
+    out.sort();
+    out
+}
+
+// ------------------------------------------------------------------------------------------
+// The contract: measurements with their tags and fields, from the documentation.
+
+#[derive(Debug, Default, Clone)]
+struct Measurement {
+    tags: BTreeSet<String>,
+    fields: BTreeSet<String>,
+}
+
+#[derive(Debug, Default)]
+struct Contract {
+    global_tags: BTreeSet<String>,
+    /// measurements the agent writes: they carry `host` and the configured tags
+    agent: BTreeSet<String>,
+    measurements: BTreeMap<String, Measurement>,
+}
+
+impl Contract {
+    fn is_tag(&self, m: &str, name: &str) -> bool {
+        (self.agent.contains(m) && self.global_tags.contains(name))
+            || self
+                .measurements
+                .get(m)
+                .is_some_and(|x| x.tags.contains(name))
+    }
+    fn is_field(&self, m: &str, name: &str) -> bool {
+        self.measurements
+            .get(m)
+            .is_some_and(|x| x.fields.contains(name))
+    }
+}
+
+/// The names between backticks in `s`.
+fn backticked(s: &str) -> Vec<String> {
+    s.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `s` without anything inside parentheses (the examples of a tag's values).
+fn strip_parens(s: &str) -> String {
+    let mut depth = 0usize;
+    let mut out = String::new();
+    for c in s.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Tables and sentences of one metrics document: a `## \`name\`` heading opens a measurement; a
+/// table whose first column is headed `tag` or `field` lists them; a paragraph starting "Tag(s)"
+/// names tags then, after "Field(s)", fields; a paragraph that starts with a name lists fields.
+fn parse_metrics_doc(text: &str, c: &mut Contract) {
+    let mut current: Option<String> = None;
+    let mut mode = "";
+    let mut in_code = false;
+    let mut paragraph = String::new();
+    let flush = |p: &mut String, current: &Option<String>, c: &mut Contract| {
+        if let Some(m) = current {
+            let s = strip_parens(p.trim());
+            let entry = c.measurements.entry(m.clone()).or_default();
+            if s.starts_with("Tag") {
+                let (tags, fields) = match s.find("Field") {
+                    Some(i) => s.split_at(i),
+                    None => (s.as_str(), ""),
+                };
+                entry.tags.extend(backticked(tags));
+                entry.fields.extend(backticked(fields));
+            } else if s.starts_with("Field") || s.starts_with('`') {
+                entry.fields.extend(backticked(&s));
+            }
+        }
+        p.clear();
+    };
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if in_code {
+            continue;
+        }
+        if line.contains("`[tags]`:") {
+            let after = line.split("`[tags]`:").nth(1).unwrap_or("");
+            let until = after.split(')').next().unwrap_or("");
+            c.global_tags.extend(backticked(until));
+        }
+        if let Some(i) = line.find("carries the tag `") {
+            c.global_tags
+                .extend(backticked(&line[i..]).into_iter().take(1));
+        }
+        if let Some(h) = line.strip_prefix("## ") {
+            flush(&mut paragraph, &current, c);
+            current = h
+                .strip_prefix('`')
+                .and_then(|r| r.split('`').next())
+                .map(str::to_string);
+            mode = "";
+            continue;
+        }
+        if line.starts_with('|') {
+            flush(&mut paragraph, &current, c);
+            let first = line.split('|').nth(1).unwrap_or("").trim();
+            if first.starts_with("---") {
+                continue;
+            }
+            if !first.contains('`') {
+                mode = match first {
+                    "tag" => "tag",
+                    "field" => "field",
+                    _ => "",
+                };
+                continue;
+            }
+            if let Some(m) = &current {
+                let entry = c.measurements.entry(m.clone()).or_default();
+                let names = backticked(first);
+                match mode {
+                    "tag" => entry.tags.extend(names),
+                    "field" => entry.fields.extend(names),
+                    _ => {}
+                }
+            }
+            continue;
+        }
+        if line.trim().is_empty() {
+            flush(&mut paragraph, &current, c);
+        } else {
+            paragraph.push(' ');
+            paragraph.push_str(line.trim());
+        }
+    }
+    flush(&mut paragraph, &current, c);
+}
+
+/// Line-protocol templates in code blocks (`measurement,tag=<..> field=<..>i <now>`).
+fn parse_line_protocol_examples(text: &str, c: &mut Contract) {
+    let mut in_code = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if !in_code {
+            continue;
+        }
+        let mut plain = String::new();
+        let mut depth = 0usize;
+        for ch in line.chars() {
+            match ch {
+                '<' => depth += 1,
+                '>' => depth = depth.saturating_sub(1),
+                _ if depth == 0 => plain.push(ch),
+                _ => {}
+            }
+        }
+        let mut parts = plain.split_whitespace();
+        let (Some(head), Some(fields)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let mut head = head.split(',');
+        let name = head.next().unwrap_or("");
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+            continue;
+        }
+        let tags: Vec<String> = head
+            .filter_map(|kv| kv.split('=').next())
+            .map(str::to_string)
+            .collect();
+        let fields: Vec<String> = fields
+            .split(',')
+            .filter_map(|kv| kv.split_once('=').map(|(k, _)| k.to_string()))
+            .collect();
+        if tags.is_empty() || fields.is_empty() {
+            continue;
+        }
+        let entry = c.measurements.entry(name.to_string()).or_default();
+        entry.tags.extend(tags);
+        entry.fields.extend(fields);
+    }
+}
+
+fn contract() -> Contract {
+    let mut c = Contract::default();
+    for doc in files("docs", ".md") {
+        let name = doc.rsplit('/').next().unwrap_or("");
+        if name.starts_with("metrics") {
+            parse_metrics_doc(&read(&doc), &mut c);
+        }
+    }
+    c.agent = c.measurements.keys().cloned().collect();
+    parse_line_protocol_examples(&read("docs/collector.md"), &mut c);
+    c
+}
+
+#[test]
+fn contract_is_read_from_the_docs() {
+    let c = contract();
+    let expect = |m: &str, tags: &[&str], fields: &[&str]| {
+        for t in tags {
+            assert!(
+                c.is_tag(m, t),
+                "{m}: tag {t} missing from the parsed contract: {c:#?}"
+            );
+        }
+        for f in fields {
+            assert!(
+                c.is_field(m, f),
+                "{m}: field {f} missing from the parsed contract"
+            );
+        }
+    };
+    expect(
+        "disk",
+        &["host", "site", "device", "kind"],
+        &["util_max_pct", "r_per_s", "f_per_s", "saturated_s"],
+    );
+    expect(
+        "disk_tunables",
+        &["device", "name", "kind"],
+        &["read_ahead_kb", "scheduler"],
+    );
+    expect(
+        "net",
+        &["iface"],
+        &["rx_bytes_per_s", "util_pct", "speed_mbps"],
+    );
+    expect("mem", &[], &["dirty_kb", "cached_kb"]);
+    expect(
+        "event",
+        &["source", "object"],
+        &["text", "from_state", "to_state"],
+    );
+    expect(
+        "agent",
+        &["version"],
+        &["uptime_s", "devices", "interfaces"],
+    );
+    expect("agent_source", &["source"], &["errors", "errors_total"]);
+    expect(
+        "md",
+        &["array", "level"],
+        &["rebuild_risk", "sync_eta_s", "stalled"],
+    );
+    expect("md_member", &["array", "member"], &["state", "errors"]);
+    expect(
+        "mpath",
+        &["map", "wwid", "vendor"],
+        &["paths_lost", "on_preferred_group"],
+    );
+    expect(
+        "mpath_path",
+        &["map", "path", "group"],
+        &["transitions_window", "priority"],
+    );
+    expect(
+        "zpool",
+        &["pool"],
+        &["health", "capacity_over_85", "scan_eta_s"],
+    );
+    expect(
+        "zpool_vdev",
+        &["pool", "vdev", "kind", "parent"],
+        &["cksum_errors", "state"],
+    );
+    expect(
+        "collector_heartbeat",
+        &["host"],
+        &["last_seen_s", "age_s", "lines"],
+    );
+    // values in parentheses are not names, and a tag is not a field
+    assert!(!c.is_tag("event", "mpath") && !c.is_field("event", "mpath"));
+    assert!(!c.is_field("disk", "device"));
+    assert!(!c.measurements.contains_key("Where"));
+}
+
+// ------------------------------------------------------------------------------------------
+// InfluxQL: which measurement, tags and fields a query names.
+
+#[derive(Debug, PartialEq)]
+enum Tok {
+    Ident(String),
+    Word(String),
+    Var(String),
+    Str,
+    Regex,
+    Punct(char),
+    Op(String),
+}
+
+fn tokenize(q: &str) -> Result<Vec<Tok>, String> {
+    let chars: Vec<char> = q.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let take_until = |i: &mut usize, end: char| -> Result<String, String> {
+        let start = *i + 1;
+        let mut j = start;
+        while j < chars.len() && chars[j] != end {
+            if chars[j] == '\\' {
+                j += 1;
+            }
+            j += 1;
+        }
+        if j >= chars.len() {
+            return Err(format!("unterminated {end}"));
+        }
+        *i = j + 1;
+        Ok(chars[start..j].iter().collect())
+    };
+    while i < chars.len() {
+        let ch = chars[i];
+        if ch.is_whitespace() {
+            i += 1;
+        } else if ch == '"' {
+            out.push(Tok::Ident(take_until(&mut i, '"')?));
+        } else if ch == '\'' {
+            take_until(&mut i, '\'')?;
+            out.push(Tok::Str);
+        } else if ch == '/' && matches!(out.last(), Some(Tok::Op(o)) if o == "=~" || o == "!~") {
+            let re = take_until(&mut i, '/')?;
+            out.push(Tok::Regex);
+            // template variables inside the regex (`/^$host$/`); a `$` anchor names nothing
+            for part in re.split('$').skip(1) {
+                let name: String = part
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    out.push(Tok::Var(name));
+                }
+            }
+        } else if ch == '$' {
+            let start = i + 1;
+            i += 1;
+            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {
+                i += 1;
+            }
+            out.push(Tok::Var(chars[start..i].iter().collect()));
+        } else if ch.is_ascii_alphanumeric() || ch == '_' || ch == '.' {
+            let start = i;
+            while i < chars.len()
+                && (chars[i].is_ascii_alphanumeric() || chars[i] == '_' || chars[i] == '.')
+            {
+                i += 1;
+            }
+            out.push(Tok::Word(chars[start..i].iter().collect()));
+        } else if "=!<>~".contains(ch) {
+            let start = i;
+            while i < chars.len() && "=!<>~".contains(chars[i]) {
+                i += 1;
+            }
+            out.push(Tok::Op(chars[start..i].iter().collect()));
+        } else {
+            out.push(Tok::Punct(ch));
+            i += 1;
+        }
+    }
+    Ok(out)
+}
+
+const KEYWORDS: &[&str] = &[
+    "select", "from", "where", "group", "by", "and", "or", "as", "fill", "none", "null",
+    "previous", "linear", "true", "false", "show", "tag", "values", "with", "key", "order", "desc",
+    "asc", "limit", "slimit", "time", "tz",
+];
+
+#[derive(Debug, Default)]
+struct QueryNames {
+    measurement: Option<String>,
+    group_by_tags: Vec<String>,
+    variables: Vec<String>,
+}
+
+/// Checks one InfluxQL query against the contract; returns what it names, or the problems.
+fn check_query(q: &str, c: &Contract) -> Result<QueryNames, Vec<String>> {
+    let toks = tokenize(q).map_err(|e| vec![format!("cannot tokenize: {e}")])?;
+    let mut errs = Vec::new();
+    let mut names = QueryNames::default();
+    let mut clause = "";
+    let mut selected: Vec<String> = Vec::new();
+    let mut filtered: Vec<String> = Vec::new();
+    let mut key: Option<String> = None;
+    for (i, t) in toks.iter().enumerate() {
+        let prev_word = |w: &str| matches!(i.checked_sub(1).and_then(|p| toks.get(p)), Some(Tok::Word(x)) if x.eq_ignore_ascii_case(w));
+        let next_is_paren = matches!(toks.get(i + 1), Some(Tok::Punct('(')));
+        match t {
+            Tok::Word(w) => {
+                let lw = w.to_ascii_lowercase();
+                match lw.as_str() {
+                    "select" => clause = "select",
+                    "from" => {
+                        clause = "from";
+                        if !matches!(toks.get(i + 1), Some(Tok::Ident(_))) {
+                            errs.push("FROM must name one double-quoted measurement".to_string());
+                        }
+                    }
+                    "where" => clause = "where",
+                    "by" if prev_word("group") => clause = "group",
+                    "key" if prev_word("with") => clause = "key",
+                    _ => {}
+                }
+                let numeric = w.chars().next().is_some_and(|c| c.is_ascii_digit());
+                if !next_is_paren && !numeric && !KEYWORDS.contains(&lw.as_str()) {
+                    errs.push(format!(
+                        "unquoted identifier {w}: quote measurement, tag and field names"
+                    ));
+                }
+            }
+            Tok::Var(v) if !v.is_empty() && v != "timeFilter" && !v.starts_with("__") => {
+                names.variables.push(v.clone());
+            }
+            Tok::Ident(id) => {
+                if prev_word("as") {
+                    continue;
+                }
+                match clause {
+                    "from" => {
+                        if names.measurement.replace(id.clone()).is_some() {
+                            errs.push("more than one measurement".to_string());
+                        }
+                    }
+                    "select" => selected.push(id.clone()),
+                    "where" => filtered.push(id.clone()),
+                    "group" => names.group_by_tags.push(id.clone()),
+                    "key" => key = Some(id.clone()),
+                    _ => errs.push(format!("identifier \"{id}\" outside any clause")),
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some(m) = names.measurement.clone() else {
+        errs.push("no measurement (FROM \"...\")".to_string());
+        return Err(errs);
+    };
+    if !c.measurements.contains_key(&m) {
+        errs.push(format!(
+            "measurement \"{m}\" is not in the documented contract"
+        ));
+        return Err(errs);
+    }
+    for s in selected.iter().chain(&filtered) {
+        if !c.is_field(&m, s) && !c.is_tag(&m, s) {
+            errs.push(format!("\"{s}\" is neither a field nor a tag of \"{m}\""));
+        }
+    }
+    for t in names.group_by_tags.iter().chain(&key) {
+        if !c.is_tag(&m, t) {
+            errs.push(format!(
+                "\"{t}\" is not a tag of \"{m}\" (GROUP BY / WITH KEY)"
+            ));
+        }
+    }
+    if errs.is_empty() {
+        Ok(names)
+    } else {
+        Err(errs)
+    }
+}
+
+#[test]
+fn query_check_rejects_what_the_agent_does_not_emit() {
+    let c = contract();
+    let ok = r#"SELECT max("util_max_pct") AS "u" FROM "disk" WHERE "host" =~ /^$host$/ AND "kind" = 'disk' AND $timeFilter GROUP BY time($__interval), "device" fill(none)"#;
+    let names = check_query(ok, &c).unwrap();
+    assert_eq!(names.measurement.as_deref(), Some("disk"));
+    assert_eq!(names.group_by_tags, vec!["device".to_string()]);
+    assert_eq!(names.variables, vec!["host".to_string()]);
+    let bad = |q: &str, needle: &str| {
+        let errs = check_query(q, &c).expect_err(q);
+        assert!(errs.iter().any(|e| e.contains(needle)), "{q}: {errs:?}");
+    };
+    bad(
+        r#"SELECT mean("util") FROM "disk" WHERE $timeFilter"#,
+        "\"util\" is neither",
+    );
+    bad(
+        r#"SELECT mean("util_pct") FROM "disks" WHERE $timeFilter"#,
+        "measurement \"disks\"",
+    );
+    bad(
+        r#"SELECT mean("util_pct") FROM "disk" WHERE $timeFilter GROUP BY "util_max_pct""#,
+        "not a tag",
+    );
+    bad(
+        r#"SELECT mean(util_pct) FROM "disk""#,
+        "unquoted identifier util_pct",
+    );
+    bad(
+        r#"SELECT mean("age_s") FROM "collector_heartbeat" GROUP BY "iface""#,
+        "\"iface\" is not a tag",
+    );
+    bad(
+        r#"SHOW TAG VALUES FROM "net" WITH KEY = "device""#,
+        "\"device\" is not a tag",
+    );
+    bad(
+        r#"SELECT "x" FROM (SELECT mean("util_pct") AS "x" FROM "disk")"#,
+        "FROM must name",
+    );
+}
+
+// ------------------------------------------------------------------------------------------
+// Dashboards
+
+const DS_VAR: &str = "${DS_STORWATCH}";
+const DS_UID: &str = "storwatch-influxdb";
+
+fn check_datasources(v: &Json, at: &str, errs: &mut Vec<String>) {
+    match v {
+        Json::Object(map) => {
+            for (k, x) in map {
+                if k == "datasource" {
+                    let ok = match x {
+                        Json::String(s) => s == DS_VAR || s == DS_UID,
+                        Json::Object(o) => {
+                            let uid = o.get("uid").and_then(Json::as_str).unwrap_or("");
+                            let ty = o.get("type").and_then(Json::as_str).unwrap_or("");
+                            (ty == "influxdb" && (uid == DS_VAR || uid == DS_UID))
+                                || (ty == "grafana" && uid == "-- Grafana --")
+                        }
+                        _ => false,
+                    };
+                    if !ok {
+                        errs.push(format!(
+                            "{at}: datasource reference {x} is neither {DS_VAR} nor {DS_UID}"
+                        ));
+                    }
+                } else {
+                    check_datasources(x, at, errs);
+                }
+            }
+        }
+        Json::Array(a) => a.iter().for_each(|x| check_datasources(x, at, errs)),
+        _ => {}
+    }
+}
+
+fn all_panels(panels: &[Json]) -> Vec<&Json> {
+    let mut out = Vec::new();
+    for p in panels {
+        out.push(p);
+        if let Some(inner) = p.get("panels").and_then(Json::as_array) {
+            out.extend(all_panels(inner));
+        }
+    }
+    out
+}
+
+fn s<'a>(v: &'a Json, k: &str) -> &'a str {
+    v.get(k).and_then(Json::as_str).unwrap_or("")
+}
+
+#[test]
+fn dashboards_are_valid_and_name_only_documented_metrics() {
+    let c = contract();
+    let mut errs = Vec::new();
+    let mut uids: BTreeMap<String, String> = BTreeMap::new();
+    let dashboards = files("dashboards", ".json");
+    assert!(
+        dashboards.len() >= 4,
+        "expected at least 4 dashboards, found {dashboards:?}"
+    );
+    let mut queries = 0;
+    for file in &dashboards {
+        let d: Json = match serde_json::from_str(&read(file)) {
+            Ok(d) => d,
+            Err(e) => {
+                errs.push(format!("{file}: not JSON: {e}"));
+                continue;
+            }
+        };
+        let uid = s(&d, "uid");
+        if uid.is_empty() || uid.len() > 40 {
+            errs.push(format!(
+                "{file}: uid {uid:?} missing or longer than 40 characters"
+            ));
+        }
+        if let Some(other) = uids.insert(uid.to_string(), file.clone()) {
+            errs.push(format!("{file}: uid {uid} also used by {other}"));
+        }
+        if s(&d, "title").is_empty()
+            || d.get("schemaVersion").and_then(Json::as_u64).unwrap_or(0) < 36
+        {
+            errs.push(format!("{file}: title or schemaVersion (>= 36) missing"));
+        }
+        let input_ok = d["__inputs"].as_array().is_some_and(|a| {
+            a.iter().any(|i| {
+                s(i, "name") == "DS_STORWATCH"
+                    && s(i, "type") == "datasource"
+                    && s(i, "pluginId") == "influxdb"
+            })
+        });
+        if !input_ok {
+            errs.push(format!(
+                "{file}: no __inputs datasource DS_STORWATCH of plugin influxdb"
+            ));
+        }
+        check_datasources(&d, file, &mut errs);
+        let vars: Vec<&Json> = d["templating"]["list"]
+            .as_array()
+            .map(|a| a.iter().collect())
+            .unwrap_or_default();
+        let var_names: BTreeSet<&str> = vars.iter().map(|v| s(v, "name")).collect();
+        if !vars.iter().any(|v| {
+            s(v, "name") == "DS_STORWATCH"
+                && s(v, "type") == "datasource"
+                && s(v, "query") == "influxdb"
+        }) {
+            errs.push(format!(
+                "{file}: no templating datasource variable DS_STORWATCH"
+            ));
+        }
+        let mut check = |q: &str, at: String, alias: &str, errs: &mut Vec<String>| {
+            queries += 1;
+            match check_query(q, &c) {
+                Ok(names) => {
+                    for v in &names.variables {
+                        if !var_names.contains(v.as_str()) {
+                            errs.push(format!("{at}: variable ${v} is not defined in templating"));
+                        }
+                    }
+                    for part in alias.split("$tag_").skip(1) {
+                        let tag: String = part
+                            .chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                            .collect();
+                        if !names.group_by_tags.contains(&tag) {
+                            errs.push(format!(
+                                "{at}: alias $tag_{tag} but the query does not GROUP BY \"{tag}\""
+                            ));
+                        }
+                    }
+                }
+                Err(es) => {
+                    errs.extend(es.into_iter().map(|e| format!("{at}: {e}\n    query: {q}")))
+                }
+            }
+        };
+        for v in &vars {
+            if s(v, "type") == "query" {
+                check(
+                    s(v, "query"),
+                    format!("{file}: variable ${}", s(v, "name")),
+                    "",
+                    &mut errs,
+                );
+            }
+        }
+        for a in d["annotations"]["list"].as_array().into_iter().flatten() {
+            if !s(a, "query").is_empty() {
+                check(
+                    s(a, "query"),
+                    format!("{file}: annotation {:?}", s(a, "name")),
+                    "",
+                    &mut errs,
+                );
+            }
+        }
+        let mut ids = BTreeSet::new();
+        for p in all_panels(d["panels"].as_array().map(Vec::as_slice).unwrap_or(&[])) {
+            let title = s(p, "title");
+            let id = p.get("id").and_then(Json::as_u64).unwrap_or(0);
+            if !ids.insert(id) {
+                errs.push(format!("{file}: panel {title:?}: id {id} not unique"));
+            }
+            if s(p, "type") == "row" {
+                continue;
+            }
+            let targets = p["targets"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+            if targets.is_empty() {
+                errs.push(format!("{file}: panel {title:?} has no query"));
+            }
+            let mut refs = BTreeSet::new();
+            for t in targets {
+                let r = s(t, "refId");
+                let at = format!("{file}: panel {title:?} query {r}");
+                if !refs.insert(r) {
+                    errs.push(format!("{at}: refId not unique in the panel"));
+                }
+                if t.get("rawQuery") != Some(&Json::Bool(true)) {
+                    errs.push(format!("{at}: rawQuery is not true"));
+                }
+                check(s(t, "query"), at, s(t, "alias"), &mut errs);
+            }
+        }
+    }
+    assert!(
+        errs.is_empty(),
+        "{} problem(s) in the dashboards:\n{}",
+        errs.len(),
+        errs.join("\n")
+    );
+    assert!(queries > 40, "only {queries} queries found");
+}
+
+// ------------------------------------------------------------------------------------------
+// Alert rules
+
+fn y<'a>(v: &'a Yaml, k: &str) -> &'a Yaml {
+    v.get(k).unwrap_or(&Yaml::Null)
+}
+fn ys<'a>(v: &'a Yaml, k: &str) -> &'a str {
+    y(v, k).as_str().unwrap_or("")
+}
+
+/// The refIds an expression reads: `$X` in a math expression, the bare refId otherwise.
+fn expression_inputs(model: &Yaml) -> Vec<String> {
+    let e = ys(model, "expression");
+    if ys(model, "type") == "math" {
+        e.split('$')
+            .skip(1)
+            .map(|p| {
+                p.chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect()
+            })
+            .collect()
+    } else {
+        vec![e.to_string()]
+    }
+}
+
+#[test]
+fn alert_rules_are_valid_and_name_only_documented_metrics() {
+    let c = contract();
+    let mut errs = Vec::new();
+    let mut uids: BTreeMap<String, String> = BTreeMap::new();
+    let rule_files = files("alerts", ".yaml");
+    assert!(!rule_files.is_empty(), "no alerts/*.yaml");
+    let mut rules = 0;
+    for file in &rule_files {
+        let doc: Yaml = match serde_yaml::from_str(&read(file)) {
+            Ok(d) => d,
+            Err(e) => {
+                errs.push(format!("{file}: not YAML: {e}"));
+                continue;
+            }
+        };
+        if y(&doc, "apiVersion").as_u64() != Some(1) {
+            errs.push(format!("{file}: apiVersion is not 1"));
+        }
+        for g in y(&doc, "groups").as_sequence().into_iter().flatten() {
+            let gname = ys(g, "name");
+            if gname.is_empty() || ys(g, "folder").is_empty() || ys(g, "interval").is_empty() {
+                errs.push(format!(
+                    "{file}: group {gname:?} needs name, folder and interval"
+                ));
+            }
+            for r in y(g, "rules").as_sequence().into_iter().flatten() {
+                rules += 1;
+                let uid = ys(r, "uid");
+                let at = format!("{file}: rule {uid} ({:?})", ys(r, "title"));
+                if uid.is_empty() || uid.len() > 40 || ys(r, "title").is_empty() {
+                    errs.push(format!(
+                        "{at}: uid (at most 40 characters) and title are required"
+                    ));
+                }
+                if let Some(other) = uids.insert(uid.to_string(), file.clone()) {
+                    errs.push(format!("{at}: uid also used in {other}"));
+                }
+                let data = y(r, "data").as_sequence().map(Vec::as_slice).unwrap_or(&[]);
+                let refs: BTreeSet<&str> = data.iter().map(|d| ys(d, "refId")).collect();
+                if refs.len() != data.len() {
+                    errs.push(format!("{at}: refIds not unique"));
+                }
+                let cond = ys(r, "condition");
+                if !refs.contains(cond) {
+                    errs.push(format!(
+                        "{at}: condition {cond:?} names no refId of {refs:?}"
+                    ));
+                }
+                for d in data {
+                    let r_id = ys(d, "refId");
+                    let model = y(d, "model");
+                    let qat = format!("{at} data {r_id}");
+                    if ys(model, "refId") != r_id {
+                        errs.push(format!("{qat}: model.refId differs"));
+                    }
+                    match ys(d, "datasourceUid") {
+                        "__expr__" => {
+                            for input in expression_inputs(model) {
+                                if !refs.contains(input.as_str()) || input == r_id {
+                                    errs.push(format!("{qat}: expression reads {input:?}, not another refId of the rule"));
+                                }
+                            }
+                        }
+                        DS_UID => {
+                            if y(model, "rawQuery").as_bool() != Some(true)
+                                || ys(model, "resultFormat") != "time_series"
+                            {
+                                errs.push(format!(
+                                    "{qat}: rawQuery true and resultFormat time_series required"
+                                ));
+                            }
+                            if y(y(d, "relativeTimeRange"), "from").as_u64().unwrap_or(0) == 0 {
+                                errs.push(format!("{qat}: relativeTimeRange.from missing"));
+                            }
+                            let q = ys(model, "query");
+                            match check_query(q, &c) {
+                                Ok(names) => {
+                                    if !names.variables.is_empty() {
+                                        errs.push(format!("{qat}: template variables {:?} do not exist in alert rules", names.variables));
+                                    }
+                                    if !q.contains("$timeFilter") {
+                                        errs.push(format!("{qat}: no $timeFilter"));
+                                    }
+                                    // labels come from the series: each templated label must be grouped by
+                                    for (k, v) in y(r, "labels").as_mapping().into_iter().flatten()
+                                    {
+                                        let v = v.as_str().unwrap_or("");
+                                        if let Some(tag) = v
+                                            .strip_prefix("{{ $labels.")
+                                            .and_then(|t| t.strip_suffix(" }}"))
+                                        {
+                                            if !names.group_by_tags.iter().any(|t| t == tag) {
+                                                errs.push(format!("{qat}: label {k:?} uses $labels.{tag}, which the query does not GROUP BY"));
+                                            }
+                                        }
+                                    }
+                                    let m = names.measurement.as_deref().unwrap_or("");
+                                    if c.is_tag(m, "site") && ys(y(r, "labels"), "site").is_empty()
+                                    {
+                                        errs.push(format!("{qat}: \"{m}\" has a site tag but the rule has no site label"));
+                                    }
+                                }
+                                Err(es) => errs.extend(
+                                    es.into_iter()
+                                        .map(|e| format!("{qat}: {e}\n    query: {q}")),
+                                ),
+                            }
+                        }
+                        other => errs.push(format!(
+                            "{qat}: datasourceUid {other:?} is neither {DS_UID} nor __expr__"
+                        )),
+                    }
+                }
+                let labels = y(r, "labels");
+                if !matches!(ys(labels, "severity"), "critical" | "warning" | "info") {
+                    errs.push(format!("{at}: severity label must be critical, warning or info (the policies route on it)"));
+                }
+                for l in ["host", "object"] {
+                    if ys(labels, l).is_empty() {
+                        errs.push(format!("{at}: label {l} missing"));
+                    }
+                }
+                let ann = y(r, "annotations");
+                if !ys(ann, "summary").contains("{{ $labels.") {
+                    errs.push(format!(
+                        "{at}: summary does not name the object with $labels"
+                    ));
+                }
+                let runbook = ys(ann, "runbook_url");
+                if !runbook.starts_with("alerts/runbooks/") || !root().join(runbook).is_file() {
+                    errs.push(format!(
+                        "{at}: runbook_url {runbook:?} is not a file under alerts/runbooks/"
+                    ));
+                }
+                if ys(r, "for").is_empty() {
+                    errs.push(format!("{at}: `for` missing"));
+                }
+            }
+        }
+    }
+    assert!(
+        errs.is_empty(),
+        "{} problem(s) in the alert rules:\n{}",
+        errs.len(),
+        errs.join("\n")
+    );
+    assert!(rules >= 19, "only {rules} rules");
+}
+
+#[test]
+fn every_runbook_belongs_to_a_rule_and_thresholds_are_documented() {
+    let rules = read("alerts/storwatch-rules.yaml");
+    let readme = read("alerts/README.md");
+    let mut errs = Vec::new();
+    for rb in files("alerts/runbooks", ".md") {
+        if !rules.contains(&format!("runbook_url: {rb}")) {
+            errs.push(format!("{rb}: no rule points to it"));
+        }
+        let name = rb.rsplit('/').next().unwrap_or("").trim_end_matches(".md");
+        if !readme.contains(&format!("`storwatch-{name}`")) {
+            errs.push(format!(
+                "alerts/README.md: rule storwatch-{name} not documented"
+            ));
+        }
+    }
+    assert!(errs.is_empty(), "{}", errs.join("\n"));
+}
