@@ -50,7 +50,7 @@ pub struct HttpConfig {
     pub spool_dir: PathBuf,
     /// Upper bound of the spool's files, bytes; beyond it the oldest data is dropped (counted in
     /// the `agent` measurement's `dropped_lines` and logged). At one 10 s report of a 200-disk
-    /// server (~100 KB) the default holds about seven hours.
+    /// server with its MD and multipath lines (~172 KB) the default holds about four hours.
     pub spool_max_bytes: u64,
     /// Whole-request timeout (connect, send, response), seconds.
     pub timeout_s: f64,
