@@ -59,6 +59,8 @@ fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        // No colour codes in the journal or a log file.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let mut cfg = match &cli.config {
         Some(path) => Config::load(path)?,
