@@ -1,0 +1,376 @@
+#!/usr/bin/env bash
+# storwatch on one machine: InfluxDB, the collector, an agent on this host and a simulated fleet.
+#
+#   scripts/quickstart.sh start [--hosts-per-scenario N]   build, start everything, print where the data is
+#   scripts/quickstart.sh status                           what runs, rows and hosts per measurement
+#   scripts/quickstart.sh stop                             stop everything start started
+#
+# Everything lives in .quickstart/ at the top of the repository (QUICKSTART_DIR overrides it): pid
+# files, logs, InfluxDB's data, the collector's queue, the agents' spools, the simulated trees, the
+# token. Nothing listens beyond 127.0.0.1. `start` is safe to run again: what runs is left alone,
+# what died is started again. See docs/quickstart.md.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+state=${QUICKSTART_DIR:-$repo/.quickstart}
+case $state in /*) ;; *) state=$repo/$state ;; esac
+run=$state/run   # pid files
+logs=$state/logs
+target=${CARGO_TARGET_DIR:-$repo/target}
+case $target in /*) ;; *) target=$repo/$target ;; esac
+bin=$target/release
+db=storwatch
+
+die() { echo "quickstart: $*" >&2; exit 1; }
+say() { echo "quickstart: $*"; }
+
+# ---------------------------------------------------------------- processes
+
+# ours PID: PID runs and its command line names the state directory (every process start starts
+# does), so a stale pid file (after a reboot) never makes stop signal somebody else's process.
+ours() {
+  local pid=$1
+  case $pid in '' | *[!0-9]*) return 1 ;; esac
+  kill -0 "$pid" 2>/dev/null || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$state/"
+}
+
+alive() { # NAME: the process of run/NAME.pid is running
+  local f=$run/$1.pid
+  [ -f "$f" ] || return 1
+  ours "$(cat "$f")"
+}
+
+# launch NAME LOG CMD...: start CMD in its own session (its pid = its process group), unless the
+# process of run/NAME.pid is still running.
+launch() {
+  local name=$1 log=$2; shift 2
+  if alive "$name"; then return 0; fi
+  setsid "$@" >>"$log" 2>&1 </dev/null &
+  echo $! >"$run/$name.pid"
+  started=$((started + 1))
+}
+
+# stop_group NAME: SIGTERM to the process group, up to 15 s to exit, then SIGKILL.
+stop_group() {
+  local f=$run/$1.pid pid
+  [ -f "$f" ] || return 0
+  pid=$(cat "$f")
+  rm -f "$f"
+  ours "$pid" || return 0
+  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  echo "$pid"
+}
+
+wait_gone() { # PID...: wait until they exit, SIGKILL their groups after 15 s
+  local pid left
+  for _ in $(seq 1 150); do
+    left=0
+    for pid in "$@"; do kill -0 "$pid" 2>/dev/null && left=1; done
+    [ "$left" = 0 ] && return 0
+    sleep 0.1
+  done
+  for pid in "$@"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "quickstart: pid $pid did not exit on SIGTERM within 15 s: SIGKILL" >&2
+      kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+    fi
+  done
+}
+
+# Processes whose command line names the state directory: everything start started.
+leftovers() { pgrep -af -- "$state/" | grep -v -e "pgrep" -e "quickstart.sh" || true; }
+
+# ---------------------------------------------------------------- ports
+
+port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+free_port() { # FIRST [NEED_NEXT]: FIRST or the next free port above it (and PORT+1 free too when asked)
+  local p=$1
+  while port_taken "$p" || { [ "${2:-}" = next ] && port_taken $((p + 1)); }; do
+    p=$((p + 2))
+    [ "$p" -lt 65000 ] || die "no free port found above $1"
+  done
+  echo "$p"
+}
+
+influx_url() { echo "http://127.0.0.1:$INFLUX_PORT"; }
+
+q() { # INFLUXQL: run one query, CSV out
+  curl -sS -G "$(influx_url)/query" -H 'Accept: application/csv' \
+    --data-urlencode "db=$db" --data-urlencode "q=$1"
+}
+
+# ---------------------------------------------------------------- start
+
+prerequisites() {
+  local missing=()
+  command -v cargo >/dev/null || missing+=("cargo (a Rust toolchain: https://rustup.rs, or apt-get install cargo)")
+  command -v curl >/dev/null || missing+=("curl (apt-get install curl)")
+  command -v setsid >/dev/null || missing+=("setsid (util-linux)")
+  command -v pgrep >/dev/null || missing+=("pgrep (procps)")
+  if ! command -v influxd >/dev/null && [ ! -x /usr/bin/influxd ]; then
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+      missing+=("influxd, InfluxDB 1.x (apt-get install influxdb as root, or the InfluxData 1.8 package); run start as root on Debian/Ubuntu to have it installed")
+    fi
+  fi
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "quickstart: missing prerequisites:" >&2
+    printf '  - %s\n' "${missing[@]}" >&2
+    exit 1
+  fi
+}
+
+cmd_start() {
+  local per_scenario=2
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --hosts-per-scenario) per_scenario=${2:-}; shift 2 ;;
+      *) die "start: unknown argument $1 (see $0 --help)" ;;
+    esac
+  done
+  case $per_scenario in '' | *[!0-9]* | 0) die "--hosts-per-scenario wants a number ≥ 1" ;; esac
+  prerequisites
+  mkdir -p "$run" "$logs"
+  started=0
+  local t0=$SECONDS
+
+  say "building the release binaries (cargo build --release; the first build takes a few minutes)"
+  cargo build --release -q -p storwatch-agent -p storwatch-collector -p storwatch-sim \
+    || die "cargo build failed"
+  local b
+  for b in storwatch-agent storwatch-collector storwatch-sim; do
+    [ -x "$bin/$b" ] || die "$bin/$b missing after the build (CARGO_TARGET_DIR=$target?)"
+  done
+
+  # Ports: those of a previous start while its processes run, else 8086 / 8186 or the next free ones.
+  if [ -f "$state/ports.env" ]; then . "$state/ports.env"; fi
+  if ! alive influxd; then
+    INFLUX_PORT=$(free_port 8086 next)
+    [ "$INFLUX_PORT" = 8086 ] || say "port 8086 is taken: InfluxDB goes on 127.0.0.1:$INFLUX_PORT"
+  fi
+  if ! alive collector; then
+    COLLECTOR_PORT=$(free_port 8186)
+    [ "$COLLECTOR_PORT" = 8186 ] || say "port 8186 is taken: the collector goes on 127.0.0.1:$COLLECTOR_PORT"
+  fi
+  printf 'INFLUX_PORT=%s\nCOLLECTOR_PORT=%s\n' "$INFLUX_PORT" "$COLLECTOR_PORT" >"$state/ports.env"
+
+  # InfluxDB: the throw-away server of the tests, with its data in .quickstart/influxdb.
+  if [ -f "$state/influxdb/influxd.pid" ] && ours "$(cat "$state/influxdb/influxd.pid")"; then
+    ln -sf "$state/influxdb/influxd.pid" "$run/influxd.pid"
+  else
+    rm -f "$state/influxdb/influxd.pid" # stale: influxd-test.sh would take it for a running server
+    scripts/influxd-test.sh start "$state/influxdb" "$INFLUX_PORT" >/dev/null \
+      || die "InfluxDB did not start (log: $state/influxdb/influxd.log)"
+    ln -sf "$state/influxdb/influxd.pid" "$run/influxd.pid"
+    started=$((started + 1))
+  fi
+  deploy/influxdb/setup.sh --url "$(influx_url)" --db "$db" >"$logs/influxdb-setup.log" 2>&1 \
+    || { cat "$logs/influxdb-setup.log" >&2; die "deploy/influxdb/setup.sh failed"; }
+
+  # The collector, with a token made here (agents present it; nothing without it gets in).
+  if [ ! -s "$state/agent.token" ] || [ ! -s "$state/collector.tokens" ]; then
+    (umask 077; od -An -tx1 -N24 /dev/urandom | tr -d ' \n' >"$state/agent.token")
+    (umask 077; printf 'quickstart:%s\n' "$(cat "$state/agent.token")" >"$state/collector.tokens")
+  fi
+  mkdir -p "$state/collector"
+  launch collector "$logs/collector.log" "$bin/storwatch-collector" \
+    --listen "127.0.0.1:$COLLECTOR_PORT" --queue-dir "$state/collector" \
+    --token-file "$state/collector.tokens" --output "$(influx_url)" --db "$db"
+  for _ in $(seq 1 100); do
+    curl -sf "http://127.0.0.1:$COLLECTOR_PORT/ping" >/dev/null 2>&1 && break
+    alive collector || { tail -20 "$logs/collector.log" >&2; die "the collector exited"; }
+    sleep 0.1
+  done
+  curl -sf "http://127.0.0.1:$COLLECTOR_PORT/ping" >/dev/null 2>&1 \
+    || die "the collector does not answer on 127.0.0.1:$COLLECTOR_PORT (log: $logs/collector.log)"
+  local write_url="http://127.0.0.1:$COLLECTOR_PORT/write?db=$db"
+
+  # The simulated fleet: every scenario, per_scenario hosts each, one tree per host.
+  local scenarios
+  scenarios=$("$bin/storwatch-sim" --list | awk '{print $1}')
+  [ -n "$scenarios" ] || die "storwatch-sim --list printed no scenario"
+  if alive sim && [ "$(cat "$state/fleet.hosts-per-scenario" 2>/dev/null)" != "$per_scenario" ]; then
+    say "the running fleet has $(cat "$state/fleet.hosts-per-scenario" 2>/dev/null) hosts per scenario; stop first to change it"
+    per_scenario=$(cat "$state/fleet.hosts-per-scenario")
+  fi
+  echo "$per_scenario" >"$state/fleet.hosts-per-scenario"
+  launch sim "$logs/sim.log" "$bin/storwatch-sim" fleet --root "$state/fleet" \
+    --hosts-per-scenario "$per_scenario"
+  local s n roots=() missing
+  for s in $scenarios; do
+    for n in $(seq 1 "$per_scenario"); do roots+=("$state/fleet/$(printf 'sim-%s-%02d' "$s" "$n")"); done
+  done
+  for _ in $(seq 1 100); do
+    missing=0
+    for r in "${roots[@]}"; do [ -s "$r/host" ] && [ -s "$r/proc/diskstats" ] || missing=1; done
+    [ "$missing" = 0 ] && break
+    alive sim || { tail -20 "$logs/sim.log" >&2; die "the simulator exited"; }
+    sleep 0.1
+  done
+  [ "$missing" = 0 ] || die "the simulator did not write every host tree within 10 s (log: $logs/sim.log)"
+  sleep 1 # one whole tick written
+
+  # One agent on this host...
+  mkdir -p "$state/spool"
+  local host
+  host=$(cat /proc/sys/kernel/hostname 2>/dev/null || hostname)
+  launch agent-local "$logs/agent-local.log" "$bin/storwatch-agent" run \
+    --host "$host" --tag site=quickstart \
+    --output "$write_url" --token-file "$state/agent.token" --spool-dir "$state/spool/local"
+  # ...and one per simulated host, reading its tree, with its dmsetup/zpool stand-ins first on PATH.
+  # dmsetup is the only multipath source there: the device-mapper ioctl and multipathd's socket
+  # would be this machine's, not the simulated host's.
+  cat >"$state/agent-sim.toml" <<'TOML'
+# agents of the simulated hosts (written by scripts/quickstart.sh)
+[mpath]
+use_ioctl = false
+use_multipathd = false
+TOML
+  local r h role
+  for r in "${roots[@]}"; do
+    h=$(cat "$r/host")
+    case $h in sim-worker-*) role=worker ;; *) role=disk-server ;; esac
+    launch "agent-$h" "$logs/agent-$h.log" env PATH="$r/bin:$PATH" "$bin/storwatch-agent" run --config "$state/agent-sim.toml" \
+      --proc-root "$r/proc" --sys-root "$r/sys" --host "$h" --tag site=quickstart --tag role="$role" \
+      --output "$write_url" --token-file "$state/agent.token" --spool-dir "$state/spool/$h"
+  done
+
+  local agents=$(( ${#roots[@]} + 1 ))
+  if [ "$started" = 0 ]; then
+    say "everything was already running ($agents agents)"
+  else
+    say "started $started process(es) in $((SECONDS - t0)) s; $agents agents report every 10 s"
+  fi
+  sleep 1
+  local dead=()
+  for f in "$run"/*.pid; do
+    n=$(basename "$f" .pid)
+    alive "$n" || dead+=("$n")
+  done
+  [ ${#dead[@]} -eq 0 ] || die "exited right after start: ${dead[*]} (logs in $logs/)"
+  info "$host" "${#roots[@]}"
+}
+
+info() {
+  local host=$1 nsim=$2 url
+  url=$(influx_url)
+  cat <<EOF
+
+InfluxDB        $url  (127.0.0.1 only), database "$db", retention policy "raw" (10 s points;
+                rp_1m and rp_1h are filled by continuous queries); data in $state/influxdb
+Collector       http://127.0.0.1:$COLLECTOR_PORT/write?db=$db  (token in $state/agent.token)
+Agents          this host ($host) and $nsim simulated hosts under $state/fleet/
+Logs, pids      $logs/, $run/
+
+The first reports arrive about 10-20 s after start. Then:
+
+  curl -sG '$url/query' --data-urlencode db=$db -H 'Accept: application/csv' \\
+    --data-urlencode 'q=SELECT last(util_max_pct) FROM disk WHERE time > now() - 5m GROUP BY host'
+
+  scripts/quickstart.sh status     # what runs, rows and hosts per measurement
+
+Live iostat -x / sar -n DEV view of this host:   $bin/storwatch-agent top
+... of a simulated host, e.g. the write storm:
+  r=$state/fleet/sim-write-storm-01; PATH=\$r/bin:\$PATH $bin/storwatch-agent top --proc-root \$r/proc --sys-root \$r/sys
+
+Grafana (9.1 or later, on this machine), provisioning files ready in the repository:
+  sudo install -m 0644 deploy/grafana/provisioning/datasources/storwatch.yaml /etc/grafana/provisioning/datasources/
+  sudo install -m 0644 deploy/grafana/provisioning/dashboards/storwatch.yaml /etc/grafana/provisioning/dashboards/
+  sudo install -d /var/lib/grafana/dashboards/storwatch && sudo install -m 0644 dashboards/*.json /var/lib/grafana/dashboards/storwatch/
+  sudo install -m 0644 alerts/*.yaml deploy/grafana/provisioning/alerting/storwatch-policies.yaml /etc/grafana/provisioning/alerting/
+  datasource URL: set STORWATCH_INFLUX_URL=$url in grafana-server's environment
+  (systemctl edit grafana-server: [Service] Environment=STORWATCH_INFLUX_URL=$url), then
+  sudo systemctl restart grafana-server; dashboards in the folder "storwatch", site "quickstart".
+
+Stop everything: scripts/quickstart.sh stop
+EOF
+}
+
+# ---------------------------------------------------------------- stop
+
+cmd_stop() {
+  [ -d "$state" ] || { say "nothing to stop ($state does not exist)"; return 0; }
+  mkdir -p "$run"
+  local pids=() f n p
+  # agents first (SIGTERM makes them hand their last report to the spool), then the simulator,
+  # the collector (it has fsync'd what it acknowledged), InfluxDB last
+  for f in "$run"/agent-*.pid; do
+    [ -e "$f" ] || continue
+    n=$(basename "$f" .pid)
+    p=$(stop_group "$n")
+    [ -n "$p" ] && pids+=("$p")
+  done
+  for n in sim collector; do
+    p=$(stop_group "$n")
+    [ -n "$p" ] && pids+=("$p")
+  done
+  [ ${#pids[@]} -eq 0 ] || wait_gone "${pids[@]}"
+  if [ -f "$state/influxdb/influxd.pid" ]; then
+    if ours "$(cat "$state/influxdb/influxd.pid")"; then
+      scripts/influxd-test.sh stop "$state/influxdb"
+    else
+      rm -f "$state/influxdb/influxd.pid"
+    fi
+  fi
+  rm -f "$run/influxd.pid"
+  local left
+  left=$(leftovers)
+  if [ -n "$left" ]; then
+    echo "quickstart: still running after stop:" >&2
+    echo "$left" >&2
+    exit 1
+  fi
+  say "stopped ${#pids[@]} process(es) and InfluxDB; nothing of $state is running"
+  say "data kept in $state (rm -rf it to start from scratch)"
+}
+
+# ---------------------------------------------------------------- status
+
+cmd_status() {
+  [ -d "$run" ] || { say "not started ($state does not exist)"; return 3; }
+  if [ -f "$state/ports.env" ]; then . "$state/ports.env"; fi
+  local f n up=0 down=0
+  for f in "$run"/*.pid; do
+    [ -e "$f" ] || continue
+    n=$(basename "$f" .pid)
+    if alive "$n"; then
+      up=$((up + 1))
+      case $n in agent-sim-*) ;; *) printf '  %-12s running  pid %s\n' "$n" "$(cat "$f")" ;; esac
+    else
+      down=$((down + 1))
+      printf '  %-12s NOT RUNNING (log: %s)\n' "$n" "$logs/$n.log"
+    fi
+  done
+  local sims=0 sims_up=0
+  for f in "$run"/agent-sim-*.pid; do
+    [ -e "$f" ] || continue
+    sims=$((sims + 1))
+    alive "$(basename "$f" .pid)" && sims_up=$((sims_up + 1))
+  done
+  printf '  %-12s %s of %s simulated hosts have their agent running\n' "agent-sim-*" "$sims_up" "$sims"
+  echo "  $up running, $down not"
+  [ "$up" -gt 0 ] || { say "nothing runs: scripts/quickstart.sh start"; return 3; }
+  if ! curl -sf "$(influx_url)/ping" >/dev/null 2>&1; then
+    echo "  InfluxDB does not answer at $(influx_url)"
+    return 1
+  fi
+  echo
+  printf '  %-20s %8s %6s   (retention policy raw, %s)\n' measurement rows hosts "$(influx_url)"
+  local m rows hosts
+  for m in $(q 'SHOW MEASUREMENTS' | awk -F, 'NR > 1 {print $3}'); do
+    # rows: the largest per-field count (fields present on every line give the line count)
+    rows=$(q "SELECT count(*) FROM \"raw\".\"$m\"" | awk -F, 'NR == 1 {next} {for (i = 4; i <= NF; i++) if ($i + 0 > max) max = $i + 0} END {print max + 0}')
+    hosts=$(q "SHOW TAG VALUES FROM \"raw\".\"$m\" WITH KEY = \"host\"" | awk 'NR > 1' | wc -l)
+    printf '  %-20s %8s %6s\n' "$m" "$rows" "$hosts"
+  done
+}
+
+case ${1:-} in
+  start) shift; cmd_start "$@" ;;
+  stop) cmd_stop ;;
+  status) cmd_status ;;
+  -h | --help | help) sed -n '2,11p' "$0" ;;
+  *) sed -n '2,11p' "$0" >&2; exit 2 ;;
+esac
