@@ -137,7 +137,7 @@ cmd_start() {
   local t0=$SECONDS
 
   say "building the release binaries (cargo build --release; the first build takes a few minutes)"
-  cargo build --release -q -p storwatch-agent -p storwatch-collector -p storwatch-sim \
+  cargo build --release -p storwatch-agent -p storwatch-collector -p storwatch-sim \
     || die "cargo build failed"
   local b
   for b in storwatch-agent storwatch-collector storwatch-sim; do
@@ -145,13 +145,17 @@ cmd_start() {
   done
 
   # Ports: those of a previous start while its processes run, else 8086 / 8186 or the next free ones.
-  if [ -f "$state/ports.env" ]; then . "$state/ports.env"; fi
+  INFLUX_PORT='' COLLECTOR_PORT=''
+  local f any=0
+  for f in "$run"/*.pid; do [ -e "$f" ] && alive "$(basename "$f" .pid)" && any=1; done
+  if [ "$any" = 1 ] && [ -f "$state/ports.env" ]; then . "$state/ports.env"; fi
+  # (a process that died gets its old port back when it is free: what still runs points at it)
   if ! alive influxd; then
-    INFLUX_PORT=$(free_port 8086 next)
-    [ "$INFLUX_PORT" = 8086 ] || say "port 8086 is taken: InfluxDB goes on 127.0.0.1:$INFLUX_PORT"
+    INFLUX_PORT=$(free_port "${INFLUX_PORT:-8086}" next)
+    [ "$INFLUX_PORT" = 8086 ] || say "port 8086 or 8087 is taken: InfluxDB goes on 127.0.0.1:$INFLUX_PORT"
   fi
   if ! alive collector; then
-    COLLECTOR_PORT=$(free_port 8186)
+    COLLECTOR_PORT=$(free_port "${COLLECTOR_PORT:-8186}")
     [ "$COLLECTOR_PORT" = 8186 ] || say "port 8186 is taken: the collector goes on 127.0.0.1:$COLLECTOR_PORT"
   fi
   printf 'INFLUX_PORT=%s\nCOLLECTOR_PORT=%s\n' "$INFLUX_PORT" "$COLLECTOR_PORT" >"$state/ports.env"
