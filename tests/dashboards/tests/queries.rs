@@ -1,0 +1,565 @@
+//! Every dashboard query and alert rule against the real InfluxDB, filled by the real agent.
+//!
+//! Simulated hosts (one per scenario, tag `site=lab`) are stepped without sleeping under the
+//! agent's `Sampler` and health monitors; each 10 steps make one report, written to a throw-away
+//! influxd with timestamps ending now. Then:
+//!
+//! * every panel query, template variable query and annotation query runs with Grafana's macros
+//!   expanded as Grafana does (`$timeFilter`, `$__interval`, `$site`/`$device` as "All" = `.*`,
+//!   `$host` the scenario's host), none errors, and each returns data on at least one scenario;
+//! * every alert rule runs with its queries' relative time ranges, its reduce, threshold and math
+//!   expressions evaluated per series, and must fire on the scenarios made for it and never on
+//!   `healthy`.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value as Json;
+use serde_yaml::Value as Yaml;
+use storwatch_agent::command::SystemRunner;
+use storwatch_agent::config::Config;
+use storwatch_agent::encode::LineWriter;
+use storwatch_agent::health::md::MdMonitor;
+use storwatch_agent::health::mpath::{MpathConfig, MpathMonitor};
+use storwatch_agent::health::zpool::{ZpoolConfig, ZpoolMonitor};
+use storwatch_agent::health::Monitor;
+use storwatch_agent::risk::RiskModel;
+use storwatch_agent::sampler::Sampler;
+use storwatch_agent::sink::SinkStats;
+use storwatch_sim::scenario::Kind;
+use storwatch_sim::sim::Sim;
+use storwatch_tests::{http, Influxd};
+
+const DB: &str = "storwatch";
+const PORT: u16 = 18611;
+
+struct Scenario {
+    kind: Kind,
+    speed: f64,
+    steps: u32,
+    /// rules (uid without the `storwatch-` prefix) that must fire on this host
+    fires: &'static [&'static str],
+}
+
+const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        kind: Kind::Healthy,
+        speed: 1.0,
+        steps: 60,
+        fires: &[],
+    },
+    Scenario {
+        kind: Kind::WriteStorm,
+        speed: 1.0,
+        steps: 60,
+        fires: &["disk-saturated"],
+    },
+    Scenario {
+        kind: Kind::NicSaturation,
+        speed: 1.0,
+        steps: 60,
+        fires: &["nic-line-rate", "nic-errors-drops"],
+    },
+    Scenario {
+        kind: Kind::MultipathFlap,
+        speed: 10.0,
+        steps: 150,
+        fires: &["mpath-path-flapping", "mpath-path-down"],
+    },
+    Scenario {
+        kind: Kind::MdRebuild,
+        speed: 10.0,
+        steps: 90,
+        fires: &["md-degraded", "md-rebuild-risk"],
+    },
+    Scenario {
+        kind: Kind::ZpoolResilver,
+        speed: 1.0,
+        steps: 40,
+        fires: &[
+            "zpool-not-online",
+            "zpool-checksum-errors",
+            "zpool-capacity",
+        ],
+    },
+    Scenario {
+        kind: Kind::MixedRw,
+        speed: 10.0,
+        steps: 200,
+        fires: &["disk-mixed-rw"],
+    },
+    Scenario {
+        kind: Kind::WorkerStaging,
+        speed: 1.0,
+        steps: 60,
+        fires: &["disk-saturated"],
+    },
+    Scenario {
+        kind: Kind::ReadaheadDrift,
+        speed: 1.0,
+        steps: 30,
+        fires: &[],
+    },
+];
+
+fn host(kind: Kind) -> String {
+    format!("sim-{}", kind.name())
+}
+
+fn monitors(root: &Path) -> Vec<Box<dyn Monitor>> {
+    vec![
+        Box::new(MdMonitor::new(Default::default(), RiskModel::default())),
+        Box::new(MpathMonitor::new_inline(
+            MpathConfig {
+                dmsetup: root.join("bin/dmsetup"),
+                dmsetup_interval_s: 1.0,
+                use_ioctl: false,
+                use_multipathd: false,
+                ..MpathConfig::default()
+            },
+            Arc::new(SystemRunner),
+        )),
+        Box::new(ZpoolMonitor::new(
+            ZpoolConfig {
+                zpool: root.join("bin/zpool"),
+                interval_s: 0.2,
+                timeout_s: 5.0,
+                ..ZpoolConfig::default()
+            },
+            RiskModel::default(),
+            Arc::new(SystemRunner),
+        )),
+    ]
+}
+
+/// Runs a scenario under the agent and returns its reports, the last one stamped `end_ns`.
+/// The zpool monitor answers from its own thread: the ZFS scenario runs on (up to 60 s of wall
+/// time) until its report carries the `zpool status` details.
+fn run(s: &Scenario, end_ns: i64) -> String {
+    const STEP_NS: i64 = 10_000_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let name = host(s.kind);
+    let mut sim = Sim::new(dir.path(), s.kind, &name, 7, s.speed).unwrap();
+    let cfg = Config {
+        proc_root: dir.path().join("proc"),
+        sys_root: dir.path().join("sys"),
+        ..Config::default()
+    };
+    let mut sampler = Sampler::new(&cfg, monitors(dir.path()));
+    let wants_zpool = s.kind == Kind::ZpoolResilver;
+    let started = std::time::Instant::now();
+    let mut reports: Vec<String> = Vec::new();
+    sampler.sample(0.0);
+    let mut i = 0u32;
+    loop {
+        i += 1;
+        sim.step().unwrap();
+        if wants_zpool {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        sampler.sample(f64::from(i));
+        if i % 10 == 0 {
+            let mut w = LineWriter::new(&name, &[("site".to_string(), "lab".to_string())]);
+            // stamped 1, 2, 3 … report intervals from 0; shifted to end at `end_ns` below
+            sampler.report(
+                &mut w,
+                i64::from(i / 10) * STEP_NS,
+                f64::from(i),
+                SinkStats::default(),
+            );
+            let text = String::from_utf8(w.take()).unwrap();
+            let done = i >= s.steps
+                && (!wants_zpool
+                    || (text.contains("scan=\"resilver\"") && text.contains("capacity_pct"))
+                    || started.elapsed() > std::time::Duration::from_secs(60));
+            reports.push(text);
+            if done {
+                break;
+            }
+        }
+    }
+    let shift = end_ns - reports.len() as i64 * STEP_NS;
+    let mut out = String::new();
+    for line in reports.iter().flat_map(|r| r.lines()) {
+        let (head, ts) = line.rsplit_once(' ').unwrap();
+        let ts: i64 = ts.parse().unwrap();
+        out.push_str(&format!("{head} {}\n", ts + shift));
+    }
+    out
+}
+
+fn query(influx: &Influxd, q: &str) -> Rows {
+    let r = influx.query(DB, q);
+    let res = &r["results"][0];
+    assert!(
+        res.get("error").is_none() && r.get("error").is_none(),
+        "query failed: {r}\n  {q}"
+    );
+    let mut out = Vec::new();
+    for s in res["series"].as_array().into_iter().flatten() {
+        let tags: BTreeMap<String, String> = s["tags"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let rows: Vec<Json> = s["values"].as_array().cloned().unwrap_or_default();
+        out.push((tags, rows));
+    }
+    out
+}
+
+/// Grafana's expansion of a dashboard query for one host, with site and device on "All".
+fn expand_dashboard(q: &str, host: &str) -> String {
+    q.replace("$timeFilter", "time > now() - 1h")
+        .replace("$__interval", "10s")
+        .replace("$site", ".*")
+        .replace("$device", ".*")
+        .replace("$host", host)
+}
+
+// ------------------------------------------------------------------------------------------
+// Grafana's server-side expressions, the part the rules use.
+
+type Labels = BTreeMap<String, String>;
+/// One query's answer: each series' tags and rows.
+type Rows = Vec<(Labels, Vec<Json>)>;
+type Series = BTreeMap<Labels, f64>;
+
+fn reduce(rows: &[Json], how: &str) -> Option<f64> {
+    let v: Vec<f64> = rows.iter().filter_map(|r| r[1].as_f64()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    Some(match how {
+        "last" => v[v.len() - 1],
+        "mean" => v.iter().sum::<f64>() / v.len() as f64,
+        "max" => v.iter().copied().fold(f64::MIN, f64::max),
+        "min" => v.iter().copied().fold(f64::MAX, f64::min),
+        "count" => v.len() as f64,
+        other => panic!("reducer {other} not handled"),
+    })
+}
+
+/// A math expression (`$A > 5 * $B && $A > 20`) for one label set.
+fn math(e: &str, var: &dyn Fn(&str) -> Option<f64>) -> Option<f64> {
+    let toks: Vec<String> = {
+        let mut t = Vec::new();
+        let c: Vec<char> = e.chars().collect();
+        let mut i = 0;
+        while i < c.len() {
+            if c[i].is_whitespace() {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            if c[i] == '$' || c[i].is_ascii_alphanumeric() || c[i] == '.' {
+                i += 1;
+                while i < c.len() && (c[i].is_ascii_alphanumeric() || c[i] == '_' || c[i] == '.') {
+                    i += 1;
+                }
+            } else if i + 1 < c.len()
+                && ["&&", "||", ">=", "<=", "==", "!="].contains(&&*format!("{}{}", c[i], c[i + 1]))
+            {
+                i += 2;
+            } else {
+                i += 1;
+            }
+            t.push(c[start..i].iter().collect());
+        }
+        t
+    };
+    fn prec(op: &str) -> Option<u8> {
+        Some(match op {
+            "||" => 1,
+            "&&" => 2,
+            ">" | "<" | ">=" | "<=" | "==" | "!=" => 3,
+            "+" | "-" => 4,
+            "*" | "/" => 5,
+            _ => return None,
+        })
+    }
+    fn expr(
+        t: &[String],
+        pos: &mut usize,
+        min: u8,
+        var: &dyn Fn(&str) -> Option<f64>,
+    ) -> Option<f64> {
+        let mut lhs = atom(t, pos, var)?;
+        while let Some(op) = t.get(*pos) {
+            let Some(p) = prec(op) else { break };
+            if p < min {
+                break;
+            }
+            let op = op.clone();
+            *pos += 1;
+            let rhs = expr(t, pos, p + 1, var)?;
+            let b = |x: bool| if x { 1.0 } else { 0.0 };
+            lhs = match op.as_str() {
+                "||" => b(lhs != 0.0 || rhs != 0.0),
+                "&&" => b(lhs != 0.0 && rhs != 0.0),
+                ">" => b(lhs > rhs),
+                "<" => b(lhs < rhs),
+                ">=" => b(lhs >= rhs),
+                "<=" => b(lhs <= rhs),
+                "==" => b(lhs == rhs),
+                "!=" => b(lhs != rhs),
+                "+" => lhs + rhs,
+                "-" => lhs - rhs,
+                "*" => lhs * rhs,
+                _ => lhs / rhs,
+            };
+        }
+        Some(lhs)
+    }
+    fn atom(t: &[String], pos: &mut usize, var: &dyn Fn(&str) -> Option<f64>) -> Option<f64> {
+        let tok = t.get(*pos)?.clone();
+        *pos += 1;
+        if tok == "(" {
+            let v = expr(t, pos, 0, var)?;
+            assert_eq!(
+                t.get(*pos).map(String::as_str),
+                Some(")"),
+                "unbalanced {t:?}"
+            );
+            *pos += 1;
+            Some(v)
+        } else if let Some(name) = tok.strip_prefix('$') {
+            var(name)
+        } else if tok == "-" {
+            atom(t, pos, var).map(|v| -v)
+        } else {
+            Some(tok.parse().unwrap_or_else(|_| panic!("math token {tok}")))
+        }
+    }
+    let mut pos = 0;
+    let v = expr(&toks, &mut pos, 0, var);
+    // a missing input (no series with these labels) ends the evaluation early: no value
+    if v.is_some() {
+        assert_eq!(pos, toks.len(), "math expression not fully read: {e}");
+    }
+    v
+}
+
+#[test]
+fn math_expressions_follow_precedence() {
+    let vars = |n: &str| match n {
+        "A" => Some(30.0),
+        "B" => Some(4.0),
+        _ => None,
+    };
+    assert_eq!(math("$A > 5 * $B && $A > 20", &vars), Some(1.0));
+    assert_eq!(math("$A > 10 * $B || $B > 5", &vars), Some(0.0));
+    assert_eq!(math("($A + $B) * 2", &vars), Some(68.0));
+    assert_eq!(math("$A - $B - 1", &vars), Some(25.0));
+    assert_eq!(math("$C > 1", &vars), None);
+}
+
+/// Evaluates one rule; returns the label sets its condition is true for.
+fn evaluate(influx: &Influxd, rule: &Yaml) -> Vec<BTreeMap<String, String>> {
+    let mut results: BTreeMap<String, Series> = BTreeMap::new();
+    let mut raw: BTreeMap<String, Rows> = BTreeMap::new();
+    for d in rule["data"].as_sequence().unwrap() {
+        let r = d["refId"].as_str().unwrap().to_string();
+        let m = &d["model"];
+        if d["datasourceUid"].as_str() == Some("__expr__") {
+            let input = m["expression"].as_str().unwrap();
+            let out: Series = match m["type"].as_str().unwrap() {
+                "reduce" => raw[input]
+                    .iter()
+                    .filter_map(|(tags, rows)| {
+                        reduce(rows, m["reducer"].as_str().unwrap()).map(|v| (tags.clone(), v))
+                    })
+                    .collect(),
+                "threshold" => {
+                    let ev = &m["conditions"][0]["evaluator"];
+                    let limit = ev["params"][0].as_f64().unwrap();
+                    results[input]
+                        .iter()
+                        .map(|(t, v)| {
+                            let on = match ev["type"].as_str().unwrap() {
+                                "gt" => *v > limit,
+                                "lt" => *v < limit,
+                                other => panic!("threshold {other} not handled"),
+                            };
+                            (t.clone(), if on { 1.0 } else { 0.0 })
+                        })
+                        .collect()
+                }
+                "math" => {
+                    let refs: Vec<&str> = input
+                        .split('$')
+                        .skip(1)
+                        .map(|p| {
+                            p.split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                                .next()
+                                .unwrap()
+                        })
+                        .collect();
+                    let label_sets: BTreeSet<BTreeMap<String, String>> =
+                        results[refs[0]].keys().cloned().collect();
+                    label_sets
+                        .into_iter()
+                        .filter_map(|tags| {
+                            let v = math(input, &|n: &str| {
+                                results.get(n).and_then(|s| s.get(&tags)).copied()
+                            });
+                            v.map(|v| (tags, v))
+                        })
+                        .collect()
+                }
+                other => panic!("expression type {other} not handled"),
+            };
+            results.insert(r, out);
+        } else {
+            let range = &d["relativeTimeRange"];
+            let from = range["from"].as_u64().unwrap();
+            let to = range["to"].as_u64().unwrap_or(0);
+            let mut tf = format!("time > now() - {from}s");
+            if to > 0 {
+                tf.push_str(&format!(" AND time < now() - {to}s"));
+            }
+            let q = m["query"].as_str().unwrap().replace("$timeFilter", &tf);
+            raw.insert(r, query(influx, &q));
+        }
+    }
+    let cond = rule["condition"].as_str().unwrap();
+    results[cond]
+        .iter()
+        .filter(|(_, v)| **v != 0.0)
+        .map(|(t, _)| t.clone())
+        .collect()
+}
+
+#[test]
+fn dashboards_and_alert_rules_on_the_simulated_fleet() {
+    let dir = tempfile::tempdir().unwrap();
+    let influx = Influxd::start(&dir.path().join("influxd"), PORT);
+    influx.create_db(DB);
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    let end_ns = now_ns / 10_000_000_000 * 10_000_000_000 - 10_000_000_000;
+    for s in SCENARIOS {
+        let lines = run(s, end_ns);
+        let (code, body) = http(
+            &format!("{}/write?db={DB}", influx.url()),
+            "POST",
+            &[],
+            lines.as_bytes(),
+        );
+        assert_eq!(code, 204, "{}: write refused: {body}", s.kind.name());
+    }
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    // ---- dashboards
+    let mut empty = Vec::new();
+    let mut checked = 0;
+    let mut names: Vec<_> = std::fs::read_dir(root.join("dashboards"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    for path in names {
+        let d: Json = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        let mut qs: Vec<(String, String)> = Vec::new();
+        for v in d["templating"]["list"].as_array().unwrap() {
+            if v["type"] == "query" {
+                qs.push((
+                    format!("variable ${}", v["name"].as_str().unwrap()),
+                    v["query"].as_str().unwrap().into(),
+                ));
+            }
+        }
+        for a in d["annotations"]["list"].as_array().unwrap() {
+            if let Some(q) = a["query"].as_str() {
+                qs.push((format!("annotation {}", a["name"]), q.into()));
+            }
+        }
+        let mut stack: Vec<&Json> = d["panels"].as_array().unwrap().iter().collect();
+        while let Some(p) = stack.pop() {
+            stack.extend(p["panels"].as_array().into_iter().flatten());
+            for t in p["targets"].as_array().into_iter().flatten() {
+                qs.push((
+                    format!("panel {} query {}", p["title"], t["refId"]),
+                    t["query"].as_str().unwrap().into(),
+                ));
+            }
+        }
+        for (what, q) in qs {
+            checked += 1;
+            let has_data = SCENARIOS.iter().any(|s| {
+                let series = query(&influx, &expand_dashboard(&q, &host(s.kind)));
+                series.iter().any(|(_, rows)| {
+                    rows.iter().any(|r| {
+                        r.as_array()
+                            .is_some_and(|r| r[1..].iter().any(|v| !v.is_null()))
+                    })
+                })
+            });
+            // the heartbeat is the collector's, which does not run here
+            if !has_data && !q.contains("\"collector_heartbeat\"") {
+                empty.push(format!("{file}: {what}: no data on any scenario\n    {q}"));
+            }
+        }
+    }
+    assert!(
+        empty.is_empty(),
+        "{} quer(ies) without data:\n{}",
+        empty.len(),
+        empty.join("\n")
+    );
+    assert!(checked > 50, "{checked}");
+
+    // ---- alert rules
+    let doc: Yaml = serde_yaml::from_str(
+        &std::fs::read_to_string(root.join("alerts/storwatch-rules.yaml")).unwrap(),
+    )
+    .unwrap();
+    let mut fired: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for g in doc["groups"].as_sequence().unwrap() {
+        for r in g["rules"].as_sequence().unwrap() {
+            let uid = r["uid"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("storwatch-")
+                .to_string();
+            let hosts = evaluate(&influx, r)
+                .into_iter()
+                .filter_map(|t| t.get("host").cloned())
+                .collect();
+            fired.insert(uid, hosts);
+        }
+    }
+    let mut problems = Vec::new();
+    for s in SCENARIOS {
+        let h = host(s.kind);
+        for rule in s.fires {
+            match fired.get(*rule) {
+                None => problems.push(format!("no rule storwatch-{rule}")),
+                Some(hosts) if !hosts.contains(&h) => {
+                    problems.push(format!("{h}: storwatch-{rule} does not fire"))
+                }
+                _ => {}
+            }
+        }
+    }
+    let healthy = host(Kind::Healthy);
+    for (rule, hosts) in &fired {
+        if hosts.contains(&healthy) {
+            problems.push(format!("storwatch-{rule} fires on {healthy}"));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{}\nfired: {fired:#?}",
+        problems.join("\n")
+    );
+    eprintln!("alert rules fired: {fired:#?}");
+}
