@@ -463,8 +463,10 @@ fn dashboards_and_alert_rules_on_the_simulated_fleet() {
     let mut names: Vec<_> = std::fs::read_dir(root.join("dashboards"))
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     names.sort();
+    assert!(names.len() >= 4, "{names:?}");
     for path in names {
         let d: Json = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let file = path.file_name().unwrap().to_string_lossy().into_owned();
