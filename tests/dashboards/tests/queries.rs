@@ -34,6 +34,7 @@ use storwatch_tests::{http, Influxd};
 
 const DB: &str = "storwatch";
 const PORT: u16 = 18611;
+const STEP_NS: i64 = 10_000_000_000;
 
 struct Scenario {
     kind: Kind,
@@ -134,11 +135,11 @@ fn monitors(root: &Path) -> Vec<Box<dyn Monitor>> {
     ]
 }
 
-/// Runs a scenario under the agent and returns its reports, the last one stamped `end_ns`.
+/// Runs a scenario under the agent and returns its reports, stamped 1, 2, 3 … report intervals
+/// from the epoch (`shift` moves them to end now).
 /// The zpool monitor answers from its own thread: the ZFS scenario runs on (up to 60 s of wall
 /// time) until its report carries the `zpool status` details.
-fn run(s: &Scenario, end_ns: i64) -> String {
-    const STEP_NS: i64 = 10_000_000_000;
+fn run(s: &Scenario) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     let name = host(s.kind);
     let mut sim = Sim::new(dir.path(), s.kind, &name, 7, s.speed).unwrap();
@@ -162,7 +163,6 @@ fn run(s: &Scenario, end_ns: i64) -> String {
         sampler.sample(f64::from(i));
         if i % 10 == 0 {
             let mut w = LineWriter::new(&name, &[("site".to_string(), "lab".to_string())]);
-            // stamped 1, 2, 3 … report intervals from 0; shifted to end at `end_ns` below
             sampler.report(
                 &mut w,
                 i64::from(i / 10) * STEP_NS,
@@ -180,6 +180,11 @@ fn run(s: &Scenario, end_ns: i64) -> String {
             }
         }
     }
+    reports
+}
+
+/// The reports moved in time so that the last one is stamped `end_ns`.
+fn shift(reports: &[String], end_ns: i64) -> String {
     let shift = end_ns - reports.len() as i64 * STEP_NS;
     let mut out = String::new();
     for line in reports.iter().flat_map(|r| r.lines()) {
@@ -440,23 +445,71 @@ fn dashboards_and_alert_rules_on_the_simulated_fleet() {
     let dir = tempfile::tempdir().unwrap();
     let influx = Influxd::start(&dir.path().join("influxd"), PORT);
     influx.create_db(DB);
+    // the scenarios first, so that the data ends just before the rules are evaluated: the
+    // shortest rule window is 60 s
+    let runs: Vec<(Kind, Vec<String>)> = SCENARIOS.iter().map(|s| (s.kind, run(s))).collect();
     let now_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos() as i64;
-    let end_ns = now_ns / 10_000_000_000 * 10_000_000_000 - 10_000_000_000;
-    for s in SCENARIOS {
-        let lines = run(s, end_ns);
+    let end_ns = now_ns / STEP_NS * STEP_NS - STEP_NS;
+    for (kind, reports) in &runs {
         let (code, body) = http(
             &format!("{}/write?db={DB}", influx.url()),
             "POST",
             &[],
-            lines.as_bytes(),
+            shift(reports, end_ns).as_bytes(),
         );
-        assert_eq!(code, 204, "{}: write refused: {body}", s.kind.name());
+        assert_eq!(code, 204, "{}: write refused: {body}", kind.name());
     }
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    // ---- alert rules
+    let doc: Yaml = serde_yaml::from_str(
+        &std::fs::read_to_string(root.join("alerts/storwatch-rules.yaml")).unwrap(),
+    )
+    .unwrap();
+    let mut fired: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for g in doc["groups"].as_sequence().unwrap() {
+        for r in g["rules"].as_sequence().unwrap() {
+            let uid = r["uid"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("storwatch-")
+                .to_string();
+            let hosts = evaluate(&influx, r)
+                .into_iter()
+                .filter_map(|t| t.get("host").cloned())
+                .collect();
+            fired.insert(uid, hosts);
+        }
+    }
+    let mut problems = Vec::new();
+    for s in SCENARIOS {
+        let h = host(s.kind);
+        for rule in s.fires {
+            match fired.get(*rule) {
+                None => problems.push(format!("no rule storwatch-{rule}")),
+                Some(hosts) if !hosts.contains(&h) => {
+                    problems.push(format!("{h}: storwatch-{rule} does not fire"))
+                }
+                _ => {}
+            }
+        }
+    }
+    let healthy = host(Kind::Healthy);
+    for (rule, hosts) in &fired {
+        if hosts.contains(&healthy) {
+            problems.push(format!("storwatch-{rule} fires on {healthy}"));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{}\nfired: {fired:#?}",
+        problems.join("\n")
+    );
+    eprintln!("alert rules fired: {fired:#?}");
+
     // ---- dashboards
     let mut empty = Vec::new();
     let mut checked = 0;
@@ -518,50 +571,4 @@ fn dashboards_and_alert_rules_on_the_simulated_fleet() {
         empty.join("\n")
     );
     assert!(checked > 50, "{checked}");
-
-    // ---- alert rules
-    let doc: Yaml = serde_yaml::from_str(
-        &std::fs::read_to_string(root.join("alerts/storwatch-rules.yaml")).unwrap(),
-    )
-    .unwrap();
-    let mut fired: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for g in doc["groups"].as_sequence().unwrap() {
-        for r in g["rules"].as_sequence().unwrap() {
-            let uid = r["uid"]
-                .as_str()
-                .unwrap()
-                .trim_start_matches("storwatch-")
-                .to_string();
-            let hosts = evaluate(&influx, r)
-                .into_iter()
-                .filter_map(|t| t.get("host").cloned())
-                .collect();
-            fired.insert(uid, hosts);
-        }
-    }
-    let mut problems = Vec::new();
-    for s in SCENARIOS {
-        let h = host(s.kind);
-        for rule in s.fires {
-            match fired.get(*rule) {
-                None => problems.push(format!("no rule storwatch-{rule}")),
-                Some(hosts) if !hosts.contains(&h) => {
-                    problems.push(format!("{h}: storwatch-{rule} does not fire"))
-                }
-                _ => {}
-            }
-        }
-    }
-    let healthy = host(Kind::Healthy);
-    for (rule, hosts) in &fired {
-        if hosts.contains(&healthy) {
-            problems.push(format!("storwatch-{rule} fires on {healthy}"));
-        }
-    }
-    assert!(
-        problems.is_empty(),
-        "{}\nfired: {fired:#?}",
-        problems.join("\n")
-    );
-    eprintln!("alert rules fired: {fired:#?}");
 }
