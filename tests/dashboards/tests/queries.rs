@@ -572,3 +572,149 @@ fn dashboards_and_alert_rules_on_the_simulated_fleet() {
     );
     assert!(checked > 50, "{checked}");
 }
+
+/// The query of a dashboard panel's target, by panel title and refId.
+fn panel_query(file: &str, title: &str, ref_id: &str) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../dashboards");
+    let d: Json = serde_json::from_str(&std::fs::read_to_string(root.join(file)).unwrap()).unwrap();
+    let p = d["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["title"] == title)
+        .unwrap_or_else(|| panic!("{file}: no panel {title:?}"));
+    let t = p["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["refId"] == ref_id)
+        .unwrap();
+    t["query"].as_str().unwrap().to_string()
+}
+
+/// Per series (its `host` tag and other tags): the values of `column` in every row.
+fn column(influx: &Influxd, q: &str, col: &str) -> Vec<(Labels, Vec<Json>)> {
+    let r = influx.query(DB, q);
+    assert!(r["results"][0].get("error").is_none(), "{r}\n  {q}");
+    let mut out = Vec::new();
+    for s in r["results"][0]["series"].as_array().into_iter().flatten() {
+        let i = s["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|c| c == col)
+            .unwrap_or_else(|| panic!("no column {col} in {s}"));
+        let tags: Labels = s["tags"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let vals = s["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| row[i].clone())
+            .collect();
+        out.push((tags, vals));
+    }
+    out
+}
+
+/// The panels made for an incident show it on the scenario made for it, and not on `healthy`.
+#[test]
+fn panels_show_the_incidents() {
+    let dir = tempfile::tempdir().unwrap();
+    let influx = Influxd::start(&dir.path().join("influxd"), PORT + 2);
+    influx.create_db(DB);
+    let pick = [
+        Kind::Healthy,
+        Kind::WriteStorm,
+        Kind::MultipathFlap,
+        Kind::ReadaheadDrift,
+    ];
+    let runs: Vec<(Kind, Vec<String>)> = SCENARIOS
+        .iter()
+        .filter(|s| pick.contains(&s.kind))
+        .map(|s| (s.kind, run(s)))
+        .collect();
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    for (kind, reports) in &runs {
+        let (code, body) = http(
+            &format!("{}/write?db={DB}", influx.url()),
+            "POST",
+            &[],
+            shift(reports, now_ns / STEP_NS * STEP_NS - STEP_NS).as_bytes(),
+        );
+        assert_eq!(code, 204, "{}: {body}", kind.name());
+    }
+    let site = |q: String, host: &str| expand_dashboard(&q, host);
+
+    // readahead drift: the lowest read_ahead_kb of the fleet is 64, on the drifting host only
+    let q = site(
+        panel_query(
+            "site-overview.json",
+            "Tunables that differ from the fleet (lowest read_ahead_kb first)",
+            "A",
+        ),
+        "",
+    );
+    let rows = column(&influx, &q, "read_ahead_kb");
+    let at_64: BTreeSet<String> = rows
+        .iter()
+        .filter(|(_, v)| v.iter().any(|x| x.as_f64() == Some(64.0)))
+        .map(|(t, _)| t["host"].clone())
+        .collect();
+    assert_eq!(
+        at_64,
+        BTreeSet::from([host(Kind::ReadaheadDrift)]),
+        "{rows:?}"
+    );
+
+    // write storm: saturated seconds on the storm's host, none on the healthy one
+    let q = site(
+        panel_query(
+            "site-overview.json",
+            "Hottest disks (peak 1 s %util, seconds saturated)",
+            "A",
+        ),
+        "",
+    );
+    let saturated: BTreeMap<String, f64> =
+        column(&influx, &q, "saturated_s")
+            .into_iter()
+            .fold(BTreeMap::new(), |mut m, (t, v)| {
+                *m.entry(t["host"].clone()).or_insert(0.0) +=
+                    v.iter().filter_map(Json::as_f64).sum::<f64>();
+                m
+            });
+    assert!(saturated[&host(Kind::WriteStorm)] > 100.0, "{saturated:?}");
+    assert_eq!(saturated[&host(Kind::Healthy)], 0.0, "{saturated:?}");
+
+    // multipath flap: the per-path timeline shows sdc down; on the healthy host every path is active
+    let q = panel_query("disk-server.json", "Per-path state", "A");
+    let states = |h: &str| -> BTreeSet<String> {
+        column(&influx, &site(q.clone(), h), "last")
+            .into_iter()
+            .flat_map(|(t, v)| {
+                v.into_iter()
+                    .filter_map(move |x| x.as_str().map(|s| format!("{}/{}", t["path"], s)))
+            })
+            .collect()
+    };
+    let flap = states(&host(Kind::MultipathFlap));
+    assert!(
+        flap.iter().any(|s| s == "sdc/failed" || s == "sdc/offline"),
+        "{flap:?}"
+    );
+    let healthy = states(&host(Kind::Healthy));
+    assert!(
+        !healthy.is_empty() && healthy.iter().all(|s| s.ends_with("/active")),
+        "{healthy:?}"
+    );
+}
