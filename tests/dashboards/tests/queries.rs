@@ -35,6 +35,7 @@ use storwatch_tests::{http, Influxd};
 const DB: &str = "storwatch";
 const PORT: u16 = 18611;
 const STEP_NS: i64 = 10_000_000_000;
+const CALM_THEN_STORM: &str = "sim-calm-then-storm";
 
 struct Scenario {
     kind: Kind,
@@ -140,9 +141,13 @@ fn monitors(root: &Path) -> Vec<Box<dyn Monitor>> {
 /// The zpool monitor answers from its own thread: the ZFS scenario runs on (up to 60 s of wall
 /// time) until its report carries the `zpool status` details.
 fn run(s: &Scenario) -> Vec<String> {
+    run_as(s, &host(s.kind))
+}
+
+/// [`run`] under another host name.
+fn run_as(s: &Scenario, name: &str) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
-    let name = host(s.kind);
-    let mut sim = Sim::new(dir.path(), s.kind, &name, 7, s.speed).unwrap();
+    let mut sim = Sim::new(dir.path(), s.kind, name, 7, s.speed).unwrap();
     let cfg = Config {
         proc_root: dir.path().join("proc"),
         sys_root: dir.path().join("sys"),
@@ -162,7 +167,7 @@ fn run(s: &Scenario) -> Vec<String> {
         }
         sampler.sample(f64::from(i));
         if i % 10 == 0 {
-            let mut w = LineWriter::new(&name, &[("site".to_string(), "lab".to_string())]);
+            let mut w = LineWriter::new(name, &[("site".to_string(), "lab".to_string())]);
             sampler.report(
                 &mut w,
                 i64::from(i / 10) * STEP_NS,
@@ -448,6 +453,11 @@ fn dashboards_and_alert_rules_on_the_simulated_fleet() {
     // the scenarios first, so that the data ends just before the rules are evaluated: the
     // shortest rule window is 60 s
     let runs: Vec<(Kind, Vec<String>)> = SCENARIOS.iter().map(|s| (s.kind, run(s))).collect();
+    // a disk server that was healthy an hour ago and is in a write storm now: its await leaves
+    // its own baseline
+    assert!(SCENARIOS[0].kind == Kind::Healthy && SCENARIOS[1].kind == Kind::WriteStorm);
+    let calm = run_as(&SCENARIOS[0], CALM_THEN_STORM);
+    let storm = run_as(&SCENARIOS[1], CALM_THEN_STORM);
     let now_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -461,6 +471,15 @@ fn dashboards_and_alert_rules_on_the_simulated_fleet() {
             shift(reports, end_ns).as_bytes(),
         );
         assert_eq!(code, 204, "{}: write refused: {body}", kind.name());
+    }
+    for (reports, end) in [(&calm, end_ns - 3600 * 1_000_000_000), (&storm, end_ns)] {
+        let (code, body) = http(
+            &format!("{}/write?db={DB}", influx.url()),
+            "POST",
+            &[],
+            shift(reports, end).as_bytes(),
+        );
+        assert_eq!(code, 204, "{CALM_THEN_STORM}: write refused: {body}");
     }
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -485,6 +504,11 @@ fn dashboards_and_alert_rules_on_the_simulated_fleet() {
         }
     }
     let mut problems = Vec::new();
+    if !fired["disk-await-baseline"].contains(CALM_THEN_STORM) {
+        problems.push(format!(
+            "{CALM_THEN_STORM}: storwatch-disk-await-baseline does not fire"
+        ));
+    }
     for s in SCENARIOS {
         let h = host(s.kind);
         for rule in s.fires {
