@@ -77,6 +77,25 @@ const SCENARIOS: &[Scenario] = &[
         fires: &["md-degraded", "md-rebuild-risk"],
     },
     Scenario {
+        kind: Kind::MdDegraded,
+        speed: 1.0,
+        steps: 30,
+        fires: &["md-degraded", "md-degraded-no-rebuild"],
+    },
+    // the agent calls a recovery stalled after 60 polls without progress
+    Scenario {
+        kind: Kind::MdStalled,
+        speed: 1.0,
+        steps: 90,
+        fires: &["md-degraded", "md-rebuild-stalled"],
+    },
+    Scenario {
+        kind: Kind::MdCheck,
+        speed: 1.0,
+        steps: 60,
+        fires: &["md-mismatch-growing"],
+    },
+    Scenario {
         kind: Kind::ZpoolResilver,
         speed: 1.0,
         steps: 40,

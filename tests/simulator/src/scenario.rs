@@ -12,13 +12,16 @@ use crate::model::{
 };
 
 /// Every scenario, in `--list` order.
-pub const ALL: [Kind; 10] = [
+pub const ALL: [Kind; 13] = [
     Kind::Healthy,
     Kind::WriteStorm,
     Kind::MultipathFlap,
     Kind::MixedRw,
     Kind::BurstSaturation,
     Kind::MdRebuild,
+    Kind::MdDegraded,
+    Kind::MdStalled,
+    Kind::MdCheck,
     Kind::ZpoolResilver,
     Kind::NicSaturation,
     Kind::WorkerStaging,
@@ -34,6 +37,9 @@ pub enum Kind {
     MixedRw,
     BurstSaturation,
     MdRebuild,
+    MdDegraded,
+    MdStalled,
+    MdCheck,
     ZpoolResilver,
     NicSaturation,
     WorkerStaging,
@@ -50,6 +56,9 @@ impl Kind {
             Kind::MixedRw => "mixed-rw",
             Kind::BurstSaturation => "burst-saturation",
             Kind::MdRebuild => "md-rebuild",
+            Kind::MdDegraded => "md-degraded",
+            Kind::MdStalled => "md-stalled",
+            Kind::MdCheck => "md-check",
             Kind::ZpoolResilver => "zpool-resilver",
             Kind::NicSaturation => "nic-saturation",
             Kind::WorkerStaging => "worker-staging",
@@ -66,6 +75,9 @@ impl Kind {
             Kind::MixedRw => "read streams joined by write streams on the same LUNs every 10 min: total throughput falls by ~60 %",
             Kind::BurstSaturation => "three 10 s bursts at 100 % util on mpathb per hour, hour mean util under 10 % (--speed compresses the hour)",
             Kind::MdRebuild => "MD RAID6 12+2 of 16 TB disks recovering one member at ~145 MB/s, a second member fails after 10 min",
+            Kind::MdDegraded => "MD RAID6 12+2 with one member failed and no spare: degraded, no recovery running, waiting for a replacement disk",
+            Kind::MdStalled => "MD RAID6 12+2 recovering a replaced member, the recovery stuck: speed 0, position frozen",
+            Kind::MdCheck => "MD RAID6 12+2 running its monthly check, mismatch_cnt growing",
             Kind::ZpoolResilver => "raidz2 pool 87 % full, DEGRADED, resilvering a replaced disk at ~480 MB/s, checksum errors growing on one leaf",
             Kind::NicSaturation => "10 GbE NIC transmitting at line rate (~98 %) with receive drops",
             Kind::WorkerStaging => "worker node, 16 jobs staging input on one HDD: bursts of 100 % util, iowait and PSI io high",
@@ -278,7 +290,9 @@ impl Scenario {
         };
         let mut h = Host::new(name, ncpu, mem, seed);
         match self.kind {
-            Kind::MdRebuild => self.build_md(&mut h),
+            Kind::MdRebuild | Kind::MdDegraded | Kind::MdStalled | Kind::MdCheck => {
+                self.build_md(&mut h)
+            }
             Kind::ZpoolResilver => build_zpool(&mut h),
             Kind::WorkerStaging => self.build_worker(&mut h),
             Kind::ReadaheadDrift => disk_server(&mut h, 64),
@@ -312,21 +326,54 @@ impl Scenario {
         jbod(h, 14);
         let component_kb = 15_625_879_552u64;
         let mut members = Vec::new();
+        // md-degraded and md-check have no member being rebuilt
+        let replaced = matches!(self.kind, Kind::MdRebuild | Kind::MdStalled);
         for slot in 0..14u32 {
             let dev = sd_name(2 + slot as usize);
-            let rebuilding = slot == 7;
+            let rebuilding = replaced && slot == 7;
+            let failed = self.kind == Kind::MdDegraded && slot == 11;
             members.push(MdMember {
                 dev: dev.clone(),
                 slot: Some(slot),
                 desc_nr: if rebuilding { 14 } else { slot },
-                state: if rebuilding { "spare" } else { "in_sync" }.to_owned(),
-                errors: 0,
+                state: if rebuilding {
+                    "spare"
+                } else if failed {
+                    "faulty"
+                } else {
+                    "in_sync"
+                }
+                .to_owned(),
+                errors: if failed { 37 } else { 0 },
             });
+            if failed {
+                if let Some(d) = h.dev_mut(&dev) {
+                    d.state = "offline".to_owned();
+                }
+            }
             if let Some(d) = h.dev_mut(&dev) {
                 d.holders = vec!["md0".to_owned()];
             }
         }
         let done = h.rng.range(0.18, 0.30) * component_kb as f64;
+        let sync = match self.kind {
+            Kind::MdDegraded => None,
+            Kind::MdStalled => Some(MdSync {
+                action: "recover".to_owned(),
+                done_kb: done,
+                speed_kbps: 0.0,
+            }),
+            Kind::MdCheck => Some(MdSync {
+                action: "check".to_owned(),
+                done_kb: done,
+                speed_kbps: 150_000.0,
+            }),
+            _ => Some(MdSync {
+                action: "recover".to_owned(),
+                done_kb: done,
+                speed_kbps: 145_000.0,
+            }),
+        };
         h.arrays.push(MdArray {
             name: "md0".to_owned(),
             level: "raid6".to_owned(),
@@ -335,12 +382,9 @@ impl Scenario {
             chunk_kb: 512,
             component_kb,
             members: members.clone(),
-            sync: Some(MdSync {
-                action: "recover".to_owned(),
-                done_kb: done,
-                speed_kbps: 145_000.0,
-            }),
-            mismatch_cnt: 0,
+            sync,
+            // a check reports what earlier checks found too
+            mismatch_cnt: if self.kind == Kind::MdCheck { 256 } else { 0 },
         });
         let mut md = Device::new("md0", 9, 0, Role::Md, component_kb * 2 * 12);
         md.rotational = false;
@@ -481,8 +525,12 @@ impl Scenario {
                     ..base_load()
                 };
             }
-            Kind::MdRebuild => {
-                self.md_events(h);
+            Kind::MdRebuild | Kind::MdDegraded | Kind::MdStalled | Kind::MdCheck => {
+                match self.kind {
+                    Kind::MdRebuild => self.md_events(h),
+                    Kind::MdCheck => self.md_check(h),
+                    _ => {}
+                }
                 let f = wave(t) * h.rng.noise(0.2);
                 h.demand("md0", Demand::mbs(150.0 * f, 60.0 * f, 1024.0, 1024.0));
                 os_io(h);
@@ -607,6 +655,23 @@ impl Scenario {
         if let Some(dev) = failed_dev {
             if let Some(d) = h.dev_mut(&dev) {
                 d.state = "offline".to_owned();
+            }
+        }
+    }
+
+    /// md-check: the check moves at ~150 MB/s (±8 %) and finds inconsistent stripes now and
+    /// then: `mismatch_cnt` grows by 8 sectors (one 4 KiB stripe unit) every 20 s (scenario
+    /// time).
+    fn md_check(&mut self, h: &mut Host) {
+        let every = self.ticks(20.0);
+        let tick = self.tick;
+        let noise = h.rng.noise(0.08);
+        if let Some(a) = h.arrays.first_mut() {
+            if let Some(s) = &mut a.sync {
+                s.speed_kbps = 150_000.0 * noise;
+            }
+            if tick > 0 && tick % every == 0 {
+                a.mismatch_cnt += 8;
             }
         }
     }

@@ -169,7 +169,12 @@ fn every_scenario_keeps_the_kernels_invariants() {
         }
         if !matches!(
             kind,
-            Kind::ZpoolResilver | Kind::MdRebuild | Kind::WorkerStaging
+            Kind::ZpoolResilver
+                | Kind::MdRebuild
+                | Kind::MdDegraded
+                | Kind::MdStalled
+                | Kind::MdCheck
+                | Kind::WorkerStaging
         ) {
             let st = dmmultipath::parse_status(&run("dmsetup-status.txt"));
             assert!(st.errors.is_empty(), "{:?}", st.errors);
