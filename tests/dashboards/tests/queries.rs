@@ -76,6 +76,13 @@ const SCENARIOS: &[Scenario] = &[
         steps: 90,
         fires: &["md-degraded", "md-rebuild-risk"],
     },
+    // the non-preferred rule wants more than 20 of the last 30 reports
+    Scenario {
+        kind: Kind::MultipathDegraded,
+        speed: 1.0,
+        steps: 250,
+        fires: &["mpath-non-preferred", "mpath-fewer-paths"],
+    },
     Scenario {
         kind: Kind::MdDegraded,
         speed: 1.0,

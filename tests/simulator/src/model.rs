@@ -455,12 +455,23 @@ pub struct MpathMap {
     pub groups: Vec<Vec<MpathPath>>,
     /// 1-based group the kernel sends I/O to.
     pub active_group: usize,
+    /// multipathd's `failback manual`: the map stays on its current group while that has a
+    /// path up, instead of going back to the preferred group (`failback immediate`).
+    pub manual_failback: bool,
 }
 
 impl MpathMap {
     /// The first group (in priority order) with a path up: where dm-multipath sends I/O, with
-    /// immediate failback.
+    /// immediate failback. With manual failback the current group is kept while it has a path
+    /// up.
     pub fn choose_group(&mut self) {
+        let current_up = self
+            .groups
+            .get(self.active_group.saturating_sub(1))
+            .is_some_and(|g| g.iter().any(|p| !p.failed));
+        if self.manual_failback && current_up {
+            return;
+        }
         self.active_group = self
             .groups
             .iter()

@@ -12,10 +12,11 @@ use crate::model::{
 };
 
 /// Every scenario, in `--list` order.
-pub const ALL: [Kind; 13] = [
+pub const ALL: [Kind; 14] = [
     Kind::Healthy,
     Kind::WriteStorm,
     Kind::MultipathFlap,
+    Kind::MultipathDegraded,
     Kind::MixedRw,
     Kind::BurstSaturation,
     Kind::MdRebuild,
@@ -34,6 +35,7 @@ pub enum Kind {
     Healthy,
     WriteStorm,
     MultipathFlap,
+    MultipathDegraded,
     MixedRw,
     BurstSaturation,
     MdRebuild,
@@ -53,6 +55,7 @@ impl Kind {
             Kind::Healthy => "healthy",
             Kind::WriteStorm => "write-storm",
             Kind::MultipathFlap => "multipath-flap",
+            Kind::MultipathDegraded => "multipath-degraded",
             Kind::MixedRw => "mixed-rw",
             Kind::BurstSaturation => "burst-saturation",
             Kind::MdRebuild => "md-rebuild",
@@ -72,6 +75,7 @@ impl Kind {
             Kind::Healthy => "disk server, 2x12-disk RAID6 as 4 dual-path ALUA multipath LUNs, 10 GbE at ~40 %, disks ~25 % busy",
             Kind::WriteStorm => "350 concurrent writers: every LUN at 100 % util, await climbing past 2 s, NIC at ~15 % of 10 GbE",
             Kind::MultipathFlap => "one path of mpatha fails and is reinstated every 30-90 s (device offline/running, dm F/A, fail count), I/O bouncing between controllers",
+            Kind::MultipathDegraded => "after a controller restart mpathb and mpathd stay on their non-preferred group (failback manual); mpathc lost one of its two paths for good",
             Kind::MixedRw => "read streams joined by write streams on the same LUNs every 10 min: total throughput falls by ~60 %",
             Kind::BurstSaturation => "three 10 s bursts at 100 % util on mpathb per hour, hour mean util under 10 % (--speed compresses the hour)",
             Kind::MdRebuild => "MD RAID6 12+2 of 16 TB disks recovering one member at ~145 MB/s, a second member fails after 10 min",
@@ -206,6 +210,7 @@ fn disk_server(h: &mut Host, read_ahead_kb: u64) {
             size_sectors: LUN_SECT,
             groups,
             active_group: 1,
+            manual_failback: false,
         });
         paths.push(d);
     }
@@ -215,6 +220,31 @@ fn disk_server(h: &mut Host, read_ahead_kb: u64) {
     h.devices.append(&mut sds);
     h.devices.extend(dms);
     nics(h, 10_000, 9000);
+}
+
+/// multipath-degraded: `failback manual` on every map; controller B was restarted, so the
+/// maps that prefer it (`mpathb`, `mpathd`) moved to controller A (group 2) and stay there with
+/// both paths up. `mpathc`'s path through controller B (`sdh`) stayed down past
+/// `dev_loss_tmo`: the kernel removed the SCSI device and multipathd reloaded the map without
+/// it, leaving one path in one group.
+fn degrade_paths(h: &mut Host) {
+    for m in &mut h.maps {
+        m.manual_failback = true;
+        if m.name == "mpathb" || m.name == "mpathd" {
+            m.active_group = 2;
+        }
+    }
+    let gone = "sdh";
+    if let Some(m) = h.maps.iter_mut().find(|m| m.name == "mpathc") {
+        for g in &mut m.groups {
+            g.retain(|p| p.dev != gone);
+        }
+        m.groups.retain(|g| !g.is_empty());
+    }
+    h.devices.retain(|d| d.name != gone);
+    for d in &mut h.devices {
+        d.slaves.retain(|s| s != gone);
+    }
 }
 
 /// Directly attached data disks `sdc…` (`n` of them) after the OS disks.
@@ -296,6 +326,10 @@ impl Scenario {
             Kind::ZpoolResilver => build_zpool(&mut h),
             Kind::WorkerStaging => self.build_worker(&mut h),
             Kind::ReadaheadDrift => disk_server(&mut h, 64),
+            Kind::MultipathDegraded => {
+                disk_server(&mut h, 8192);
+                degrade_paths(&mut h);
+            }
             _ => disk_server(&mut h, 8192),
         }
         if self.kind == Kind::WriteStorm {
@@ -420,7 +454,7 @@ impl Scenario {
     pub fn drive(&mut self, h: &mut Host) {
         let t = self.t_s();
         match self.kind {
-            Kind::Healthy => {
+            Kind::Healthy | Kind::MultipathDegraded => {
                 self.server_io(h, |k, rng| {
                     let f = wave(t) * rng.noise(0.2) * (0.8 + 0.1 * k as f64);
                     Demand::mbs(120.0 * f, 40.0 * f, 1024.0, 512.0)

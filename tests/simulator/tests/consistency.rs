@@ -179,6 +179,16 @@ fn every_scenario_keeps_the_kernels_invariants() {
             let st = dmmultipath::parse_status(&run("dmsetup-status.txt"));
             assert!(st.errors.is_empty(), "{:?}", st.errors);
             assert_eq!(st.rows.len(), 4);
+            // every path the status lists is also in the table
+            let paths = |t: &str| {
+                t.split_whitespace()
+                    .filter(|w| w.contains(':') && !w.ends_with(':'))
+                    .count()
+            };
+            assert_eq!(
+                paths(&run("dmsetup-status.txt")),
+                paths(&run("dmsetup-table.txt"))
+            );
             let tb = dmmultipath::parse_table(&run("dmsetup-table.txt"));
             assert!(tb.errors.is_empty(), "{:?}", tb.errors);
             assert_eq!(tb.rows.len(), 4);
