@@ -113,6 +113,18 @@ const SCENARIOS: &[Scenario] = &[
         ],
     },
     Scenario {
+        kind: Kind::ZpoolCacheFaulted,
+        speed: 1.0,
+        steps: 30,
+        fires: &["zpool-fault-under-online"],
+    },
+    Scenario {
+        kind: Kind::ZpoolRaidz1Resilver,
+        speed: 1.0,
+        steps: 30,
+        fires: &["zpool-not-online", "zpool-rebuild-risk"],
+    },
+    Scenario {
         kind: Kind::MixedRw,
         speed: 10.0,
         steps: 200,
@@ -197,7 +209,7 @@ fn monitors(root: &Path) -> Vec<Box<dyn Monitor>> {
 
 /// Runs a scenario under the agent and returns its reports, stamped 1, 2, 3 … report intervals
 /// from the epoch (`shift` moves them to end now).
-/// The zpool monitor answers from its own thread: the ZFS scenario runs on (up to 60 s of wall
+/// The zpool monitor answers from its own thread: a ZFS scenario runs on (up to 60 s of wall
 /// time) until its report carries the `zpool status` details.
 fn run(s: &Scenario) -> Vec<String> {
     run_as(s, &host(s.kind))
@@ -213,7 +225,11 @@ fn run_as(s: &Scenario, name: &str) -> Vec<String> {
         ..Config::default()
     };
     let mut sampler = Sampler::new(&cfg, monitors(dir.path()));
-    let wants_zpool = s.kind == Kind::ZpoolResilver;
+    let wants_zpool = matches!(
+        s.kind,
+        Kind::ZpoolResilver | Kind::ZpoolCacheFaulted | Kind::ZpoolRaidz1Resilver
+    );
+    let resilvering = s.kind != Kind::ZpoolCacheFaulted;
     let started = std::time::Instant::now();
     let mut reports: Vec<String> = Vec::new();
     sampler.sample(0.0);
@@ -236,7 +252,9 @@ fn run_as(s: &Scenario, name: &str) -> Vec<String> {
             let text = String::from_utf8(w.take()).unwrap();
             let done = i >= s.steps
                 && (!wants_zpool
-                    || (text.contains("scan=\"resilver\"") && text.contains("capacity_pct"))
+                    || ((!resilvering || text.contains("scan=\"resilver\""))
+                        && text.contains("redundancy_left")
+                        && text.contains("capacity_pct"))
                     || started.elapsed() > std::time::Duration::from_secs(60));
             reports.push(text);
             if done {

@@ -587,6 +587,8 @@ pub struct Zpool {
     pub health: String,
     pub root: Vdev,
     pub scan: Option<ZScan>,
+    /// L2ARC devices (the `cache` section of `zpool status`).
+    pub cache: Vec<Vdev>,
 }
 
 /// NIC counters as `/proc/net/dev` shows them.

@@ -470,8 +470,13 @@ pub fn zpool_status(pools: &[Zpool], now_epoch: u64) -> String {
         out.push_str("config:\n\n");
         let mut rows = Vec::new();
         vdev_rows(&p.root, 0, &mut rows);
+        let mut cache = Vec::new();
+        for c in &p.cache {
+            vdev_rows(c, 2, &mut cache);
+        }
         let width = rows
             .iter()
+            .chain(&cache)
             .map(|(d, v)| d + v.name.len())
             .max()
             .unwrap_or(0)
@@ -482,6 +487,27 @@ pub fn zpool_status(pools: &[Zpool], now_epoch: u64) -> String {
             "NAME", "STATE", "READ", "WRITE", "CKSUM"
         );
         for (depth, v) in &rows {
+            let _ = write!(
+                out,
+                "\t{:depth$}{:<w$}  {:<8} {:>5} {:>5} {:>5}",
+                "",
+                v.name,
+                v.state,
+                v.read_errors,
+                v.write_errors,
+                v.cksum_errors,
+                w = width - depth
+            );
+            if !v.note.is_empty() {
+                let _ = write!(out, "  {}", v.note);
+            }
+            out.push('\n');
+        }
+        if !cache.is_empty() {
+            // a section header: no state, no counters
+            out.push_str("\tcache\n");
+        }
+        for (depth, v) in &cache {
             let _ = write!(
                 out,
                 "\t{:depth$}{:<w$}  {:<8} {:>5} {:>5} {:>5}",

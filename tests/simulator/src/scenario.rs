@@ -12,7 +12,7 @@ use crate::model::{
 };
 
 /// Every scenario, in `--list` order.
-pub const ALL: [Kind; 14] = [
+pub const ALL: [Kind; 16] = [
     Kind::Healthy,
     Kind::WriteStorm,
     Kind::MultipathFlap,
@@ -24,6 +24,8 @@ pub const ALL: [Kind; 14] = [
     Kind::MdStalled,
     Kind::MdCheck,
     Kind::ZpoolResilver,
+    Kind::ZpoolCacheFaulted,
+    Kind::ZpoolRaidz1Resilver,
     Kind::NicSaturation,
     Kind::WorkerStaging,
     Kind::ReadaheadDrift,
@@ -43,6 +45,8 @@ pub enum Kind {
     MdStalled,
     MdCheck,
     ZpoolResilver,
+    ZpoolCacheFaulted,
+    ZpoolRaidz1Resilver,
     NicSaturation,
     WorkerStaging,
     ReadaheadDrift,
@@ -63,6 +67,8 @@ impl Kind {
             Kind::MdStalled => "md-stalled",
             Kind::MdCheck => "md-check",
             Kind::ZpoolResilver => "zpool-resilver",
+            Kind::ZpoolCacheFaulted => "zpool-cache-faulted",
+            Kind::ZpoolRaidz1Resilver => "zpool-raidz1-resilver",
             Kind::NicSaturation => "nic-saturation",
             Kind::WorkerStaging => "worker-staging",
             Kind::ReadaheadDrift => "readahead-drift",
@@ -83,6 +89,8 @@ impl Kind {
             Kind::MdStalled => "MD RAID6 12+2 recovering a replaced member, the recovery stuck: speed 0, position frozen",
             Kind::MdCheck => "MD RAID6 12+2 running its monthly check, mismatch_cnt growing",
             Kind::ZpoolResilver => "raidz2 pool 87 % full, DEGRADED, resilvering a replaced disk at ~480 MB/s, checksum errors growing on one leaf",
+            Kind::ZpoolCacheFaulted => "raidz2 pool ONLINE whose L2ARC SSD is FAULTED (too many errors)",
+            Kind::ZpoolRaidz1Resilver => "raidz1 pool of 8 x 16 TB resilvering a replaced disk: no redundancy left until it finishes",
             Kind::NicSaturation => "10 GbE NIC transmitting at line rate (~98 %) with receive drops",
             Kind::WorkerStaging => "worker node, 16 jobs staging input on one HDD: bursts of 100 % util, iowait and PSI io high",
             Kind::ReadaheadDrift => "healthy disk server whose devices have read_ahead_kb 64 (the fleet has 8192): small reads, util twice as high",
@@ -324,6 +332,8 @@ impl Scenario {
                 self.build_md(&mut h)
             }
             Kind::ZpoolResilver => build_zpool(&mut h),
+            Kind::ZpoolCacheFaulted => build_zpool_cache_faulted(&mut h),
+            Kind::ZpoolRaidz1Resilver => build_zpool_raidz1(&mut h),
             Kind::WorkerStaging => self.build_worker(&mut h),
             Kind::ReadaheadDrift => disk_server(&mut h, 64),
             Kind::MultipathDegraded => {
@@ -580,6 +590,14 @@ impl Scenario {
                 h.load = HostLoad {
                     system_pct: 10.0,
                     iowait_pct: 3.0,
+                    ..base_load()
+                };
+            }
+            Kind::ZpoolCacheFaulted | Kind::ZpoolRaidz1Resilver => {
+                pool_io(h, self.tick);
+                h.load = HostLoad {
+                    system_pct: 8.0,
+                    iowait_pct: 2.0,
                     ..base_load()
                 };
             }
@@ -842,6 +860,7 @@ fn build_zpool(h: &mut Host) {
         frag_pct: 41,
         health: "DEGRADED".to_owned(),
         root,
+        cache: Vec::new(),
         scan: Some(ZScan {
             kind: "resilver".to_owned(),
             start_epoch: h.epoch_s - elapsed,
@@ -861,6 +880,126 @@ fn build_zpool(h: &mut Host) {
             d.holders.clear();
         }
     }
+}
+
+/// zpool-cache-faulted: pool `data`, one raidz2 vdev of 12 × 16 TB (`sdc`…`sdn`), ONLINE,
+/// 62 % full; its L2ARC SSD `sdo` was FAULTED by ZFS after 41 write errors (`too many errors`),
+/// so reads miss the cache. The pool holds all its data and reads ONLINE.
+fn build_zpool_cache_faulted(h: &mut Host) {
+    jbod(h, 12);
+    let mut ssd = sd(14, Role::Disk, SSD_960_SECT, SSD);
+    ssd.rotational = false;
+    ssd.vendor = "ATA".to_owned();
+    ssd.model = "SAMSUNG MZ7L3960".to_owned();
+    h.devices.push(ssd);
+    let leaves: Vec<Vdev> = (0..12)
+        .map(|i| Vdev::new(&sd_name(2 + i), vec![]))
+        .collect();
+    let root = Vdev::new("data", vec![Vdev::new("raidz2-0", leaves)]);
+    let mut l2 = Vdev::new("sdo", vec![]);
+    l2.state = "FAULTED".to_owned();
+    l2.write_errors = 41;
+    l2.note = "too many errors".to_owned();
+    let size: u64 = 191_953_518_821_376;
+    h.pools.push(Zpool {
+        name: "data".to_owned(),
+        size_bytes: size,
+        alloc_bytes: size / 100 * 62,
+        frag_pct: 18,
+        health: "ONLINE".to_owned(),
+        root,
+        cache: vec![l2],
+        scan: None,
+    });
+}
+
+/// zpool-raidz1-resilver: pool `scratch`, one raidz1 vdev of 8 × 16 TB (`sdc`…`sdj`), 78 %
+/// full; `sdg` died (UNAVAIL, `was /dev/sdg1`) and `replacing-4` resilvers onto `sdk` at
+/// 300 MB/s issued (900 MB/s scanned), started 2 h before: until it finishes a read error on
+/// any of the seven other disks loses data.
+fn build_zpool_raidz1(h: &mut Host) {
+    jbod(h, 9);
+    let mut leaves: Vec<Vdev> = (0..8).map(|i| Vdev::new(&sd_name(2 + i), vec![])).collect();
+    let mut old = Vdev::new("1412876650329401734", vec![]);
+    old.state = "UNAVAIL".to_owned();
+    old.note = "was /dev/sdg1".to_owned();
+    let mut new = Vdev::new("sdk", vec![]);
+    new.note = "(resilvering)".to_owned();
+    let mut replacing = Vdev::new("replacing-4", vec![old, new]);
+    replacing.state = "DEGRADED".to_owned();
+    if let Some(slot) = leaves.get_mut(4) {
+        *slot = replacing;
+    }
+    let mut raidz = Vdev::new("raidz1-0", leaves);
+    raidz.state = "DEGRADED".to_owned();
+    let mut root = Vdev::new("scratch", vec![raidz]);
+    root.state = "DEGRADED".to_owned();
+    let size: u64 = 127_969_012_547_584;
+    let alloc = size / 100 * 78;
+    let issue = 300e6;
+    let elapsed = 2 * 3600;
+    h.pools.push(Zpool {
+        name: "scratch".to_owned(),
+        size_bytes: size,
+        alloc_bytes: alloc,
+        frag_pct: 23,
+        health: "DEGRADED".to_owned(),
+        root,
+        cache: Vec::new(),
+        scan: Some(ZScan {
+            kind: "resilver".to_owned(),
+            start_epoch: h.epoch_s - elapsed,
+            total_bytes: alloc,
+            scanned_bytes: 900e6 * elapsed as f64,
+            issued_bytes: issue * elapsed as f64,
+            repaired_bytes: issue * elapsed as f64 / 7.0,
+            issue_bps: issue,
+            scan_bps: 900e6,
+        }),
+    });
+    if let Some(d) = h.dev_mut("sdg") {
+        d.state = "offline".to_owned();
+    }
+}
+
+fn leaves(v: &Vdev, out: &mut Vec<Vdev>) {
+    if v.children.is_empty() {
+        out.push(v.clone());
+    }
+    for c in &v.children {
+        leaves(c, out);
+    }
+}
+
+/// The pool scenarios other than zpool-resilver: a resilver reads every ONLINE leaf and writes
+/// the new disk; the users read and write on top; a FAULTED or UNAVAIL leaf and a FAULTED cache
+/// device get nothing.
+fn pool_io(h: &mut Host, tick: u64) {
+    let mut all = Vec::new();
+    let mut issue = 0.0;
+    if let Some(p) = h.pools.first() {
+        leaves(&p.root, &mut all);
+        all.extend(p.cache.iter().cloned());
+        issue = p.scan.as_ref().map_or(0.0, |s| s.issue_bps) / 1e6;
+    }
+    let readers = all
+        .iter()
+        .filter(|l| l.state == "ONLINE" && l.note.is_empty())
+        .count()
+        .max(1) as f64;
+    let user = wave(tick as f64) * h.rng.noise(0.2);
+    for l in &all {
+        let d = if l.state != "ONLINE" {
+            Demand::default()
+        } else if l.note.contains("resilvering") {
+            Demand::mbs(0.0, issue / readers, 1024.0, 1024.0)
+        } else {
+            Demand::mbs(issue / readers + 20.0 * user, 8.0 * user, 1024.0, 256.0)
+        };
+        h.demand(&l.name, d);
+    }
+    os_io(h);
+    set_nic(h, "ens1f0", 80e6 * user, 220e6 * user, 0.0);
 }
 
 /// zpool-resilver: the resilver reads every surviving leaf and writes the new disk; the users'

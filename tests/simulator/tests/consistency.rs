@@ -160,7 +160,10 @@ fn every_scenario_keeps_the_kernels_invariants() {
         let run = |p: &str| fs::read_to_string(root.join("run").join(p)).unwrap();
         let mdtext = fs::read_to_string(root.join("proc/mdstat")).unwrap();
         mdstat::parse(&mdtext).unwrap_or_else(|e| panic!("{e:?}\n{mdtext}"));
-        if kind == Kind::ZpoolResilver {
+        if matches!(
+            kind,
+            Kind::ZpoolResilver | Kind::ZpoolCacheFaulted | Kind::ZpoolRaidz1Resilver
+        ) {
             let st = zpool::status::parse(&run("zpool-status.txt"))
                 .unwrap_or_else(|e| panic!("{e:?}\n{}", run("zpool-status.txt")));
             assert_eq!(st.pools.len(), 1);
@@ -170,6 +173,8 @@ fn every_scenario_keeps_the_kernels_invariants() {
         if !matches!(
             kind,
             Kind::ZpoolResilver
+                | Kind::ZpoolCacheFaulted
+                | Kind::ZpoolRaidz1Resilver
                 | Kind::MdRebuild
                 | Kind::MdDegraded
                 | Kind::MdStalled
