@@ -2,7 +2,9 @@
 //!
 //! Simulated hosts (one per scenario, tag `site=lab`) are stepped without sleeping under the
 //! agent's `Sampler` and health monitors; each 10 steps make one report, written to a throw-away
-//! influxd with timestamps ending now. Then:
+//! influxd with timestamps ending now (the healthy host's through the real collector, whose
+//! forwarding is checked line for line). The collector's heartbeat adds a host last seen 20
+//! minutes ago. Then:
 //!
 //! * every panel query, template variable query and annotation query runs with Grafana's macros
 //!   expanded as Grafana does (`$timeFilter`, `$__interval`, `$site`/`$device` as "All" = `.*`,
@@ -30,10 +32,13 @@ use storwatch_agent::sampler::Sampler;
 use storwatch_agent::sink::SinkStats;
 use storwatch_sim::scenario::Kind;
 use storwatch_sim::sim::Sim;
-use storwatch_tests::{http, Influxd};
+use storwatch_tests::{http, wait_for, Collector, Influxd};
 
 const DB: &str = "storwatch";
 const PORT: u16 = 18611;
+/// The collector that carries the healthy host's reports.
+const COLLECTOR_PORT: u16 = PORT + 4;
+const TOKEN: &str = "dashboards-test-token-0123456789";
 const STEP_NS: i64 = 10_000_000_000;
 const CALM_THEN_STORM: &str = "sim-calm-then-storm";
 
@@ -527,6 +532,12 @@ fn dashboards_and_alert_rules_on_the_simulated_fleet() {
     let dir = tempfile::tempdir().unwrap();
     let influx = Influxd::start(&dir.path().join("influxd"), PORT);
     influx.create_db(DB);
+    // the healthy host's reports go the way an agent's do: through the real collector, which
+    // queues them and forwards them to influxd (and writes its heartbeat for the host);
+    // started before the data is stamped, as it may have to be built first
+    let cdir = dir.path().join("collector");
+    std::fs::create_dir_all(&cdir).unwrap();
+    let collector = Collector::start(&cdir, COLLECTOR_PORT, &influx.url(), DB, TOKEN);
     // the scenarios first, so that the data ends just before the rules are evaluated: the
     // shortest rule window is 60 s
     let runs: Vec<(Kind, Vec<String>)> = SCENARIOS.iter().map(|s| (s.kind, run(s))).collect();
@@ -540,15 +551,41 @@ fn dashboards_and_alert_rules_on_the_simulated_fleet() {
         .unwrap()
         .as_nanos() as i64;
     let end_ns = now_ns / STEP_NS * STEP_NS - STEP_NS;
+    let mut via_collector = 0;
     for (kind, reports) in &runs {
-        let (code, body) = http(
-            &format!("{}/write?db={DB}", influx.url()),
-            "POST",
-            &[],
-            shift(reports, end_ns).as_bytes(),
-        );
+        let body = shift(reports, end_ns);
+        let url = if *kind == Kind::Healthy {
+            via_collector = body.lines().count();
+            collector.url(&format!("/write?db={DB}"))
+        } else {
+            format!("{}/write?db={DB}", influx.url())
+        };
+        let auth = format!("Token {TOKEN}");
+        let (code, body) = http(&url, "POST", &[("Authorization", &auth)], body.as_bytes());
         assert_eq!(code, 204, "{}: write refused: {body}", kind.name());
     }
+    // every line the collector accepted is in influxd (its own heartbeat aside)
+    let healthy = host(Kind::Healthy);
+    let rows = |influx: &Influxd| -> usize {
+        let r = influx.query(
+            DB,
+            &format!("SELECT * FROM /.*/ WHERE \"host\" = '{healthy}'"),
+        );
+        r["results"][0]["series"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|s| s["name"] != "collector_heartbeat")
+            .map(|s| s["values"].as_array().map_or(0, Vec::len))
+            .sum()
+    };
+    assert!(
+        wait_for(std::time::Duration::from_secs(30), || rows(&influx)
+            >= via_collector),
+        "{healthy}: {} of {via_collector} lines forwarded by the collector",
+        rows(&influx)
+    );
+    assert_eq!(rows(&influx), via_collector, "{healthy}");
     for (reports, end) in [(&calm, end_ns - 3600 * 1_000_000_000), (&storm, end_ns)] {
         let (code, body) = http(
             &format!("{}/write?db={DB}", influx.url()),
