@@ -835,42 +835,34 @@ fn build_zpool(h: &mut Host) {
     if let Some(l) = leaves.get_mut(3) {
         l.cksum_errors = 3;
     }
-    let mut old = Vdev::new("7786134019462245912", vec![]);
-    old.state = "UNAVAIL".to_owned();
-    old.note = "was /dev/sdj1".to_owned();
-    let mut new = Vdev::new("sdo", vec![]);
-    new.note = "(resilvering)".to_owned();
-    let mut replacing = Vdev::new("replacing-7", vec![old, new]);
-    replacing.state = "DEGRADED".to_owned();
-    if let Some(slot) = leaves.get_mut(7) {
-        *slot = replacing;
-    }
-    let mut raidz = Vdev::new("raidz2-0", leaves);
-    raidz.state = "DEGRADED".to_owned();
-    let mut root = Vdev::new("data", vec![raidz]);
-    root.state = "DEGRADED".to_owned();
     let size: u64 = 191_953_518_821_376;
     let alloc = size / 1000 * 871;
-    let issue = 480e6;
-    let elapsed = 5 * 3600;
     h.pools.push(Zpool {
         name: "data".to_owned(),
         size_bytes: size,
         alloc_bytes: alloc,
         frag_pct: 41,
         health: "DEGRADED".to_owned(),
-        root,
+        root: resilvering_root(
+            "data",
+            "raidz2-0",
+            leaves,
+            Replacement {
+                slot: 7,
+                guid: "7786134019462245912",
+                old_dev: "sdj",
+                new_dev: "sdo",
+            },
+        ),
         cache: Vec::new(),
-        scan: Some(ZScan {
-            kind: "resilver".to_owned(),
-            start_epoch: h.epoch_s - elapsed,
-            total_bytes: alloc,
-            scanned_bytes: 1.5e9 * elapsed as f64,
-            issued_bytes: issue * elapsed as f64,
-            repaired_bytes: issue * elapsed as f64 / 10.0,
-            issue_bps: issue,
-            scan_bps: 1.5e9,
-        }),
+        scan: Some(resilver_scan(
+            h.epoch_s,
+            alloc,
+            480e6,
+            1.5e9,
+            5 * 3600,
+            10.0,
+        )),
     });
     if let Some(d) = h.dev_mut("sdj") {
         d.state = "offline".to_owned();
@@ -919,46 +911,85 @@ fn build_zpool_cache_faulted(h: &mut Host) {
 /// any of the seven other disks loses data.
 fn build_zpool_raidz1(h: &mut Host) {
     jbod(h, 9);
-    let mut leaves: Vec<Vdev> = (0..8).map(|i| Vdev::new(&sd_name(2 + i), vec![])).collect();
-    let mut old = Vdev::new("1412876650329401734", vec![]);
-    old.state = "UNAVAIL".to_owned();
-    old.note = "was /dev/sdg1".to_owned();
-    let mut new = Vdev::new("sdk", vec![]);
-    new.note = "(resilvering)".to_owned();
-    let mut replacing = Vdev::new("replacing-4", vec![old, new]);
-    replacing.state = "DEGRADED".to_owned();
-    if let Some(slot) = leaves.get_mut(4) {
-        *slot = replacing;
-    }
-    let mut raidz = Vdev::new("raidz1-0", leaves);
-    raidz.state = "DEGRADED".to_owned();
-    let mut root = Vdev::new("scratch", vec![raidz]);
-    root.state = "DEGRADED".to_owned();
+    let leaves: Vec<Vdev> = (0..8).map(|i| Vdev::new(&sd_name(2 + i), vec![])).collect();
     let size: u64 = 127_969_012_547_584;
     let alloc = size / 100 * 78;
-    let issue = 300e6;
-    let elapsed = 2 * 3600;
     h.pools.push(Zpool {
         name: "scratch".to_owned(),
         size_bytes: size,
         alloc_bytes: alloc,
         frag_pct: 23,
         health: "DEGRADED".to_owned(),
-        root,
+        root: resilvering_root(
+            "scratch",
+            "raidz1-0",
+            leaves,
+            Replacement {
+                slot: 4,
+                guid: "1412876650329401734",
+                old_dev: "sdg",
+                new_dev: "sdk",
+            },
+        ),
         cache: Vec::new(),
-        scan: Some(ZScan {
-            kind: "resilver".to_owned(),
-            start_epoch: h.epoch_s - elapsed,
-            total_bytes: alloc,
-            scanned_bytes: 900e6 * elapsed as f64,
-            issued_bytes: issue * elapsed as f64,
-            repaired_bytes: issue * elapsed as f64 / 7.0,
-            issue_bps: issue,
-            scan_bps: 900e6,
-        }),
+        scan: Some(resilver_scan(h.epoch_s, alloc, 300e6, 900e6, 2 * 3600, 7.0)),
     });
     if let Some(d) = h.dev_mut("sdg") {
         d.state = "offline".to_owned();
+    }
+}
+
+/// A dead disk being replaced inside a top-level vdev.
+struct Replacement<'a> {
+    /// Its position among the vdev's children.
+    slot: usize,
+    /// The GUID `zpool status` shows for the dead disk.
+    guid: &'a str,
+    /// The dead disk's device (`was /dev/<old_dev>1`).
+    old_dev: &'a str,
+    /// The disk resilvering in its place.
+    new_dev: &'a str,
+}
+
+/// `root` → DEGRADED `top` → `leaves`, with `r.slot` turned into `replacing-N` of the UNAVAIL
+/// old disk and the resilvering new one, as `zpool status` shows a `zpool replace` under way.
+fn resilvering_root(root: &str, top: &str, mut leaves: Vec<Vdev>, r: Replacement<'_>) -> Vdev {
+    let mut old = Vdev::new(r.guid, vec![]);
+    old.state = "UNAVAIL".to_owned();
+    old.note = format!("was /dev/{}1", r.old_dev);
+    let mut new = Vdev::new(r.new_dev, vec![]);
+    new.note = "(resilvering)".to_owned();
+    let mut replacing = Vdev::new(&format!("replacing-{}", r.slot), vec![old, new]);
+    replacing.state = "DEGRADED".to_owned();
+    if let Some(slot) = leaves.get_mut(r.slot) {
+        *slot = replacing;
+    }
+    let mut top = Vdev::new(top, leaves);
+    top.state = "DEGRADED".to_owned();
+    let mut root = Vdev::new(root, vec![top]);
+    root.state = "DEGRADED".to_owned();
+    root
+}
+
+/// A resilver started `elapsed_s` before `now_epoch_s`, issuing `issue_bps` and scanning
+/// `scan_bps`, having repaired 1/`repaired_share` of what it issued.
+fn resilver_scan(
+    now_epoch_s: u64,
+    alloc: u64,
+    issue_bps: f64,
+    scan_bps: f64,
+    elapsed_s: u64,
+    repaired_share: f64,
+) -> ZScan {
+    ZScan {
+        kind: "resilver".to_owned(),
+        start_epoch: now_epoch_s - elapsed_s,
+        total_bytes: alloc,
+        scanned_bytes: scan_bps * elapsed_s as f64,
+        issued_bytes: issue_bps * elapsed_s as f64,
+        repaired_bytes: issue_bps * elapsed_s as f64 / repaired_share,
+        issue_bps,
+        scan_bps,
     }
 }
 
