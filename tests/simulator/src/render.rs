@@ -430,6 +430,25 @@ fn vdev_rows(v: &Vdev, depth: usize, rows: &mut Vec<(usize, Vdev)>) {
     }
 }
 
+/// One line of the config tree: name indented by depth, state, the three error counters, note.
+fn vdev_row(out: &mut String, depth: usize, v: &Vdev, width: usize) {
+    let _ = write!(
+        out,
+        "\t{:depth$}{:<w$}  {:<8} {:>5} {:>5} {:>5}",
+        "",
+        v.name,
+        v.state,
+        v.read_errors,
+        v.write_errors,
+        v.cksum_errors,
+        w = width - depth
+    );
+    if !v.note.is_empty() {
+        let _ = write!(out, "  {}", v.note);
+    }
+    out.push('\n');
+}
+
 /// `zpool status -p` for every pool (`-p`: exact byte counts and rates).
 pub fn zpool_status(pools: &[Zpool], now_epoch: u64) -> String {
     if pools.is_empty() {
@@ -487,42 +506,14 @@ pub fn zpool_status(pools: &[Zpool], now_epoch: u64) -> String {
             "NAME", "STATE", "READ", "WRITE", "CKSUM"
         );
         for (depth, v) in &rows {
-            let _ = write!(
-                out,
-                "\t{:depth$}{:<w$}  {:<8} {:>5} {:>5} {:>5}",
-                "",
-                v.name,
-                v.state,
-                v.read_errors,
-                v.write_errors,
-                v.cksum_errors,
-                w = width - depth
-            );
-            if !v.note.is_empty() {
-                let _ = write!(out, "  {}", v.note);
-            }
-            out.push('\n');
+            vdev_row(&mut out, *depth, v, width);
         }
         if !cache.is_empty() {
             // a section header: no state, no counters
             out.push_str("\tcache\n");
         }
         for (depth, v) in &cache {
-            let _ = write!(
-                out,
-                "\t{:depth$}{:<w$}  {:<8} {:>5} {:>5} {:>5}",
-                "",
-                v.name,
-                v.state,
-                v.read_errors,
-                v.write_errors,
-                v.cksum_errors,
-                w = width - depth
-            );
-            if !v.note.is_empty() {
-                let _ = write!(out, "  {}", v.note);
-            }
-            out.push('\n');
+            vdev_row(&mut out, *depth, v, width);
         }
         out.push_str("\nerrors: No known data errors\n");
     }
