@@ -773,6 +773,54 @@ fn expression_inputs(model: &Yaml) -> Vec<String> {
     }
 }
 
+/// The rule fields Grafana's file provisioning puts through environment-variable expansion
+/// (`pkg/services/provisioning/alerting/rules_types.go`: every `values.StringValue`, and the
+/// labels map). The query models and the annotations are taken raw.
+fn interpolated_fields(r: &Yaml) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = [
+        "uid",
+        "title",
+        "condition",
+        "for",
+        "noDataState",
+        "execErrState",
+        "dashboardUid",
+    ]
+    .iter()
+    .map(|k| (k.to_string(), ys(r, k).to_string()))
+    .collect();
+    for (k, v) in y(r, "labels").as_mapping().into_iter().flatten() {
+        out.push((
+            format!("label {}", k.as_str().unwrap_or("")),
+            v.as_str().unwrap_or("").to_string(),
+        ));
+    }
+    for d in y(r, "data").as_sequence().into_iter().flatten() {
+        for k in ["refId", "queryType", "datasourceUid"] {
+            out.push((format!("data {k}"), ys(d, k).to_string()));
+        }
+    }
+    out
+}
+
+/// Why Grafana would not provision `v` as written: a `$` not doubled is an environment
+/// variable to Grafana (`{{ $labels.host }}` in a label becomes `{{ .host }}`, which fails at
+/// evaluation).
+fn env_interpolated(v: &str) -> Option<String> {
+    let lone = v.split("$$").any(|part| part.contains('$'));
+    lone.then(|| {
+        format!("{v:?}: Grafana expands $NAME here from its environment; write .Labels.x for $labels.x, $$ for a literal $")
+    })
+}
+
+#[test]
+fn env_interpolation_is_caught() {
+    assert!(env_interpolated("{{ $labels.host }}").is_some());
+    assert!(env_interpolated("{{ .Labels.host }}").is_none());
+    assert!(env_interpolated("costs $$5").is_none());
+    assert!(env_interpolated("5m").is_none());
+}
+
 #[test]
 fn alert_rules_are_valid_and_name_only_documented_metrics() {
     let c = contract();
@@ -799,10 +847,20 @@ fn alert_rules_are_valid_and_name_only_documented_metrics() {
                     "{file}: group {gname:?} needs name, folder and interval"
                 ));
             }
+            for (k, v) in ["name", "folder", "interval"].map(|k| (k, ys(g, k))) {
+                if let Some(e) = env_interpolated(v) {
+                    errs.push(format!("{file}: group {gname:?} {k}: {e}"));
+                }
+            }
             for r in y(g, "rules").as_sequence().into_iter().flatten() {
                 rules += 1;
                 let uid = ys(r, "uid");
                 let at = format!("{file}: rule {uid} ({:?})", ys(r, "title"));
+                for (k, v) in interpolated_fields(r) {
+                    if let Some(e) = env_interpolated(&v) {
+                        errs.push(format!("{at}: {k}: {e}"));
+                    }
+                }
                 if uid.is_empty() || uid.len() > 40 || ys(r, "title").is_empty() {
                     errs.push(format!(
                         "{at}: uid (at most 40 characters) and title are required"
@@ -862,11 +920,11 @@ fn alert_rules_are_valid_and_name_only_documented_metrics() {
                                     {
                                         let v = v.as_str().unwrap_or("");
                                         if let Some(tag) = v
-                                            .strip_prefix("{{ $labels.")
+                                            .strip_prefix("{{ .Labels.")
                                             .and_then(|t| t.strip_suffix(" }}"))
                                         {
                                             if !names.group_by_tags.iter().any(|t| t == tag) {
-                                                errs.push(format!("{qat}: label {k:?} uses $labels.{tag}, which the query does not GROUP BY"));
+                                                errs.push(format!("{qat}: label {k:?} uses .Labels.{tag}, which the query does not GROUP BY"));
                                             }
                                         }
                                     }
