@@ -1,0 +1,247 @@
+//! `deploy/grafana/install.sh`, run as a site would: from the source tree, and from the files
+//! the collector package puts under /usr/share/storwatch (laid out from collector/Cargo.toml's
+//! deb assets). Both install the same datasource, dashboards and rules; every rule links to its
+//! runbook under the site's URL, and nothing else in the rules changes.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_yaml::Value as Yaml;
+
+const BASE: &str = "https://wiki.example.org/storage/storwatch-runbooks";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs the script; returns its output, or panics with it.
+fn install(script: &Path, target: &Path, extra: &[&str]) -> String {
+    let out = Command::new("bash")
+        .arg(script)
+        .args(["--runbook-base", &format!("{BASE}/")])
+        .arg("--provisioning")
+        .arg(target.join("provisioning"))
+        .arg("--dashboards")
+        .arg(target.join("dashboards"))
+        .arg("--systemd-dir")
+        .arg(target.join("systemd"))
+        .args(extra)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{}: {text}", script.display());
+    text
+}
+
+fn names(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// What a Grafana host has after the script, checked against the repository.
+fn check_installed(target: &Path) {
+    let repo = root();
+    let prov = target.join("provisioning");
+    // datasource as shipped; provider pointing at the dashboards directory used
+    assert_eq!(
+        std::fs::read(prov.join("datasources/storwatch.yaml")).unwrap(),
+        std::fs::read(repo.join("deploy/grafana/provisioning/datasources/storwatch.yaml")).unwrap()
+    );
+    let provider: Yaml = serde_yaml::from_str(
+        &std::fs::read_to_string(prov.join("dashboards/storwatch.yaml")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        provider["providers"][0]["options"]["path"].as_str(),
+        Some(target.join("dashboards").to_str().unwrap())
+    );
+    let shipped: BTreeSet<String> = names(&repo.join("dashboards"))
+        .into_iter()
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    assert_eq!(names(&target.join("dashboards")), shipped);
+    for n in &shipped {
+        assert_eq!(
+            std::fs::read(target.join("dashboards").join(n)).unwrap(),
+            std::fs::read(repo.join("dashboards").join(n)).unwrap(),
+            "{n}"
+        );
+    }
+    // the rules: only runbook_url differs, and it names an existing runbook under BASE
+    let installed = std::fs::read_to_string(prov.join("alerting/storwatch-rules.yaml")).unwrap();
+    let original = std::fs::read_to_string(repo.join("alerts/storwatch-rules.yaml")).unwrap();
+    let (a, b): (Vec<&str>, Vec<&str>) = (installed.lines().collect(), original.lines().collect());
+    assert_eq!(a.len(), b.len());
+    let mut links = 0;
+    for (x, y) in a.iter().zip(&b) {
+        if x == y {
+            continue;
+        }
+        let page = y
+            .trim_start()
+            .strip_prefix("runbook_url: alerts/runbooks/")
+            .unwrap_or_else(|| panic!("changed line that is no runbook link: {y}"));
+        assert_eq!(
+            x.trim_start(),
+            format!("runbook_url: {BASE}/{page}"),
+            "{y}"
+        );
+        assert!(repo.join("alerts/runbooks").join(page).is_file(), "{page}");
+        links += 1;
+    }
+    let doc: Yaml = serde_yaml::from_str(&installed).unwrap();
+    let rules: usize = doc["groups"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|g| g["rules"].as_sequence().unwrap().len())
+        .sum();
+    assert_eq!(links, rules, "every rule has its runbook link");
+    // the drop-in that gives the datasource its URL
+    assert_eq!(
+        std::fs::read_to_string(target.join("systemd/grafana-server.service.d/storwatch.conf"))
+            .unwrap(),
+        "[Service]\nEnvironment=STORWATCH_INFLUX_URL=http://influxdb.example.org:8086\n"
+    );
+}
+
+#[test]
+fn installs_from_the_source_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = install(
+        &root().join("deploy/grafana/install.sh"),
+        dir.path(),
+        &["--influx-url", "http://influxdb.example.org:8086"],
+    );
+    assert!(out.contains("alert rules (runbooks at"), "{out}");
+    assert!(out.contains("no notification policy installed"), "{out}");
+    check_installed(dir.path());
+    assert!(!dir
+        .path()
+        .join("provisioning/alerting/storwatch-policies.yaml")
+        .exists());
+    // the shipped example policy on request
+    install(
+        &root().join("deploy/grafana/install.sh"),
+        dir.path(),
+        &[
+            "--influx-url",
+            "http://influxdb.example.org:8086",
+            "--policies",
+            "example",
+        ],
+    );
+    assert!(dir
+        .path()
+        .join("provisioning/alerting/storwatch-policies.yaml")
+        .is_file());
+}
+
+/// A deb asset's sources (a `dir/*.ext` glob or one file), relative to collector/.
+fn sources(pattern: &str) -> Vec<PathBuf> {
+    let p = root().join("collector").join(pattern);
+    let name = p.file_name().unwrap().to_string_lossy().into_owned();
+    match name.split_once('*') {
+        None => vec![p],
+        Some((pre, post)) => {
+            let dir = p.parent().unwrap();
+            let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|f| {
+                    let n = f.file_name().unwrap().to_string_lossy();
+                    n.starts_with(pre) && n.ends_with(post) && n.len() >= pre.len() + post.len()
+                })
+                .collect();
+            v.sort();
+            assert!(!v.is_empty(), "{pattern} matches nothing");
+            v
+        }
+    }
+}
+
+#[test]
+fn installs_from_the_package_layout() {
+    let cargo: toml::Value = toml::from_str(
+        &std::fs::read_to_string(root().join("collector/Cargo.toml")).unwrap(),
+    )
+    .unwrap();
+    let meta = &cargo["package"]["metadata"];
+    let deb = meta["deb"]["assets"].as_array().unwrap();
+    let rpm = meta["generate-rpm"]["assets"].as_array().unwrap();
+    let fs = tempfile::tempdir().unwrap();
+    let mut deb_dests = BTreeSet::new();
+    for a in deb {
+        let a = a.as_array().unwrap();
+        let (src, dest) = (a[0].as_str().unwrap(), a[1].as_str().unwrap());
+        if src.starts_with("target/") {
+            continue;
+        }
+        deb_dests.insert(format!("/{dest}"));
+        for f in sources(src) {
+            let to = if dest.ends_with('/') {
+                fs.path().join(dest).join(f.file_name().unwrap())
+            } else {
+                fs.path().join(dest)
+            };
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(&f, &to).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        }
+    }
+    // the rpm ships the same files
+    let rpm_dests: BTreeSet<String> = rpm
+        .iter()
+        .filter(|a| !a["source"].as_str().unwrap().starts_with("target/"))
+        .map(|a| a["dest"].as_str().unwrap().to_string())
+        .filter(|d| d.starts_with("/usr/share/storwatch/"))
+        .collect();
+    let deb_share: BTreeSet<String> = deb_dests
+        .into_iter()
+        .filter(|d| d.starts_with("/usr/share/storwatch/"))
+        .collect();
+    assert_eq!(rpm_dests, deb_share, "deb and rpm differ under /usr/share/storwatch");
+
+    let script = fs.path().join("usr/share/storwatch/grafana/install.sh");
+    let target = fs.path().join("grafana-host");
+    let out = install(
+        &script,
+        &target,
+        &["--influx-url", "http://influxdb.example.org:8086"],
+    );
+    assert!(
+        out.contains("/usr/share/storwatch/runbooks/*.md"),
+        "runbooks are taken from the package: {out}"
+    );
+    check_installed(&target);
+}
+
+#[test]
+fn refuses_without_a_runbook_url_or_with_a_broken_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = root().join("deploy/grafana/install.sh");
+    for args in [
+        vec![],
+        vec!["--runbook-base", "wiki/runbooks"],
+        vec!["--runbook-base", "https://wiki/x#y"],
+    ] {
+        let out = Command::new("bash")
+            .arg(&script)
+            .args(&args)
+            .arg("--provisioning")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(err.contains("--runbook-base"), "{args:?}: {err}");
+    }
+    assert_eq!(names(dir.path()), BTreeSet::new(), "nothing written");
+}
