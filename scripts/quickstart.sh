@@ -279,14 +279,11 @@ Live iostat -x / sar -n DEV view of this host:   $bin/storwatch-agent top
 ... of a simulated host, e.g. the write storm:
   r=$state/fleet/sim-write-storm-01; PATH=\$r/bin:\$PATH $bin/storwatch-agent top --proc-root \$r/proc --sys-root \$r/sys
 
-Grafana (9.1 or later, on this machine), provisioning files ready in the repository:
-  sudo install -m 0644 deploy/grafana/provisioning/datasources/storwatch.yaml /etc/grafana/provisioning/datasources/
-  sudo install -m 0644 deploy/grafana/provisioning/dashboards/storwatch.yaml /etc/grafana/provisioning/dashboards/
-  sudo install -d /var/lib/grafana/dashboards/storwatch && sudo install -m 0644 dashboards/*.json /var/lib/grafana/dashboards/storwatch/
-  sudo install -m 0644 alerts/*.yaml deploy/grafana/provisioning/alerting/storwatch-policies.yaml /etc/grafana/provisioning/alerting/
-  datasource URL: set STORWATCH_INFLUX_URL=$url in grafana-server's environment
-  (systemctl edit grafana-server: [Service] Environment=STORWATCH_INFLUX_URL=$url), then
-  sudo systemctl restart grafana-server; dashboards in the folder "storwatch", site "quickstart".
+Grafana (9.1 or later, on this machine): datasource, dashboards and alert rules with their
+runbooks, from the repository:
+  sudo deploy/grafana/install.sh --influx-url $url --runbook-base file://$repo/alerts/runbooks
+  sudo systemctl daemon-reload && sudo systemctl restart grafana-server
+  dashboards in the folder "storwatch", site "quickstart" (docs/deploy.md, section 4)
 
 Stop everything: scripts/quickstart.sh stop
 EOF

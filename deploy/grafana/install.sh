@@ -10,7 +10,8 @@
 #   --runbook-base URL   where the runbooks (alerts/runbooks/*.md, packaged in
 #                        /usr/share/storwatch/runbooks/) are published: each rule's runbook_url
 #                        becomes URL/<rule>.md. Required: Grafana takes annotations verbatim, so
-#                        the link has to be written into the rule file.
+#                        the link has to be written into the rule file. file:///DIR is accepted
+#                        for a single machine.
 #   --influx-url URL     InfluxDB for the datasource, written as STORWATCH_INFLUX_URL into a
 #                        grafana-server drop-in (DIR/grafana-server.service.d/storwatch.conf)
 #   --policies FILE      a notification policy / contact point file to install with the rules
@@ -41,8 +42,9 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$runbook_base" ] || die "--runbook-base URL is required: where the site publishes the runbooks (e.g. https://wiki.example.org/storwatch/runbooks)"
 case $runbook_base in
-  http://* | https://*) ;;
-  *) die "--runbook-base $runbook_base: not an http(s) URL (Grafana shows runbook_url as a link)" ;;
+  http://?* | https://?*) ;;
+  file:///*) echo "install.sh: runbook links under $runbook_base: browsers do not follow file:// links from Grafana's pages (they can be copied); publish the runbooks on a web server for the on-call" >&2 ;;
+  *) die "--runbook-base $runbook_base: not an http(s) URL (Grafana shows runbook_url as a link), nor file:///path" ;;
 esac
 case $runbook_base in *'#'* | *'\'* | *'&'*) die "--runbook-base: '#', '\\' and '&' are not supported" ;; esac
 runbook_base=${runbook_base%/}
