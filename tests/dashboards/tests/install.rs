@@ -89,11 +89,7 @@ fn check_installed(target: &Path) {
             .trim_start()
             .strip_prefix("runbook_url: alerts/runbooks/")
             .unwrap_or_else(|| panic!("changed line that is no runbook link: {y}"));
-        assert_eq!(
-            x.trim_start(),
-            format!("runbook_url: {BASE}/{page}"),
-            "{y}"
-        );
+        assert_eq!(x.trim_start(), format!("runbook_url: {BASE}/{page}"), "{y}");
         assert!(repo.join("alerts/runbooks").join(page).is_file(), "{page}");
         links += 1;
     }
@@ -170,10 +166,9 @@ fn sources(pattern: &str) -> Vec<PathBuf> {
 
 #[test]
 fn installs_from_the_package_layout() {
-    let cargo: toml::Value = toml::from_str(
-        &std::fs::read_to_string(root().join("collector/Cargo.toml")).unwrap(),
-    )
-    .unwrap();
+    let cargo: toml::Value =
+        toml::from_str(&std::fs::read_to_string(root().join("collector/Cargo.toml")).unwrap())
+            .unwrap();
     let meta = &cargo["package"]["metadata"];
     let deb = meta["deb"]["assets"].as_array().unwrap();
     let rpm = meta["generate-rpm"]["assets"].as_array().unwrap();
@@ -207,7 +202,10 @@ fn installs_from_the_package_layout() {
         .into_iter()
         .filter(|d| d.starts_with("/usr/share/storwatch/"))
         .collect();
-    assert_eq!(rpm_dests, deb_share, "deb and rpm differ under /usr/share/storwatch");
+    assert_eq!(
+        rpm_dests, deb_share,
+        "deb and rpm differ under /usr/share/storwatch"
+    );
 
     let script = fs.path().join("usr/share/storwatch/grafana/install.sh");
     let target = fs.path().join("grafana-host");
