@@ -57,6 +57,13 @@ struct Contract {
     /// measurements the agent writes: they carry `host` and the configured tags
     agent: BTreeSet<String>,
     measurements: BTreeMap<String, Measurement>,
+    /// the retention policies of the InfluxDB setup, in its order
+    retention_policies: Vec<String>,
+    /// the one writes land in (`raw`)
+    default_rp: String,
+    /// per rollup policy, per measurement: each field it keeps and the function that makes it
+    /// from the finer level (`mean`, `max`, `min`, `sum`, `last`)
+    rollups: BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>>,
 }
 
 impl Contract {
@@ -232,8 +239,52 @@ fn parse_line_protocol_examples(text: &str, c: &mut Contract) {
     }
 }
 
+/// The InfluxDB setup: retention policies and the continuous queries that fill the rollups.
+const SETUP: &str = "deploy/influxdb/setup.influxql";
+
+/// The first double-quoted name in `s`.
+fn first_quoted(s: &str) -> Option<&str> {
+    s.split('"').nth(1)
+}
+
+/// Retention policies (`CREATE RETENTION POLICY "x" … [DEFAULT]`) and, for each continuous
+/// query, the fields it writes (`fn("in") AS "out",` lines) into `INTO "db"."rp"."measurement"`.
+fn parse_setup(text: &str, c: &mut Contract) {
+    let mut pending: Vec<(String, String)> = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with("--") {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("CREATE RETENTION POLICY ") {
+            if let Some(rp) = first_quoted(rest) {
+                c.retention_policies.push(rp.to_string());
+                if line.trim_end_matches(';').ends_with(" DEFAULT") {
+                    c.default_rp = rp.to_string();
+                }
+            }
+        } else if let Some(into) = line.strip_prefix("INTO ") {
+            let parts: Vec<&str> = into.split('"').skip(1).step_by(2).collect();
+            if let [_, rp, m] = parts[..] {
+                let fields = c
+                    .rollups
+                    .entry(rp.to_string())
+                    .or_default()
+                    .entry(m.to_string())
+                    .or_default();
+                fields.extend(pending.drain(..));
+            }
+            pending.clear();
+        } else if let Some((call, out)) = line.trim_end_matches(',').split_once(" AS ") {
+            if let (Some((f, _)), Some(out)) = (call.split_once('('), first_quoted(out)) {
+                pending.push((out.to_string(), f.to_ascii_lowercase()));
+            }
+        }
+    }
+}
+
 fn contract() -> Contract {
     let mut c = Contract::default();
+    parse_setup(&read(SETUP), &mut c);
     for doc in files("docs", ".md") {
         let name = doc.rsplit('/').next().unwrap_or("");
         if name.starts_with("metrics") {
@@ -320,6 +371,27 @@ fn contract_is_read_from_the_docs() {
         &["host"],
         &["last_seen_s", "age_s", "lines"],
     );
+    // the InfluxDB setup: three levels, raw the default, and how each rollup makes its fields
+    assert_eq!(c.retention_policies, ["raw", "rp_1m", "rp_1h"]);
+    assert_eq!(c.default_rp, "raw");
+    assert_eq!(
+        c.rollups.keys().collect::<Vec<_>>(),
+        ["rp_1h", "rp_1m"],
+        "{:#?}",
+        c.rollups
+    );
+    for (rp, ms) in &c.rollups {
+        assert!(ms.len() >= 16, "{rp}: {:?}", ms.keys());
+        let f = |m: &str, field: &str| ms[m].get(field).map(String::as_str);
+        assert_eq!(f("disk", "util_pct"), Some("mean"), "{rp}");
+        assert_eq!(f("disk", "util_max_pct"), Some("max"), "{rp}");
+        assert_eq!(f("disk", "saturated_s"), Some("sum"), "{rp}");
+        assert_eq!(f("disk", "util_pct_10s_max"), Some("max"), "{rp}");
+        assert_eq!(f("md", "redundancy_left"), Some("min"), "{rp}");
+        assert_eq!(f("md", "state"), Some("last"), "{rp}");
+        assert_eq!(f("collector_heartbeat", "lines"), Some("sum"), "{rp}");
+        assert_eq!(f("disk", "drqm_pct"), None, "{rp}");
+    }
     // values in parentheses are not names, and a tag is not a field
     assert!(!c.is_tag("event", "mpath") && !c.is_field("event", "mpath"));
     assert!(!c.is_field("disk", "device"));
@@ -332,6 +404,8 @@ fn contract_is_read_from_the_docs() {
 #[derive(Debug, PartialEq)]
 enum Tok {
     Ident(String),
+    /// a double-quoted retention policy before a measurement: `"$rp"` in `"$rp"."disk"`
+    Rp(String),
     Word(String),
     Var(String),
     Str,
@@ -364,7 +438,18 @@ fn tokenize(q: &str) -> Result<Vec<Tok>, String> {
         if ch.is_whitespace() {
             i += 1;
         } else if ch == '"' {
-            out.push(Tok::Ident(take_until(&mut i, '"')?));
+            let id = take_until(&mut i, '"')?;
+            if chars.get(i) == Some(&'.') {
+                if chars.get(i + 1) != Some(&'"') {
+                    return Err(format!(
+                        "the measurement after \"{id}\". must be double-quoted too"
+                    ));
+                }
+                out.push(Tok::Rp(id));
+                i += 1;
+            } else {
+                out.push(Tok::Ident(id));
+            }
         } else if ch == '\'' {
             take_until(&mut i, '\'')?;
             out.push(Tok::Str);
@@ -419,8 +504,33 @@ const KEYWORDS: &[&str] = &[
 #[derive(Debug, Default)]
 struct QueryNames {
     measurement: Option<String>,
+    /// the retention policy named before the measurement (`$rp` for the variable), if any
+    retention_policy: Option<String>,
     group_by_tags: Vec<String>,
     variables: Vec<String>,
+    /// the fields and tags the SELECT reads, each with the function around it (`max`, `sum`,
+    /// `count_distinct` for `count(distinct(..))`, "" when read bare)
+    selected: Vec<(String, String)>,
+    /// the fields and tags the WHERE clause compares
+    filtered: Vec<String>,
+}
+
+/// The function call directly around token `i` (`"max"` for `max("x")`), "" when none.
+fn function_around(toks: &[Tok], i: usize) -> String {
+    let call = |j: Option<usize>| -> Option<String> {
+        let j = j?;
+        match (toks.get(j), toks.get(j + 1)) {
+            (Some(Tok::Word(f)), Some(Tok::Punct('('))) => Some(f.to_ascii_lowercase()),
+            _ => None,
+        }
+    };
+    match call(i.checked_sub(2)) {
+        Some(f) if f == "distinct" && call(i.checked_sub(4)).as_deref() == Some("count") => {
+            "count_distinct".to_string()
+        }
+        Some(f) => f,
+        None => String::new(),
+    }
 }
 
 /// Checks one InfluxQL query against the contract; returns what it names, or the problems.
@@ -429,8 +539,6 @@ fn check_query(q: &str, c: &Contract) -> Result<QueryNames, Vec<String>> {
     let mut errs = Vec::new();
     let mut names = QueryNames::default();
     let mut clause = "";
-    let mut selected: Vec<String> = Vec::new();
-    let mut filtered: Vec<String> = Vec::new();
     let mut key: Option<String> = None;
     for (i, t) in toks.iter().enumerate() {
         let prev_word = |w: &str| matches!(i.checked_sub(1).and_then(|p| toks.get(p)), Some(Tok::Word(x)) if x.eq_ignore_ascii_case(w));
@@ -442,8 +550,13 @@ fn check_query(q: &str, c: &Contract) -> Result<QueryNames, Vec<String>> {
                     "select" => clause = "select",
                     "from" => {
                         clause = "from";
-                        if !matches!(toks.get(i + 1), Some(Tok::Ident(_))) {
-                            errs.push("FROM must name one double-quoted measurement".to_string());
+                        let named = match toks.get(i + 1) {
+                            Some(Tok::Ident(_)) => true,
+                            Some(Tok::Rp(_)) => matches!(toks.get(i + 2), Some(Tok::Ident(_))),
+                            _ => false,
+                        };
+                        if !named {
+                            errs.push("FROM must name one double-quoted measurement, optionally after a double-quoted retention policy (\"$rp\".\"disk\")".to_string());
                         }
                     }
                     "where" => clause = "where",
@@ -461,6 +574,20 @@ fn check_query(q: &str, c: &Contract) -> Result<QueryNames, Vec<String>> {
             Tok::Var(v) if !v.is_empty() && v != "timeFilter" && !v.starts_with("__") => {
                 names.variables.push(v.clone());
             }
+            Tok::Rp(rp) => {
+                if !prev_word("from") {
+                    errs.push(format!("retention policy \"{rp}\" is not right after FROM"));
+                }
+                match rp.strip_prefix('$') {
+                    Some(v) => names.variables.push(v.to_string()),
+                    None if !c.retention_policies.iter().any(|r| r == rp) => errs.push(format!(
+                        "retention policy \"{rp}\" is not created by {SETUP} ({:?})",
+                        c.retention_policies
+                    )),
+                    None => {}
+                }
+                names.retention_policy = Some(rp.clone());
+            }
             Tok::Ident(id) => {
                 if prev_word("as") {
                     continue;
@@ -471,8 +598,8 @@ fn check_query(q: &str, c: &Contract) -> Result<QueryNames, Vec<String>> {
                             errs.push("more than one measurement".to_string());
                         }
                     }
-                    "select" => selected.push(id.clone()),
-                    "where" => filtered.push(id.clone()),
+                    "select" => names.selected.push((function_around(&toks, i), id.clone())),
+                    "where" => names.filtered.push(id.clone()),
                     "group" => names.group_by_tags.push(id.clone()),
                     "key" => key = Some(id.clone()),
                     _ => errs.push(format!("identifier \"{id}\" outside any clause")),
@@ -491,7 +618,8 @@ fn check_query(q: &str, c: &Contract) -> Result<QueryNames, Vec<String>> {
         ));
         return Err(errs);
     }
-    for s in selected.iter().chain(&filtered) {
+    let selected = names.selected.iter().map(|(_, s)| s);
+    for s in selected.chain(&names.filtered) {
         if !c.is_field(&m, s) && !c.is_tag(&m, s) {
             errs.push(format!("\"{s}\" is neither a field nor a tag of \"{m}\""));
         }
@@ -510,6 +638,119 @@ fn check_query(q: &str, c: &Contract) -> Result<QueryNames, Vec<String>> {
     }
 }
 
+/// What makes a panel or annotation query wrong at one of the levels the `$rp` variable selects:
+/// it must read a measurement with rollups through `"$rp".`, and mean the same thing on the
+/// 10 s reports as on the 1 min and 1 h rollups: every field it reads exists in each rollup, no
+/// `count()` (it counts rows: reports on raw, minutes or hours on the rollups), `sum()` only of
+/// a field the rollups sum, and such a field (seconds or events within an interval) only through
+/// `sum()`.
+fn rollup_problems(names: &QueryNames, c: &Contract) -> Vec<String> {
+    let mut errs = Vec::new();
+    let Some(m) = names.measurement.as_deref() else {
+        return errs;
+    };
+    let levels: Vec<(&String, &BTreeMap<String, String>)> = c
+        .retention_policies
+        .iter()
+        .filter_map(|rp| c.rollups.get(rp)?.get(m).map(|f| (rp, f)))
+        .collect();
+    let rp = names.retention_policy.as_deref();
+    if levels.is_empty() {
+        if rp.is_some() {
+            errs.push(format!(
+                "\"{m}\" has no rollups: read it without a retention policy"
+            ));
+        }
+        return errs;
+    }
+    if rp != Some("$rp") {
+        errs.push(format!(
+            "\"{m}\" has rollups ({}): write FROM \"$rp\".\"{m}\" so that the Resolution variable picks the level",
+            levels.iter().map(|(rp, _)| rp.as_str()).collect::<Vec<_>>().join(", ")
+        ));
+        return errs;
+    }
+    let reads = names.selected.iter().map(|(f, x)| (f.as_str(), x, true));
+    let reads = reads.chain(names.filtered.iter().map(|x| ("", x, false)));
+    for (func, field, in_select) in reads {
+        if c.is_tag(m, field) {
+            continue;
+        }
+        for (rp, fields) in &levels {
+            let Some(rolled) = fields.get(field.as_str()) else {
+                errs.push(format!(
+                    "\"{field}\" is not kept in {rp}.{m}: add it to the continuous query or leave the panel on raw"
+                ));
+                continue;
+            };
+            if !in_select {
+                continue;
+            }
+            if func == "count" {
+                errs.push(format!(
+                    "count(\"{field}\") counts rows, which are 10 s reports on raw and {rp}'s intervals there; sum(\"interval_s\") or sum() of a counted field means the same at every level"
+                ));
+            } else if func == "sum" && rolled != "sum" {
+                errs.push(format!(
+                    "sum(\"{field}\") adds up one value per row, but {rp} keeps {rolled}() of it per interval: the total depends on the level (mean() * sum(\"interval_s\") is the amount over the range)"
+                ));
+            } else if rolled == "sum" && func != "sum" {
+                errs.push(format!(
+                    "{func}(\"{field}\"): {rp} sums \"{field}\" over its interval, so only sum() of it means the same at every level"
+                ));
+            }
+        }
+    }
+    errs
+}
+
+#[test]
+fn rollup_check_rejects_what_changes_meaning_with_the_level() {
+    let c = contract();
+    let problems = |q: &str| rollup_problems(&check_query(q, &c).expect(q), &c);
+    let ok = |q: &str| assert_eq!(problems(q), Vec::<String>::new(), "{q}");
+    let bad = |q: &str, needle: &str| {
+        let errs = problems(q);
+        assert!(errs.iter().any(|e| e.contains(needle)), "{q}: {errs:?}");
+    };
+    ok(
+        r#"SELECT max("util_max_pct"), sum("saturated_s"), mean("util_pct") FROM "$rp"."disk" WHERE "kind" = 'disk' AND $timeFilter GROUP BY "device""#,
+    );
+    ok(
+        r#"SELECT mean("rx_drops_per_s") * sum("interval_s") AS "d" FROM "$rp"."net" WHERE $timeFilter"#,
+    );
+    ok(r#"SELECT count(distinct("read_ahead_kb")) FROM "$rp"."disk_tunables" WHERE $timeFilter"#);
+    ok(r#"SELECT last("state") FROM "$rp"."md_member" WHERE "state" <> 'in_sync' AND $timeFilter"#);
+    bad(
+        r#"SELECT max("util_max_pct") FROM "disk" WHERE $timeFilter"#,
+        r#"write FROM "$rp"."disk""#,
+    );
+    bad(
+        r#"SELECT max("util_max_pct") FROM "raw"."disk" WHERE $timeFilter"#,
+        r#"write FROM "$rp"."disk""#,
+    );
+    bad(
+        r#"SELECT count("util_pct") FROM "$rp"."disk" WHERE $timeFilter"#,
+        "counts rows",
+    );
+    bad(
+        r#"SELECT sum("rx_drops_per_s") FROM "$rp"."net" WHERE $timeFilter"#,
+        "keeps mean() of it",
+    );
+    bad(
+        r#"SELECT last("lines") FROM "$rp"."collector_heartbeat" WHERE $timeFilter"#,
+        "only sum() of it",
+    );
+    bad(
+        r#"SELECT mean("drqm_pct") FROM "$rp"."disk" WHERE $timeFilter"#,
+        "not kept in rp_1m.disk",
+    );
+    bad(
+        r#"SELECT max("util_max_pct") FROM "$rp"."disk" WHERE "drqm_pct" > 0 AND $timeFilter"#,
+        "not kept in rp_1h.disk",
+    );
+}
+
 #[test]
 fn query_check_rejects_what_the_agent_does_not_emit() {
     let c = contract();
@@ -518,6 +759,17 @@ fn query_check_rejects_what_the_agent_does_not_emit() {
     assert_eq!(names.measurement.as_deref(), Some("disk"));
     assert_eq!(names.group_by_tags, vec!["device".to_string()]);
     assert_eq!(names.variables, vec!["host".to_string()]);
+    assert_eq!(names.retention_policy, None);
+    let names = check_query(&ok.replace(r#"FROM "disk""#, r#"FROM "$rp"."disk""#), &c).unwrap();
+    assert_eq!(names.measurement.as_deref(), Some("disk"));
+    assert_eq!(names.retention_policy.as_deref(), Some("$rp"));
+    assert_eq!(names.variables, vec!["rp".to_string(), "host".to_string()]);
+    assert_eq!(
+        names.selected,
+        vec![("max".to_string(), "util_max_pct".to_string())]
+    );
+    let names = check_query(&ok.replace(r#"FROM "disk""#, r#"FROM "rp_1h"."disk""#), &c).unwrap();
+    assert_eq!(names.retention_policy.as_deref(), Some("rp_1h"));
     let bad = |q: &str, needle: &str| {
         let errs = check_query(q, &c).expect_err(q);
         assert!(errs.iter().any(|e| e.contains(needle)), "{q}: {errs:?}");
@@ -549,6 +801,18 @@ fn query_check_rejects_what_the_agent_does_not_emit() {
     bad(
         r#"SELECT "x" FROM (SELECT mean("util_pct") AS "x" FROM "disk")"#,
         "FROM must name",
+    );
+    bad(
+        r#"SELECT mean("util_pct") FROM "$rp".disk WHERE $timeFilter"#,
+        "must be double-quoted too",
+    );
+    bad(
+        r#"SELECT mean("util_pct") FROM "rp_10s"."disk" WHERE $timeFilter"#,
+        "retention policy \"rp_10s\" is not created",
+    );
+    bad(
+        r#"SELECT mean("util_pct") FROM "disk" WHERE "$rp"."host" = 'a' AND $timeFilter"#,
+        "not right after FROM",
     );
 }
 
@@ -601,6 +865,59 @@ fn all_panels(panels: &[Json]) -> Vec<&Json> {
 
 fn s<'a>(v: &'a Json, k: &str) -> &'a str {
     v.get(k).and_then(Json::as_str).unwrap_or("")
+}
+
+/// The `rp` variable: a custom variable, shown, offering the setup's retention policies in its
+/// order (finest first) with the default policy selected, as Grafana exports one.
+fn check_rp_variable(file: &str, vars: &[&Json], c: &Contract, errs: &mut Vec<String>) {
+    let Some(v) = vars.iter().find(|v| s(v, "name") == "rp") else {
+        errs.push(format!(
+            "{file}: no template variable $rp (the retention policy the panels read)"
+        ));
+        return;
+    };
+    let at = format!("{file}: variable $rp");
+    let want = c.retention_policies.join(",");
+    if s(v, "type") != "custom" || s(v, "query") != want {
+        errs.push(format!(
+            "{at}: must be of type custom with query {want:?} ({SETUP})"
+        ));
+    }
+    if v.get("hide").and_then(Json::as_u64) != Some(0) || s(v, "label").is_empty() {
+        errs.push(format!("{at}: must be shown (hide 0) with a label"));
+    }
+    if v.get("multi") == Some(&Json::Bool(true)) || v.get("includeAll") == Some(&Json::Bool(true)) {
+        errs.push(format!("{at}: one policy at a time (no multi, no All)"));
+    }
+    let options: Vec<(&str, &str, bool)> = v["options"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|o| {
+            (
+                s(o, "text"),
+                s(o, "value"),
+                o.get("selected") == Some(&Json::Bool(true)),
+            )
+        })
+        .collect();
+    let expected: Vec<(&str, &str, bool)> = c
+        .retention_policies
+        .iter()
+        .map(|rp| (rp.as_str(), rp.as_str(), *rp == c.default_rp))
+        .collect();
+    if options != expected {
+        errs.push(format!(
+            "{at}: options {options:?}, expected {expected:?} with the default policy selected"
+        ));
+    }
+    let current = &v["current"];
+    if s(current, "value") != c.default_rp || s(current, "text") != c.default_rp {
+        errs.push(format!(
+            "{at}: current must be the default policy {:?}, is {current}",
+            c.default_rp
+        ));
+    }
 }
 
 #[test]
@@ -663,10 +980,20 @@ fn dashboards_are_valid_and_name_only_documented_metrics() {
                 "{file}: no templating datasource variable DS_STORWATCH"
             ));
         }
-        let mut check = |q: &str, at: String, alias: &str, errs: &mut Vec<String>| {
+        check_rp_variable(file, &vars, &c, &mut errs);
+        // `panel`: a panel or annotation query, which must read the level `$rp` selects (the
+        // variables' SHOW TAG VALUES read InfluxDB's index, the same for every policy)
+        let mut check = |q: &str, at: String, alias: &str, panel: bool, errs: &mut Vec<String>| {
             queries += 1;
             match check_query(q, &c) {
                 Ok(names) => {
+                    if panel {
+                        errs.extend(
+                            rollup_problems(&names, &c)
+                                .into_iter()
+                                .map(|e| format!("{at}: {e}\n    query: {q}")),
+                        );
+                    }
                     for v in &names.variables {
                         if !var_names.contains(v.as_str()) {
                             errs.push(format!("{at}: variable ${v} is not defined in templating"));
@@ -695,6 +1022,7 @@ fn dashboards_are_valid_and_name_only_documented_metrics() {
                     s(v, "query"),
                     format!("{file}: variable ${}", s(v, "name")),
                     "",
+                    false,
                     &mut errs,
                 );
             }
@@ -705,6 +1033,7 @@ fn dashboards_are_valid_and_name_only_documented_metrics() {
                     s(a, "query"),
                     format!("{file}: annotation {:?}", s(a, "name")),
                     "",
+                    true,
                     &mut errs,
                 );
             }
@@ -733,7 +1062,7 @@ fn dashboards_are_valid_and_name_only_documented_metrics() {
                 if t.get("rawQuery") != Some(&Json::Bool(true)) {
                     errs.push(format!("{at}: rawQuery is not true"));
                 }
-                check(s(t, "query"), at, s(t, "alias"), &mut errs);
+                check(s(t, "query"), at, s(t, "alias"), true, &mut errs);
             }
         }
     }
