@@ -1,0 +1,513 @@
+//! Every dashboard query on the 1 min and 1 h rollups, on a real InfluxDB set up by
+//! `deploy/influxdb/setup.sh`: an hour of 10 s reports from a few simulated hosts (stepped under
+//! the agent's library, since an hour cannot pass in a test, and stamped as the last whole clock
+//! hour) goes into
+//! `raw`, with the collector heartbeat `docs/collector.md` specifies for them; each continuous
+//! query's own SELECT ... INTO then fills `rp_1m` and `rp_1h` over that window (the backfill
+//! `setup.influxql` describes). With the Resolution variable `$rp` on `rp_1m` and on `rp_1h`:
+//!
+//! * every panel and annotation query reads the level `$rp` names, none errors, and each
+//!   returns data on at least one host;
+//! * a burst survives: "Hottest disks" still shows util_max_pct 100 on the burst and write-storm
+//!   hosts at rp_1h, with the same saturated seconds as raw, while the hour's mean %util is low;
+//! * the site tables mean the same at every level: seconds saturated, NIC drops and the lines the
+//!   collector accepted add up to the same totals on raw, rp_1m and rp_1h.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value as Json;
+use storwatch_agent::command::SystemRunner;
+use storwatch_agent::config::Config;
+use storwatch_agent::encode::LineWriter;
+use storwatch_agent::health::md::MdMonitor;
+use storwatch_agent::health::mpath::{MpathConfig, MpathMonitor};
+use storwatch_agent::health::zpool::{ZpoolConfig, ZpoolMonitor};
+use storwatch_agent::health::Monitor;
+use storwatch_agent::risk::RiskModel;
+use storwatch_agent::sampler::Sampler;
+use storwatch_agent::sink::SinkStats;
+use storwatch_sim::scenario::Kind;
+use storwatch_sim::sim::Sim;
+use storwatch_tests::{http, workspace, Influxd};
+
+const DB: &str = "storwatch";
+const PORT: u16 = 18650;
+const STEP_NS: i64 = 10_000_000_000;
+const HOUR_NS: i64 = 3_600_000_000_000;
+/// Seconds of each scenario: an hour of reports.
+const STEPS: u32 = 3600;
+/// The collector's heartbeat interval (`[heartbeat] interval_s`).
+const HEARTBEAT_S: i64 = 30;
+
+const HOSTS: &[Kind] = &[
+    Kind::WriteStorm,
+    // three 10 s bursts in the hour
+    Kind::BurstSaturation,
+    Kind::MdRebuild,
+    Kind::MultipathFlap,
+    Kind::NicSaturation,
+    Kind::ZpoolResilver,
+];
+
+fn host(kind: Kind) -> String {
+    format!("rp-{}", kind.name())
+}
+
+/// The agent's health monitors as the agent binary builds them for a simulated host; `dmsetup`
+/// runs every 5 s on the flapping host (its path stays down 5–20 s), every report elsewhere: a
+/// fork and exec each, the most of what an hour costs here.
+fn monitors(root: &Path, kind: Kind) -> Vec<Box<dyn Monitor>> {
+    let dmsetup_interval_s = if kind == Kind::MultipathFlap {
+        5.0
+    } else {
+        10.0
+    };
+    vec![
+        Box::new(MdMonitor::new(Default::default(), RiskModel::default())),
+        Box::new(MpathMonitor::new_inline(
+            MpathConfig {
+                dmsetup: root.join("bin/dmsetup"),
+                dmsetup_interval_s,
+                use_ioctl: false,
+                use_multipathd: false,
+                ..MpathConfig::default()
+            },
+            Arc::new(SystemRunner),
+        )),
+        Box::new(ZpoolMonitor::new(
+            ZpoolConfig {
+                zpool: root.join("bin/zpool"),
+                interval_s: 0.2,
+                timeout_s: 5.0,
+                ..ZpoolConfig::default()
+            },
+            RiskModel::default(),
+            Arc::new(SystemRunner),
+        )),
+    ]
+}
+
+/// `STEPS` seconds of a scenario stepped without sleeping under the agent's library, as `name`:
+/// its reports, stamped 1, 2, 3 … report intervals from the epoch (`shift` moves them). The
+/// zpool monitor polls on its own thread in real time, so a ZFS host's first reports may lack
+/// its pool.
+fn history(kind: Kind, name: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sim = Sim::new(dir.path(), kind, name, 7, 1.0).unwrap();
+    let cfg = Config {
+        proc_root: dir.path().join("proc"),
+        sys_root: dir.path().join("sys"),
+        ..Config::default()
+    };
+    let mut sampler = Sampler::new(&cfg, monitors(dir.path(), kind));
+    let mut reports: Vec<String> = Vec::new();
+    sampler.sample(0.0);
+    for i in 1..=STEPS {
+        sim.step().unwrap();
+        sampler.sample(f64::from(i));
+        if i % 10 == 0 {
+            let mut w = LineWriter::new(name, &[("site".to_string(), "lab".to_string())]);
+            sampler.report(
+                &mut w,
+                i64::from(i / 10) * STEP_NS,
+                f64::from(i),
+                SinkStats::default(),
+            );
+            reports.push(String::from_utf8(w.take()).unwrap());
+        }
+    }
+    reports
+}
+
+/// The reports moved in time so that the last one is stamped `end_ns`, one string per report.
+fn shift(reports: &[String], end_ns: i64) -> Vec<(i64, String)> {
+    let shift = end_ns - reports.len() as i64 * STEP_NS;
+    let mut out = Vec::new();
+    for (k, r) in reports.iter().enumerate() {
+        let at = (k as i64 + 1) * STEP_NS + shift;
+        let mut text = String::new();
+        for line in r.lines() {
+            let (head, ts) = line.rsplit_once(' ').unwrap();
+            let ts: i64 = ts.parse().unwrap();
+            text.push_str(&format!("{head} {}\n", ts + shift));
+        }
+        out.push((at, text));
+    }
+    out
+}
+
+/// The collector's heartbeat for `name` over its stamped reports, as `docs/collector.md` gives
+/// it: every 30 s, the lines accepted since the last one and the seconds since the last line.
+fn heartbeat(name: &str, reports: &[(i64, String)]) -> String {
+    let (first, last) = (reports[0].0, reports[reports.len() - 1].0);
+    let mut out = String::new();
+    let mut beat = first - first.rem_euclid(HEARTBEAT_S * 1_000_000_000);
+    let mut next = 0;
+    let mut last_seen = 0i64;
+    while beat <= last + HEARTBEAT_S * 1_000_000_000 {
+        let mut lines = 0usize;
+        while next < reports.len() && reports[next].0 <= beat {
+            lines += reports[next].1.lines().count();
+            last_seen = reports[next].0;
+            next += 1;
+        }
+        if last_seen > 0 {
+            out.push_str(&format!(
+                "collector_heartbeat,host={name} last_seen_s={}i,age_s={}i,lines={lines}i {beat}\n",
+                last_seen / 1_000_000_000,
+                (beat - last_seen) / 1_000_000_000,
+            ));
+        }
+        beat += HEARTBEAT_S * 1_000_000_000;
+    }
+    out
+}
+
+fn write(influx: &Influxd, body: &str) {
+    let mut chunk = String::new();
+    let send = |chunk: &mut String| {
+        let (code, text) = http(
+            &format!("{}/write?db={DB}&precision=ns", influx.url()),
+            "POST",
+            &[],
+            chunk.as_bytes(),
+        );
+        assert_eq!(code, 204, "write: {text}");
+        chunk.clear();
+    };
+    for line in body.lines() {
+        chunk.push_str(line);
+        chunk.push('\n');
+        if chunk.len() > 4_000_000 {
+            send(&mut chunk);
+        }
+    }
+    if !chunk.is_empty() {
+        send(&mut chunk);
+    }
+}
+
+type Labels = BTreeMap<String, String>;
+/// One series of an answer: its tags, column names and rows.
+type Series = (Labels, Vec<String>, Vec<Json>);
+
+/// Each series of the answer: its tags, column names and rows; or InfluxDB's error.
+fn query(influx: &Influxd, q: &str) -> Result<Vec<Series>, String> {
+    let r = influx.query(DB, q);
+    let res = &r["results"][0];
+    if let Some(e) = res.get("error").or_else(|| r.get("error")) {
+        return Err(e.to_string());
+    }
+    if r.is_null() {
+        return Err("no JSON answer".to_string());
+    }
+    let mut out = Vec::new();
+    for s in res["series"].as_array().into_iter().flatten() {
+        let tags: Labels = s["tags"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let cols = s["columns"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| c.as_str().unwrap_or("").to_string())
+            .collect();
+        out.push((
+            tags,
+            cols,
+            s["values"].as_array().cloned().unwrap_or_default(),
+        ));
+    }
+    Ok(out)
+}
+
+/// Grafana's expansion of a dashboard query for one host, with site and device on "All", the
+/// Resolution variable on `rp` and the panels' interval at that level's step.
+fn expand(q: &str, rp: &str, host: &str) -> String {
+    let interval = match rp {
+        "rp_1m" => "1m",
+        "rp_1h" => "1h",
+        _ => "10s",
+    };
+    // three hours: the data's hour and the hour buckets it touches at rp_1h
+    q.replace("$timeFilter", "time > now() - 3h")
+        .replace("$rp", rp)
+        .replace("$__interval", interval)
+        .replace("$site", ".*")
+        .replace("$device", ".*")
+        .replace("$host", host)
+}
+
+/// Every query of the dashboards: (file, what, query, whether it is a panel or annotation).
+fn dashboard_queries() -> Vec<(String, String, String, bool)> {
+    let mut names: Vec<_> = std::fs::read_dir(workspace().join("dashboards"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 4, "{names:?}");
+    let mut qs = Vec::new();
+    for path in names {
+        let d: Json = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        for v in d["templating"]["list"].as_array().unwrap() {
+            if v["type"] == "query" {
+                let what = format!("variable ${}", v["name"].as_str().unwrap());
+                qs.push((
+                    file.clone(),
+                    what,
+                    v["query"].as_str().unwrap().into(),
+                    false,
+                ));
+            }
+        }
+        for a in d["annotations"]["list"].as_array().unwrap() {
+            if let Some(q) = a["query"].as_str() {
+                qs.push((
+                    file.clone(),
+                    format!("annotation {}", a["name"]),
+                    q.into(),
+                    true,
+                ));
+            }
+        }
+        let mut stack: Vec<&Json> = d["panels"].as_array().unwrap().iter().collect();
+        while let Some(p) = stack.pop() {
+            stack.extend(p["panels"].as_array().into_iter().flatten());
+            for t in p["targets"].as_array().into_iter().flatten() {
+                qs.push((
+                    file.clone(),
+                    format!("panel {} query {}", p["title"], t["refId"]),
+                    t["query"].as_str().unwrap().into(),
+                    true,
+                ));
+            }
+        }
+    }
+    qs
+}
+
+fn panel_query(file: &str, title: &str) -> String {
+    dashboard_queries()
+        .into_iter()
+        .find(|(f, what, _, _)| f == file && what == &format!("panel {title:?} query \"A\""))
+        .unwrap_or_else(|| panic!("{file}: no panel {title:?}"))
+        .2
+}
+
+/// Per `host` tag: the values of the named columns in every row of every series.
+fn by_host(influx: &Influxd, q: &str, col: &str) -> BTreeMap<(String, Labels), Vec<f64>> {
+    let mut out: BTreeMap<(String, Labels), Vec<f64>> = BTreeMap::new();
+    for (tags, cols, rows) in query(influx, q).unwrap_or_else(|e| panic!("{e}\n  {q}")) {
+        let i = cols
+            .iter()
+            .position(|c| c == col)
+            .unwrap_or_else(|| panic!("no column {col} in {cols:?}: {q}"));
+        let host = tags.get("host").cloned().unwrap_or_default();
+        let vals = rows.iter().filter_map(|r| r[i].as_f64());
+        out.entry((host, tags)).or_default().extend(vals);
+    }
+    out
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64
+}
+
+#[test]
+fn dashboards_read_the_rollups() {
+    let t0 = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let influx = Influxd::start(dir.path(), PORT);
+    let setup = workspace().join("deploy/influxdb/setup.sh");
+    let out = Command::new("bash")
+        .arg(&setup)
+        .args(["--url", &influx.url()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "setup.sh: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // ---- an hour per host, stepped in parallel, stamped after all ran so that it ends now
+    let threads: Vec<_> = HOSTS
+        .iter()
+        .map(|&k| std::thread::spawn(move || (k, history(k, &host(k)))))
+        .collect();
+    let histories: Vec<(Kind, Vec<String>)> =
+        threads.into_iter().map(|t| t.join().unwrap()).collect();
+    eprintln!("{} hosts stepped in {:?}", HOSTS.len(), t0.elapsed());
+    // the last report 10 s before the last hour boundary: the hour is one whole rp_1h interval
+    // and each of its minutes holds six reports, so a mean of minute or hour means is the mean
+    // of the reports and the levels can be compared exactly (a partial hour at either end of a
+    // range weighs as much as a whole one in a mean at rp_1h)
+    let end = now_ns() / HOUR_NS * HOUR_NS - STEP_NS;
+    let mut first = end;
+    for (kind, reports) in &histories {
+        let stamped = shift(reports, end);
+        first = first.min(stamped[0].0);
+        let body: String = stamped.iter().map(|(_, r)| r.as_str()).collect();
+        write(&influx, &body);
+        write(&influx, &heartbeat(&host(*kind), &stamped));
+    }
+
+    // ---- backfill: each continuous query's own SELECT ... INTO over the window, 1 min first
+    let dry = Command::new("bash")
+        .arg(&setup)
+        .arg("--dry-run")
+        .output()
+        .unwrap();
+    assert!(dry.status.success());
+    let statements = String::from_utf8(dry.stdout).unwrap();
+    // (the heartbeat after the last report falls into the next hour)
+    let (from, to) = (first / HOUR_NS * HOUR_NS, (end / HOUR_NS + 2) * HOUR_NS);
+    for level in ["1m", "1h"] {
+        let mut n = 0;
+        for st in statements.lines() {
+            if !st.starts_with(&format!("CREATE CONTINUOUS QUERY \"cq_{level}_")) {
+                continue;
+            }
+            let select = st
+                .split_once(" BEGIN ")
+                .and_then(|(_, s)| s.strip_suffix(" END"))
+                .unwrap_or_else(|| panic!("no BEGIN ... END: {st}"));
+            let select = select.replacen(
+                " GROUP BY ",
+                &format!(" WHERE time >= {from} AND time < {to} GROUP BY "),
+                1,
+            );
+            query(&influx, &select).unwrap_or_else(|e| panic!("backfill: {e}\n  {select}"));
+            n += 1;
+        }
+        assert!(n >= 16, "{n} continuous queries of the {level} level");
+    }
+    eprintln!("written and rolled up at {:?}", t0.elapsed());
+
+    // ---- every dashboard query at each rollup level
+    let queries = dashboard_queries();
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for rp in ["rp_1m", "rp_1h"] {
+        for (file, what, q, panel) in &queries {
+            if *panel && !q.contains("\"$rp\".") {
+                problems.push(format!("{file}: {what}: does not read \"$rp\".\n    {q}"));
+            }
+            checked += 1;
+            let mut has_data = false;
+            for &k in HOSTS {
+                let e = expand(q, rp, &host(k));
+                match query(&influx, &e) {
+                    Ok(series) => {
+                        has_data |= series.iter().any(|(_, _, rows)| {
+                            rows.iter().any(|r| {
+                                r.as_array()
+                                    .is_some_and(|r| r[1..].iter().any(|v| !v.is_null()))
+                            })
+                        })
+                    }
+                    Err(err) => {
+                        problems.push(format!("{file}: {what} at {rp}: {err}\n    {e}"));
+                        break;
+                    }
+                }
+            }
+            if !has_data {
+                problems.push(format!(
+                    "{file}: {what}: no data at {rp} on any host\n    {q}"
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} problem(s):\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+    assert!(checked > 100, "{checked}");
+
+    // ---- a burst survives: the hottest disk of the burst and storm hosts at rp_1h
+    let hottest = panel_query(
+        "site-overview.json",
+        "Hottest disks (peak 1 s %util, seconds saturated)",
+    );
+    let at = |rp: &str, col: &str| by_host(&influx, &expand(&hottest, rp, ""), col);
+    let per_host = |m: &BTreeMap<(String, Labels), Vec<f64>>, h: &str, f: fn(f64, f64) -> f64| {
+        m.iter()
+            .filter(|((x, _), _)| x == h)
+            .flat_map(|(_, v)| v.iter().copied())
+            .reduce(f)
+            .unwrap_or(f64::NAN)
+    };
+    let (util_max, util_max_raw) = (at("rp_1h", "util_max_pct"), at("raw", "util_max_pct"));
+    let (sat, sat_raw, sat_1m) = (
+        at("rp_1h", "saturated_s"),
+        at("raw", "saturated_s"),
+        at("rp_1m", "saturated_s"),
+    );
+    let util_mean = at("rp_1h", "util_pct");
+    for kind in [Kind::BurstSaturation, Kind::WriteStorm] {
+        let h = host(kind);
+        let peak = per_host(&util_max, &h, f64::max);
+        assert!(
+            peak >= 100.0 && peak == per_host(&util_max_raw, &h, f64::max),
+            "{h}: util_max_pct at rp_1h {peak}, raw {}",
+            per_host(&util_max_raw, &h, f64::max)
+        );
+        let s = per_host(&sat, &h, |a, b| a + b);
+        assert!(s >= 30.0, "{h}: saturated_s at rp_1h {s}");
+        assert_eq!(s, per_host(&sat_raw, &h, |a, b| a + b), "{h}: saturated_s");
+        assert_eq!(s, per_host(&sat_1m, &h, |a, b| a + b), "{h}: saturated_s");
+    }
+    // ... which the hour's mean hides: the burst disk's mean %util stays low
+    let burst = host(Kind::BurstSaturation);
+    let (key, _) = util_max
+        .iter()
+        .find(|((h, _), v)| *h == burst && v.iter().any(|x| *x >= 100.0))
+        .unwrap();
+    let mean = util_mean[key].iter().copied().fold(f64::NAN, f64::max);
+    assert!(mean < 30.0, "{key:?}: hourly mean %util {mean}");
+
+    // ---- the same totals at every level
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1.0);
+    for (title, col) in [
+        ("NICs by % of link", "rx_drops"),
+        ("Agents by silence (collector heartbeat)", "lines"),
+    ] {
+        let q = panel_query("site-overview.json", title);
+        let raw = by_host(&influx, &expand(&q, "raw", ""), col);
+        let mut nonzero = false;
+        for rp in ["rp_1m", "rp_1h"] {
+            let rolled = by_host(&influx, &expand(&q, rp, ""), col);
+            assert_eq!(
+                raw.keys().collect::<Vec<_>>(),
+                rolled.keys().collect::<Vec<_>>(),
+                "{title}"
+            );
+            for (k, v) in &raw {
+                let (a, b) = (v.iter().sum::<f64>(), rolled[k].iter().sum::<f64>());
+                nonzero |= a > 0.0;
+                assert!(close(a, b), "{title}: {col} of {k:?}: raw {a}, {rp} {b}");
+            }
+        }
+        assert!(nonzero, "{title}: {col} is 0 everywhere: {raw:?}");
+    }
+    eprintln!("done in {:?}", t0.elapsed());
+}
