@@ -91,6 +91,22 @@ impl Influxd {
         self.query(db, &format!("CREATE DATABASE \"{db}\""));
     }
 
+    /// Sets the database up as a site does, with `deploy/influxdb/setup.sh`: the `raw` (default),
+    /// `rp_1m` and `rp_1h` retention policies and the continuous queries that fill them.
+    pub fn setup_site(&self, db: &str) {
+        let out = Command::new("bash")
+            .arg(workspace().join("deploy/influxdb/setup.sh"))
+            .args(["--url", &self.url(), "--db", db])
+            .output()
+            .expect("run deploy/influxdb/setup.sh");
+        assert!(
+            out.status.success(),
+            "setup.sh: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// The first value of the first series of a query (0 when there is none).
     pub fn scalar(&self, db: &str, q: &str) -> f64 {
         self.query(db, q)["results"][0]["series"][0]["values"][0][1]
@@ -245,6 +261,60 @@ impl Drop for Collector {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A child process (a simulator, an agent) SIGKILLed and reaped on drop, with its output in a log
+/// file to show when a test fails.
+pub struct Proc {
+    pub name: String,
+    pub log: PathBuf,
+    child: Child,
+}
+
+impl Proc {
+    /// Starts `cmd` with stdout and stderr appended to `log`.
+    pub fn spawn(name: &str, log: &Path, cmd: &mut Command) -> Proc {
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .unwrap();
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {name}: {e}"));
+        Proc {
+            name: name.to_string(),
+            log: log.to_path_buf(),
+            child,
+        }
+    }
+
+    /// Whether it still runs.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The last `n` lines of its log.
+    pub fn log_tail(&self, n: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+
+    /// kill -9 and reap.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 

@@ -1,51 +1,49 @@
-//! Every dashboard query and alert rule against the real InfluxDB, filled by the real agent.
+//! Every dashboard query and alert rule against the real InfluxDB, filled by a live simulated
+//! fleet: for each scenario the simulator binary writes its host's tree once a second and the
+//! agent binary runs on it, reporting every 10 s through the real collector into a throw-away
+//! influxd, as at a site. Two more hosts: one stopped after its first report, for the
+//! agent-silent rule; one in a write storm after an hour of calm history (stepped under the
+//! agent's library, since an hour cannot pass in a test, and sent through the collector too), to
+//! leave its own await baseline. After about eight minutes of live data:
 //!
-//! Simulated hosts (one per scenario, tag `site=lab`) are stepped without sleeping under the
-//! agent's `Sampler` and health monitors; each 10 steps make one report, written to a throw-away
-//! influxd with timestamps ending now (the healthy host's through the real collector, whose
-//! forwarding is checked line for line). The collector's heartbeat adds a host last seen 20
-//! minutes ago. Then:
-//!
+//! * Grafana's evaluations of every alert rule are replayed over the run: at each tick of its
+//!   group's interval, its queries with their relative time ranges ending at that tick, its
+//!   reduce, threshold and math expressions per series, and each alert instance going Normal →
+//!   Pending → Firing once its condition has held for the rule's `for`. Each rule must fire on
+//!   the scenarios made for it, no rule's condition may ever hold on `healthy`, and
+//!   agent-silent only on the stopped host;
 //! * every panel query, template variable query and annotation query runs with Grafana's macros
 //!   expanded as Grafana does (`$timeFilter`, `$__interval`, `$site`/`$device` as "All" = `.*`,
-//!   `$host` the scenario's host), none errors, and each returns data on at least one scenario;
-//! * every alert rule runs with its queries' relative time ranges, its reduce, threshold and math
-//!   expressions evaluated per series, and must fire on the scenarios made for it and never on
-//!   `healthy`.
+//!   `$host` each scenario's host), none errors, and each returns data on at least one scenario;
+//! * the panels made for an incident show it on its scenario and not on `healthy`;
+//! * nothing was lost on the way: no agent dropped a line, the collector rejected and
+//!   dead-lettered none.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::Arc;
+use std::process::Command;
+use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 use serde_yaml::Value as Yaml;
-use storwatch_agent::command::SystemRunner;
-use storwatch_agent::config::Config;
-use storwatch_agent::encode::LineWriter;
-use storwatch_agent::health::md::MdMonitor;
-use storwatch_agent::health::mpath::{MpathConfig, MpathMonitor};
-use storwatch_agent::health::zpool::{ZpoolConfig, ZpoolMonitor};
-use storwatch_agent::health::Monitor;
-use storwatch_agent::risk::RiskModel;
-use storwatch_agent::sampler::Sampler;
-use storwatch_agent::sink::SinkStats;
+use storwatch_dashboards_tests::{history, shift, STEP_NS};
 use storwatch_sim::scenario::Kind;
-use storwatch_sim::sim::Sim;
-use storwatch_tests::{http, wait_for, Collector, Influxd};
+use storwatch_tests::{binary, http, wait_for, Collector, Influxd, Proc};
 
 const DB: &str = "storwatch";
 const PORT: u16 = 18611;
-/// The collector that carries the healthy host's reports.
 const COLLECTOR_PORT: u16 = PORT + 4;
 const TOKEN: &str = "dashboards-test-token-0123456789";
-const STEP_NS: i64 = 10_000_000_000;
-const CALM_THEN_STORM: &str = "sim-calm-then-storm";
+/// How long the fleet runs.
+const RUN_S: u64 = 500;
+/// The agent-silent rule's threshold (300 s) and a margin for the heartbeat.
+const SILENT_S: u64 = 310;
 
 struct Scenario {
     kind: Kind,
+    /// the simulator's `--speed`: how much faster than real time the scenario's events come
     speed: f64,
-    steps: u32,
     /// rules (uid without the `storwatch-` prefix) that must fire on this host
     fires: &'static [&'static str],
 }
@@ -54,63 +52,54 @@ const SCENARIOS: &[Scenario] = &[
     Scenario {
         kind: Kind::Healthy,
         speed: 1.0,
-        steps: 60,
         fires: &[],
     },
     Scenario {
         kind: Kind::WriteStorm,
         speed: 1.0,
-        steps: 60,
         fires: &["disk-saturated"],
     },
     Scenario {
         kind: Kind::NicSaturation,
         speed: 1.0,
-        steps: 60,
         fires: &["nic-line-rate", "nic-errors-drops"],
     },
+    // a failure every 3-9 s instead of 30-90 s
     Scenario {
         kind: Kind::MultipathFlap,
         speed: 10.0,
-        steps: 150,
         fires: &["mpath-path-flapping", "mpath-path-down"],
     },
+    // the second member fails after a minute instead of ten
     Scenario {
         kind: Kind::MdRebuild,
         speed: 10.0,
-        steps: 90,
         fires: &["md-degraded", "md-rebuild-risk"],
     },
-    // the non-preferred rule wants more than 20 of the last 30 reports
     Scenario {
         kind: Kind::MultipathDegraded,
         speed: 1.0,
-        steps: 250,
         fires: &["mpath-non-preferred", "mpath-fewer-paths"],
     },
     Scenario {
         kind: Kind::MdDegraded,
         speed: 1.0,
-        steps: 30,
         fires: &["md-degraded", "md-degraded-no-rebuild"],
     },
     // the agent calls a recovery stalled after 60 polls without progress
     Scenario {
         kind: Kind::MdStalled,
         speed: 1.0,
-        steps: 90,
         fires: &["md-degraded", "md-rebuild-stalled"],
     },
     Scenario {
         kind: Kind::MdCheck,
         speed: 1.0,
-        steps: 60,
         fires: &["md-mismatch-growing"],
     },
     Scenario {
         kind: Kind::ZpoolResilver,
         speed: 1.0,
-        steps: 40,
         fires: &[
             "zpool-not-online",
             "zpool-checksum-errors",
@@ -120,166 +109,106 @@ const SCENARIOS: &[Scenario] = &[
     Scenario {
         kind: Kind::ZpoolCacheFaulted,
         speed: 1.0,
-        steps: 30,
         fires: &["zpool-fault-under-online"],
     },
     Scenario {
         kind: Kind::ZpoolRaidz1Resilver,
         speed: 1.0,
-        steps: 30,
         fires: &["zpool-not-online", "zpool-rebuild-risk"],
     },
     Scenario {
         kind: Kind::MixedRw,
         speed: 10.0,
-        steps: 200,
         fires: &["disk-mixed-rw"],
     },
     Scenario {
         kind: Kind::WorkerStaging,
         speed: 1.0,
-        steps: 60,
         fires: &["disk-saturated"],
     },
     Scenario {
         kind: Kind::ReadaheadDrift,
         speed: 1.0,
-        steps: 30,
         fires: &[],
     },
-    // the hour's three 10 s bursts within 60 s: too short for the 10 min saturation rule
+    // an hour's three 10 s bursts in five minutes: too short for the 10 min saturation rule
     Scenario {
         kind: Kind::BurstSaturation,
-        speed: 60.0,
-        steps: 60,
+        speed: 12.0,
         fires: &[],
     },
 ];
 
-/// A host the collector has not heard from for 20 minutes.
+/// The host whose agent stops after its first report.
 const GONE: &str = "sim-gone";
-
-/// The collector's heartbeat (docs/collector.md) for the last 10 minutes up to `end_ns`: every
-/// scenario's host reporting every 10 s, and [`GONE`] last seen 20 minutes before `end_ns`.
-fn heartbeats(end_ns: i64) -> String {
-    let mut out = String::new();
-    for k in 0..60i64 {
-        let ts = end_ns - k * STEP_NS;
-        let now_s = ts / 1_000_000_000;
-        for s in SCENARIOS {
-            out.push_str(&format!(
-                "collector_heartbeat,host={} last_seen_s={}i,age_s=0i,lines=412i {ts}\n",
-                host(s.kind),
-                now_s
-            ));
-        }
-        let last = end_ns / 1_000_000_000 - 1200;
-        out.push_str(&format!(
-            "collector_heartbeat,host={GONE} last_seen_s={last}i,age_s={}i,lines=0i {ts}\n",
-            now_s - last
-        ));
-    }
-    out
-}
+/// A disk server in a write storm after a calm hour: its await leaves its own baseline.
+const CALM_THEN_STORM: &str = "sim-calm-then-storm";
 
 fn host(kind: Kind) -> String {
     format!("sim-{}", kind.name())
 }
 
-fn monitors(root: &Path) -> Vec<Box<dyn Monitor>> {
-    vec![
-        Box::new(MdMonitor::new(Default::default(), RiskModel::default())),
-        Box::new(MpathMonitor::new_inline(
-            MpathConfig {
-                dmsetup: root.join("bin/dmsetup"),
-                dmsetup_interval_s: 1.0,
-                use_ioctl: false,
-                use_multipathd: false,
-                ..MpathConfig::default()
-            },
-            Arc::new(SystemRunner),
-        )),
-        Box::new(ZpoolMonitor::new(
-            ZpoolConfig {
-                zpool: root.join("bin/zpool"),
-                interval_s: 0.2,
-                timeout_s: 5.0,
-                ..ZpoolConfig::default()
-            },
-            RiskModel::default(),
-            Arc::new(SystemRunner),
-        )),
-    ]
+/// The agents' configuration: the simulated host's `dmsetup` is the only multipath source (the
+/// device-mapper ioctl and multipathd's socket would be this machine's), as in the quickstart.
+fn agent_config(dir: &Path) -> std::path::PathBuf {
+    let token = dir.join("agent.token");
+    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    let cfg = dir.join("agent.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[mpath]\nuse_ioctl = false\nuse_multipathd = false\n\
+             [http]\ntoken_file = \"{}\"\nbackoff_min_s = 0.2\nbackoff_max_s = 2.0\n",
+            token.display()
+        ),
+    )
+    .unwrap();
+    cfg
 }
 
-/// Runs a scenario under the agent and returns its reports, stamped 1, 2, 3 … report intervals
-/// from the epoch (`shift` moves them to end now).
-/// The zpool monitor answers from its own thread: a ZFS scenario runs on (up to 60 s of wall
-/// time) until its report carries the `zpool status` details.
-fn run(s: &Scenario) -> Vec<String> {
-    run_as(s, &host(s.kind))
-}
-
-/// [`run`] under another host name.
-fn run_as(s: &Scenario, name: &str) -> Vec<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let mut sim = Sim::new(dir.path(), s.kind, name, 7, s.speed).unwrap();
-    let cfg = Config {
-        proc_root: dir.path().join("proc"),
-        sys_root: dir.path().join("sys"),
-        ..Config::default()
-    };
-    let mut sampler = Sampler::new(&cfg, monitors(dir.path()));
-    let wants_zpool = matches!(
-        s.kind,
-        Kind::ZpoolResilver | Kind::ZpoolCacheFaulted | Kind::ZpoolRaidz1Resilver
+/// Starts the simulator for one host under `dir/<name>` and, once its tree is written, the
+/// agent on it with the host's `zpool`/`dmsetup` stand-ins first on PATH.
+fn start_host(dir: &Path, name: &str, kind: Kind, speed: f64, output: &str) -> (Proc, Proc) {
+    let root = dir.join(name);
+    let sim = Proc::spawn(
+        &format!("storwatch-sim {name}"),
+        &dir.join(format!("{name}.sim.log")),
+        Command::new(binary("storwatch-sim", "storwatch-sim"))
+            .arg("--root")
+            .arg(&root)
+            .args(["--scenario", kind.name(), "--host", name, "--seed", "7"])
+            .args(["--speed", &speed.to_string()]),
     );
-    let resilvering = s.kind != Kind::ZpoolCacheFaulted;
-    let started = std::time::Instant::now();
-    let mut reports: Vec<String> = Vec::new();
-    sampler.sample(0.0);
-    let mut i = 0u32;
-    loop {
-        i += 1;
-        sim.step().unwrap();
-        if wants_zpool {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        sampler.sample(f64::from(i));
-        if i % 10 == 0 {
-            let mut w = LineWriter::new(name, &[("site".to_string(), "lab".to_string())]);
-            sampler.report(
-                &mut w,
-                i64::from(i / 10) * STEP_NS,
-                f64::from(i),
-                SinkStats::default(),
-            );
-            let text = String::from_utf8(w.take()).unwrap();
-            let done = i >= s.steps
-                && (!wants_zpool
-                    || ((!resilvering || text.contains("scan=\"resilver\""))
-                        && text.contains("redundancy_left")
-                        && text.contains("capacity_pct"))
-                    || started.elapsed() > std::time::Duration::from_secs(60));
-            reports.push(text);
-            if done {
-                break;
-            }
-        }
-    }
-    reports
-}
-
-/// The reports moved in time so that the last one is stamped `end_ns`.
-fn shift(reports: &[String], end_ns: i64) -> String {
-    let shift = end_ns - reports.len() as i64 * STEP_NS;
-    let mut out = String::new();
-    for line in reports.iter().flat_map(|r| r.lines()) {
-        let (head, ts) = line.rsplit_once(' ').unwrap();
-        let ts: i64 = ts.parse().unwrap();
-        out.push_str(&format!("{head} {}\n", ts + shift));
-    }
-    out
+    assert!(
+        wait_for(Duration::from_secs(30), || root
+            .join("proc/diskstats")
+            .is_file()
+            && root.join("host").is_file()),
+        "{name}: the simulator wrote no tree: {}",
+        sim.log_tail(20)
+    );
+    let path = format!(
+        "{}:{}",
+        root.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let agent = Proc::spawn(
+        &format!("storwatch-agent {name}"),
+        &dir.join(format!("{name}.agent.log")),
+        Command::new(binary("storwatch-agent", "storwatch-agent"))
+            .env("PATH", path)
+            .arg("--config")
+            .arg(agent_config(dir))
+            .arg("run")
+            .arg("--proc-root")
+            .arg(root.join("proc"))
+            .arg("--sys-root")
+            .arg(root.join("sys"))
+            .args(["--host", name, "--tag", "site=lab", "--output", output])
+            .arg("--spool-dir")
+            .arg(root.join("spool")),
+    );
+    (sim, agent)
 }
 
 fn query(influx: &Influxd, q: &str) -> Rows {
@@ -305,9 +234,11 @@ fn query(influx: &Influxd, q: &str) -> Rows {
     out
 }
 
-/// Grafana's expansion of a dashboard query for one host, with site and device on "All".
+/// Grafana's expansion of a dashboard query for one host, with site and device on "All" and
+/// the 10 s retention policy.
 fn expand_dashboard(q: &str, host: &str) -> String {
     q.replace("$timeFilter", "time > now() - 1h")
+        .replace("$rp", "raw")
         .replace("$__interval", "10s")
         .replace("$site", ".*")
         .replace("$device", ".*")
@@ -451,8 +382,9 @@ fn math_expressions_follow_precedence() {
     assert_eq!(math("$C > 1", &vars), None);
 }
 
-/// Evaluates one rule; returns the label sets its condition is true for.
-fn evaluate(influx: &Influxd, rule: &Yaml) -> Vec<BTreeMap<String, String>> {
+/// Evaluates one rule as Grafana would at `at_ns` (its queries' relative time ranges end
+/// there); returns the label sets its condition is true for.
+fn evaluate(influx: &Influxd, rule: &Yaml, at_ns: i64) -> Vec<BTreeMap<String, String>> {
     let mut results: BTreeMap<String, Series> = BTreeMap::new();
     let mut raw: BTreeMap<String, Rows> = BTreeMap::new();
     for d in rule["data"].as_sequence().unwrap() {
@@ -511,10 +443,11 @@ fn evaluate(influx: &Influxd, rule: &Yaml) -> Vec<BTreeMap<String, String>> {
             let range = &d["relativeTimeRange"];
             let from = range["from"].as_u64().unwrap();
             let to = range["to"].as_u64().unwrap_or(0);
-            let mut tf = format!("time > now() - {from}s");
-            if to > 0 {
-                tf.push_str(&format!(" AND time < now() - {to}s"));
-            }
+            let tf = if to > 0 {
+                format!("time > {at_ns} - {from}s AND time < {at_ns} - {to}s")
+            } else {
+                format!("time > {at_ns} - {from}s AND time <= {at_ns}")
+            };
             let q = m["query"].as_str().unwrap().replace("$timeFilter", &tf);
             raw.insert(r, query(influx, &q));
         }
@@ -527,139 +460,266 @@ fn evaluate(influx: &Influxd, rule: &Yaml) -> Vec<BTreeMap<String, String>> {
         .collect()
 }
 
-#[test]
-fn dashboards_and_alert_rules_on_the_simulated_fleet() {
-    let dir = tempfile::tempdir().unwrap();
-    let influx = Influxd::start(&dir.path().join("influxd"), PORT);
-    influx.create_db(DB);
-    // the healthy host's reports go the way an agent's do: through the real collector, which
-    // queues them and forwards them to influxd (and writes its heartbeat for the host);
-    // started before the data is stamped, as it may have to be built first
-    let cdir = dir.path().join("collector");
-    std::fs::create_dir_all(&cdir).unwrap();
-    let collector = Collector::start(&cdir, COLLECTOR_PORT, &influx.url(), DB, TOKEN);
-    // the scenarios first, so that the data ends just before the rules are evaluated: the
-    // shortest rule window is 60 s
-    let runs: Vec<(Kind, Vec<String>)> = SCENARIOS.iter().map(|s| (s.kind, run(s))).collect();
-    // a disk server that was healthy an hour ago and is in a write storm now: its await leaves
-    // its own baseline
-    assert!(SCENARIOS[0].kind == Kind::Healthy && SCENARIOS[1].kind == Kind::WriteStorm);
-    let calm = run_as(&SCENARIOS[0], CALM_THEN_STORM);
-    let storm = run_as(&SCENARIOS[1], CALM_THEN_STORM);
-    let now_ns = std::time::SystemTime::now()
+fn now_ns() -> i64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
-        .as_nanos() as i64;
-    let end_ns = now_ns / STEP_NS * STEP_NS - STEP_NS;
-    let mut via_collector = 0;
-    for (kind, reports) in &runs {
-        let body = shift(reports, end_ns);
-        let url = if *kind == Kind::Healthy {
-            via_collector = body.lines().count();
-            collector.url(&format!("/write?db={DB}"))
-        } else {
-            format!("{}/write?db={DB}", influx.url())
-        };
-        let auth = format!("Token {TOKEN}");
-        let (code, body) = http(&url, "POST", &[("Authorization", &auth)], body.as_bytes());
-        assert_eq!(code, 204, "{}: write refused: {body}", kind.name());
-    }
-    // every line the collector accepted is in influxd (its own heartbeat aside)
-    let healthy = host(Kind::Healthy);
-    let rows = |influx: &Influxd| -> usize {
-        let r = influx.query(
-            DB,
-            &format!("SELECT * FROM /.*/ WHERE \"host\" = '{healthy}'"),
-        );
-        r["results"][0]["series"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|s| s["name"] != "collector_heartbeat")
-            .map(|s| s["values"].as_array().map_or(0, Vec::len))
-            .sum()
-    };
-    assert!(
-        wait_for(std::time::Duration::from_secs(30), || rows(&influx)
-            >= via_collector),
-        "{healthy}: {} of {via_collector} lines forwarded by the collector",
-        rows(&influx)
-    );
-    assert_eq!(rows(&influx), via_collector, "{healthy}");
-    for (reports, end) in [(&calm, end_ns - 3600 * 1_000_000_000), (&storm, end_ns)] {
-        let (code, body) = http(
-            &format!("{}/write?db={DB}", influx.url()),
-            "POST",
-            &[],
-            shift(reports, end).as_bytes(),
-        );
-        assert_eq!(code, 204, "{CALM_THEN_STORM}: write refused: {body}");
-    }
-    let (code, body) = http(
-        &format!("{}/write?db={DB}", influx.url()),
-        "POST",
-        &[],
-        heartbeats(end_ns).as_bytes(),
-    );
-    assert_eq!(code, 204, "heartbeat: write refused: {body}");
+        .as_nanos() as i64
+}
 
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    // ---- alert rules
+/// Rows of `measurement` for `host`.
+fn rows_of(influx: &Influxd, measurement: &str, host: &str) -> usize {
+    let r = influx.query(
+        DB,
+        &format!("SELECT count(\"uptime_s\") FROM \"{measurement}\" WHERE \"host\" = '{host}'"),
+    );
+    r["results"][0]["series"][0]["values"][0][1]
+        .as_u64()
+        .unwrap_or(0) as usize
+}
+
+/// Panics with the logs of the first process that died.
+fn all_running(procs: &mut [Proc]) {
+    for p in procs.iter_mut() {
+        if !p.running() {
+            panic!("{} exited:\n{}", p.name, p.log_tail(30));
+        }
+    }
+}
+
+/// Every alert rule of alerts/: its uid without the `storwatch-` prefix, the rule, and its
+/// group's evaluation interval in seconds.
+fn rules(root: &Path) -> Vec<(String, Yaml, i64)> {
     let doc: Yaml = serde_yaml::from_str(
         &std::fs::read_to_string(root.join("alerts/storwatch-rules.yaml")).unwrap(),
     )
     .unwrap();
-    let mut fired: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut out = Vec::new();
     for g in doc["groups"].as_sequence().unwrap() {
+        let interval = seconds(g["interval"].as_str().unwrap());
         for r in g["rules"].as_sequence().unwrap() {
-            let uid = r["uid"]
-                .as_str()
-                .unwrap()
-                .trim_start_matches("storwatch-")
-                .to_string();
-            let hosts = evaluate(&influx, r)
-                .into_iter()
-                .filter_map(|t| t.get("host").cloned())
-                .collect();
-            fired.insert(uid, hosts);
+            let uid = r["uid"].as_str().unwrap();
+            out.push((
+                uid.trim_start_matches("storwatch-").to_string(),
+                r.clone(),
+                interval,
+            ));
         }
     }
-    let mut problems = Vec::new();
-    if fired["agent-silent"] != BTreeSet::from([GONE.to_string()]) {
-        problems.push(format!(
-            "storwatch-agent-silent fires on {:?}, not only on {GONE}",
-            fired["agent-silent"]
-        ));
+    out
+}
+
+/// A Grafana duration (`30s`, `5m`, `1h`) in seconds.
+fn seconds(d: &str) -> i64 {
+    let (n, unit) = d.split_at(d.len() - 1);
+    let n: i64 = n.parse().unwrap_or_else(|_| panic!("duration {d}"));
+    n * match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        _ => panic!("duration {d}"),
     }
-    if !fired["disk-await-baseline"].contains(CALM_THEN_STORM) {
-        problems.push(format!(
+}
+
+fn opt_min(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// What Grafana's evaluations made of one alert instance (one label set).
+#[derive(Default, Debug)]
+struct State {
+    /// the first evaluation where the condition held (Pending, or Firing when `for` is 0)
+    first_true: Option<i64>,
+    /// the first evaluation where it had held for the rule's `for` (Firing)
+    firing: Option<i64>,
+}
+
+/// Grafana's scheduler over `[from_ns, to_ns]`: the rule evaluated at every multiple of its
+/// group's interval (returned: how many), each alert instance Pending while its condition holds and Firing once it
+/// has held for the rule's `for`; a false evaluation sends it back to Normal.
+fn replay(
+    influx: &Influxd,
+    rule: &Yaml,
+    interval_s: i64,
+    from_ns: i64,
+    to_ns: i64,
+) -> (BTreeMap<Labels, State>, u32) {
+    let for_ns = seconds(rule["for"].as_str().unwrap()) * 1_000_000_000;
+    let step = interval_s * 1_000_000_000;
+    let mut out: BTreeMap<Labels, State> = BTreeMap::new();
+    let mut pending: BTreeMap<Labels, i64> = BTreeMap::new();
+    let mut t = (from_ns / step + 1) * step;
+    let mut n = 0;
+    while t <= to_ns {
+        n += 1;
+        let on: BTreeSet<Labels> = evaluate(influx, rule, t).into_iter().collect();
+        pending.retain(|l, _| on.contains(l));
+        for l in on {
+            let since = *pending.entry(l.clone()).or_insert(t);
+            let st = out.entry(l).or_default();
+            st.first_true.get_or_insert(t);
+            if t - since >= for_ns {
+                st.firing.get_or_insert(t);
+            }
+        }
+        t += step;
+    }
+    (out, n)
+}
+
+#[test]
+fn dashboards_and_alert_rules_on_a_live_simulated_fleet() {
+    let dir = tempfile::tempdir().unwrap();
+    let influx = Influxd::start(&dir.path().join("influxd"), PORT);
+    influx.setup_site(DB);
+    let cdir = dir.path().join("collector");
+    std::fs::create_dir_all(&cdir).unwrap();
+    let collector = Collector::start(&cdir, COLLECTOR_PORT, &influx.url(), DB, TOKEN);
+    let write_url = collector.url(&format!("/write?db={DB}"));
+    let auth = format!("Token {TOKEN}");
+
+    // CALM_THEN_STORM was calm for the hour before: stepped under the agent's library on a
+    // thread while the fleet runs (the rules are replayed on the data's own timestamps, so
+    // history may arrive late), sent through the collector in batches as an agent would
+    let storm = CALM_THEN_STORM.to_string();
+    let history_end = now_ns() / STEP_NS * STEP_NS;
+    let calm = {
+        let (storm, write_url, auth) = (storm.clone(), write_url.clone(), auth.clone());
+        std::thread::spawn(move || {
+            let built = Instant::now();
+            let reports = history(Kind::Healthy, &storm, 3600, 10.0);
+            let body: String = shift(&reports, history_end)
+                .into_iter()
+                .map(|(_, r)| r)
+                .collect();
+            let lines: Vec<&str> = body.lines().collect();
+            for batch in lines.chunks(2000) {
+                let (code, answer) = http(
+                    &write_url,
+                    "POST",
+                    &[("Authorization", &auth)],
+                    (batch.join("\n") + "\n").as_bytes(),
+                );
+                assert_eq!(code, 204, "{storm}: history refused: {answer}");
+            }
+            built.elapsed()
+        })
+    };
+
+    // the fleet
+    let hosts = dir.path().join("hosts");
+    std::fs::create_dir_all(&hosts).unwrap();
+    let started = Instant::now();
+    let started_ns = now_ns();
+    let (gone_sim, mut gone_agent) = start_host(&hosts, GONE, Kind::Healthy, 1.0, &write_url);
+    let mut procs = vec![gone_sim];
+    for s in SCENARIOS {
+        let (sim, agent) = start_host(&hosts, &host(s.kind), s.kind, s.speed, &write_url);
+        procs.push(sim);
+        procs.push(agent);
+    }
+    let (sim, agent) = start_host(&hosts, CALM_THEN_STORM, Kind::WriteStorm, 1.0, &write_url);
+    procs.push(sim);
+    procs.push(agent);
+    // the silent host: its agent stops once its first report is in influxd
+    assert!(
+        wait_for(Duration::from_secs(60), || rows_of(&influx, "agent", GONE)
+            > 0),
+        "{GONE}: no report within 60 s: {}",
+        gone_agent.log_tail(30)
+    );
+    gone_agent.kill();
+    let gone_at = Instant::now();
+    eprintln!(
+        "fleet of {} hosts up; {GONE} silent after {:.0} s",
+        SCENARIOS.len() + 2,
+        gone_at.duration_since(started).as_secs_f64()
+    );
+
+    // ---- the live run
+    let until = (started + Duration::from_secs(RUN_S)).max(gone_at + Duration::from_secs(SILENT_S));
+    while Instant::now() < until {
+        all_running(&mut procs);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    all_running(&mut procs);
+
+    let took = calm.join().expect("the history thread");
+    eprintln!(
+        "{storm}: an hour of calm history made and sent in {:.1} s",
+        took.as_secs_f64()
+    );
+    // the collector forwards it all before the replay
+    assert!(
+        wait_for(Duration::from_secs(60), || rows_of(
+            &influx, "agent", &storm
+        ) >= 360),
+        "{storm}: the history did not reach influxd"
+    );
+
+    // ---- alert rules: Grafana's evaluations over the run, replayed
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let healthy = host(Kind::Healthy);
+    let mut problems = BTreeSet::new();
+    let mut states: BTreeMap<(String, String), State> = BTreeMap::new();
+    let mut evaluations = 0;
+    for (uid, rule, interval_s) in rules(&root) {
+        let (instances, n) = replay(&influx, &rule, interval_s, started_ns, now_ns());
+        evaluations += n;
+        for (labels, st) in instances {
+            let h = labels.get("host").cloned().unwrap_or_default();
+            let e = states.entry((uid.clone(), h)).or_default();
+            e.first_true = opt_min(e.first_true, st.first_true);
+            e.firing = opt_min(e.firing, st.firing);
+        }
+    }
+    let secs = |t: Option<i64>| t.map(|t| (t - started_ns) / 1_000_000_000);
+    let mut table = String::new();
+    for ((uid, h), st) in &states {
+        table.push_str(&format!(
+            "  {uid:<26} {h:<28} true after {:>5?} s, firing after {:>5?} s\n",
+            secs(st.first_true),
+            secs(st.firing)
+        ));
+        if *h == healthy {
+            problems.insert(format!("storwatch-{uid} is true on {healthy}"));
+        }
+        if uid == "agent-silent" && h != GONE {
+            problems.insert(format!(
+                "storwatch-agent-silent is true on {h}, which reports"
+            ));
+        }
+    }
+    let firing = |uid: &str, h: &str| {
+        states
+            .get(&(uid.to_string(), h.to_string()))
+            .is_some_and(|s| s.firing.is_some())
+    };
+    if !firing("agent-silent", GONE) {
+        problems.insert(format!("{GONE}: storwatch-agent-silent does not fire"));
+    }
+    if !firing("disk-await-baseline", CALM_THEN_STORM) {
+        problems.insert(format!(
             "{CALM_THEN_STORM}: storwatch-disk-await-baseline does not fire"
         ));
     }
     for s in SCENARIOS {
         let h = host(s.kind);
         for rule in s.fires {
-            match fired.get(*rule) {
-                None => problems.push(format!("no rule storwatch-{rule}")),
-                Some(hosts) if !hosts.contains(&h) => {
-                    problems.push(format!("{h}: storwatch-{rule} does not fire"))
-                }
-                _ => {}
+            if !firing(rule, &h) {
+                problems.insert(format!("{h}: storwatch-{rule} does not fire"));
             }
-        }
-    }
-    let healthy = host(Kind::Healthy);
-    for (rule, hosts) in &fired {
-        if hosts.contains(&healthy) {
-            problems.push(format!("storwatch-{rule} fires on {healthy}"));
         }
     }
     assert!(
         problems.is_empty(),
-        "{}\nfired: {fired:#?}",
-        problems.join("\n")
+        "{}\nstates ({evaluations} evaluations):\n{table}",
+        problems.iter().cloned().collect::<Vec<_>>().join("\n")
     );
-    eprintln!("alert rules fired: {fired:#?}");
+    eprintln!("alert rules ({evaluations} evaluations):\n{table}");
 
     // ---- dashboards
     let mut empty = Vec::new();
@@ -721,6 +781,26 @@ fn dashboards_and_alert_rules_on_the_simulated_fleet() {
         empty.join("\n")
     );
     assert!(checked > 50, "{checked}");
+
+    incident_panels(&influx);
+
+    // ---- nothing lost on the way
+    for s in SCENARIOS {
+        let h = host(s.kind);
+        let q = format!("SELECT max(\"dropped_lines\") FROM \"agent\" WHERE \"host\" = '{h}'");
+        let dropped = influx.query(DB, &q)["results"][0]["series"][0]["values"][0][1].clone();
+        assert_eq!(dropped.as_f64(), Some(0.0), "{h}: dropped lines: {q}");
+    }
+    let (code, metrics) = http(&collector.url("/metrics"), "GET", &[], b"");
+    assert_eq!(code, 200, "{metrics}");
+    for name in ["lines_rejected_total", "output_dead_lettered_total"] {
+        let bad: Vec<&str> = metrics
+            .lines()
+            .filter(|l| l.starts_with(&format!("storwatch_collector_{name}")))
+            .filter(|l| !l.ends_with(" 0"))
+            .collect();
+        assert!(bad.is_empty(), "{bad:?}");
+    }
 }
 
 /// The query of a dashboard panel's target, by panel title and refId.
@@ -774,35 +854,7 @@ fn column(influx: &Influxd, q: &str, col: &str) -> Vec<(Labels, Vec<Json>)> {
 }
 
 /// The panels made for an incident show it on the scenario made for it, and not on `healthy`.
-#[test]
-fn panels_show_the_incidents() {
-    let dir = tempfile::tempdir().unwrap();
-    let influx = Influxd::start(&dir.path().join("influxd"), PORT + 2);
-    influx.create_db(DB);
-    let pick = [
-        Kind::Healthy,
-        Kind::WriteStorm,
-        Kind::MultipathFlap,
-        Kind::ReadaheadDrift,
-    ];
-    let runs: Vec<(Kind, Vec<String>)> = SCENARIOS
-        .iter()
-        .filter(|s| pick.contains(&s.kind))
-        .map(|s| (s.kind, run(s)))
-        .collect();
-    let now_ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as i64;
-    for (kind, reports) in &runs {
-        let (code, body) = http(
-            &format!("{}/write?db={DB}", influx.url()),
-            "POST",
-            &[],
-            shift(reports, now_ns / STEP_NS * STEP_NS - STEP_NS).as_bytes(),
-        );
-        assert_eq!(code, 204, "{}: {body}", kind.name());
-    }
+fn incident_panels(influx: &Influxd) {
     let site = |q: String, host: &str| expand_dashboard(&q, host);
 
     // readahead drift: the lowest read_ahead_kb of the fleet is 64, on the drifting host only
@@ -814,7 +866,7 @@ fn panels_show_the_incidents() {
         ),
         "",
     );
-    let rows = column(&influx, &q, "read_ahead_kb");
+    let rows = column(influx, &q, "read_ahead_kb");
     let at_64: BTreeSet<String> = rows
         .iter()
         .filter(|(_, v)| v.iter().any(|x| x.as_f64() == Some(64.0)))
@@ -836,7 +888,7 @@ fn panels_show_the_incidents() {
         "",
     );
     let saturated: BTreeMap<String, f64> =
-        column(&influx, &q, "saturated_s")
+        column(influx, &q, "saturated_s")
             .into_iter()
             .fold(BTreeMap::new(), |mut m, (t, v)| {
                 *m.entry(t["host"].clone()).or_insert(0.0) +=
@@ -849,7 +901,7 @@ fn panels_show_the_incidents() {
     // multipath flap: the per-path timeline shows sdc down; on the healthy host every path is active
     let q = panel_query("disk-server.json", "Per-path state", "A");
     let states = |h: &str| -> BTreeSet<String> {
-        column(&influx, &site(q.clone(), h), "last")
+        column(influx, &site(q.clone(), h), "last")
             .into_iter()
             .flat_map(|(t, v)| {
                 v.into_iter()

@@ -15,29 +15,16 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value as Json;
-use storwatch_agent::command::SystemRunner;
-use storwatch_agent::config::Config;
-use storwatch_agent::encode::LineWriter;
-use storwatch_agent::health::md::MdMonitor;
-use storwatch_agent::health::mpath::{MpathConfig, MpathMonitor};
-use storwatch_agent::health::zpool::{ZpoolConfig, ZpoolMonitor};
-use storwatch_agent::health::Monitor;
-use storwatch_agent::risk::RiskModel;
-use storwatch_agent::sampler::Sampler;
-use storwatch_agent::sink::SinkStats;
+use storwatch_dashboards_tests::{history, shift, STEP_NS};
 use storwatch_sim::scenario::Kind;
-use storwatch_sim::sim::Sim;
 use storwatch_tests::{http, workspace, Influxd};
 
 const DB: &str = "storwatch";
 const PORT: u16 = 18650;
-const STEP_NS: i64 = 10_000_000_000;
 const HOUR_NS: i64 = 3_600_000_000_000;
 /// Seconds of each scenario: an hour of reports.
 const STEPS: u32 = 3600;
@@ -58,87 +45,13 @@ fn host(kind: Kind) -> String {
     format!("rp-{}", kind.name())
 }
 
-/// The agent's health monitors as the agent binary builds them for a simulated host; `dmsetup`
-/// runs every 5 s on the flapping host (its path stays down 5–20 s), every report elsewhere: a
-/// fork and exec each, the most of what an hour costs here.
-fn monitors(root: &Path, kind: Kind) -> Vec<Box<dyn Monitor>> {
-    let dmsetup_interval_s = if kind == Kind::MultipathFlap {
+/// `dmsetup` every 5 s on the flapping host (its path stays down 5–20 s), every report elsewhere.
+fn dmsetup_interval_s(kind: Kind) -> f64 {
+    if kind == Kind::MultipathFlap {
         5.0
     } else {
         10.0
-    };
-    vec![
-        Box::new(MdMonitor::new(Default::default(), RiskModel::default())),
-        Box::new(MpathMonitor::new_inline(
-            MpathConfig {
-                dmsetup: root.join("bin/dmsetup"),
-                dmsetup_interval_s,
-                use_ioctl: false,
-                use_multipathd: false,
-                ..MpathConfig::default()
-            },
-            Arc::new(SystemRunner),
-        )),
-        Box::new(ZpoolMonitor::new(
-            ZpoolConfig {
-                zpool: root.join("bin/zpool"),
-                interval_s: 0.2,
-                timeout_s: 5.0,
-                ..ZpoolConfig::default()
-            },
-            RiskModel::default(),
-            Arc::new(SystemRunner),
-        )),
-    ]
-}
-
-/// `STEPS` seconds of a scenario stepped without sleeping under the agent's library, as `name`:
-/// its reports, stamped 1, 2, 3 … report intervals from the epoch (`shift` moves them). The
-/// zpool monitor polls on its own thread in real time, so a ZFS host's first reports may lack
-/// its pool.
-fn history(kind: Kind, name: &str) -> Vec<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let mut sim = Sim::new(dir.path(), kind, name, 7, 1.0).unwrap();
-    let cfg = Config {
-        proc_root: dir.path().join("proc"),
-        sys_root: dir.path().join("sys"),
-        ..Config::default()
-    };
-    let mut sampler = Sampler::new(&cfg, monitors(dir.path(), kind));
-    let mut reports: Vec<String> = Vec::new();
-    sampler.sample(0.0);
-    for i in 1..=STEPS {
-        sim.step().unwrap();
-        sampler.sample(f64::from(i));
-        if i % 10 == 0 {
-            let mut w = LineWriter::new(name, &[("site".to_string(), "lab".to_string())]);
-            sampler.report(
-                &mut w,
-                i64::from(i / 10) * STEP_NS,
-                f64::from(i),
-                SinkStats::default(),
-            );
-            reports.push(String::from_utf8(w.take()).unwrap());
-        }
     }
-    reports
-}
-
-/// The reports moved in time so that the last one is stamped `end_ns`, one string per report.
-fn shift(reports: &[String], end_ns: i64) -> Vec<(i64, String)> {
-    let shift = end_ns - reports.len() as i64 * STEP_NS;
-    let mut out = Vec::new();
-    for (k, r) in reports.iter().enumerate() {
-        let at = (k as i64 + 1) * STEP_NS + shift;
-        let mut text = String::new();
-        for line in r.lines() {
-            let (head, ts) = line.rsplit_once(' ').unwrap();
-            let ts: i64 = ts.parse().unwrap();
-            text.push_str(&format!("{head} {}\n", ts + shift));
-        }
-        out.push((at, text));
-    }
-    out
 }
 
 /// The collector's heartbeat for `name` over its stamped reports, as `docs/collector.md` gives
@@ -333,23 +246,14 @@ fn dashboards_read_the_rollups() {
     let t0 = Instant::now();
     let dir = tempfile::tempdir().unwrap();
     let influx = Influxd::start(dir.path(), PORT);
-    let setup = workspace().join("deploy/influxdb/setup.sh");
-    let out = Command::new("bash")
-        .arg(&setup)
-        .args(["--url", &influx.url()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "setup.sh: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    influx.setup_site(DB);
 
     // ---- an hour per host, stepped in parallel, stamped after all ran so that it ends now
     let threads: Vec<_> = HOSTS
         .iter()
-        .map(|&k| std::thread::spawn(move || (k, history(k, &host(k)))))
+        .map(|&k| {
+            std::thread::spawn(move || (k, history(k, &host(k), STEPS, dmsetup_interval_s(k))))
+        })
         .collect();
     let histories: Vec<(Kind, Vec<String>)> =
         threads.into_iter().map(|t| t.join().unwrap()).collect();
@@ -370,7 +274,7 @@ fn dashboards_read_the_rollups() {
 
     // ---- backfill: each continuous query's own SELECT ... INTO over the window, 1 min first
     let dry = Command::new("bash")
-        .arg(&setup)
+        .arg(workspace().join("deploy/influxdb/setup.sh"))
         .arg("--dry-run")
         .output()
         .unwrap();
