@@ -624,6 +624,13 @@ fn check_query(q: &str, c: &Contract) -> Result<QueryNames, Vec<String>> {
             errs.push(format!("\"{s}\" is neither a field nor a tag of \"{m}\""));
         }
     }
+    for (f, s) in &names.selected {
+        if !f.is_empty() && c.is_tag(&m, s) && !c.is_field(&m, s) {
+            errs.push(format!(
+                "{f}(\"{s}\"): \"{s}\" is a tag of \"{m}\" and InfluxQL functions read fields only (the column stays empty); GROUP BY it instead"
+            ));
+        }
+    }
     for t in names.group_by_tags.iter().chain(&key) {
         if !c.is_tag(&m, t) {
             errs.push(format!(
