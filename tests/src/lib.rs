@@ -51,25 +51,43 @@ fn script() -> PathBuf {
     workspace().join("scripts/influxd-test.sh")
 }
 
+fn start_influxd(dir: &Path, port: u16) {
+    let out = Command::new("bash")
+        .arg(script())
+        .arg("start")
+        .arg(dir)
+        .arg(port.to_string())
+        .output()
+        .expect("run influxd-test.sh");
+    assert!(
+        out.status.success(),
+        "influxd did not start: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 impl Influxd {
     pub fn start(dir: &Path, port: u16) -> Influxd {
-        let out = Command::new("bash")
-            .arg(script())
-            .arg("start")
-            .arg(dir)
-            .arg(port.to_string())
-            .output()
-            .expect("run influxd-test.sh");
-        assert!(
-            out.status.success(),
-            "influxd did not start: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        start_influxd(dir, port);
         Influxd {
             dir: dir.to_path_buf(),
             port,
         }
+    }
+
+    /// Stops it (an outage); [`Influxd::restart`] brings it back on the same data.
+    pub fn stop(&self) {
+        let _ = Command::new("bash")
+            .arg(script())
+            .arg("stop")
+            .arg(&self.dir)
+            .status();
+    }
+
+    /// Starts again after [`Influxd::stop`], on the same data and port.
+    pub fn restart(&self) {
+        start_influxd(&self.dir, self.port);
     }
 
     pub fn url(&self) -> String {
@@ -77,13 +95,7 @@ impl Influxd {
     }
 
     pub fn query(&self, db: &str, q: &str) -> serde_json::Value {
-        let body = format!("db={}&q={}", urlencode(db), urlencode(q));
-        let (_, text) = http(
-            &format!("{}/query", self.url()),
-            "POST",
-            &[("Content-Type", "application/x-www-form-urlencoded")],
-            body.as_bytes(),
-        );
+        let (_, text) = post_form(&format!("{}/query", self.url()), &[("db", db), ("q", q)]);
         serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)
     }
 
@@ -117,11 +129,7 @@ impl Influxd {
 
 impl Drop for Influxd {
     fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(script())
-            .arg("stop")
-            .arg(&self.dir)
-            .status();
+        self.stop();
     }
 }
 
@@ -138,8 +146,23 @@ pub fn urlencode(s: &str) -> String {
     out
 }
 
+/// A form POST (`application/x-www-form-urlencoded`) through [`http`]: (status, body).
+pub fn post_form(url: &str, form: &[(&str, &str)]) -> (u16, String) {
+    let body = form
+        .iter()
+        .map(|(k, v)| format!("{}={}", urlencode(k), urlencode(v)))
+        .collect::<Vec<_>>()
+        .join("&");
+    http(
+        url,
+        "POST",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        body.as_bytes(),
+    )
+}
+
 /// One HTTP/1.1 request with `Connection: close`: (status, body); status 0 when the
-/// connection failed. Chunked answers are reduced to the JSON object they carry.
+/// connection failed. A chunked answer (influxd's /query) is decoded.
 pub fn http(url: &str, method: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
     use std::io::{Read, Write};
     let rest = url.strip_prefix("http://").expect("http URL");
@@ -167,21 +190,54 @@ pub fn http(url: &str, method: &str, headers: &[(&str, &str)], body: &[u8]) -> (
     }
     let mut resp = Vec::new();
     let _ = s.read_to_end(&mut resp);
-    let text = String::from_utf8_lossy(&resp).into_owned();
-    let status = text
-        .split_whitespace()
+    let Some(split) = resp.windows(4).position(|w| w == b"\r\n\r\n") else {
+        let head = String::from_utf8_lossy(&resp);
+        return (status_of(&head), String::new());
+    };
+    let head = String::from_utf8_lossy(&resp[..split]);
+    let body = &resp[split + 4..];
+    let chunked = head.lines().skip(1).any(|l| {
+        l.split_once(':').is_some_and(|(k, v)| {
+            k.trim().eq_ignore_ascii_case("transfer-encoding")
+                && v.to_ascii_lowercase().contains("chunked")
+        })
+    });
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_vec()
+    };
+    (
+        status_of(&head),
+        String::from_utf8_lossy(&body).into_owned(),
+    )
+}
+
+fn status_of(head: &str) -> u16 {
+    head.split_whitespace()
         .nth(1)
         .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    let body = match (body.find('{'), body.rfind('}')) {
-        (Some(a), Some(b)) if b >= a => body.get(a..=b).unwrap_or("").to_string(),
-        _ => body,
-    };
-    (status, body)
+        .unwrap_or(0)
+}
+
+/// The payload of a `Transfer-Encoding: chunked` body (as much of it as arrived).
+fn dechunk(mut rest: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
+        let line = String::from_utf8_lossy(&rest[..eol]);
+        let size = line.split(';').next().unwrap_or("").trim();
+        let Ok(size) = usize::from_str_radix(size, 16) else {
+            break;
+        };
+        rest = &rest[eol + 2..];
+        if size == 0 {
+            break;
+        }
+        let take = size.min(rest.len());
+        out.extend_from_slice(&rest[..take]);
+        rest = rest.get(take + 2..).unwrap_or(&[]);
+    }
+    out
 }
 
 /// The collector as a child process, SIGKILLed on drop.
@@ -189,6 +245,7 @@ pub struct Collector {
     child: Child,
     pub port: u16,
     config: PathBuf,
+    bin: PathBuf,
 }
 
 impl Collector {
@@ -208,11 +265,21 @@ impl Collector {
             ),
         )
         .unwrap();
-        Collector::spawn(config, port)
+        Collector::spawn(
+            binary("storwatch-collector", "storwatch-collector"),
+            config,
+            port,
+        )
     }
 
-    fn spawn(config: PathBuf, port: u16) -> Collector {
-        let child = Command::new(binary("storwatch-collector", "storwatch-collector"))
+    /// Starts the collector binary `bin` on an existing config file whose listen port is
+    /// `port`, and waits until it answers /ping.
+    pub fn start_with_config(bin: &Path, config: &Path, port: u16) -> Collector {
+        Collector::spawn(bin.to_path_buf(), config.to_path_buf(), port)
+    }
+
+    fn spawn(bin: PathBuf, config: PathBuf, port: u16) -> Collector {
+        let child = Command::new(&bin)
             .arg("--config")
             .arg(&config)
             .env("RUST_LOG", "error")
@@ -223,6 +290,7 @@ impl Collector {
             child,
             port,
             config,
+            bin,
         };
         let deadline = Instant::now() + Duration::from_secs(20);
         while http(&c.url("/ping"), "GET", &[], b"").0 != 204 {
@@ -244,16 +312,24 @@ impl Collector {
 
     /// Start again after [`Collector::stop`], on the same queue.
     pub fn start_again(&mut self) {
-        let fresh = Collector::spawn(self.config.clone(), self.port);
+        let fresh = Collector::spawn(self.bin.clone(), self.config.clone(), self.port);
         *self = fresh;
     }
 
     /// kill -9 and start again on the same queue.
     pub fn crash_and_restart(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let fresh = Collector::spawn(self.config.clone(), self.port);
-        *self = fresh;
+        self.stop();
+        self.start_again();
+    }
+
+    /// A value from its /metrics, `name` without the `storwatch_collector_` prefix and with
+    /// its labels, e.g. `output_retries_total{output="influx"}` (0 when it is not there).
+    pub fn metric(&self, name: &str) -> u64 {
+        let (_, text) = http(&self.url("/metrics"), "GET", &[], b"");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("storwatch_collector_{name} ")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
     }
 }
 
@@ -351,6 +427,14 @@ pub fn wait_for(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(200));
     }
     f()
+}
+
+/// Seconds since the Unix epoch.
+pub fn now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
 }
 
 /// gzip of `data`.
