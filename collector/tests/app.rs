@@ -2,7 +2,6 @@
 //! client can get, and what ends up in the queue.
 #![allow(clippy::unwrap_used)]
 
-use std::io::Write as _;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -15,6 +14,7 @@ use storwatch_collector::heartbeat::LastSeen;
 use storwatch_collector::ingest::TypeMap;
 use storwatch_collector::metrics::Metrics;
 use storwatch_collector::queue::{Queue, QueueOptions};
+use storwatch_tests::{gzip, now_s};
 use tower::ServiceExt;
 
 const TOKEN: &str = "agents-token-0123456789";
@@ -51,13 +51,6 @@ fn fixture() -> Fixture {
     )
 }
 
-fn now_s() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
-
 async fn send(f: &Fixture, req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, String) {
     let resp = app(f.state.clone()).oneshot(req).await.unwrap();
     let status = resp.status();
@@ -79,12 +72,6 @@ fn queued(f: &Fixture) -> String {
     recs.into_iter()
         .map(|r| String::from_utf8(r).unwrap())
         .collect()
-}
-
-fn gzip(data: &[u8]) -> Vec<u8> {
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    e.write_all(data).unwrap();
-    e.finish().unwrap()
 }
 
 #[tokio::test]

@@ -2,13 +2,50 @@
 //! damaged queue files and slow clients.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::*;
+use storwatch_tests::{http, now_s, wait_for, Collector, Influxd};
+
+/// Writes a collector config (open on loopback, one v1 output, quick retries).
+fn write_config(dir: &Path, port: u16, output_url: &str, db: &str, extra: &str) -> PathBuf {
+    let path = dir.join("collector.toml");
+    let text = format!(
+        r#"listen = "127.0.0.1:{port}"
+queue_dir = "{q}"
+token_file = "{q}/no-such-file"
+insecure_open = true
+{extra}
+[[outputs]]
+name = "influx"
+url = "{output_url}"
+db = "{db}"
+backoff_min_ms = 50
+backoff_max_s = 1
+auth_retry_s = 1
+timeout_s = 5
+"#,
+        q = dir.join("queue").display(),
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// This package's collector binary on `config`, listening on `port`.
+fn start_collector(config: &Path, port: u16) -> Collector {
+    Collector::start_with_config(
+        Path::new(env!("CARGO_BIN_EXE_storwatch-collector")),
+        config,
+        port,
+    )
+}
+
+/// POSTs line protocol; returns the status.
+fn post_lines(url: &str, body: &[u8]) -> u16 {
+    http(url, "POST", &[("Content-Type", "text/plain")], body).0
+}
 
 /// Sends `batches` batches of `lines` lines as sender `k`, retrying each batch until it is
 /// acknowledged (a retried batch carries the same points, so it overwrites, never duplicates).
@@ -24,7 +61,7 @@ fn sender(url: String, k: usize, batches: usize, lines: usize, base_ns: u64) -> 
             ));
         }
         loop {
-            let (status, _) = http_request(&url, "POST", "text/plain", body.as_bytes(), &[]);
+            let status = post_lines(&url, body.as_bytes());
             if status == 204 {
                 acked += lines as u64;
                 break;
@@ -51,7 +88,7 @@ fn acked_equals_stored_across_repeated_kill_9() {
     let influx = Influxd::start(&dir.path().join("influx"), 18110);
     influx.create_db("kill");
     let cfg = write_config(dir.path(), 18120, &influx.url(), "kill", "");
-    let mut collector = CollectorProc::start(&cfg, 18120);
+    let mut collector = start_collector(&cfg, 18120);
     let url = collector.url("/write?db=kill");
     let base = now_s() * 1_000_000_000;
     let (senders, batches, lines) = (4, 40, 250);
@@ -64,7 +101,7 @@ fn acked_equals_stored_across_repeated_kill_9() {
     // kill -9 the collector five times while the senders push.
     for _ in 0..5 {
         std::thread::sleep(Duration::from_millis(300 + fastrand::u64(0..400)));
-        collector.restart();
+        collector.crash_and_restart();
     }
     let acked: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
     assert_eq!(acked, (senders * batches * lines) as u64);
@@ -92,7 +129,7 @@ fn influxdb_outage_under_load_loses_nothing_and_the_backlog_drains() {
     let influx = Influxd::start(&dir.path().join("influx"), 18130);
     influx.create_db("outage");
     let cfg = write_config(dir.path(), 18140, &influx.url(), "outage", "");
-    let collector = CollectorProc::start(&cfg, 18140);
+    let collector = start_collector(&cfg, 18140);
     let url = collector.url("/write?db=outage");
     let base = now_s() * 1_000_000_000;
     let (senders, batches, lines) = (3, 60, 200);
@@ -156,22 +193,16 @@ fn torn_and_corrupt_queue_files_recover_and_deliver_the_intact_records() {
     influx.create_db("torn");
     // First run: the output points at a closed port, so everything stays in the queue.
     let cfg = write_config(dir.path(), 18160, "http://127.0.0.1:9", "torn", "");
-    let mut collector = CollectorProc::start(&cfg, 18160);
+    let mut collector = start_collector(&cfg, 18160);
     let base = now_s() * 1_000_000_000;
     for r in 0..10u64 {
         let body: String = (0..100u64)
             .map(|i| format!("acked,sender=r{r} v={i}i {}\n", base + r * 1000 + i))
             .collect();
-        let (s, _) = http_request(
-            &collector.url("/write?db=torn"),
-            "POST",
-            "text/plain",
-            body.as_bytes(),
-            &[],
-        );
+        let s = post_lines(&collector.url("/write?db=torn"), body.as_bytes());
         assert_eq!(s, 204);
     }
-    collector.kill9();
+    collector.stop();
     let seg = std::fs::read_dir(dir.path().join("queue/segments"))
         .unwrap()
         .next()
@@ -187,7 +218,7 @@ fn torn_and_corrupt_queue_files_recover_and_deliver_the_intact_records() {
     bytes.extend_from_slice(&[40, 0, 0, 0, 1, 2, 3, 4, b'a', b'c']);
     std::fs::write(&seg, &bytes).unwrap();
     let cfg = write_config(dir.path(), 18160, &influx.url(), "torn", "");
-    let collector = CollectorProc::start(&cfg, 18160);
+    let collector = start_collector(&cfg, 18160);
     assert_eq!(collector.metric("queue_torn_bytes_total"), 10);
     let ok = wait_for(Duration::from_secs(30), || {
         influx.scalar("torn", "SELECT count(v) FROM acked") == 900.0
@@ -203,12 +234,9 @@ fn torn_and_corrupt_queue_files_recover_and_deliver_the_intact_records() {
     );
     assert_eq!(collector.metric("queue_corrupt_records_total"), 1);
     // New writes after the recovery go through as usual.
-    let (s, _) = http_request(
+    let s = post_lines(
         &collector.url("/write?db=torn"),
-        "POST",
-        "text/plain",
         format!("acked,sender=after v=1i {}\n", base).as_bytes(),
-        &[],
     );
     assert_eq!(s, 204);
     assert!(wait_for(Duration::from_secs(20), || influx
@@ -223,7 +251,7 @@ fn slow_clients_are_cut_off_and_others_still_write() {
     influx.create_db("slow");
     let extra = "[limits]\nheader_read_timeout_s = 1\nbody_timeout_s = 1\nidle_timeout_s = 2\nmax_connections = 64\n";
     let cfg = write_config(dir.path(), 18180, &influx.url(), "slow", extra);
-    let collector = CollectorProc::start(&cfg, 18180);
+    let collector = start_collector(&cfg, 18180);
     // 20 clients that send half a header and stop.
     let mut slow: Vec<TcpStream> = (0..20)
         .map(|_| {
@@ -242,12 +270,9 @@ fn slow_clients_are_cut_off_and_others_still_write() {
         .unwrap();
     // Meanwhile a normal client is served at once.
     let t = Instant::now();
-    let (s, _) = http_request(
+    let s = post_lines(
         &collector.url("/write?db=slow"),
-        "POST",
-        "text/plain",
         format!("acked,sender=fast v=1i {}\n", now_s() * 1_000_000_000).as_bytes(),
-        &[],
     );
     assert_eq!(s, 204);
     assert!(t.elapsed() < Duration::from_millis(900));
@@ -333,12 +358,9 @@ fn influx_type_conflicts_dead_letter_only_that_line_and_heartbeats_arrive() {
     influx.create_db("conf");
     let ts = now_s() * 1_000_000_000;
     // The database already holds `f` as an integer; the collector's type map has never seen it.
-    let (s, _) = http_request(
+    let s = post_lines(
         &format!("{}/write?db=conf", influx.url()),
-        "POST",
-        "text/plain",
         format!("disk,host=old f=1i {ts}\n").as_bytes(),
-        &[],
     );
     assert_eq!(s, 204);
     let cfg = write_config(
@@ -348,19 +370,13 @@ fn influx_type_conflicts_dead_letter_only_that_line_and_heartbeats_arrive() {
         "conf",
         "[heartbeat]\ninterval_s = 1\n",
     );
-    let collector = CollectorProc::start(&cfg, 18210);
+    let collector = start_collector(&cfg, 18210);
     let body = format!(
         "disk,host=n1 g=1i {ts}\ndisk,host=n1 f=2.5 {}\ndisk,host=n2 g=3i {}\n",
         ts + 1,
         ts + 2
     );
-    let (s, _) = http_request(
-        &collector.url("/write?db=conf"),
-        "POST",
-        "text/plain",
-        body.as_bytes(),
-        &[],
-    );
+    let s = post_lines(&collector.url("/write?db=conf"), body.as_bytes());
     assert_eq!(s, 204, "valid as far as the collector can tell");
     assert!(wait_for(Duration::from_secs(20), || influx
         .scalar("conf", "SELECT count(g) FROM disk")
