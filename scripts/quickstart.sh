@@ -45,11 +45,19 @@ alive() { # NAME: the process of run/NAME.pid is running
 # launch NAME LOG CMD...: start CMD in its own session (its pid = its process group), unless the
 # process of run/NAME.pid is still running.
 launch() {
-  local name=$1 log=$2; shift 2
+  local name=$1 log=$2 pid; shift 2
   if alive "$name"; then return 0; fi
   setsid "$@" >>"$log" 2>&1 </dev/null &
-  echo $! >"$run/$name.pid"
+  pid=$!
+  echo "$pid" >"$run/$name.pid"
   started=$((started + 1))
+  # Until the child has exec'd, its command line is this script's, which names no state
+  # directory: `alive` would take it for dead. Wait for the exec (or its failure).
+  for _ in $(seq 1 100); do
+    ours "$pid" && return 0
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.02
+  done
 }
 
 # stop_group NAME: SIGTERM to the process group, up to 15 s to exit, then SIGKILL.
