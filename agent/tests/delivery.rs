@@ -623,6 +623,7 @@ fn full_spool_drops_the_oldest_and_counts_it() {
     for i in 0..total {
         s.send(&report(T0 + i, 5)).unwrap();
     }
+    assert!(s.wait_spooled(Duration::from_secs(60)));
     let st = s.stats();
     let d = s.delivery_stats();
     assert!(d.spool.file_bytes <= 64 << 10, "{d:?}");

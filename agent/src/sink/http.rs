@@ -1,9 +1,12 @@
 //! Delivery to an InfluxDB-compatible write URL: the collector, or InfluxDB v1/v2/v3 itself.
 //!
-//! `send()` only appends the batch to the durable [`Spool`] (write + fdatasync) and wakes the
-//! delivery thread, so the sampling loop never waits for the network. The delivery thread
-//! POSTs the spool oldest-first, gzip'd, with `Authorization: Token …`, and moves the spool's
-//! cursor past a batch only after a 2xx (or after a deliberate drop, below).
+//! `send()` only queues the batch in memory for the spool thread, which appends it to the
+//! durable [`Spool`] (write + fdatasync) and wakes the delivery thread: the sampling loop never
+//! waits for the network, nor for a disk that is slow to sync (the spool may well sit on a busy
+//! disk of the very server being watched). Up to [`INBOX_MAX_BYTES`] wait in memory; beyond
+//! that the oldest queued batches are dropped and counted. The delivery thread POSTs the spool
+//! oldest-first, gzip'd, with `Authorization: Token …`, and moves the spool's cursor past a batch
+//! only after a 2xx (or after a deliberate drop, below).
 //!
 //! Response handling:
 //!
@@ -22,6 +25,7 @@
 //! The client is ureq (blocking, one thread, rustls with the ring provider); see
 //! `docs/delivery.md` for why not reqwest + tokio.
 
+use std::collections::VecDeque;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -296,6 +300,9 @@ pub struct DeliveryStats {
     pub rejected_lines: u64,
     /// Lines of batches larger than the whole spool, refused by `send`.
     pub oversized_lines: u64,
+    /// Lines that never reached the spool: queued batches dropped while the spool thread was
+    /// stuck (a disk not syncing), or batches the spool could not write (disk full, I/O error).
+    pub unspooled_lines: u64,
     /// Requests that failed (transport error or a non-2xx answer).
     pub failed_requests: u64,
     /// Status of the last answer, 0 before the first one or after a transport error.
@@ -308,6 +315,7 @@ struct Counters {
     delivered_requests: AtomicU64,
     rejected_lines: AtomicU64,
     oversized_lines: AtomicU64,
+    unspooled_lines: AtomicU64,
     failed_requests: AtomicU64,
     last_status: AtomicU64,
     /// The last attempt failed and delivery is backing off.
@@ -322,8 +330,28 @@ struct Signal {
     stop: bool,
 }
 
+/// Batches handed over by `send`, waiting for the spool thread.
+#[derive(Debug, Default)]
+struct Inbox {
+    queue: VecDeque<Vec<u8>>,
+    bytes: usize,
+    /// The spool thread is appending a batch it took from the queue.
+    in_flight: bool,
+    /// No more batches: the spool thread drains the queue and exits.
+    closed: bool,
+}
+
+/// Memory the queue in front of the spool may hold: about ten minutes of a 200-disk server's
+/// reports (~50 KiB each), or a stalled disk's worth of them before the oldest go.
+pub const INBOX_MAX_BYTES: usize = 16 << 20;
+
 #[derive(Debug)]
 struct Shared {
+    inbox: Mutex<Inbox>,
+    /// Notified when a batch is queued (spool thread) and when one has been spooled (waiters).
+    inbox_cv: Condvar,
+    /// The spool's stats as of its last change, read by `stats()` without waiting for the spool.
+    spool_stats: Mutex<SpoolStats>,
     spool: Mutex<Spool>,
     signal: Mutex<Signal>,
     wake: Condvar,
@@ -339,6 +367,18 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// Runs `f` on the spool and refreshes the stats copy.
+    fn with_spool<R>(&self, f: impl FnOnce(&mut Spool) -> R) -> R {
+        let mut spool = lock(&self.spool);
+        let r = f(&mut spool);
+        *lock(&self.spool_stats) = spool.stats();
+        r
+    }
+
+    fn spool_stats(&self) -> SpoolStats {
+        *lock(&self.spool_stats)
+    }
+
     fn kick(&self) {
         lock(&self.signal).kick = true;
         self.wake.notify_all();
@@ -494,6 +534,7 @@ fn tls_config(cfg: &HttpConfig) -> Result<ureq::tls::TlsConfig, SinkError> {
 #[derive(Debug)]
 pub struct HttpSink {
     shared: Arc<Shared>,
+    spooler: Option<JoinHandle<()>>,
     worker: Option<JoinHandle<()>>,
     flush_timeout: Duration,
 }
@@ -539,6 +580,9 @@ impl HttpSink {
 
         let spool = Spool::open(&cfg.spool_dir, cfg.spool_max_bytes)?;
         let shared = Arc::new(Shared {
+            inbox: Mutex::new(Inbox::default()),
+            inbox_cv: Condvar::new(),
+            spool_stats: Mutex::new(spool.stats()),
             spool: Mutex::new(spool),
             signal: Mutex::new(Signal::default()),
             wake: Condvar::new(),
@@ -566,6 +610,16 @@ impl HttpSink {
             transient_log: Throttle::default(),
             operator_log: Throttle::default(),
         };
+        let spooler = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("storwatch-spool".into())
+                .spawn(move || spool_run(&shared))
+                .map_err(|source| SinkError::Io {
+                    target: "spool thread".into(),
+                    source,
+                })?
+        };
         let handle = std::thread::Builder::new()
             .name("storwatch-delivery".into())
             .spawn(move || worker.run())
@@ -576,6 +630,7 @@ impl HttpSink {
         tracing::info!(url, ?api, spool = %cfg.spool_dir.display(), "http output ready");
         Ok(Self {
             shared,
+            spooler: Some(spooler),
             worker: Some(handle),
             flush_timeout: timeout,
         })
@@ -585,20 +640,45 @@ impl HttpSink {
     pub fn delivery_stats(&self) -> DeliveryStats {
         let c = &self.shared.counters;
         DeliveryStats {
-            spool: lock(&self.shared.spool).stats(),
+            spool: self.shared.spool_stats(),
             delivered_lines: c.delivered_lines.load(Ordering::Relaxed),
             delivered_requests: c.delivered_requests.load(Ordering::Relaxed),
             rejected_lines: c.rejected_lines.load(Ordering::Relaxed),
             oversized_lines: c.oversized_lines.load(Ordering::Relaxed),
+            unspooled_lines: c.unspooled_lines.load(Ordering::Relaxed),
             failed_requests: c.failed_requests.load(Ordering::SeqCst),
             last_status: c.last_status.load(Ordering::Relaxed) as u16,
         }
     }
 
-    /// Waits until the spool is drained or `timeout` passes; true when drained.
-    pub fn wait_drained(&self, timeout: Duration) -> bool {
-        self.shared.kick();
+    /// Waits until every batch `send` took is in the spool (written and synced), or `timeout`
+    /// passes; true when so.
+    pub fn wait_spooled(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
+        let mut inbox = lock(&self.shared.inbox);
+        while !inbox.queue.is_empty() || inbox.in_flight {
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            inbox = self
+                .shared
+                .inbox_cv
+                .wait_timeout(inbox, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        true
+    }
+
+    /// Waits until everything sent is spooled and the spool is drained, or `timeout` passes;
+    /// true when drained.
+    pub fn wait_drained(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        if !self.wait_spooled(timeout) {
+            return false;
+        }
+        self.shared.kick();
         let mut spool = lock(&self.shared.spool);
         loop {
             if spool.is_drained() {
@@ -626,35 +706,47 @@ fn is_loopback(url: &str) -> bool {
 }
 
 impl Sink for HttpSink {
+    /// Queues the batch for the spool thread; never waits for the disk or the network.
     fn send(&mut self, batch: &[u8]) -> Result<(), SinkError> {
-        let appended = lock(&self.shared.spool).append(batch);
-        match appended {
-            Ok(()) => {}
-            Err(SpoolError::TooLarge { bytes, limit }) => {
-                let lines = count_lines(batch);
-                self.shared
-                    .counters
-                    .oversized_lines
-                    .fetch_add(lines, Ordering::Relaxed);
-                tracing::warn!(
-                    bytes,
-                    limit,
-                    lines,
-                    "batch larger than the whole spool: dropped"
-                );
-            }
-            Err(e) => return Err(e.into()),
+        if batch.is_empty() {
+            return Ok(());
         }
-        self.shared.kick();
+        let mut dropped = 0;
+        {
+            let mut inbox = lock(&self.shared.inbox);
+            while inbox.bytes + batch.len() > INBOX_MAX_BYTES {
+                let Some(old) = inbox.queue.pop_front() else {
+                    break;
+                };
+                inbox.bytes -= old.len();
+                dropped += count_lines(&old);
+            }
+            inbox.bytes += batch.len();
+            inbox.queue.push_back(batch.to_vec());
+        }
+        self.shared.inbox_cv.notify_all();
+        if dropped > 0 {
+            self.shared
+                .counters
+                .unspooled_lines
+                .fetch_add(dropped, Ordering::Relaxed);
+            tracing::warn!(
+                dropped_lines = dropped,
+                "the spool thread is behind (a disk not syncing?): oldest queued reports dropped"
+            );
+        }
         Ok(())
     }
 
     /// Gives the delivery thread up to the request timeout to drain the spool, unless the server
     /// is failing anyway; whatever is left stays spooled for the next start.
     fn flush(&mut self) -> Result<(), SinkError> {
+        if !self.wait_spooled(self.flush_timeout) {
+            tracing::warn!("the spool is slow to sync: the last reports are spooled at exit");
+        }
         let failing = self.shared.counters.failing.load(Ordering::SeqCst);
         if failing || !self.wait_drained(self.flush_timeout) {
-            let s = lock(&self.shared.spool).stats();
+            let s = self.shared.spool_stats();
             tracing::info!(
                 pending_lines = s.pending_lines,
                 pending_bytes = s.pending_bytes,
@@ -671,19 +763,83 @@ impl Sink for HttpSink {
             dropped_lines: d.spool.overflow_dropped_lines
                 + d.spool.corrupt_lines
                 + d.rejected_lines
-                + d.oversized_lines,
+                + d.oversized_lines
+                + d.unspooled_lines,
         }
     }
 }
 
 impl Drop for HttpSink {
     fn drop(&mut self) {
+        // everything `send` took goes into the spool before the threads stop
+        lock(&self.shared.inbox).closed = true;
+        self.shared.inbox_cv.notify_all();
+        if let Some(h) = self.spooler.take() {
+            let _ = h.join();
+        }
         lock(&self.shared.signal).stop = true;
         self.shared.wake.notify_all();
         if let Some(h) = self.worker.take() {
             // at most one request timeout: the thread checks `stop` between requests
             let _ = h.join();
         }
+    }
+}
+
+/// The spool thread: appends each queued batch to the spool (write + fdatasync), oldest first,
+/// and wakes the delivery thread. Exits once the inbox is closed and empty.
+fn spool_run(shared: &Shared) {
+    let mut errors = Throttle::default();
+    loop {
+        let batch = {
+            let mut inbox = lock(&shared.inbox);
+            loop {
+                if let Some(b) = inbox.queue.pop_front() {
+                    inbox.bytes -= b.len();
+                    inbox.in_flight = true;
+                    break Some(b);
+                }
+                if inbox.closed {
+                    break None;
+                }
+                inbox = shared
+                    .inbox_cv
+                    .wait(inbox)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+        };
+        let Some(batch) = batch else {
+            return;
+        };
+        match shared.with_spool(|spool| spool.append(&batch)) {
+            Ok(()) => {}
+            Err(SpoolError::TooLarge { bytes, limit }) => {
+                let lines = count_lines(&batch);
+                shared
+                    .counters
+                    .oversized_lines
+                    .fetch_add(lines, Ordering::Relaxed);
+                tracing::warn!(
+                    bytes,
+                    limit,
+                    lines,
+                    "batch larger than the whole spool: dropped"
+                );
+            }
+            Err(e) => {
+                let lines = count_lines(&batch);
+                shared
+                    .counters
+                    .unspooled_lines
+                    .fetch_add(lines, Ordering::Relaxed);
+                if let Some(suppressed) = errors.ready() {
+                    tracing::error!(error = %e, lines, suppressed, "cannot write the spool: report dropped");
+                }
+            }
+        }
+        lock(&shared.inbox).in_flight = false;
+        shared.inbox_cv.notify_all();
+        shared.kick();
     }
 }
 
@@ -727,9 +883,11 @@ impl Worker {
         while !self.shared.stopping() {
             let single = self.single_until.is_some();
             let peeked = {
-                let mut spool = lock(&self.shared.spool);
                 let max_records = if single { 1 } else { usize::MAX };
-                spool.peek(self.max_batch_bytes, max_records, &mut self.body)
+                let body = &mut self.body;
+                let max_batch_bytes = self.max_batch_bytes;
+                self.shared
+                    .with_spool(|spool| spool.peek(max_batch_bytes, max_records, body))
             };
             let batch = match peeked {
                 Ok(Some(b)) => b,
@@ -846,7 +1004,7 @@ impl Worker {
                 self.failing_since.get_or_insert_with(Instant::now);
                 let d = self.backoff.next(after);
                 if let Some(suppressed) = self.transient_log.ready() {
-                    let spool = lock(&self.shared.spool).stats();
+                    let spool = self.shared.spool_stats();
                     tracing::warn!(
                         url = %self.url,
                         retry_in_ms = d.as_millis() as u64,
@@ -861,7 +1019,7 @@ impl Worker {
                 self.failing_since.get_or_insert_with(Instant::now);
                 let d = self.backoff.next(None);
                 if let Some(suppressed) = self.operator_log.ready() {
-                    let spool = lock(&self.shared.spool).stats();
+                    let spool = self.shared.spool_stats();
                     tracing::error!(
                         url = %self.url,
                         api = ?self.api,
@@ -877,7 +1035,7 @@ impl Worker {
     }
 
     fn ack(&mut self, batch: &Batch) {
-        let acked = lock(&self.shared.spool).ack(batch);
+        let acked = self.shared.with_spool(|spool| spool.ack(batch));
         if let Err(e) = acked {
             // the cursor stays behind: the batch is sent again, which overwrites, not duplicates
             tracing::error!(error = %e, "cannot record delivery in the spool");
@@ -1148,6 +1306,50 @@ mod tests {
                 proptest::prop_assert!(lines > 0);
             }
         }
+    }
+
+    /// A disk that does not sync (the spool lock held, as by a thread stuck in fdatasync) never
+    /// holds up `send` or `stats`; once it syncs again everything sent is spooled, and a queue
+    /// over its bound drops the oldest batches, counted.
+    #[test]
+    fn send_never_waits_for_the_spool() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cfg = HttpConfig {
+            spool_dir: dir.path().to_path_buf(),
+            ..HttpConfig::default()
+        };
+        // nothing listens on port 9 of loopback: delivery fails and data stays spooled
+        let mut sink = HttpSink::open("http://127.0.0.1:9/write?db=x", &cfg).expect("open");
+        let shared = Arc::clone(&sink.shared);
+        let stuck = lock(&shared.spool);
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let sender = std::thread::spawn(move || {
+            let line = b"m,host=h v=1i 1700000000000000000\n";
+            for _ in 0..10 {
+                sink.send(line).expect("send");
+            }
+            // one batch as large as the whole queue pushes the ten out
+            let big = line.repeat(INBOX_MAX_BYTES / line.len());
+            sink.send(&big).expect("send");
+            let st = sink.stats();
+            done_tx.send(st).expect("report");
+            sink
+        });
+        let st = done_rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("send and stats returned while the spool was stuck");
+        // (the spool thread may already hold the first batch, waiting for the disk)
+        assert!(matches!(st.dropped_lines, 9 | 10), "{st:?}");
+        drop(stuck);
+        let sink = sender.join().expect("sender");
+        assert!(sink.wait_spooled(Duration::from_secs(60)));
+        let d = sink.delivery_stats();
+        assert_eq!(d.unspooled_lines, st.dropped_lines);
+        assert_eq!(
+            d.spool.pending_lines + d.unspooled_lines,
+            10 + (INBOX_MAX_BYTES / 34) as u64,
+            "{d:?}"
+        );
     }
 
     #[test]
