@@ -897,6 +897,8 @@ fn measure_send_and_backlog_drain() {
     let mut s = HttpSink::open(&influx.write_url(), &cfg).unwrap();
     for i in 0..reports {
         s.send(&big_report(T0 + (50 + i) * 10_000_000_000)).unwrap();
+        // an agent hands over one report per 10 s: never more than the queue's bound at once
+        assert!(s.wait_spooled(Duration::from_secs(30)));
     }
     let spooled = s.delivery_stats().spool;
     influx.up();
