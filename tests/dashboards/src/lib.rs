@@ -4,13 +4,17 @@
 //! simulator and agent binaries, the collector), `tests/rollups.rs` on the 1 min and 1 h
 //! rollups, `tests/install.rs` installs them as a site does.
 //!
-//! This library holds what needs more time than a test can wait for: history, made by stepping a
-//! simulated host under the agent's own library (its `Sampler` and health monitors) without
-//! sleeping, and stamped to end when the test wants.
+//! This library holds what they share: history, which needs more time than a test can wait for
+//! (made by stepping a simulated host under the agent's own library, its `Sampler` and health
+//! monitors, without sleeping, and stamped to end when the test wants), every query of the
+//! dashboards with Grafana's expansion of its macros, and InfluxDB's answers as series.
 #![allow(clippy::unwrap_used)]
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+
+use serde_json::Value as Json;
 
 use storwatch_agent::command::SystemRunner;
 use storwatch_agent::config::Config;
@@ -24,6 +28,7 @@ use storwatch_agent::sampler::Sampler;
 use storwatch_agent::sink::SinkStats;
 use storwatch_sim::scenario::Kind;
 use storwatch_sim::sim::Sim;
+use storwatch_tests::Influxd;
 
 /// The agent's report interval, in nanoseconds.
 pub const STEP_NS: i64 = 10_000_000_000;
@@ -106,4 +111,151 @@ pub fn shift(reports: &[String], end_ns: i64) -> Vec<(i64, String)> {
         out.push((at, text));
     }
     out
+}
+
+/// Now, in nanoseconds since the epoch.
+pub fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64
+}
+
+/// A series' tags.
+pub type Labels = BTreeMap<String, String>;
+
+/// One series of an InfluxDB answer.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub tags: Labels,
+    pub columns: Vec<String>,
+    pub rows: Vec<Json>,
+}
+
+impl Series {
+    /// The values of `column` in every row.
+    pub fn column(&self, column: &str) -> Vec<Json> {
+        let i = self
+            .columns
+            .iter()
+            .position(|c| c == column)
+            .unwrap_or_else(|| panic!("no column {column} in {:?}", self.columns));
+        self.rows.iter().map(|r| r[i].clone()).collect()
+    }
+}
+
+/// The series of the answer to `q` in database `db`, or InfluxDB's error.
+pub fn series(influx: &Influxd, db: &str, q: &str) -> Result<Vec<Series>, String> {
+    let r = influx.query(db, q);
+    let res = &r["results"][0];
+    if let Some(e) = res.get("error").or_else(|| r.get("error")) {
+        return Err(e.to_string());
+    }
+    if r.is_null() {
+        return Err("no JSON answer".to_string());
+    }
+    let text = |v: &Json| v.as_str().unwrap_or("").to_string();
+    Ok(res["series"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| Series {
+            tags: s["tags"]
+                .as_object()
+                .map(|m| m.iter().map(|(k, v)| (k.clone(), text(v))).collect())
+                .unwrap_or_default(),
+            columns: s["columns"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(text)
+                .collect(),
+            rows: s["values"].as_array().cloned().unwrap_or_default(),
+        })
+        .collect())
+}
+
+/// One query of a dashboard.
+#[derive(Debug, Clone)]
+pub struct DashboardQuery {
+    /// the dashboard's file name
+    pub file: String,
+    /// `variable $x`, `annotation "…"` or `panel "…" query "A"`
+    pub what: String,
+    pub query: String,
+    /// a panel's or an annotation's query (not a template variable's)
+    pub panel: bool,
+}
+
+/// Every query of the dashboards in `dashboards/`: template variables, annotations, panels
+/// (nested rows included).
+pub fn dashboard_queries() -> Vec<DashboardQuery> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../dashboards");
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 4, "{names:?}");
+    let mut qs = Vec::new();
+    for path in names {
+        let d: Json = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        let mut push = |what: String, q: &Json, panel: bool| {
+            qs.push(DashboardQuery {
+                file: file.clone(),
+                what,
+                query: q.as_str().unwrap().to_string(),
+                panel,
+            })
+        };
+        for v in d["templating"]["list"].as_array().unwrap() {
+            if v["type"] == "query" {
+                push(
+                    format!("variable ${}", v["name"].as_str().unwrap()),
+                    &v["query"],
+                    false,
+                );
+            }
+        }
+        for a in d["annotations"]["list"].as_array().unwrap() {
+            if a["query"].is_string() {
+                push(format!("annotation {}", a["name"]), &a["query"], true);
+            }
+        }
+        let mut stack: Vec<&Json> = d["panels"].as_array().unwrap().iter().collect();
+        while let Some(p) = stack.pop() {
+            stack.extend(p["panels"].as_array().into_iter().flatten());
+            for t in p["targets"].as_array().into_iter().flatten() {
+                push(
+                    format!("panel {} query {}", p["title"], t["refId"]),
+                    &t["query"],
+                    true,
+                );
+            }
+        }
+    }
+    qs
+}
+
+/// The query of target `ref_id` of the panel titled `title` in dashboard `file`.
+pub fn panel_query(file: &str, title: &str, ref_id: &str) -> String {
+    let what = format!("panel {title:?} query {ref_id:?}");
+    dashboard_queries()
+        .into_iter()
+        .find(|q| q.file == file && q.what == what)
+        .unwrap_or_else(|| panic!("{file}: no {what}"))
+        .query
+}
+
+/// Grafana's expansion of a dashboard query: the time range, the Resolution variable `rp`, the
+/// panels' interval, site and device on "All", and the host.
+pub fn expand(q: &str, time_filter: &str, rp: &str, interval: &str, host: &str) -> String {
+    q.replace("$timeFilter", time_filter)
+        .replace("$rp", rp)
+        .replace("$__interval", interval)
+        .replace("$site", ".*")
+        .replace("$device", ".*")
+        .replace("$host", host)
 }

@@ -27,7 +27,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 use serde_yaml::Value as Yaml;
-use storwatch_dashboards_tests::{history, shift, STEP_NS};
+use storwatch_dashboards_tests::{
+    dashboard_queries, expand, history, now_ns, panel_query, series, shift, DashboardQuery, Labels,
+    STEP_NS,
+};
 use storwatch_sim::scenario::Kind;
 use storwatch_tests::{binary, http, wait_for, Collector, Influxd, Proc};
 
@@ -211,47 +214,27 @@ fn start_host(dir: &Path, name: &str, kind: Kind, speed: f64, output: &str) -> (
     (sim, agent)
 }
 
+/// Each series' tags and rows; a query InfluxDB refuses fails the test.
 fn query(influx: &Influxd, q: &str) -> Rows {
-    let r = influx.query(DB, q);
-    let res = &r["results"][0];
-    assert!(
-        res.get("error").is_none() && r.get("error").is_none(),
-        "query failed: {r}\n  {q}"
-    );
-    let mut out = Vec::new();
-    for s in res["series"].as_array().into_iter().flatten() {
-        let tags: BTreeMap<String, String> = s["tags"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let rows: Vec<Json> = s["values"].as_array().cloned().unwrap_or_default();
-        out.push((tags, rows));
-    }
-    out
+    series(influx, DB, q)
+        .unwrap_or_else(|e| panic!("query failed: {e}\n  {q}"))
+        .into_iter()
+        .map(|s| (s.tags, s.rows))
+        .collect()
 }
 
 /// Grafana's expansion of a dashboard query for one host, with site and device on "All" and
 /// the 10 s retention policy.
 fn expand_dashboard(q: &str, host: &str) -> String {
-    q.replace("$timeFilter", "time > now() - 1h")
-        .replace("$rp", "raw")
-        .replace("$__interval", "10s")
-        .replace("$site", ".*")
-        .replace("$device", ".*")
-        .replace("$host", host)
+    expand(q, "time > now() - 1h", "raw", "10s", host)
 }
 
 // ------------------------------------------------------------------------------------------
 // Grafana's server-side expressions, the part the rules use.
 
-type Labels = BTreeMap<String, String>;
 /// One query's answer: each series' tags and rows.
 type Rows = Vec<(Labels, Vec<Json>)>;
-type Series = BTreeMap<Labels, f64>;
+type Values = BTreeMap<Labels, f64>;
 
 fn reduce(rows: &[Json], how: &str) -> Option<f64> {
     let v: Vec<f64> = rows.iter().filter_map(|r| r[1].as_f64()).collect();
@@ -385,14 +368,14 @@ fn math_expressions_follow_precedence() {
 /// Evaluates one rule as Grafana would at `at_ns` (its queries' relative time ranges end
 /// there); returns the label sets its condition is true for.
 fn evaluate(influx: &Influxd, rule: &Yaml, at_ns: i64) -> Vec<BTreeMap<String, String>> {
-    let mut results: BTreeMap<String, Series> = BTreeMap::new();
+    let mut results: BTreeMap<String, Values> = BTreeMap::new();
     let mut raw: BTreeMap<String, Rows> = BTreeMap::new();
     for d in rule["data"].as_sequence().unwrap() {
         let r = d["refId"].as_str().unwrap().to_string();
         let m = &d["model"];
         if d["datasourceUid"].as_str() == Some("__expr__") {
             let input = m["expression"].as_str().unwrap();
-            let out: Series = match m["type"].as_str().unwrap() {
+            let out: Values = match m["type"].as_str().unwrap() {
                 "reduce" => raw[input]
                     .iter()
                     .filter_map(|(tags, rows)| {
@@ -458,13 +441,6 @@ fn evaluate(influx: &Influxd, rule: &Yaml, at_ns: i64) -> Vec<BTreeMap<String, S
         .filter(|(_, v)| **v != 0.0)
         .map(|(t, _)| t.clone())
         .collect()
-}
-
-fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as i64
 }
 
 /// Rows of `measurement` for `host`.
@@ -723,55 +699,25 @@ fn dashboards_and_alert_rules_on_a_live_simulated_fleet() {
 
     // ---- dashboards
     let mut empty = Vec::new();
-    let mut checked = 0;
-    let mut names: Vec<_> = std::fs::read_dir(root.join("dashboards"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    names.sort();
-    assert!(names.len() >= 4, "{names:?}");
-    for path in names {
-        let d: Json = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let file = path.file_name().unwrap().to_string_lossy().into_owned();
-        let mut qs: Vec<(String, String)> = Vec::new();
-        for v in d["templating"]["list"].as_array().unwrap() {
-            if v["type"] == "query" {
-                qs.push((
-                    format!("variable ${}", v["name"].as_str().unwrap()),
-                    v["query"].as_str().unwrap().into(),
-                ));
-            }
-        }
-        for a in d["annotations"]["list"].as_array().unwrap() {
-            if let Some(q) = a["query"].as_str() {
-                qs.push((format!("annotation {}", a["name"]), q.into()));
-            }
-        }
-        let mut stack: Vec<&Json> = d["panels"].as_array().unwrap().iter().collect();
-        while let Some(p) = stack.pop() {
-            stack.extend(p["panels"].as_array().into_iter().flatten());
-            for t in p["targets"].as_array().into_iter().flatten() {
-                qs.push((
-                    format!("panel {} query {}", p["title"], t["refId"]),
-                    t["query"].as_str().unwrap().into(),
-                ));
-            }
-        }
-        for (what, q) in qs {
-            checked += 1;
-            let has_data = SCENARIOS.iter().any(|s| {
-                let series = query(&influx, &expand_dashboard(&q, &host(s.kind)));
-                series.iter().any(|(_, rows)| {
-                    rows.iter().any(|r| {
-                        r.as_array()
-                            .is_some_and(|r| r[1..].iter().any(|v| !v.is_null()))
-                    })
+    let queries = dashboard_queries();
+    for DashboardQuery {
+        file,
+        what,
+        query: q,
+        ..
+    } in &queries
+    {
+        let has_data = SCENARIOS.iter().any(|s| {
+            let series = query(&influx, &expand_dashboard(q, &host(s.kind)));
+            series.iter().any(|(_, rows)| {
+                rows.iter().any(|r| {
+                    r.as_array()
+                        .is_some_and(|r| r[1..].iter().any(|v| !v.is_null()))
                 })
-            });
-            if !has_data {
-                empty.push(format!("{file}: {what}: no data on any scenario\n    {q}"));
-            }
+            })
+        });
+        if !has_data {
+            empty.push(format!("{file}: {what}: no data on any scenario\n    {q}"));
         }
     }
     assert!(
@@ -780,7 +726,7 @@ fn dashboards_and_alert_rules_on_a_live_simulated_fleet() {
         empty.len(),
         empty.join("\n")
     );
-    assert!(checked > 50, "{checked}");
+    assert!(queries.len() > 50, "{}", queries.len());
 
     incident_panels(&influx);
 
@@ -803,54 +749,16 @@ fn dashboards_and_alert_rules_on_a_live_simulated_fleet() {
     }
 }
 
-/// The query of a dashboard panel's target, by panel title and refId.
-fn panel_query(file: &str, title: &str, ref_id: &str) -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../dashboards");
-    let d: Json = serde_json::from_str(&std::fs::read_to_string(root.join(file)).unwrap()).unwrap();
-    let p = d["panels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["title"] == title)
-        .unwrap_or_else(|| panic!("{file}: no panel {title:?}"));
-    let t = p["targets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["refId"] == ref_id)
-        .unwrap();
-    t["query"].as_str().unwrap().to_string()
-}
-
-/// Per series (its `host` tag and other tags): the values of `column` in every row.
+/// Per series: its tags and the values of `col` in every row.
 fn column(influx: &Influxd, q: &str, col: &str) -> Vec<(Labels, Vec<Json>)> {
-    let r = influx.query(DB, q);
-    assert!(r["results"][0].get("error").is_none(), "{r}\n  {q}");
-    let mut out = Vec::new();
-    for s in r["results"][0]["series"].as_array().into_iter().flatten() {
-        let i = s["columns"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .position(|c| c == col)
-            .unwrap_or_else(|| panic!("no column {col} in {s}"));
-        let tags: Labels = s["tags"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let vals = s["values"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|row| row[i].clone())
-            .collect();
-        out.push((tags, vals));
-    }
-    out
+    series(influx, DB, q)
+        .unwrap_or_else(|e| panic!("{e}\n  {q}"))
+        .into_iter()
+        .map(|s| {
+            let vals = s.column(col);
+            (s.tags, vals)
+        })
+        .collect()
 }
 
 /// The panels made for an incident show it on the scenario made for it, and not on `healthy`.

@@ -16,10 +16,13 @@
 
 use std::collections::BTreeMap;
 use std::process::Command;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use serde_json::Value as Json;
-use storwatch_dashboards_tests::{history, shift, STEP_NS};
+use storwatch_dashboards_tests::{
+    dashboard_queries, expand, history, now_ns, panel_query, series, shift, DashboardQuery, Labels,
+    STEP_NS,
+};
 use storwatch_sim::scenario::Kind;
 use storwatch_tests::{http, workspace, Influxd};
 
@@ -105,140 +108,31 @@ fn write(influx: &Influxd, body: &str) {
     }
 }
 
-type Labels = BTreeMap<String, String>;
-/// One series of an answer: its tags, column names and rows.
-type Series = (Labels, Vec<String>, Vec<Json>);
-
-/// Each series of the answer: its tags, column names and rows; or InfluxDB's error.
-fn query(influx: &Influxd, q: &str) -> Result<Vec<Series>, String> {
-    let r = influx.query(DB, q);
-    let res = &r["results"][0];
-    if let Some(e) = res.get("error").or_else(|| r.get("error")) {
-        return Err(e.to_string());
-    }
-    if r.is_null() {
-        return Err("no JSON answer".to_string());
-    }
-    let mut out = Vec::new();
-    for s in res["series"].as_array().into_iter().flatten() {
-        let tags: Labels = s["tags"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let cols = s["columns"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|c| c.as_str().unwrap_or("").to_string())
-            .collect();
-        out.push((
-            tags,
-            cols,
-            s["values"].as_array().cloned().unwrap_or_default(),
-        ));
-    }
-    Ok(out)
-}
-
-/// Grafana's expansion of a dashboard query for one host, with site and device on "All", the
-/// Resolution variable on `rp` and the panels' interval at that level's step.
-fn expand(q: &str, rp: &str, host: &str) -> String {
+/// Grafana's expansion of a dashboard query for one host at Resolution `rp`, with the panels'
+/// interval at that level's step.
+fn expand_at(q: &str, rp: &str, host: &str) -> String {
     let interval = match rp {
         "rp_1m" => "1m",
         "rp_1h" => "1h",
         _ => "10s",
     };
     // three hours: the data's hour and the hour buckets it touches at rp_1h
-    q.replace("$timeFilter", "time > now() - 3h")
-        .replace("$rp", rp)
-        .replace("$__interval", interval)
-        .replace("$site", ".*")
-        .replace("$device", ".*")
-        .replace("$host", host)
-}
-
-/// Every query of the dashboards: (file, what, query, whether it is a panel or annotation).
-fn dashboard_queries() -> Vec<(String, String, String, bool)> {
-    let mut names: Vec<_> = std::fs::read_dir(workspace().join("dashboards"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    names.sort();
-    assert!(names.len() >= 4, "{names:?}");
-    let mut qs = Vec::new();
-    for path in names {
-        let d: Json = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let file = path.file_name().unwrap().to_string_lossy().into_owned();
-        for v in d["templating"]["list"].as_array().unwrap() {
-            if v["type"] == "query" {
-                let what = format!("variable ${}", v["name"].as_str().unwrap());
-                qs.push((
-                    file.clone(),
-                    what,
-                    v["query"].as_str().unwrap().into(),
-                    false,
-                ));
-            }
-        }
-        for a in d["annotations"]["list"].as_array().unwrap() {
-            if let Some(q) = a["query"].as_str() {
-                qs.push((
-                    file.clone(),
-                    format!("annotation {}", a["name"]),
-                    q.into(),
-                    true,
-                ));
-            }
-        }
-        let mut stack: Vec<&Json> = d["panels"].as_array().unwrap().iter().collect();
-        while let Some(p) = stack.pop() {
-            stack.extend(p["panels"].as_array().into_iter().flatten());
-            for t in p["targets"].as_array().into_iter().flatten() {
-                qs.push((
-                    file.clone(),
-                    format!("panel {} query {}", p["title"], t["refId"]),
-                    t["query"].as_str().unwrap().into(),
-                    true,
-                ));
-            }
-        }
-    }
-    qs
-}
-
-fn panel_query(file: &str, title: &str) -> String {
-    dashboard_queries()
-        .into_iter()
-        .find(|(f, what, _, _)| f == file && what == &format!("panel {title:?} query \"A\""))
-        .unwrap_or_else(|| panic!("{file}: no panel {title:?}"))
-        .2
+    expand(q, "time > now() - 3h", rp, interval, host)
 }
 
 /// Per `host` tag: the values of the named columns in every row of every series.
 fn by_host(influx: &Influxd, q: &str, col: &str) -> BTreeMap<(String, Labels), Vec<f64>> {
     let mut out: BTreeMap<(String, Labels), Vec<f64>> = BTreeMap::new();
-    for (tags, cols, rows) in query(influx, q).unwrap_or_else(|e| panic!("{e}\n  {q}")) {
-        let i = cols
+    for s in series(influx, DB, q).unwrap_or_else(|e| panic!("{e}\n  {q}")) {
+        let host = s.tags.get("host").cloned().unwrap_or_default();
+        let vals = s
+            .column(col)
             .iter()
-            .position(|c| c == col)
-            .unwrap_or_else(|| panic!("no column {col} in {cols:?}: {q}"));
-        let host = tags.get("host").cloned().unwrap_or_default();
-        let vals = rows.iter().filter_map(|r| r[i].as_f64());
-        out.entry((host, tags)).or_default().extend(vals);
+            .filter_map(Json::as_f64)
+            .collect::<Vec<_>>();
+        out.entry((host, s.tags)).or_default().extend(vals);
     }
     out
-}
-
-fn now_ns() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as i64
 }
 
 #[test]
@@ -297,7 +191,7 @@ fn dashboards_read_the_rollups() {
                 &format!(" WHERE time >= {from} AND time < {to} GROUP BY "),
                 1,
             );
-            query(&influx, &select).unwrap_or_else(|e| panic!("backfill: {e}\n  {select}"));
+            series(&influx, DB, &select).unwrap_or_else(|e| panic!("backfill: {e}\n  {select}"));
             n += 1;
         }
         assert!(n >= 16, "{n} continuous queries of the {level} level");
@@ -309,18 +203,24 @@ fn dashboards_read_the_rollups() {
     let mut problems = Vec::new();
     let mut checked = 0;
     for rp in ["rp_1m", "rp_1h"] {
-        for (file, what, q, panel) in &queries {
+        for DashboardQuery {
+            file,
+            what,
+            query: q,
+            panel,
+        } in &queries
+        {
             if *panel && !q.contains("\"$rp\".") {
                 problems.push(format!("{file}: {what}: does not read \"$rp\".\n    {q}"));
             }
             checked += 1;
             let mut has_data = false;
             for &k in HOSTS {
-                let e = expand(q, rp, &host(k));
-                match query(&influx, &e) {
-                    Ok(series) => {
-                        has_data |= series.iter().any(|(_, _, rows)| {
-                            rows.iter().any(|r| {
+                let e = expand_at(q, rp, &host(k));
+                match series(&influx, DB, &e) {
+                    Ok(answer) => {
+                        has_data |= answer.iter().any(|s| {
+                            s.rows.iter().any(|r| {
                                 r.as_array()
                                     .is_some_and(|r| r[1..].iter().any(|v| !v.is_null()))
                             })
@@ -351,8 +251,9 @@ fn dashboards_read_the_rollups() {
     let hottest = panel_query(
         "site-overview.json",
         "Hottest disks (peak 1 s %util, seconds saturated)",
+        "A",
     );
-    let at = |rp: &str, col: &str| by_host(&influx, &expand(&hottest, rp, ""), col);
+    let at = |rp: &str, col: &str| by_host(&influx, &expand_at(&hottest, rp, ""), col);
     let per_host = |m: &BTreeMap<(String, Labels), Vec<f64>>, h: &str, f: fn(f64, f64) -> f64| {
         m.iter()
             .filter(|((x, _), _)| x == h)
@@ -395,11 +296,11 @@ fn dashboards_read_the_rollups() {
         ("NICs by % of link", "rx_drops"),
         ("Agents by silence (collector heartbeat)", "lines"),
     ] {
-        let q = panel_query("site-overview.json", title);
-        let raw = by_host(&influx, &expand(&q, "raw", ""), col);
+        let q = panel_query("site-overview.json", title, "A");
+        let raw = by_host(&influx, &expand_at(&q, "raw", ""), col);
         let mut nonzero = false;
         for rp in ["rp_1m", "rp_1h"] {
-            let rolled = by_host(&influx, &expand(&q, rp, ""), col);
+            let rolled = by_host(&influx, &expand_at(&q, rp, ""), col);
             assert_eq!(
                 raw.keys().collect::<Vec<_>>(),
                 rolled.keys().collect::<Vec<_>>(),
