@@ -4,7 +4,7 @@
 //! the sampler logs each one and encodes it as an `event` line:
 //! `event,host=…,source=mpath,object=mpatha/sdc from_state="active",to_state="failed",text="…"`.
 
-use crate::encode::LineWriter;
+use storwatch_wire::lp::LineWriter;
 
 /// One state change.
 #[derive(Debug, Clone, PartialEq, Eq)]

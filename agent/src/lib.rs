@@ -2,18 +2,19 @@
 //! burst-preserving summaries as InfluxDB line protocol.
 //!
 //! Data flows one way: `sources` (kernel text → typed rows) → `rates` (two snapshots → per-second
-//! values, iostat/sar formulas) → `summary` (1 s samples → report) → `encode` (→ line protocol)
-//! → `sink` (stdout, file, HTTP).
+//! values, iostat/sar formulas) → `summary` (1 s samples → report) → `collect` (one collector per
+//! domain, driven by the `scheduler`) → line protocol (`storwatch_wire::lp`) → `sink` (stdout,
+//! file, HTTP).
 
+pub mod collect;
 pub mod command;
 pub mod config;
-pub mod encode;
 pub mod event;
 pub mod health;
 pub mod rates;
 pub mod risk;
 pub mod root;
-pub mod sampler;
+pub mod scheduler;
 pub mod selfstat;
 pub mod sink;
 pub mod sources;

@@ -8,16 +8,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use storwatch_agent::command::SystemRunner;
+use storwatch_agent::collect;
 use storwatch_agent::config::{self, Config};
-use storwatch_agent::encode::LineWriter;
-use storwatch_agent::health::md::MdMonitor;
-use storwatch_agent::health::mpath::MpathMonitor;
-use storwatch_agent::health::zpool::ZpoolMonitor;
-use storwatch_agent::health::Monitor;
-use storwatch_agent::sampler::Sampler;
+use storwatch_agent::scheduler::Scheduler;
 use storwatch_agent::sink::{self, OutputSpec, Sink};
 use storwatch_agent::{selfstat, top};
+use storwatch_wire::lp::LineWriter;
 
 /// Per-node storage and network monitoring: iostat/sar-exact rates every second, burst-preserving
 /// reports as InfluxDB line protocol.
@@ -195,31 +191,6 @@ fn open_sink(cfg: &Config) -> Result<Box<dyn Sink>> {
     Ok(sink::open(&spec, &cfg.http)?)
 }
 
-/// The storage-health monitors. `inline` (for `once`) runs slow commands on the sampling thread
-/// so that one report interval already has their answers.
-fn monitors(cfg: &Config, inline: bool) -> Vec<Box<dyn Monitor>> {
-    let mut v: Vec<Box<dyn Monitor>> = Vec::new();
-    if cfg.mpath.enabled {
-        let runner = Arc::new(SystemRunner);
-        v.push(if inline {
-            Box::new(MpathMonitor::new_inline(cfg.mpath.clone(), runner))
-        } else {
-            Box::new(MpathMonitor::new(cfg.mpath.clone(), runner))
-        });
-    }
-    if cfg.md.enabled {
-        v.push(Box::new(MdMonitor::new(cfg.md.clone(), cfg.risk)));
-    }
-    if cfg.zpool.enabled {
-        v.push(Box::new(ZpoolMonitor::new(
-            cfg.zpool.clone(),
-            cfg.risk,
-            Arc::new(SystemRunner),
-        )));
-    }
-    v
-}
-
 fn writer(cfg: &Config) -> LineWriter {
     let tags: Vec<(String, String)> = cfg
         .tags
@@ -262,7 +233,7 @@ fn sleep_until(target_ns: i64, stop: &AtomicBool) {
 fn run(cfg: &Config) -> Result<()> {
     let stop = stop_flag()?;
     let mut sink = open_sink(cfg)?;
-    let mut sampler = Sampler::new(cfg, monitors(cfg, false));
+    let mut sampler = Scheduler::new(cfg, collect::storage(cfg, false));
     let start = Instant::now();
     let sample_ns = i64::try_from(cfg.sample_interval.as_nanos()).unwrap_or(i64::MAX);
     let report_ns = i64::try_from(cfg.report_interval.as_nanos()).unwrap_or(i64::MAX);
@@ -314,7 +285,7 @@ fn run(cfg: &Config) -> Result<()> {
 /// Samples one report interval and prints its report.
 fn once(cfg: &Config) -> Result<()> {
     let mut sink = open_sink(cfg)?;
-    let mut sampler = Sampler::new(cfg, monitors(cfg, true));
+    let mut sampler = Scheduler::new(cfg, collect::storage(cfg, true));
     let start = Instant::now();
     sampler.sample(0.0);
     let n = (cfg.report_interval.as_nanos() / cfg.sample_interval.as_nanos()).max(1);
@@ -336,7 +307,7 @@ fn once(cfg: &Config) -> Result<()> {
 
 fn top_loop(cfg: &Config, args: &TopArgs) -> Result<()> {
     let stop = stop_flag()?;
-    let mut sampler = Sampler::new(cfg, monitors(cfg, false));
+    let mut sampler = Scheduler::new(cfg, collect::storage(cfg, false));
     let start = Instant::now();
     let tty = std::io::stdout().is_terminal();
     let clear = tty && !args.no_clear;

@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use crate::sampler::{DiskNow, NetNow};
+use crate::scheduler::{DiskNow, NetNow};
 
 /// What to draw.
 #[derive(Debug, Clone, Copy)]

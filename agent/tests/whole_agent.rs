@@ -14,9 +14,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use storwatch_agent::config::Config;
-use storwatch_agent::encode::LineWriter;
-use storwatch_agent::sampler::Sampler;
+use storwatch_agent::scheduler::Scheduler;
 use storwatch_agent::sink::SinkStats;
+use storwatch_wire::lp::LineWriter;
 
 struct Host {
     dir: PathBuf,
@@ -188,7 +188,7 @@ fn config(h: &Host) -> Config {
     }
 }
 
-fn report_text(s: &mut Sampler) -> String {
+fn report_text(s: &mut Scheduler) -> String {
     let mut w = LineWriter::new("ds01.example", &[("site".into(), "T2_EX".into())]);
     s.report(&mut w, 1_700_000_010_000_000_000, 1.0, SinkStats::default());
     String::from_utf8(w.take()).unwrap()
@@ -221,7 +221,7 @@ fn field(line: &str, key: &str) -> String {
 fn report_from_two_snapshots_is_exact() {
     let h = Host::new("exact");
     h.snapshot_a();
-    let mut s = Sampler::new(&config(&h), Vec::new());
+    let mut s = Scheduler::new(&config(&h), Vec::new());
     s.sample(0.0);
     h.snapshot_b();
     s.sample(1.0);
@@ -290,7 +290,7 @@ fn report_from_two_snapshots_is_exact() {
 fn a_malformed_line_costs_only_that_device() {
     let h = Host::new("malformed");
     h.snapshot_a();
-    let mut s = Sampler::new(&config(&h), Vec::new());
+    let mut s = Scheduler::new(&config(&h), Vec::new());
     s.sample(0.0);
     h.snapshot_b();
     let p = h.proc().join("diskstats");
@@ -317,7 +317,7 @@ fn a_malformed_line_costs_only_that_device() {
 fn devices_that_vanish_or_appear_and_counters_that_reset() {
     let h = Host::new("churn");
     h.snapshot_a();
-    let mut s = Sampler::new(&config(&h), Vec::new());
+    let mut s = Scheduler::new(&config(&h), Vec::new());
     s.sample(0.0);
     h.snapshot_b();
     // sdc vanishes, sdd appears, sda's counters reset (device replaced: all counters restart)
@@ -388,7 +388,7 @@ fn missing_optional_sources_are_silent() {
     h.snapshot_a();
     fs::remove_file(h.proc().join("pressure/io")).unwrap();
     fs::remove_dir_all(h.sys().join("class/net/eth0")).unwrap();
-    let mut s = Sampler::new(&config(&h), Vec::new());
+    let mut s = Scheduler::new(&config(&h), Vec::new());
     s.sample(0.0);
     h.snapshot_b();
     fs::remove_file(h.proc().join("pressure/io")).unwrap();

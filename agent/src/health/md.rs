@@ -27,15 +27,15 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::encode::LineWriter;
 use crate::event::Event;
 use crate::risk::{loss_probability, Exposure, RiskModel};
 use crate::root::{read_into, Root};
 use crate::sources::mdstat::{self, MdArray, SyncAction, WaitReason};
 use crate::sources::mdsys::{self, MdSys, Slot, SyncCompleted};
 use crate::sources::SourceError;
+use storwatch_wire::lp::LineWriter;
 
-use super::Monitor;
+use crate::collect::{Collector, ReportCx, SampleCx};
 
 /// MD RAID monitoring (agent config `[md]`).
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
@@ -956,12 +956,10 @@ impl MdMonitor {
     }
 }
 
-impl Monitor for MdMonitor {
-    fn source(&self) -> &'static str {
-        "md"
-    }
-
-    fn poll(
+impl MdMonitor {
+    /// Reads the subsystem once; state changes are appended to `events`. An absent subsystem
+    /// is silent; a broken one is an error (the rest of the poll still goes on).
+    pub fn poll(
         &mut self,
         root: &Root,
         now_s: f64,
@@ -998,7 +996,8 @@ impl Monitor for MdMonitor {
         first_error.map_or(Ok(()), Err)
     }
 
-    fn report(&mut self, w: &mut LineWriter, ts_ns: i64) {
+    /// Writes this report interval's lines, stamped `ts_ns`.
+    pub fn report(&mut self, w: &mut LineWriter, ts_ns: i64) {
         for t in self.arrays.values() {
             let s = &t.status;
             w.line("md", ts_ns)
@@ -1030,6 +1029,22 @@ impl Monitor for MdMonitor {
                     .write();
             }
         }
+    }
+}
+
+impl Collector for MdMonitor {
+    fn sources(&self) -> &'static [&'static str] {
+        &["md"]
+    }
+
+    fn sample(&mut self, cx: &mut SampleCx<'_>) {
+        if let Err(e) = self.poll(cx.root, cx.now_s, cx.events) {
+            cx.errors.count("md", &e);
+        }
+    }
+
+    fn report(&mut self, w: &mut LineWriter, cx: &mut ReportCx<'_>) {
+        MdMonitor::report(self, w, cx.ts_ns);
     }
 }
 

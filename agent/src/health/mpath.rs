@@ -37,14 +37,14 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 
 use crate::command::{CommandError, CommandRunner};
-use crate::encode::LineWriter;
 use crate::event::Event;
 use crate::root::{list_dir, read_into, Root};
 use crate::sources::dmmultipath::{self, ioctl::DmControl, DevT, MultipathStatus, MultipathTable};
 use crate::sources::multipathd::{self, JsonMap};
 use crate::sources::SourceError;
+use storwatch_wire::lp::LineWriter;
 
-use super::Monitor;
+use crate::collect::{Collector, ReportCx, SampleCx};
 
 /// Configuration of the multipath monitor (`[mpath]`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -542,7 +542,7 @@ enum Kernel {
     Commands,
 }
 
-/// The multipath [`Monitor`].
+/// The multipath monitor.
 pub struct MpathMonitor {
     cfg: MpathConfig,
     runner: Arc<dyn CommandRunner>,
@@ -1065,12 +1065,10 @@ fn build(
     out
 }
 
-impl Monitor for MpathMonitor {
-    fn source(&self) -> &'static str {
-        "mpath"
-    }
-
-    fn poll(
+impl MpathMonitor {
+    /// Reads the subsystem once; state changes are appended to `events`. An absent subsystem
+    /// is silent; a broken one is an error (the rest of the poll still goes on).
+    pub fn poll(
         &mut self,
         root: &Root,
         now_s: f64,
@@ -1121,8 +1119,25 @@ impl Monitor for MpathMonitor {
         result
     }
 
-    fn report(&mut self, w: &mut LineWriter, ts_ns: i64) {
+    /// Writes this report interval's lines, stamped `ts_ns`.
+    pub fn report(&mut self, w: &mut LineWriter, ts_ns: i64) {
         self.detector.report(w, ts_ns);
+    }
+}
+
+impl Collector for MpathMonitor {
+    fn sources(&self) -> &'static [&'static str] {
+        &["mpath"]
+    }
+
+    fn sample(&mut self, cx: &mut SampleCx<'_>) {
+        if let Err(e) = self.poll(cx.root, cx.now_s, cx.events) {
+            cx.errors.count("mpath", &e);
+        }
+    }
+
+    fn report(&mut self, w: &mut LineWriter, cx: &mut ReportCx<'_>) {
+        MpathMonitor::report(self, w, cx.ts_ns);
     }
 }
 

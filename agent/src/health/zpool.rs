@@ -33,9 +33,8 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::Monitor;
+use crate::collect::{Collector, ReportCx, SampleCx};
 use crate::command::{CommandError, CommandRunner};
-use crate::encode::LineWriter;
 use crate::event::Event;
 use crate::risk::{loss_probability, Exposure, RiskModel};
 use crate::root::Root;
@@ -44,6 +43,7 @@ use crate::sources::zpool::{
     ScanState, Vdev, VdevKind, ZpoolStatus,
 };
 use crate::sources::SourceError;
+use storwatch_wire::lp::LineWriter;
 
 /// `[zpool]` in the agent configuration.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
@@ -192,7 +192,7 @@ struct WorkerLink {
     wake: Sender<()>,
 }
 
-/// The zpool [`Monitor`].
+/// The zpool monitor.
 pub struct ZpoolMonitor {
     cfg: ZpoolConfig,
     runner: Arc<dyn CommandRunner>,
@@ -254,12 +254,10 @@ impl ZpoolMonitor {
     }
 }
 
-impl Monitor for ZpoolMonitor {
-    fn source(&self) -> &'static str {
-        "zpool"
-    }
-
-    fn poll(
+impl ZpoolMonitor {
+    /// Reads the subsystem once; state changes are appended to `events`. An absent subsystem
+    /// is silent; a broken one is an error (the rest of the poll still goes on).
+    pub fn poll(
         &mut self,
         root: &Root,
         now_s: f64,
@@ -331,8 +329,25 @@ impl Monitor for ZpoolMonitor {
         first_error.map_or(Ok(()), Err)
     }
 
-    fn report(&mut self, w: &mut LineWriter, ts_ns: i64) {
+    /// Writes this report interval's lines, stamped `ts_ns`.
+    pub fn report(&mut self, w: &mut LineWriter, ts_ns: i64) {
         self.tracker.report(w, ts_ns);
+    }
+}
+
+impl Collector for ZpoolMonitor {
+    fn sources(&self) -> &'static [&'static str] {
+        &["zpool"]
+    }
+
+    fn sample(&mut self, cx: &mut SampleCx<'_>) {
+        if let Err(e) = self.poll(cx.root, cx.now_s, cx.events) {
+            cx.errors.count("zpool", &e);
+        }
+    }
+
+    fn report(&mut self, w: &mut LineWriter, cx: &mut ReportCx<'_>) {
+        ZpoolMonitor::report(self, w, cx.ts_ns);
     }
 }
 

@@ -5,7 +5,7 @@
 //! rollups, `tests/install.rs` installs them as a site does.
 //!
 //! This library holds what they share: history, which needs more time than a test can wait for
-//! (made by stepping a simulated host under the agent's own library, its `Sampler` and health
+//! (made by stepping a simulated host under the agent's own library, its `Scheduler` and health
 //! monitors, without sleeping, and stamped to end when the test wants), every query of the
 //! dashboards with Grafana's expansion of its macros, and InfluxDB's answers as series.
 #![allow(clippy::unwrap_used)]
@@ -16,19 +16,19 @@ use std::sync::Arc;
 
 use serde_json::Value as Json;
 
+use storwatch_agent::collect::Collector;
 use storwatch_agent::command::SystemRunner;
 use storwatch_agent::config::Config;
-use storwatch_agent::encode::LineWriter;
 use storwatch_agent::health::md::MdMonitor;
 use storwatch_agent::health::mpath::{MpathConfig, MpathMonitor};
 use storwatch_agent::health::zpool::{ZpoolConfig, ZpoolMonitor};
-use storwatch_agent::health::Monitor;
 use storwatch_agent::risk::RiskModel;
-use storwatch_agent::sampler::Sampler;
+use storwatch_agent::scheduler::Scheduler;
 use storwatch_agent::sink::SinkStats;
 use storwatch_sim::scenario::Kind;
 use storwatch_sim::sim::Sim;
 use storwatch_tests::Influxd;
+use storwatch_wire::lp::LineWriter;
 
 /// The agent's report interval, in nanoseconds.
 pub const STEP_NS: i64 = 10_000_000_000;
@@ -37,7 +37,7 @@ pub const STEP_NS: i64 = 10_000_000_000;
 /// `root`, with its `dmsetup` stand-in run every `dmsetup_interval_s` (a fork and exec each:
 /// most of what stepping an hour costs) and its `zpool` stand-in polled on the monitor's own
 /// thread in real time.
-pub fn monitors(root: &Path, dmsetup_interval_s: f64) -> Vec<Box<dyn Monitor>> {
+pub fn monitors(root: &Path, dmsetup_interval_s: f64) -> Vec<Box<dyn Collector>> {
     vec![
         Box::new(MdMonitor::new(Default::default(), RiskModel::default())),
         Box::new(MpathMonitor::new_inline(
@@ -75,7 +75,7 @@ pub fn history(kind: Kind, name: &str, steps: u32, dmsetup_interval_s: f64) -> V
         sys_root: dir.path().join("sys"),
         ..Config::default()
     };
-    let mut sampler = Sampler::new(&cfg, monitors(dir.path(), dmsetup_interval_s));
+    let mut sampler = Scheduler::new(&cfg, monitors(dir.path(), dmsetup_interval_s));
     let mut reports: Vec<String> = Vec::new();
     sampler.sample(0.0);
     for i in 1..=steps {

@@ -1,5 +1,5 @@
 //! The real agent on simulated hosts: step a scenario a few seconds (no sleeping: each step
-//! advances uptime by exactly 1 s), sample after every step with the agent's own `Sampler` and
+//! advances uptime by exactly 1 s), sample after every step with the agent's own `Scheduler` and
 //! health monitors, and check that the report shows what the scenario is made to show.
 
 #![allow(clippy::unwrap_used)]
@@ -8,18 +8,18 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use storwatch_agent::collect::Collector;
 use storwatch_agent::command::SystemRunner;
 use storwatch_agent::config::Config;
-use storwatch_agent::encode::LineWriter;
 use storwatch_agent::health::md::MdMonitor;
 use storwatch_agent::health::mpath::{MpathConfig, MpathMonitor};
 use storwatch_agent::health::zpool::{ZpoolConfig, ZpoolMonitor};
-use storwatch_agent::health::Monitor;
 use storwatch_agent::risk::RiskModel;
-use storwatch_agent::sampler::Sampler;
+use storwatch_agent::scheduler::Scheduler;
 use storwatch_agent::sink::SinkStats;
 use storwatch_sim::scenario::Kind;
 use storwatch_sim::sim::Sim;
+use storwatch_wire::lp::LineWriter;
 
 const TS: i64 = 1_763_000_000_000_000_000;
 
@@ -31,7 +31,7 @@ fn config(root: &Path) -> Config {
     }
 }
 
-fn mpath_monitor(root: &Path, dmsetup_interval_s: f64) -> Box<dyn Monitor> {
+fn mpath_monitor(root: &Path, dmsetup_interval_s: f64) -> Box<dyn Collector> {
     Box::new(MpathMonitor::new_inline(
         MpathConfig {
             dmsetup: root.join("bin/dmsetup"),
@@ -45,10 +45,14 @@ fn mpath_monitor(root: &Path, dmsetup_interval_s: f64) -> Box<dyn Monitor> {
 }
 
 /// Runs `kind` for `steps` seconds under the agent and returns its report.
-fn report(kind: Kind, steps: u32, monitors: impl FnOnce(&Path) -> Vec<Box<dyn Monitor>>) -> String {
+fn report(
+    kind: Kind,
+    steps: u32,
+    monitors: impl FnOnce(&Path) -> Vec<Box<dyn Collector>>,
+) -> String {
     let dir = tempfile::tempdir().unwrap();
     let mut sim = Sim::new(dir.path(), kind, "sim1", 7, 1.0).unwrap();
-    let mut s = Sampler::new(&config(dir.path()), monitors(dir.path()));
+    let mut s = Scheduler::new(&config(dir.path()), monitors(dir.path()));
     s.sample(0.0);
     for i in 1..=steps {
         sim.step().unwrap();
@@ -287,7 +291,7 @@ fn zpool_resilver_through_the_zpool_stand_in() {
 fn report_at_speed(kind: Kind, steps: u32, speed: f64) -> String {
     let dir = tempfile::tempdir().unwrap();
     let mut sim = Sim::new(dir.path(), kind, "sim1", 7, speed).unwrap();
-    let mut s = Sampler::new(&config(dir.path()), Vec::new());
+    let mut s = Scheduler::new(&config(dir.path()), Vec::new());
     s.sample(0.0);
     for i in 1..=steps {
         sim.step().unwrap();
@@ -321,7 +325,7 @@ fn mixed_rw_loses_most_of_its_throughput_when_writers_join() {
     for _ in 0..10 {
         sim.step().unwrap();
     }
-    let mut s = Sampler::new(&config(dir.path()), Vec::new());
+    let mut s = Scheduler::new(&config(dir.path()), Vec::new());
     s.sample(0.0);
     for i in 1..=10 {
         sim.step().unwrap();

@@ -1,5 +1,5 @@
-//! The sampling loop's state: one [`Sampler::sample`] per sample interval, one
-//! [`Sampler::report`] per report interval.
+//! The scheduler: one [`Scheduler::sample`] per sample interval, one [`Scheduler::report`] per
+//! report interval, driving every collector on that clock.
 //!
 //! Per sample the agent reads only what must be read every second — `/proc/uptime`,
 //! `/proc/diskstats`, `/proc/net/dev`, and the health monitors' cheap files — into buffers it
@@ -11,10 +11,9 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use crate::collect::{Collector, ReportCx, SampleCx, SourceErrors};
 use crate::config::{glob_match, Config};
-use crate::encode::LineWriter;
 use crate::event::Event;
-use crate::health::Monitor;
 use crate::rates::{self, DiskCounters, DiskRates, NetCounters, NetRates};
 use crate::root::{read_into, Root};
 use crate::selfstat;
@@ -24,6 +23,7 @@ use crate::sources::sysblock::{self, BlockInfo, DeviceKind, Tunables};
 use crate::sources::sysnet::{self, NetInfo};
 use crate::sources::{meminfo, pressure, stat, uptime, ParseError, SourceError};
 use crate::summary::{DiskInterval, NetInterval};
+use storwatch_wire::lp::LineWriter;
 
 /// How often block tunables are re-read (they are reported when changed, and every
 /// `tunables_interval`).
@@ -52,15 +52,6 @@ const SOURCES: [(Src, &str); 8] = [
     (Src::Pressure, "pressure"),
     (Src::Meminfo, "meminfo"),
 ];
-
-/// Error counts of one source.
-#[derive(Debug, Clone, Default)]
-struct ErrorCount {
-    name: String,
-    interval: u64,
-    total: u64,
-    logged_this_interval: bool,
-}
 
 #[derive(Debug)]
 struct DiskState {
@@ -112,13 +103,13 @@ pub struct NetNow {
 }
 
 /// Everything the agent remembers between samples.
-pub struct Sampler {
+pub struct Scheduler {
     root: Root,
     threshold: f64,
     tunables_interval_s: f64,
     exclude_devices: Vec<String>,
     exclude_interfaces: Vec<String>,
-    monitors: Vec<Box<dyn Monitor>>,
+    collectors: Vec<Box<dyn Collector>>,
     buf: String,
     buf2: String,
     scratch: Vec<f64>,
@@ -130,7 +121,7 @@ pub struct Sampler {
     prev_cpu: Option<stat::CpuTimes>,
     prev_psi: Option<(pressure::Pressure, u64)>,
     uptime_cs: u64,
-    errors: Vec<ErrorCount>,
+    errors: SourceErrors,
     events: Vec<Event>,
     samples: u32,
     cycle_cpu_sum: Duration,
@@ -139,27 +130,23 @@ pub struct Sampler {
     started: std::time::Instant,
 }
 
-impl Sampler {
-    /// A sampler for `cfg`, with the given storage-health monitors.
-    pub fn new(cfg: &Config, monitors: Vec<Box<dyn Monitor>>) -> Self {
-        let mut errors: Vec<ErrorCount> = SOURCES
-            .iter()
-            .map(|(_, n)| ErrorCount {
-                name: (*n).to_owned(),
-                ..ErrorCount::default()
-            })
-            .collect();
-        errors.extend(monitors.iter().map(|m| ErrorCount {
-            name: m.source().to_owned(),
-            ..ErrorCount::default()
-        }));
+impl Scheduler {
+    /// A scheduler for `cfg`: the host's disks, interfaces, CPU, pressure and memory, then
+    /// `collectors` (the storage-health ones, [`crate::collect::storage`]) in that order.
+    pub fn new(cfg: &Config, collectors: Vec<Box<dyn Collector>>) -> Self {
+        let mut errors = SourceErrors::new(SOURCES.iter().map(|(_, n)| n));
+        for c in &collectors {
+            for n in c.sources() {
+                errors.register(n);
+            }
+        }
         Self {
             root: Root::new(&cfg.proc_root, &cfg.sys_root),
             threshold: cfg.saturation_threshold_pct,
             tunables_interval_s: cfg.tunables_interval.as_secs_f64(),
             exclude_devices: cfg.exclude_devices.clone(),
             exclude_interfaces: cfg.exclude_interfaces.clone(),
-            monitors,
+            collectors,
             buf: String::with_capacity(64 * 1024),
             buf2: String::with_capacity(4096),
             scratch: Vec::new(),
@@ -181,23 +168,10 @@ impl Sampler {
         }
     }
 
-    fn error(&mut self, idx: usize, err: &dyn std::fmt::Display) {
-        let Some(e) = self.errors.get_mut(idx) else {
-            return;
-        };
-        e.interval += 1;
-        e.total += 1;
-        // One log line per source per report interval: a broken file read every second must not
-        // flood the journal, and the count carries the rest.
-        if !e.logged_this_interval {
-            e.logged_this_interval = true;
-            tracing::warn!(source = %e.name, "{err}");
-        }
-    }
-
     fn src_error(&mut self, src: Src, err: &dyn std::fmt::Display) {
-        let idx = SOURCES.iter().position(|(s, _)| *s == src).unwrap_or(0);
-        self.error(idx, err);
+        if let Some((_, name)) = SOURCES.iter().find(|(s, _)| *s == src) {
+            self.errors.count(name, err);
+        }
     }
 
     fn parse_errors(&mut self, src: Src, path: &str, errs: &[ParseError]) {
@@ -253,17 +227,17 @@ impl Sampler {
         }
         self.sample_disks(itv);
         self.sample_nets(itv);
-        let mut events = std::mem::take(&mut self.events);
-        for i in 0..self.monitors.len() {
-            let res = match self.monitors.get_mut(i) {
-                Some(m) => m.poll(&self.root, now_s, &mut events),
-                None => Ok(()),
-            };
-            if let Err(e) = res {
-                self.error(SOURCES.len() + i, &e);
-            }
+        let mut cx = SampleCx {
+            root: &self.root,
+            now_s,
+            itv_cs: itv,
+            uptime_cs: self.uptime_cs,
+            events: &mut self.events,
+            errors: &mut self.errors,
+        };
+        for c in &mut self.collectors {
+            c.sample(&mut cx);
         }
-        self.events = events;
         self.samples += 1;
         let spent = selfstat::thread_cpu().saturating_sub(cpu0);
         self.cycle_cpu_sum += spent;
@@ -496,8 +470,15 @@ impl Sampler {
         self.report_disks(w, ts_ns, now_s);
         self.report_nets(w, ts_ns);
         self.report_host(w, ts_ns);
-        for m in &mut self.monitors {
-            m.report(w, ts_ns);
+        let mut cx = ReportCx {
+            root: &self.root,
+            ts_ns,
+            now_s,
+            uptime_cs: self.uptime_cs,
+            errors: &mut self.errors,
+        };
+        for c in &mut self.collectors {
+            c.report(w, &mut cx);
         }
         for e in std::mem::take(&mut self.events) {
             let bad = is_bad_state(&e.to_state) || e.text.contains("checksum error");
@@ -774,7 +755,7 @@ impl Sampler {
         let process_cpu = selfstat::process_cpu();
         let process_delta = process_cpu.saturating_sub(self.process_cpu_at_report);
         self.process_cpu_at_report = process_cpu;
-        let source_errors: u64 = self.errors.iter().map(|e| e.interval).sum();
+        let source_errors = self.errors.interval_sum();
         w.line("agent", ts)
             .tag("version", env!("CARGO_PKG_VERSION"))
             .field(
@@ -797,16 +778,12 @@ impl Sampler {
             .field("dropped_lines", sink.dropped_lines)
             .field("uptime_s", self.started.elapsed().as_secs())
             .write();
-        for e in &mut self.errors {
-            if e.total > 0 {
-                w.line("agent_source", ts)
-                    .tag("source", &e.name)
-                    .field("errors", e.interval)
-                    .field("errors_total", e.total)
-                    .write();
-            }
-            e.interval = 0;
-            e.logged_this_interval = false;
+        for (name, interval, total) in self.errors.take_interval() {
+            w.line("agent_source", ts)
+                .tag("source", name)
+                .field("errors", interval)
+                .field("errors_total", total)
+                .write();
         }
         self.samples = 0;
         self.cycle_cpu_sum = Duration::ZERO;
@@ -815,10 +792,7 @@ impl Sampler {
 
     /// Errors counted per source since start: `(source, total)`.
     pub fn error_totals(&self) -> Vec<(String, u64)> {
-        self.errors
-            .iter()
-            .map(|e| (e.name.clone(), e.total))
-            .collect()
+        self.errors.totals()
     }
 }
 

@@ -1,0 +1,180 @@
+//! Collectors: one per domain, each reading its own sources, keeping its own per-second state and
+//! writing its own report lines.
+//!
+//! The [`Scheduler`](crate::scheduler::Scheduler) calls every collector's
+//! [`Collector::sample`] once per sample interval and [`Collector::report`] once per report
+//! interval, in the order it was given them, which is the order of their lines in the report.
+//! A collector never calls up: it gets what it needs from the scheduler in a [`SampleCx`] or
+//! [`ReportCx`], and hands back lines, events and counted errors.
+//!
+//! A source that is absent on the node (no md module, no ZFS, no multipath) leaves its collector
+//! silent; one that is present but broken is counted in [`SourceErrors`] under the source's name
+//! (logged once per report interval, reported in the `agent_source` lines) and the rest of the
+//! sample goes on.
+
+use std::fmt::Display;
+use std::sync::Arc;
+
+use storwatch_wire::lp::LineWriter;
+
+use crate::command::SystemRunner;
+use crate::config::Config;
+use crate::event::Event;
+use crate::health::md::MdMonitor;
+use crate::health::mpath::MpathMonitor;
+use crate::health::zpool::ZpoolMonitor;
+use crate::root::Root;
+
+/// What a collector gets for one sample.
+pub struct SampleCx<'a> {
+    /// Where /proc and /sys are.
+    pub root: &'a Root,
+    /// Monotonic seconds since the agent started (for windows, rates and ETAs).
+    pub now_s: f64,
+    /// Hundredths of a second since the previous sample, from `/proc/uptime` as sysstat takes
+    /// it (the monotonic clock when uptime is unreadable); `None` on the first sample and when
+    /// time stood still or went back, where no rate can be computed.
+    pub itv_cs: Option<u64>,
+    /// `/proc/uptime` at this sample, hundredths of a second (0 when unreadable).
+    pub uptime_cs: u64,
+    /// State changes seen in this sample are appended here.
+    pub events: &'a mut Vec<Event>,
+    /// Failures of sources, counted by source name.
+    pub errors: &'a mut SourceErrors,
+}
+
+/// What a collector gets for one report.
+pub struct ReportCx<'a> {
+    /// Where /proc and /sys are.
+    pub root: &'a Root,
+    /// The report's timestamp: the end of the interval, nanoseconds since the epoch.
+    pub ts_ns: i64,
+    /// Monotonic seconds since the agent started.
+    pub now_s: f64,
+    /// `/proc/uptime` at the last sample, hundredths of a second.
+    pub uptime_cs: u64,
+    /// Failures of sources, counted by source name.
+    pub errors: &'a mut SourceErrors,
+}
+
+/// One domain of what the agent watches.
+pub trait Collector: Send {
+    /// The names of the sources this collector counts errors under, in the order of their
+    /// `agent_source` lines (`diskstats`, `sysblock`; `md`; …).
+    fn sources(&self) -> &'static [&'static str];
+
+    /// Takes one sample. Must not block for long: anything slow (a `zpool` command) runs on the
+    /// collector's own thread and is picked up here.
+    fn sample(&mut self, cx: &mut SampleCx<'_>);
+
+    /// Writes this report interval's lines and starts a new interval.
+    fn report(&mut self, w: &mut LineWriter, cx: &mut ReportCx<'_>);
+}
+
+/// Error counts of one source.
+#[derive(Debug, Clone)]
+struct ErrorCount {
+    name: &'static str,
+    interval: u64,
+    total: u64,
+    logged_this_interval: bool,
+}
+
+/// Errors of every source, counted per report interval and since start.
+#[derive(Debug, Clone, Default)]
+pub struct SourceErrors {
+    counts: Vec<ErrorCount>,
+}
+
+impl SourceErrors {
+    /// Counts for `names`, in that order (the order of the `agent_source` lines).
+    pub fn new<'a>(names: impl IntoIterator<Item = &'a &'static str>) -> Self {
+        let mut e = Self::default();
+        for n in names {
+            e.register(n);
+        }
+        e
+    }
+
+    /// Adds a source (once; a name already known keeps its place).
+    pub fn register(&mut self, name: &'static str) {
+        if !self.counts.iter().any(|c| c.name == name) {
+            self.counts.push(ErrorCount {
+                name,
+                interval: 0,
+                total: 0,
+                logged_this_interval: false,
+            });
+        }
+    }
+
+    /// Counts one failure of `source`. The first of a report interval is logged; the count
+    /// carries the rest, so a broken file read every second does not flood the journal.
+    pub fn count(&mut self, source: &'static str, err: &dyn Display) {
+        if !self.counts.iter().any(|c| c.name == source) {
+            self.register(source);
+        }
+        let Some(c) = self.counts.iter_mut().find(|c| c.name == source) else {
+            return;
+        };
+        c.interval += 1;
+        c.total += 1;
+        if !c.logged_this_interval {
+            c.logged_this_interval = true;
+            tracing::warn!(source = %c.name, "{err}");
+        }
+    }
+
+    /// Errors of all sources in the current report interval.
+    pub fn interval_sum(&self) -> u64 {
+        self.counts.iter().map(|c| c.interval).sum()
+    }
+
+    /// `(source, errors this interval, errors since start)` of every source that ever failed,
+    /// in registration order; starts a new interval.
+    pub fn take_interval(&mut self) -> Vec<(&'static str, u64, u64)> {
+        let mut out = Vec::new();
+        for c in &mut self.counts {
+            if c.total > 0 {
+                out.push((c.name, c.interval, c.total));
+            }
+            c.interval = 0;
+            c.logged_this_interval = false;
+        }
+        out
+    }
+
+    /// Errors counted per source since start: `(source, total)`.
+    pub fn totals(&self) -> Vec<(String, u64)> {
+        self.counts
+            .iter()
+            .map(|c| (c.name.to_owned(), c.total))
+            .collect()
+    }
+}
+
+/// The storage-health collectors the configuration enables (multipath, MD, zpool), in report
+/// order. `inline` (for `once` and stepped tests) runs slow commands on the sampling thread so
+/// that one report interval already has their answers.
+pub fn storage(cfg: &Config, inline: bool) -> Vec<Box<dyn Collector>> {
+    let mut v: Vec<Box<dyn Collector>> = Vec::new();
+    if cfg.mpath.enabled {
+        let runner = Arc::new(SystemRunner);
+        v.push(if inline {
+            Box::new(MpathMonitor::new_inline(cfg.mpath.clone(), runner))
+        } else {
+            Box::new(MpathMonitor::new(cfg.mpath.clone(), runner))
+        });
+    }
+    if cfg.md.enabled {
+        v.push(Box::new(MdMonitor::new(cfg.md.clone(), cfg.risk)));
+    }
+    if cfg.zpool.enabled {
+        v.push(Box::new(ZpoolMonitor::new(
+            cfg.zpool.clone(),
+            cfg.risk,
+            Arc::new(SystemRunner),
+        )));
+    }
+    v
+}
