@@ -170,11 +170,16 @@ pub fn storage(cfg: &Config, inline: bool) -> Vec<Box<dyn Collector>> {
         v.push(Box::new(MdMonitor::new(cfg.md.clone(), cfg.risk)));
     }
     if cfg.zpool.enabled {
-        v.push(Box::new(ZpoolMonitor::new(
-            cfg.zpool.clone(),
-            cfg.risk,
-            Arc::new(SystemRunner),
-        )));
+        let runner = Arc::new(SystemRunner);
+        v.push(if inline {
+            Box::new(ZpoolMonitor::new_inline(
+                cfg.zpool.clone(),
+                cfg.risk,
+                runner,
+            ))
+        } else {
+            Box::new(ZpoolMonitor::new(cfg.zpool.clone(), cfg.risk, runner))
+        });
     }
     v
 }

@@ -187,9 +187,20 @@ impl Worker {
     }
 }
 
-struct WorkerLink {
-    samples: Receiver<CommandSample>,
-    wake: Sender<()>,
+/// Where the commands run: on the worker thread (the daemon), or on the sampling thread when
+/// a poll finds them due (`once`, and tests that step simulated time).
+enum WorkerLink {
+    Thread {
+        samples: Receiver<CommandSample>,
+        wake: Sender<()>,
+    },
+    Inline {
+        worker: Worker,
+        /// Monotonic seconds of the next run.
+        next_s: f64,
+        /// A state change asked for a run at the next poll.
+        woken: bool,
+    },
 }
 
 /// The zpool monitor.
@@ -197,6 +208,7 @@ pub struct ZpoolMonitor {
     cfg: ZpoolConfig,
     runner: Arc<dyn CommandRunner>,
     worker: Option<WorkerLink>,
+    inline: bool,
     tracker: Tracker,
     command_errors: u64,
 }
@@ -221,8 +233,20 @@ impl ZpoolMonitor {
             cfg,
             runner,
             worker: None,
+            inline: false,
             tracker,
             command_errors: 0,
+        }
+    }
+
+    /// A monitor that runs `zpool` on the polling thread whenever a poll finds a run due
+    /// (every `interval_s` of the `now_s` it is given, and at once after a state change), so
+    /// that each run's answer belongs to the poll that asked for it. For `once`, and for
+    /// stepping simulated time, where a thread answering in real time would fall behind.
+    pub fn new_inline(cfg: ZpoolConfig, risk: RiskModel, runner: Arc<dyn CommandRunner>) -> Self {
+        Self {
+            inline: true,
+            ..Self::new(cfg, risk, runner)
         }
     }
 
@@ -232,8 +256,6 @@ impl ZpoolMonitor {
     }
 
     fn start_worker(&mut self) -> Result<(), SourceError> {
-        let (tx, rx) = mpsc::channel();
-        let (wake_tx, wake_rx) = mpsc::channel();
         let worker = Worker {
             runner: Arc::clone(&self.runner),
             zpool: self.cfg.zpool.clone(),
@@ -241,12 +263,22 @@ impl ZpoolMonitor {
             json: Json::Unknown,
             exact: true,
         };
+        if self.inline {
+            self.worker = Some(WorkerLink::Inline {
+                worker,
+                next_s: f64::NEG_INFINITY,
+                woken: false,
+            });
+            return Ok(());
+        }
+        let (tx, rx) = mpsc::channel();
+        let (wake_tx, wake_rx) = mpsc::channel();
         let interval = seconds(self.cfg.interval_s, 60.0);
         std::thread::Builder::new()
             .name("storwatch-zpool".into())
             .spawn(move || worker.run(interval, tx, wake_rx))
             .map_err(|e| SourceError::io(Path::new("zpool worker thread"), e))?;
-        self.worker = Some(WorkerLink {
+        self.worker = Some(WorkerLink::Thread {
             samples: rx,
             wake: wake_tx,
         });
@@ -291,21 +323,40 @@ impl ZpoolMonitor {
             Err(e) => first_error = Some(e),
         }
         let mut samples = Vec::new();
-        if let Some(link) = &self.worker {
-            loop {
-                match link.samples.try_recv() {
-                    Ok(s) => samples.push(s),
+        match &mut self.worker {
+            Some(WorkerLink::Thread { samples: rx, .. }) => loop {
+                match rx.try_recv() {
+                    Ok(s) => samples.push((now_s - s.taken.elapsed().as_secs_f64(), s)),
                     Err(TryRecvError::Empty) => break,
                     Err(TryRecvError::Disconnected) => {
                         self.worker = None; // restarted on the next poll
                         break;
                     }
                 }
+            },
+            Some(WorkerLink::Inline {
+                worker,
+                next_s,
+                woken,
+            }) if *woken || now_s >= *next_s => {
+                let status = worker.status();
+                let taken = Instant::now();
+                let list = worker.list();
+                samples.push((
+                    now_s,
+                    CommandSample {
+                        taken,
+                        status,
+                        list,
+                    },
+                ));
+                *next_s = now_s + self.cfg.interval_s.max(0.0);
+                *woken = false;
             }
+            Some(WorkerLink::Inline { .. }) | None => {}
         }
         let mut errors = Vec::new();
-        for s in samples {
-            let t = now_s - s.taken.elapsed().as_secs_f64();
+        for (t, s) in samples {
             match s.list {
                 Ok(rows) => self.tracker.observe_list(&rows),
                 Err(e) => errors.push(e),
@@ -352,9 +403,13 @@ impl Collector for ZpoolMonitor {
 }
 
 impl ZpoolMonitor {
-    fn wake(&self) {
-        if let Some(link) = &self.worker {
-            let _ = link.wake.send(());
+    fn wake(&mut self) {
+        match &mut self.worker {
+            Some(WorkerLink::Thread { wake, .. }) => {
+                let _ = wake.send(());
+            }
+            Some(WorkerLink::Inline { woken, .. }) => *woken = true,
+            None => {}
         }
     }
 }
@@ -1544,6 +1599,60 @@ errors: No known data errors
         assert!(out.contains("scan=\"resilver\""), "{out}");
         assert!(out.contains("capacity_over_85=true"), "{out}");
         assert!(out.contains("zpool_vdev,host=h,pool=zpool,vdev=ata-ST8000DM004-2U9188_ZR165ZXT,kind=disk,parent=replacing-5 state=\"ONLINE\""), "{out}");
+        assert_eq!(m.command_errors(), 0);
+    }
+
+    #[test]
+    fn inline_monitor_answers_in_the_poll_that_finds_a_run_due() {
+        let status = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/zpool-status/homelab-zfs2x-resilver-in-progress-X-of-Y-scanned-days-eta-logs.txt");
+        // counts its runs, so the test sees when zpool ran
+        let body = format!(
+            "echo run >> \"$(dirname \"$0\")/runs\"\ncase \"$1 $2\" in\n\"status -j\") exit 2;;\n\"status -p\") cat '{}';;\n\"list -Hp\") printf 'zpool\\t43980465111040\\t38262004646707\\t5718460464333\\t-\\t-\\t12\\t87\\t1.00\\tDEGRADED\\t-\\n';;\n*) exit 1;;\nesac",
+            status.display()
+        );
+        let host = FakeHost::new("zpool", "DEGRADED", &body);
+        let runs = || {
+            std::fs::read_to_string(host.dir.path().join("runs"))
+                .map(|s| s.lines().count())
+                .unwrap_or(0)
+        };
+        let mut m = ZpoolMonitor::new_inline(
+            ZpoolConfig {
+                zpool: host.dir.path().join("zpool"),
+                interval_s: 60.0,
+                timeout_s: 5.0,
+                ..ZpoolConfig::default()
+            },
+            RiskModel::default(),
+            Arc::new(SystemRunner),
+        );
+        let root = host.root();
+        m.poll(&root, 0.0, &mut Vec::new()).expect("first poll");
+        let mut w = LineWriter::new("h", &[]);
+        m.report(&mut w, TS);
+        let out = String::from_utf8(w.take()).expect("utf8");
+        // the first poll already has zpool's answer: no thread, no waiting
+        assert!(out.contains("scan=\"resilver\""), "{out}");
+        assert!(out.contains("capacity_pct"), "{out}");
+        let after_first = runs();
+        assert!(after_first >= 2, "status and list ran: {after_first}");
+        // not due again before interval_s of the given time has passed, however often polled
+        for t in 1..60 {
+            m.poll(&root, f64::from(t), &mut Vec::new()).expect("poll");
+        }
+        assert_eq!(runs(), after_first);
+        m.poll(&root, 60.0, &mut Vec::new()).expect("poll");
+        assert!(runs() > after_first);
+        // a state change in kstat asks for a run at once
+        let n = runs();
+        std::fs::write(
+            host.dir.path().join("proc/spl/kstat/zfs/zpool/state"),
+            "ONLINE\n",
+        )
+        .expect("state");
+        m.poll(&root, 61.0, &mut Vec::new()).expect("poll");
+        assert!(runs() > n);
         assert_eq!(m.command_errors(), 0);
     }
 
