@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use influxdb_line_protocol::builder::LineProtocolBuilder;
 use serde::{Deserialize, Serialize};
+use storwatch_wire::lp::LineWriter;
 
 /// What is known about one host.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,25 +112,24 @@ impl LastSeen {
     pub fn heartbeat(&self, measurement: &str, host_tag: &str, now_ns: i64) -> String {
         let now_s = now_ns.div_euclid(1_000_000_000);
         let mut map = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
-        let mut b = LineProtocolBuilder::new();
+        // No common host tag: the host goes under the configured tag name.
+        let mut w = LineWriter::new("", &[]);
         for (host, seen) in map.iter_mut() {
-            // Tag values must be non-empty and single-line (the builder would let a newline
-            // through as a second line); such hosts were never accepted, but be sure.
+            // Tag values must be non-empty and single-line (the writer would clean them into
+            // another name); such hosts were never accepted, but be sure.
             if host.is_empty() || host.contains(['\n', '\r']) || host.ends_with('\\') {
                 continue;
             }
-            b = b
-                .measurement(measurement)
+            w.line(measurement, now_ns)
                 .tag(host_tag, host)
                 .field("last_seen_s", seen.last_seen_s)
                 .field("age_s", now_s.saturating_sub(seen.last_seen_s))
                 .field("lines", i64::try_from(seen.lines).unwrap_or(i64::MAX))
-                .timestamp(now_ns)
-                .close_line();
+                .write();
             seen.lines = 0;
         }
         self.save(&map, false);
-        String::from_utf8(b.build()).unwrap_or_default()
+        String::from_utf8(w.take()).unwrap_or_default()
     }
 }
 

@@ -2,23 +2,22 @@
 //! InfluxDB client), authenticates and validates it, makes it durable in an fsync'd queue before
 //! acknowledging, and forwards it to one or more InfluxDB outputs (v1, v2, v3 write APIs).
 //!
-//! * [`app`] — the HTTP routes (`/write`, `/api/v2/write`, `/ping`, `/health`, `/metrics`)
-//! * [`ingest`] — line validation, limits, precision, field-type map
+//! * [`http`] — the routes (`/write`, `/api/v2/write`, `/ping`, `/health`, `/metrics`), tokens
+//!   and rate limits, the listener (TLS/mTLS, timeouts, connection limit)
+//! * [`ingest`] — body decoding, line validation (`storwatch_wire::lp`), the field-type map
 //! * [`queue`] — the segment log with group commit
-//! * [`forward`] — batching, retries and per-status handling towards InfluxDB
+//! * [`forward`] — batching, retries, per-status handling and dead letters towards InfluxDB
 //! * [`heartbeat`] — last-seen per host
-//! * [`server`] — listener, TLS/mTLS, timeouts
+//! * [`metrics`] — counters and their Prometheus text
 //! * [`start`] — wires it all together from a [`config::Config`]
 
-pub mod app;
-pub mod auth;
 pub mod config;
 pub mod forward;
 pub mod heartbeat;
+pub mod http;
 pub mod ingest;
 pub mod metrics;
 pub mod queue;
-pub mod server;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -28,11 +27,11 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::app::AppState;
-use crate::auth::{RateLimiter, Tokens};
 use crate::config::{Config, ConfigError};
 use crate::forward::{Forwarder, Output};
 use crate::heartbeat::LastSeen;
+use crate::http::auth::{RateLimiter, Tokens};
+use crate::http::{server, AppState};
 use crate::ingest::{TypeMap, TypeMapError};
 use crate::metrics::Metrics;
 use crate::queue::{Queue, QueueError, QueueOptions};
@@ -119,7 +118,8 @@ fn load_tokens(cfg: &Config, addr: SocketAddr) -> Result<Option<Tokens>, StartEr
     }
 }
 
-fn now_ns() -> i64 {
+/// Now, in nanoseconds since the Unix epoch.
+pub(crate) fn now_ns() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
@@ -251,7 +251,7 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
         .map_err(|source| StartError::Bind { addr, source })?;
     tasks.push(tokio::spawn(server::serve(
         listener,
-        app::app(state.clone()),
+        http::app(state.clone()),
         tls,
         cfg.limits.clone(),
         metrics,

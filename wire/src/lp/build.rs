@@ -23,6 +23,11 @@
 
 use std::io::Write as _;
 
+use super::rules::{
+    clean_name, clean_string, clean_tag_value, escape_into, float_is_storable,
+    measurement_is_writable, KEY_SPECIAL, MEASUREMENT_SPECIAL, STRING_SPECIAL,
+};
+
 /// A field value.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Value<'a> {
@@ -100,7 +105,9 @@ impl LineWriter {
     /// dropped without `write`, or left without a valid field, is taken back out.
     pub fn line<'a>(&'a mut self, measurement: &'a str, ts_ns: i64) -> Line<'a> {
         let start = self.buf.len();
-        escape_into(&mut self.buf, measurement, b", ");
+        let measurement = clean_name(measurement);
+        let writable = measurement_is_writable(&measurement);
+        escape_into(&mut self.buf, &measurement, MEASUREMENT_SPECIAL);
         for (k, v) in &self.common_tags {
             push_tag(&mut self.buf, k, v);
         }
@@ -109,6 +116,7 @@ impl LineWriter {
             start,
             ts_ns,
             fields: 0,
+            writable,
             done: false,
         }
     }
@@ -143,6 +151,8 @@ pub struct Line<'a> {
     ts_ns: i64,
     /// Fields written so far.
     fields: usize,
+    /// The measurement name can start a line.
+    writable: bool,
     done: bool,
 }
 
@@ -160,12 +170,13 @@ impl<'a> Line<'a> {
     /// Adds a field; a non-finite float is skipped (and counted).
     pub fn field(mut self, key: &str, value: impl Into<Value<'a>>) -> Self {
         let value = value.into();
-        if matches!(value, Value::F(f) if !f.is_finite()) {
+        let key = clean_name(key);
+        if matches!(value, Value::F(f) if !float_is_storable(f)) || key.is_empty() {
             self.w.skipped += 1;
             return self;
         }
         self.w.buf.push(if self.fields == 0 { b' ' } else { b',' });
-        field_into(&mut self.w.buf, key, value);
+        field_into(&mut self.w.buf, &key, value);
         self.fields += 1;
         self
     }
@@ -182,7 +193,7 @@ impl<'a> Line<'a> {
     /// valid field.
     pub fn write(mut self) -> bool {
         self.done = true;
-        if self.fields == 0 {
+        if self.fields == 0 || !self.writable {
             self.w.buf.truncate(self.start);
             self.w.skipped += 1;
             return false;
@@ -205,31 +216,18 @@ impl Drop for Line<'_> {
 
 /// Appends `,key=value` with the value cleaned; nothing for an empty value.
 fn push_tag(buf: &mut Vec<u8>, key: &str, value: &str) {
-    let v = clean_tag(value);
-    if !v.is_empty() {
+    let v = clean_tag_value(value);
+    let key = clean_name(key);
+    if !v.is_empty() && !key.is_empty() {
         buf.push(b',');
-        escape_into(buf, key, b",= ");
+        escape_into(buf, &key, KEY_SPECIAL);
         buf.push(b'=');
-        escape_into(buf, &v, b",= ");
-    }
-}
-
-/// Appends `s`, putting a backslash before a backslash or any byte of `special`.
-fn escape_into(buf: &mut Vec<u8>, s: &str, special: &[u8]) {
-    if !s.bytes().any(|b| b == b'\\' || special.contains(&b)) {
-        buf.extend_from_slice(s.as_bytes());
-        return;
-    }
-    for b in s.bytes() {
-        if b == b'\\' || special.contains(&b) {
-            buf.push(b'\\');
-        }
-        buf.push(b);
+        escape_into(buf, &v, KEY_SPECIAL);
     }
 }
 
 fn field_into(buf: &mut Vec<u8>, key: &str, v: Value<'_>) {
-    escape_into(buf, key, b",= ");
+    escape_into(buf, key, KEY_SPECIAL);
     buf.push(b'=');
     // Writing to a Vec cannot fail.
     match v {
@@ -245,7 +243,7 @@ fn field_into(buf: &mut Vec<u8>, key: &str, v: Value<'_>) {
         Value::B(x) => buf.extend_from_slice(if x { b"true" } else { b"false" }),
         Value::S(s) => {
             buf.push(b'"');
-            escape_into(buf, &clean_str(s), b"\"");
+            escape_into(buf, &clean_string(s), STRING_SPECIAL);
             buf.push(b'"');
         }
     }
@@ -311,32 +309,6 @@ fn push_f64(buf: &mut Vec<u8>, f: f64) {
 
 fn saturate(u: u64) -> i64 {
     i64::try_from(u).unwrap_or(i64::MAX)
-}
-
-/// Control characters → spaces, trailing backslashes dropped, surrounding space trimmed.
-fn clean_tag(v: &str) -> std::borrow::Cow<'_, str> {
-    let needs = v.chars().any(char::is_control) || v.ends_with('\\') || v.trim() != v;
-    if !needs {
-        return std::borrow::Cow::Borrowed(v);
-    }
-    let s: String = v
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    std::borrow::Cow::Owned(s.trim().trim_end_matches('\\').trim_end().to_owned())
-}
-
-/// Control characters in string fields → spaces (a newline would end the line).
-fn clean_str(v: &str) -> std::borrow::Cow<'_, str> {
-    if v.chars().any(char::is_control) {
-        std::borrow::Cow::Owned(
-            v.chars()
-                .map(|c| if c.is_control() { ' ' } else { c })
-                .collect(),
-        )
-    } else {
-        std::borrow::Cow::Borrowed(v)
-    }
 }
 
 #[cfg(test)]

@@ -1,69 +1,27 @@
-//! The HTTP routes: `/write` (v1), `/api/v2/write`, `/ping`, `/health`, `/metrics`.
-//!
-//! A write is answered only after its accepted lines are fsync'd in the queue. Answers follow
-//! InfluxDB's shapes (`{"error": …}` on v1, `{"code": …, "message": …}` on v2) so existing clients
-//! understand them, plus a `lines` array naming every refused line with its reason and the
-//! headers `X-Storwatch-Accepted` / `X-Storwatch-Rejected`.
+//! The write handlers (`/write`, `/api/v2/write`): who is it, may it write now, the body within
+//! its limits, then inflating and validating off the connection tasks, and only once the
+//! accepted lines are fsync'd in the queue, the answer.
 
-use std::io::Read as _;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::Router;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::Response;
 use http_body_util::BodyExt;
 use serde::Deserialize;
 
-use crate::auth::{presented_token, RateLimiter, Tokens};
-use crate::config::{Limits, QueueConfig};
-use crate::heartbeat::LastSeen;
-use crate::ingest::{validate, LineLimits, Precision, TypeMap, Validated};
-use crate::metrics::Metrics;
-use crate::queue::Queue;
-
-/// Everything the handlers share.
-#[derive(Debug)]
-pub struct AppState {
-    /// Accepted tokens; `None` runs open (only allowed on loopback, checked at start-up).
-    pub tokens: Option<Tokens>,
-    pub limiter: RateLimiter,
-    pub queue: Arc<Queue>,
-    pub types: TypeMap,
-    pub last_seen: Arc<LastSeen>,
-    pub metrics: Arc<Metrics>,
-    pub limits: Limits,
-    pub queue_cfg: QueueConfig,
-    pub host_tag: String,
-    /// Bodies being inflated and validated at once (one per core): bounds the memory of
-    /// decompressed bodies however many clients send at the same time.
-    pub work_slots: tokio::sync::Semaphore,
-}
-
-/// The router over a shared state.
-pub fn app(state: Arc<AppState>) -> Router {
-    Router::new()
-        .route("/write", post(write_v1))
-        .route("/api/v2/write", post(write_v2))
-        .route("/ping", get(ping).head(ping))
-        .route("/health", get(health))
-        .route("/metrics", get(metrics))
-        .with_state(state)
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Flavor {
-    V1,
-    V2,
-}
+use super::answer::{error, with_retry_after, written, Flavor};
+use super::auth::presented_token;
+use super::AppState;
+use crate::ingest::{self, DecodeError, LineLimits, Precision, Validated};
+use crate::now_ns;
 
 /// Query parameters of `/write` and `/api/v2/write` (those of the other version are ignored).
 #[derive(Debug, Default, Deserialize)]
-pub struct WriteParams {
+pub(super) struct WriteParams {
     db: Option<String>,
     #[allow(dead_code)]
     rp: Option<String>,
@@ -76,34 +34,7 @@ pub struct WriteParams {
     bucket: Option<String>,
 }
 
-fn error(flavor: Flavor, status: StatusCode, code: &str, message: &str) -> Response {
-    let body = match flavor {
-        Flavor::V1 => serde_json::json!({ "error": message }),
-        Flavor::V2 => serde_json::json!({ "code": code, "message": message }),
-    };
-    let mut r = (status, axum::Json(body)).into_response();
-    r.headers_mut()
-        .insert("X-Influxdb-Error", header_value(message));
-    r
-}
-
-fn header_value(s: &str) -> HeaderValue {
-    let clean: String = s
-        .chars()
-        .filter(|c| c.is_ascii() && !c.is_ascii_control())
-        .take(200)
-        .collect();
-    HeaderValue::from_str(&clean).unwrap_or_else(|_| HeaderValue::from_static("error"))
-}
-
-fn with_retry_after(mut r: Response, secs: u64) -> Response {
-    if let Ok(v) = HeaderValue::from_str(&secs.max(1).to_string()) {
-        r.headers_mut().insert(header::RETRY_AFTER, v);
-    }
-    r
-}
-
-async fn write_v1(
+pub(super) async fn write_v1(
     State(st): State<Arc<AppState>>,
     Query(q): Query<WriteParams>,
     headers: HeaderMap,
@@ -121,7 +52,7 @@ async fn write_v1(
     write(st, Flavor::V1, q, headers, body).await
 }
 
-async fn write_v2(
+pub(super) async fn write_v2(
     State(st): State<Arc<AppState>>,
     Query(q): Query<WriteParams>,
     headers: HeaderMap,
@@ -137,13 +68,6 @@ async fn write_v2(
         );
     }
     write(st, Flavor::V2, q, headers, body).await
-}
-
-fn now_ns() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }
 
 async fn write(
@@ -311,44 +235,7 @@ async fn write(
     m.lines_rejected
         .fetch_add(v.rejected.len() as u64, Ordering::Relaxed);
 
-    let mut resp = if v.rejected.is_empty() {
-        StatusCode::NO_CONTENT.into_response()
-    } else {
-        tracing::info!(client = %client, accepted = v.accepted_lines, rejected = v.rejected.len(), first = %v.rejected[0].reason, "partial write");
-        let mut msg = String::from("partial write:");
-        for r in v.rejected.iter().take(20) {
-            msg.push_str(&format!(" line {}: {};", r.line, r.reason));
-        }
-        if v.rejected.len() > 20 {
-            msg.push_str(&format!(" and {} more;", v.rejected.len() - 20));
-        }
-        msg.push_str(&format!(
-            " accepted={} rejected={}",
-            v.accepted_lines,
-            v.rejected.len()
-        ));
-        let lines: Vec<_> = v
-            .rejected
-            .iter()
-            .take(1000)
-            .map(|r| serde_json::json!({"line_number": r.line, "error_message": r.reason}))
-            .collect();
-        let body = match flavor {
-            Flavor::V1 => serde_json::json!({ "error": msg, "lines": lines }),
-            Flavor::V2 => serde_json::json!({ "code": "invalid", "message": msg, "lines": lines }),
-        };
-        let mut r = (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
-        r.headers_mut()
-            .insert("X-Influxdb-Error", header_value(&msg));
-        r
-    };
-    let h = resp.headers_mut();
-    h.insert("X-Storwatch-Accepted", HeaderValue::from(v.accepted_lines));
-    h.insert(
-        "X-Storwatch-Rejected",
-        HeaderValue::from(v.rejected.len() as u64),
-    );
-    resp
+    written(flavor, &v, &client)
 }
 
 enum BodyError {
@@ -373,37 +260,24 @@ async fn read_body(mut body: Body, capacity: usize, max: usize) -> Result<Bytes,
 
 /// A failure before validation finished.
 enum Refusal {
-    TooLarge(usize),
-    BadGzip,
-    NotUtf8,
+    Decode(DecodeError),
     RateLimited(u64),
     Internal,
 }
 
 impl Refusal {
-    fn into_response(self, flavor: Flavor, m: &Metrics) -> Response {
+    fn into_response(self, flavor: Flavor, m: &crate::metrics::Metrics) -> Response {
         match self {
-            Refusal::TooLarge(n) => {
+            Refusal::Decode(e @ DecodeError::TooLarge(_)) => {
                 m.too_large.fetch_add(1, Ordering::Relaxed);
                 error(
                     flavor,
                     StatusCode::PAYLOAD_TOO_LARGE,
                     "request too large",
-                    &format!("decompressed body larger than {n} bytes"),
+                    &e.to_string(),
                 )
             }
-            Refusal::BadGzip => error(
-                flavor,
-                StatusCode::BAD_REQUEST,
-                "invalid",
-                "body is not valid gzip",
-            ),
-            Refusal::NotUtf8 => error(
-                flavor,
-                StatusCode::BAD_REQUEST,
-                "invalid",
-                "body is not UTF-8",
-            ),
+            Refusal::Decode(e) => error(flavor, StatusCode::BAD_REQUEST, "invalid", &e.to_string()),
             Refusal::RateLimited(wait) => {
                 m.rate_limited.fetch_add(1, Ordering::Relaxed);
                 let r = error(
@@ -433,39 +307,21 @@ fn decode_and_validate(
     gzip: bool,
     precision: Precision,
 ) -> Result<(Validated, Bytes), Refusal> {
-    let max = st.limits.max_decompressed_bytes;
-    let bytes: Bytes = if gzip {
-        let mut out = Vec::with_capacity((raw.len() * 4).min(max));
-        // Read one byte past the limit to tell "exactly at the limit" from "beyond it".
-        let mut dec = flate2::read::MultiGzDecoder::new(&raw[..]).take(max as u64 + 1);
-        if dec.read_to_end(&mut out).is_err() {
-            return Err(Refusal::BadGzip);
-        }
-        if out.len() > max {
-            return Err(Refusal::TooLarge(max));
-        }
-        Bytes::from(out)
-    } else {
-        if raw.len() > max {
-            return Err(Refusal::TooLarge(max));
-        }
-        raw
-    };
-    let text = std::str::from_utf8(&bytes).map_err(|_| Refusal::NotUtf8)?;
+    let bytes =
+        ingest::decode(raw, gzip, st.limits.max_decompressed_bytes).map_err(Refusal::Decode)?;
+    let text = ingest::decode::text(&bytes).map_err(Refusal::Decode)?;
     // The per-token rate limit counts lines offered, good or bad, and is applied before
     // validation so that a refused request neither costs the parsing nor teaches field types.
-    let newlines = bytecount(&bytes, b'\n');
-    let offered = newlines + u64::from(!bytes.is_empty() && !bytes.ends_with(b"\n"));
     st.limiter
-        .take(client, offered, Instant::now())
+        .take(client, ingest::offered_lines(&bytes), Instant::now())
         .map_err(Refusal::RateLimited)?;
     let lim = LineLimits {
         max_line_bytes: st.limits.max_line_bytes,
         max_future_ns: secs_to_ns(st.limits.max_future_s),
         max_past_ns: secs_to_ns(st.limits.max_past_s),
     };
-    let mut v =
-        validate(text, precision, now_ns(), &lim, &st.types, &st.host_tag).map_err(|e| {
+    let mut v = ingest::validate(text, precision, now_ns(), &lim, &st.types, &st.host_tag)
+        .map_err(|e| {
             tracing::error!(error = %e, "cannot save the field-type map");
             Refusal::Internal
         })?;
@@ -477,67 +333,8 @@ fn decode_and_validate(
     Ok((v, payload))
 }
 
-fn bytecount(b: &[u8], needle: u8) -> u64 {
-    b.iter().filter(|c| **c == needle).count() as u64
-}
-
 fn secs_to_ns(s: u64) -> i64 {
     i64::try_from(s)
         .unwrap_or(i64::MAX)
         .saturating_mul(1_000_000_000)
-}
-
-async fn ping() -> Response {
-    let mut r = StatusCode::NO_CONTENT.into_response();
-    r.headers_mut().insert(
-        "X-Influxdb-Version",
-        HeaderValue::from_static(concat!("storwatch-collector-", env!("CARGO_PKG_VERSION"))),
-    );
-    r.headers_mut()
-        .insert("X-Influxdb-Build", HeaderValue::from_static("OSS"));
-    r
-}
-
-async fn health(State(st): State<Arc<AppState>>) -> Response {
-    let end = st.queue.durable_end();
-    let backlog = end.saturating_sub(st.metrics.min_cursor());
-    let over = backlog > st.queue_cfg.high_watermark_bytes;
-    let outputs: Vec<_> = st
-        .metrics
-        .outputs
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .map(|o| {
-            serde_json::json!({
-                "name": o.name,
-                "backlog_bytes": end.saturating_sub(o.cursor.load(Ordering::Relaxed)),
-                "auth_errors": o.auth_errors.load(Ordering::Relaxed),
-                "dead_lettered": o.dead_lettered.load(Ordering::Relaxed),
-            })
-        })
-        .collect();
-    let body = serde_json::json!({
-        "name": "storwatch-collector",
-        "version": env!("CARGO_PKG_VERSION"),
-        "status": if over { "warn" } else { "pass" },
-        "message": if over { "queue above its high watermark: writes are refused with 503" } else { "ready for writes" },
-        "queue_backlog_bytes": backlog,
-        "outputs": outputs,
-    });
-    let code = if over {
-        StatusCode::SERVICE_UNAVAILABLE
-    } else {
-        StatusCode::OK
-    };
-    (code, axum::Json(body)).into_response()
-}
-
-async fn metrics(State(st): State<Arc<AppState>>) -> Response {
-    let mut r = st.metrics.render().into_response();
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-    );
-    r
 }

@@ -1,0 +1,205 @@
+//! Delivering lines to one output: batches of at most `batch_lines` / `batch_bytes`, up to two
+//! in flight, each retried, split or dead-lettered by its [`Verdict`] until every line is
+//! acknowledged or dead-lettered.
+
+use std::io::Write as _;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use reqwest::header::{AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER};
+use tokio::sync::watch;
+
+use super::answer::{classify, Verdict};
+use super::{ForwardError, Forwarder};
+
+impl Forwarder {
+    async fn send(&self, lines: &[&str]) -> Verdict {
+        let mut body = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+        for l in lines {
+            body.extend_from_slice(l.as_bytes());
+            body.push(b'\n');
+        }
+        let mut req = self
+            .client
+            .post(self.output.url.clone())
+            .header(CONTENT_TYPE, "text/plain; charset=utf-8");
+        if self.output.gzip {
+            let mut enc = flate2::write::GzEncoder::new(
+                Vec::with_capacity(body.len() / 4),
+                flate2::Compression::fast(),
+            );
+            if enc.write_all(&body).is_ok() {
+                if let Ok(z) = enc.finish() {
+                    body = z;
+                    req = req.header(CONTENT_ENCODING, "gzip");
+                }
+            }
+        }
+        if let Some(auth) = &self.output.auth {
+            req = req.header(AUTHORIZATION, auth.clone());
+        }
+        match req.body(body).send().await {
+            Ok(resp) => {
+                let status = resp.status();
+                let retry_after = resp
+                    .headers()
+                    .get(RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string);
+                let text = resp.text().await.unwrap_or_default();
+                classify(
+                    self.output.api,
+                    status,
+                    retry_after.as_deref(),
+                    &text,
+                    lines,
+                )
+            }
+            Err(e) => {
+                tracing::warn!(output = %self.output.name, error = %e, "write failed; will retry");
+                Verdict::Retry(None)
+            }
+        }
+    }
+
+    fn backoff(&self, attempt: u32) -> Duration {
+        let max = self.output.backoff_max.as_millis() as u64;
+        let base = (self.output.backoff_min.as_millis() as u64)
+            .saturating_mul(1u64 << attempt.min(20))
+            .min(max);
+        // Full jitter spreads out 600 nodes' worth of retries after an outage.
+        Duration::from_millis(fastrand::u64(base / 2..=base.max(1)))
+    }
+
+    pub(super) async fn sleep(
+        &self,
+        d: Duration,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(), ForwardError> {
+        if *stop.borrow() {
+            return Err(ForwardError::Stopped);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(d) => Ok(()),
+            _ = stop.changed() => Err(ForwardError::Stopped),
+        }
+    }
+
+    /// Delivers `lines` completely: every line is acknowledged by the output or dead-lettered.
+    pub async fn deliver(
+        &self,
+        lines: &[&str],
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(), ForwardError> {
+        let mut stack: Vec<Vec<&str>> = Vec::new();
+        let mut chunk = Vec::new();
+        let mut bytes = 0;
+        for l in lines {
+            if !chunk.is_empty()
+                && (chunk.len() >= self.output.batch_lines
+                    || bytes + l.len() > self.output.batch_bytes)
+            {
+                stack.push(std::mem::take(&mut chunk));
+                bytes = 0;
+            }
+            bytes += l.len() + 1;
+            chunk.push(*l);
+        }
+        if !chunk.is_empty() {
+            stack.push(chunk);
+        }
+        if stack.len() > 1 && self.output.max_in_flight > 1 {
+            // Two halves in flight at once (InfluxDB ingests faster with concurrent writers);
+            // the cursor still moves only after both are fully delivered.
+            let second = stack.split_off(stack.len() / 2);
+            let mut stop2 = stop.clone();
+            let (a, b) = tokio::join!(
+                self.deliver_chunks(stack, stop),
+                self.deliver_chunks(second, &mut stop2)
+            );
+            return a.and(b);
+        }
+        self.deliver_chunks(stack, stop).await
+    }
+
+    async fn deliver_chunks(
+        &self,
+        mut stack: Vec<Vec<&str>>,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(), ForwardError> {
+        stack.reverse();
+        while let Some(chunk) = stack.pop() {
+            let mut attempt = 0u32;
+            loop {
+                if *stop.borrow() {
+                    return Err(ForwardError::Stopped);
+                }
+                match self.send(&chunk).await {
+                    Verdict::Done => {
+                        self.metrics.batches_sent.fetch_add(1, Ordering::Relaxed);
+                        self.metrics
+                            .lines_sent
+                            .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                        break;
+                    }
+                    Verdict::Retry(after) => {
+                        self.metrics.retries.fetch_add(1, Ordering::Relaxed);
+                        let wait = match after {
+                            Some(a) => a.min(self.output.backoff_max).max(self.backoff(attempt)),
+                            None => self.backoff(attempt),
+                        };
+                        attempt = attempt.saturating_add(1);
+                        self.sleep(wait, stop).await?;
+                    }
+                    Verdict::Refused(msg) => {
+                        self.metrics.auth_errors.fetch_add(1, Ordering::Relaxed);
+                        tracing::error!(output = %self.output.name, url = %self.output.url, answer = %msg, retry_in_s = self.output.auth_retry.as_secs(), "output refuses the credentials or the target; data kept");
+                        self.sleep(self.output.auth_retry, stop).await?;
+                    }
+                    Verdict::TooLarge => {
+                        if chunk.len() > 1 {
+                            self.metrics.splits.fetch_add(1, Ordering::Relaxed);
+                            let (a, b) = chunk.split_at(chunk.len() / 2);
+                            stack.push(b.to_vec());
+                            stack.push(a.to_vec());
+                        } else {
+                            self.write_dead_letter(&[(
+                                chunk[0],
+                                "413: line too large for the output".into(),
+                            )])?;
+                        }
+                        break;
+                    }
+                    Verdict::BadData { reason, named } => {
+                        if chunk.len() == 1 {
+                            self.write_dead_letter(&[(chunk[0], reason)])?;
+                        } else if !named.is_empty() {
+                            let entries: Vec<(&str, String)> = named
+                                .iter()
+                                .filter_map(|(i, r)| chunk.get(*i).map(|l| (*l, r.clone())))
+                                .collect();
+                            self.write_dead_letter(&entries)?;
+                            let rest: Vec<&str> = chunk
+                                .iter()
+                                .enumerate()
+                                .filter(|(i, _)| !named.iter().any(|(j, _)| j == i))
+                                .map(|(_, l)| *l)
+                                .collect();
+                            // The rest is sent again: where the output already stored it, the
+                            // same points are simply overwritten.
+                            if !rest.is_empty() {
+                                stack.push(rest);
+                            }
+                        } else {
+                            let (a, b) = chunk.split_at(chunk.len() / 2);
+                            stack.push(b.to_vec());
+                            stack.push(a.to_vec());
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,235 @@
+//! An output's configuration resolved into what a write needs: the API version, the full write
+//! URL with its query, and the `Authorization` header.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use reqwest::header::HeaderValue;
+use reqwest::Url;
+
+use crate::config::{Api, ConfigError, OutputConfig};
+
+/// An output ready to be written to.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub name: String,
+    pub api: Api,
+    /// The full write URL, query included (`precision=ns` always).
+    pub url: Url,
+    pub auth: Option<HeaderValue>,
+    pub gzip: bool,
+    pub batch_lines: usize,
+    pub batch_bytes: usize,
+    pub timeout: Duration,
+    pub backoff_min: Duration,
+    pub backoff_max: Duration,
+    pub auth_retry: Duration,
+    pub ca_file: Option<PathBuf>,
+    pub max_in_flight: usize,
+}
+
+pub(super) fn out_err(url: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Output {
+        url: url.to_string(),
+        reason: reason.into(),
+    }
+}
+
+impl Output {
+    /// Resolves an output's configuration: API version, full URL and credentials.
+    pub fn resolve(cfg: &OutputConfig) -> Result<Output, ConfigError> {
+        let mut url = Url::parse(&cfg.url).map_err(|e| out_err(&cfg.url, e.to_string()))?;
+        if url.scheme() != "http" && url.scheme() != "https" {
+            return Err(out_err(&cfg.url, "scheme must be http or https"));
+        }
+        let path = url.path().trim_end_matches('/').to_string();
+        let from_path = if path.ends_with("/api/v2/write") {
+            Some(Api::V2)
+        } else if path.ends_with("/api/v3/write_lp") {
+            Some(Api::V3)
+        } else if path.ends_with("/write") {
+            Some(Api::V1)
+        } else {
+            None
+        };
+        let api = cfg
+            .api
+            .or(from_path)
+            .unwrap_or(if cfg.org.is_some() || cfg.bucket.is_some() {
+                Api::V2
+            } else {
+                Api::V1
+            });
+        if from_path.is_none() {
+            let suffix = match api {
+                Api::V1 => "/write",
+                Api::V2 => "/api/v2/write",
+                Api::V3 => "/api/v3/write_lp",
+            };
+            url.set_path(&format!("{path}{suffix}"));
+        }
+        let present: Vec<String> = url.query_pairs().map(|(k, _)| k.into_owned()).collect();
+        let has = |k: &str| present.iter().any(|p| p == k);
+        {
+            let mut q = url.query_pairs_mut();
+            let mut need = |key: &str, val: &Option<String>, required: bool| match val {
+                Some(v) if !has(key) => {
+                    q.append_pair(key, v);
+                    Ok(())
+                }
+                None if required && !has(key) => Err(out_err(&cfg.url, format!("needs {key}"))),
+                _ => Ok(()),
+            };
+            match api {
+                Api::V1 => {
+                    need("db", &cfg.db, true)?;
+                    need("rp", &cfg.rp, false)?;
+                }
+                Api::V2 => {
+                    need("org", &cfg.org, false)?;
+                    need("bucket", &cfg.bucket, true)?;
+                }
+                Api::V3 => need("db", &cfg.db, true)?,
+            }
+            if !has("precision") {
+                let p = if api == Api::V3 { "nanosecond" } else { "ns" };
+                q.append_pair("precision", p);
+            }
+        }
+        let auth = match &cfg.token_file {
+            Some(path) => {
+                let token = std::fs::read_to_string(path).map_err(|e| {
+                    out_err(&cfg.url, format!("token file {}: {e}", path.display()))
+                })?;
+                let token = token.trim();
+                let value = if api == Api::V1 && token.contains(':') {
+                    format!("Basic {}", base64_encode(token.as_bytes()))
+                } else {
+                    format!("Token {token}")
+                };
+                let mut v = HeaderValue::from_str(&value).map_err(|_| {
+                    out_err(&cfg.url, "token holds characters not allowed in a header")
+                })?;
+                v.set_sensitive(true);
+                Some(v)
+            }
+            None => None,
+        };
+        let name = match &cfg.name {
+            Some(n) => n.clone(),
+            None => {
+                let db = cfg
+                    .db
+                    .as_ref()
+                    .or(cfg.bucket.as_ref())
+                    .map(|s| s.as_str())
+                    .unwrap_or("");
+                format!(
+                    "{}_{}_{db}",
+                    url.host_str().unwrap_or("host"),
+                    url.port_or_known_default().unwrap_or(0)
+                )
+            }
+        };
+        let name: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        if cfg.batch_lines == 0 || cfg.batch_bytes == 0 {
+            return Err(out_err(
+                &cfg.url,
+                "batch_lines and batch_bytes must be positive",
+            ));
+        }
+        Ok(Output {
+            name,
+            api,
+            url,
+            auth,
+            gzip: cfg.gzip,
+            batch_lines: cfg.batch_lines,
+            batch_bytes: cfg.batch_bytes,
+            timeout: Duration::from_secs(cfg.timeout_s.max(1)),
+            backoff_min: Duration::from_millis(cfg.backoff_min_ms.max(1)),
+            backoff_max: Duration::from_secs(cfg.backoff_max_s.max(1)),
+            auth_retry: Duration::from_secs(cfg.auth_retry_s.max(1)),
+            ca_file: cfg.ca_file.clone(),
+            max_in_flight: cfg.max_in_flight.clamp(1, 2),
+        })
+    }
+}
+
+fn base64_encode(input: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in input.chunks(3) {
+        let b = [
+            chunk.first().copied().unwrap_or(0),
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(A[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn cfg(url: &str) -> OutputConfig {
+        OutputConfig {
+            url: url.into(),
+            ..OutputConfig::default()
+        }
+    }
+
+    #[test]
+    fn urls_and_api_versions() {
+        let mut c = cfg("http://influx:8086");
+        c.db = Some("storwatch".into());
+        let o = Output::resolve(&c).unwrap();
+        assert_eq!(o.api, Api::V1);
+        assert_eq!(
+            o.url.as_str(),
+            "http://influx:8086/write?db=storwatch&precision=ns"
+        );
+        assert_eq!(o.name, "influx_8086_storwatch");
+        let mut c = cfg("https://cloud.example/");
+        c.org = Some("site".into());
+        c.bucket = Some("sw".into());
+        let o = Output::resolve(&c).unwrap();
+        assert_eq!(o.api, Api::V2);
+        assert_eq!(
+            o.url.as_str(),
+            "https://cloud.example/api/v2/write?org=site&bucket=sw&precision=ns"
+        );
+        let o = Output::resolve(&cfg("http://h:8181/api/v3/write_lp?db=x")).unwrap();
+        assert_eq!(o.api, Api::V3);
+        assert_eq!(
+            o.url.as_str(),
+            "http://h:8181/api/v3/write_lp?db=x&precision=nanosecond"
+        );
+        assert!(
+            Output::resolve(&cfg("http://h:8086")).is_err(),
+            "v1 without db"
+        );
+        assert!(Output::resolve(&cfg("ftp://h/write?db=x")).is_err());
+        assert_eq!(base64_encode(b"user:secret"), "dXNlcjpzZWNyZXQ=");
+        assert_eq!(base64_encode(b"ab"), "YWI=");
+    }
+}

@@ -1,0 +1,56 @@
+//! HTTP: the routes, who may write, and the listener.
+//!
+//! * [`app`] — the router over the shared [`AppState`]: `/write` (v1), `/api/v2/write`,
+//!   `/ping`, `/health`, `/metrics`;
+//! * `write` — the write handler: token, limits, body, validation, queue, answer;
+//! * `answer` — answers in InfluxDB's shapes;
+//! * `status` — `/ping`, `/health`, `/metrics`;
+//! * [`auth`] — the token file, the constant-time check, the per-token rate limit;
+//! * [`server`] — the listener: TLS/mTLS, header/body/idle timeouts, connection limit.
+
+mod answer;
+pub mod auth;
+pub mod server;
+mod status;
+mod write;
+
+use std::sync::Arc;
+
+use axum::routing::{get, post};
+use axum::Router;
+
+use crate::config::{Limits, QueueConfig};
+use crate::heartbeat::LastSeen;
+use crate::ingest::TypeMap;
+use crate::metrics::Metrics;
+use crate::queue::Queue;
+use auth::{RateLimiter, Tokens};
+
+/// Everything the handlers share.
+#[derive(Debug)]
+pub struct AppState {
+    /// Accepted tokens; `None` runs open (only allowed on loopback, checked at start-up).
+    pub tokens: Option<Tokens>,
+    pub limiter: RateLimiter,
+    pub queue: Arc<Queue>,
+    pub types: TypeMap,
+    pub last_seen: Arc<LastSeen>,
+    pub metrics: Arc<Metrics>,
+    pub limits: Limits,
+    pub queue_cfg: QueueConfig,
+    pub host_tag: String,
+    /// Bodies being inflated and validated at once (one per core): bounds the memory of
+    /// decompressed bodies however many clients send at the same time.
+    pub work_slots: tokio::sync::Semaphore,
+}
+
+/// The router over a shared state.
+pub fn app(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/write", post(write::write_v1))
+        .route("/api/v2/write", post(write::write_v2))
+        .route("/ping", get(status::ping).head(status::ping))
+        .route("/health", get(status::health))
+        .route("/metrics", get(status::metrics))
+        .with_state(state)
+}
