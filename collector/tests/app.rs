@@ -15,6 +15,7 @@ use storwatch_collector::ingest::TypeMap;
 use storwatch_collector::metrics::Metrics;
 use storwatch_collector::queue::{Queue, QueueOptions};
 use storwatch_tests::{gzip, now_s};
+use storwatch_wire::lp::{Backend, Backends};
 use tower::ServiceExt;
 
 const TOKEN: &str = "agents-token-0123456789";
@@ -38,6 +39,7 @@ fn fixture_with(limits: Limits, queue_cfg: QueueConfig, tokens: Option<&str>) ->
         limits,
         queue_cfg,
         host_tag: "host".into(),
+        backends: Backends::one(Backend::V1),
         work_slots: tokio::sync::Semaphore::new(2),
     });
     Fixture { _dir: dir, state }
@@ -202,7 +204,10 @@ async fn type_conflict_across_requests_is_caught() {
     .await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
     assert_eq!(h["X-Storwatch-Accepted"], "0");
-    assert!(text.contains("is integer, already string"), "{text}");
+    assert!(
+        text.contains("is type integer, already exists as type string"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
