@@ -3,7 +3,8 @@
 //!
 //! * 1.x and 2.x: the Go parser's rules ([`super::scan`]), names unescaped as influxd
 //!   unescapes them (`\,` `\=` `\ ` in tags; also `\"` in measurement names and field keys;
-//!   any other backslash stays), 2.x with unsigned integers;
+//!   any other backslash stays); 2.x adds unsigned integers and refuses the tag keys it keeps
+//!   for itself (`_measurement`, `_field`, `time`);
 //! * 3.x: the `influxdb-line-protocol` crate, the parser InfluxDB 3 itself uses.
 //!
 //! A refused line gets the backend's own reason; NaN, infinities and (on 1.x) unsigned
@@ -110,7 +111,17 @@ impl<'a> Point<'a> {
 pub fn parse_line(line: &str, backend: Backend) -> Result<Point<'_>, String> {
     let parsed = match backend {
         Backend::V1 => parse_go(line, false),
-        Backend::V2 => parse_go(line, true),
+        Backend::V2 => parse_go(line, true).and_then(|p| {
+            // 2.x keeps the measurement and the field in tags of these names.
+            match p
+                .tags
+                .iter()
+                .find(|(k, _)| matches!(k.as_ref(), "_measurement" | "_field" | "time"))
+            {
+                Some((k, _)) => Err(format!("cannot use reserved tag key \"{k}\"")),
+                None => Ok(p),
+            }
+        }),
         Backend::V3 => parse_v3(line),
     };
     parsed.map_err(|reason| explain(line, reason, backend))
@@ -369,6 +380,11 @@ mod tests {
         assert!(parse_line("m v=1u", Backend::V1).is_err());
         assert!(parse_line("m\tv=1", Backend::V1).is_err());
         assert!(parse_line("m v=1 5 ", Backend::V1).is_ok());
+        assert!(parse_line("m,_field=x v=1", Backend::V1).is_ok());
+        assert_eq!(
+            parse_line("m,_field=x v=1", Backend::V2),
+            Err("cannot use reserved tag key \"_field\"".to_string())
+        );
     }
 
     #[test]
