@@ -149,7 +149,7 @@ pub const STRING_SPECIAL: &[u8] = b"\"\\";
 const BACKSLASH_AMBIGUOUS_BEFORE: &[u8] = b"\\,= \"";
 
 /// Appends a measurement name, tag key, tag value or field key (already cleaned), putting a
-/// backslash before each byte of `special`.
+/// backslash before each byte of `special` (a backslash itself only where `special` holds it).
 pub fn escape_name_into(buf: &mut Vec<u8>, s: &str, special: &[u8]) {
     if !s.bytes().any(|b| special.contains(&b)) {
         buf.extend_from_slice(s.as_bytes());
@@ -165,16 +165,7 @@ pub fn escape_name_into(buf: &mut Vec<u8>, s: &str, special: &[u8]) {
 
 /// Appends the inside of a string field value, with `"` and `\` escaped.
 pub fn escape_string_into(buf: &mut Vec<u8>, s: &str) {
-    if !s.bytes().any(|b| STRING_SPECIAL.contains(&b)) {
-        buf.extend_from_slice(s.as_bytes());
-        return;
-    }
-    for b in s.bytes() {
-        if STRING_SPECIAL.contains(&b) {
-            buf.push(b'\\');
-        }
-        buf.push(b);
-    }
+    escape_name_into(buf, s, STRING_SPECIAL);
 }
 
 fn needs_cleaning(v: &str) -> bool {
