@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use storwatch_wire::lp::Backend;
 
 /// Errors reading or checking the configuration.
 #[derive(Debug, thiserror::Error)]
@@ -70,7 +71,8 @@ pub struct Limits {
     pub max_body_bytes: usize,
     /// Largest body after gzip decompression, in bytes (a gzip bomb stops here).
     pub max_decompressed_bytes: usize,
-    /// Longest single line, in bytes.
+    /// Longest single line, in bytes (0 = no limit but the body's). InfluxDB has no line limit
+    /// of its own; a key may take up to 65,535 bytes and a string field more.
     pub max_line_bytes: usize,
     /// Reject points more than this many seconds in the future (0 = no limit).
     pub max_future_s: u64,
@@ -95,7 +97,7 @@ impl Default for Limits {
         Self {
             max_body_bytes: 4 << 20,
             max_decompressed_bytes: 16 << 20,
-            max_line_bytes: 64 << 10,
+            max_line_bytes: 0,
             max_future_s: 3600,
             max_past_s: 7 * 86400,
             header_read_timeout_s: 10,
@@ -166,6 +168,41 @@ pub enum Api {
     V3,
 }
 
+/// The InfluxDB version an output runs. The collector accepts a line only when the version of
+/// every output would store it, and answers as the strictest of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Version {
+    /// InfluxDB 1.x (as packaged in Debian: 1.6).
+    #[serde(rename = "1.x")]
+    V1,
+    /// InfluxDB 2.x.
+    #[serde(rename = "2.x")]
+    V2,
+    /// InfluxDB 3 (Core, Enterprise).
+    #[serde(rename = "3.x")]
+    V3,
+}
+
+impl Version {
+    /// The rules of this version.
+    pub fn backend(self) -> Backend {
+        match self {
+            Version::V1 => Backend::V1,
+            Version::V2 => Backend::V2,
+            Version::V3 => Backend::V3,
+        }
+    }
+
+    /// The version that speaks `api` natively: 1.x for v1, 2.x for v2, 3.x for v3.
+    pub fn of_api(api: Api) -> Version {
+        match api {
+            Api::V1 => Version::V1,
+            Api::V2 => Version::V2,
+            Api::V3 => Version::V3,
+        }
+    }
+}
+
 /// One InfluxDB output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -178,6 +215,10 @@ pub struct OutputConfig {
     /// API version: "v1", "v2" or "v3" (default: from the URL path; else v2 when `org` or
     /// `bucket` is set, else v1).
     pub api: Option<Api>,
+    /// InfluxDB version of the server: "1.x", "2.x" or "3.x" (default: the version whose native
+    /// API `api` is — set it for a 2.x or 3.x server written through its v1 API). Decides which
+    /// lines the collector accepts and how it answers.
+    pub version: Option<Version>,
     /// Database (v1, v3).
     pub db: Option<String>,
     /// Retention policy (v1).
@@ -215,6 +256,7 @@ impl Default for OutputConfig {
             name: None,
             url: String::new(),
             api: None,
+            version: None,
             db: None,
             rp: None,
             org: None,
@@ -295,8 +337,8 @@ insecure_open = false
 max_body_bytes = 4194304
 # Largest body after gzip decompression, bytes (stops gzip bombs).
 max_decompressed_bytes = 16777216
-# Longest single line, bytes.
-max_line_bytes = 65536
+# Longest single line, bytes (0 = no limit but the body's; InfluxDB has none either).
+max_line_bytes = 0
 # Reject points more than this many seconds in the future / past (0 = no limit).
 max_future_s = 3600
 max_past_s = 604800
@@ -336,6 +378,7 @@ host_tag = "host"
 # name = "influx"                 # cursor/dead-letter/metrics name (default: from the URL)
 # url = "http://127.0.0.1:8086"   # base URL, or full .../write, .../api/v2/write, .../api/v3/write_lp
 # api = "v1"                      # v1, v2 or v3 (default: from the URL path, else v2 if org/bucket set, else v1)
+# version = "1.x"                 # InfluxDB version of the server, decides which lines are accepted (default: the api's)
 # db = "storwatch"                # v1 and v3
 # rp = "autogen"                  # v1 retention policy (optional)
 # org = "site"                    # v2

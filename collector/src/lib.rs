@@ -24,6 +24,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use storwatch_wire::lp::Backends;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -144,6 +145,8 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
         }
         outputs.push(out);
     }
+    let backends = Backends::of(&outputs.iter().map(|o| o.backend).collect::<Vec<_>>());
+    tracing::info!(versions = %backends.names(), "lines are validated by the rules of InfluxDB");
     let tls = server::tls_acceptor(&cfg.tls)?;
 
     let metrics = Arc::new(Metrics::default());
@@ -239,6 +242,7 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
         limits: cfg.limits.clone(),
         queue_cfg: cfg.queue.clone(),
         host_tag: cfg.heartbeat.host_tag.clone(),
+        backends,
         work_slots: tokio::sync::Semaphore::new(
             std::thread::available_parallelism().map_or(2, |n| n.get()),
         ),

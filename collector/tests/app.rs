@@ -15,6 +15,7 @@ use storwatch_collector::ingest::TypeMap;
 use storwatch_collector::metrics::Metrics;
 use storwatch_collector::queue::{Queue, QueueOptions};
 use storwatch_tests::{gzip, now_s};
+use storwatch_wire::lp::{Backend, Backends};
 use tower::ServiceExt;
 
 const TOKEN: &str = "agents-token-0123456789";
@@ -25,6 +26,15 @@ struct Fixture {
 }
 
 fn fixture_with(limits: Limits, queue_cfg: QueueConfig, tokens: Option<&str>) -> Fixture {
+    fixture_for(limits, queue_cfg, tokens, Backends::one(Backend::V1))
+}
+
+fn fixture_for(
+    limits: Limits,
+    queue_cfg: QueueConfig,
+    tokens: Option<&str>,
+    backends: Backends,
+) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let metrics = Arc::new(Metrics::default());
     let (queue, _) = Queue::open(dir.path(), QueueOptions::default(), metrics.clone()).unwrap();
@@ -38,6 +48,7 @@ fn fixture_with(limits: Limits, queue_cfg: QueueConfig, tokens: Option<&str>) ->
         limits,
         queue_cfg,
         host_tag: "host".into(),
+        backends,
         work_slots: tokio::sync::Semaphore::new(2),
     });
     Fixture { _dir: dir, state }
@@ -202,7 +213,10 @@ async fn type_conflict_across_requests_is_caught() {
     .await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
     assert_eq!(h["X-Storwatch-Accepted"], "0");
-    assert!(text.contains("is integer, already string"), "{text}");
+    assert!(
+        text.contains("is type integer, already exists as type string"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -319,4 +333,115 @@ async fn ping_health_metrics_and_open_mode() {
         text.contains("storwatch_collector_queue_fsyncs_total 1"),
         "{text}"
     );
+}
+
+fn fixture_versions(versions: &[Backend]) -> Fixture {
+    fixture_for(
+        Limits::default(),
+        QueueConfig::default(),
+        Some(&format!("agents:{TOKEN}\n")),
+        Backends::of(versions),
+    )
+}
+
+#[tokio::test]
+async fn answers_follow_the_outputs_influxdb_version() {
+    let t = now_s();
+    let body = format!("m v=1 {t}\nm v= {t}\nm,time=x v=2 {t}\n");
+
+    // 1.x: a partial write, 400, the good line kept.
+    let f = fixture_versions(&[Backend::V1]);
+    let (s, h, text) = send(&f, write("/write?db=x&precision=s", &body)).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{text}");
+    assert_eq!(h["X-Storwatch-Accepted"], "1");
+    assert!(text.contains("unable to parse 'm v= "), "{text}");
+    assert!(
+        text.contains("invalid tag key: input tag \\\"time\\\""),
+        "{text}"
+    );
+    assert_eq!(queued(&f).lines().count(), 1);
+
+    // 2.x: one line that does not parse refuses the whole body.
+    let f = fixture_versions(&[Backend::V2]);
+    let (s, h, text) = send(&f, write("/api/v2/write?bucket=x&precision=s", &body)).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{text}");
+    assert_eq!(h["X-Storwatch-Accepted"], "0");
+    assert!(text.contains("nothing written"), "{text}");
+    assert!(queued(&f).is_empty());
+    // ... and what storage drops is a 422 with the rest kept.
+    let (s, h, text) = send(
+        &f,
+        write(
+            "/api/v2/write?bucket=x&precision=s",
+            &format!("m v=1 {t}\nm time=1 {t}\n"),
+        ),
+    )
+    .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{text}");
+    assert_eq!(h["X-Storwatch-Accepted"], "1");
+    assert!(text.contains("\"code\":\"unprocessable entity\""), "{text}");
+
+    // 3.x: unsigned integers are values, .5 is not a number.
+    let f = fixture_versions(&[Backend::V3]);
+    let (s, _, text) = send(
+        &f,
+        write("/write?db=x&precision=s", &format!("m u=1u {t}\n")),
+    )
+    .await;
+    assert_eq!(s, StatusCode::NO_CONTENT, "{text}");
+    let (s, _, text) = send(
+        &f,
+        write("/write?db=x&precision=s", &format!("m f=.5 {t}\n")),
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{text}");
+}
+
+#[tokio::test]
+async fn precision_is_read_as_the_version_reads_it() {
+    let t = now_s();
+    // 1.x reads `us` as nanoseconds: the line is stored as sent.
+    let f = fixture_versions(&[Backend::V1]);
+    let ns = t * 1_000_000_000;
+    let (s, _, text) = send(
+        &f,
+        write("/write?db=x&precision=us", &format!("m v=1 {ns}\n")),
+    )
+    .await;
+    assert_eq!(s, StatusCode::NO_CONTENT, "{text}");
+    assert_eq!(queued(&f), format!("m v=1 {ns}\n"));
+    // /api/v2/write knows ns, us, ms, s only.
+    let (s, _, text) = send(&f, write("/api/v2/write?bucket=x&precision=u", "m v=1\n")).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(text.contains("invalid precision"), "{text}");
+    // Outputs that read a precision differently: refused, with the reason.
+    let f = fixture_versions(&[Backend::V1, Backend::V2]);
+    let (s, _, text) = send(
+        &f,
+        write("/write?db=x&precision=us", &format!("m v=1 {t}\n")),
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(
+        text.contains("nanoseconds to InfluxDB 1.x and microseconds to InfluxDB 2.x"),
+        "{text}"
+    );
+    let (s, _, text) = send(
+        &f,
+        write("/write?db=x&precision=s", &format!("m v=1 {t}\n")),
+    )
+    .await;
+    assert_eq!(s, StatusCode::NO_CONTENT, "{text}");
+}
+
+#[tokio::test]
+async fn several_versions_accept_only_what_all_store() {
+    let t = now_s();
+    let f = fixture_versions(&[Backend::V1, Backend::V3]);
+    let body = format!("m a=1u {t}\nm b=.5 {t}\nm c=0.5 {t}\n");
+    let (s, h, text) = send(&f, write("/write?db=x&precision=s", &body)).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{text}");
+    assert_eq!(h["X-Storwatch-Accepted"], "1");
+    assert!(text.contains("InfluxDB 1.x has no unsigned type"), "{text}");
+    assert_eq!(queued(&f).lines().count(), 1);
 }

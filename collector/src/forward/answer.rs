@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use reqwest::StatusCode;
-use storwatch_wire::lp::{check_line, Backend, Checked, LineLimits, Precision};
+use storwatch_wire::lp::{parse_line, Backend};
 
 use crate::config::Api;
 
@@ -135,17 +135,9 @@ pub fn named_lines(api: Api, body: &str, lines: &[&str]) -> Vec<(usize, String)>
 }
 
 fn line_has_field(line: &str, measurement: &str, field: &str) -> bool {
-    let limits = LineLimits {
-        max_line_bytes: usize::MAX,
-        max_future_ns: 0,
-        max_past_ns: 0,
-    };
-    match check_line(line, Backend::V1, Precision::Nanoseconds, 0, &limits) {
-        Checked::Accepted(a) => {
-            a.point.measurement == measurement && a.point.field(field).is_some()
-        }
-        _ => false,
-    }
+    // Only v1 answers are read this way.
+    parse_line(line, Backend::V1)
+        .is_ok_and(|p| p.measurement == measurement && p.field(field).is_some())
 }
 
 #[cfg(test)]

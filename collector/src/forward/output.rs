@@ -7,13 +7,17 @@ use std::time::Duration;
 use reqwest::header::HeaderValue;
 use reqwest::Url;
 
-use crate::config::{Api, ConfigError, OutputConfig};
+use storwatch_wire::lp::Backend;
+
+use crate::config::{Api, ConfigError, OutputConfig, Version};
 
 /// An output ready to be written to.
 #[derive(Debug, Clone)]
 pub struct Output {
     pub name: String,
     pub api: Api,
+    /// The InfluxDB version behind it: its rules decide what the collector accepts.
+    pub backend: Backend,
     /// The full write URL, query included (`precision=ns` always).
     pub url: Url,
     pub auth: Option<HeaderValue>,
@@ -150,6 +154,7 @@ impl Output {
         Ok(Output {
             name,
             api,
+            backend: cfg.version.unwrap_or(Version::of_api(api)).backend(),
             url,
             auth,
             gzip: cfg.gzip,
@@ -204,6 +209,7 @@ mod tests {
         c.db = Some("storwatch".into());
         let o = Output::resolve(&c).unwrap();
         assert_eq!(o.api, Api::V1);
+        assert_eq!(o.backend, Backend::V1);
         assert_eq!(
             o.url.as_str(),
             "http://influx:8086/write?db=storwatch&precision=ns"
@@ -220,6 +226,10 @@ mod tests {
         );
         let o = Output::resolve(&cfg("http://h:8181/api/v3/write_lp?db=x")).unwrap();
         assert_eq!(o.api, Api::V3);
+        assert_eq!(o.backend, Backend::V3);
+        let mut c = cfg("http://h:8086/write?db=x");
+        c.version = Some(Version::V2);
+        assert_eq!(Output::resolve(&c).unwrap().backend, Backend::V2);
         assert_eq!(
             o.url.as_str(),
             "http://h:8181/api/v3/write_lp?db=x&precision=nanosecond"

@@ -5,20 +5,15 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
+use storwatch_wire::lp::{Api, Backends, Kind};
+
 use crate::ingest::Validated;
 
-/// Which API the client wrote to, and so the shape of the answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Flavor {
-    V1,
-    V2,
-}
-
 /// An error answer.
-pub(super) fn error(flavor: Flavor, status: StatusCode, code: &str, message: &str) -> Response {
-    let body = match flavor {
-        Flavor::V1 => serde_json::json!({ "error": message }),
-        Flavor::V2 => serde_json::json!({ "code": code, "message": message }),
+pub(super) fn error(api: Api, status: StatusCode, code: &str, message: &str) -> Response {
+    let body = match api {
+        Api::V1 => serde_json::json!({ "error": message }),
+        Api::V2 => serde_json::json!({ "code": code, "message": message }),
     };
     let mut r = (status, axum::Json(body)).into_response();
     r.headers_mut()
@@ -43,36 +38,61 @@ pub(super) fn with_retry_after(mut r: Response, secs: u64) -> Response {
     r
 }
 
-/// The answer to a validated write whose accepted lines are stored: 204, or 400 naming every
-/// refused line.
-pub(super) fn written(flavor: Flavor, v: &Validated, client: &str) -> Response {
+/// The answer to a validated write whose accepted lines are stored: 204, or an answer naming
+/// every refused line with the status the outputs' InfluxDB version gives: 400 when a line does
+/// not parse (on 2.x nothing is kept then), else 400 on 1.x and 3.x and 422 on 2.x for lines
+/// storage drops.
+pub(super) fn written(api: Api, v: &Validated, client: &str, backends: Backends) -> Response {
     let mut resp = if v.rejected.is_empty() {
         StatusCode::NO_CONTENT.into_response()
     } else {
         tracing::info!(client = %client, accepted = v.accepted_lines, rejected = v.rejected.len(), first = %v.rejected[0].reason, "partial write");
-        let mut msg = String::from("partial write:");
+        let syntax = v.rejected.iter().any(|r| r.kind == Kind::Syntax);
+        let status = if syntax {
+            StatusCode::BAD_REQUEST
+        } else {
+            StatusCode::from_u16(backends.partial_write_status()).unwrap_or(StatusCode::BAD_REQUEST)
+        };
+        let mut msg = String::new();
+        if v.accepted_lines > 0 {
+            msg.push_str("partial write:");
+        }
         for r in v.rejected.iter().take(20) {
             msg.push_str(&format!(" line {}: {};", r.line, r.reason));
         }
         if v.rejected.len() > 20 {
             msg.push_str(&format!(" and {} more;", v.rejected.len() - 20));
         }
+        if v.whole_body_refused {
+            msg.push_str(&format!(
+                " nothing written: InfluxDB {} refuses a whole body when a line does not parse;",
+                backends.names()
+            ));
+        }
         msg.push_str(&format!(
             " accepted={} rejected={}",
             v.accepted_lines,
             v.rejected.len()
         ));
+        let msg = msg.trim_start().to_string();
         let lines: Vec<_> = v
             .rejected
             .iter()
             .take(1000)
             .map(|r| serde_json::json!({"line_number": r.line, "error_message": r.reason}))
             .collect();
-        let body = match flavor {
-            Flavor::V1 => serde_json::json!({ "error": msg, "lines": lines }),
-            Flavor::V2 => serde_json::json!({ "code": "invalid", "message": msg, "lines": lines }),
+        let body = match api {
+            Api::V1 => serde_json::json!({ "error": msg, "lines": lines }),
+            Api::V2 => {
+                let code = if status == StatusCode::BAD_REQUEST {
+                    "invalid"
+                } else {
+                    "unprocessable entity"
+                };
+                serde_json::json!({ "code": code, "message": msg, "lines": lines })
+            }
         };
-        let mut r = (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
+        let mut r = (status, axum::Json(body)).into_response();
         r.headers_mut()
             .insert("X-Influxdb-Error", header_value(&msg));
         r

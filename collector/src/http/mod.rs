@@ -25,6 +25,7 @@ use crate::ingest::TypeMap;
 use crate::metrics::Metrics;
 use crate::queue::Queue;
 use auth::{RateLimiter, Tokens};
+use storwatch_wire::lp::Backends;
 
 /// Everything the handlers share.
 #[derive(Debug)]
@@ -39,6 +40,9 @@ pub struct AppState {
     pub limits: Limits,
     pub queue_cfg: QueueConfig,
     pub host_tag: String,
+    /// The InfluxDB versions of the outputs: a line is accepted only when every one would store
+    /// it, and answers follow the strictest.
+    pub backends: Backends,
     /// Bodies being inflated and validated at once (one per core): bounds the memory of
     /// decompressed bodies however many clients send at the same time.
     pub work_slots: tokio::sync::Semaphore,

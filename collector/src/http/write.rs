@@ -13,10 +13,12 @@ use axum::response::Response;
 use http_body_util::BodyExt;
 use serde::Deserialize;
 
-use super::answer::{error, with_retry_after, written, Flavor};
+use storwatch_wire::lp::Api;
+
+use super::answer::{error, with_retry_after, written};
 use super::auth::presented_token;
 use super::AppState;
-use crate::ingest::{self, DecodeError, LineLimits, Precision, Validated};
+use crate::ingest::{self, DecodeError, LineLimits, Precision, Rules, Validated};
 use crate::now_ns;
 
 /// Query parameters of `/write` and `/api/v2/write` (those of the other version are ignored).
@@ -43,13 +45,13 @@ pub(super) async fn write_v1(
     if q.db.as_deref().unwrap_or("").is_empty() {
         st.metrics.write_requests.fetch_add(1, Ordering::Relaxed);
         return error(
-            Flavor::V1,
+            Api::V1,
             StatusCode::BAD_REQUEST,
             "invalid",
             "database is required",
         );
     }
-    write(st, Flavor::V1, q, headers, body).await
+    write(st, Api::V1, q, headers, body).await
 }
 
 pub(super) async fn write_v2(
@@ -61,18 +63,18 @@ pub(super) async fn write_v2(
     if q.bucket.as_deref().unwrap_or("").is_empty() {
         st.metrics.write_requests.fetch_add(1, Ordering::Relaxed);
         return error(
-            Flavor::V2,
+            Api::V2,
             StatusCode::BAD_REQUEST,
             "invalid",
             "bucket is required",
         );
     }
-    write(st, Flavor::V2, q, headers, body).await
+    write(st, Api::V2, q, headers, body).await
 }
 
 async fn write(
     st: Arc<AppState>,
-    flavor: Flavor,
+    api: Api,
     q: WriteParams,
     headers: HeaderMap,
     body: Body,
@@ -91,7 +93,7 @@ async fn write(
                 None => {
                     m.unauthorized.fetch_add(1, Ordering::Relaxed);
                     return error(
-                        flavor,
+                        api,
                         StatusCode::UNAUTHORIZED,
                         "unauthorized",
                         "unauthorized access",
@@ -100,13 +102,10 @@ async fn write(
             }
         }
     };
-    let Some(precision) = Precision::parse(q.precision.as_deref().unwrap_or("ns")) else {
-        return error(
-            flavor,
-            StatusCode::BAD_REQUEST,
-            "invalid",
-            "invalid precision",
-        );
+    // Read as the outputs' InfluxDB versions read it (1.x takes `us` as nanoseconds).
+    let precision = match Precision::for_all(q.precision.as_deref(), api, st.backends) {
+        Ok(p) => p,
+        Err(msg) => return error(api, StatusCode::BAD_REQUEST, "invalid", &msg),
     };
 
     // Above the high watermark the backlog must drain first: ask the client to come back.
@@ -114,7 +113,7 @@ async fn write(
     if backlog > st.queue_cfg.high_watermark_bytes {
         m.overloaded.fetch_add(1, Ordering::Relaxed);
         let r = error(
-            flavor,
+            api,
             StatusCode::SERVICE_UNAVAILABLE,
             "unavailable",
             "queue above its high watermark; retry later",
@@ -130,7 +129,7 @@ async fn write(
     if declared.is_some_and(|n| n > max_body as u64) {
         m.too_large.fetch_add(1, Ordering::Relaxed);
         return error(
-            flavor,
+            api,
             StatusCode::PAYLOAD_TOO_LARGE,
             "request too large",
             &format!("body larger than {max_body} bytes"),
@@ -144,7 +143,7 @@ async fn write(
         Ok(Err(BodyError::TooLarge)) => {
             m.too_large.fetch_add(1, Ordering::Relaxed);
             return error(
-                flavor,
+                api,
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "request too large",
                 &format!("body larger than {max_body} bytes"),
@@ -152,7 +151,7 @@ async fn write(
         }
         Ok(Err(BodyError::Read)) => {
             return error(
-                flavor,
+                api,
                 StatusCode::BAD_REQUEST,
                 "invalid",
                 "cannot read the body",
@@ -161,7 +160,7 @@ async fn write(
         Err(_) => {
             m.body_timeouts.fetch_add(1, Ordering::Relaxed);
             return error(
-                flavor,
+                api,
                 StatusCode::REQUEST_TIMEOUT,
                 "request timeout",
                 &format!("body not received within {} s", timeout.as_secs()),
@@ -182,7 +181,7 @@ async fn write(
         "" | "identity" => false,
         other => {
             return error(
-                flavor,
+                api,
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "invalid",
                 &format!("unsupported Content-Encoding {other:?}"),
@@ -193,7 +192,7 @@ async fn write(
     // Decompression and parsing are CPU work: keep them off the connection tasks, one per core.
     let Ok(_slot) = st.work_slots.acquire().await else {
         return error(
-            flavor,
+            api,
             StatusCode::SERVICE_UNAVAILABLE,
             "unavailable",
             "shutting down",
@@ -206,10 +205,10 @@ async fn write(
     });
     let (v, payload) = match work.await {
         Ok(Ok(v)) => v,
-        Ok(Err(r)) => return r.into_response(flavor, &st.metrics),
+        Ok(Err(r)) => return r.into_response(api, &st.metrics),
         Err(_) => {
             return error(
-                flavor,
+                api,
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal error",
                 "validation failed",
@@ -221,7 +220,7 @@ async fn write(
         if let Err(e) = st.queue.append(payload).await {
             tracing::error!(error = %e, "queue append failed");
             return error(
-                flavor,
+                api,
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal error",
                 "cannot store the data",
@@ -235,7 +234,7 @@ async fn write(
     m.lines_rejected
         .fetch_add(v.rejected.len() as u64, Ordering::Relaxed);
 
-    written(flavor, &v, &client)
+    written(api, &v, &client, st.backends)
 }
 
 enum BodyError {
@@ -266,22 +265,22 @@ enum Refusal {
 }
 
 impl Refusal {
-    fn into_response(self, flavor: Flavor, m: &crate::metrics::Metrics) -> Response {
+    fn into_response(self, api: Api, m: &crate::metrics::Metrics) -> Response {
         match self {
             Refusal::Decode(e @ DecodeError::TooLarge(_)) => {
                 m.too_large.fetch_add(1, Ordering::Relaxed);
                 error(
-                    flavor,
+                    api,
                     StatusCode::PAYLOAD_TOO_LARGE,
                     "request too large",
                     &e.to_string(),
                 )
             }
-            Refusal::Decode(e) => error(flavor, StatusCode::BAD_REQUEST, "invalid", &e.to_string()),
+            Refusal::Decode(e) => error(api, StatusCode::BAD_REQUEST, "invalid", &e.to_string()),
             Refusal::RateLimited(wait) => {
                 m.rate_limited.fetch_add(1, Ordering::Relaxed);
                 let r = error(
-                    flavor,
+                    api,
                     StatusCode::TOO_MANY_REQUESTS,
                     "too many requests",
                     "rate limit exceeded for this token",
@@ -289,7 +288,7 @@ impl Refusal {
                 with_retry_after(r, wait)
             }
             Refusal::Internal => error(
-                flavor,
+                api,
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal error",
                 "cannot save field types",
@@ -320,11 +319,17 @@ fn decode_and_validate(
         max_future_ns: secs_to_ns(st.limits.max_future_s),
         max_past_ns: secs_to_ns(st.limits.max_past_s),
     };
-    let mut v = ingest::validate(text, precision, now_ns(), &lim, &st.types, &st.host_tag)
-        .map_err(|e| {
-            tracing::error!(error = %e, "cannot save the field-type map");
-            Refusal::Internal
-        })?;
+    let rules = Rules {
+        backends: st.backends,
+        precision,
+        now_ns: now_ns(),
+        limits: &lim,
+        host_tag: &st.host_tag,
+    };
+    let mut v = ingest::validate(text, &rules, &st.types).map_err(|e| {
+        tracing::error!(error = %e, "cannot save the field-type map");
+        Refusal::Internal
+    })?;
     let payload = if v.verbatim {
         bytes
     } else {

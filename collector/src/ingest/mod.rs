@@ -1,9 +1,14 @@
 //! Ingest: a write body from bytes to the lines that go into the queue.
 //!
 //! * [`decode`] — gzip inflation within a size limit, UTF-8, the count of lines offered;
-//! * [`validate`] — every line checked by the shared line-protocol rules
+//! * [`validate`] — every line checked by the rules of the InfluxDB versions of the outputs
 //!   (`storwatch_wire::lp::check`), then against the learned field types ([`types`]);
 //!   accepted lines get nanosecond timestamps, refused ones are named by line number.
+//!
+//! Field types follow InfluxDB: a field keeps the type it was first written with, and a line
+//! giving it another is dropped. A line that writes the same new field twice with two types is
+//! dropped too, but its first type stays learned (1.x creates the field before it drops the
+//! point). Fields named `time` are not typed: 1.x and 2.x drop them, 3.x refuses the line.
 
 pub mod decode;
 pub mod types;
@@ -11,7 +16,8 @@ pub mod types;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use storwatch_wire::lp::{check_line, lines, Accepted, Backend, Checked, Point};
+use storwatch_wire::lp::rules::RESERVED_KEY;
+use storwatch_wire::lp::{check_line, lines, Accepted, Backends, Checked, Kind, Point};
 pub use storwatch_wire::lp::{FieldType, LineLimits, Precision, Rejection};
 
 pub use self::decode::{decode, offered_lines, DecodeError};
@@ -29,47 +35,73 @@ pub struct Validated {
     pub accepted: String,
     pub accepted_lines: u64,
     pub rejected: Vec<Rejection>,
+    /// Nothing was kept because a line does not parse and an output's version (2.x) refuses a
+    /// whole body for that; `rejected` names the lines that do not parse.
+    pub whole_body_refused: bool,
     /// Lines per value of the host tag among the accepted lines.
     pub hosts: HashMap<String, u64>,
 }
 
-/// Validates `body` against the limits and the type map (learning new field types).
-///
-/// `now_ns` is the receive time: lines without a timestamp get it, so a resend of the same
-/// queue record writes the same points again instead of new ones.
-pub fn validate(
-    body: &str,
-    precision: Precision,
-    now_ns: i64,
-    limits: &LineLimits,
-    types: &TypeMap,
-    host_tag: &str,
-) -> Result<Validated, TypeMapError> {
+/// How a write is read: the versions of the outputs, the request's precision, the receive time
+/// and the collector's limits.
+#[derive(Debug, Clone)]
+pub struct Rules<'a> {
+    pub backends: Backends,
+    pub precision: Precision,
+    /// The receive time: lines without a timestamp get it (truncated to the precision), so a
+    /// resend of the same queue record writes the same points again instead of new ones.
+    pub now_ns: i64,
+    pub limits: &'a LineLimits,
+    /// Tag naming the sending host (counted for the heartbeat).
+    pub host_tag: &'a str,
+}
+
+/// Validates `body` by `rules` and against the type map (learning new field types).
+pub fn validate(body: &str, rules: &Rules<'_>, types: &TypeMap) -> Result<Validated, TypeMapError> {
     let mut out = Validated {
         verbatim: true,
         ..Validated::default()
     };
+    let mut passed: Vec<(usize, Accepted<'_>)> = Vec::new();
+    for (n, raw) in lines(body) {
+        match check_line(
+            raw,
+            rules.backends,
+            rules.precision,
+            rules.now_ns,
+            rules.limits,
+        ) {
+            Checked::Skip => {}
+            Checked::Rejected { kind, reason } => out.rejected.push(Rejection {
+                line: n,
+                kind,
+                reason,
+            }),
+            Checked::Accepted(a) => passed.push((n, a)),
+        }
+    }
+    if rules.backends.syntax_error_refuses_body()
+        && out.rejected.iter().any(|r| r.kind == Kind::Syntax)
+    {
+        // Nothing is kept and nothing is learned: 2.x stops at parsing.
+        out.rejected.retain(|r| r.kind == Kind::Syntax);
+        out.whole_body_refused = true;
+        out.verbatim = false;
+        return Ok(out);
+    }
     // Accepted lines in body order; joined into `accepted` only when the body cannot be kept.
-    let mut kept: Vec<Cow<'_, str>> = Vec::new();
+    let mut kept: Vec<Cow<'_, str>> = Vec::with_capacity(passed.len());
     // Lines with a field the map does not know yet: typed under the write lock afterwards.
     let mut pending: Vec<(usize, Accepted<'_>)> = Vec::new();
     // One read lock for the whole body: the common case (every field known) never writes.
     let known = types.read();
-    for (n, raw) in lines(body) {
-        let a = match check_line(raw, Backend::V1, precision, now_ns, limits) {
-            Checked::Skip => continue,
-            Checked::Rejected(reason) => {
-                out.rejected.push(Rejection { line: n, reason });
-                continue;
-            }
-            Checked::Accepted(a) => a,
-        };
+    for (n, a) in passed {
         if !a.verbatim {
             out.verbatim = false;
         }
         match type_check(&known, &a.point) {
             TypeCheck::Known => {
-                out.accept(&a.point, host_tag);
+                out.accept(&a.point, rules.host_tag);
                 kept.push(a.text);
             }
             TypeCheck::Conflict(field, was) => {
@@ -80,7 +112,7 @@ pub fn validate(
     }
     drop(known);
     if !pending.is_empty() {
-        learn(pending, types, &mut out, &mut kept, host_tag)?;
+        learn(pending, types, &mut out, &mut kept, rules.host_tag)?;
     }
     if !out.rejected.is_empty() {
         out.verbatim = false;
@@ -126,21 +158,38 @@ enum TypeCheck {
     New,
 }
 
+/// The typed fields of a line: every field but `time`.
+fn typed<'p, 'a>(p: &'p Point<'a>) -> impl Iterator<Item = (&'p str, FieldType)> + 'p {
+    p.fields
+        .iter()
+        .filter(|(k, _)| k != RESERVED_KEY)
+        .map(|(k, v)| (k.as_ref(), v.field_type()))
+}
+
 fn type_check(known: &Types, p: &Point<'_>) -> TypeCheck {
     let m = known.get(p.measurement.as_ref());
     let mut all_known = true;
-    for (k, v) in &p.fields {
-        match m.and_then(|m| m.get(k.as_ref())) {
-            Some(t) if t.0 != v.field_type() => return TypeCheck::Conflict(k.to_string(), t.0),
+    for (k, t) in typed(p) {
+        match m.and_then(|m| m.get(k)) {
+            Some(was) if was.0 != t => return TypeCheck::Conflict(k.to_string(), was.0),
             Some(_) => {}
             None => all_known = false,
         }
     }
-    if all_known {
+    // A field written twice with two types is a conflict even when it is new.
+    if all_known && !conflicting_repeat(p) {
         TypeCheck::Known
     } else {
         TypeCheck::New
     }
+}
+
+fn conflicting_repeat(p: &Point<'_>) -> bool {
+    let fields: Vec<_> = typed(p).collect();
+    fields
+        .iter()
+        .enumerate()
+        .any(|(i, (k, t))| fields[..i].iter().any(|(k2, t2)| k2 == k && t2 != t))
 }
 
 /// Types the lines with new fields under the write lock, in body order, and saves the map
@@ -163,12 +212,26 @@ fn learn<'a>(
             continue;
         }
         let m = t.entry(p.measurement.to_string()).or_default();
-        for (k, v) in &p.fields {
-            if !m.contains_key(k.as_ref()) && total < types.max_fields {
-                m.insert(k.to_string(), Stored(v.field_type()));
-                total += 1;
-                learned = true;
+        let mut repeat: Option<(String, FieldType)> = None;
+        for (k, ty) in typed(p) {
+            match m.get(k) {
+                // Only a field this very line introduced can disagree here.
+                Some(was) if was.0 != ty => {
+                    repeat = Some((k.to_string(), was.0));
+                    break;
+                }
+                Some(_) => {}
+                None if total < types.max_fields => {
+                    m.insert(k.to_string(), Stored(ty));
+                    total += 1;
+                    learned = true;
+                }
+                None => {}
             }
+        }
+        if let Some((field, was)) = repeat {
+            out.rejected.push(conflict(n, p, &field, was));
+            continue;
         }
         out.accept(p, host_tag);
         kept.push(a.text);
@@ -179,12 +242,19 @@ fn learn<'a>(
     Ok(())
 }
 
+/// A field type conflict, in influxd's words.
 fn conflict(n: usize, p: &Point<'_>, field: &str, known: FieldType) -> Rejection {
-    let now = p.field(field).map_or("other", |v| v.field_type().name());
+    let now = typed(p)
+        .filter(|(k, _)| *k == field)
+        .map(|(_, t)| t)
+        .find(|t| *t != known)
+        .map_or("other", FieldType::name);
     Rejection {
         line: n,
+        kind: Kind::Dropped,
         reason: format!(
-            "field type conflict: field {field:?} of measurement {:?} is {now}, already {}",
+            "field type conflict: input field \"{field}\" on measurement \"{}\" is type {now}, \
+             already exists as type {}",
             p.measurement,
             known.name()
         ),
@@ -196,6 +266,7 @@ fn conflict(n: usize, p: &Point<'_>, field: &str, known: FieldType) -> Rejection
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use storwatch_wire::lp::Backend;
 
     const NOW: i64 = 1_700_000_000_000_000_000;
 
@@ -206,8 +277,26 @@ mod tests {
         max_past_ns: 86_400_000_000_000,
     };
 
+    const NS: Precision = Precision::NS;
+    const MS: Precision = Precision {
+        factor_ns: 1_000_000,
+    };
+    const SECONDS: Precision = Precision {
+        factor_ns: 1_000_000_000,
+    };
+
+    fn rules(backends: &[Backend], precision: Precision) -> Rules<'static> {
+        Rules {
+            backends: Backends::of(backends),
+            precision,
+            now_ns: NOW,
+            limits: &LIMITS,
+            host_tag: "host",
+        }
+    }
+
     fn v(body: &str, p: Precision, t: &TypeMap) -> Validated {
-        validate(body, p, NOW, &LIMITS, t, "host").unwrap()
+        validate(body, &rules(&[Backend::V1], p), t).unwrap()
     }
 
     #[test]
@@ -220,7 +309,7 @@ mod tests {
                     disk,host=b util_pct=2 1700000001\n\
                     disk,host=a util_pct=3\n\
                     net,host=a rx=1i 1800000000\n";
-        let out = v(body, Precision::Seconds, &t);
+        let out = v(body, SECONDS, &t);
         assert_eq!(out.accepted_lines, 3);
         assert_eq!(
             out.accepted,
@@ -249,17 +338,19 @@ mod tests {
         let t = TypeMap::in_memory();
         let out = v(
             "m,host=a f=1i 1700000000\nm,host=a f=2.5 1700000000\n",
-            Precision::Seconds,
+            SECONDS,
             &t,
         );
         assert_eq!(out.accepted_lines, 1);
         assert_eq!(out.rejected.len(), 1);
         assert_eq!(out.rejected[0].line, 2);
-        assert!(out.rejected[0].reason.contains("is float, already integer"));
+        assert!(out.rejected[0]
+            .reason
+            .contains("is type float, already exists as type integer"));
         assert_eq!(t.get("m", "f"), Some(FieldType::Integer));
         let out = v(
             "m,host=a f=\"x\" 1700000000\nm,host=a f=3i,g=true 1700000000\n",
-            Precision::Seconds,
+            SECONDS,
             &t,
         );
         assert_eq!(out.accepted_lines, 1);
@@ -272,7 +363,7 @@ mod tests {
         let t = TypeMap::in_memory();
         let long = format!("m v={} 1", "1".repeat(300));
         let body = format!("{long}\nm v=1 1\nm,host= v=1\nm v=NaN\nm v=1 99999999999999999\n");
-        let out = v(&body, Precision::Nanoseconds, &t);
+        let out = v(&body, NS, &t);
         assert_eq!(out.accepted_lines, 0);
         let lines: Vec<usize> = out.rejected.iter().map(|r| r.line).collect();
         assert_eq!(lines, vec![1, 2, 3, 4, 5], "{:?}", out.rejected);
@@ -284,10 +375,10 @@ mod tests {
     #[test]
     fn a_body_accepted_as_sent_is_kept_verbatim() {
         let t = TypeMap::in_memory();
-        let ms = v("m v=1 1700000000123\n", Precision::Milliseconds, &t);
+        let ms = v("m v=1 1700000000123\n", MS, &t);
         assert_eq!(ms.accepted, "m v=1 1700000000123000000\n");
         let body = "m,t=a\\ b s=\"x y\" 1700000000000000001\n";
-        let ns = v(body, Precision::Nanoseconds, &t);
+        let ns = v(body, NS, &t);
         assert!(ns.verbatim);
         assert_eq!(ns.accepted, "");
         assert_eq!(ns.accepted_text(body), body);
@@ -297,24 +388,68 @@ mod tests {
     fn types_persist_across_load() {
         let dir = tempfile::tempdir().unwrap();
         let t = TypeMap::load(dir.path()).unwrap();
-        v("m f=1i 1700000000\n", Precision::Seconds, &t);
+        v("m f=1i 1700000000\n", SECONDS, &t);
         let t2 = TypeMap::load(dir.path()).unwrap();
         assert_eq!(t2.get("m", "f"), Some(FieldType::Integer));
-        let out = v("m f=1 1700000000\n", Precision::Seconds, &t2);
+        let out = v("m f=1 1700000000\n", SECONDS, &t2);
         assert_eq!(out.rejected.len(), 1);
+    }
+
+    #[test]
+    fn a_field_given_two_types_in_one_line_is_dropped_but_its_first_type_stays() {
+        let t = TypeMap::in_memory();
+        let out = v(
+            "x v=1i,v=2 1700000000\nx w=1i,w=2i 1700000000\n",
+            SECONDS,
+            &t,
+        );
+        assert_eq!(out.accepted_lines, 1);
+        assert_eq!(out.rejected[0].line, 1);
+        assert_eq!(out.rejected[0].kind, Kind::Dropped);
+        assert_eq!(t.get("x", "v"), Some(FieldType::Integer));
+        let out = v("x v=2 1700000000\n", SECONDS, &t);
+        assert_eq!(out.rejected.len(), 1, "{:?}", out.rejected);
+    }
+
+    #[test]
+    fn time_fields_are_not_typed() {
+        let t = TypeMap::in_memory();
+        let out = v(
+            "m time=1i,v=1 1700000000\nm time=\"x\",v=2 1700000000\n",
+            SECONDS,
+            &t,
+        );
+        assert_eq!(out.accepted_lines, 2, "{:?}", out.rejected);
+        assert_eq!(t.get("m", "time"), None);
+    }
+
+    #[test]
+    fn two_x_refuses_the_whole_body_for_one_bad_line_and_learns_nothing() {
+        let t = TypeMap::in_memory();
+        let body = "m v=1i 1700000000\nm v= 1700000000\nm,time=1 w=1 1700000000\n";
+        let out = validate(body, &rules(&[Backend::V2], SECONDS), &t).unwrap();
+        assert!(out.whole_body_refused);
+        assert_eq!(out.accepted_lines, 0);
+        // a time tag does not parse on 2.x either (a key it keeps for itself)
+        let lines: Vec<usize> = out.rejected.iter().map(|r| r.line).collect();
+        assert_eq!(lines, vec![2, 3]);
+        assert_eq!(t.get("m", "v"), None);
+        // 1.x keeps the good line
+        let out = validate(body, &rules(&[Backend::V1], SECONDS), &t).unwrap();
+        assert!(!out.whole_body_refused);
+        assert_eq!(out.accepted_lines, 1);
+        assert_eq!(out.rejected.len(), 2);
     }
 
     proptest! {
         #[test]
         fn never_panics_and_accepted_lines_reparse(body in "\\PC{0,300}") {
             let t = TypeMap::in_memory();
-            let out = validate(&body, Precision::Seconds, NOW, &LIMITS, &t, "host").unwrap();
+            let out = validate(&body, &rules(&[Backend::V1], SECONDS), &t).unwrap();
             let text = out.accepted_text(&body);
             let n = lines(text)
                 .filter(|(_, l)| matches!(
-                    check_line(l, Backend::V1, Precision::Nanoseconds, NOW, &LineLimits {
-                        max_line_bytes: usize::MAX, max_future_ns: 0, max_past_ns: 0,
-                    }),
+                    check_line(l, Backends::one(Backend::V1), NS, NOW, &LineLimits::NONE),
                     Checked::Accepted(_)
                 ))
                 .count() as u64;

@@ -1,21 +1,24 @@
 //! Reports → InfluxDB line protocol.
 //!
-//! Lines are written straight into one reusable buffer, with InfluxDB's escaping rules
-//! (measurement: `,` and space; tag keys, tag values and field keys: `,`, `=`, space; string
-//! fields: `"`; and `\` everywhere), behind a validating layer that refuses what InfluxDB rejects:
+//! Lines are written straight into one reusable buffer with the escaping and cleaning of
+//! [`super::rules`], so that every InfluxDB version reads back what was written:
 //!
-//! * empty tag values are omitted (InfluxDB treats a missing tag and an empty one alike);
-//! * control characters in tag values and string fields become spaces (a newline would start a
-//!   second line), a trailing backslash is dropped;
+//! * separators are escaped (measurement: `,` and space; tag keys, tag values and field keys:
+//!   `,`, `=`, space; string fields: `"` and `\`); a backslash that versions read differently
+//!   (before another backslash, a separator or `"`, or at the end) is dropped;
+//! * control characters in names, tag values and string fields become spaces (a newline would
+//!   start a second line);
+//! * empty tag values are omitted (InfluxDB treats a missing tag and an empty one alike); a tag
+//!   or field named `time` is skipped (it is the timestamp's name);
 //! * non-finite floats are skipped (counted in [`LineWriter::skipped`]); a line left without a
-//!   field is not written;
+//!   field, or whose measurement is empty or starts with `#`, is not written;
 //! * integers are written with the `i` suffix — InfluxDB 1.x has no unsigned type — and
 //!   values above `i64::MAX` saturate.
 //!
-//! The `influxdb-line-protocol` crate's builder does the same escaping but formats every
-//! character through `core::fmt`: on a 250-device report it cost ~57,000 instructions a line,
-//! half of the agent's whole CPU budget (callgrind). Its parser remains the judge: the tests and a
-//! property test check that everything written here parses back to the same values.
+//! The `influxdb-line-protocol` crate's builder formats every character through `core::fmt`: on a
+//! 250-device report it cost ~57,000 instructions a line, half of the agent's whole CPU budget
+//! (callgrind). The validator of every version is the judge: the tests and a property test check
+//! that everything written here passes each of them and reads back to the same values.
 //!
 //! Tags come in the order the caller gives them, after the writer's common tags (`host`, then
 //! the configured extra tags, sorted); callers add tags and fields in a fixed order so output is
@@ -24,8 +27,8 @@
 use std::io::Write as _;
 
 use super::rules::{
-    clean_name, clean_string, clean_tag_value, escape_into, float_is_storable,
-    measurement_is_writable, KEY_SPECIAL, MEASUREMENT_SPECIAL, STRING_SPECIAL,
+    clean_name, clean_string, clean_tag_value, escape_name_into, escape_string_into,
+    float_is_storable, key_is_writable, measurement_is_writable, KEY_SPECIAL, MEASUREMENT_SPECIAL,
 };
 
 /// A field value.
@@ -107,7 +110,7 @@ impl LineWriter {
         let start = self.buf.len();
         let measurement = clean_name(measurement);
         let writable = measurement_is_writable(&measurement);
-        escape_into(&mut self.buf, &measurement, MEASUREMENT_SPECIAL);
+        escape_name_into(&mut self.buf, &measurement, MEASUREMENT_SPECIAL);
         for (k, v) in &self.common_tags {
             push_tag(&mut self.buf, k, v);
         }
@@ -136,7 +139,8 @@ impl LineWriter {
         self.lines
     }
 
-    /// Values skipped (non-finite floats) and lines dropped for lack of fields since creation.
+    /// Values skipped (non-finite floats, unwritable keys) and lines dropped (no field, no
+    /// writable measurement) since creation.
     pub fn skipped(&self) -> usize {
         self.skipped
     }
@@ -171,7 +175,7 @@ impl<'a> Line<'a> {
     pub fn field(mut self, key: &str, value: impl Into<Value<'a>>) -> Self {
         let value = value.into();
         let key = clean_name(key);
-        if matches!(value, Value::F(f) if !float_is_storable(f)) || key.is_empty() {
+        if matches!(value, Value::F(f) if !float_is_storable(f)) || !key_is_writable(&key) {
             self.w.skipped += 1;
             return self;
         }
@@ -218,16 +222,16 @@ impl Drop for Line<'_> {
 fn push_tag(buf: &mut Vec<u8>, key: &str, value: &str) {
     let v = clean_tag_value(value);
     let key = clean_name(key);
-    if !v.is_empty() && !key.is_empty() {
+    if !v.is_empty() && key_is_writable(&key) {
         buf.push(b',');
-        escape_into(buf, &key, KEY_SPECIAL);
+        escape_name_into(buf, &key, KEY_SPECIAL);
         buf.push(b'=');
-        escape_into(buf, &v, KEY_SPECIAL);
+        escape_name_into(buf, &v, KEY_SPECIAL);
     }
 }
 
 fn field_into(buf: &mut Vec<u8>, key: &str, v: Value<'_>) {
-    escape_into(buf, key, KEY_SPECIAL);
+    escape_name_into(buf, key, KEY_SPECIAL);
     buf.push(b'=');
     // Writing to a Vec cannot fail.
     match v {
@@ -243,7 +247,7 @@ fn field_into(buf: &mut Vec<u8>, key: &str, v: Value<'_>) {
         Value::B(x) => buf.extend_from_slice(if x { b"true" } else { b"false" }),
         Value::S(s) => {
             buf.push(b'"');
-            escape_into(buf, &clean_string(s), STRING_SPECIAL);
+            escape_string_into(buf, &clean_string(s));
             buf.push(b'"');
         }
     }

@@ -1,58 +1,33 @@
-//! Validation of written line protocol, line by line: how a body splits into numbered lines,
-//! whether each line parses by the rules of the backend, the limits on its length and its time,
-//! and its timestamp converted to nanoseconds.
+//! Validation of written line protocol, line by line, by the rules of the InfluxDB versions the
+//! lines go to: how a body splits into numbered lines, whether each line parses, what storage
+//! then drops, the limits on length and time, and the timestamp converted to nanoseconds.
 //!
-//! Like InfluxDB v1, a body with some bad lines is a partial write: the caller keeps the good
-//! lines and names every bad line by number with its reason ([`Rejection`]). Line numbers count
-//! the lines of the body as InfluxDB splits them (a newline inside a quoted string value does
-//! not end a line), starting at 1, blank and `#` comment lines included.
+//! What a version refuses falls in two kinds, because versions answer them differently:
+//!
+//! * [`Kind::Syntax`] — the line does not parse (or its time is out of range): 1.x and 3.x
+//!   drop that line and keep the others (a partial write, 400); 2.x refuses the whole body (400);
+//! * [`Kind::Dropped`] — the line parses but storage drops it: a `time` tag, only `time` fields
+//!   (1.x, 2.x), a `time` key, a repeated key or a name used as tag and field (3.x); the others
+//!   are kept and the answer is 400 (1.x, 3.x) or 422 (2.x).
+//!
+//! The collector's own limits ([`Kind::Limit`]) drop the line and keep the others. Field type
+//! conflicts need the field types seen so far, which the caller keeps.
+//!
+//! Line numbers count the lines of the body as InfluxDB splits them (a newline inside a quoted
+//! string value or after a backslash does not end a line), starting at 1, blank and `#` comment
+//! lines included.
 
 use std::borrow::Cow;
 
-use super::parse::{parse_line, FieldValue, Point};
-use super::rules::{float_is_storable, Backend};
+use super::parse::{parse_line, Point};
+use super::precision::{to_ns, Precision};
+use super::rules::{Backend, Backends, RESERVED_KEY};
+use super::scan::{scan_line, skip_whitespace};
 
-/// Timestamp precision of a write request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Precision {
-    Nanoseconds,
-    Microseconds,
-    Milliseconds,
-    Seconds,
-    Minutes,
-    Hours,
-}
-
-impl Precision {
-    /// Parses the `precision` query parameter (v1 and v2 spellings).
-    pub fn parse(s: &str) -> Option<Precision> {
-        Some(match s {
-            "" | "n" | "ns" => Precision::Nanoseconds,
-            "u" | "us" | "µ" | "µs" => Precision::Microseconds,
-            "ms" => Precision::Milliseconds,
-            "s" => Precision::Seconds,
-            "m" => Precision::Minutes,
-            "h" => Precision::Hours,
-            _ => return None,
-        })
-    }
-
-    /// Nanoseconds in one unit.
-    pub fn ns_factor(self) -> i64 {
-        match self {
-            Precision::Nanoseconds => 1,
-            Precision::Microseconds => 1_000,
-            Precision::Milliseconds => 1_000_000,
-            Precision::Seconds => 1_000_000_000,
-            Precision::Minutes => 60_000_000_000,
-            Precision::Hours => 3_600_000_000_000,
-        }
-    }
-}
-
-/// The limits validation applies.
+/// The limits the collector applies on top of InfluxDB's rules.
 #[derive(Debug, Clone)]
 pub struct LineLimits {
+    /// Longest line in bytes (0 = no limit beyond the body's).
     pub max_line_bytes: usize,
     /// Nanoseconds a timestamp may lie ahead of now (0 = unlimited).
     pub max_future_ns: i64,
@@ -60,20 +35,42 @@ pub struct LineLimits {
     pub max_past_ns: i64,
 }
 
+impl LineLimits {
+    /// No limit of the collector's own.
+    pub const NONE: LineLimits = LineLimits {
+        max_line_bytes: 0,
+        max_future_ns: 0,
+        max_past_ns: 0,
+    };
+}
+
+/// Why a line was refused, as far as the answer to the write is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// It does not parse, or its timestamp is out of range.
+    Syntax,
+    /// It parses, but storage drops it.
+    Dropped,
+    /// A limit of the collector's own.
+    Limit,
+}
+
 /// One refused line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
     /// 1-based line number in the body.
     pub line: usize,
+    pub kind: Kind,
     pub reason: String,
 }
 
 /// A line that passed.
 #[derive(Debug, Clone)]
 pub struct Accepted<'a> {
+    /// The line as the oldest of the versions reads it.
     pub point: Point<'a>,
-    /// The line to store: timestamp in nanoseconds (added when the line had none), surrounding
-    /// whitespace trimmed.
+    /// The line to store: its timestamp in nanoseconds (added when the line had none), leading
+    /// whitespace skipped.
     pub text: Cow<'a, str>,
     /// The timestamp in nanoseconds.
     pub ts_ns: i64,
@@ -87,7 +84,10 @@ pub enum Checked<'a> {
     /// Blank or `#` comment: harmless as it is, counted in the numbering, stored nowhere.
     Skip,
     Accepted(Accepted<'a>),
-    Rejected(String),
+    Rejected {
+        kind: Kind,
+        reason: String,
+    },
 }
 
 /// The lines of a body as InfluxDB splits them, numbered from 1 (blank and comment lines
@@ -96,76 +96,93 @@ pub fn lines(body: &str) -> impl Iterator<Item = (usize, &str)> {
     split(body).enumerate().map(|(i, l)| (i + 1, l))
 }
 
-/// `split_lines` walks every character to track quoted strings and escapes; a body without a
-/// double quote and without a backslash before a newline splits exactly at its newlines, which
-/// is much faster to find.
+/// Splitting tracks quoted strings and escapes byte by byte; a body without a double quote and
+/// without a backslash before a newline splits exactly at its newlines, which is much faster to
+/// find.
 fn split(body: &str) -> Box<dyn Iterator<Item = &str> + '_> {
     if body.as_bytes().contains(&b'"') || body.contains("\\\n") {
-        Box::new(influxdb_line_protocol::split_lines(body))
+        let b = body.as_bytes();
+        let mut pos = 0;
+        let mut done = false;
+        Box::new(std::iter::from_fn(move || {
+            if done {
+                return None;
+            }
+            let end = scan_line(b, pos);
+            let line = body.get(pos..end).unwrap_or("");
+            if end >= b.len() {
+                done = true;
+            }
+            pos = end + 1;
+            Some(line)
+        }))
     } else {
         Box::new(body.split('\n'))
     }
 }
 
-/// Checks one line of a body (as [`lines`] gives it) by the rules of `backend`, against the
-/// limits; `now_ns` is the receive time, given to a line without a timestamp so that a resend
-/// writes the same point again instead of a new one.
+/// Checks one line of a body (as [`lines`] gives it) by the rules of every version in
+/// `backends`, against the limits. `now_ns` is the receive time, given to a line without a
+/// timestamp (truncated to the precision) so that a resend writes the same point again.
 pub fn check_line<'a>(
     raw: &'a str,
-    backend: Backend,
+    backends: Backends,
     precision: Precision,
     now_ns: i64,
     limits: &LineLimits,
 ) -> Checked<'a> {
-    let line = raw.trim_end_matches(['\r', ' ', '\t']).trim_start();
+    let line = raw
+        .get(skip_whitespace(raw.as_bytes(), 0)..)
+        .unwrap_or_default();
     if line.is_empty() || line.starts_with('#') {
         return Checked::Skip;
     }
-    if line.len() > limits.max_line_bytes {
-        return Checked::Rejected(format!(
-            "line of {} bytes exceeds the limit of {}",
-            line.len(),
-            limits.max_line_bytes
-        ));
+    if limits.max_line_bytes > 0 && line.len() > limits.max_line_bytes {
+        return Checked::Rejected {
+            kind: Kind::Limit,
+            reason: format!(
+                "line of {} bytes exceeds the limit of {}",
+                line.len(),
+                limits.max_line_bytes
+            ),
+        };
     }
-    let point = match parse_line(line, backend) {
-        Ok(p) => p,
-        Err(reason) => return Checked::Rejected(reason),
-    };
-    if let Some(reason) = bad_value(&point) {
-        return Checked::Rejected(reason);
-    }
-    let ts_ns = match point.timestamp {
-        Some(t) => match t.checked_mul(precision.ns_factor()) {
-            Some(ns) => ns,
-            None => {
-                return Checked::Rejected(format!("timestamp {t} out of range for its precision"))
+    let mut point: Option<Point<'a>> = None;
+    let mut ts_ns = None;
+    for b in backends.iter() {
+        let p = match parse_line(line, b) {
+            Ok(p) => p,
+            Err(reason) => return syntax(line, reason),
+        };
+        if let Some(t) = p.timestamp {
+            match to_ns(t, precision, b) {
+                Ok(ns) => ts_ns = Some(ns),
+                Err(reason) => return syntax(line, reason),
             }
-        },
-        None => now_ns,
-    };
-    if limits.max_future_ns > 0 && ts_ns > now_ns.saturating_add(limits.max_future_ns) {
-        return Checked::Rejected(format!(
-            "timestamp {ts_ns} is {} s in the future (limit {} s)",
-            (ts_ns - now_ns) / 1_000_000_000,
-            limits.max_future_ns / 1_000_000_000
-        ));
-    }
-    if limits.max_past_ns > 0 && ts_ns < now_ns.saturating_sub(limits.max_past_ns) {
-        return Checked::Rejected(format!(
-            "timestamp {ts_ns} is {} s in the past (limit {} s)",
-            now_ns.saturating_sub(ts_ns) / 1_000_000_000,
-            limits.max_past_ns / 1_000_000_000
-        ));
-    }
-    let text = match (point.timestamp, precision) {
-        (Some(_), Precision::Nanoseconds) => Cow::Borrowed(line),
-        (Some(_), _) => {
-            // The timestamp is the last space-separated token of a line that has one.
-            let head = line.rsplit_once(' ').map_or(line, |(h, _)| h);
-            Cow::Owned(format!("{} {ts_ns}", head.trim_end()))
         }
-        (None, _) => Cow::Owned(format!("{line} {ts_ns}")),
+        if let Some(reason) = dropped(&p, b) {
+            return Checked::Rejected {
+                kind: Kind::Dropped,
+                reason,
+            };
+        }
+        point.get_or_insert(p);
+    }
+    let Some(point) = point else {
+        return Checked::Skip;
+    };
+    let ts_ns = ts_ns.unwrap_or_else(|| precision.truncate(now_ns));
+    if let Some(reason) = out_of_window(ts_ns, now_ns, limits) {
+        return Checked::Rejected {
+            kind: Kind::Limit,
+            reason,
+        };
+    }
+    let text = if point.timestamp.is_some() && precision.factor_ns == 1 {
+        Cow::Borrowed(line)
+    } else {
+        let head = line.get(..point.fields_end).unwrap_or(line);
+        Cow::Owned(format!("{head} {ts_ns}"))
     };
     let verbatim = matches!(text, Cow::Borrowed(_)) && line.len() == raw.len();
     Checked::Accepted(Accepted {
@@ -176,19 +193,85 @@ pub fn check_line<'a>(
     })
 }
 
-/// Values InfluxDB refuses that the parser lets through.
-fn bad_value(p: &Point<'_>) -> Option<String> {
-    for (k, v) in &p.fields {
-        if let FieldValue::Float(f) = v {
-            if !float_is_storable(*f) {
-                return Some(format!("field {k:?} is not a finite number"));
+/// A line that does not parse, named as influxd names it.
+fn syntax(line: &str, reason: String) -> Checked<'_> {
+    Checked::Rejected {
+        kind: Kind::Syntax,
+        reason: format!("unable to parse '{}': {reason}", quote(line)),
+    }
+}
+
+/// A line for a message: at most 256 bytes of it.
+pub fn quote(line: &str) -> Cow<'_, str> {
+    const MAX: usize = 256;
+    if line.len() <= MAX {
+        return Cow::Borrowed(line);
+    }
+    let mut end = MAX;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}…", &line[..end]))
+}
+
+/// What the storage of `backend` drops from a parsed line, in its words.
+fn dropped(p: &Point<'_>, backend: Backend) -> Option<String> {
+    let m = &p.measurement;
+    match backend {
+        Backend::V1 | Backend::V2 => {
+            if p.tag(RESERVED_KEY).is_some() {
+                return Some(format!(
+                    "invalid tag key: input tag \"{RESERVED_KEY}\" on measurement \"{m}\" is invalid"
+                ));
             }
+            // A field named time is dropped; a line with nothing else goes with it.
+            if p.fields.iter().all(|(k, _)| k == RESERVED_KEY) {
+                return Some(format!(
+                    "invalid field name: input field \"{RESERVED_KEY}\" on measurement \"{m}\" is invalid"
+                ));
+            }
+            None
+        }
+        Backend::V3 => {
+            let keys = || {
+                p.tags
+                    .iter()
+                    .map(|(k, _)| k)
+                    .chain(p.fields.iter().map(|(k, _)| k))
+            };
+            if keys().any(|k| k == RESERVED_KEY) {
+                return Some(format!(
+                    "table {m}: \"{RESERVED_KEY}\" is the timestamp column and cannot be a tag or a field"
+                ));
+            }
+            let mut seen: Vec<&str> = keys().map(|k| k.as_ref()).collect();
+            seen.sort_unstable();
+            if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
+                return Some(format!(
+                    "table {m}: column \"{}\" is given twice (a repeated tag or field, or a tag \
+                     and a field of that name)",
+                    w[0]
+                ));
+            }
+            None
         }
     }
-    for (k, v) in &p.tags {
-        if v.is_empty() {
-            return Some(format!("tag {k:?} has an empty value"));
-        }
+}
+
+fn out_of_window(ts_ns: i64, now_ns: i64, limits: &LineLimits) -> Option<String> {
+    if limits.max_future_ns > 0 && ts_ns > now_ns.saturating_add(limits.max_future_ns) {
+        return Some(format!(
+            "timestamp {ts_ns} is {} s in the future (limit {} s)",
+            ts_ns.saturating_sub(now_ns) / 1_000_000_000,
+            limits.max_future_ns / 1_000_000_000
+        ));
+    }
+    if limits.max_past_ns > 0 && ts_ns < now_ns.saturating_sub(limits.max_past_ns) {
+        return Some(format!(
+            "timestamp {ts_ns} is {} s in the past (limit {} s)",
+            now_ns.saturating_sub(ts_ns) / 1_000_000_000,
+            limits.max_past_ns / 1_000_000_000
+        ));
     }
     None
 }
@@ -199,6 +282,9 @@ mod tests {
     use proptest::prelude::*;
 
     const NOW: i64 = 1_700_000_000_000_000_000;
+    const S: Precision = Precision {
+        factor_ns: 1_000_000_000,
+    };
 
     fn limits() -> LineLimits {
         LineLimits {
@@ -208,14 +294,18 @@ mod tests {
         }
     }
 
-    fn check(line: &str, p: Precision) -> Checked<'_> {
-        check_line(line, Backend::V1, p, NOW, &limits())
+    fn check_on(line: &str, b: Backend, p: Precision) -> Checked<'_> {
+        check_line(line, Backends::one(b), p, NOW, &limits())
     }
 
-    fn reason(c: Checked<'_>) -> String {
+    fn check(line: &str, p: Precision) -> Checked<'_> {
+        check_on(line, Backend::V1, p)
+    }
+
+    fn rejected(c: Checked<'_>) -> (Kind, String) {
         match c {
-            Checked::Rejected(r) => r,
-            other => panic!("accepted: {other:?}"),
+            Checked::Rejected { kind, reason } => (kind, reason),
+            other => panic!("not rejected: {other:?}"),
         }
     }
 
@@ -227,38 +317,62 @@ mod tests {
     }
 
     #[test]
-    fn limits_and_values() {
+    fn limits_and_kinds() {
         let long = format!("m v={} 1", "1".repeat(300));
-        assert!(reason(check(&long, Precision::Nanoseconds)).contains("exceeds the limit"));
-        assert!(reason(check("m v=1 1", Precision::Nanoseconds)).contains("in the past"));
-        assert!(!reason(check("m,host= v=1", Precision::Nanoseconds)).is_empty());
-        assert!(!reason(check("m v=NaN", Precision::Nanoseconds)).is_empty());
-        assert!(
-            reason(check("m v=1 99999999999999999", Precision::Seconds)).contains("out of range")
+        assert_eq!(rejected(check(&long, Precision::NS)).0, Kind::Limit);
+        let (k, r) = rejected(check("m v=1 1", Precision::NS));
+        assert_eq!(k, Kind::Limit);
+        assert!(r.contains("in the past"), "{r}");
+        let (k, r) = rejected(check("m v=1 1800000000", S));
+        assert_eq!(k, Kind::Limit);
+        assert!(r.contains("in the future"), "{r}");
+        let (k, r) = rejected(check("m,host= v=1", Precision::NS));
+        assert_eq!(k, Kind::Syntax);
+        assert_eq!(r, "unable to parse 'm,host= v=1': missing tag value");
+        let (k, r) = rejected(check("m v=1 99999999999999999", S));
+        assert_eq!(k, Kind::Syntax);
+        assert!(r.contains("time outside range"), "{r}");
+        let (k, r) = rejected(check("m,time=1 v=1", Precision::NS));
+        assert_eq!(k, Kind::Dropped);
+        assert_eq!(
+            r,
+            "invalid tag key: input tag \"time\" on measurement \"m\" is invalid"
         );
-        // hours overflow i64 nanoseconds
-        assert!(reason(check("m v=1 9223372036854775", Precision::Hours)).contains("out of range"));
-        assert!(reason(check("m v=1 1800000000", Precision::Seconds)).contains("in the future"));
-        assert!(reason(check("not line protocol", Precision::Seconds)).contains("unable to parse"));
+        assert_eq!(rejected(check("m time=1", Precision::NS)).0, Kind::Dropped);
         assert!(matches!(
-            check("  # note", Precision::Seconds),
-            Checked::Skip
+            check("m time=1,v=2 1700000000000000000", Precision::NS),
+            Checked::Accepted(_)
         ));
-        assert!(matches!(check(" \r", Precision::Seconds), Checked::Skip));
+        assert_eq!(
+            rejected(check_on("m time=1,v=2", Backend::V3, Precision::NS)).0,
+            Kind::Dropped
+        );
+        assert_eq!(
+            rejected(check_on("m,a=1 a=2", Backend::V3, Precision::NS)).0,
+            Kind::Dropped
+        );
+        assert!(matches!(check("  # note", S), Checked::Skip));
+        assert!(matches!(check("\t", S), Checked::Skip));
+        // a lone CR is no blank line to influxd
+        assert_eq!(rejected(check("\r", S)).0, Kind::Syntax);
     }
 
     #[test]
-    fn precisions_convert_to_ns_and_ns_lines_pass_unchanged() {
+    fn timestamps_in_nanoseconds() {
+        let ms = Precision {
+            factor_ns: 1_000_000,
+        };
         assert_eq!(
-            text(check("m v=1 1700000000123", Precision::Milliseconds)),
+            text(check("m v=1 1700000000123", ms)),
             "m v=1 1700000000123000000"
         );
         assert_eq!(
-            text(check("m v=1", Precision::Seconds)),
-            format!("m v=1 {NOW}")
+            text(check("m v=1 1700000000123  ", ms)),
+            "m v=1 1700000000123000000"
         );
+        assert_eq!(text(check("m v=1", S)), format!("m v=1 {NOW}"));
         let line = "m,t=a\\ b s=\"x y\" 1700000000000000001";
-        match check(line, Precision::Nanoseconds) {
+        match check(line, Precision::NS) {
             Checked::Accepted(a) => {
                 assert!(a.verbatim);
                 assert_eq!(a.text, line);
@@ -267,48 +381,64 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        match check("m v=1 1700000000000000001\r", Precision::Nanoseconds) {
+        match check("  m v=1 1700000000000000001", Precision::NS) {
             Checked::Accepted(a) => assert!(!a.verbatim),
             other => panic!("{other:?}"),
         }
-        assert_eq!(Precision::parse("u"), Some(Precision::Microseconds));
-        assert_eq!(Precision::parse("x"), None);
     }
 
     #[test]
-    fn fast_line_split_matches_the_reference() {
-        for body in [
-            "a v=1\nb v=2\n\nc v=3",
-            "a,t=x\\ y v=1\n",
-            "a s=\"x\ny\" 1\nb v=1\n",
-            "a,t=x\\\nv=1\n",
-            "",
-            "\n\n",
-        ] {
-            let fast: Vec<&str> = split(body).collect();
-            let reference: Vec<&str> = influxdb_line_protocol::split_lines(body).collect();
-            assert_eq!(fast, reference, "{body:?}");
-        }
-        let numbered: Vec<(usize, &str)> = lines("a v=1\n\nb s=\"x\ny\"\n").collect();
+    fn every_version_must_accept() {
+        let v1v3 = Backends::of(&[Backend::V1, Backend::V3]);
+        let c = check_line(
+            "m v=.5 1700000000000000000",
+            v1v3,
+            Precision::NS,
+            NOW,
+            &limits(),
+        );
+        assert!(rejected(c).1.contains("unable to parse"));
+        let c = check_line(
+            "m v=0.5 1700000000000000000",
+            v1v3,
+            Precision::NS,
+            NOW,
+            &limits(),
+        );
+        assert!(matches!(c, Checked::Accepted(_)));
+    }
+
+    #[test]
+    fn lines_split_like_influxd() {
+        let numbered: Vec<(usize, &str)> =
+            lines("a v=1\n\nb s=\"x\ny\"\nc,t=x\\\ny v=1\n").collect();
         assert_eq!(
             numbered,
-            vec![(1, "a v=1"), (2, ""), (3, "b s=\"x\ny\""), (4, "")]
+            vec![
+                (1, "a v=1"),
+                (2, ""),
+                (3, "b s=\"x\ny\""),
+                (4, "c,t=x\\\ny v=1"),
+                (5, "")
+            ]
         );
+        assert_eq!(lines("").count(), 1);
+        assert_eq!(quote(&"é".repeat(200)).len(), 256 + "…".len());
     }
 
     proptest! {
         #[test]
-        fn fast_split_matches_reference_on_any_input(body in "[a-z =,\"\\\\\n0-9.]{0,80}") {
-            let fast: Vec<&str> = split(&body).collect();
+        fn split_matches_the_reference(body in "[a-z =,\"\\\\\n0-9.]{0,80}") {
+            let ours: Vec<&str> = split(&body).collect();
             let reference: Vec<&str> = influxdb_line_protocol::split_lines(&body).collect();
-            prop_assert_eq!(fast, reference);
+            prop_assert_eq!(ours, reference);
         }
 
         #[test]
         fn never_panics(body in "\\PC{0,300}") {
             for (_, l) in lines(&body) {
                 for b in Backend::ALL {
-                    let _ = check_line(l, b, Precision::Seconds, NOW, &limits());
+                    let _ = check_line(l, Backends::one(b), S, NOW, &limits());
                 }
             }
         }

@@ -1,18 +1,23 @@
 //! InfluxDB line protocol, written and read by one set of rules:
 //!
-//! * [`rules`] — the InfluxDB versions ([`Backend`]), what each part of a line escapes, the key
-//!   size limit, how a value is made representable;
+//! * [`rules`] — the InfluxDB versions ([`Backend`]) and how each answers a write, what each
+//!   part of a line escapes, reserved names, the key limit, how a value is made representable;
 //! * [`build`] — the writer the agent builds its reports with;
-//! * [`parse`] — one line into a [`Point`];
-//! * [`check`] — a write body split into numbered lines, each checked against the limits and
-//!   its timestamp converted to nanoseconds: the collector's validation.
+//! * [`scan`] (private) and [`parse`] — one line into a [`Point`], by the grammar of each
+//!   version: the Go parser's for 1.x and 2.x, InfluxDB 3's own for 3.x;
+//! * [`precision`] — the `precision` parameter and the timestamp range of each version;
+//! * [`check`] — a write body split into numbered lines, each checked by the rules of every
+//!   version it goes to and against the collector's limits: the collector's validation.
 
 pub mod build;
 pub mod check;
 pub mod parse;
+pub mod precision;
 pub mod rules;
+mod scan;
 
 pub use build::{Line, LineWriter, Value};
-pub use check::{check_line, lines, Accepted, Checked, LineLimits, Precision, Rejection};
+pub use check::{check_line, lines, Accepted, Checked, Kind, LineLimits, Rejection};
 pub use parse::{parse_line, FieldType, FieldValue, Point};
-pub use rules::Backend;
+pub use precision::{Api, Precision};
+pub use rules::{Backend, Backends};

@@ -1,0 +1,51 @@
+//! What validating a line costs, per InfluxDB version's rules: 5000 lines of the shape the
+//! collector benchmark sends (a `disk` report line: 5 tags, 10 fields, a timestamp).
+//!
+//! `cargo bench -p storwatch-wire --bench check`
+//!
+//! 1.x and 2.x read with the port of the Go parser, 3.x with the `influxdb-line-protocol` crate
+//! (the parser the collector used for every version before).
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use storwatch_wire::lp::{check_line, lines, Backend, Backends, Checked, LineLimits, Precision};
+
+fn body() -> String {
+    let mut out = String::new();
+    for i in 0..5000u64 {
+        out.push_str(&format!(
+            "disk,host=node{:03},device=sd{},name=sd{},kind=disk,rotational=1 \
+             r_per_s=12.5,w_per_s=30.25,rkb_per_s=1024.5,wkb_per_s=2048.25,r_await_ms=1.25,\
+             w_await_ms=3.5,aqu_sz=0.5,util_pct=45.25,util_max_pct=99.5,saturated_s=2i {}\n",
+            i % 600,
+            i % 24,
+            i % 24,
+            1_700_000_000_000_000_000u64 + i
+        ));
+    }
+    out
+}
+
+fn bench(c: &mut Criterion) {
+    let body = body();
+    let mut g = c.benchmark_group("check_line 5000 disk lines");
+    g.throughput(Throughput::Elements(5000));
+    for b in Backend::ALL {
+        g.bench_function(b.name(), |bench| {
+            bench.iter(|| {
+                let mut ok = 0;
+                for (_, l) in lines(&body) {
+                    if let Checked::Accepted(_) =
+                        check_line(l, Backends::one(b), Precision::NS, 0, &LineLimits::NONE)
+                    {
+                        ok += 1;
+                    }
+                }
+                assert_eq!(ok, 5000);
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
