@@ -42,7 +42,7 @@ pub struct Config {
     /// Log level: error, warn, info, debug, trace.
     pub log_level: String,
     /// The rebuild-risk model.
-    pub risk: crate::risk::RiskModel,
+    pub risk: crate::health::risk::RiskModel,
     /// Delivery to an http(s):// output: token, gzip, spool.
     pub http: crate::sink::http::HttpConfig,
     /// MD RAID monitoring.

@@ -21,14 +21,14 @@
 //! Redundancy left is the members the array can still lose without losing data: raid1 and
 //! multipath `n − 1`, raid10 `copies − 1` (near × far; losing a member is counted against every
 //! block, which is the conservative reading), raid4/5 `1`, raid6 `2`, raid0/linear `0`, minus
-//! the degraded slots. The rebuild risk ([`crate::risk`]) is 0 for an array that is not
+//! the degraded slots. The rebuild risk ([`crate::health::risk`]) is 0 for an array that is not
 //! degraded, 1 for one that has lost more than it can, and otherwise the model's probability
 //! over the ETA of a running recovery or, with none running, the model's open window.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::event::Event;
-use crate::risk::{loss_probability, Exposure, RiskModel};
+use crate::health::risk::{loss_probability, Exposure, RiskModel};
 use crate::root::{read_into, Root};
 use crate::sources::mdstat::{self, MdArray, SyncAction, WaitReason};
 use crate::sources::mdsys::{self, MdSys, Slot, SyncCompleted};

@@ -7,4 +7,5 @@
 
 pub mod md;
 pub mod mpath;
+pub mod risk;
 pub mod zpool;

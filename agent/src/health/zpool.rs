@@ -19,7 +19,7 @@
 //! top-level vdev: `redundancy_left` — parity for RAID-Z/dRAID, copies − 1 for a mirror, 0 for a
 //! single device, minus members that are FAULTED/UNAVAIL/REMOVED/OFFLINE and not covered by a
 //! spare or replacement that already holds their data — and `rebuild_risk`
-//! ([`crate::risk::loss_probability`]) over the window until our resilver ETA, or the open
+//! ([`crate::health::risk::loss_probability`]) over the window until our resilver ETA, or the open
 //! window when degraded with nothing rebuilding.
 //!
 //! Events: pool state changes, vdev state changes, scans starting/finishing, checksum errors
@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use crate::collect::{Collector, ReportCx, SampleCx};
 use crate::command::{CommandError, CommandRunner};
 use crate::event::Event;
-use crate::risk::{loss_probability, Exposure, RiskModel};
+use crate::health::risk::{loss_probability, Exposure, RiskModel};
 use crate::root::Root;
 use crate::sources::zpool::{
     self, is_bad_state, is_failed_state, json, list, status, Pool, PoolList, Scan, ScanKind,
