@@ -46,7 +46,7 @@ pub struct Config {
     /// Delivery to an http(s):// output: token, gzip, spool.
     pub http: crate::sink::http::HttpConfig,
     /// MD RAID monitoring.
-    pub md: crate::health::md::MdConfig,
+    pub md: crate::collect::md::MdConfig,
     /// ZFS pool monitoring.
     pub zpool: crate::health::zpool::ZpoolConfig,
     /// dm-multipath monitoring.

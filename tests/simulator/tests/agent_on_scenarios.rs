@@ -8,10 +8,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use storwatch_agent::collect::md::MdMonitor;
 use storwatch_agent::collect::Collector;
 use storwatch_agent::command::SystemRunner;
 use storwatch_agent::config::Config;
-use storwatch_agent::health::md::MdMonitor;
 use storwatch_agent::health::mpath::{MpathConfig, MpathMonitor};
 use storwatch_agent::health::risk::RiskModel;
 use storwatch_agent::health::zpool::{ZpoolConfig, ZpoolMonitor};
