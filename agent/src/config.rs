@@ -50,7 +50,7 @@ pub struct Config {
     /// ZFS pool monitoring.
     pub zpool: crate::health::zpool::ZpoolConfig,
     /// dm-multipath monitoring.
-    pub mpath: crate::health::mpath::MpathConfig,
+    pub mpath: crate::collect::mpath::MpathConfig,
 }
 
 impl Default for Config {

@@ -13,6 +13,7 @@
 //! sample goes on.
 
 pub mod md;
+pub mod mpath;
 
 use std::fmt::Display;
 use std::sync::Arc;
@@ -22,10 +23,10 @@ use storwatch_wire::lp::LineWriter;
 use crate::command::SystemRunner;
 use crate::config::Config;
 use crate::event::Event;
-use crate::health::mpath::MpathMonitor;
 use crate::health::zpool::ZpoolMonitor;
 use crate::root::Root;
 use md::MdMonitor;
+use mpath::MpathMonitor;
 
 /// What a collector gets for one sample.
 pub struct SampleCx<'a> {
