@@ -48,7 +48,7 @@ pub struct Config {
     /// MD RAID monitoring.
     pub md: crate::collect::md::MdConfig,
     /// ZFS pool monitoring.
-    pub zpool: crate::health::zpool::ZpoolConfig,
+    pub zpool: crate::collect::zpool::ZpoolConfig,
     /// dm-multipath monitoring.
     pub mpath: crate::collect::mpath::MpathConfig,
 }

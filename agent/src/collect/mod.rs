@@ -14,6 +14,7 @@
 
 pub mod md;
 pub mod mpath;
+pub mod zpool;
 
 use std::fmt::Display;
 use std::sync::Arc;
@@ -23,10 +24,10 @@ use storwatch_wire::lp::LineWriter;
 use crate::command::SystemRunner;
 use crate::config::Config;
 use crate::event::Event;
-use crate::health::zpool::ZpoolMonitor;
 use crate::root::Root;
 use md::MdMonitor;
 use mpath::MpathMonitor;
+use zpool::ZpoolMonitor;
 
 /// What a collector gets for one sample.
 pub struct SampleCx<'a> {
