@@ -14,6 +14,7 @@ use crate::health::risk::RiskModel;
 use crate::sources::mdstat::Mdstat;
 use crate::sources::mdsys::MdSys;
 
+/// One array and what the detector remembers of it.
 #[derive(Debug, Clone, PartialEq)]
 struct Tracked {
     status: ArrayStatus,
