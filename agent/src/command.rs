@@ -1,15 +1,18 @@
 //! Running external tools (`zpool`, `dmsetup`, `multipathd`) with a timeout.
 //!
 //! `zpool status` can hang for minutes on a pool with a dead device, so every command runs with a
-//! deadline and is killed when it passes it; the sampling loop never waits on one (collectors that
-//! use commands run them on their own thread at their own interval). Tests replace the tool with
-//! captured output through [`CapturedRunner`], and whole-agent tests point the configured tool path
-//! at a script that prints a fixture — the real [`SystemRunner`] then runs unchanged.
+//! deadline and is killed when it passes it; the sampling loop never waits on one: collectors that
+//! use commands run them through a [`CommandWorker`], on a thread of its own at the job's own
+//! interval (or, for `once` and tests stepping simulated time, inline in the poll that finds them
+//! due). Tests replace the tool with captured output through [`CapturedRunner`], and whole-agent
+//! tests point the configured tool path at a script that prints a fixture — the real
+//! [`SystemRunner`] then runs unchanged.
 
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::time::{Duration, Instant};
 
 /// Why a command produced no usable output.
@@ -184,6 +187,118 @@ impl CommandRunner for CapturedRunner {
     }
 }
 
+/// The commands one collector runs, and when they are due.
+pub trait CommandJob: Send + 'static {
+    /// What one run hands back to the collector.
+    type Output: Send + 'static;
+
+    /// Runs the commands due at `now_s` (seconds on the worker's clock), or whatever a wake-up
+    /// asks for when `woken`; `None` when nothing was due.
+    fn run_due(&mut self, now_s: f64, woken: bool) -> Option<Self::Output>;
+
+    /// When the next command is due, on the same clock.
+    fn next_due_s(&self) -> f64;
+}
+
+/// The longest a worker thread sleeps without looking at its job again.
+const MAX_SLEEP: Duration = Duration::from_secs(3600);
+
+/// Where a collector's [`CommandJob`] runs: on a thread of its own (the daemon: the sampling
+/// loop never waits for a hung tool), or inline, in the poll that finds a command due (`once`,
+/// and tests that step simulated time, where a thread answering in real time would fall
+/// behind). The thread ends when the worker is dropped.
+pub enum CommandWorker<J: CommandJob> {
+    /// On its own thread; its clock is the seconds since the thread started.
+    Thread {
+        /// What the thread's runs answered.
+        outputs: Receiver<J::Output>,
+        /// Asks the thread for a run at once.
+        wake: Sender<()>,
+    },
+    /// In [`CommandWorker::take`]; its clock is the `now_s` the collector passes.
+    Inline {
+        /// The job.
+        job: J,
+        /// A run was asked for at the next poll.
+        woken: bool,
+    },
+}
+
+impl<J: CommandJob> CommandWorker<J> {
+    /// A worker running `job` in the collector's polls.
+    pub fn inline(job: J) -> Self {
+        Self::Inline { job, woken: false }
+    }
+
+    /// A worker running `job` on a thread named `name`.
+    pub fn spawn(name: &str, mut job: J) -> std::io::Result<Self> {
+        let (out_tx, outputs) = mpsc::channel();
+        let (wake, wake_rx) = mpsc::channel::<()>();
+        std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(move || {
+                let start = Instant::now();
+                let mut woken = false;
+                loop {
+                    let now = start.elapsed().as_secs_f64();
+                    if let Some(out) = job.run_due(now, woken) {
+                        if out_tx.send(out).is_err() {
+                            return; // the collector is gone
+                        }
+                    }
+                    let wait = job.next_due_s() - start.elapsed().as_secs_f64();
+                    let wait = Duration::try_from_secs_f64(wait.max(0.0))
+                        .map_or(MAX_SLEEP, |d| d.min(MAX_SLEEP));
+                    match wake_rx.recv_timeout(wait) {
+                        Ok(()) => {
+                            woken = true;
+                            // Several wake-ups while a command ran are one reason to run again.
+                            while wake_rx.try_recv().is_ok() {}
+                        }
+                        Err(RecvTimeoutError::Timeout) => woken = false,
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    }
+                }
+            })?;
+        Ok(Self::Thread { outputs, wake })
+    }
+
+    /// Whether the job runs in the collector's polls.
+    pub fn is_inline(&self) -> bool {
+        matches!(self, Self::Inline { .. })
+    }
+
+    /// Asks for a run at once: on the thread now, inline at the next [`Self::take`].
+    pub fn wake(&mut self) {
+        match self {
+            Self::Thread { wake, .. } => {
+                let _ = wake.send(());
+            }
+            Self::Inline { woken, .. } => *woken = true,
+        }
+    }
+
+    /// Appends what the job answered since the last call to `out` — inline, after running
+    /// what is due at `now_s`. `false` when the thread is gone (it panicked): the collector
+    /// starts a new worker.
+    pub fn take(&mut self, now_s: f64, out: &mut Vec<J::Output>) -> bool {
+        match self {
+            Self::Thread { outputs, .. } => loop {
+                match outputs.try_recv() {
+                    Ok(o) => out.push(o),
+                    Err(TryRecvError::Empty) => return true,
+                    Err(TryRecvError::Disconnected) => return false,
+                }
+            },
+            Self::Inline { job, woken } => {
+                out.extend(job.run_due(now_s, *woken));
+                *woken = false;
+                true
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,5 +353,84 @@ mod tests {
         assert!(r
             .run(Path::new("zpool"), &["list"], Duration::from_secs(1))
             .is_err());
+    }
+
+    /// Counts its runs; due every `interval_s`; tells the test when it is dropped.
+    struct Every {
+        interval_s: f64,
+        next_s: f64,
+        runs: u32,
+        _alive: mpsc::Sender<()>,
+    }
+
+    impl CommandJob for Every {
+        type Output = (u32, bool);
+
+        fn run_due(&mut self, now_s: f64, woken: bool) -> Option<(u32, bool)> {
+            if !woken && now_s < self.next_s {
+                return None;
+            }
+            self.runs += 1;
+            self.next_s = now_s + self.interval_s;
+            Some((self.runs, woken))
+        }
+
+        fn next_due_s(&self) -> f64 {
+            self.next_s
+        }
+    }
+
+    fn every(interval_s: f64) -> (Every, mpsc::Receiver<()>) {
+        let (tx, rx) = mpsc::channel();
+        let job = Every {
+            interval_s,
+            next_s: 0.0,
+            runs: 0,
+            _alive: tx,
+        };
+        (job, rx)
+    }
+
+    #[test]
+    fn inline_worker_runs_what_is_due_by_the_callers_clock() {
+        let (job, _alive) = every(10.0);
+        let mut w = CommandWorker::inline(job);
+        assert!(w.is_inline());
+        let mut out = Vec::new();
+        assert!(w.take(0.0, &mut out));
+        assert!(w.take(9.9, &mut out));
+        assert_eq!(out, [(1, false)]);
+        w.wake();
+        assert!(w.take(9.95, &mut out));
+        assert!(w.take(10.0, &mut out), "a wake-up counts once");
+        assert!(w.take(19.95, &mut out));
+        assert_eq!(out, [(1, false), (2, true), (3, false)]);
+    }
+
+    #[test]
+    fn thread_worker_answers_on_its_own_and_ends_when_dropped() {
+        let (job, alive) = every(3600.0);
+        let mut w = CommandWorker::spawn("test-commands", job).expect("thread");
+        assert!(!w.is_inline());
+        let mut out = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while out.is_empty() && Instant::now() < deadline {
+            assert!(w.take(0.0, &mut out));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(out, [(1, false)], "the first run is due at once");
+        // The next is an hour away: only a wake-up brings it now.
+        w.wake();
+        while out.len() < 2 && Instant::now() < deadline {
+            assert!(w.take(0.0, &mut out));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(out, [(1, false), (2, true)]);
+        drop(w);
+        assert_eq!(
+            alive.recv_timeout(Duration::from_secs(10)),
+            Err(mpsc::RecvTimeoutError::Disconnected),
+            "the thread ended and dropped its job"
+        );
     }
 }

@@ -42,15 +42,15 @@ pub struct Config {
     /// Log level: error, warn, info, debug, trace.
     pub log_level: String,
     /// The rebuild-risk model.
-    pub risk: crate::risk::RiskModel,
+    pub risk: crate::health::risk::RiskModel,
     /// Delivery to an http(s):// output: token, gzip, spool.
     pub http: crate::sink::http::HttpConfig,
     /// MD RAID monitoring.
-    pub md: crate::health::md::MdConfig,
+    pub md: crate::collect::md::MdConfig,
     /// ZFS pool monitoring.
-    pub zpool: crate::health::zpool::ZpoolConfig,
+    pub zpool: crate::collect::zpool::ZpoolConfig,
     /// dm-multipath monitoring.
-    pub mpath: crate::health::mpath::MpathConfig,
+    pub mpath: crate::collect::mpath::MpathConfig,
 }
 
 impl Default for Config {

@@ -1,7 +1,7 @@
 //! State changes worth a line in the log and an annotation in Grafana.
 //!
-//! Detectors (multipath paths, MD arrays, zpools) return [`Event`]s when an object's state changes;
-//! the sampler logs each one and encodes it as an `event` line:
+//! Detectors (multipath paths, MD arrays, zpools; see [`crate::health`]) return [`Event`]s when an
+//! object's state changes; the scheduler logs each one and encodes it as an `event` line:
 //! `event,host=…,source=mpath,object=mpatha/sdc from_state="active",to_state="failed",text="…"`.
 
 use storwatch_wire::lp::LineWriter;
@@ -22,6 +22,23 @@ pub struct Event {
 }
 
 impl Event {
+    /// A change of `object`, seen by `source`, from `from_state` to `to_state`.
+    pub fn new(
+        source: &'static str,
+        object: impl Into<String>,
+        from_state: impl Into<String>,
+        to_state: impl Into<String>,
+        text: String,
+    ) -> Self {
+        Self {
+            source,
+            object: object.into(),
+            from_state: from_state.into(),
+            to_state: to_state.into(),
+            text,
+        }
+    }
+
     /// Logs the event (warn when it moves to a bad state, info otherwise) and appends its line.
     pub fn emit(&self, w: &mut LineWriter, ts_ns: i64, bad: bool) {
         if bad {

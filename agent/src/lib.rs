@@ -12,7 +12,6 @@ pub mod config;
 pub mod event;
 pub mod health;
 pub mod rates;
-pub mod risk;
 pub mod root;
 pub mod scheduler;
 pub mod selfstat;

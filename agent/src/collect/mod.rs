@@ -12,6 +12,10 @@
 //! (logged once per report interval, reported in the `agent_source` lines) and the rest of the
 //! sample goes on.
 
+pub mod md;
+pub mod mpath;
+pub mod zpool;
+
 use std::fmt::Display;
 use std::sync::Arc;
 
@@ -20,10 +24,10 @@ use storwatch_wire::lp::LineWriter;
 use crate::command::SystemRunner;
 use crate::config::Config;
 use crate::event::Event;
-use crate::health::md::MdMonitor;
-use crate::health::mpath::MpathMonitor;
-use crate::health::zpool::ZpoolMonitor;
 use crate::root::Root;
+use md::MdMonitor;
+use mpath::MpathMonitor;
+use zpool::ZpoolMonitor;
 
 /// What a collector gets for one sample.
 pub struct SampleCx<'a> {

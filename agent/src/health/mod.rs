@@ -1,10 +1,13 @@
-//! Storage health: multipath paths, MD arrays and zpools — state, state changes, derived risk.
+//! Storage health: multipath paths, MD arrays and zpools — what their state is, what changed
+//! (events, flapping, stalls) and what it means (redundancy left, rebuild risk).
 //!
-//! Each subsystem's monitor is a [`Collector`](crate::collect::Collector): the scheduler polls it
-//! once per sample interval and asks it for its lines once per report interval. A monitor whose
-//! subsystem is absent on the node (no md module, no ZFS, no multipath) stays silent; one whose
-//! source is present but broken counts an error, and the rest of the sample goes on.
+//! One folder per domain, with no I/O: the state types (`model.rs`), what one reading means
+//! (`derive.rs`, where there is something to derive) and what successive readings say
+//! (`detect.rs`, the domain's detector). The collectors in [`crate::collect`] read the kernel
+//! and the tools, feed the detectors and write the report lines. [`risk`] is the probability of
+//! losing data before redundancy is restored, shared by MD and zpool.
 
 pub mod md;
 pub mod mpath;
+pub mod risk;
 pub mod zpool;

@@ -16,13 +16,13 @@ use std::sync::Arc;
 
 use serde_json::Value as Json;
 
+use storwatch_agent::collect::md::MdMonitor;
+use storwatch_agent::collect::mpath::{MpathConfig, MpathMonitor};
+use storwatch_agent::collect::zpool::{ZpoolConfig, ZpoolMonitor};
 use storwatch_agent::collect::Collector;
 use storwatch_agent::command::SystemRunner;
 use storwatch_agent::config::Config;
-use storwatch_agent::health::md::MdMonitor;
-use storwatch_agent::health::mpath::{MpathConfig, MpathMonitor};
-use storwatch_agent::health::zpool::{ZpoolConfig, ZpoolMonitor};
-use storwatch_agent::risk::RiskModel;
+use storwatch_agent::health::risk::RiskModel;
 use storwatch_agent::scheduler::Scheduler;
 use storwatch_agent::sink::SinkStats;
 use storwatch_sim::scenario::Kind;

@@ -13,7 +13,7 @@
 //! * `zpool list -Hp` — size, allocation, fragmentation ([`list::parse`]).
 //!
 //! The commands can hang for minutes on a pool with a dead device: they are never run from the
-//! sampling loop (see `health::zpool`). Reference: `zpool-status(8)`, `zpool-list(8)`,
+//! sampling loop (see `collect::zpool`). Reference: `zpool-status(8)`, `zpool-list(8)`,
 //! `cmd/zpool/zpool_main.c` in openzfs/zfs.
 //!
 //! Units: bytes, bytes per second, seconds, percent (0–100). Sizes and counters that the tool

@@ -1,5 +1,5 @@
-//! ZFS pools over time: state, errors, scans with our own rate and ETA, capacity, redundancy
-//! left and the risk of losing data before a resilver restores it.
+//! ZFS pools: reads `/proc/spl/kstat/zfs/<pool>/state` every sample and runs `zpool`, feeds
+//! the [`ZpoolDetector`] and writes the `zpool` and `zpool_vdev` lines.
 //!
 //! Two speeds. Every sample (1 s) the monitor reads `/proc/spl/kstat/zfs/<pool>/state`, which
 //! costs nothing and turns a pool going DEGRADED into an event within a second. The details
@@ -8,42 +8,26 @@
 //! deadline (`timeout_s`, 10 s): `zpool` can hang for minutes behind a dead device, and the
 //! sampling loop must never wait for it. A kstat state change wakes the thread at once. A
 //! command that fails, hangs or prints something unparseable is returned from one `poll` as an
-//! error (the sampler counts and logs it) and the last good details stay in use; the age of
+//! error (the scheduler counts and logs it) and the last good details stay in use; the age of
 //! the details is reported (`status_age_s`).
 //!
-//! Derived per pool: `fault_under_online` (a FAULTED/DEGRADED/UNAVAIL/REMOVED device in a pool
-//! whose state still reads ONLINE — what a pool with a dead cache device or a faulted spare
-//! looks like), scan progress with rate and ETA computed here from successive samples (the
-//! tool's own ETA is wrong on dRAID sequential rebuilds and wild early in any scan),
-//! capacity and `capacity_over_85` (ZFS allocation slows as free space fragments). Per
-//! top-level vdev: `redundancy_left` — parity for RAID-Z/dRAID, copies − 1 for a mirror, 0 for a
-//! single device, minus members that are FAULTED/UNAVAIL/REMOVED/OFFLINE and not covered by a
-//! spare or replacement that already holds their data — and `rebuild_risk`
-//! ([`crate::risk::loss_probability`]) over the window until our resilver ETA, or the open
-//! window when degraded with nothing rebuilding.
-//!
-//! Events: pool state changes, vdev state changes, scans starting/finishing, checksum errors
-//! appearing or growing on a device. At the first sight of a pool only what needs attention is
-//! announced (a bad state, a running scan, existing checksum errors), so a restart does not
-//! replay the history of a healthy node.
+//! What the readings mean — events, scan rates, capacity, redundancy, risk — is
+//! [`crate::health::zpool`].
 
-use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::collect::{Collector, ReportCx, SampleCx};
-use crate::command::{CommandError, CommandRunner};
-use crate::event::Event;
-use crate::risk::{loss_probability, Exposure, RiskModel};
-use crate::root::Root;
-use crate::sources::zpool::{
-    self, is_bad_state, is_failed_state, json, list, status, Pool, PoolList, Scan, ScanKind,
-    ScanState, Vdev, VdevKind, ZpoolStatus,
-};
-use crate::sources::SourceError;
 use storwatch_wire::lp::LineWriter;
+
+use crate::collect::{Collector, ReportCx, SampleCx};
+use crate::command::{CommandError, CommandJob, CommandRunner, CommandWorker};
+use crate::event::Event;
+use crate::health::risk::RiskModel;
+use crate::health::zpool::ZpoolDetector;
+use crate::root::Root;
+use crate::sources::zpool::{self, json, list, status, PoolList, ZpoolStatus};
+use crate::sources::SourceError;
 
 /// `[zpool]` in the agent configuration.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
@@ -101,16 +85,24 @@ enum Json {
     No,
 }
 
-struct Worker {
+/// `zpool status` and `zpool list`, every `interval_s` and when woken.
+struct ZpoolJob {
     runner: Arc<dyn CommandRunner>,
     zpool: PathBuf,
     timeout: Duration,
     json: Json,
     /// `status -p` is refused by releases before it existed; then plain `status`.
     exact: bool,
+    /// Seconds from one run to the next.
+    interval_s: f64,
+    /// On the worker's thread the interval counts from the end of a run, so that a slow or
+    /// hung `zpool` is never started again at once; inline, from the poll that ran it.
+    on_thread: bool,
+    /// When the next run is due.
+    next_s: f64,
 }
 
-impl Worker {
+impl ZpoolJob {
     fn label(&self, args: &str) -> PathBuf {
         PathBuf::from(format!("{} {args}", self.zpool.display()))
     }
@@ -161,55 +153,44 @@ impl Worker {
             None => Ok(rows.rows),
         }
     }
-
-    fn run(mut self, interval: Duration, out: Sender<CommandSample>, wake: Receiver<()>) {
-        loop {
-            let status = self.status();
-            let taken = Instant::now();
-            let list = self.list();
-            if out
-                .send(CommandSample {
-                    taken,
-                    status,
-                    list,
-                })
-                .is_err()
-            {
-                return; // the monitor is gone
-            }
-            match wake.recv_timeout(interval) {
-                Ok(()) | Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return,
-            }
-            // Several wake-ups while a command ran are one reason to run again, not several.
-            while wake.try_recv().is_ok() {}
-        }
-    }
 }
 
-/// Where the commands run: on the worker thread (the daemon), or on the sampling thread when
-/// a poll finds them due (`once`, and tests that step simulated time).
-enum WorkerLink {
-    Thread {
-        samples: Receiver<CommandSample>,
-        wake: Sender<()>,
-    },
-    Inline {
-        worker: Worker,
-        /// Monotonic seconds of the next run.
-        next_s: f64,
-        /// A state change asked for a run at the next poll.
-        woken: bool,
-    },
+impl CommandJob for ZpoolJob {
+    type Output = CommandSample;
+
+    fn run_due(&mut self, now_s: f64, woken: bool) -> Option<CommandSample> {
+        if !woken && now_s < self.next_s {
+            return None;
+        }
+        let started = Instant::now();
+        let status = self.status();
+        let taken = Instant::now();
+        let list = self.list();
+        let ran_s = if self.on_thread {
+            started.elapsed().as_secs_f64()
+        } else {
+            0.0
+        };
+        self.next_s = now_s + ran_s + self.interval_s;
+        Some(CommandSample {
+            taken,
+            status,
+            list,
+        })
+    }
+
+    fn next_due_s(&self) -> f64 {
+        self.next_s
+    }
 }
 
 /// The zpool monitor.
 pub struct ZpoolMonitor {
     cfg: ZpoolConfig,
     runner: Arc<dyn CommandRunner>,
-    worker: Option<WorkerLink>,
+    worker: Option<CommandWorker<ZpoolJob>>,
     inline: bool,
-    tracker: Tracker,
+    detector: ZpoolDetector,
     command_errors: u64,
 }
 
@@ -218,7 +199,7 @@ impl std::fmt::Debug for ZpoolMonitor {
         f.debug_struct("ZpoolMonitor")
             .field("cfg", &self.cfg)
             .field("running", &self.worker.is_some())
-            .field("pools", &self.tracker.pools.keys().collect::<Vec<_>>())
+            .field("pools", &self.detector.pools().collect::<Vec<_>>())
             .field("command_errors", &self.command_errors)
             .finish()
     }
@@ -228,13 +209,13 @@ impl ZpoolMonitor {
     /// A monitor running `zpool` through `runner` (the real [`crate::command::SystemRunner`] in
     /// the agent). Nothing runs until the first `poll` finds ZFS loaded.
     pub fn new(cfg: ZpoolConfig, risk: RiskModel, runner: Arc<dyn CommandRunner>) -> Self {
-        let tracker = Tracker::new(cfg.capacity_threshold_pct, risk);
+        let detector = ZpoolDetector::new(cfg.capacity_threshold_pct, risk);
         Self {
             cfg,
             runner,
             worker: None,
             inline: false,
-            tracker,
+            detector,
             command_errors: 0,
         }
     }
@@ -256,37 +237,35 @@ impl ZpoolMonitor {
     }
 
     fn start_worker(&mut self) -> Result<(), SourceError> {
-        let worker = Worker {
+        let job = ZpoolJob {
             runner: Arc::clone(&self.runner),
             zpool: self.cfg.zpool.clone(),
             timeout: seconds(self.cfg.timeout_s, 10.0),
             json: Json::Unknown,
             exact: true,
+            interval_s: if self.inline {
+                self.cfg.interval_s.max(0.0)
+            } else {
+                seconds(self.cfg.interval_s, 60.0).as_secs_f64()
+            },
+            on_thread: !self.inline,
+            next_s: f64::NEG_INFINITY,
         };
-        if self.inline {
-            self.worker = Some(WorkerLink::Inline {
-                worker,
-                next_s: f64::NEG_INFINITY,
-                woken: false,
-            });
-            return Ok(());
-        }
-        let (tx, rx) = mpsc::channel();
-        let (wake_tx, wake_rx) = mpsc::channel();
-        let interval = seconds(self.cfg.interval_s, 60.0);
-        std::thread::Builder::new()
-            .name("storwatch-zpool".into())
-            .spawn(move || worker.run(interval, tx, wake_rx))
-            .map_err(|e| SourceError::io(Path::new("zpool worker thread"), e))?;
-        self.worker = Some(WorkerLink::Thread {
-            samples: rx,
-            wake: wake_tx,
+        self.worker = Some(if self.inline {
+            CommandWorker::inline(job)
+        } else {
+            CommandWorker::spawn("storwatch-zpool", job)
+                .map_err(|e| SourceError::io(Path::new("zpool worker thread"), e))?
         });
         Ok(())
     }
-}
 
-impl ZpoolMonitor {
+    fn wake(&mut self) {
+        if let Some(w) = &mut self.worker {
+            w.wake();
+        }
+    }
+
     /// Reads the subsystem once; state changes are appended to `events`. An absent subsystem
     /// is silent; a broken one is an error (the rest of the poll still goes on).
     pub fn poll(
@@ -298,7 +277,7 @@ impl ZpoolMonitor {
         if !self.cfg.enabled {
             return Ok(());
         }
-        self.tracker.now_s = now_s;
+        self.detector.set_now(now_s);
         let mut first_error = None;
         match zpool::read_states(root) {
             // No zfs module: nothing to watch, and no zpool to run.
@@ -307,7 +286,7 @@ impl ZpoolMonitor {
                     return Ok(());
                 }
                 // The module was unloaded under us: every kstat-known pool is gone.
-                if self.tracker.observe_kstat(&[], events) {
+                if self.detector.observe_kstat(&[], events) {
                     self.wake();
                 }
             }
@@ -316,59 +295,38 @@ impl ZpoolMonitor {
                 if self.worker.is_none() && !states.is_empty() {
                     self.start_worker()?;
                 }
-                if self.tracker.observe_kstat(&states, events) {
+                if self.detector.observe_kstat(&states, events) {
                     self.wake();
                 }
             }
             Err(e) => first_error = Some(e),
         }
         let mut samples = Vec::new();
-        match &mut self.worker {
-            Some(WorkerLink::Thread { samples: rx, .. }) => loop {
-                match rx.try_recv() {
-                    Ok(s) => samples.push((now_s - s.taken.elapsed().as_secs_f64(), s)),
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => {
-                        self.worker = None; // restarted on the next poll
-                        break;
-                    }
-                }
-            },
-            Some(WorkerLink::Inline {
-                worker,
-                next_s,
-                woken,
-            }) if *woken || now_s >= *next_s => {
-                let status = worker.status();
-                let taken = Instant::now();
-                let list = worker.list();
-                samples.push((
-                    now_s,
-                    CommandSample {
-                        taken,
-                        status,
-                        list,
-                    },
-                ));
-                *next_s = now_s + self.cfg.interval_s.max(0.0);
-                *woken = false;
+        if let Some(w) = &mut self.worker {
+            if !w.take(now_s, &mut samples) {
+                self.worker = None; // restarted on the next poll
             }
-            Some(WorkerLink::Inline { .. }) | None => {}
         }
         let mut errors = Vec::new();
-        for (t, s) in samples {
+        for s in samples {
+            // Inline, the answer belongs to this poll; from the thread, to when it came.
+            let t = if self.inline {
+                now_s
+            } else {
+                now_s - s.taken.elapsed().as_secs_f64()
+            };
             match s.list {
-                Ok(rows) => self.tracker.observe_list(&rows),
+                Ok(rows) => self.detector.observe_list(&rows),
                 Err(e) => errors.push(e),
             }
             match s.status {
-                Ok(st) => self.tracker.observe_status(&st, t, events),
+                Ok(st) => self.detector.observe_status(&st, t, events),
                 Err(e) => errors.push(e),
             }
         }
         self.command_errors += errors.len() as u64;
         for e in errors {
-            // One error goes back to the sampler (counted and logged there); the others of
+            // One error goes back to the scheduler (counted and logged there); the others of
             // this poll share its cause (a missing or hung `zpool` fails every run), so they
             // are only logged at debug level.
             if first_error.is_none() {
@@ -382,7 +340,7 @@ impl ZpoolMonitor {
 
     /// Writes this report interval's lines, stamped `ts_ns`.
     pub fn report(&mut self, w: &mut LineWriter, ts_ns: i64) {
-        self.tracker.report(w, ts_ns);
+        write_lines(&self.detector, w, ts_ns);
     }
 }
 
@@ -402,645 +360,56 @@ impl Collector for ZpoolMonitor {
     }
 }
 
-impl ZpoolMonitor {
-    fn wake(&mut self) {
-        match &mut self.worker {
-            Some(WorkerLink::Thread { wake, .. }) => {
-                let _ = wake.send(());
-            }
-            Some(WorkerLink::Inline { woken, .. }) => *woken = true,
-            None => {}
-        }
-    }
-}
-
-/// Samples of a running scan kept for its rate: the last ten minutes.
-const RATE_WINDOW_S: f64 = 600.0;
-
-#[derive(Debug, Clone)]
-struct ScanTrack {
-    state: ScanState,
-    /// (time, progress bytes) of the running scan.
-    samples: VecDeque<(f64, u64)>,
-    rate_bps: Option<f64>,
-    eta_s: Option<f64>,
-}
-
-#[derive(Debug, Default)]
-struct PoolTrack {
-    kstat: Option<String>,
-    /// The health last announced (for state-change events).
-    health: Option<String>,
-    status: Option<Pool>,
-    status_t: Option<f64>,
-    list: Option<PoolList>,
-    vdev_states: BTreeMap<String, String>,
-    cksum: BTreeMap<String, u64>,
-    scans: BTreeMap<String, ScanTrack>,
-}
-
-/// The pure part of the monitor: successive observations in, events and report lines out.
-#[derive(Debug)]
-struct Tracker {
-    threshold_pct: f64,
-    risk: RiskModel,
-    now_s: f64,
-    pools: BTreeMap<String, PoolTrack>,
-}
-
-fn event(object: String, from: &str, to: &str, text: String) -> Event {
-    Event {
-        source: "zpool",
-        object,
-        from_state: from.to_owned(),
-        to_state: to.to_owned(),
-        text,
-    }
-}
-
-fn set_health(name: &str, t: &mut PoolTrack, new: &str, events: &mut Vec<Event>) -> bool {
-    let changed = t.health.as_deref() != Some(new);
-    match t.health.as_deref() {
-        None if is_bad_state(new) => events.push(event(
-            name.to_owned(),
-            "",
-            new,
-            format!("pool {name} is {new}"),
-        )),
-        Some(old) if old != new => events.push(event(
-            name.to_owned(),
-            old,
-            new,
-            format!("pool {name} changed from {old} to {new}"),
-        )),
-        _ => {}
-    }
-    t.health = Some(new.to_owned());
-    changed
-}
-
-fn scan_key(s: &Scan) -> String {
-    match &s.vdev {
-        Some(v) => format!("{} {v}", s.kind.as_str()),
-        None => s.kind.as_str().to_owned(),
-    }
-}
-
-impl Tracker {
-    fn new(threshold_pct: f64, risk: RiskModel) -> Self {
-        Self {
-            threshold_pct,
-            risk,
-            now_s: 0.0,
-            pools: BTreeMap::new(),
-        }
-    }
-
-    /// The kstat states of all pools; returns true when a pool appeared, vanished or changed
-    /// state (the details are then fetched at once).
-    fn observe_kstat(&mut self, states: &[(String, String)], events: &mut Vec<Event>) -> bool {
-        let mut changed = false;
-        for (name, state) in states {
-            let t = self.pools.entry(name.clone()).or_default();
-            t.kstat = Some(state.clone());
-            changed |= set_health(name, t, state, events);
-        }
-        let gone: Vec<String> = self
-            .pools
-            .iter()
-            .filter(|(n, t)| t.kstat.is_some() && !states.iter().any(|(s, _)| s == *n))
-            .map(|(n, _)| n.clone())
-            .collect();
-        for name in gone {
-            if let Some(t) = self.pools.remove(&name) {
-                let from = t.health.unwrap_or_default();
-                events.push(event(
-                    name.clone(),
-                    &from,
-                    "",
-                    format!("pool {name} is no longer imported"),
-                ));
-                changed = true;
-            }
-        }
-        changed
-    }
-
-    fn observe_list(&mut self, rows: &[PoolList]) {
-        for t in self.pools.values_mut() {
-            t.list = None;
-        }
-        for r in rows {
-            self.pools.entry(r.name.clone()).or_default().list = Some(r.clone());
-        }
-    }
-
-    fn observe_status(&mut self, st: &ZpoolStatus, t_s: f64, events: &mut Vec<Event>) {
-        for p in st.pools.iter().filter(|p| !p.name.is_empty()) {
-            let t = self.pools.entry(p.name.clone()).or_default();
-            if t.kstat.is_none() && !p.state.is_empty() {
-                set_health(&p.name, t, &p.state, events);
-            }
-            observe_vdevs(&p.name, p, t, events);
-            observe_scans(&p.name, p, t, t_s, events);
-            t.status = Some(p.clone());
-            t.status_t = Some(t_s);
-        }
-        // Without kstat (another OS, a test) the status output is the list of pools.
-        let gone: Vec<String> = self
-            .pools
-            .iter()
-            .filter(|(n, t)| {
-                t.kstat.is_none() && t.status.is_some() && !st.pools.iter().any(|p| &p.name == *n)
-            })
-            .map(|(n, _)| n.clone())
-            .collect();
-        for name in gone {
-            if let Some(t) = self.pools.remove(&name) {
-                let from = t.health.unwrap_or_default();
-                events.push(event(
-                    name.clone(),
-                    &from,
-                    "",
-                    format!("pool {name} is no longer imported"),
-                ));
-            }
-        }
-    }
-
-    fn report(&self, w: &mut LineWriter, ts_ns: i64) {
-        for (name, t) in &self.pools {
-            let d = derive(t, self.now_s, self.threshold_pct, &self.risk);
-            let mut line = w.line("zpool", ts_ns).tag("pool", name);
+/// Writes the `zpool` and `zpool_vdev` lines of every pool.
+fn write_lines(detector: &ZpoolDetector, w: &mut LineWriter, ts_ns: i64) {
+    for (name, d) in detector.reports() {
+        let mut line = w.line("zpool", ts_ns).tag("pool", name);
+        line = line
+            .field_opt("health", d.health.as_deref())
+            .field_opt("size_bytes", d.size_bytes)
+            .field_opt("alloc_bytes", d.alloc_bytes)
+            .field_opt("free_bytes", d.free_bytes)
+            .field_opt("capacity_pct", d.capacity_pct)
+            .field_opt("fragmentation_pct", d.fragmentation_pct)
+            .field_opt("read_errors", d.read_errors)
+            .field_opt("write_errors", d.write_errors)
+            .field_opt("cksum_errors", d.cksum_errors)
+            .field_opt("data_errors", d.data_errors);
+        if d.details {
             line = line
-                .field_opt("health", d.health.as_deref())
-                .field_opt("size_bytes", d.size_bytes)
-                .field_opt("alloc_bytes", d.alloc_bytes)
-                .field_opt("free_bytes", d.free_bytes)
-                .field_opt("capacity_pct", d.capacity_pct)
-                .field_opt("fragmentation_pct", d.fragmentation_pct)
-                .field_opt("read_errors", d.read_errors)
-                .field_opt("write_errors", d.write_errors)
-                .field_opt("cksum_errors", d.cksum_errors)
-                .field_opt("data_errors", d.data_errors);
-            if t.status.is_some() {
-                line = line
-                    .field("scan", d.scan_kind)
-                    .field("scan_state", d.scan_state)
-                    .field_opt("scan_pct", d.scan_pct)
-                    .field_opt("scan_rate_bps", d.scan_rate_bps)
-                    .field_opt("scan_eta_s", d.scan_eta_s)
-                    .field_opt("redundancy_left", d.redundancy_left)
-                    .field_opt("rebuild_risk", d.rebuild_risk)
-                    .field("fault_under_online", d.fault_under_online)
-                    .field_opt("status_age_s", d.status_age_s);
-            }
-            line.field_opt("capacity_over_85", d.capacity_over).write();
-            for v in &d.vdevs {
-                w.line("zpool_vdev", ts_ns)
-                    .tag("pool", name)
-                    .tag("vdev", &v.name)
-                    .tag("kind", &v.kind)
-                    .tag("parent", &v.parent)
-                    .field("state", v.state.as_str())
-                    .field_opt("read_errors", v.read_errors)
-                    .field_opt("write_errors", v.write_errors)
-                    .field_opt("cksum_errors", v.cksum_errors)
-                    .field_opt("redundancy_left", v.redundancy_left)
-                    .field_opt("rebuild_risk", v.rebuild_risk)
-                    .write();
-            }
+                .field("scan", d.scan_kind)
+                .field("scan_state", d.scan_state)
+                .field_opt("scan_pct", d.scan_pct)
+                .field_opt("scan_rate_bps", d.scan_rate_bps)
+                .field_opt("scan_eta_s", d.scan_eta_s)
+                .field_opt("redundancy_left", d.redundancy_left)
+                .field_opt("rebuild_risk", d.rebuild_risk)
+                .field("fault_under_online", d.fault_under_online)
+                .field_opt("status_age_s", d.status_age_s);
+        }
+        line.field_opt("capacity_over_85", d.capacity_over).write();
+        for v in &d.vdevs {
+            w.line("zpool_vdev", ts_ns)
+                .tag("pool", name)
+                .tag("vdev", &v.name)
+                .tag("kind", &v.kind)
+                .tag("parent", &v.parent)
+                .field("state", v.state.as_str())
+                .field_opt("read_errors", v.read_errors)
+                .field_opt("write_errors", v.write_errors)
+                .field_opt("cksum_errors", v.cksum_errors)
+                .field_opt("redundancy_left", v.redundancy_left)
+                .field_opt("rebuild_risk", v.rebuild_risk)
+                .write();
         }
     }
-}
-
-/// Walks the config with each vdev's path (`tank/raidz2-0/sdk`) and parent name.
-fn walk<'a>(p: &'a Pool, f: &mut dyn FnMut(&'a Vdev, &str, &str, usize)) {
-    fn rec<'a>(
-        v: &'a Vdev,
-        path: &str,
-        parent: &str,
-        depth: usize,
-        f: &mut dyn FnMut(&'a Vdev, &str, &str, usize),
-    ) {
-        let here = if path.is_empty() {
-            v.name.clone()
-        } else {
-            format!("{path}/{}", v.name)
-        };
-        f(v, &here, parent, depth);
-        for c in &v.children {
-            rec(c, &here, &v.name, depth + 1, f);
-        }
-    }
-    for top in &p.config {
-        // The root's path is the pool name; sections hang under it (`tank/logs/sdc`).
-        let base = if top.kind == VdevKind::Root {
-            String::new()
-        } else {
-            p.name.clone()
-        };
-        rec(top, &base, "", 0, f);
-    }
-}
-
-fn observe_vdevs(pool: &str, p: &Pool, t: &mut PoolTrack, events: &mut Vec<Event>) {
-    let mut seen_states = BTreeMap::new();
-    let mut seen_cksum = BTreeMap::new();
-    walk(p, &mut |v, path, _parent, _depth| {
-        // The root vdev mirrors the pool state, already announced; sections have none.
-        if v.kind == VdevKind::Root || v.kind.is_section() || v.state.is_empty() {
-            return;
-        }
-        match t.vdev_states.get(path) {
-            None if is_bad_state(&v.state) => {
-                events.push(event(
-                    path.to_owned(),
-                    "",
-                    &v.state,
-                    format!("{pool}: {} is {}", v.name, v.state),
-                ));
-            }
-            Some(old) if *old != v.state => events.push(event(
-                path.to_owned(),
-                old,
-                &v.state,
-                format!("{pool}: {} changed from {old} to {}", v.name, v.state),
-            )),
-            _ => {}
-        }
-        seen_states.insert(path.to_owned(), v.state.clone());
-        if let (true, Some(c)) = (v.children.is_empty(), v.cksum_errors) {
-            let prev = t.cksum.get(path).copied();
-            let grew = match prev {
-                None => c > 0,
-                Some(p) => c > p,
-            };
-            if grew {
-                let from = prev.map(|p| p.to_string()).unwrap_or_default();
-                events.push(event(
-                    path.to_owned(),
-                    &from,
-                    &c.to_string(),
-                    format!(
-                        "{pool}: checksum errors on {} {} {c}",
-                        v.name,
-                        if prev.is_some() {
-                            format!("grew from {from} to")
-                        } else {
-                            "at".to_owned()
-                        }
-                    ),
-                ));
-            }
-            seen_cksum.insert(path.to_owned(), c);
-        }
-    });
-    t.vdev_states = seen_states;
-    t.cksum = seen_cksum;
-}
-
-fn observe_scans(pool: &str, p: &Pool, t: &mut PoolTrack, t_s: f64, events: &mut Vec<Event>) {
-    let mut next = BTreeMap::new();
-    for s in &p.scans {
-        let key = scan_key(s);
-        let prev = t.scans.remove(&key);
-        let prev_state = prev.as_ref().map(|p| p.state);
-        let object = match &s.vdev {
-            Some(v) => format!("{pool}/{v}"),
-            None => pool.to_owned(),
-        };
-        let what = s.kind.as_str();
-        let from = prev_state.map_or("", ScanState::as_str);
-        let mut track = prev.unwrap_or(ScanTrack {
-            state: s.state,
-            samples: VecDeque::new(),
-            rate_bps: None,
-            eta_s: None,
-        });
-        if s.state == ScanState::InProgress {
-            if prev_state != Some(ScanState::InProgress) {
-                let verb = if prev_state == Some(ScanState::Paused) {
-                    "resumed"
-                } else {
-                    "started"
-                };
-                events.push(event(
-                    object.clone(),
-                    from,
-                    s.state.as_str(),
-                    format!("{what} {verb} on {object}"),
-                ));
-                track.samples.clear();
-            }
-            if let Some(done) = s.progress_bytes() {
-                // A restarted scan (progress went backwards) starts a new rate.
-                if track.samples.back().is_some_and(|&(_, d)| done < d) {
-                    track.samples.clear();
-                }
-                if !track.samples.back().is_some_and(|&(bt, _)| t_s <= bt) {
-                    track.samples.push_back((t_s, done));
-                }
-                while track.samples.len() > 2
-                    && track
-                        .samples
-                        .front()
-                        .is_some_and(|&(ft, _)| ft < t_s - RATE_WINDOW_S)
-                {
-                    track.samples.pop_front();
-                }
-            }
-            track.rate_bps = match (track.samples.front(), track.samples.back()) {
-                (Some(&(t0, d0)), Some(&(t1, d1))) if t1 > t0 => {
-                    Some(d1.saturating_sub(d0) as f64 / (t1 - t0))
-                }
-                _ => None,
-            };
-            track.eta_s = match (track.rate_bps, s.total_bytes, track.samples.back()) {
-                (Some(r), Some(total), Some(&(_, done))) if r > 0.0 => {
-                    Some(total.saturating_sub(done) as f64 / r)
-                }
-                _ => None,
-            };
-        } else {
-            if prev_state.is_some_and(|ps| ps != s.state) && prev_state != Some(ScanState::Finished)
-            {
-                let errors = s
-                    .errors
-                    .map(|e| format!(", {e} errors"))
-                    .unwrap_or_default();
-                events.push(event(
-                    object.clone(),
-                    from,
-                    s.state.as_str(),
-                    format!("{what} {} on {object}{errors}", s.state.as_str()),
-                ));
-            }
-            track.samples.clear();
-            track.rate_bps = None;
-            track.eta_s = None;
-        }
-        track.state = s.state;
-        next.insert(key, track);
-    }
-    t.scans = next;
-}
-
-/// Whether a member of a redundancy group holds its data. A spare-N/replacing-N group does
-/// when one of its devices is healthy and not still being resilvered; `dspare_written` says a
-/// dRAID distributed spare's "(resilvering)" mark can be ignored: outside a sequential rebuild
-/// of its vdev the spare already holds the column, and a healing resilver marks every disk.
-fn member_ok(v: &Vdev, dspare_written: bool) -> bool {
-    match v.kind {
-        VdevKind::Spare | VdevKind::Replacing => v.children.iter().any(|c| {
-            let resilvering =
-                c.resilvering && !(dspare_written && c.kind == VdevKind::DistributedSpare);
-            member_ok(c, dspare_written) && !resilvering
-        }),
-        _ => !is_failed_state(&v.state),
-    }
-}
-
-/// One vdev's report line.
-#[derive(Debug, Clone, PartialEq)]
-struct VdevLine {
-    name: String,
-    kind: String,
-    parent: String,
-    state: String,
-    read_errors: Option<u64>,
-    write_errors: Option<u64>,
-    cksum_errors: Option<u64>,
-    redundancy_left: Option<u32>,
-    rebuild_risk: Option<f64>,
-}
-
-/// Everything reported for one pool.
-#[derive(Debug, Clone, PartialEq, Default)]
-struct Derived {
-    health: Option<String>,
-    size_bytes: Option<u64>,
-    alloc_bytes: Option<u64>,
-    free_bytes: Option<u64>,
-    capacity_pct: Option<f64>,
-    fragmentation_pct: Option<f64>,
-    read_errors: Option<u64>,
-    write_errors: Option<u64>,
-    cksum_errors: Option<u64>,
-    data_errors: Option<u64>,
-    scan_kind: &'static str,
-    scan_state: &'static str,
-    scan_pct: Option<f64>,
-    scan_rate_bps: Option<f64>,
-    scan_eta_s: Option<f64>,
-    redundancy_left: Option<u32>,
-    rebuild_risk: Option<f64>,
-    fault_under_online: bool,
-    capacity_over: Option<bool>,
-    status_age_s: Option<f64>,
-    vdevs: Vec<VdevLine>,
-}
-
-fn derive(t: &PoolTrack, now_s: f64, threshold: f64, risk: &RiskModel) -> Derived {
-    let mut d = Derived {
-        scan_kind: "none",
-        scan_state: "none",
-        ..Derived::default()
-    };
-    let status = t.status.as_ref();
-    let root = status.and_then(Pool::root);
-    d.health = t
-        .kstat
-        .clone()
-        .or_else(|| status.map(|p| p.state.clone()).filter(|s| !s.is_empty()))
-        .or_else(|| t.list.as_ref().map(|l| l.health.clone()));
-    if let Some(l) = &t.list {
-        d.size_bytes = l.size_bytes;
-        d.alloc_bytes = l.alloc_bytes;
-        d.free_bytes = l.free_bytes;
-        d.fragmentation_pct = l.fragmentation_pct;
-    }
-    // JSON status carries the root's space when list failed.
-    d.size_bytes = d.size_bytes.or(root.and_then(|r| r.size_bytes));
-    d.alloc_bytes = d.alloc_bytes.or(root.and_then(|r| r.alloc_bytes));
-    d.capacity_pct = match (d.alloc_bytes, d.size_bytes) {
-        (Some(a), Some(s)) if s > 0 => Some(a as f64 * 100.0 / s as f64),
-        _ => t.list.as_ref().and_then(|l| l.capacity_pct),
-    };
-    d.capacity_over = d.capacity_pct.map(|c| c > threshold);
-    let Some(p) = status else {
-        return d;
-    };
-    d.status_age_s = t.status_t.map(|st| (now_s - st).max(0.0));
-    // Pool-level counters are the devices' (leaves'), summed: the root vdev's own counters
-    // stay at 0 while a disk collects checksum errors, and an alert on the pool must see them.
-    // The root's counters are on its zpool_vdev line.
-    let mut sums: Option<[u64; 3]> = None;
-    walk(p, &mut |v, _path, parent, depth| {
-        let in_spares = parent == "spares" && depth == 1;
-        if !v.children.is_empty() || v.kind.is_section() || in_spares {
-            return;
-        }
-        if let (Some(r), Some(w), Some(c)) = (v.read_errors, v.write_errors, v.cksum_errors) {
-            let s = sums.get_or_insert([0; 3]);
-            s[0] = s[0].saturating_add(r);
-            s[1] = s[1].saturating_add(w);
-            s[2] = s[2].saturating_add(c);
-        }
-    });
-    if let Some([r, w, c]) = sums {
-        d.read_errors = Some(r);
-        d.write_errors = Some(w);
-        d.cksum_errors = Some(c);
-    }
-    d.data_errors = p.data_errors;
-
-    let track_of = |s: &Scan| t.scans.get(&scan_key(s));
-    let running = |s: &&Scan| s.state == ScanState::InProgress;
-    if let Some(s) = p.primary_scan() {
-        d.scan_kind = s.kind.as_str();
-        d.scan_state = s.state.as_str();
-        if matches!(s.state, ScanState::InProgress | ScanState::Paused) {
-            d.scan_pct = match (s.progress_bytes(), s.total_bytes) {
-                (Some(done), Some(total)) if total > 0 => {
-                    Some((done as f64 * 100.0 / total as f64).min(100.0))
-                }
-                _ => s.percent,
-            };
-        }
-        if let Some(tr) = track_of(s).filter(|_| s.state == ScanState::InProgress) {
-            d.scan_rate_bps = tr.rate_bps;
-            d.scan_eta_s = tr.eta_s;
-        }
-    }
-    // The window until redundancy is back, for a top-level vdev: the ETA of a rebuild of that
-    // vdev, else of the pool's resilver; ours when we have two samples, the tool's before.
-    let window = |s: &Scan| -> Option<f64> {
-        track_of(s)
-            .and_then(|tr| tr.eta_s)
-            .or(s.tool_eta_s.map(|e| e as f64))
-            .map(|secs| secs / 3600.0)
-    };
-    let remaining = |s: &Scan| -> Option<u64> {
-        Some(
-            s.total_bytes?
-                .saturating_sub(s.progress_bytes().unwrap_or(0)),
-        )
-    };
-    let pool_resilver = p
-        .scans
-        .iter()
-        .filter(running)
-        .find(|s| s.kind == ScanKind::Resilver);
-
-    let health = d.health.clone().unwrap_or_default();
-    let mut min_left: Option<u32> = None;
-    let mut max_risk: Option<f64> = None;
-    let mut tops: BTreeMap<*const Vdev, (u32, f64)> = BTreeMap::new();
-    for v in p.data_vdevs() {
-        if matches!(v.kind, VdevKind::Indirect | VdevKind::Other) {
-            continue;
-        }
-        let rebuild =
-            p.scans.iter().filter(running).find(|s| {
-                s.kind == ScanKind::Rebuild && s.vdev.as_deref() == Some(v.name.as_str())
-            });
-        let dspare_written = matches!(v.kind, VdevKind::Draid(_)) && rebuild.is_none();
-        let grouped = matches!(
-            v.kind,
-            VdevKind::Mirror | VdevKind::Raidz(_) | VdevKind::Draid(_)
-        );
-        let members: Vec<&Vdev> = if grouped {
-            v.children.iter().collect()
-        } else {
-            vec![v]
-        };
-        let design = if grouped {
-            v.kind.design_redundancy(v.children.len())
-        } else {
-            0
-        };
-        let failed = members
-            .iter()
-            .filter(|m| !member_ok(m, dspare_written))
-            .count();
-        let failed = u32::try_from(failed).unwrap_or(u32::MAX);
-        let surviving = u32::try_from(members.len())
-            .unwrap_or(u32::MAX)
-            .saturating_sub(failed);
-        let (left, p_loss) = if failed > design {
-            // More members gone than the parity covers: the vdev's data is not all readable.
-            (0, 1.0)
-        } else if failed == 0 {
-            (design, 0.0)
-        } else {
-            let scan = rebuild.or(pool_resilver);
-            let exposure = Exposure {
-                surviving,
-                redundancy_left: design - failed,
-                window_h: scan.and_then(window),
-                bytes_to_read: scan.and_then(remaining).or(v.alloc_bytes).or(d.alloc_bytes),
-            };
-            (design - failed, loss_probability(risk, &exposure))
-        };
-        min_left = Some(min_left.map_or(left, |m| m.min(left)));
-        max_risk = Some(max_risk.map_or(p_loss, |m| m.max(p_loss)));
-        tops.insert(v as *const Vdev, (left, p_loss));
-    }
-    d.redundancy_left = min_left;
-    d.rebuild_risk = max_risk;
-
-    let mut fault = false;
-    walk(p, &mut |v, _path, parent, depth| {
-        if v.kind == VdevKind::Root || v.kind.is_section() {
-            return;
-        }
-        let in_spares = parent == "spares" && depth == 1;
-        if !in_spares
-            && matches!(
-                v.state.as_str(),
-                "FAULTED" | "DEGRADED" | "UNAVAIL" | "REMOVED"
-            )
-        {
-            fault = true;
-        }
-        let top = tops.get(&(v as *const Vdev));
-        d.vdevs.push(VdevLine {
-            name: v.name.clone(),
-            kind: v.kind.to_string(),
-            parent: parent.to_owned(),
-            state: v.state.clone(),
-            read_errors: v.read_errors,
-            write_errors: v.write_errors,
-            cksum_errors: v.cksum_errors,
-            redundancy_left: top.map(|t| t.0),
-            rebuild_risk: top.map(|t| t.1),
-        });
-    });
-    if let Some(r) = root {
-        d.vdevs.insert(
-            0,
-            VdevLine {
-                name: r.name.clone(),
-                kind: r.kind.to_string(),
-                parent: String::new(),
-                state: r.state.clone(),
-                read_errors: r.read_errors,
-                write_errors: r.write_errors,
-                cksum_errors: r.cksum_errors,
-                redundancy_left: None,
-                rebuild_risk: None,
-            },
-        );
-    }
-    d.fault_under_online = health == "ONLINE" && fault;
-    d
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::command::SystemRunner;
+    use crate::sources::zpool::status;
     use influxdb_line_protocol::{parse_lines, FieldValue};
 
     const TS: i64 = 1_700_000_000_000_000_000;
@@ -1056,9 +425,9 @@ mod tests {
         status::parse(text).expect("status parses")
     }
 
-    fn report(tr: &Tracker) -> String {
+    fn report(tr: &ZpoolDetector) -> String {
         let mut w = LineWriter::new("ds01", &[]);
-        tr.report(&mut w, TS);
+        write_lines(tr, &mut w, TS);
         String::from_utf8(w.take()).expect("utf8")
     }
 
@@ -1098,8 +467,8 @@ mod tests {
         }
     }
 
-    fn tracker() -> Tracker {
-        Tracker::new(85.0, RiskModel::default())
+    fn tracker() -> ZpoolDetector {
+        ZpoolDetector::new(85.0, RiskModel::default())
     }
 
     /// The real resilver capture with its issued bytes replaced (exact, as `-p` prints them).
@@ -1344,7 +713,7 @@ errors: No known data errors
         let mut ev = Vec::new();
         tr.observe_status(&text_status(&with_errors), 120.0, &mut ev);
         assert!(ev.is_empty());
-        tr.now_s = 130.0;
+        tr.set_now(130.0);
         insta::assert_snapshot!(report(&tr));
     }
 
@@ -1764,7 +1133,7 @@ errors: No known data errors
                     files[i].clone()
                 };
                 tr.observe_status(&st, t, &mut ev);
-                tr.now_s = t;
+                tr.set_now(t);
                 for e in &ev {
                     proptest::prop_assert!(!e.object.is_empty());
                 }

@@ -1,41 +1,29 @@
-//! MD RAID arrays: state, rebuild progress and ETA, redundancy left, rebuild risk and events.
+//! MD RAID arrays: reads `/proc/mdstat` and `/sys/block/mdX/md/`, feeds the [`MdDetector`] and
+//! writes the `md` and `md_member` lines.
 //!
 //! Sources: `/proc/mdstat` ([`crate::sources::mdstat`]) for the list of arrays, their members
 //! and the live sync position, and `/sys/block/mdX/md/` ([`crate::sources::mdsys`]) for what only
 //! sysfs says: `degraded`, `array_state` (`broken`), the exact `sync_action` (mdstat prints a
 //! repair as `resync`), `mismatch_cnt`, `component_size` and each member's `state`, `slot` and
-//! `errors`. Where both have a value, sysfs wins — except for the sync position: sysfs
-//! `sync_completed` is a checkpoint the kernel moves only every 1/16 of the device or every
-//! 5 minutes, against the same limit as mdstat's `(done/total)` counts, so mdstat's live counts
-//! drive progress, ETA and stall detection and `sync_completed` is the fallback.
+//! `errors`. What they mean — state, progress and ETA, redundancy, risk, events — is
+//! [`crate::health::md`].
 //!
 //! No `/proc/mdstat` (no md module) or no arrays: silent. Per-array sysfs that cannot be read
 //! or parsed: the array is still reported from mdstat, and the poll returns the error once so
-//! the sampler counts and logs it.
-//!
-//! The ETA is ours: the rate between the oldest and newest progress samples of the current run
-//! within [`MdConfig::eta_window_s`]; until the samples show movement (one sample, or polls
-//! faster than the position moves), the kernel's speed. A run whose
-//! position has not moved for [`MdConfig::stall_polls`] polls is `stalled`, and has no ETA.
-//!
-//! Redundancy left is the members the array can still lose without losing data: raid1 and
-//! multipath `n − 1`, raid10 `copies − 1` (near × far; losing a member is counted against every
-//! block, which is the conservative reading), raid4/5 `1`, raid6 `2`, raid0/linear `0`, minus
-//! the degraded slots. The rebuild risk ([`crate::risk`]) is 0 for an array that is not
-//! degraded, 1 for one that has lost more than it can, and otherwise the model's probability
-//! over the ETA of a running recovery or, with none running, the model's open window.
+//! the scheduler counts and logs it.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
-use crate::event::Event;
-use crate::risk::{loss_probability, Exposure, RiskModel};
-use crate::root::{read_into, Root};
-use crate::sources::mdstat::{self, MdArray, SyncAction, WaitReason};
-use crate::sources::mdsys::{self, MdSys, Slot, SyncCompleted};
-use crate::sources::SourceError;
 use storwatch_wire::lp::LineWriter;
 
 use crate::collect::{Collector, ReportCx, SampleCx};
+use crate::event::Event;
+use crate::health::md::{ArrayStatus, MdDetector, MemberStatus};
+use crate::health::risk::RiskModel;
+use crate::root::{read_into, Root};
+use crate::sources::mdstat::{self, MdArray};
+use crate::sources::mdsys::{self, MdSys};
+use crate::sources::SourceError;
 
 /// MD RAID monitoring (agent config `[md]`).
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
@@ -65,130 +53,6 @@ impl Default for MdConfig {
             member_refresh_polls: 10,
         }
     }
-}
-
-/// The health of an array as the `md` measurement reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ArrayState {
-    /// Every slot holds a working in-sync member.
-    Clean,
-    /// At least one slot is down and nothing is rebuilding it.
-    Degraded,
-    /// At least one slot is down and a recovery is rebuilding it.
-    Recovering,
-    /// More members lost than the level can absorb, or the kernel says `broken`.
-    Failed,
-    /// Assembled but not running (or an external-metadata container).
-    Inactive,
-}
-
-impl ArrayState {
-    /// The `state` field value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Clean => "clean",
-            Self::Degraded => "degraded",
-            Self::Recovering => "recovering",
-            Self::Failed => "failed",
-            Self::Inactive => "inactive",
-        }
-    }
-}
-
-/// One array, as last polled.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ArrayStatus {
-    /// `md127`.
-    pub array: String,
-    /// Personality (`raid6`); empty for an inactive array without one.
-    pub level: String,
-    /// Slots in the array (`raid_disks`); for raid0/linear and inactive arrays, members listed.
-    pub members: u32,
-    /// Slots holding a working member: `members − degraded` (0 for an inactive array).
-    pub active: u32,
-    /// Members marked faulty.
-    pub failed: u32,
-    /// Hot spares (members without a slot; every member of an inactive array).
-    pub spare: u32,
-    /// Slots without a working in-sync member.
-    pub degraded: u32,
-    /// Health.
-    pub state: ArrayState,
-    /// `idle`, `resync`, `recover`, `check`, `repair`, `reshape`, `frozen`, or `delayed`,
-    /// `pending`, `remote` for a sync that is due but waits.
-    pub sync_action: String,
-    /// Progress of the running operation, percent.
-    pub sync_pct: Option<f64>,
-    /// The kernel's sync speed, KiB/s.
-    pub sync_speed_kbps: Option<u64>,
-    /// Our estimate of seconds left.
-    pub sync_eta_s: Option<f64>,
-    /// Sectors found inconsistent by the last check or repair (sysfs only).
-    pub mismatch_cnt: Option<u64>,
-    /// Member failures the array can still absorb; `None` when the level is unknown or the
-    /// array is inactive.
-    pub redundancy_left: Option<u32>,
-    /// Probability of losing data before redundancy is restored; `None` when inactive.
-    pub rebuild_risk: Option<f64>,
-    /// The running operation has not moved for `stall_polls` polls.
-    pub stalled: bool,
-}
-
-/// One member, as last polled.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MemberStatus {
-    /// Kernel device name.
-    pub name: String,
-    /// The kernel's sysfs state words joined by `,` (`in_sync,write_mostly`, `faulty`,
-    /// `spare`, `journal`, `blocked`, `write_error`, …), except that a member being rebuilt into
-    /// a slot reads `rebuilding` where sysfs says `spare`. Without sysfs, the words are derived
-    /// from mdstat's flags, and a member without flags reads `in_sync`, or `active` while the
-    /// array recovers (mdstat does not say which member is being rebuilt).
-    pub state: String,
-    /// Marked faulty.
-    pub failed: bool,
-    /// A hot spare without a slot.
-    pub spare: bool,
-    /// Read errors corrected on this member (sysfs only).
-    pub errors: Option<u64>,
-}
-
-impl MemberStatus {
-    /// The member's role, for transitions.
-    fn role(&self) -> &'static str {
-        let has = |w: &str| self.state.split(',').any(|s| s == w);
-        if self.failed {
-            "failed"
-        } else if has("journal") {
-            "journal"
-        } else if self.spare {
-            "spare"
-        } else if has("rebuilding") {
-            "rebuilding"
-        } else if has("replacement") {
-            "replacement"
-        } else {
-            "active"
-        }
-    }
-}
-
-/// The position of a running operation.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Position {
-    done_kb: u64,
-    total_kb: u64,
-    /// From mdstat's live counts (true) or sysfs's checkpoint (false).
-    live: bool,
-}
-
-/// Progress samples of one run.
-#[derive(Debug, Clone, PartialEq)]
-struct Run {
-    action: String,
-    total_kb: u64,
-    samples: VecDeque<(f64, u64)>,
-    still_polls: u32,
 }
 
 /// The last full sysfs read of an array and what mdstat said then.
@@ -242,25 +106,12 @@ impl RunShape {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
-struct Tracked {
-    status: ArrayStatus,
-    members: Vec<MemberStatus>,
-    run: Option<Run>,
-    /// The last `mismatch_cnt` announced by an event (or first seen).
-    mismatch_told: Option<u64>,
-    /// A growth was announced during the running check/repair/resync.
-    mismatch_told_in_run: bool,
-}
-
 /// Watches `/proc/mdstat` and `/sys/block/md*/md`.
 #[derive(Debug)]
 pub struct MdMonitor {
     config: MdConfig,
-    risk: RiskModel,
-    arrays: BTreeMap<String, Tracked>,
+    detector: MdDetector,
     sys_cache: BTreeMap<String, SysCache>,
-    polled: bool,
     buf: String,
 }
 
@@ -268,647 +119,21 @@ impl MdMonitor {
     /// A monitor with `config`, computing risk with `risk`.
     pub fn new(config: MdConfig, risk: RiskModel) -> Self {
         Self {
+            detector: MdDetector::new(config.stall_polls, config.eta_window_s, risk),
             config,
-            risk,
-            arrays: BTreeMap::new(),
             sys_cache: BTreeMap::new(),
-            polled: false,
             buf: String::new(),
         }
     }
 
     /// The arrays as last polled, by name, with their members.
     pub fn arrays(&self) -> impl Iterator<Item = (&ArrayStatus, &[MemberStatus])> {
-        self.arrays
-            .values()
-            .map(|t| (&t.status, t.members.as_slice()))
+        self.detector.arrays()
     }
 
     /// One array as last polled.
     pub fn array(&self, name: &str) -> Option<&ArrayStatus> {
-        self.arrays.get(name).map(|t| &t.status)
-    }
-
-    fn observe(
-        &mut self,
-        mdstat: &mdstat::Mdstat,
-        sys: &BTreeMap<String, MdSys>,
-        now_s: f64,
-        events: &mut Vec<Event>,
-    ) {
-        let first = !self.polled;
-        self.polled = true;
-        let mut seen = Vec::with_capacity(mdstat.arrays.len());
-        for a in &mdstat.arrays {
-            if seen.contains(&a.name.as_str()) {
-                continue;
-            }
-            seen.push(a.name.as_str());
-            let s = sys.get(&a.name);
-            let members = derive_members(a, s);
-            let prev = self.arrays.remove(&a.name);
-            let mut run = prev.as_ref().and_then(|p| p.run.clone());
-            let status = self.derive(a, s, &members, &mut run, now_s);
-            match &prev {
-                Some(p) => transitions(p, &status, &members, events),
-                None if !first => events.push(Event {
-                    source: "md",
-                    object: status.array.clone(),
-                    from_state: String::new(),
-                    to_state: status.state.as_str().to_owned(),
-                    text: format!(
-                        "{} appeared: {} with {} members, {}",
-                        status.array,
-                        if status.level.is_empty() {
-                            "no level"
-                        } else {
-                            &status.level
-                        },
-                        status.members,
-                        status.state.as_str()
-                    ),
-                }),
-                None => {}
-            }
-            let (mut mismatch_told, mut mismatch_told_in_run) = (status.mismatch_cnt, false);
-            if let Some(p) = &prev {
-                (mismatch_told, mismatch_told_in_run) = mismatch_growth(p, &status, events);
-            }
-            self.arrays.insert(
-                a.name.clone(),
-                Tracked {
-                    status,
-                    members,
-                    run,
-                    mismatch_told,
-                    mismatch_told_in_run,
-                },
-            );
-        }
-        let gone: Vec<String> = self
-            .arrays
-            .keys()
-            .filter(|k| !seen.contains(&k.as_str()))
-            .cloned()
-            .collect();
-        for name in gone {
-            if let Some(t) = self.arrays.remove(&name) {
-                events.push(Event {
-                    source: "md",
-                    object: name.clone(),
-                    from_state: t.status.state.as_str().to_owned(),
-                    to_state: String::new(),
-                    text: format!("{name} vanished (stopped or removed)"),
-                });
-            }
-        }
-    }
-
-    fn derive(
-        &self,
-        a: &MdArray,
-        s: Option<&MdSys>,
-        members: &[MemberStatus],
-        run: &mut Option<Run>,
-        now_s: f64,
-    ) -> ArrayStatus {
-        let level = s
-            .and_then(|s| s.level.clone())
-            .or_else(|| a.level.clone())
-            .unwrap_or_default();
-        let listed = members
-            .iter()
-            .filter(|m| !m.spare && !m.state.split(',').any(|w| w == "journal"))
-            .count();
-        let slots = s
-            .and_then(|s| s.raid_disks)
-            .map(|r| r.disks)
-            .or(a.raid_disks)
-            .unwrap_or(if a.active {
-                to_u32(listed)
-            } else {
-                to_u32(members.len())
-            });
-        let failed = to_u32(members.iter().filter(|m| m.failed).count());
-        let spare = to_u32(members.iter().filter(|m| m.spare).count());
-        let broken = s.and_then(|s| s.array_state.as_deref()) == Some("broken");
-        let mut degraded = s
-            .and_then(|s| s.degraded)
-            .or_else(|| Some(a.raid_disks?.saturating_sub(a.working_disks?)))
-            .unwrap_or(failed);
-        if broken {
-            degraded = degraded.max(1);
-        }
-        if !a.active {
-            degraded = 0;
-        }
-        let base = base_redundancy(&level, slots, a);
-        let running = running_action(a, s);
-        let recovering = matches!(running, Some(SyncAction::Recover));
-        let state = if !a.active {
-            ArrayState::Inactive
-        } else if broken || base.is_some_and(|b| degraded > b && level != "raid10") {
-            ArrayState::Failed
-        } else if degraded > 0 && recovering {
-            ArrayState::Recovering
-        } else if degraded > 0 {
-            ArrayState::Degraded
-        } else {
-            ArrayState::Clean
-        };
-        let sync_action = sync_action_word(a, s, running.as_ref());
-        let position = running.as_ref().and_then(|_| position(a, s));
-        let speed = s
-            .and_then(|s| s.sync_speed_kbps)
-            .or_else(|| a.progress.as_ref().and_then(|p| p.speed_kbps));
-
-        // Track the run: a new action, a new total or a position going backwards starts over.
-        let (eta, stalled, pct) = match (&running, position) {
-            (Some(action), Some(pos)) => {
-                let r = match run.take() {
-                    Some(r)
-                        if r.action == action.as_str()
-                            && r.total_kb == pos.total_kb
-                            && !matches!(r.samples.back(), Some(&(_, d)) if d > pos.done_kb) =>
-                    {
-                        r
-                    }
-                    _ => Run {
-                        action: action.as_str().to_owned(),
-                        total_kb: pos.total_kb,
-                        samples: VecDeque::new(),
-                        still_polls: 0,
-                    },
-                };
-                let r = run.insert(r);
-                let moved = r.samples.back().map(|&(_, d)| d) != Some(pos.done_kb);
-                // The sysfs checkpoint moves only every 1/16 of the device or 5 minutes: without
-                // mdstat's live counts, only the kernel's speed can say nothing moves.
-                let still =
-                    !r.samples.is_empty() && if pos.live { !moved } else { speed == Some(0) };
-                r.still_polls = if still {
-                    r.still_polls.saturating_add(1)
-                } else {
-                    0
-                };
-                r.samples.push_back((now_s, pos.done_kb));
-                while r.samples.len() > 2
-                    && r.samples
-                        .get(1)
-                        .is_some_and(|&(t, _)| now_s - t >= self.config.eta_window_s)
-                {
-                    r.samples.pop_front();
-                }
-                let stalled = r.still_polls >= self.config.stall_polls.max(1);
-                let remaining = pos.total_kb.saturating_sub(pos.done_kb) as f64;
-                let eta = if stalled {
-                    None
-                } else {
-                    // Our own rate once the samples show movement; until then (one sample, or
-                    // polls faster than the position moves) the kernel's speed.
-                    eta_from(&r.samples, remaining)
-                        .or_else(|| speed.filter(|&v| v > 0).map(|v| remaining / v as f64))
-                };
-                let pct = if pos.total_kb > 0 {
-                    100.0 * (pos.done_kb as f64 / pos.total_kb as f64).min(1.0)
-                } else {
-                    0.0
-                };
-                (eta, stalled, Some(pct))
-            }
-            _ => {
-                *run = None;
-                (None, false, None)
-            }
-        };
-
-        let redundancy_left = match (a.active, base) {
-            (true, Some(b)) => Some(b.saturating_sub(degraded)),
-            _ => None,
-        };
-        // An inactive array serves nothing: none of its members is active.
-        let active = if a.active {
-            slots.saturating_sub(degraded)
-        } else {
-            0
-        };
-        let rebuild_risk = match state {
-            ArrayState::Inactive => None,
-            ArrayState::Failed => Some(1.0),
-            ArrayState::Clean => Some(0.0),
-            ArrayState::Degraded | ArrayState::Recovering => redundancy_left.map(|left| {
-                let remaining = match (state, position) {
-                    (ArrayState::Recovering, Some(p)) if p.total_kb > 0 => {
-                        1.0 - (p.done_kb as f64 / p.total_kb as f64).min(1.0)
-                    }
-                    _ => 1.0,
-                };
-                let component_kb = s
-                    .and_then(|s| s.component_size_kb)
-                    .or_else(|| component_from_mdstat(a, &level, slots));
-                let bytes = component_kb
-                    .map(|kb| (remaining * kb as f64 * 1024.0 * f64::from(active)) as u64);
-                let window_h = match state {
-                    ArrayState::Recovering => eta.map(|e| e / 3600.0),
-                    _ => None,
-                };
-                loss_probability(
-                    &self.risk,
-                    &Exposure {
-                        surviving: active,
-                        redundancy_left: left,
-                        window_h,
-                        bytes_to_read: bytes,
-                    },
-                )
-            }),
-        };
-        ArrayStatus {
-            array: a.name.clone(),
-            level,
-            members: slots,
-            active,
-            failed,
-            spare,
-            degraded,
-            state,
-            sync_action,
-            sync_pct: pct,
-            sync_speed_kbps: running.as_ref().and(speed),
-            sync_eta_s: eta,
-            mismatch_cnt: s.and_then(|s| s.mismatch_cnt),
-            redundancy_left,
-            rebuild_risk,
-            stalled,
-        }
-    }
-}
-
-fn to_u32(n: usize) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
-}
-
-/// Member failures the level tolerates when every slot works.
-fn base_redundancy(level: &str, slots: u32, a: &MdArray) -> Option<u32> {
-    match level {
-        "raid1" | "multipath" => Some(slots.saturating_sub(1)),
-        // mdstat always prints the raid10 layout; without it, mdadm's default is 2 near copies.
-        "raid10" => Some(a.raid10.map_or(2, |l| l.copies()).saturating_sub(1)),
-        "raid4" | "raid5" => Some(1),
-        "raid6" => Some(2),
-        "raid0" | "linear" | "faulty" => Some(0),
-        _ => None,
-    }
-}
-
-/// The running operation: sysfs `sync_action` when it says one runs, else mdstat's progress.
-fn running_action(a: &MdArray, s: Option<&MdSys>) -> Option<SyncAction> {
-    if !a.active {
-        return None;
-    }
-    if let Some(act) = s.and_then(|s| s.sync_action.clone()) {
-        let waiting =
-            a.waiting.is_some() || s.and_then(|s| s.sync_completed) == Some(SyncCompleted::Delayed);
-        return (act.is_running() && !waiting).then_some(act);
-    }
-    a.progress.as_ref().map(|p| p.action.clone())
-}
-
-fn sync_action_word(a: &MdArray, s: Option<&MdSys>, running: Option<&SyncAction>) -> String {
-    if let Some(w) = &a.waiting {
-        return match &w.reason {
-            WaitReason::Delayed => "delayed".into(),
-            WaitReason::Pending => "pending".into(),
-            WaitReason::Remote => "remote".into(),
-            WaitReason::Other(o) => o.to_ascii_lowercase(),
-        };
-    }
-    if s.and_then(|s| s.sync_completed) == Some(SyncCompleted::Delayed) {
-        return "delayed".into();
-    }
-    if let Some(r) = running {
-        return r.as_str().to_owned();
-    }
-    match s.and_then(|s| s.sync_action.as_ref()) {
-        Some(SyncAction::Frozen) => "frozen".into(),
-        _ => "idle".into(),
-    }
-}
-
-/// The position of the running operation: mdstat's live counts, else the sysfs checkpoint.
-fn position(a: &MdArray, s: Option<&MdSys>) -> Option<Position> {
-    if let Some(p) = &a.progress {
-        if let (Some(done_kb), Some(total_kb)) = (p.done_kb, p.total_kb) {
-            return Some(Position {
-                done_kb,
-                total_kb,
-                live: true,
-            });
-        }
-    }
-    match s.and_then(|s| s.sync_completed) {
-        Some(SyncCompleted::Progress {
-            done_sectors,
-            total_sectors,
-        }) => Some(Position {
-            done_kb: done_sectors / 2,
-            total_kb: total_sectors / 2,
-            live: false,
-        }),
-        _ => None,
-    }
-}
-
-/// Seconds left at the rate between the oldest and newest samples.
-fn eta_from(samples: &VecDeque<(f64, u64)>, remaining_kb: f64) -> Option<f64> {
-    let (&(t0, d0), &(t1, d1)) = (samples.front()?, samples.back()?);
-    let dt = t1 - t0;
-    if dt <= 0.0 || d1 <= d0 {
-        return None;
-    }
-    Some(remaining_kb / ((d1 - d0) as f64 / dt))
-}
-
-/// KiB per member when sysfs has no `component_size`: from the array size and the level.
-fn component_from_mdstat(a: &MdArray, level: &str, slots: u32) -> Option<u64> {
-    if let Some(p) = &a.progress {
-        // Recovery and check count against the member size.
-        if matches!(p.action, SyncAction::Recover | SyncAction::Check) {
-            return p.total_kb;
-        }
-    }
-    let blocks = a.blocks_kb?;
-    let n = u64::from(slots);
-    match level {
-        "raid1" | "multipath" => Some(blocks),
-        "raid4" | "raid5" => blocks.checked_div(n.checked_sub(1)?),
-        "raid6" => blocks.checked_div(n.checked_sub(2)?),
-        "raid10" => {
-            let copies = u64::from(a.raid10.map_or(2, |l| l.copies()));
-            blocks.saturating_mul(copies).checked_div(n)
-        }
-        _ => None,
-    }
-}
-
-/// Members from mdstat's list, with sysfs's state where it has the member.
-fn derive_members(a: &MdArray, s: Option<&MdSys>) -> Vec<MemberStatus> {
-    let recovering = a
-        .progress
-        .as_ref()
-        .is_some_and(|p| p.action == SyncAction::Recover)
-        || a.waiting.is_some() && a.working_disks < a.raid_disks;
-    let mut out: Vec<MemberStatus> = Vec::with_capacity(a.members.len());
-    for m in &a.members {
-        if out.iter().any(|o| o.name == m.name) {
-            // The same device listed twice cannot be; keep the first.
-            continue;
-        }
-        let dev = s.and_then(|s| s.devs.iter().find(|d| d.name == m.name));
-        let status = match dev {
-            Some(d) => {
-                let failed = d.has("faulty");
-                // mdstat's `(S)` and sysfs `slot` print the same kernel field (raid_disk < 0);
-                // should they disagree, the `(S)` wins.
-                let in_slot = matches!(d.slot, Some(Slot::Role(_))) && !m.flags.spare;
-                let spare = d.has("spare") && !in_slot && !failed;
-                let words: Vec<&str> = d
-                    .state
-                    .iter()
-                    .map(|w| {
-                        if w == "spare" && in_slot {
-                            "rebuilding"
-                        } else {
-                            w.as_str()
-                        }
-                    })
-                    .collect();
-                MemberStatus {
-                    name: m.name.clone(),
-                    state: words.join(","),
-                    failed,
-                    spare,
-                    errors: d.errors,
-                }
-            }
-            None => {
-                let f = &m.flags;
-                let mut words = Vec::new();
-                if f.faulty {
-                    words.push("faulty");
-                }
-                if f.journal {
-                    words.push("journal");
-                }
-                if f.spare && !f.faulty {
-                    words.push("spare");
-                }
-                if f.replacement {
-                    words.push("replacement");
-                }
-                if words.is_empty() {
-                    words.push(if recovering { "active" } else { "in_sync" });
-                }
-                if f.write_mostly {
-                    words.push("write_mostly");
-                }
-                MemberStatus {
-                    name: m.name.clone(),
-                    state: words.join(","),
-                    failed: f.faulty,
-                    spare: f.spare && !f.faulty,
-                    errors: None,
-                }
-            }
-        };
-        out.push(status);
-    }
-    out
-}
-
-/// Events between the previous and the new view of one array.
-fn transitions(
-    prev: &Tracked,
-    now: &ArrayStatus,
-    members: &[MemberStatus],
-    events: &mut Vec<Event>,
-) {
-    let name = &now.array;
-    let was = &prev.status;
-    if was.state != now.state {
-        let text = match (was.state, now.state) {
-            (_, ArrayState::Degraded) => format!(
-                "{name} is degraded: {} of {} members working, {} more failure(s) tolerated",
-                now.active,
-                now.members,
-                now.redundancy_left.unwrap_or(0)
-            ),
-            (_, ArrayState::Recovering) => format!(
-                "{name} is rebuilding: {} of {} members working, {} more failure(s) tolerated",
-                now.active,
-                now.members,
-                now.redundancy_left.unwrap_or(0)
-            ),
-            (ArrayState::Recovering, ArrayState::Clean) => {
-                format!("{name} finished rebuilding: redundancy restored")
-            }
-            (_, ArrayState::Clean) => {
-                format!("{name} is clean: all {} members working", now.members)
-            }
-            (_, ArrayState::Failed) => format!(
-                "{name} has failed: {} of {} members working, more lost than {} can absorb",
-                now.active, now.members, now.level
-            ),
-            (_, ArrayState::Inactive) => format!("{name} is inactive"),
-        };
-        events.push(Event {
-            source: "md",
-            object: name.clone(),
-            from_state: was.state.as_str().to_owned(),
-            to_state: now.state.as_str().to_owned(),
-            text,
-        });
-    }
-    // Check, resync, repair and reshape runs; a recovery is told by the state events above.
-    let sync_kind = |s: &str| matches!(s, "resync" | "check" | "repair" | "reshape");
-    if was.sync_action != now.sync_action {
-        if sync_kind(&was.sync_action) {
-            let text = match (was.sync_action.as_str(), now.mismatch_cnt) {
-                ("check" | "repair", Some(m)) => format!(
-                    "{name}: {} ended ({} now), mismatch_cnt {m}",
-                    was.sync_action, now.sync_action
-                ),
-                _ => format!(
-                    "{name}: {} ended ({} now)",
-                    was.sync_action, now.sync_action
-                ),
-            };
-            events.push(sync_event(name, was, now, text));
-        }
-        if sync_kind(&now.sync_action) {
-            let text = format!("{name}: {} started", now.sync_action);
-            events.push(sync_event(name, was, now, text));
-        }
-    }
-    if was.stalled != now.stalled {
-        let (from, to, text) = if now.stalled {
-            (
-                "progressing",
-                "stalled",
-                format!(
-                    "{name}: {} has not moved at {:.1}%",
-                    now.sync_action,
-                    now.sync_pct.unwrap_or(0.0)
-                ),
-            )
-        } else {
-            (
-                "stalled",
-                "progressing",
-                format!("{name}: {} moves again", now.sync_action),
-            )
-        };
-        events.push(Event {
-            source: "md",
-            object: name.clone(),
-            from_state: from.to_owned(),
-            to_state: to.to_owned(),
-            text,
-        });
-    }
-    for m in members {
-        let object = format!("{name}/{}", m.name);
-        let before = prev.members.iter().find(|p| p.name == m.name);
-        let Some(before) = before else {
-            events.push(Event {
-                source: "md",
-                object,
-                from_state: String::new(),
-                to_state: m.role().to_owned(),
-                text: format!("{} added to {name} as {}", m.name, m.role()),
-            });
-            continue;
-        };
-        let (r0, r1) = (before.role(), m.role());
-        if r0 == r1 {
-            continue;
-        }
-        let text = match (r0, r1) {
-            (_, "failed") => format!("{} failed in {name}", m.name),
-            ("spare", _) => format!("spare {} activated in {name}: now {r1}", m.name),
-            _ => format!("{} in {name}: {r0} -> {r1}", m.name),
-        };
-        events.push(Event {
-            source: "md",
-            object,
-            from_state: r0.to_owned(),
-            to_state: r1.to_owned(),
-            text,
-        });
-    }
-    for p in &prev.members {
-        if !members.iter().any(|m| m.name == p.name) {
-            events.push(Event {
-                source: "md",
-                object: format!("{name}/{}", p.name),
-                from_state: p.role().to_owned(),
-                to_state: "removed".to_owned(),
-                text: format!("{} removed from {name}", p.name),
-            });
-        }
-    }
-}
-
-/// A `mismatch_cnt` growth event, at most one while a check/repair/resync runs (the count can
-/// climb every second for hours on a bad array) plus one with the final count when it ends.
-/// Returns the value now announced and whether it was announced during the run.
-fn mismatch_growth(
-    prev: &Tracked,
-    now: &ArrayStatus,
-    events: &mut Vec<Event>,
-) -> (Option<u64>, bool) {
-    let counting = |a: &str| matches!(a, "check" | "repair" | "resync");
-    let running = counting(&now.sync_action);
-    let ended = counting(&prev.status.sync_action) && !running;
-    let started = running && !counting(&prev.status.sync_action);
-    let in_run = prev.mismatch_told_in_run && !started;
-    let (Some(told), Some(after)) = (prev.mismatch_told, now.mismatch_cnt) else {
-        return (now.mismatch_cnt, false);
-    };
-    if after <= told {
-        // Equal, or reset to 0 by a new check: nothing grew.
-        return (Some(after), in_run && running);
-    }
-    if running && in_run {
-        return (Some(told), true);
-    }
-    let during = if running {
-        now.sync_action.as_str()
-    } else if ended {
-        prev.status.sync_action.as_str()
-    } else {
-        "idle"
-    };
-    events.push(Event {
-        source: "md",
-        object: now.array.clone(),
-        from_state: format!("mismatch_cnt={told}"),
-        to_state: format!("mismatch_cnt={after}"),
-        text: format!(
-            "{}: mismatch_cnt grew from {told} to {after} sectors ({during})",
-            now.array
-        ),
-    });
-    (Some(after), running)
-}
-
-fn sync_event(name: &str, was: &ArrayStatus, now: &ArrayStatus, text: String) -> Event {
-    Event {
-        source: "md",
-        object: name.to_owned(),
-        from_state: was.sync_action.clone(),
-        to_state: now.sync_action.clone(),
-        text,
+        self.detector.array(name)
     }
 }
 
@@ -992,14 +217,13 @@ impl MdMonitor {
         }
         self.sys_cache
             .retain(|name, _| parsed.arrays.iter().any(|a| &a.name == name));
-        self.observe(&parsed, &sys, now_s, events);
+        self.detector.observe(&parsed, &sys, now_s, events);
         first_error.map_or(Ok(()), Err)
     }
 
     /// Writes this report interval's lines, stamped `ts_ns`.
     pub fn report(&mut self, w: &mut LineWriter, ts_ns: i64) {
-        for t in self.arrays.values() {
-            let s = &t.status;
+        for (s, members) in self.detector.arrays() {
             w.line("md", ts_ns)
                 .tag("array", &s.array)
                 .tag("level", &s.level)
@@ -1018,7 +242,7 @@ impl MdMonitor {
                 .field_opt("rebuild_risk", s.rebuild_risk)
                 .field("stalled", s.stalled)
                 .write();
-            for m in &t.members {
+            for m in members {
                 w.line("md_member", ts_ns)
                     .tag("array", &s.array)
                     .tag("member", &m.name)
@@ -1051,6 +275,9 @@ impl Collector for MdMonitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::health::md::ArrayState;
+    use crate::sources::mdstat::SyncAction;
+    use crate::sources::mdsys::SyncCompleted;
     use std::path::Path;
 
     /// A throw-away host root the monitor polls, written step by step.
@@ -1553,7 +780,7 @@ mod tests {
                     });
                 }
                 let mut events = Vec::new();
-                m.observe(&parsed, &sys, t, &mut events);
+                m.detector.observe(&parsed, &sys, t, &mut events);
                 t += 1.0;
                 for (s, members) in m.arrays() {
                     proptest::prop_assert!(s.active <= s.members);

@@ -1,0 +1,202 @@
+//! The multipath maps in sysfs: `/sys/block/dm-*/dm/{uuid,name}` (maps are the dm devices whose
+//! uuid starts `mpath-`; read once per device), `slaves/` (the paths), and each path's
+//! `device/state` (`running`, `offline`, `blocked`, `transport-offline`; NVMe: `live`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use crate::root::{list_dir, read_into, Root};
+use crate::sources::dmmultipath::DevT;
+use crate::sources::SourceError;
+
+/// A multipath map as sysfs shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct SysMap {
+    pub(super) dm: String,
+    pub(super) dev: Option<DevT>,
+    pub(super) name: String,
+    pub(super) wwid: String,
+    pub(super) slaves: Vec<SysPath>,
+}
+
+/// A path of a map: a slave of its dm device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct SysPath {
+    pub(super) name: String,
+    pub(super) dev: Option<DevT>,
+    pub(super) state: Option<String>,
+}
+
+/// Identity of a dm device, read once.
+#[derive(Debug, Clone)]
+struct DmIdent {
+    mpath: Option<(String, String)>,
+    dev: Option<DevT>,
+}
+
+/// Polls between two scans of `/sys/block` and the maps' `slaves/`. Listing 250 directory
+/// entries and 40 `slaves/` each second was a third of the agent's CPU on a 200-disk server;
+/// between scans only each path's `device/state` is read (from a kept-open file), and a path whose
+/// state file vanished forces a scan at once. A map that appears is seen within this many polls.
+const TOPOLOGY_RESCAN_POLLS: u32 = 10;
+
+/// The maps and their paths, with what is kept between scans.
+#[derive(Debug, Default)]
+pub(super) struct Topology {
+    idents: BTreeMap<String, DmIdent>,
+    slaves: BTreeMap<String, SlaveCache>,
+    /// The maps and their paths from the last directory scan, and the polls since.
+    last: Option<(Vec<SysMap>, u32)>,
+    buf: String,
+}
+
+impl Topology {
+    /// The multipath maps in sysfs and their paths with current path states, and the polls
+    /// since the last directory scan. The caller hands them back with [`Self::keep`] so that
+    /// the next poll can reuse them without a copy.
+    pub(super) fn scan(&mut self, root: &Root) -> Result<(Vec<SysMap>, u32), SourceError> {
+        if let Some((mut maps, age)) = self.last.take() {
+            if age + 1 < TOPOLOGY_RESCAN_POLLS {
+                let block = root.sys("block");
+                let mut vanished = false;
+                for p in maps.iter_mut().flat_map(|m| m.slaves.iter_mut()) {
+                    let state = match self.slaves.get_mut(&p.name) {
+                        Some(cache) => cache.read_state(&block.join(&p.name)),
+                        None => None,
+                    };
+                    vanished |= p.state.is_some() && state.is_none();
+                    p.state = state;
+                }
+                if !vanished {
+                    return Ok((maps, age + 1));
+                }
+            }
+        }
+        Ok((self.scan_dirs(root)?, 0))
+    }
+
+    /// Keeps the maps [`Self::scan`] returned for the next poll.
+    pub(super) fn keep(&mut self, maps: Vec<SysMap>, age: u32) {
+        self.last = Some((maps, age));
+    }
+
+    fn scan_dirs(&mut self, root: &Root) -> Result<Vec<SysMap>, SourceError> {
+        let block = root.sys("block");
+        let names = list_dir(&block)?.unwrap_or_default();
+        let dms: Vec<&String> = names.iter().filter(|n| n.starts_with("dm-")).collect();
+        self.idents.retain(|k, _| dms.contains(&k));
+        let mut out = Vec::new();
+        for dm in dms {
+            let dir = block.join(dm);
+            if !self.idents.contains_key(dm) {
+                let ident = read_ident(&dir, &mut self.buf)?;
+                self.idents.insert(dm.clone(), ident);
+            }
+            let Some(ident) = self.idents.get(dm) else {
+                continue;
+            };
+            let Some((name, wwid)) = ident.mpath.clone() else {
+                continue;
+            };
+            let dev = ident.dev;
+            let mut slaves = Vec::new();
+            for s in list_dir(&dir.join("slaves"))?.unwrap_or_default() {
+                let sdir = block.join(&s);
+                if !self.slaves.contains_key(&s) {
+                    let dev = read_dev(&sdir.join("dev"), &mut self.buf)?;
+                    self.slaves
+                        .insert(s.clone(), SlaveCache { dev, state: None });
+                }
+                let Some(cache) = self.slaves.get_mut(&s) else {
+                    continue;
+                };
+                let dev = cache.dev;
+                let state = cache.read_state(&sdir);
+                slaves.push(SysPath {
+                    name: s,
+                    dev,
+                    state,
+                });
+            }
+            out.push(SysMap {
+                dm: dm.clone(),
+                dev,
+                name,
+                wwid,
+                slaves,
+            });
+        }
+        // Slave names can be reused by another disk after a rescan: forget unknown ones.
+        let live: BTreeSet<&str> = out
+            .iter()
+            .flat_map(|m| m.slaves.iter().map(|s| s.name.as_str()))
+            .collect();
+        self.slaves.retain(|k, _| live.contains(k.as_str()));
+        Ok(out)
+    }
+}
+
+/// A path device, with its `device/state` kept open: sysfs regenerates an attribute on every
+/// read from offset 0, so one `pread` a second replaces open+read+close.
+#[derive(Debug)]
+struct SlaveCache {
+    dev: Option<DevT>,
+    state: Option<std::fs::File>,
+}
+
+impl SlaveCache {
+    fn read_state(&mut self, dir: &Path) -> Option<String> {
+        use std::os::unix::fs::FileExt;
+        for attempt in 0..2 {
+            if self.state.is_none() {
+                self.state = std::fs::File::open(dir.join("device/state")).ok();
+            }
+            let f = self.state.as_ref()?;
+            let mut b = [0u8; 64];
+            match f.read_at(&mut b, 0) {
+                Ok(n) => {
+                    let text = b.get(..n).unwrap_or_default();
+                    return Some(String::from_utf8_lossy(text).trim().to_owned());
+                }
+                // The device went away (ENODEV) or was replaced: reopen once by name.
+                Err(_) if attempt == 0 => self.state = None,
+                Err(_) => return None,
+            }
+        }
+        None
+    }
+}
+
+fn read_ident(dir: &Path, buf: &mut String) -> Result<DmIdent, SourceError> {
+    let dev = read_dev(&dir.join("dev"), buf)?;
+    let uuid = if read_into(&dir.join("dm/uuid"), buf)? {
+        buf.trim().to_owned()
+    } else {
+        String::new()
+    };
+    let mpath = match uuid.strip_prefix("mpath-") {
+        Some(wwid) => {
+            let name = if read_into(&dir.join("dm/name"), buf)? {
+                buf.trim().to_owned()
+            } else {
+                String::new()
+            };
+            let name = if name.is_empty() {
+                wwid.to_owned()
+            } else {
+                name
+            };
+            Some((name, wwid.to_owned()))
+        }
+        None => None,
+    };
+    Ok(DmIdent { mpath, dev })
+}
+
+fn read_dev(path: &Path, buf: &mut String) -> Result<Option<DevT>, SourceError> {
+    Ok(if read_into(path, buf)? {
+        DevT::parse(buf.trim())
+    } else {
+        None
+    })
+}

@@ -1,0 +1,315 @@
+//! Successive readings of the arrays → events: an array appearing, vanishing or changing
+//! state, a check/resync/repair/reshape starting or ending, a run stalling or moving again,
+//! `mismatch_cnt` growing, a member added, failing, changing role or removed.
+//!
+//! No I/O: [`MdDetector::observe`] takes parsed mdstat and sysfs; what each array's reading means
+//! (state, progress, redundancy, risk) is [`super::derive`].
+
+use std::collections::BTreeMap;
+
+use super::derive::{derive, derive_members, Params, Run};
+use super::model::{ArrayState, ArrayStatus, MemberStatus};
+use crate::event::Event;
+use crate::health::risk::RiskModel;
+use crate::sources::mdstat::Mdstat;
+use crate::sources::mdsys::MdSys;
+
+/// One array and what the detector remembers of it.
+#[derive(Debug, Clone, PartialEq)]
+struct Tracked {
+    status: ArrayStatus,
+    members: Vec<MemberStatus>,
+    run: Option<Run>,
+    /// The last `mismatch_cnt` announced by an event (or first seen).
+    mismatch_told: Option<u64>,
+    /// A growth was announced during the running check/repair/resync.
+    mismatch_told_in_run: bool,
+}
+
+/// The MD state machine: feed it one poll's mdstat and sysfs per poll.
+#[derive(Debug)]
+pub struct MdDetector {
+    params: Params,
+    arrays: BTreeMap<String, Tracked>,
+    polled: bool,
+}
+
+impl MdDetector {
+    /// A detector calling a run `stalled` after `stall_polls` polls without movement, measuring
+    /// the ETA's rate over `eta_window_s` seconds and the rebuild risk with `risk`.
+    pub fn new(stall_polls: u32, eta_window_s: f64, risk: RiskModel) -> Self {
+        Self {
+            params: Params {
+                stall_polls,
+                eta_window_s,
+                risk,
+            },
+            arrays: BTreeMap::new(),
+            polled: false,
+        }
+    }
+
+    /// The arrays as last observed, by name, with their members.
+    pub fn arrays(&self) -> impl Iterator<Item = (&ArrayStatus, &[MemberStatus])> {
+        self.arrays
+            .values()
+            .map(|t| (&t.status, t.members.as_slice()))
+    }
+
+    /// One array as last observed.
+    pub fn array(&self, name: &str) -> Option<&ArrayStatus> {
+        self.arrays.get(name).map(|t| &t.status)
+    }
+
+    /// Takes one poll's view at monotonic time `now_s`: mdstat and the sysfs of the arrays
+    /// whose sysfs could be read. State changes go to `events`; the first poll is the baseline
+    /// and announces nothing.
+    pub fn observe(
+        &mut self,
+        mdstat: &Mdstat,
+        sys: &BTreeMap<String, MdSys>,
+        now_s: f64,
+        events: &mut Vec<Event>,
+    ) {
+        let first = !self.polled;
+        self.polled = true;
+        let mut seen = Vec::with_capacity(mdstat.arrays.len());
+        for a in &mdstat.arrays {
+            if seen.contains(&a.name.as_str()) {
+                continue;
+            }
+            seen.push(a.name.as_str());
+            let s = sys.get(&a.name);
+            let members = derive_members(a, s);
+            let prev = self.arrays.remove(&a.name);
+            let mut run = prev.as_ref().and_then(|p| p.run.clone());
+            let status = derive(a, s, &members, &mut run, now_s, &self.params);
+            match &prev {
+                Some(p) => transitions(p, &status, &members, events),
+                None if !first => events.push(Event::new(
+                    "md",
+                    status.array.clone(),
+                    "",
+                    status.state.as_str(),
+                    format!(
+                        "{} appeared: {} with {} members, {}",
+                        status.array,
+                        if status.level.is_empty() {
+                            "no level"
+                        } else {
+                            &status.level
+                        },
+                        status.members,
+                        status.state.as_str()
+                    ),
+                )),
+                None => {}
+            }
+            let (mut mismatch_told, mut mismatch_told_in_run) = (status.mismatch_cnt, false);
+            if let Some(p) = &prev {
+                (mismatch_told, mismatch_told_in_run) = mismatch_growth(p, &status, events);
+            }
+            self.arrays.insert(
+                a.name.clone(),
+                Tracked {
+                    status,
+                    members,
+                    run,
+                    mismatch_told,
+                    mismatch_told_in_run,
+                },
+            );
+        }
+        let gone: Vec<String> = self
+            .arrays
+            .keys()
+            .filter(|k| !seen.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        for name in gone {
+            if let Some(t) = self.arrays.remove(&name) {
+                events.push(Event::new(
+                    "md",
+                    name.clone(),
+                    t.status.state.as_str(),
+                    "",
+                    format!("{name} vanished (stopped or removed)"),
+                ));
+            }
+        }
+    }
+}
+
+/// Events between the previous and the new view of one array.
+fn transitions(
+    prev: &Tracked,
+    now: &ArrayStatus,
+    members: &[MemberStatus],
+    events: &mut Vec<Event>,
+) {
+    let name = &now.array;
+    let was = &prev.status;
+    if was.state != now.state {
+        let text = match (was.state, now.state) {
+            (_, ArrayState::Degraded) => format!(
+                "{name} is degraded: {} of {} members working, {} more failure(s) tolerated",
+                now.active,
+                now.members,
+                now.redundancy_left.unwrap_or(0)
+            ),
+            (_, ArrayState::Recovering) => format!(
+                "{name} is rebuilding: {} of {} members working, {} more failure(s) tolerated",
+                now.active,
+                now.members,
+                now.redundancy_left.unwrap_or(0)
+            ),
+            (ArrayState::Recovering, ArrayState::Clean) => {
+                format!("{name} finished rebuilding: redundancy restored")
+            }
+            (_, ArrayState::Clean) => {
+                format!("{name} is clean: all {} members working", now.members)
+            }
+            (_, ArrayState::Failed) => format!(
+                "{name} has failed: {} of {} members working, more lost than {} can absorb",
+                now.active, now.members, now.level
+            ),
+            (_, ArrayState::Inactive) => format!("{name} is inactive"),
+        };
+        events.push(Event::new(
+            "md",
+            name.clone(),
+            was.state.as_str(),
+            now.state.as_str(),
+            text,
+        ));
+    }
+    // Check, resync, repair and reshape runs; a recovery is told by the state events above.
+    let sync_kind = |s: &str| matches!(s, "resync" | "check" | "repair" | "reshape");
+    if was.sync_action != now.sync_action {
+        if sync_kind(&was.sync_action) {
+            let text = match (was.sync_action.as_str(), now.mismatch_cnt) {
+                ("check" | "repair", Some(m)) => format!(
+                    "{name}: {} ended ({} now), mismatch_cnt {m}",
+                    was.sync_action, now.sync_action
+                ),
+                _ => format!(
+                    "{name}: {} ended ({} now)",
+                    was.sync_action, now.sync_action
+                ),
+            };
+            events.push(sync_event(name, was, now, text));
+        }
+        if sync_kind(&now.sync_action) {
+            let text = format!("{name}: {} started", now.sync_action);
+            events.push(sync_event(name, was, now, text));
+        }
+    }
+    if was.stalled != now.stalled {
+        let (from, to, text) = if now.stalled {
+            (
+                "progressing",
+                "stalled",
+                format!(
+                    "{name}: {} has not moved at {:.1}%",
+                    now.sync_action,
+                    now.sync_pct.unwrap_or(0.0)
+                ),
+            )
+        } else {
+            (
+                "stalled",
+                "progressing",
+                format!("{name}: {} moves again", now.sync_action),
+            )
+        };
+        events.push(Event::new("md", name.clone(), from, to, text));
+    }
+    for m in members {
+        let object = format!("{name}/{}", m.name);
+        let before = prev.members.iter().find(|p| p.name == m.name);
+        let Some(before) = before else {
+            events.push(Event::new(
+                "md",
+                object,
+                "",
+                m.role(),
+                format!("{} added to {name} as {}", m.name, m.role()),
+            ));
+            continue;
+        };
+        let (r0, r1) = (before.role(), m.role());
+        if r0 == r1 {
+            continue;
+        }
+        let text = match (r0, r1) {
+            (_, "failed") => format!("{} failed in {name}", m.name),
+            ("spare", _) => format!("spare {} activated in {name}: now {r1}", m.name),
+            _ => format!("{} in {name}: {r0} -> {r1}", m.name),
+        };
+        events.push(Event::new("md", object, r0, r1, text));
+    }
+    for p in &prev.members {
+        if !members.iter().any(|m| m.name == p.name) {
+            events.push(Event::new(
+                "md",
+                format!("{name}/{}", p.name),
+                p.role(),
+                "removed",
+                format!("{} removed from {name}", p.name),
+            ));
+        }
+    }
+}
+
+/// A `mismatch_cnt` growth event, at most one while a check/repair/resync runs (the count can
+/// climb every second for hours on a bad array) plus one with the final count when it ends.
+/// Returns the value now announced and whether it was announced during the run.
+fn mismatch_growth(
+    prev: &Tracked,
+    now: &ArrayStatus,
+    events: &mut Vec<Event>,
+) -> (Option<u64>, bool) {
+    let counting = |a: &str| matches!(a, "check" | "repair" | "resync");
+    let running = counting(&now.sync_action);
+    let ended = counting(&prev.status.sync_action) && !running;
+    let started = running && !counting(&prev.status.sync_action);
+    let in_run = prev.mismatch_told_in_run && !started;
+    let (Some(told), Some(after)) = (prev.mismatch_told, now.mismatch_cnt) else {
+        return (now.mismatch_cnt, false);
+    };
+    if after <= told {
+        // Equal, or reset to 0 by a new check: nothing grew.
+        return (Some(after), in_run && running);
+    }
+    if running && in_run {
+        return (Some(told), true);
+    }
+    let during = if running {
+        now.sync_action.as_str()
+    } else if ended {
+        prev.status.sync_action.as_str()
+    } else {
+        "idle"
+    };
+    events.push(Event::new(
+        "md",
+        now.array.clone(),
+        format!("mismatch_cnt={told}"),
+        format!("mismatch_cnt={after}"),
+        format!(
+            "{}: mismatch_cnt grew from {told} to {after} sectors ({during})",
+            now.array
+        ),
+    ));
+    (Some(after), running)
+}
+
+fn sync_event(name: &str, was: &ArrayStatus, now: &ArrayStatus, text: String) -> Event {
+    Event::new(
+        "md",
+        name,
+        was.sync_action.clone(),
+        now.sync_action.clone(),
+        text,
+    )
+}
