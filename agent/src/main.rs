@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use storwatch_agent::collect;
+use storwatch_agent::collect::{self, Live};
 use storwatch_agent::config::{self, Config};
 use storwatch_agent::scheduler::Scheduler;
 use storwatch_agent::sink::{self, OutputSpec, Sink};
@@ -312,14 +312,15 @@ fn top_loop(cfg: &Config, args: &TopArgs) -> Result<()> {
     let tty = std::io::stdout().is_terminal();
     let clear = tty && !args.no_clear;
     sampler.sample(0.0);
+    let mut live = Live::default();
     let mut shown = 0u64;
     while !stop.load(Ordering::Relaxed) && args.count.is_none_or(|c| shown < c) {
         std::thread::sleep(cfg.sample_interval);
         sampler.sample(start.elapsed().as_secs_f64());
+        sampler.live(&mut live);
         let screen = top::render(
             &cfg.host,
-            &sampler.disks_now(),
-            &sampler.nets_now(),
+            &live,
             top::View {
                 threshold_pct: cfg.saturation_threshold_pct,
                 max_devices: args.devices,

@@ -25,6 +25,7 @@
 
 use crate::sources::diskstats::DiskStat;
 use crate::sources::netdev::NetDev;
+use crate::sources::pressure::PsiLine;
 use crate::sources::stat::CpuTimes;
 use crate::sources::sysnet::Duplex;
 
@@ -457,6 +458,15 @@ pub fn cpu_pct(prev: &CpuTimes, cur: &CpuTimes) -> Option<CpuPct> {
     })
 }
 
+/// The share of wall time stalled between two readings of a PSI line, in percent: the growth of
+/// its `total` (µs) over `itv_cs` hundredths of a second. `None` when either reading lacks the
+/// line, the total went backwards, or no time passed.
+pub fn psi_pct(prev: Option<PsiLine>, cur: Option<PsiLine>, itv_cs: u64) -> Option<f64> {
+    let (c, p) = (cur?, prev?);
+    let d = c.total_us.checked_sub(p.total_us)?;
+    (itv_cs > 0).then(|| d as f64 / (itv_cs as f64 * 10_000.0) * 100.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -636,5 +646,25 @@ mod tests {
         assert!(close(p.idle_pct, 40.0));
         assert_eq!(cpu_pct(&cur, &prev), None);
         assert_eq!(cpu_pct(&cur, &cur), None);
+    }
+
+    #[test]
+    fn psi_share_by_hand() {
+        let at = |total_us| {
+            Some(PsiLine {
+                total_us,
+                ..PsiLine::default()
+            })
+        };
+        // 250 ms stalled over 2.00 s = 12.5 %
+        assert_eq!(psi_pct(at(1_000_000), at(1_250_000), 200), Some(12.5));
+        assert_eq!(
+            psi_pct(at(1_250_000), at(1_000_000), 200),
+            None,
+            "backwards"
+        );
+        assert_eq!(psi_pct(at(0), at(10), 0), None, "no time passed");
+        assert_eq!(psi_pct(None, at(10), 100), None, "no line before");
+        assert_eq!(psi_pct(at(0), None, 100), None, "no line now");
     }
 }

@@ -9,7 +9,7 @@
 //! Seconds whose counters went backwards contribute nothing (neither delta nor time), so the
 //! interval's rates are over the seconds that could be measured.
 
-use crate::rates::{DiskCounters, NetCounters};
+use crate::rates::{DiskCounters, NetCounters, NetRates};
 
 /// Summary statistics over the per-second values of one interval.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -114,7 +114,7 @@ pub struct NetInterval {
     pub itv_cs: u64,
     /// Per-second %ifutil (only when the link speed is known).
     pub util: Series,
-    /// Per-second rx+tx bytes/s, for the max.
+    /// Per-second rx bytes/s, for the max.
     pub rx_bytes_per_s: Series,
     /// Per-second tx bytes/s.
     pub tx_bytes_per_s: Series,
@@ -123,6 +123,18 @@ pub struct NetInterval {
 }
 
 impl NetInterval {
+    /// Adds one second's delta and its per-second values (`util_pct` only when the link
+    /// speed is known).
+    pub fn add(&mut self, d: &NetCounters, itv_cs: u64, r: &NetRates) {
+        self.delta.add(d);
+        self.itv_cs += itv_cs;
+        if let Some(u) = r.util_pct {
+            self.util.push(u, itv_cs);
+        }
+        self.rx_bytes_per_s.push(r.rx_bytes_per_s, itv_cs);
+        self.tx_bytes_per_s.push(r.tx_bytes_per_s, itv_cs);
+    }
+
     /// Starts a new interval.
     pub fn clear(&mut self) {
         self.delta = NetCounters::default();
@@ -196,5 +208,34 @@ mod tests {
         assert_eq!(i.util.len(), 2);
         i.clear();
         assert_eq!(i, DiskInterval::default());
+    }
+
+    #[test]
+    fn net_interval_accumulates_and_clears() {
+        let mut i = NetInterval::default();
+        let mut d = NetCounters::default();
+        d.0[0] = 1000; // rx_bytes
+        let busy = NetRates {
+            rx_bytes_per_s: 1000.0,
+            util_pct: Some(80.0),
+            ..NetRates::default()
+        };
+        i.add(&d, 100, &busy);
+        // a link of unknown speed has no %ifutil: no util sample, the bytes still count
+        i.add(
+            &d,
+            50,
+            &NetRates {
+                util_pct: None,
+                ..busy
+            },
+        );
+        assert_eq!(i.delta.0[0], 2000);
+        assert_eq!(i.itv_cs, 150);
+        assert_eq!(i.util.len(), 1);
+        assert_eq!(i.rx_bytes_per_s.len(), 2);
+        assert_eq!(i.tx_bytes_per_s.max(), Some(0.0));
+        i.clear();
+        assert_eq!(i, NetInterval::default());
     }
 }

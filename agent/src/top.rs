@@ -1,13 +1,15 @@
 //! `storwatch-agent top`: a live view a sysadmin reads like `iostat -x 1` and `sar -n DEV 1`,
 //! from the same per-second samples the reports are built from.
 //!
-//! Devices are sorted by %util, busiest first; a device at or above the saturation threshold is
-//! flagged `SAT` (in reverse video on a terminal), a NIC at or above 90 % of its link `LINE`, one
-//! dropping or erroring packets `DROP`/`ERR`.
+//! Its rows come from the collectors, each filling its pane of a [`Live`] from its last sample
+//! ([`crate::collect::Collector::live`]); this file only orders and draws them. Devices are
+//! sorted by %util, busiest first; a device at or above the saturation threshold is flagged `SAT`
+//! (in reverse video on a terminal), a NIC at or above 90 % of its link `LINE`, one dropping or
+//! erroring packets `DROP`/`ERR`. Interfaces are sorted by bytes per second, busiest first.
 
 use std::fmt::Write;
 
-use crate::scheduler::{DiskNow, NetNow};
+use crate::collect::{DiskNow, Live, NetNow};
 
 /// What to draw.
 #[derive(Debug, Clone, Copy)]
@@ -28,8 +30,33 @@ fn flag(on: bool, color: bool, text: &str) -> String {
     }
 }
 
+/// Devices by %util, highest first (then by name, for a stable screen).
+fn busiest_disks(live: &Live) -> Vec<&DiskNow> {
+    let mut v: Vec<&DiskNow> = live.disks.iter().collect();
+    v.sort_by(|a, b| {
+        b.rates
+            .util_pct
+            .total_cmp(&a.rates.util_pct)
+            .then_with(|| a.device.cmp(&b.device))
+    });
+    v
+}
+
+/// Interfaces by rx + tx bytes per second, highest first (then by name).
+fn busiest_nets(live: &Live) -> Vec<&NetNow> {
+    let mut v: Vec<&NetNow> = live.nets.iter().collect();
+    v.sort_by(|a, b| {
+        let ka = a.rates.rx_bytes_per_s + a.rates.tx_bytes_per_s;
+        let kb = b.rates.rx_bytes_per_s + b.rates.tx_bytes_per_s;
+        kb.total_cmp(&ka).then_with(|| a.iface.cmp(&b.iface))
+    });
+    v
+}
+
 /// Renders one screen: a header, the iostat -x table, the sar -n DEV table.
-pub fn render(host: &str, disks: &[DiskNow], nets: &[NetNow], view: View) -> String {
+pub fn render(host: &str, live: &Live, view: View) -> String {
+    let disks = busiest_disks(live);
+    let nets = busiest_nets(live);
     let mut out = String::with_capacity(16 * 1024);
     let saturated = disks
         .iter()
@@ -92,7 +119,7 @@ pub fn render(host: &str, disks: &[DiskNow], nets: &[NetNow], view: View) -> Str
         "IFACE", "rxpck/s", "txpck/s", "rxkB/s", "txkB/s", "rxcmp/s", "txcmp/s", "rxmcst/s",
         "rxerr/s", "rxdrop/s", "txdrop/s", "Mb/s", "%ifutil"
     );
-    for n in nets {
+    for n in &nets {
         let r = &n.rates;
         let util = r.util_pct.unwrap_or(0.0);
         let mut flags = Vec::new();
@@ -147,6 +174,16 @@ mod tests {
     fn saturated_devices_and_busy_nics_are_flagged() {
         let disks = vec![
             DiskNow {
+                device: "sda".into(),
+                name: "sda".into(),
+                kind: DeviceKind::Disk,
+                rates: DiskRates {
+                    r_per_s: 3.0,
+                    util_pct: 1.5,
+                    ..DiskRates::default()
+                },
+            },
+            DiskNow {
                 device: "dm-3".into(),
                 name: "mpathc".into(),
                 kind: DeviceKind::Mpath,
@@ -157,31 +194,30 @@ mod tests {
                     ..DiskRates::default()
                 },
             },
-            DiskNow {
-                device: "sda".into(),
-                name: "sda".into(),
-                kind: DeviceKind::Disk,
-                rates: DiskRates {
-                    r_per_s: 3.0,
-                    util_pct: 1.5,
-                    ..DiskRates::default()
+        ];
+        let nets = vec![
+            NetNow {
+                iface: "lo".into(),
+                speed_mbps: None,
+                rates: NetRates {
+                    rx_bytes_per_s: 1000.0,
+                    ..NetRates::default()
+                },
+            },
+            NetNow {
+                iface: "ens1f0".into(),
+                speed_mbps: Some(10_000),
+                rates: NetRates {
+                    rx_bytes_per_s: 1.2e9,
+                    rx_drops_per_s: 3.0,
+                    util_pct: Some(96.0),
+                    ..NetRates::default()
                 },
             },
         ];
-        let nets = vec![NetNow {
-            iface: "ens1f0".into(),
-            speed_mbps: Some(10_000),
-            rates: NetRates {
-                rx_bytes_per_s: 1.2e9,
-                rx_drops_per_s: 3.0,
-                util_pct: Some(96.0),
-                ..NetRates::default()
-            },
-        }];
         let s = render(
             "ds01",
-            &disks,
-            &nets,
+            &Live { disks, nets },
             View {
                 threshold_pct: 95.0,
                 max_devices: 40,
@@ -190,6 +226,12 @@ mod tests {
         );
         let lines: Vec<&str> = s.lines().collect();
         assert!(lines[0].contains("2 devices, 1 saturated"), "{s}");
+        // busiest first, whatever order the collectors gave them in
+        assert!(lines[3].starts_with("mpathc (dm-3)"), "{s}");
+        assert!(lines[4].starts_with("sda "), "{s}");
+        let ens = lines.iter().position(|l| l.starts_with("ens1f0"));
+        let lo = lines.iter().position(|l| l.starts_with("lo "));
+        assert!(ens.is_some() && ens < lo, "{s}");
         let mp = lines
             .iter()
             .find(|l| l.starts_with("mpathc (dm-3)"))

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use storwatch_agent::collect::Live;
 use storwatch_agent::config::Config;
 use storwatch_agent::scheduler::Scheduler;
 use storwatch_agent::sink::SinkStats;
@@ -284,6 +285,38 @@ fn report_from_two_snapshots_is_exact() {
     )
     .contains("scheduler=\"mq-deadline\""));
     assert!(!text.contains("disk_tunables,host=ds01.example,site=T2_EX,device=sda1,"));
+}
+
+#[test]
+fn top_rows_and_counts_come_from_the_collectors() {
+    let h = Host::new("live");
+    h.snapshot_a();
+    let mut s = Scheduler::new(&config(&h), Vec::new());
+    let mut live = Live::default();
+    s.sample(0.0);
+    s.live(&mut live);
+    assert!(live.disks.is_empty(), "no rate before the second sample");
+    h.snapshot_b();
+    s.sample(1.0);
+    s.live(&mut live);
+    let sda = live.disks.iter().find(|d| d.device == "sda").unwrap();
+    assert_eq!(sda.rates.r_per_s, 200.0);
+    assert_eq!(sda.rates.util_pct, 95.0);
+    let dm0 = live.disks.iter().find(|d| d.device == "dm-0").unwrap();
+    assert_eq!(dm0.name, "mpatha");
+    assert_eq!(live.disks.len(), 8, "loop0 is excluded");
+    let eth0 = live.nets.iter().find(|n| n.iface == "eth0").unwrap();
+    assert_eq!(eth0.speed_mbps, Some(10_000));
+    assert_eq!(eth0.rates.util_pct, Some(80.0));
+    assert_eq!(live.nets.len(), 2);
+    // the same collectors count what they track on the agent line
+    let text = report_text(&mut s);
+    let agent = line(&text, "agent,");
+    assert_eq!(field(agent, "devices"), "8i");
+    assert_eq!(field(agent, "interfaces"), "2i");
+    // a report starts a new interval, not a new sample: top still shows the last second
+    s.live(&mut live);
+    assert_eq!(live.disks.len(), 8);
 }
 
 #[test]

@@ -3,17 +3,26 @@
 //!
 //! The [`Scheduler`](crate::scheduler::Scheduler) calls every collector's
 //! [`Collector::sample`] once per sample interval and [`Collector::report`] once per report
-//! interval, in the order it was given them, which is the order of their lines in the report.
-//! A collector never calls up: it gets what it needs from the scheduler in a [`SampleCx`] or
-//! [`ReportCx`], and hands back lines, events and counted errors.
+//! interval, in the order it was given them, which is the order of their lines in the report:
+//! first the host's own ([`core`]: block devices, interfaces, CPU/PSI/memory), then the storage
+//! health ones ([`storage`]). A collector never calls up: it gets what it needs from the
+//! scheduler in a [`SampleCx`] or [`ReportCx`], and hands back lines, events and counted errors.
+//!
+//! A new metric source is a new file here implementing [`Collector`] and one line in [`core`]
+//! (or [`storage`]); nothing else changes. Two provided methods let a collector show up
+//! elsewhere when it has something to say: [`Collector::watched`] (the `agent` line's counts)
+//! and [`Collector::live`] (the rows `top` draws).
 //!
 //! A source that is absent on the node (no md module, no ZFS, no multipath) leaves its collector
 //! silent; one that is present but broken is counted in [`SourceErrors`] under the source's name
 //! (logged once per report interval, reported in the `agent_source` lines) and the rest of the
 //! sample goes on.
 
+pub mod disk;
+pub mod host;
 pub mod md;
 pub mod mpath;
+pub mod net;
 pub mod zpool;
 
 use std::fmt::Display;
@@ -28,6 +37,10 @@ use crate::root::Root;
 use md::MdMonitor;
 use mpath::MpathMonitor;
 use zpool::ZpoolMonitor;
+
+pub use disk::{DiskCollector, DiskNow};
+pub use host::HostCollector;
+pub use net::{NetCollector, NetNow};
 
 /// What a collector gets for one sample.
 pub struct SampleCx<'a> {
@@ -73,6 +86,60 @@ pub trait Collector: Send {
 
     /// Writes this report interval's lines and starts a new interval.
     fn report(&mut self, w: &mut LineWriter, cx: &mut ReportCx<'_>);
+
+    /// Adds what this collector tracks to the `agent` line's counts. Most track nothing
+    /// counted there.
+    fn watched(&self, _w: &mut Watched) {}
+
+    /// Adds this collector's rows from its last sample to `live` (what `top` draws). Most have
+    /// no pane.
+    fn live(&self, _live: &mut Live) {}
+}
+
+/// What the collectors track, for the `agent` line: the sum over all of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Watched {
+    /// Block devices (`devices`).
+    pub devices: u64,
+    /// Network interfaces (`interfaces`).
+    pub interfaces: u64,
+}
+
+/// The last sample as `top` shows it, one pane per kind of row, filled by every collector's
+/// [`Collector::live`] in turn. A pane for another domain (say the MD, multipath and zpool
+/// state with rebuild progress) is one more field of its row type here, filled by those
+/// collectors and drawn by [`crate::top`]; the scheduler passes it through without knowing
+/// what is in it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Live {
+    /// Per-second device values (the iostat -x pane), in no particular order.
+    pub disks: Vec<DiskNow>,
+    /// Per-second interface values (the sar -n DEV pane), in no particular order.
+    pub nets: Vec<NetNow>,
+}
+
+impl Live {
+    /// Empties every pane, keeping the allocations for the next screen.
+    pub fn clear(&mut self) {
+        self.disks.clear();
+        self.nets.clear();
+    }
+}
+
+/// The collectors of the host itself, in report order: block devices, interfaces, then CPU,
+/// pressure and memory. The scheduler puts them in front of the storage ones.
+pub fn core(cfg: &Config) -> Vec<Box<dyn Collector>> {
+    vec![
+        Box::new(DiskCollector::new(cfg)),
+        Box::new(NetCollector::new(cfg)),
+        Box::new(HostCollector::new()),
+    ]
+}
+
+/// Rounds a rate to 3 decimals: finer digits are noise from the interval's jitter and would only
+/// lengthen every line (Display then prints the shortest exact form, e.g. `3.184`).
+pub(crate) fn r3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
 }
 
 /// Error counts of one source.

@@ -1,0 +1,328 @@
+//! Block devices: `/proc/diskstats` every sample, what each device is (`/sys/block`) when it
+//! appears, its queue tunables every minute at most; the `disk` and `disk_tunables` lines.
+//!
+//! Per device the collector keeps the last counters and the interval's accumulators
+//! ([`DiskInterval`]); a report turns them into iostat -x's values over the interval plus the
+//! bursts inside it (max, p95, seconds saturated). A device seen for the first time has no rate
+//! until its second sample; one whose counters go backwards (replaced, reset) loses that second,
+//! counted in `resets`; one that vanishes is forgotten.
+
+use std::collections::HashMap;
+
+use storwatch_wire::lp::LineWriter;
+
+use super::{r3, Collector, Live, ReportCx, SampleCx, SourceErrors, Watched};
+use crate::config::{glob_match, Config};
+use crate::rates::{self, DiskCounters, DiskRates};
+use crate::root::{read_into, Root};
+use crate::sources::diskstats;
+use crate::sources::sysblock::{self, BlockInfo, DeviceKind, Tunables};
+use crate::sources::SourceError;
+use crate::summary::DiskInterval;
+
+/// How often block tunables are re-read (they are reported when changed, and every
+/// `tunables_interval`).
+const TUNABLES_CHECK_S: f64 = 60.0;
+
+const DISKSTATS: &str = "diskstats";
+const SYSBLOCK: &str = "sysblock";
+
+/// Per-second values of one device from the last sample (for `top`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiskNow {
+    /// Kernel name.
+    pub device: String,
+    /// dm/md name or the kernel name.
+    pub name: String,
+    /// What it is.
+    pub kind: DeviceKind,
+    /// iostat -x values.
+    pub rates: DiskRates,
+}
+
+#[derive(Debug)]
+struct DiskState {
+    major: u32,
+    minor: u32,
+    seen: u64,
+    prev: DiskCounters,
+    in_flight: u64,
+    kind: DeviceKind,
+    info: BlockInfo,
+    interval: DiskInterval,
+    /// The last sample's delta and interval, for `top`.
+    last: Option<(DiskCounters, u64)>,
+    tunables: Option<Tunables>,
+    tunables_reported_s: Option<f64>,
+}
+
+impl DiskState {
+    /// The dm name for device-mapper devices, else the kernel name.
+    fn display_name<'a>(&'a self, dev: &'a str) -> &'a str {
+        self.info
+            .dm_name
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .unwrap_or(dev)
+    }
+}
+
+/// Every block device of the host (but the excluded ones).
+pub struct DiskCollector {
+    threshold: f64,
+    tunables_interval_s: f64,
+    exclude: Vec<String>,
+    buf: String,
+    scratch: Vec<f64>,
+    generation: u64,
+    disks: HashMap<String, DiskState>,
+}
+
+impl DiskCollector {
+    /// A collector with `cfg`'s saturation threshold, tunables interval and exclusions.
+    pub fn new(cfg: &Config) -> Self {
+        Self {
+            threshold: cfg.saturation_threshold_pct,
+            tunables_interval_s: cfg.tunables_interval.as_secs_f64(),
+            exclude: cfg.exclude_devices.clone(),
+            buf: String::with_capacity(64 * 1024),
+            scratch: Vec::new(),
+            generation: 0,
+            disks: HashMap::new(),
+        }
+    }
+
+    fn row(
+        &mut self,
+        row: &diskstats::DiskStat<'_>,
+        itv: Option<u64>,
+        root: &Root,
+        errors: &mut SourceErrors,
+    ) {
+        let cur = DiskCounters::from(row);
+        let gen = self.generation;
+        if let Some(d) = self.disks.get_mut(row.name) {
+            d.seen = gen;
+            d.in_flight = row.in_flight;
+            if (d.major, d.minor) != (row.major, row.minor) {
+                // Same name, new device numbers: a different device. Start over.
+                d.major = row.major;
+                d.minor = row.minor;
+                d.prev = cur;
+                d.interval.resets += 1;
+                d.last = None;
+                return;
+            }
+            match (itv, rates::disk_delta(&d.prev, &cur)) {
+                (Some(itv), Some(delta)) => {
+                    let util = rates::disk_util_pct(&delta, itv);
+                    let aqu = delta.queue_ms as f64 / itv as f64 / 10.0;
+                    d.interval.add(&delta, itv, util, aqu);
+                    d.last = Some((delta, itv));
+                }
+                (Some(_), None) => {
+                    d.interval.resets += 1;
+                    d.last = None;
+                }
+                (None, _) => d.last = None,
+            }
+            d.prev = cur;
+            return;
+        }
+        if self.exclude.iter().any(|p| glob_match(p, row.name)) {
+            return;
+        }
+        // A device we have not seen: learn what it is (sysfs, once), no rate yet.
+        let info = match sysblock::read_info(root, row.name, row.major, row.minor) {
+            Ok(Some(info)) => info,
+            Ok(None) => BlockInfo::default(),
+            Err(e) => {
+                errors.count(SYSBLOCK, &e);
+                BlockInfo::default()
+            }
+        };
+        let kind = sysblock::classify(row.name, info.dm_uuid.as_deref(), info.partition);
+        self.disks.insert(
+            row.name.to_owned(),
+            DiskState {
+                major: row.major,
+                minor: row.minor,
+                seen: gen,
+                prev: cur,
+                in_flight: row.in_flight,
+                kind,
+                info,
+                interval: DiskInterval::default(),
+                last: None,
+                tunables: None,
+                tunables_reported_s: None,
+            },
+        );
+    }
+}
+
+impl Collector for DiskCollector {
+    fn sources(&self) -> &'static [&'static str] {
+        &[DISKSTATS, SYSBLOCK]
+    }
+
+    fn sample(&mut self, cx: &mut SampleCx<'_>) {
+        self.generation += 1;
+        let path = cx.root.proc("diskstats");
+        let mut buf = std::mem::take(&mut self.buf);
+        match read_into(&path, &mut buf) {
+            Ok(true) => {
+                let parsed = diskstats::parse(&buf);
+                for e in &parsed.errors {
+                    cx.errors
+                        .count(DISKSTATS, &SourceError::parse(&path, e.clone()));
+                }
+                for row in &parsed.rows {
+                    self.row(row, cx.itv_cs, cx.root, cx.errors);
+                }
+            }
+            // No /proc/diskstats at all (a container without it): nothing to report.
+            Ok(false) => {}
+            Err(e) => cx.errors.count(DISKSTATS, &e),
+        }
+        self.buf = buf;
+        let gen = self.generation;
+        self.disks.retain(|name, d| {
+            if d.seen != gen {
+                tracing::info!(device = %name, "block device vanished");
+            }
+            d.seen == gen
+        });
+    }
+
+    fn report(&mut self, w: &mut LineWriter, cx: &mut ReportCx<'_>) {
+        let ts = cx.ts_ns;
+        // Sorted by kernel name, so reports and snapshots are stable.
+        let mut disks: Vec<(&String, &mut DiskState)> = self.disks.iter_mut().collect();
+        disks.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for (name, d) in &mut disks {
+            if d.interval.itv_cs > 0 {
+                let r = rates::disk_rates(&d.interval.delta, d.interval.itv_cs);
+                let util_p95 = d.interval.util.quantile(0.95, &mut self.scratch);
+                w.line("disk", ts)
+                    .tag("device", name)
+                    .tag("name", d.display_name(name))
+                    .tag("kind", d.kind.as_str())
+                    .tag(
+                        "rotational",
+                        match d.info.rotational {
+                            Some(true) => "1",
+                            Some(false) => "0",
+                            None => "",
+                        },
+                    )
+                    .field("r_per_s", r3(r.r_per_s))
+                    .field("w_per_s", r3(r.w_per_s))
+                    .field("d_per_s", r3(r.d_per_s))
+                    .field("f_per_s", r3(r.f_per_s))
+                    .field("rkb_per_s", r3(r.rkb_per_s))
+                    .field("wkb_per_s", r3(r.wkb_per_s))
+                    .field("dkb_per_s", r3(r.dkb_per_s))
+                    .field("rrqm_per_s", r3(r.rrqm_per_s))
+                    .field("wrqm_per_s", r3(r.wrqm_per_s))
+                    .field("drqm_per_s", r3(r.drqm_per_s))
+                    .field("rrqm_pct", r3(r.rrqm_pct))
+                    .field("wrqm_pct", r3(r.wrqm_pct))
+                    .field("drqm_pct", r3(r.drqm_pct))
+                    .field("r_await_ms", r3(r.r_await_ms))
+                    .field("w_await_ms", r3(r.w_await_ms))
+                    .field("d_await_ms", r3(r.d_await_ms))
+                    .field("f_await_ms", r3(r.f_await_ms))
+                    .field("await_ms", r3(r.await_ms))
+                    .field("rareq_sz_kb", r3(r.rareq_sz_kb))
+                    .field("wareq_sz_kb", r3(r.wareq_sz_kb))
+                    .field("dareq_sz_kb", r3(r.dareq_sz_kb))
+                    .field("aqu_sz", r3(r.aqu_sz))
+                    .field_opt("aqu_sz_max", d.interval.aqu.max().map(r3))
+                    .field("util_pct", r3(r.util_pct))
+                    .field_opt("util_max_pct", d.interval.util.max().map(r3))
+                    .field_opt("util_p95_pct", util_p95.map(r3))
+                    .field(
+                        "saturated_s",
+                        d.interval.util.seconds_at_or_above(self.threshold),
+                    )
+                    .field("svctm_ms", r3(r.svctm_ms))
+                    .field("in_flight", d.in_flight)
+                    .field("interval_s", d.interval.itv_cs as f64 / 100.0)
+                    .field("resets", d.interval.resets)
+                    .write();
+            }
+            d.interval.clear();
+        }
+        for (name, d) in &mut disks {
+            tunables(w, cx, self.tunables_interval_s, name, d);
+        }
+    }
+
+    fn watched(&self, w: &mut Watched) {
+        w.devices += self.disks.len() as u64;
+    }
+
+    fn live(&self, live: &mut Live) {
+        live.disks.extend(self.disks.iter().filter_map(|(dev, d)| {
+            let (delta, itv) = d.last?;
+            Some(DiskNow {
+                device: dev.clone(),
+                name: d.display_name(dev).to_owned(),
+                kind: d.kind,
+                rates: rates::disk_rates(&delta, itv),
+            })
+        }));
+    }
+}
+
+/// Re-reads one whole device's tunables when due and writes its `disk_tunables` line when they
+/// changed or were last reported `tunables_interval_s` ago.
+fn tunables(
+    w: &mut LineWriter,
+    cx: &mut ReportCx<'_>,
+    tunables_interval_s: f64,
+    name: &str,
+    d: &mut DiskState,
+) {
+    // A partition shares its disk's queue.
+    if d.info.partition {
+        return;
+    }
+    let now_s = cx.now_s;
+    let due_check = d
+        .tunables_reported_s
+        .is_none_or(|t| now_s - t >= TUNABLES_CHECK_S.min(tunables_interval_s));
+    if !due_check {
+        return;
+    }
+    let t = match sysblock::read_tunables(cx.root, d.major, d.minor) {
+        Ok(Some(t)) => t,
+        Ok(None) => return,
+        Err(e) => {
+            cx.errors.count(SYSBLOCK, &e);
+            return;
+        }
+    };
+    let changed = d.tunables.as_ref() != Some(&t);
+    let stale = d
+        .tunables_reported_s
+        .is_none_or(|r| now_s - r >= tunables_interval_s);
+    if changed || stale {
+        if changed && d.tunables.is_some() {
+            tracing::info!(device = %name, old = ?d.tunables, new = ?t, "block tunables changed");
+        }
+        w.line("disk_tunables", cx.ts_ns)
+            .tag("device", name)
+            .tag("name", d.display_name(name))
+            .tag("kind", d.kind.as_str())
+            .field_opt("read_ahead_kb", t.read_ahead_kb)
+            .field_opt("scheduler", t.scheduler.as_deref())
+            .field_opt("nr_requests", t.nr_requests)
+            .field_opt("max_sectors_kb", t.max_sectors_kb)
+            .field("changed", changed && d.tunables.is_some())
+            .write();
+        d.tunables_reported_s = Some(now_s);
+    }
+    d.tunables = Some(t);
+}
