@@ -14,7 +14,7 @@ use storwatch_collector::heartbeat::LastSeen;
 use storwatch_collector::ingest::TypeMap;
 use storwatch_collector::metrics::Metrics;
 use storwatch_collector::queue::{Queue, QueueOptions};
-use storwatch_tests::{gzip, now_s};
+use storwatch_test_support::{gzip, now_s};
 use tower::ServiceExt;
 
 const TOKEN: &str = "agents-token-0123456789";

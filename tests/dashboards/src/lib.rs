@@ -27,7 +27,7 @@ use storwatch_agent::scheduler::Scheduler;
 use storwatch_agent::sink::SinkStats;
 use storwatch_sim::scenario::Kind;
 use storwatch_sim::sim::Sim;
-use storwatch_tests::Influxd;
+use storwatch_test_support::Influxd;
 use storwatch_wire::lp::LineWriter;
 
 /// The agent's report interval, in nanoseconds.

@@ -32,7 +32,7 @@ use storwatch_dashboards_tests::{
     STEP_NS,
 };
 use storwatch_sim::scenario::Kind;
-use storwatch_tests::{binary, http, wait_for, Collector, Influxd, Proc};
+use storwatch_test_support::{binary, http, wait_for, Collector, Influxd, Proc};
 
 const DB: &str = "storwatch";
 const PORT: u16 = 18611;
