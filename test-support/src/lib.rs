@@ -10,7 +10,8 @@
 //! * [`files`]: the workspace root, fixture roots for the agent, and scratch directories on tmpfs;
 //! * [`wait`]: waiting for a condition, and the wall clock;
 //! * [`pki`]: a CA and certificates made with `openssl`, for TLS tests;
-//! * [`reports`]: small synthetic reports whose arrival can be checked point by point.
+//! * [`reports`]: small synthetic reports whose arrival can be checked point by point;
+//! * [`lp`]: the fields of a line of line protocol.
 //!
 //! It depends on no workspace crate, so that the agent's and the collector's own tests can use
 //! it. Everything here panics with a clear message instead of returning errors: a failure is the
@@ -21,6 +22,7 @@ pub mod collector;
 pub mod files;
 pub mod http;
 pub mod influxd;
+pub mod lp;
 pub mod pki;
 pub mod process;
 pub mod reports;
