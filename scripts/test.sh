@@ -3,26 +3,67 @@
 #
 #   scripts/test.sh
 #
-# Installs what the tests need beyond the Rust toolchain (curl, and InfluxDB 1.x from the OS
-# packages: the delivery tests run against a real influxd on 127.0.0.1), then checks formatting
-# and lints and runs the whole workspace's tests. Snapshots are never rewritten here.
+# Installs what the tests need beyond the Rust toolchain — from the OS packages: curl, python3 and
+# openssl (scripts and test certificates), faketime (a collector whose clock is set back, in the
+# dashboards test) and InfluxDB 1.x (every test that stores data runs a real influxd on
+# 127.0.0.1) — then checks formatting and lints, builds the tests and runs the whole workspace's
+# tests. Snapshots are never rewritten here. Each phase prints its time, and the end a summary
+# with the slowest test binaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 t0=$SECONDS
-if ! command -v curl >/dev/null; then
-  apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends curl >/dev/null
+phase_t=$SECONDS
+phase_name=""
+summary=""
+# phase NAME: ends the current phase (printing its time) and starts NAME; `phase ""` ends the last.
+phase() {
+  if [ -n "$phase_name" ]; then
+    local took=$((SECONDS - phase_t))
+    echo "== $phase_name: ${took} s"
+    summary+=$(printf '  %-26s %5d s' "$phase_name" "$took")$'\n'
+  fi
+  phase_name=$1
+  phase_t=$SECONDS
+  if [ -n "$phase_name" ]; then echo "== $phase_name"; fi
+}
+
+phase "prerequisites"
+missing=()
+for tool in curl python3 openssl faketime; do
+  command -v "$tool" >/dev/null || missing+=("$tool")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 fi
 scripts/influxd-test.sh install
-echo "== prerequisites ready ($((SECONDS - t0)) s)"
 
-echo "== cargo fmt --check"
+phase "cargo fmt --check"
 cargo fmt --all -- --check
 
-echo "== cargo clippy"
+phase "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-echo "== cargo test"
-INSTA_UPDATE=no cargo test --workspace --locked
+phase "build the tests"
+cargo test --workspace --locked --no-run
 
+phase "run the tests"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+INSTA_UPDATE=no cargo test --workspace --locked 2>&1 | tee "$log"
+phase ""
+
+echo "== time per phase"
+printf '%s' "$summary"
+echo "== slowest test binaries"
+# `Running tests/x.rs (target/debug/deps/x-hash)` or `Doc-tests crate`, then its
+# `test result: … finished in 1.23s`
+awk '/^ *Running / { l=$0; sub(/^ *Running /, "", l); f=l; sub(/ \(.*$/, "", f)
+                      b=l; sub(/^.*\//, "", b); sub(/-[0-9a-f]+\)$/, "", b); name=b ": " f }
+     /^ *Doc-tests / { name="doc-tests " $2 }
+     /^test result:/ && name != "" { t=$NF; sub(/s$/, "", t); printf "  %8.2f s  %s\n", t, name; name="" }' "$log" \
+  | sort -rn | head -8
 echo "== all tests passed in $((SECONDS - t0)) s"

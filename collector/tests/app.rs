@@ -14,7 +14,7 @@ use storwatch_collector::http::{app, AppState};
 use storwatch_collector::ingest::TypeMap;
 use storwatch_collector::metrics::Metrics;
 use storwatch_collector::queue::{Queue, QueueOptions};
-use storwatch_tests::{gzip, now_s};
+use storwatch_test_support::{gzip, now_s};
 use storwatch_wire::lp::{Backend, Backends};
 use tower::ServiceExt;
 

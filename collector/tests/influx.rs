@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use storwatch_tests::{http, now_s, wait_for, Collector, Influxd};
+use storwatch_test_support::{http, now_s, wait_for, Collector, Influxd};
 
 /// Writes a collector config (open on loopback, one v1 output, quick retries).
 fn write_config(dir: &Path, port: u16, output_url: &str, db: &str, extra: &str) -> PathBuf {

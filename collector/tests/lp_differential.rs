@@ -21,7 +21,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
-use storwatch_tests::{http, now_s, post_form, wait_for, Collector, Influxd};
+use storwatch_test_support::{http, now_s, post_form, wait_for, Collector, Influxd};
 use storwatch_wire::lp::{check_line, lines, Backends, Checked, LineLimits, Precision};
 
 const INFLUX_PORT: u16 = 18700;

@@ -2,93 +2,9 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::Path;
-use std::process::Command;
 
 use storwatch_collector::config::{Config, OutputConfig, TlsConfig};
-
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A CA and a certificate it signs for `cn`, with the given extensions.
-fn make_ca(dir: &Path, name: &str) {
-    let key = format!("{name}.key");
-    let pem = format!("{name}.pem");
-    openssl(
-        dir,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-keyout",
-            &key,
-            "-out",
-            &pem,
-            "-days",
-            "2",
-            "-subj",
-            &format!("/CN={name}"),
-            "-addext",
-            "basicConstraints=critical,CA:TRUE",
-            "-addext",
-            "keyUsage=critical,keyCertSign,cRLSign",
-        ],
-    );
-}
-
-fn make_cert(dir: &Path, ca: &str, name: &str, ext: &str) {
-    std::fs::write(dir.join(format!("{name}.ext")), ext).unwrap();
-    openssl(
-        dir,
-        &[
-            "req",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-keyout",
-            &format!("{name}.key"),
-            "-out",
-            &format!("{name}.csr"),
-            "-subj",
-            &format!("/CN={name}"),
-        ],
-    );
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            &format!("{name}.csr"),
-            "-CA",
-            &format!("{ca}.pem"),
-            "-CAkey",
-            &format!("{ca}.key"),
-            "-CAcreateserial",
-            "-out",
-            &format!("{name}.pem"),
-            "-days",
-            "2",
-            "-extfile",
-            &format!("{name}.ext"),
-        ],
-    );
-}
+use storwatch_test_support::pki::{make_ca, make_cert, CLIENT, SERVER_127};
 
 fn identity(dir: &Path, name: &str) -> reqwest::Identity {
     let mut pem = std::fs::read(dir.join(format!("{name}.pem"))).unwrap();
@@ -102,14 +18,9 @@ async fn mutual_tls_admits_only_clients_of_the_allowed_ca() {
     let d = dir.path();
     make_ca(d, "site-ca");
     make_ca(d, "other-ca");
-    make_cert(
-        d,
-        "site-ca",
-        "server",
-        "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
-    );
-    make_cert(d, "site-ca", "agent", "extendedKeyUsage=clientAuth\n");
-    make_cert(d, "other-ca", "stranger", "extendedKeyUsage=clientAuth\n");
+    make_cert(d, "site-ca", "server", SERVER_127);
+    make_cert(d, "site-ca", "agent", CLIENT);
+    make_cert(d, "other-ca", "stranger", CLIENT);
     std::fs::write(d.join("tokens"), "agents:tls-agents-token-0123456789\n").unwrap();
 
     let cfg = Config {

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 use std::time::Duration;
 
-use storwatch_tests::*;
+use storwatch_test_support::*;
 
 const TOKEN: &str = "e2e-agents-token-0123456789";
 

@@ -8,7 +8,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use storwatch_tests::*;
+use storwatch_test_support::*;
 
 const TOKEN: &str = "spool-agents-token-0123456789";
 

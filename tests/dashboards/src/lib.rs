@@ -1,98 +1,120 @@
 //! Tests of the Grafana dashboards (`dashboards/`) and alert rules (`alerts/`):
 //! `tests/lint.rs` holds them to the documented metrics and Grafana's provisioning rules,
-//! `tests/queries.rs` runs them against a real InfluxDB filled by a live simulated fleet (the
-//! simulator and agent binaries, the collector), `tests/rollups.rs` on the 1 min and 1 h
-//! rollups, `tests/install.rs` installs them as a site does.
+//! `tests/queries.rs` runs them against a real InfluxDB filled by a simulated fleet through the
+//! agent's HTTP output and the real collector, `tests/rollups.rs` on the 1 min and 1 h rollups,
+//! `tests/install.rs` installs them as a site does.
 //!
-//! This library holds what they share: history, which needs more time than a test can wait for
-//! (made by stepping a simulated host under the agent's own library, its `Scheduler` and health
-//! monitors, without sleeping, and stamped to end when the test wants), every query of the
-//! dashboards with Grafana's expansion of its macros, and InfluxDB's answers as series.
+//! This library holds what they share: simulated hosts under the agent's own library
+//! ([`SteppedHost`]: simulated time, so an hour takes seconds), every query of the dashboards
+//! with Grafana's expansion of its macros, and InfluxDB's answers as series.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 
 use serde_json::Value as Json;
 
-use storwatch_agent::collect::md::MdMonitor;
-use storwatch_agent::collect::mpath::{MpathConfig, MpathMonitor};
-use storwatch_agent::collect::zpool::{ZpoolConfig, ZpoolMonitor};
-use storwatch_agent::collect::Collector;
-use storwatch_agent::command::SystemRunner;
+use storwatch_agent::collect;
 use storwatch_agent::config::Config;
-use storwatch_agent::health::risk::RiskModel;
 use storwatch_agent::scheduler::Scheduler;
 use storwatch_agent::sink::SinkStats;
 use storwatch_sim::scenario::Kind;
 use storwatch_sim::sim::Sim;
-use storwatch_tests::Influxd;
+use storwatch_test_support::{scratch, workspace, Influxd};
 use storwatch_wire::lp::LineWriter;
 
 /// The agent's report interval, in nanoseconds.
 pub const STEP_NS: i64 = 10_000_000_000;
 
-/// The agent's health monitors as the agent binary builds them for a simulated host under
-/// `root`, with its `dmsetup` stand-in run every `dmsetup_interval_s` (a fork and exec each:
-/// most of what stepping an hour costs) and its `zpool` stand-in polled on the monitor's own
-/// thread in real time.
-pub fn monitors(root: &Path, dmsetup_interval_s: f64) -> Vec<Box<dyn Collector>> {
-    vec![
-        Box::new(MdMonitor::new(Default::default(), RiskModel::default())),
-        Box::new(MpathMonitor::new_inline(
-            MpathConfig {
-                dmsetup: root.join("bin/dmsetup"),
-                dmsetup_interval_s,
-                use_ioctl: false,
-                use_multipathd: false,
-                ..MpathConfig::default()
-            },
-            Arc::new(SystemRunner),
-        )),
-        Box::new(ZpoolMonitor::new(
-            ZpoolConfig {
-                zpool: root.join("bin/zpool"),
-                interval_s: 0.2,
-                timeout_s: 5.0,
-                ..ZpoolConfig::default()
-            },
-            RiskModel::default(),
-            Arc::new(SystemRunner),
-        )),
-    ]
+/// A simulated host under the agent's own library, in simulated time: each [`SteppedHost::step`]
+/// advances the simulator's tree by one second (uptime +1.00 s) and takes the agent's sample of
+/// it, as the agent binary's loop does once a wall-clock second. The storage collectors are the
+/// ones the configuration enables ([`collect::storage`]), inline: the `dmsetup` and `zpool`
+/// stand-ins run on the sampling thread when the simulated time makes them due, so nothing
+/// answers in real time and nothing sleeps.
+pub struct SteppedHost {
+    sim: Sim,
+    cfg: Config,
+    scheduler: Scheduler,
+    /// Simulated seconds since the agent started.
+    t: u32,
 }
 
-/// `steps` seconds of a scenario (seed 7, real speed) stepped without sleeping under the agent's
-/// library as host `name`, tag `site=lab`: its reports, stamped 1, 2, 3 … report intervals from
-/// the epoch ([`shift`] moves them). The zpool monitor answers in real time, so a ZFS host's
-/// first reports may lack its pool.
-pub fn history(kind: Kind, name: &str, steps: u32, dmsetup_interval_s: f64) -> Vec<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let mut sim = Sim::new(dir.path(), kind, name, 7, 1.0).unwrap();
-    let cfg = Config {
-        proc_root: dir.path().join("proc"),
-        sys_root: dir.path().join("sys"),
-        ..Config::default()
-    };
-    let mut sampler = Scheduler::new(&cfg, monitors(dir.path(), dmsetup_interval_s));
-    let mut reports: Vec<String> = Vec::new();
-    sampler.sample(0.0);
-    for i in 1..=steps {
-        sim.step().unwrap();
-        sampler.sample(f64::from(i));
-        if i % 10 == 0 {
-            let mut w = LineWriter::new(name, &[("site".to_string(), "lab".to_string())]);
-            sampler.report(
-                &mut w,
-                i64::from(i / 10) * STEP_NS,
-                f64::from(i),
-                SinkStats::default(),
-            );
-            reports.push(String::from_utf8(w.take()).unwrap());
+impl SteppedHost {
+    /// Host `name` running scenario `kind` (seed 7) at `speed` (see the simulator's `--speed`)
+    /// in `root`, under an agent configured by `agent_toml` (the agent's config file). The
+    /// host's own settings are added as a launcher passes them: `--proc-root`/`--sys-root` and
+    /// `--host` for the tree, tag `site=lab`, and the tree's `dmsetup` and `zpool` stand-ins as
+    /// the only multipath and ZFS sources (the device-mapper ioctl and multipathd's socket would
+    /// be this machine's), as in the quickstart.
+    pub fn new(root: &Path, kind: Kind, name: &str, speed: f64, agent_toml: &str) -> SteppedHost {
+        let sim = Sim::new(root, kind, name, 7, speed).unwrap();
+        let mut cfg = Config::parse(agent_toml).unwrap();
+        cfg.validate().unwrap();
+        cfg.host = name.to_string();
+        cfg.tags.insert("site".into(), "lab".into());
+        cfg.proc_root = root.join("proc");
+        cfg.sys_root = root.join("sys");
+        cfg.mpath.dmsetup = root.join("bin/dmsetup");
+        cfg.mpath.use_ioctl = false;
+        cfg.mpath.use_multipathd = false;
+        cfg.zpool.zpool = root.join("bin/zpool");
+        let mut scheduler = Scheduler::new(&cfg, collect::storage(&cfg, true));
+        scheduler.sample(0.0);
+        SteppedHost {
+            sim,
+            cfg,
+            scheduler,
+            t: 0,
         }
     }
-    reports
+
+    /// The agent's configuration.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// One simulated second: the simulator steps, the agent samples.
+    pub fn step(&mut self) {
+        self.sim.step().unwrap();
+        self.t += 1;
+        self.scheduler.sample(f64::from(self.t));
+    }
+
+    /// One report interval: steps through it and returns its report, stamped `ts_ns`, with
+    /// `sink`'s counters in the agent line (as the agent hands its output's to each report).
+    pub fn report(&mut self, ts_ns: i64, sink: SinkStats) -> Vec<u8> {
+        let per =
+            (self.cfg.report_interval.as_millis() / self.cfg.sample_interval.as_millis()).max(1);
+        for _ in 0..per {
+            self.step();
+        }
+        let tags: Vec<(String, String)> = self
+            .cfg
+            .tags
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut w = LineWriter::new(&self.cfg.host, &tags);
+        self.scheduler
+            .report(&mut w, ts_ns, f64::from(self.t), sink);
+        w.take()
+    }
+}
+
+/// `steps` seconds of scenario `kind` (seed 7, real speed) under the agent's library as host
+/// `name`, tag `site=lab`, with `dmsetup` run every `dmsetup_interval_s`: its reports, stamped
+/// 1, 2, 3 … report intervals from the epoch ([`shift`] moves them).
+pub fn history(kind: Kind, name: &str, steps: u32, dmsetup_interval_s: f64) -> Vec<String> {
+    let dir = scratch();
+    let toml = format!("[mpath]\ndmsetup_interval_s = {dmsetup_interval_s:?}\n");
+    let mut host = SteppedHost::new(dir.path(), kind, name, 1.0, &toml);
+    (1..=i64::from(steps) / 10)
+        .map(|k| {
+            let r = host.report(k * STEP_NS, SinkStats::default());
+            String::from_utf8(r).unwrap()
+        })
+        .collect()
 }
 
 /// The reports moved in time so that the last one is stamped `end_ns`: each report's stamp and
@@ -111,14 +133,6 @@ pub fn shift(reports: &[String], end_ns: i64) -> Vec<(i64, String)> {
         out.push((at, text));
     }
     out
-}
-
-/// Now, in nanoseconds since the epoch.
-pub fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as i64
 }
 
 /// A series' tags.
@@ -190,7 +204,7 @@ pub struct DashboardQuery {
 /// Every query of the dashboards in `dashboards/`: template variables, annotations, panels
 /// (nested rows included).
 pub fn dashboard_queries() -> Vec<DashboardQuery> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../dashboards");
+    let dir = workspace().join("dashboards");
     let mut names: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())

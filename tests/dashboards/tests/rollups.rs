@@ -20,11 +20,10 @@ use std::time::Instant;
 
 use serde_json::Value as Json;
 use storwatch_dashboards_tests::{
-    dashboard_queries, expand, history, now_ns, panel_query, series, shift, DashboardQuery, Labels,
-    STEP_NS,
+    dashboard_queries, expand, history, panel_query, series, shift, DashboardQuery, Labels, STEP_NS,
 };
 use storwatch_sim::scenario::Kind;
-use storwatch_tests::{http, workspace, Influxd};
+use storwatch_test_support::{now_ns, workspace, Influxd};
 
 const DB: &str = "storwatch";
 const PORT: u16 = 18650;
@@ -84,30 +83,6 @@ fn heartbeat(name: &str, reports: &[(i64, String)]) -> String {
     out
 }
 
-fn write(influx: &Influxd, body: &str) {
-    let mut chunk = String::new();
-    let send = |chunk: &mut String| {
-        let (code, text) = http(
-            &format!("{}/write?db={DB}&precision=ns", influx.url()),
-            "POST",
-            &[],
-            chunk.as_bytes(),
-        );
-        assert_eq!(code, 204, "write: {text}");
-        chunk.clear();
-    };
-    for line in body.lines() {
-        chunk.push_str(line);
-        chunk.push('\n');
-        if chunk.len() > 4_000_000 {
-            send(&mut chunk);
-        }
-    }
-    if !chunk.is_empty() {
-        send(&mut chunk);
-    }
-}
-
 /// Grafana's expansion of a dashboard query for one host at Resolution `rp`, with the panels'
 /// interval at that level's step.
 fn expand_at(q: &str, rp: &str, host: &str) -> String {
@@ -138,8 +113,7 @@ fn by_host(influx: &Influxd, q: &str, col: &str) -> BTreeMap<(String, Labels), V
 #[test]
 fn dashboards_read_the_rollups() {
     let t0 = Instant::now();
-    let dir = tempfile::tempdir().unwrap();
-    let influx = Influxd::start(dir.path(), PORT);
+    let influx = Influxd::start_scratch(PORT);
     influx.setup_site(DB);
 
     // ---- an hour per host, stepped in parallel, stamped after all ran so that it ends now
@@ -162,8 +136,8 @@ fn dashboards_read_the_rollups() {
         let stamped = shift(reports, end);
         first = first.min(stamped[0].0);
         let body: String = stamped.iter().map(|(_, r)| r.as_str()).collect();
-        write(&influx, &body);
-        write(&influx, &heartbeat(&host(*kind), &stamped));
+        influx.write(DB, &body);
+        influx.write(DB, &heartbeat(&host(*kind), &stamped));
     }
 
     // ---- backfill: each continuous query's own SELECT ... INTO over the window, 1 min first

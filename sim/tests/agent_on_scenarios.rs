@@ -19,6 +19,7 @@ use storwatch_agent::scheduler::Scheduler;
 use storwatch_agent::sink::SinkStats;
 use storwatch_sim::scenario::Kind;
 use storwatch_sim::sim::Sim;
+use storwatch_test_support::lp::field;
 use storwatch_wire::lp::LineWriter;
 
 const TS: i64 = 1_763_000_000_000_000_000;
@@ -50,8 +51,19 @@ fn report(
     steps: u32,
     monitors: impl FnOnce(&Path) -> Vec<Box<dyn Collector>>,
 ) -> String {
+    report_with(kind, steps, 1.0, monitors)
+}
+
+/// [`report`] with the scenario's timeline `speed` times faster; one report over the whole run,
+/// and no source may have failed.
+fn report_with(
+    kind: Kind,
+    steps: u32,
+    speed: f64,
+    monitors: impl FnOnce(&Path) -> Vec<Box<dyn Collector>>,
+) -> String {
     let dir = tempfile::tempdir().unwrap();
-    let mut sim = Sim::new(dir.path(), kind, "sim1", 7, 1.0).unwrap();
+    let mut sim = Sim::new(dir.path(), kind, "sim1", 7, speed).unwrap();
     let mut s = Scheduler::new(&config(dir.path()), monitors(dir.path()));
     s.sample(0.0);
     for i in 1..=steps {
@@ -68,16 +80,6 @@ fn report(
 
 fn lines<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
     text.lines().filter(|l| l.starts_with(prefix)).collect()
-}
-
-fn field(line: &str, key: &str) -> String {
-    let fields = line.split(' ').nth(1).unwrap();
-    fields
-        .split(',')
-        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
-        .unwrap_or_else(|| panic!("no field {key} in {line}"))
-        .trim_end_matches('i')
-        .to_owned()
 }
 
 fn num(line: &str, key: &str) -> f64 {
@@ -287,25 +289,10 @@ fn zpool_resilver_through_the_zpool_stand_in() {
     assert_eq!(m.command_errors(), 0, "{out}");
 }
 
-/// Like [`report`] at `speed`, one report over the whole run.
-fn report_at_speed(kind: Kind, steps: u32, speed: f64) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    let mut sim = Sim::new(dir.path(), kind, "sim1", 7, speed).unwrap();
-    let mut s = Scheduler::new(&config(dir.path()), Vec::new());
-    s.sample(0.0);
-    for i in 1..=steps {
-        sim.step().unwrap();
-        s.sample(f64::from(i));
-    }
-    let mut w = LineWriter::new("sim1", &[]);
-    s.report(&mut w, TS, f64::from(steps), SinkStats::default());
-    String::from_utf8(w.take()).unwrap()
-}
-
 #[test]
 fn burst_saturation_hides_three_10_s_bursts_in_a_low_hour() {
     // --speed 10: the hour is 360 ticks; each burst stays 10 one-second samples long.
-    let text = report_at_speed(Kind::BurstSaturation, 360, 10.0);
+    let text = report_with(Kind::BurstSaturation, 360, 10.0, |_| Vec::new());
     let b = disk(&text, "dm-1");
     assert_eq!(num(b, "util_max_pct"), 100.0, "{b}");
     let sat = num(b, "saturated_s");
@@ -319,7 +306,7 @@ fn burst_saturation_hides_three_10_s_bursts_in_a_low_hour() {
 #[test]
 fn mixed_rw_loses_most_of_its_throughput_when_writers_join() {
     // --speed 10: reads alone for the first 6 ticks, then reads and writes mixed.
-    let alone = report_at_speed(Kind::MixedRw, 5, 10.0);
+    let alone = report_with(Kind::MixedRw, 5, 10.0, |_| Vec::new());
     let dir = tempfile::tempdir().unwrap();
     let mut sim = Sim::new(dir.path(), Kind::MixedRw, "sim1", 7, 10.0).unwrap();
     for _ in 0..10 {

@@ -1,0 +1,94 @@
+//! The workspace's binaries, and child processes killed on drop.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use crate::files::workspace;
+
+/// Path of a workspace binary, building it if it is not there.
+///
+/// The binaries are taken from the target directory the tests run from (`cargo build --bins` or
+/// `cargo test --workspace` puts them there). When one is missing it is built with a nested
+/// `cargo build` into a separate target directory, since the outer cargo holds the lock of its
+/// own while tests run.
+pub fn binary(package: &str, name: &str) -> PathBuf {
+    // Test executables live in <target>/<profile>/deps/.
+    let exe = std::env::current_exe().expect("current exe");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target profile dir");
+    let candidate = profile_dir.join(name);
+    if candidate.is_file() {
+        return candidate;
+    }
+    let nested = profile_dir.join("e2e-bins");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .current_dir(workspace())
+        .args(["build", "-p", package, "--bin", name, "--target-dir"])
+        .arg(&nested)
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "cannot build {name}");
+    nested.join("debug").join(name)
+}
+
+/// A child process (a simulator, an agent) SIGKILLed and reaped on drop, with its output in a log
+/// file to show when a test fails.
+pub struct Proc {
+    pub name: String,
+    pub log: PathBuf,
+    child: Child,
+}
+
+impl Proc {
+    /// Starts `cmd` with stdout and stderr appended to `log`.
+    pub fn spawn(name: &str, log: &Path, cmd: &mut Command) -> Proc {
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .unwrap();
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {name}: {e}"));
+        Proc {
+            name: name.to_string(),
+            log: log.to_path_buf(),
+            child,
+        }
+    }
+
+    /// Its process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether it still runs.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The last `n` lines of its log.
+    pub fn log_tail(&self, n: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+
+    /// kill -9 and reap.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
