@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use storwatch_agent::sink::http::{HttpConfig, HttpSink};
-use storwatch_agent::sink::spool::{Spool, RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES};
+use storwatch_agent::sink::spool::Spool;
 use storwatch_agent::sink::Sink;
 use storwatch_test_support::http::{
     answer, no_decision, read_request, write_answer, Answer, FakeServer, Seen,
@@ -21,6 +21,7 @@ use storwatch_test_support::http::{
 use storwatch_test_support::pki;
 use storwatch_test_support::reports::{report, T0};
 use storwatch_test_support::wait_until;
+use storwatch_wire::log::{RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES};
 
 /// Settings that keep the tests fast: short timeouts and backoff.
 fn fast_config(spool_dir: &Path) -> HttpConfig {

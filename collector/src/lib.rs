@@ -61,6 +61,11 @@ pub enum StartError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Queue(#[from] QueueError),
+    #[error("{path}: {source}")]
+    Dir {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Types(#[from] TypeMapError),
     #[error(transparent)]
@@ -171,7 +176,7 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
     let types = TypeMap::load(&cfg.queue_dir)?;
     let last_seen = Arc::new(LastSeen::load(Some(&cfg.queue_dir)));
     let dead_dir = cfg.queue_dir.join("dead-letter");
-    std::fs::create_dir_all(&dead_dir).map_err(|source| QueueError::Io {
+    std::fs::create_dir_all(&dead_dir).map_err(|source| StartError::Dir {
         path: dead_dir.clone(),
         source,
     })?;

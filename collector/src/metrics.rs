@@ -4,7 +4,7 @@
 //! [`OutputMetrics`], one per configured output.
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Collector-wide counters.
@@ -42,6 +42,10 @@ pub struct Metrics {
     pub queue_torn_bytes: AtomicU64,
     /// Damaged queue records skipped by readers.
     pub queue_corrupt_records: AtomicU64,
+    /// The last queue append found the filesystem full (cleared by the next one that succeeds).
+    pub queue_full: AtomicBool,
+    /// Write requests refused because the queue's filesystem was full.
+    pub queue_full_refusals: AtomicU64,
     /// Heartbeat lines written.
     pub heartbeat_lines: AtomicU64,
     /// Per-output counters.
@@ -210,6 +214,20 @@ impl Metrics {
             "Damaged queue records skipped.",
             "counter",
             c(&self.queue_corrupt_records),
+        );
+        g(
+            &mut s,
+            "queue_full",
+            "1 while the queue's filesystem is full and writes are refused with 503.",
+            "gauge",
+            u64::from(self.queue_full.load(Ordering::Relaxed)),
+        );
+        g(
+            &mut s,
+            "queue_full_refusals_total",
+            "Write requests refused because the queue's filesystem was full.",
+            "counter",
+            c(&self.queue_full_refusals),
         );
         g(
             &mut s,

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use storwatch_test_support::{http, now_s, wait_for, Collector, Influxd};
+use storwatch_wire::log::{RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES, SEGMENT_MAGIC};
 
 /// Writes a collector config (open on loopback, one v1 output, quick retries).
 fn write_config(dir: &Path, port: u16, output_url: &str, db: &str, extra: &str) -> PathBuf {
@@ -171,17 +172,21 @@ fn influxdb_outage_under_load_loses_nothing_and_the_backlog_drains() {
     );
 }
 
-/// Frames of a segment file: (offset, payload length).
+/// Frames of a segment file (the segment log's format: a segment header, then records of
+/// magic, length, CRC and payload): (offset of the record, payload length).
 fn frames(bytes: &[u8]) -> Vec<(usize, usize)> {
+    let header = SEGMENT_HEADER_BYTES as usize;
+    let record = RECORD_HEADER_BYTES as usize;
+    assert_eq!(bytes.get(..header), Some(&SEGMENT_MAGIC[..]));
     let mut out = vec![];
-    let mut p = 0;
-    while p + 8 <= bytes.len() {
-        let len = u32::from_le_bytes(bytes[p..p + 4].try_into().unwrap()) as usize;
-        if p + 8 + len > bytes.len() {
+    let mut p = header;
+    while p + record <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[p + 4..p + 8].try_into().unwrap()) as usize;
+        if p + record + len > bytes.len() {
             break;
         }
         out.push((p, len));
-        p += 8 + len;
+        p += record + len;
     }
     out
 }
@@ -214,8 +219,8 @@ fn torn_and_corrupt_queue_files_recover_and_deliver_the_intact_records() {
     assert_eq!(fr.len(), 10);
     // Flip a byte inside the 4th record's payload, and add half a record at the end.
     let (off, _) = fr[3];
-    bytes[off + 8 + 20] ^= 0x5a;
-    bytes.extend_from_slice(&[40, 0, 0, 0, 1, 2, 3, 4, b'a', b'c']);
+    bytes[off + RECORD_HEADER_BYTES as usize + 20] ^= 0x5a;
+    bytes.extend_from_slice(&[b'S', b'W', b'R', b'1', 40, 0, 0, 0, b'a', b'c']);
     std::fs::write(&seg, &bytes).unwrap();
     let cfg = write_config(dir.path(), 18160, &influx.url(), "torn", "");
     let collector = start_collector(&cfg, 18160);

@@ -790,6 +790,7 @@ impl Drop for HttpSink {
 /// and wakes the delivery thread. Exits once the inbox is closed and empty.
 fn spool_run(shared: &Shared) {
     let mut errors = Throttle::default();
+    let mut full = Throttle::default();
     loop {
         let batch = {
             let mut inbox = lock(&shared.inbox);
@@ -812,7 +813,30 @@ fn spool_run(shared: &Shared) {
             return;
         };
         match shared.with_spool(|spool| spool.append(&batch)) {
-            Ok(()) => {}
+            Ok(()) => full.reset(),
+            Err(SpoolError::OutOfSpace { path, source }) if !lock(&shared.inbox).closed => {
+                // Nothing was stored: keep the batch in memory, oldest first (the inbox's bound
+                // still applies), and try again once space may be back.
+                if let Some(suppressed) = full.ready() {
+                    tracing::warn!(
+                        path = %path.display(),
+                        error = %source,
+                        held_bytes = lock(&shared.inbox).bytes + batch.len(),
+                        suppressed,
+                        "spool filesystem full: reports are held in memory (up to {INBOX_MAX_BYTES} bytes) until space is back"
+                    );
+                }
+                let mut inbox = lock(&shared.inbox);
+                inbox.bytes += batch.len();
+                inbox.queue.push_front(batch);
+                inbox.in_flight = false;
+                shared.inbox_cv.notify_all();
+                let _ = shared
+                    .inbox_cv
+                    .wait_timeout_while(inbox, SPOOL_FULL_RETRY, |i| !i.closed)
+                    .unwrap_or_else(PoisonError::into_inner);
+                continue;
+            }
             Err(SpoolError::TooLarge { bytes, limit }) => {
                 let lines = count_lines(&batch);
                 shared
@@ -843,6 +867,8 @@ fn spool_run(shared: &Shared) {
     }
 }
 
+/// How long the spool thread waits before appending again after finding its filesystem full.
+const SPOOL_FULL_RETRY: Duration = Duration::from_secs(5);
 /// How long the idle thread sleeps before looking at the spool again without a wake-up.
 const IDLE_POLL: Duration = Duration::from_secs(5);
 /// Buffer capacity kept while idle.

@@ -25,6 +25,7 @@ pub(super) async fn health(State(st): State<Arc<AppState>>) -> Response {
     let end = st.queue.durable_end();
     let backlog = end.saturating_sub(st.metrics.min_cursor());
     let over = backlog > st.queue_cfg.high_watermark_bytes;
+    let full = st.metrics.queue_full.load(Ordering::Relaxed);
     let outputs: Vec<_> = st
         .metrics
         .outputs
@@ -43,12 +44,19 @@ pub(super) async fn health(State(st): State<Arc<AppState>>) -> Response {
     let body = serde_json::json!({
         "name": "storwatch-collector",
         "version": env!("CARGO_PKG_VERSION"),
-        "status": if over { "warn" } else { "pass" },
-        "message": if over { "queue above its high watermark: writes are refused with 503" } else { "ready for writes" },
+        "status": if full { "fail" } else if over { "warn" } else { "pass" },
+        "message": if full {
+            "queue filesystem full: writes are refused with 503 until space is back"
+        } else if over {
+            "queue above its high watermark: writes are refused with 503"
+        } else {
+            "ready for writes"
+        },
+        "queue_full": full,
         "queue_backlog_bytes": backlog,
         "outputs": outputs,
     });
-    let code = if over {
+    let code = if over || full {
         StatusCode::SERVICE_UNAVAILABLE
     } else {
         StatusCode::OK

@@ -218,6 +218,16 @@ async fn write(
 
     if v.accepted_lines > 0 {
         if let Err(e) = st.queue.append(payload).await {
+            if e.is_out_of_space() {
+                // Nothing was stored: the client keeps the data and comes back once space is.
+                let r = error(
+                    api,
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    "the collector's queue filesystem is full; retry later",
+                );
+                return with_retry_after(r, st.queue_cfg.retry_after_s);
+            }
             tracing::error!(error = %e, "queue append failed");
             return error(
                 api,
