@@ -1,0 +1,154 @@
+//! The collector with its queue on a filesystem that fills up: a 16 MiB tmpfs, half of it taken
+//! by a filler file, mounted in a private mount namespace around the collector process only
+//! (`unshare`, as root or through a user namespace), so nothing is mounted on the host.
+//!
+//! With its output down nothing is delivered, so the queue fills the filesystem. A client then
+//! gets 503 with `Retry-After` (never 500), `/health` says "fail", and once space is back
+//! (the filler removed from inside the namespace) writes are acknowledged again by themselves.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use storwatch_test_support::{now_s, wait_for, Collector};
+
+const PORT: u16 = 18290;
+const TOKEN: &str = "agents-token-0123456789";
+
+/// One HTTP/1.1 request on its own connection: (status, headers, body), lower-case headers.
+fn request(method: &str, path: &str, body: &[u8]) -> (u16, String, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", PORT)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Token {TOKEN}\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_ascii_lowercase(), body.to_owned())
+}
+
+fn body(n: usize, base: u64) -> Vec<u8> {
+    (0..6000u64)
+        .map(|i| format!("fill,host=h{n},part=p{} v={i}i {}\n", i % 7, base + i))
+        .collect::<String>()
+        .into_bytes()
+}
+
+/// Starts the collector inside a private mount namespace with a tmpfs on its queue directory;
+/// creating `free` in `ctl` later removes the filler. None when namespaces are not available.
+fn start_on_small_fs(dir: &Path, ctl: &Path) -> Option<Child> {
+    let config = Collector::write_config(dir, PORT, "http://127.0.0.1:9", "full", TOKEN);
+    let queue = dir.join("queue");
+    std::fs::create_dir_all(&queue).unwrap();
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
+    let script = r#"mount -t tmpfs -o size=16m storwatch-test "$1" || exit 97
+dd if=/dev/zero of="$1/filler" bs=1M count=8 2>/dev/null || exit 98
+(while [ ! -e "$2/free" ]; do sleep 0.1; done; rm -f "$1/filler") &
+exec "$3" --config "$4""#;
+    let mut cmd = Command::new("unshare");
+    if !root {
+        cmd.args(["--user", "--map-root-user"]);
+    }
+    let mut child = cmd
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            script,
+            "sh",
+        ])
+        .arg(&queue)
+        .arg(ctl)
+        .arg(Collector::bin())
+        .arg(&config)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            eprintln!("SKIPPED: cannot mount a tmpfs in a private namespace here ({status})");
+            return None;
+        }
+        if TcpStream::connect(("127.0.0.1", PORT)).is_ok() && request("GET", "/ping", b"").0 == 204
+        {
+            return Some(child);
+        }
+        assert!(Instant::now() < deadline, "collector did not come up");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn full_queue_filesystem_answers_503_and_writes_resume_when_space_is_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctl = tempfile::tempdir().unwrap();
+    let Some(mut child) = start_on_small_fs(dir.path(), ctl.path()) else {
+        return;
+    };
+    let base = now_s() * 1_000_000_000;
+    // About 8 MiB free: 250 KiB bodies fill it within some 40 requests.
+    let mut acked = 0;
+    let refused = loop {
+        let (status, head, text) = request("POST", "/write?db=full", &body(acked, base));
+        match status {
+            204 => acked += 1,
+            503 => break (head, text),
+            other => panic!("write {acked}: {other} {text}"),
+        }
+        assert!(acked < 200, "the queue never filled up");
+    };
+    let (head, text) = refused;
+    assert!(acked >= 20, "only {acked} writes before the disk was full");
+    assert!(head.contains("retry-after:"), "{head}");
+    assert!(text.contains("full"), "{text}");
+    let (status, _, health) = request("GET", "/health", b"");
+    assert_eq!(status, 503, "{health}");
+    assert!(health.contains("\"status\":\"fail\""), "{health}");
+    let (_, _, metrics) = request("GET", "/metrics", b"");
+    assert!(
+        metrics.contains("\nstorwatch_collector_queue_full 1\n"),
+        "{metrics}"
+    );
+    // Still full: still 503, never 500.
+    assert_eq!(request("POST", "/write?db=full", &body(999, base)).0, 503);
+
+    // Space comes back: the next write is stored, without a restart.
+    std::fs::write(ctl.path().join("free"), b"").unwrap();
+    assert!(
+        wait_for(Duration::from_secs(10), || request(
+            "POST",
+            "/write?db=full",
+            &body(1000, base)
+        )
+        .0 == 204),
+        "writes did not resume once space was back"
+    );
+    let (status, _, health) = request("GET", "/health", b"");
+    assert_eq!(status, 200, "{health}");
+    assert!(health.contains("\"status\":\"pass\""), "{health}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
