@@ -5,7 +5,7 @@
 #
 # Installs what the tests need beyond the Rust toolchain — from the OS packages: curl, python3 and
 # openssl (scripts and test certificates), faketime (a collector whose clock is set back, in the
-# dashboards test) and InfluxDB 1.x (every test that stores data runs a real influxd on
+# dashboards test), prometheus (promtool and a real Prometheus scraping the agent) and InfluxDB 1.x (every test that stores data runs a real influxd on
 # 127.0.0.1) — then checks formatting and lints, builds the tests and runs the whole workspace's
 # tests. Snapshots are never rewritten here. Each phase prints its time, and the end a summary
 # with the slowest test binaries.
@@ -30,8 +30,9 @@ phase() {
 
 phase "prerequisites"
 missing=()
-for tool in curl python3 openssl faketime; do
-  command -v "$tool" >/dev/null || missing+=("$tool")
+# tool:package — promtool and prometheus check the agent's Prometheus exposition
+for pair in curl:curl python3:python3 openssl:openssl faketime:faketime promtool:prometheus; do
+  command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"

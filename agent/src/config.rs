@@ -51,6 +51,8 @@ pub struct Config {
     pub zpool: crate::collect::zpool::ZpoolConfig,
     /// dm-multipath monitoring.
     pub mpath: crate::collect::mpath::MpathConfig,
+    /// Prometheus exposition of the latest reports (off unless `listen` is set).
+    pub prometheus: crate::prometheus::PrometheusConfig,
 }
 
 impl Default for Config {
@@ -75,6 +77,7 @@ impl Default for Config {
             md: Default::default(),
             zpool: Default::default(),
             mpath: Default::default(),
+            prometheus: Default::default(),
         }
     }
 }
@@ -193,6 +196,11 @@ backoff_max_s = 60.0
 # ca_file = "/etc/storwatch/ca.pem"
 # client_cert_file = "/etc/storwatch/agent.pem"
 # client_key_file = "/etc/storwatch/agent.key"
+
+# Prometheus exposition: the latest reports at http://<listen>/metrics in the text format, for
+# sites that scrape (names storwatch_<measurement>_<field>, tags as labels). Empty: off.
+[prometheus]
+listen = ""
 "#;
 
 /// A configuration problem, with the file it came from.

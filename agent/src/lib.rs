@@ -11,6 +11,7 @@ pub mod command;
 pub mod config;
 pub mod event;
 pub mod health;
+pub mod prometheus;
 pub mod rates;
 pub mod root;
 pub mod scheduler;

@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use storwatch_agent::collect::{self, Live};
 use storwatch_agent::config::{self, Config};
+use storwatch_agent::prometheus;
 use storwatch_agent::scheduler::Scheduler;
 use storwatch_agent::sink::{self, OutputSpec, Sink};
 use storwatch_agent::{selfstat, top};
@@ -233,6 +234,13 @@ fn sleep_until(target_ns: i64, stop: &AtomicBool) {
 fn run(cfg: &Config) -> Result<()> {
     let stop = stop_flag()?;
     let mut sink = open_sink(cfg)?;
+    let exporter = match cfg.prometheus.listen.as_str() {
+        "" => None,
+        listen => Some(
+            prometheus::Exporter::start(listen)
+                .with_context(|| format!("[prometheus] listen = {listen:?}"))?,
+        ),
+    };
     let mut sampler = Scheduler::new(cfg, collect::storage(cfg, false));
     let start = Instant::now();
     let sample_ns = i64::try_from(cfg.sample_interval.as_nanos()).unwrap_or(i64::MAX);
@@ -261,6 +269,9 @@ fn run(cfg: &Config) -> Result<()> {
             sampler.report(&mut w, tick, start.elapsed().as_secs_f64(), sink.stats());
             if let Err(e) = sink.send(w.as_bytes()) {
                 tracing::error!("output: {e}");
+            }
+            if let Some(x) = &exporter {
+                x.update(w.as_bytes());
             }
             if !reported_once {
                 tracing::info!(lines = w.lines(), "first report written");

@@ -1,0 +1,461 @@
+//! Prometheus exposition: an optional listener that serves the latest reports at `/metrics` in
+//! the Prometheus text format (version 0.0.4), for sites that scrape rather than push.
+//!
+//! Every numeric field of a report line becomes one sample: metric
+//! `storwatch_<measurement>_<field>`, labels from the line's tags, booleans as 0/1. Field names
+//! are spelt the Prometheus way, in base units, as `promtool check metrics` asks: `_ms`, `_us`,
+//! `_s` become `_seconds` (values scaled), `_kb` `_bytes` (×1024, the kernel's KiB), `_per_s`
+//! `_per_second`, `_pct` `_percent`, and iostat's one-letter directions are written out (`r`
+//! read, `w` write, `d` discard, `f` flush; `rkb_per_s` is `read_bytes_per_second`). So
+//! `disk.r_await_ms` is `storwatch_disk_read_await_seconds`. Fields with `total` in their name
+//! are counters and end in `_total` (`pressure.io_some_total_us` is
+//! `storwatch_pressure_io_some_seconds_total`); all others are gauges. String fields (states, names) are left out: they are labels in
+//! the `_info` metric of their measurement when they describe the series
+//! (`storwatch_md_info{array="md0",state="recovering",sync_action="recover"} 1`). Events are
+//! not exposed (a scrape would miss most of them; they stay in InfluxDB).
+//!
+//! A series stays exposed for [`KEEP_REPORTS`] reports after the last report that carried it, so
+//! lines written only on change or every few minutes (`disk_tunables`) do not flicker, and a
+//! vanished device disappears within a minute at the default interval. Samples carry no
+//! timestamp: Prometheus stamps them with the scrape time.
+//!
+//! The listener is one thread serving one connection at a time: `GET /metrics` (any query
+//! string), 404 for other paths, 405 for other methods; a client gets 5 s to send its request
+//! (at most 8 KiB of headers) and to read the answer.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde::Deserialize;
+use storwatch_wire::lp::{parse_line, Backend, FieldValue};
+
+/// How many reports a series outlives the last report that carried it.
+pub const KEEP_REPORTS: u64 = 6;
+/// Request headers read at most.
+const MAX_REQUEST_BYTES: usize = 8 << 10;
+/// Time a client gets to send its request and to read the answer.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Measurements not exposed.
+const SKIPPED: [&str; 1] = ["event"];
+
+/// `[prometheus]` in the agent's configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PrometheusConfig {
+    /// Address to serve `/metrics` on (`"0.0.0.0:9634"`); empty: no listener.
+    pub listen: String,
+}
+
+#[derive(Debug, Clone)]
+struct Series {
+    measurement: String,
+    labels: Vec<(String, String)>,
+    /// Numeric fields (named the Prometheus way) and their values in base units.
+    values: Vec<(String, String, f64)>,
+    /// String fields, for the measurement's `_info` metric.
+    info: Vec<(String, String)>,
+    report: u64,
+}
+
+/// The latest value of every series the recent reports carried.
+#[derive(Debug, Default)]
+pub struct Exposition {
+    series: BTreeMap<String, Series>,
+    reports: u64,
+}
+
+impl Exposition {
+    /// Takes in one report (line protocol, one line per `\n`); lines that do not parse are
+    /// skipped (the agent wrote them, so there are none).
+    pub fn update(&mut self, report: &str) {
+        self.reports += 1;
+        for line in report.lines() {
+            let Ok(p) = parse_line(line, Backend::V1) else {
+                continue;
+            };
+            if SKIPPED.contains(&p.measurement.as_ref()) {
+                continue;
+            }
+            let mut labels: Vec<(String, String)> = p
+                .tags
+                .iter()
+                .map(|(k, v)| (label_name(k), v.to_string()))
+                .collect();
+            labels.sort();
+            let mut key = p.measurement.to_string();
+            for (k, v) in &labels {
+                let _ = write!(key, ",{k}={v}");
+            }
+            let mut values = Vec::new();
+            let mut info = Vec::new();
+            for (field, value) in &p.fields {
+                let v = match value {
+                    FieldValue::Float(f) => *f,
+                    FieldValue::Integer(i) => *i as f64,
+                    FieldValue::Unsigned(u) => *u as f64,
+                    FieldValue::Boolean(b) => f64::from(u8::from(*b)),
+                    FieldValue::String(s) => {
+                        info.push((label_name(field), s.to_string()));
+                        continue;
+                    }
+                };
+                let (name, scale) = prom_field(field);
+                values.push((name, field.to_string(), v * scale));
+            }
+            self.series.insert(
+                key,
+                Series {
+                    measurement: p.measurement.to_string(),
+                    labels,
+                    values,
+                    info,
+                    report: self.reports,
+                },
+            );
+        }
+        let now = self.reports;
+        self.series
+            .retain(|_, s| now.saturating_sub(s.report) < KEEP_REPORTS);
+    }
+
+    /// The text format: one family per metric name, each with HELP and TYPE, families sorted.
+    pub fn render(&self) -> String {
+        // family name -> (measurement, field, samples)
+        let mut families: BTreeMap<String, (String, String, Vec<String>)> = BTreeMap::new();
+        for s in self.series.values() {
+            let base = metric_name(&s.measurement);
+            for (prom, field, v) in &s.values {
+                let name = format!("{base}_{prom}");
+                let fam = families
+                    .entry(name.clone())
+                    .or_insert_with(|| (s.measurement.clone(), field.clone(), Vec::new()));
+                fam.2.push(sample(&name, &s.labels, &[], *v));
+            }
+            if !s.info.is_empty() {
+                let name = format!("{base}_info");
+                let fam = families
+                    .entry(name.clone())
+                    .or_insert_with(|| (s.measurement.clone(), String::new(), Vec::new()));
+                fam.2.push(sample(&name, &s.labels, &s.info, 1.0));
+            }
+        }
+        let mut out = String::with_capacity(64 * families.len());
+        for (name, (measurement, field, samples)) in &families {
+            let (kind, help) = if field.is_empty() {
+                (
+                    "gauge",
+                    format!("States of storwatch's {measurement} series as labels (always 1)."),
+                )
+            } else {
+                (
+                    if name.ends_with("_total") {
+                        "counter"
+                    } else {
+                        "gauge"
+                    },
+                    format!(
+                        "storwatch {measurement} field {field}, in base units (docs/metrics.md)."
+                    ),
+                )
+            };
+            let _ = writeln!(out, "# HELP {name} {}", escape_help(&help));
+            let _ = writeln!(out, "# TYPE {name} {kind}");
+            for s in samples {
+                out.push_str(s);
+            }
+        }
+        out
+    }
+}
+
+/// A field's name in Prometheus's conventions and the factor to its base unit.
+fn prom_field(field: &str) -> (String, f64) {
+    let mut parts: Vec<&str> = Vec::new();
+    let mut scale = 1.0;
+    let mut total = false;
+    let tokens: Vec<String> = name_part(field).split('_').map(str::to_owned).collect();
+    for (i, t) in tokens.iter().enumerate() {
+        let after_per = i > 0 && tokens.get(i - 1).is_some_and(|p| p == "per");
+        match t.as_str() {
+            "total" => total = true,
+            "s" if after_per => parts.push("second"),
+            "s" | "sec" => parts.push("seconds"),
+            "ms" => {
+                parts.push("seconds");
+                scale *= 1e-3;
+            }
+            "us" => {
+                parts.push("seconds");
+                scale *= 1e-6;
+            }
+            "ns" => {
+                parts.push("seconds");
+                scale *= 1e-9;
+            }
+            "kb" => {
+                parts.push("bytes");
+                scale *= 1024.0;
+            }
+            "mb" => {
+                parts.push("bytes");
+                scale *= 1024.0 * 1024.0;
+            }
+            "rkb" | "wkb" | "dkb" => {
+                parts.push(direction(&t[..1]));
+                parts.push("bytes");
+                scale *= 1024.0;
+            }
+            "r" | "w" | "d" | "f" => parts.push(direction(t)),
+            "pct" => parts.push("percent"),
+            other => parts.push(other),
+        }
+    }
+    if total {
+        parts.push("total");
+    }
+    (parts.join("_"), scale)
+}
+
+fn direction(letter: &str) -> &'static str {
+    match letter {
+        "r" => "read",
+        "w" => "write",
+        "d" => "discard",
+        _ => "flush",
+    }
+}
+
+/// `storwatch_<measurement>` with anything but `[a-zA-Z0-9_]` made `_`.
+fn metric_name(measurement: &str) -> String {
+    format!("storwatch_{}", name_part(measurement))
+}
+
+fn name_part(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+/// A label name: `[a-zA-Z_][a-zA-Z0-9_]*`, never starting with `__` (reserved).
+fn label_name(s: &str) -> String {
+    let mut n = name_part(s);
+    if n.starts_with(|c: char| c.is_ascii_digit()) || n.is_empty() {
+        n.insert(0, '_');
+    }
+    while n.starts_with("__") {
+        n.remove(0);
+    }
+    n
+}
+
+fn escape_label(v: &str, out: &mut String) {
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+fn escape_help(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+fn sample(name: &str, labels: &[(String, String)], extra: &[(String, String)], v: f64) -> String {
+    let mut s = String::with_capacity(name.len() + 64);
+    s.push_str(name);
+    if !labels.is_empty() || !extra.is_empty() {
+        s.push('{');
+        for (i, (k, val)) in labels.iter().chain(extra).enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str(k);
+            s.push_str("=\"");
+            escape_label(val, &mut s);
+            s.push('"');
+        }
+        s.push('}');
+    }
+    s.push(' ');
+    if v.is_nan() {
+        s.push_str("NaN");
+    } else if v.is_infinite() {
+        s.push_str(if v > 0.0 { "+Inf" } else { "-Inf" });
+    } else {
+        let _ = write!(s, "{v}");
+    }
+    s.push('\n');
+    s
+}
+
+/// The running listener: give it each report with [`Exporter::update`].
+#[derive(Debug, Clone)]
+pub struct Exporter {
+    state: Arc<Mutex<Exposition>>,
+    page: Arc<Mutex<Arc<String>>>,
+}
+
+impl Exporter {
+    /// Binds `listen` and serves `/metrics` from a thread of its own.
+    pub fn start(listen: &str) -> std::io::Result<Exporter> {
+        let listener = TcpListener::bind(listen)?;
+        tracing::info!(listen = %listener.local_addr()?, "serving Prometheus metrics at /metrics");
+        let exporter = Exporter {
+            state: Arc::new(Mutex::new(Exposition::default())),
+            page: Arc::new(Mutex::new(Arc::new(String::new()))),
+        };
+        let page = Arc::clone(&exporter.page);
+        std::thread::Builder::new()
+            .name("prometheus".into())
+            .spawn(move || serve(&listener, &page))?;
+        Ok(exporter)
+    }
+
+    /// Takes in a report and renders the page the next scrapes get.
+    pub fn update(&self, report: &[u8]) {
+        let text = String::from_utf8_lossy(report);
+        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        st.update(&text);
+        let rendered = Arc::new(st.render());
+        *self.page.lock().unwrap_or_else(PoisonError::into_inner) = rendered;
+    }
+}
+
+fn serve(listener: &TcpListener, page: &Mutex<Arc<String>>) {
+    for conn in listener.incoming() {
+        match conn {
+            Ok(stream) => {
+                let body = Arc::clone(&page.lock().unwrap_or_else(PoisonError::into_inner));
+                if let Err(e) = answer(stream, &body) {
+                    tracing::debug!(error = %e, "prometheus: client went away");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "prometheus: accept failed");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+fn answer(mut stream: TcpStream, body: &str) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
+    stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
+    let mut req = Vec::with_capacity(1024);
+    let mut buf = [0u8; 1024];
+    while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        req.extend_from_slice(buf.get(..n).unwrap_or_default());
+        if req.len() > MAX_REQUEST_BYTES {
+            return respond(&mut stream, "431 Request Header Fields Too Large", "");
+        }
+    }
+    let line = String::from_utf8_lossy(&req);
+    let mut parts = line.split_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let path = target.split('?').next().unwrap_or("");
+    match (method, path) {
+        ("GET", "/metrics") => respond(&mut stream, "200 OK", body),
+        ("GET", _) => respond(&mut stream, "404 Not Found", "see /metrics\n"),
+        _ => respond(&mut stream, "405 Method Not Allowed", ""),
+    }
+}
+
+fn respond(stream: &mut TcpStream, status: &str, body: &str) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body.as_bytes())?;
+    stream.flush()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    const REPORT: &str = "\
+disk,host=node1,device=sda,name=sda util_pct=12.5,r_per_s=3i,saturated_s=0i 1700000000000000000
+md,host=node1,array=md0,level=raid6 members=12i,state=\"recovering\",sync_action=\"recover\",stalled=false,rebuild_risk=1.5e-7 1700000000000000000
+agent_source,host=node1,source=zpool errors=0i,errors_total=3i 1700000000000000000
+event,host=node1,kind=md_degraded message=\"md0 lost a member\" 1700000000000000000
+";
+
+    #[test]
+    fn report_as_text_format() {
+        let mut e = Exposition::default();
+        e.update(REPORT);
+        insta::assert_snapshot!(e.render());
+    }
+
+    #[test]
+    fn labels_are_escaped_and_names_made_valid() {
+        let mut e = Exposition::default();
+        e.update("my-meas,host=a\\ b,9tag=x\\\"y\\\\z,__x=1 v.1=2i 1\n");
+        let text = e.render();
+        assert!(
+            // 1.x keeps `\"` and `\\` of a tag value as written; the text format escapes each
+            text.contains(r#"storwatch_my_meas_v_1{_9tag="x\\\"y\\\\z",_x="1",host="a b"} 2"#),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE storwatch_my_meas_v_1 gauge"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn field_names_in_base_units() {
+        for (field, name, scale) in [
+            ("r_await_ms", "read_await_seconds", 1e-3),
+            ("rkb_per_s", "read_bytes_per_second", 1024.0),
+            ("d_per_s", "discard_per_second", 1.0),
+            ("io_some_total_us", "io_some_seconds_total", 1e-6),
+            ("rss_kb", "rss_bytes", 1024.0),
+            ("util_pct", "util_percent", 1.0),
+            ("errors_total", "errors_total", 1.0),
+            ("sync_eta_s", "sync_eta_seconds", 1.0),
+            ("rareq_sz_kb", "rareq_sz_bytes", 1024.0),
+        ] {
+            assert_eq!(prom_field(field), (name.to_string(), scale), "{field}");
+        }
+    }
+
+    #[test]
+    fn series_outlive_a_few_reports_then_go() {
+        let mut e = Exposition::default();
+        e.update("disk_tunables,device=sda read_ahead_kb=128i 1\n");
+        for _ in 1..KEEP_REPORTS {
+            e.update("disk,device=sda util_pct=1 2\n");
+            assert!(e
+                .render()
+                .contains("storwatch_disk_tunables_read_ahead_bytes"));
+        }
+        e.update("disk,device=sda util_pct=1 2\n");
+        assert!(!e.render().contains("read_ahead"));
+        assert!(e
+            .render()
+            .contains("storwatch_disk_util_percent{device=\"sda\"} 1\n"));
+    }
+
+    #[test]
+    fn empty_and_garbage_reports_render_nothing() {
+        let mut e = Exposition::default();
+        e.update("");
+        e.update("not line protocol at all\n\u{1b}[31m\n");
+        assert_eq!(e.render(), "");
+    }
+}
