@@ -87,7 +87,14 @@ impl LastSeen {
         let tmp = path.with_extension("json.tmp");
         let written = (|| -> std::io::Result<()> {
             use std::io::Write;
-            let mut f = std::fs::File::create(&tmp)?;
+            let mut f = std::os::unix::fs::OpenOptionsExt::mode(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true),
+                0o600,
+            )
+            .open(&tmp)?;
             f.write_all(&bytes)?;
             if sync {
                 f.sync_data()?;

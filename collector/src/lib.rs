@@ -31,7 +31,7 @@ use tokio::task::JoinHandle;
 use crate::config::{Config, ConfigError};
 use crate::forward::{Forwarder, Output};
 use crate::heartbeat::LastSeen;
-use crate::http::auth::{RateLimiter, Tokens};
+use crate::http::auth::{self, RateLimiter, Tokens};
 use crate::http::{server, AppState};
 use crate::ingest::{TypeMap, TypeMapError};
 use crate::metrics::Metrics;
@@ -99,19 +99,13 @@ fn load_tokens(cfg: &Config, addr: SocketAddr) -> Result<Option<Tokens>, StartEr
         return Err(StartError::OpenNotLoopback(addr));
     }
     let tokens = match &cfg.token_file {
-        Some(path) => match std::fs::read_to_string(path) {
-            Ok(text) => Some(Tokens::parse(&text).map_err(|e| StartError::Tokens {
+        Some(path) if cfg.insecure_open && !path.exists() => None,
+        Some(path) => Some(
+            auth::load_token_file(path).map_err(|reason| StartError::Tokens {
                 path: path.clone(),
-                reason: e.to_string(),
-            })?),
-            Err(e) if cfg.insecure_open && e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => {
-                return Err(StartError::Tokens {
-                    path: path.clone(),
-                    reason: e.to_string(),
-                })
-            }
-        },
+                reason,
+            })?,
+        ),
         None => None,
     };
     match tokens {
@@ -176,10 +170,12 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
     let types = TypeMap::load(&cfg.queue_dir)?;
     let last_seen = Arc::new(LastSeen::load(Some(&cfg.queue_dir)));
     let dead_dir = cfg.queue_dir.join("dead-letter");
-    std::fs::create_dir_all(&dead_dir).map_err(|source| StartError::Dir {
-        path: dead_dir.clone(),
-        source,
-    })?;
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(&dead_dir)
+        .map_err(|source| StartError::Dir {
+            path: dead_dir.clone(),
+            source,
+        })?;
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();

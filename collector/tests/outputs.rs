@@ -133,6 +133,11 @@ struct Run {
 fn forwarder(url: &str, api: Api, tweak: impl FnOnce(&mut OutputConfig)) -> Run {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("token"), "secret-output-token\n").unwrap();
+    std::fs::set_permissions(
+        dir.path().join("token"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
     let mut cfg = OutputConfig {
         name: Some("fake".into()),
         url: url.into(),
@@ -280,6 +285,11 @@ async fn v1_basic_auth_from_user_password_token() {
         c.token_file = None;
     });
     std::fs::write(run.dir.path().join("up"), "writer:pw\n").unwrap();
+    std::fs::set_permissions(
+        run.dir.path().join("up"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
     let cfg = OutputConfig {
         url: url.clone(),
         db: Some("sw".into()),

@@ -22,6 +22,11 @@ async fn mutual_tls_admits_only_clients_of_the_allowed_ca() {
     make_cert(d, "site-ca", "agent", CLIENT);
     make_cert(d, "other-ca", "stranger", CLIENT);
     std::fs::write(d.join("tokens"), "agents:tls-agents-token-0123456789\n").unwrap();
+    std::fs::set_permissions(
+        d.join("tokens"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
 
     let cfg = Config {
         listen: "127.0.0.1:0".into(),

@@ -28,6 +28,13 @@ impl Collector {
     pub fn write_config(dir: &Path, port: u16, influx: &str, db: &str, token: &str) -> PathBuf {
         let config = dir.join("collector.toml");
         std::fs::write(dir.join("tokens"), format!("agents:{token}\n")).unwrap();
+        // a secret: the collector refuses a token file other users can read
+        std::fs::set_permissions(
+            dir.join("tokens"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )
+        .unwrap();
+
         std::fs::write(
             &config,
             format!(

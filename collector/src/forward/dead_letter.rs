@@ -18,17 +18,18 @@ impl Forwarder {
             .unwrap_or(0);
         let mut text = String::new();
         for (line, reason) in entries {
-            let reason: String = reason.replace(['\n', '\r'], " ");
+            let reason = crate::http::printable(reason);
             text.push_str(&format!(
                 "# unix_s={now} output={} reason={reason}\n{line}\n",
                 self.output.name
             ));
         }
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.dead_letter)
-            .map_err(err)?;
+        let mut f = std::os::unix::fs::OpenOptionsExt::mode(
+            std::fs::OpenOptions::new().create(true).append(true),
+            0o600,
+        )
+        .open(&self.dead_letter)
+        .map_err(err)?;
         f.write_all(text.as_bytes()).map_err(err)?;
         f.sync_data().map_err(err)?;
         self.metrics

@@ -105,6 +105,9 @@ impl Output {
                 let token = std::fs::read_to_string(path).map_err(|e| {
                     out_err(&cfg.url, format!("token file {}: {e}", path.display()))
                 })?;
+                crate::http::auth::check_secret_file(path).map_err(|e| {
+                    out_err(&cfg.url, format!("token file {}: {e}", path.display()))
+                })?;
                 let token = token.trim();
                 let value = if api == Api::V1 && token.contains(':') {
                     format!("Basic {}", base64_encode(token.as_bytes()))

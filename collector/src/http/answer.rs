@@ -46,7 +46,7 @@ pub(super) fn written(api: Api, v: &Validated, client: &str, backends: Backends)
     let mut resp = if v.rejected.is_empty() {
         StatusCode::NO_CONTENT.into_response()
     } else {
-        tracing::info!(client = %client, accepted = v.accepted_lines, rejected = v.rejected.len(), first = %v.rejected[0].reason, "partial write");
+        tracing::info!(client = %client, accepted = v.accepted_lines, rejected = v.rejected.len(), first = %printable(&v.rejected[0].reason), "partial write");
         let syntax = v.rejected.iter().any(|r| r.kind == Kind::Syntax);
         let status = if syntax {
             StatusCode::BAD_REQUEST
@@ -104,4 +104,43 @@ pub(super) fn written(api: Api, v: &Validated, client: &str, backends: Backends)
         HeaderValue::from(v.rejected.len() as u64),
     );
     resp
+}
+
+/// Text from a client made safe for a log line: control characters (ESC, CR, LF, NUL, DEL, the
+/// C1 range) are written as `\u{..}` escapes, so a request cannot forge log lines or drive a
+/// terminal; at most 512 characters are kept.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    const MAX: usize = 512;
+    if text.len() <= MAX && !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len().min(MAX) + 16);
+    for (n, c) in text.chars().enumerate() {
+        if n == MAX {
+            out.push_str("…");
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    #[test]
+    fn control_characters_are_escaped_for_logs() {
+        assert_eq!(printable("plain text"), "plain text");
+        assert_eq!(
+            printable("a\u{1b}[31mred\r\nfake: INFO\0z\u{7f}\u{9b}"),
+            "a\\u{1b}[31mred\\u{d}\\u{a}fake: INFO\\u{0}z\\u{7f}\\u{9b}"
+        );
+        let long = "x".repeat(2000);
+        assert_eq!(printable(&long).chars().count(), 513);
+    }
 }

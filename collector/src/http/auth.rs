@@ -6,6 +6,8 @@
 //! limiter; an unnamed token is called `token<N>` after its line number.
 
 use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -76,6 +78,37 @@ impl Tokens {
         }
         found
     }
+}
+
+/// Checks that a secret (token file, TLS key) is not open to other users, as ssh does for its
+/// keys: readable or writable by others, or writable by the group, is refused with the `chmod`
+/// that fixes it; readable by the group (a service group, `root:storwatch 0640`) is allowed with
+/// a warning.
+pub fn check_secret_file(path: &Path) -> Result<(), String> {
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    let mode = meta.mode() & 0o777;
+    if mode & 0o027 != 0 {
+        return Err(format!(
+            "mode {mode:04o} lets other users read or change this secret; \
+             run `chmod 600 {}` (or 640 with a group of its own)",
+            path.display()
+        ));
+    }
+    if mode & 0o040 != 0 {
+        tracing::warn!(
+            path = %path.display(),
+            mode = format!("{mode:04o}"),
+            "secret readable by its group: make sure only the collector's group can read it"
+        );
+    }
+    Ok(())
+}
+
+/// Reads and parses a token file after [`check_secret_file`].
+pub fn load_token_file(path: &Path) -> Result<Tokens, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    check_secret_file(path)?;
+    Tokens::parse(&text).map_err(|e| e.to_string())
 }
 
 /// Constant-time equality (time depends only on the lengths).
@@ -244,5 +277,29 @@ mod tests {
         assert!(rl.take("c", 50, t0).is_ok());
         assert_eq!(rl.take("c", 50, t0), Err(5));
         assert!(RateLimiter::new(0, 0).take("x", u64::MAX, t0).is_ok());
+    }
+
+    #[test]
+    fn secrets_open_to_others_are_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens");
+        std::fs::write(&path, "agents:agents-token-0123456789\n").unwrap();
+        for (mode, ok) in [
+            (0o600, true),
+            (0o640, true),
+            (0o400, true),
+            (0o644, false),
+            (0o660, false),
+            (0o606, false),
+            (0o602, false),
+        ] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let r = load_token_file(&path);
+            assert_eq!(r.is_ok(), ok, "mode {mode:o}: {r:?}");
+            if let Err(e) = r {
+                assert!(e.contains("chmod 600"), "{e}");
+            }
+        }
     }
 }

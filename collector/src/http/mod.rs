@@ -9,6 +9,7 @@
 //! * [`server`] — the listener: TLS/mTLS, header/body/idle timeouts, connection limit.
 
 mod answer;
+pub use answer::printable;
 pub mod auth;
 pub mod server;
 mod status;

@@ -57,6 +57,7 @@ pub fn tls_acceptor(cfg: &TlsConfig) -> Result<Option<tokio_rustls::TlsAcceptor>
     if chain.is_empty() {
         return Err(file_err(cert, "no certificate found"));
     }
+    super::auth::check_secret_file(key).map_err(|e| file_err(key, e))?;
     let key = PrivateKeyDer::from_pem_file(key).map_err(|e| file_err(key, e))?;
     let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()?;
