@@ -117,7 +117,7 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     let mut out = String::with_capacity(text.len().min(MAX) + 16);
     for (n, c) in text.chars().enumerate() {
         if n == MAX {
-            out.push_str("…");
+            out.push('…');
             break;
         }
         if c.is_control() {
