@@ -144,6 +144,11 @@ pub struct HeartbeatConfig {
     pub measurement: String,
     /// Tag whose value names the sending host in incoming lines.
     pub host_tag: String,
+    /// Hosts tracked at most; lines from further new hosts are stored but get no heartbeat
+    /// (a warning says how many, once per heartbeat).
+    pub max_hosts: usize,
+    /// A host silent this long gets no more heartbeat lines (and is forgotten), seconds.
+    pub forget_after_s: u64,
 }
 
 impl Default for HeartbeatConfig {
@@ -152,6 +157,8 @@ impl Default for HeartbeatConfig {
             interval_s: 30,
             measurement: "collector_heartbeat".into(),
             host_tag: "host".into(),
+            max_hosts: 10_000,
+            forget_after_s: 7 * 86_400,
         }
     }
 }
@@ -372,6 +379,10 @@ interval_s = 30
 measurement = "collector_heartbeat"
 # Tag naming the sending host in incoming lines.
 host_tag = "host"
+# Hosts tracked at most (a site's nodes, with room): further new hosts get no heartbeat, and a
+# warning says how many were turned away. A host silent for forget_after_s (7 days) is dropped.
+max_hosts = 10000
+forget_after_s = 604800
 
 # Outputs: every accepted line goes to each of them. Repeat the table for more outputs.
 # [[outputs]]

@@ -1,7 +1,8 @@
 //! Last-seen per host, and the heartbeat lines that carry it to InfluxDB.
 //!
 //! Every accepted line's `host` tag (configurable) updates that host's last-seen time. Every
-//! heartbeat interval the collector writes, for each host it has ever seen:
+//! heartbeat interval the collector writes, for each host seen within `forget_after_s` (7 days),
+//! at most `max_hosts` (10,000) of them:
 //!
 //! ```text
 //! collector_heartbeat,host=<host> last_seen_s=<unix s>i,age_s=<s since>i,lines=<lines in interval>i <now>
@@ -35,6 +36,9 @@ pub struct LastSeen {
     path: Option<PathBuf>,
     hosts: Mutex<BTreeMap<String, HostSeen>>,
     max_hosts: usize,
+    forget_after_s: i64,
+    /// New hosts turned away at the cap since the last heartbeat, and in all.
+    refused: Mutex<(u64, u64)>,
 }
 
 impl LastSeen {
@@ -50,8 +54,31 @@ impl LastSeen {
         LastSeen {
             path,
             hosts: Mutex::new(hosts),
-            max_hosts: 100_000,
+            max_hosts: 10_000,
+            forget_after_s: 7 * 86_400,
+            refused: Mutex::new((0, 0)),
         }
+    }
+
+    /// With the cap on hosts and the time after which a silent host is dropped.
+    pub fn with_limits(mut self, max_hosts: usize, forget_after_s: u64) -> LastSeen {
+        self.max_hosts = max_hosts;
+        self.forget_after_s = i64::try_from(forget_after_s).unwrap_or(i64::MAX);
+        self
+    }
+
+    /// New hosts turned away at the cap since start.
+    pub fn refused_total(&self) -> u64 {
+        self.refused.lock().unwrap_or_else(|e| e.into_inner()).1
+    }
+
+    /// Hosts tracked.
+    pub fn len(&self) -> usize {
+        self.hosts.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Records lines from hosts at `now_s`. A host seen for the first time is saved at once
@@ -60,6 +87,7 @@ impl LastSeen {
     pub fn seen<'a>(&self, hosts: impl IntoIterator<Item = (&'a String, &'a u64)>, now_s: i64) {
         let mut map = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
         let before = map.len();
+        let mut refused = 0u64;
         for (host, lines) in hosts {
             if let Some(h) = map.get_mut(host.as_str()) {
                 h.last_seen_s = h.last_seen_s.max(now_s);
@@ -72,7 +100,14 @@ impl LastSeen {
                         lines: *lines,
                     },
                 );
+            } else {
+                refused += 1;
             }
+        }
+        if refused > 0 {
+            let mut r = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+            r.0 += refused;
+            r.1 += refused;
         }
         if map.len() != before {
             self.save(&map, true);
@@ -119,6 +154,24 @@ impl LastSeen {
     pub fn heartbeat(&self, measurement: &str, host_tag: &str, now_ns: i64) -> String {
         let now_s = now_ns.div_euclid(1_000_000_000);
         let mut map = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
+        let before = map.len();
+        let window = self.forget_after_s;
+        map.retain(|_, seen| now_s.saturating_sub(seen.last_seen_s) <= window);
+        if map.len() < before {
+            tracing::info!(
+                forgotten = before - map.len(),
+                silent_for_s = window,
+                "hosts silent for longer than heartbeat.forget_after_s get no more heartbeats"
+            );
+        }
+        let refused = std::mem::take(&mut self.refused.lock().unwrap_or_else(|e| e.into_inner()).0);
+        if refused > 0 {
+            tracing::warn!(
+                refused_hosts = refused,
+                max_hosts = self.max_hosts,
+                "new hosts beyond heartbeat.max_hosts get no heartbeat (their lines are stored); raise it if the site is that large"
+            );
+        }
         // No common host tag: the host goes under the configured tag name.
         let mut w = LineWriter::new("", &[]);
         for (host, seen) in map.iter_mut() {
@@ -164,5 +217,22 @@ mod tests {
         assert_eq!(ls2.get("node-a").unwrap().last_seen_s, 1010);
         let text = ls.heartbeat("hb", "host", 1_040_000_000_000);
         assert!(text.contains("host=node-a last_seen_s=1010i,age_s=30i,lines=0i"));
+    }
+
+    #[test]
+    fn one_request_with_many_hosts_is_bounded_and_silent_hosts_go() {
+        let ls = LastSeen::load(None).with_limits(1000, 3600);
+        let hosts: Vec<(String, u64)> = (0..100_000).map(|i| (format!("h{i}"), 1)).collect();
+        ls.seen(hosts.iter().map(|(h, n)| (h, n)), 1000);
+        assert_eq!(ls.len(), 1000);
+        assert_eq!(ls.refused_total(), 99_000);
+        let text = ls.heartbeat("hb", "host", 1_100_000_000_000);
+        assert_eq!(text.lines().count(), 1000);
+        // an hour and more later, with one of them still talking
+        let a = ("h1".to_string(), 1u64);
+        ls.seen([(&a.0, &a.1)], 4_700);
+        let text = ls.heartbeat("hb", "host", 4_700_000_000_000);
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.starts_with("hb,host=h1 "), "{text}");
     }
 }

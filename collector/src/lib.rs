@@ -168,7 +168,10 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
         );
     }
     let types = TypeMap::load(&cfg.queue_dir)?;
-    let last_seen = Arc::new(LastSeen::load(Some(&cfg.queue_dir)));
+    let last_seen = Arc::new(
+        LastSeen::load(Some(&cfg.queue_dir))
+            .with_limits(cfg.heartbeat.max_hosts, cfg.heartbeat.forget_after_s),
+    );
     let dead_dir = cfg.queue_dir.join("dead-letter");
     std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
         .create(&dead_dir)
