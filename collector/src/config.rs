@@ -86,6 +86,12 @@ pub struct Limits {
     pub idle_timeout_s: u64,
     /// Most concurrent connections; more are closed at once.
     pub max_connections: usize,
+    /// Request bodies held in memory at once, across all connections, in bytes. A request that
+    /// finds no room waits up to 5 s, then gets 503 with `Retry-After: 1`.
+    pub max_inflight_body_bytes: usize,
+    /// Length of the listen queue (connections the kernel holds until accepted); the kernel
+    /// caps it at `net.core.somaxconn` (4096 on current kernels).
+    pub listen_backlog: u32,
     /// Lines per second each token may send, on average (0 = no limit).
     pub rate_limit_lines_per_s: u64,
     /// Lines a token may send in a burst above the average rate.
@@ -104,6 +110,8 @@ impl Default for Limits {
             body_timeout_s: 30,
             idle_timeout_s: 120,
             max_connections: 4096,
+            max_inflight_body_bytes: 64 << 20,
+            listen_backlog: 4096,
             rate_limit_lines_per_s: 1_000_000,
             rate_limit_burst_lines: 2_000_000,
         }
@@ -357,6 +365,11 @@ body_timeout_s = 30
 idle_timeout_s = 120
 # Most concurrent connections; more are closed at once.
 max_connections = 4096
+# Request bodies held in memory at once across all connections; past it a request waits up to
+# 5 s for room, then gets 503 + Retry-After: 1.
+max_inflight_body_bytes = 67108864
+# Listen queue for a fleet reconnecting at once (capped by the kernel's net.core.somaxconn).
+listen_backlog = 4096
 # Per-token rate limit: average lines per second (0 = none) and burst size in lines.
 # Above it the answer is 429 with Retry-After.
 rate_limit_lines_per_s = 1000000

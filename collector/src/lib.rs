@@ -250,9 +250,22 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
         work_slots: tokio::sync::Semaphore::new(
             std::thread::available_parallelism().map_or(2, |n| n.get()),
         ),
+        inflight_kib: tokio::sync::Semaphore::new(
+            (cfg.limits.max_inflight_body_bytes / 1024).max(1),
+        ),
     });
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
+    // std's and tokio's bind listen with a backlog of 128: too short for a fleet reconnecting
+    // at once after a restart (SYN retries cost each agent 1, 3, 7 s).
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()
+    } else {
+        tokio::net::TcpSocket::new_v6()
+    }
+    .and_then(|s| s.set_reuseaddr(true).map(|()| s))
+    .and_then(|s| s.bind(addr).map(|()| s))
+    .map_err(|source| StartError::Bind { addr, source })?;
+    let listener = socket
+        .listen(cfg.limits.listen_backlog.max(1))
         .map_err(|source| StartError::Bind { addr, source })?;
     let bound = listener
         .local_addr()

@@ -50,6 +50,7 @@ fn fixture_for(
         host_tag: "host".into(),
         backends,
         work_slots: tokio::sync::Semaphore::new(2),
+        inflight_kib: tokio::sync::Semaphore::new(64 << 10),
     });
     Fixture { _dir: dir, state }
 }

@@ -47,6 +47,8 @@ pub struct AppState {
     /// Bodies being inflated and validated at once (one per core): bounds the memory of
     /// decompressed bodies however many clients send at the same time.
     pub work_slots: tokio::sync::Semaphore,
+    /// Room for request bodies in memory, in KiB (`limits.max_inflight_body_bytes`).
+    pub inflight_kib: tokio::sync::Semaphore,
 }
 
 /// The router over a shared state.

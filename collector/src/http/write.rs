@@ -135,6 +135,27 @@ async fn write(
             &format!("body larger than {max_body} bytes"),
         );
     }
+    // Bodies in memory across all connections are bounded: a request waits a little for room,
+    // then is asked to come back; its bytes wait in the kernel's socket buffers meanwhile.
+    let room_kib =
+        u32::try_from((st.limits.max_inflight_body_bytes as u64 / 1024).max(1)).unwrap_or(u32::MAX);
+    let want_kib = u32::try_from(declared.unwrap_or(max_body as u64).div_ceil(1024))
+        .unwrap_or(u32::MAX)
+        .clamp(1, room_kib);
+    let _room =
+        match tokio::time::timeout(INFLIGHT_WAIT, st.inflight_kib.acquire_many(want_kib)).await {
+            Ok(Ok(permit)) => permit,
+            _ => {
+                m.overloaded.fetch_add(1, Ordering::Relaxed);
+                let r = error(
+                    api,
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    "too many request bodies in flight; retry later",
+                );
+                return with_retry_after(r, 1);
+            }
+        };
     let timeout = Duration::from_secs(st.limits.body_timeout_s.max(1));
     let capacity = declared.map_or(64 << 10, |n| n as usize).min(max_body);
     let raw: Bytes = match tokio::time::timeout(timeout, read_body(body, capacity, max_body)).await
@@ -246,6 +267,9 @@ async fn write(
 
     written(api, &v, &client, st.backends)
 }
+
+/// How long a request waits for room among the bodies in flight before it gets 503.
+const INFLIGHT_WAIT: Duration = Duration::from_secs(5);
 
 enum BodyError {
     TooLarge,

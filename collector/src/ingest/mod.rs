@@ -203,7 +203,7 @@ fn learn<'a>(
 ) -> Result<(), TypeMapError> {
     let mut t = types.write();
     let mut total: usize = t.values().map(|m| m.len()).sum();
-    let mut learned = false;
+    let mut learned: Vec<(String, String, FieldType)> = Vec::new();
     for (n, a) in pending {
         let p = &a.point;
         // Another request may have taught the map these fields meanwhile.
@@ -224,7 +224,7 @@ fn learn<'a>(
                 None if total < types.max_fields => {
                     m.insert(k.to_string(), Stored(ty));
                     total += 1;
-                    learned = true;
+                    learned.push((p.measurement.to_string(), k.to_string(), ty));
                 }
                 None => {}
             }
@@ -236,8 +236,8 @@ fn learn<'a>(
         out.accept(p, host_tag);
         kept.push(a.text);
     }
-    if learned {
-        types.save(&t)?;
+    if !learned.is_empty() {
+        types.append(&learned)?;
     }
     Ok(())
 }
