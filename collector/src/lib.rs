@@ -78,11 +78,61 @@ pub struct Collector {
     /// The address actually bound (useful with port 0).
     pub addr: SocketAddr,
     pub state: Arc<AppState>,
+    /// The configuration it runs with (tokens follow reloads).
+    config: Config,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
 
 impl Collector {
+    /// Applies a new configuration (SIGHUP): the token file is read again — a token is rotated
+    /// without a restart — and every other setting that differs is named in a warning as taking
+    /// effect at the next restart. A token file that cannot be used (missing, unparsable, open
+    /// to other users, empty when the collector is not open) keeps the tokens in use.
+    pub fn reload(&mut self, new: Config) {
+        match load_tokens(&new, self.addr) {
+            Ok(tokens) => {
+                let n = tokens.as_ref().map_or(0, Tokens::len);
+                *self.state.tokens.write().unwrap_or_else(|e| e.into_inner()) = tokens;
+                self.config.token_file = new.token_file.clone();
+                self.config.insecure_open = new.insecure_open;
+                tracing::info!(tokens = n, "configuration reloaded: tokens replaced");
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "reload: the tokens in use are kept");
+            }
+        }
+        let old = &self.config;
+        let mut later = Vec::new();
+        if new.listen != old.listen {
+            later.push("listen");
+        }
+        if new.queue_dir != old.queue_dir {
+            later.push("queue_dir");
+        }
+        if new.outputs != old.outputs {
+            later.push("outputs");
+        }
+        if new.limits != old.limits {
+            later.push("limits");
+        }
+        if new.queue != old.queue {
+            later.push("queue");
+        }
+        if new.tls != old.tls {
+            later.push("tls");
+        }
+        if new.heartbeat != old.heartbeat {
+            later.push("heartbeat");
+        }
+        if !later.is_empty() {
+            tracing::warn!(
+                settings = later.join(", "),
+                "changed in the configuration; they take effect at the next restart"
+            );
+        }
+    }
+
     /// Stops accepting, stops the forwarders after their current attempt, and waits a moment
     /// for them. Nothing is lost either way: acknowledged data is already on disk.
     pub async fn shutdown(self) {
@@ -234,7 +284,7 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
     }
 
     let state = Arc::new(AppState {
-        tokens,
+        tokens: std::sync::RwLock::new(tokens),
         limiter: RateLimiter::new(
             cfg.limits.rate_limit_lines_per_s,
             cfg.limits.rate_limit_burst_lines,
@@ -282,6 +332,7 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
     Ok(Collector {
         addr: bound,
         state,
+        config: cfg,
         stop: stop_tx,
         tasks,
     })

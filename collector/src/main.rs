@@ -62,18 +62,51 @@ fn main() -> anyhow::Result<()> {
         // No colour codes in the journal or a log file.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    let cfg = load_config(&cli)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")?;
+    rt.block_on(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut collector = storwatch_collector::start(cfg).await?;
+        let mut term = signal(SignalKind::terminate()).context("cannot install signal handlers")?;
+        let mut hup = signal(SignalKind::hangup()).context("cannot install signal handlers")?;
+        let mut usr1 = signal(SignalKind::user_defined1()).context("cannot install signal handlers")?;
+        let mut usr2 = signal(SignalKind::user_defined2()).context("cannot install signal handlers")?;
+        loop {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => break,
+                _ = term.recv() => break,
+                _ = hup.recv() => match load_config(&cli) {
+                    Ok(new) => collector.reload(new),
+                    Err(e) => tracing::error!(error = %format!("{e:#}"), "reload: cannot read the configuration; keeping the running one"),
+                },
+                _ = usr1.recv() => tracing::info!("SIGUSR1 ignored (SIGHUP reloads the configuration)"),
+                _ = usr2.recv() => tracing::info!("SIGUSR2 ignored"),
+            }
+        }
+        tracing::info!("stopping");
+        collector.shutdown().await;
+        anyhow::Ok(())
+    })
+}
+
+/// The configuration file (or the defaults) with the command line's flags on top; read at start
+/// and again on SIGHUP.
+fn load_config(cli: &Cli) -> anyhow::Result<Config> {
     let mut cfg = match &cli.config {
         Some(path) => Config::load(path)?,
         None => Config::default(),
     };
-    if let Some(v) = cli.listen {
-        cfg.listen = v;
+    if let Some(v) = &cli.listen {
+        cfg.listen = v.clone();
     }
-    if let Some(v) = cli.queue_dir {
-        cfg.queue_dir = v;
+    if let Some(v) = &cli.queue_dir {
+        cfg.queue_dir = v.clone();
     }
-    if let Some(v) = cli.token_file {
-        cfg.token_file = Some(v);
+    if let Some(v) = &cli.token_file {
+        cfg.token_file = Some(v.clone());
     }
     if cli.insecure_open {
         cfg.insecure_open = true;
@@ -92,20 +125,5 @@ fn main() -> anyhow::Result<()> {
             })
             .collect();
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the runtime")?;
-    rt.block_on(async move {
-        let collector = storwatch_collector::start(cfg).await?;
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("cannot install the SIGTERM handler")?;
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-        tracing::info!("stopping");
-        collector.shutdown().await;
-        anyhow::Ok(())
-    })
+    Ok(cfg)
 }

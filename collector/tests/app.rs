@@ -39,7 +39,7 @@ fn fixture_for(
     let metrics = Arc::new(Metrics::default());
     let (queue, _) = Queue::open(dir.path(), QueueOptions::default(), metrics.clone()).unwrap();
     let state = Arc::new(AppState {
-        tokens: tokens.map(|t| Tokens::parse(t).unwrap()),
+        tokens: std::sync::RwLock::new(tokens.map(|t| Tokens::parse(t).unwrap())),
         limiter: RateLimiter::new(limits.rate_limit_lines_per_s, limits.rate_limit_burst_lines),
         queue,
         types: TypeMap::load(dir.path()).unwrap(),

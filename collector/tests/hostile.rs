@@ -223,3 +223,69 @@ fn open_secrets_are_refused_and_state_files_are_private() {
     }
     assert!(open.is_empty(), "open to others: {open:?}");
 }
+
+fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([&format!("-{sig}"), &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -{sig}");
+}
+
+fn write_status(port: u16, token: &str) -> u16 {
+    http(
+        &format!("http://127.0.0.1:{port}/write?db=h"),
+        "POST",
+        &[("Authorization", &format!("Token {token}"))],
+        b"m,host=a v=1i\n",
+    )
+    .0
+}
+
+/// SIGHUP rotates the tokens without a restart and names what needs one; SIGUSR1/2 are
+/// harmless.
+#[test]
+fn sighup_reloads_tokens_and_usr_signals_are_harmless() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let port = 18614;
+    let mut child = start(dir.path(), port, "");
+    let pid = child.id();
+    assert_eq!(write_status(port, TOKEN), 204);
+
+    const NEW: &str = "rotated-agents-token-9876543210";
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, format!("agents:{NEW}\n")).unwrap();
+    std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let config = dir.path().join("collector.toml");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("interval_s = 1", "interval_s = 2");
+    std::fs::write(&config, text).unwrap();
+    signal(pid, "HUP");
+    assert!(
+        wait_for(Duration::from_secs(5), || write_status(port, NEW) == 204),
+        "the new token is not accepted after SIGHUP"
+    );
+    assert_eq!(write_status(port, TOKEN), 401);
+
+    // A token file made unusable: the tokens in use stay.
+    std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o644)).unwrap();
+    signal(pid, "HUP");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(write_status(port, NEW), 204);
+
+    signal(pid, "USR1");
+    signal(pid, "USR2");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(child.try_wait().unwrap().is_none(), "the collector died");
+    assert_eq!(write_status(port, NEW), 204);
+    let _ = child.kill();
+    let _ = child.wait();
+    let log = std::fs::read_to_string(dir.path().join("collector.log")).unwrap();
+    assert!(log.contains("tokens replaced"), "{log}");
+    assert!(log.contains("heartbeat"), "{log}");
+    assert!(log.contains("next restart"), "{log}");
+    assert!(log.contains("chmod 600"), "{log}");
+}

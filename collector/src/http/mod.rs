@@ -32,7 +32,8 @@ use storwatch_wire::lp::Backends;
 #[derive(Debug)]
 pub struct AppState {
     /// Accepted tokens; `None` runs open (only allowed on loopback, checked at start-up).
-    pub tokens: Option<Tokens>,
+    /// Replaced as a whole on SIGHUP.
+    pub tokens: std::sync::RwLock<Option<Tokens>>,
     pub limiter: RateLimiter,
     pub queue: Arc<Queue>,
     pub types: TypeMap,

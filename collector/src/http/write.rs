@@ -83,24 +83,27 @@ async fn write(
     m.write_requests.fetch_add(1, Ordering::Relaxed);
 
     // Who is it? The answer to a stranger says nothing about why.
-    let client = match &st.tokens {
+    let checked = {
+        let tokens = st.tokens.read().unwrap_or_else(|e| e.into_inner());
+        tokens.as_ref().map(|tokens| {
+            presented_token(&headers, q.p.as_deref())
+                .and_then(|t| tokens.check(&t).map(str::to_string))
+        })
+    };
+    let client = match checked {
         None => "open".to_string(),
-        Some(tokens) => {
-            let name = presented_token(&headers, q.p.as_deref())
-                .and_then(|t| tokens.check(&t).map(str::to_string));
-            match name {
-                Some(n) => n,
-                None => {
-                    m.unauthorized.fetch_add(1, Ordering::Relaxed);
-                    return error(
-                        api,
-                        StatusCode::UNAUTHORIZED,
-                        "unauthorized",
-                        "unauthorized access",
-                    );
-                }
+        Some(name) => match name {
+            Some(n) => n,
+            None => {
+                m.unauthorized.fetch_add(1, Ordering::Relaxed);
+                return error(
+                    api,
+                    StatusCode::UNAUTHORIZED,
+                    "unauthorized",
+                    "unauthorized access",
+                );
             }
-        }
+        },
     };
     // Read as the outputs' InfluxDB versions read it (1.x takes `us` as nanoseconds).
     let precision = match Precision::for_all(q.precision.as_deref(), api, st.backends) {
