@@ -545,3 +545,28 @@ fn bad_roots_and_configs_get_clear_errors() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(Config::parse(&text).unwrap(), Config::default());
 }
+
+/// A proc root without `diskstats` (a wrong `--proc-root`, a container): the agent says so,
+/// naming the file, instead of reporting no disks in silence.
+#[test]
+fn missing_diskstats_is_a_warning_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let proc_root = dir.path().join("proc");
+    fs::create_dir_all(&proc_root).unwrap();
+    fs::create_dir_all(dir.path().join("sys")).unwrap();
+    fs::write(proc_root.join("uptime"), "100.00 180.00\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_storwatch-agent"))
+        .arg("once")
+        .arg("--proc-root")
+        .arg(&proc_root)
+        .arg("--sys-root")
+        .arg(dir.path().join("sys"))
+        .args(["--sample-interval", "100ms", "--report-interval", "200ms"])
+        .args(["--output", "-"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let want = format!("{} does not exist", proc_root.join("diskstats").display());
+    assert!(stderr.contains(&want), "{stderr}");
+    assert_eq!(stderr.matches(&want).count(), 1, "warned once: {stderr}");
+}

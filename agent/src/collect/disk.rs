@@ -76,6 +76,8 @@ pub struct DiskCollector {
     scratch: Vec<f64>,
     generation: u64,
     disks: HashMap<String, DiskState>,
+    /// `/proc/diskstats` was missing at the last sample (warned once, until it is back).
+    missing: bool,
 }
 
 impl DiskCollector {
@@ -89,6 +91,7 @@ impl DiskCollector {
             scratch: Vec::new(),
             generation: 0,
             disks: HashMap::new(),
+            missing: false,
         }
     }
 
@@ -170,7 +173,23 @@ impl Collector for DiskCollector {
         self.generation += 1;
         let path = cx.root.proc("diskstats");
         let mut buf = std::mem::take(&mut self.buf);
-        match read_into(&path, &mut buf) {
+        let read = read_into(&path, &mut buf);
+        match (&read, self.missing) {
+            (Ok(false), false) => {
+                tracing::warn!(
+                    path = %path.display(),
+                    "no block device statistics: {} does not exist (wrong --proc-root, or a container without it); disks are not reported until it appears",
+                    path.display()
+                );
+                self.missing = true;
+            }
+            (Ok(true), true) => {
+                tracing::info!(path = %path.display(), "block device statistics are back");
+                self.missing = false;
+            }
+            _ => {}
+        }
+        match read {
             Ok(true) => {
                 let parsed = diskstats::parse(&buf);
                 for e in &parsed.errors {
