@@ -13,7 +13,7 @@
 //! | r_await w_await d_await f_await | Δticks / Δios (ms), 0 without I/O |
 //! | rareq-sz wareq-sz dareq-sz | Δsectors / Δios / 2 (kB) |
 //! | aqu-sz | S_VALUE(time_in_queue) / 1000 |
-//! | %util | S_VALUE(io_ticks) / 10 (not capped, like iostat) |
+//! | %util | S_VALUE(io_ticks) / 10, at most 100 (io_ticks can run ahead of the interval by the sampling jitter; a device cannot be busier than always) |
 //! | svctm | Δio_ticks / Δ(r+w+d ios) (ms), 0 without I/O |
 //! | await | Δ(r+w+d ticks) / Δ(r+w+d ios) |
 //! | rxpck/s … txcmp/s rxmcst/s | S_VALUE(counter); rxkB/s = S_VALUE(bytes) / 1024 |
@@ -22,6 +22,9 @@
 //! A counter that goes backwards — a reset, a 32-bit wrap of the millisecond fields, a device
 //! replaced under the same name — yields no rate for that interval ([`delta`] returns `None`)
 //! rather than a spike of 2^32: one missing second is honest, a petabyte-per-second is not.
+//! So does a jump no device can make in the interval ([`plausible`]): more than
+//! [`MAX_COUNT_PER_S`] of any counter per second, or more busy time (`io_ticks`) than twice the
+//! interval and a second — a counter rewritten by a driver, a bit flip, a hypervisor's migration.
 
 use crate::sources::diskstats::DiskStat;
 use crate::sources::netdev::NetDev;
@@ -189,14 +192,29 @@ pub fn delta<const N: usize>(prev: &[u64; N], cur: &[u64; N]) -> Option<[u64; N]
     Some(out)
 }
 
-/// Disk counter delta; `None` on any backwards counter.
-pub fn disk_delta(prev: &DiskCounters, cur: &DiskCounters) -> Option<DiskCounters> {
-    delta(&prev.as_array(), &cur.as_array()).map(DiskCounters::from_array)
+/// More of any counter per second than this is no rate but a reset: 10^13 is 10 TB/s of bytes,
+/// 5 PB/s of sectors, ten trillion I/Os — beyond any device or NIC.
+pub const MAX_COUNT_PER_S: f64 = 1e13;
+
+/// Whether every counter of a delta over `itv_cs` hundredths of a second could have happened.
+pub fn plausible<const N: usize>(d: &[u64; N], itv_cs: u64) -> bool {
+    let limit = MAX_COUNT_PER_S * (itv_cs.max(1) as f64 / 100.0);
+    d.iter().all(|&v| (v as f64) <= limit)
 }
 
-/// Interface counter delta; `None` on any backwards counter.
-pub fn net_delta(prev: &NetCounters, cur: &NetCounters) -> Option<NetCounters> {
-    delta(&prev.0, &cur.0).map(NetCounters)
+/// Disk counter delta over `itv_cs`; `None` on any backwards counter or impossible jump.
+pub fn disk_delta(prev: &DiskCounters, cur: &DiskCounters, itv_cs: u64) -> Option<DiskCounters> {
+    let d = delta(&prev.as_array(), &cur.as_array())?;
+    let busy_ms_max = itv_cs.saturating_mul(20).saturating_add(1000);
+    let d = DiskCounters::from_array(d);
+    (plausible(&d.as_array(), itv_cs) && d.io_ms <= busy_ms_max).then_some(d)
+}
+
+/// Interface counter delta over `itv_cs`; `None` on any backwards counter or impossible jump.
+pub fn net_delta(prev: &NetCounters, cur: &NetCounters, itv_cs: u64) -> Option<NetCounters> {
+    delta(&prev.0, &cur.0)
+        .filter(|d| plausible(d, itv_cs))
+        .map(NetCounters)
 }
 
 /// sysstat's S_VALUE: a delta over `itv_cs` hundredths of a second, per second.
@@ -303,7 +321,7 @@ pub fn disk_rates(d: &DiskCounters, itv_cs: u64) -> DiskRates {
         wareq_sz_kb: ratio(d.sectors_written, d.writes) / 2.0,
         dareq_sz_kb: ratio(d.sectors_discarded, d.discards) / 2.0,
         aqu_sz: s_value(d.queue_ms, itv_cs) / 1000.0,
-        util_pct: s_value(d.io_ms, itv_cs) / 10.0,
+        util_pct: (s_value(d.io_ms, itv_cs) / 10.0).min(100.0),
         svctm_ms: ratio(d.io_ms, ios),
     }
 }
@@ -313,7 +331,7 @@ pub fn disk_util_pct(d: &DiskCounters, itv_cs: u64) -> f64 {
     if itv_cs == 0 {
         0.0
     } else {
-        s_value(d.io_ms, itv_cs) / 10.0
+        (s_value(d.io_ms, itv_cs) / 10.0).min(100.0)
     }
 }
 
@@ -515,7 +533,7 @@ mod tests {
             flushes: 70,              // Δ 20
             flush_ms: 160,            // Δ 60 ms
         };
-        let d = disk_delta(&prev, &cur).expect("no reset");
+        let d = disk_delta(&prev, &cur, 200).expect("no reset");
         let r = disk_rates(&d, 200);
         assert!(close(r.r_per_s, 200.0)); // 400 / 2 s
         assert!(close(r.w_per_s, 300.0)); // 600 / 2
@@ -567,10 +585,49 @@ mod tests {
             reads: 20,
             ..DiskCounters::default()
         };
-        assert_eq!(disk_delta(&prev, &cur), None);
+        assert_eq!(disk_delta(&prev, &cur, 100), None);
         let mut n = NetCounters::default();
         n.0[0] = 5;
-        assert_eq!(net_delta(&n, &NetCounters::default()), None);
+        assert_eq!(net_delta(&n, &NetCounters::default(), 100), None);
+    }
+
+    #[test]
+    fn an_impossible_jump_is_a_reset_and_util_stays_at_most_100() {
+        let prev = DiskCounters {
+            reads: 10,
+            io_ms: 1000,
+            ..DiskCounters::default()
+        };
+        // 1e18 more reads in one second
+        let jump = DiskCounters {
+            reads: 1_000_000_000_000_000_010,
+            io_ms: 1500,
+            ..DiskCounters::default()
+        };
+        assert_eq!(disk_delta(&prev, &jump, 100), None);
+        // busy for a year within one second
+        let busy = DiskCounters {
+            reads: 11,
+            io_ms: 1000 + 31_536_000_000,
+            ..DiskCounters::default()
+        };
+        assert_eq!(disk_delta(&prev, &busy, 100), None);
+        let mut n = NetCounters::default();
+        let mut m = NetCounters::default();
+        m.0[0] = 1_000_000_000_000_000_000;
+        assert_eq!(net_delta(&n, &m, 100), None);
+        n.0[0] = 1;
+        m.0[0] = 1_250_000_001; // 10 Gb/s for one second: a rate
+        assert!(net_delta(&n, &m, 100).is_some());
+        // io_ticks a little ahead of the interval (sampling jitter): 100, not 104
+        let ahead = DiskCounters {
+            reads: 12,
+            io_ms: 2040,
+            ..DiskCounters::default()
+        };
+        let d = disk_delta(&prev, &ahead, 100).expect("a rate");
+        assert_eq!(disk_util_pct(&d, 100), 100.0);
+        assert_eq!(disk_rates(&d, 100).util_pct, 100.0);
     }
 
     /// sar -n DEV over 1.00 s on a 10 GbE full-duplex link.
@@ -597,7 +654,7 @@ mod tests {
             9,
             11,
         ]);
-        let d = net_delta(&prev, &cur).expect("no reset");
+        let d = net_delta(&prev, &cur, 100).expect("no reset");
         let r = net_rates(&d, 100, Some(10_000), Duplex::Full);
         assert!(close(r.rx_bytes_per_s, 1e9));
         assert!(close(r.tx_bytes_per_s, 4.99e8));

@@ -116,7 +116,10 @@ impl DiskCollector {
                 d.last = None;
                 return;
             }
-            match (itv, rates::disk_delta(&d.prev, &cur)) {
+            match (
+                itv,
+                itv.and_then(|itv| rates::disk_delta(&d.prev, &cur, itv)),
+            ) {
                 (Some(itv), Some(delta)) => {
                     let util = rates::disk_util_pct(&delta, itv);
                     let aqu = delta.queue_ms as f64 / itv as f64 / 10.0;

@@ -72,7 +72,10 @@ impl NetCollector {
         let gen = self.generation;
         if let Some(n) = self.nets.get_mut(row.iface) {
             n.seen = gen;
-            match (itv, rates::net_delta(&n.prev, &cur)) {
+            match (
+                itv,
+                itv.and_then(|itv| rates::net_delta(&n.prev, &cur, itv)),
+            ) {
                 (Some(itv), Some(delta)) => {
                     let r = rates::net_rates(&delta, itv, n.info.speed_mbps, n.info.duplex);
                     n.interval.add(&delta, itv, &r);
