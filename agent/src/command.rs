@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Why a command produced no usable output.
@@ -37,6 +39,14 @@ pub enum CommandError {
         /// The deadline it missed.
         timeout: Duration,
     },
+    /// It printed more than [`MAX_OUTPUT_BYTES`] and was killed; its output is not used.
+    #[error("{program}: more than {limit} bytes of output, killed (the last good reading stays)")]
+    TooMuchOutput {
+        /// The program.
+        program: PathBuf,
+        /// The cap it passed.
+        limit: usize,
+    },
     /// It exited non-zero.
     #[error("{program}: exit status {status}: {stderr}")]
     Failed {
@@ -48,6 +58,11 @@ pub enum CommandError {
         stderr: String,
     },
 }
+
+/// Standard output read from a command at most: 8 MiB, some ten times the `zpool status -p` of
+/// a 1,000-disk pool. A tool printing more (a broken build, a loop) is killed rather than read
+/// into the agent's memory (its unit allows 128 MiB).
+pub const MAX_OUTPUT_BYTES: usize = 8 << 20;
 
 /// Runs a program and returns its standard output.
 pub trait CommandRunner: Send + Sync {
@@ -89,10 +104,17 @@ impl CommandRunner for SystemRunner {
         // while we wait for it to exit.
         let mut stdout = child.stdout.take();
         let mut stderr = child.stderr.take();
+        let overflow = Arc::new(AtomicBool::new(false));
+        let overflowed = Arc::clone(&overflow);
         let out_reader = std::thread::spawn(move || {
             let mut buf = Vec::new();
-            if let Some(s) = stdout.as_mut() {
-                let _ = s.read_to_end(&mut buf);
+            if let Some(s) = stdout.take() {
+                let _ = s.take(MAX_OUTPUT_BYTES as u64 + 1).read_to_end(&mut buf);
+                if buf.len() > MAX_OUTPUT_BYTES {
+                    // Stop reading (the pipe closes with `s`) and have the caller kill it.
+                    overflowed.store(true, Ordering::Relaxed);
+                    buf = Vec::new();
+                }
             }
             buf
         });
@@ -105,6 +127,15 @@ impl CommandRunner for SystemRunner {
         });
         let deadline = Instant::now() + timeout;
         let status = loop {
+            if overflow.load(Ordering::Relaxed) {
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = out_reader.join();
+                return Err(CommandError::TooMuchOutput {
+                    program: program.to_owned(),
+                    limit: MAX_OUTPUT_BYTES,
+                });
+            }
             match child.try_wait().map_err(io)? {
                 Some(status) => break status,
                 None if Instant::now() >= deadline => {
@@ -119,6 +150,12 @@ impl CommandRunner for SystemRunner {
             }
         };
         let out = out_reader.join().unwrap_or_default();
+        if overflow.load(Ordering::Relaxed) {
+            return Err(CommandError::TooMuchOutput {
+                program: program.to_owned(),
+                limit: MAX_OUTPUT_BYTES,
+            });
+        }
         let err = err_reader.join().unwrap_or_default();
         if !status.success() {
             let mut stderr = String::from_utf8_lossy(&err).into_owned();
@@ -333,6 +370,28 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_gigabyte_of_output_is_cut_off_not_read() {
+        let r = SystemRunner.run(
+            Path::new("sh"),
+            &["-c", "yes 'pool: tank' | head -c 1073741824"],
+            Duration::from_secs(60),
+        );
+        assert!(
+            matches!(r, Err(CommandError::TooMuchOutput { limit, .. }) if limit == MAX_OUTPUT_BYTES),
+            "{r:?}"
+        );
+        // just under the cap is read whole
+        let r = SystemRunner
+            .run(
+                Path::new("sh"),
+                &["-c", &format!("head -c {} /dev/zero", MAX_OUTPUT_BYTES)],
+                Duration::from_secs(60),
+            )
+            .unwrap();
+        assert_eq!(r.len(), MAX_OUTPUT_BYTES);
     }
 
     #[test]
