@@ -390,7 +390,7 @@ mod tests {
                 &["-c", &format!("head -c {} /dev/zero", MAX_OUTPUT_BYTES)],
                 Duration::from_secs(60),
             )
-            .unwrap();
+            .expect("a full read");
         assert_eq!(r.len(), MAX_OUTPUT_BYTES);
     }
 
