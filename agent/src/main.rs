@@ -37,7 +37,7 @@ struct Cli {
 }
 
 /// Flags that override the configuration file.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 struct Overrides {
     /// Read the proc tree from DIR instead of /proc.
     #[arg(long, global = true, value_name = "DIR")]
@@ -105,22 +105,33 @@ fn main() {
 }
 
 fn real_main() -> Result<()> {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
     if cli.print_default_config {
         print!("{}", config::DEFAULT_CONFIG);
         return Ok(());
     }
-    let Some(command) = cli.command else {
+    let Some(command) = cli.command.take() else {
         bail!("no command given: use `run`, `once` or `top` (see --help)");
     };
+    let cfg = load_config(&cli)?;
+    init_logging(&cfg.log_level);
+    match command {
+        Command::Run => run(cfg, &|| load_config(&cli)),
+        Command::Once => once(&cfg),
+        Command::Top(args) => top_loop(&cfg, &args),
+    }
+}
+
+/// The configuration file (or the defaults) with the command line's flags on top, checked; read
+/// at start and again on SIGHUP.
+fn load_config(cli: &Cli) -> Result<Config> {
     let (path, required) = match &cli.config {
         Some(p) => (p.clone(), true),
         None => (PathBuf::from(config::DEFAULT_PATH), false),
     };
     let mut cfg = Config::load(&path, required)?;
-    apply(&mut cfg, cli.overrides)?;
+    apply(&mut cfg, cli.overrides.clone())?;
     cfg.validate()?;
-    init_logging(&cfg.log_level);
     if cfg.host.is_empty() {
         cfg.host = selfstat::hostname();
     }
@@ -129,11 +140,7 @@ fn real_main() -> Result<()> {
             bail!("{what} root {} is not a directory", dir.display());
         }
     }
-    match command {
-        Command::Run => run(&cfg),
-        Command::Once => once(&cfg),
-        Command::Top(args) => top_loop(&cfg, &args),
-    }
+    Ok(cfg)
 }
 
 fn apply(cfg: &mut Config, o: Overrides) -> Result<()> {
@@ -208,12 +215,23 @@ fn wall_ns() -> i64 {
         .unwrap_or(0)
 }
 
-fn stop_flag() -> Result<Arc<AtomicBool>> {
+/// Flags the signal handlers raise: stop (SIGTERM, SIGINT), reload (SIGHUP); SIGUSR1/2 are
+/// caught and ignored rather than killing the agent.
+fn signal_flags() -> Result<(Arc<AtomicBool>, Arc<AtomicBool>)> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1, SIGUSR2};
     let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handler")?;
+    let reload = Arc::new(AtomicBool::new(false));
+    let ignored = Arc::new(AtomicBool::new(false));
+    for (sig, flag) in [
+        (SIGTERM, &stop),
+        (SIGINT, &stop),
+        (SIGHUP, &reload),
+        (SIGUSR1, &ignored),
+        (SIGUSR2, &ignored),
+    ] {
+        signal_hook::flag::register(sig, Arc::clone(flag)).context("installing signal handler")?;
     }
-    Ok(stop)
+    Ok((stop, reload))
 }
 
 /// Sleeps until wall-clock time `target_ns`, waking early when `stop` is set.
@@ -231,9 +249,14 @@ fn sleep_until(target_ns: i64, stop: &AtomicBool) {
 /// The daemon loop: samples on wall-clock multiples of the sample interval (so every agent of a
 /// site samples at the same instants) and reports on multiples of the report interval, each
 /// report stamped with the end of its interval.
-fn run(cfg: &Config) -> Result<()> {
-    let stop = stop_flag()?;
-    let mut sink = open_sink(cfg)?;
+///
+/// SIGTERM/SIGINT: the interval so far is reported (marked partial), the output flushed.
+/// SIGHUP: the configuration is read again (`reload`); when it changed, the interval so far is
+/// reported as partial and sampling starts over with the new one. A configuration that does not
+/// load keeps the running one, with an error in the log.
+fn run(mut cfg: Config, reload: &dyn Fn() -> Result<Config>) -> Result<()> {
+    let (stop, reload_flag) = signal_flags()?;
+    let mut sink = open_sink(&cfg)?;
     let exporter = match cfg.prometheus.listen.as_str() {
         "" => None,
         listen => Some(
@@ -241,10 +264,8 @@ fn run(cfg: &Config) -> Result<()> {
                 .with_context(|| format!("[prometheus] listen = {listen:?}"))?,
         ),
     };
-    let mut sampler = Scheduler::new(cfg, collect::storage(cfg, false));
+    let mut sampler = Scheduler::new(&cfg, collect::storage(&cfg, false));
     let start = Instant::now();
-    let sample_ns = i64::try_from(cfg.sample_interval.as_nanos()).unwrap_or(i64::MAX);
-    let report_ns = i64::try_from(cfg.report_interval.as_nanos()).unwrap_or(i64::MAX);
     tracing::info!(
         host = %cfg.host,
         proc = %cfg.proc_root.display(),
@@ -255,16 +276,13 @@ fn run(cfg: &Config) -> Result<()> {
         "storwatch-agent {} starting", env!("CARGO_PKG_VERSION")
     );
     sampler.sample(0.0);
+    let mut sample_ns = i64::try_from(cfg.sample_interval.as_nanos()).unwrap_or(i64::MAX);
+    let mut report_ns = i64::try_from(cfg.report_interval.as_nanos()).unwrap_or(i64::MAX);
     let mut next = (wall_ns() / sample_ns + 1) * sample_ns;
+    let mut last_tick = next - sample_ns;
     let mut reported_once = false;
-    while !stop.load(Ordering::Relaxed) {
-        sleep_until(next, &stop);
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let tick = next;
-        sampler.sample(start.elapsed().as_secs_f64());
-        if tick % report_ns == 0 {
+    let mut report =
+        |sampler: &mut Scheduler, sink: &mut Box<dyn Sink>, cfg: &Config, tick: i64| {
             let mut w = writer(cfg);
             sampler.report(&mut w, tick, start.elapsed().as_secs_f64(), sink.stats());
             if let Err(e) = sink.send(w.as_bytes()) {
@@ -276,6 +294,65 @@ fn run(cfg: &Config) -> Result<()> {
             if !reported_once {
                 tracing::info!(lines = w.lines(), "first report written");
                 reported_once = true;
+            }
+        };
+    while !stop.load(Ordering::Relaxed) {
+        sleep_until(next, &stop);
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let tick = next;
+        sampler.sample(start.elapsed().as_secs_f64());
+        last_tick = tick;
+        if tick % report_ns == 0 {
+            report(&mut sampler, &mut sink, &cfg, tick);
+        }
+        if reload_flag.swap(false, Ordering::Relaxed) {
+            match reload() {
+                Ok(new) if new == cfg => tracing::info!("SIGHUP: configuration unchanged"),
+                Ok(new) => {
+                    if sampler.pending_samples() > 0 {
+                        sampler.mark_partial();
+                        report(&mut sampler, &mut sink, &cfg, tick);
+                    }
+                    if new.output != cfg.output || new.http != cfg.http {
+                        if let Err(e) = sink.flush() {
+                            tracing::warn!("output: {e}");
+                        }
+                        match open_sink(&new) {
+                            Ok(s) => sink = s,
+                            Err(e) => {
+                                tracing::error!(
+                                    "reload: output {}: {e:#}; keeping the running configuration",
+                                    new.output
+                                );
+                                next += sample_ns;
+                                continue;
+                            }
+                        }
+                    }
+                    let mut later = Vec::new();
+                    if new.prometheus != cfg.prometheus {
+                        later.push("prometheus");
+                    }
+                    if new.log_level != cfg.log_level {
+                        later.push("log_level");
+                    }
+                    if !later.is_empty() {
+                        tracing::warn!(
+                            settings = later.join(", "),
+                            "changed in the configuration; they take effect at the next restart"
+                        );
+                    }
+                    sampler = Scheduler::new(&new, collect::storage(&new, false));
+                    sampler.sample(start.elapsed().as_secs_f64());
+                    cfg = new;
+                    sample_ns = i64::try_from(cfg.sample_interval.as_nanos()).unwrap_or(i64::MAX);
+                    report_ns = i64::try_from(cfg.report_interval.as_nanos()).unwrap_or(i64::MAX);
+                    next = (wall_ns() / sample_ns) * sample_ns;
+                    tracing::info!(output = %cfg.output, sample = %config::duration::format(cfg.sample_interval), report = %config::duration::format(cfg.report_interval), "SIGHUP: configuration reloaded");
+                }
+                Err(e) => tracing::error!("SIGHUP: {e:#}; keeping the running configuration"),
             }
         }
         // Behind schedule (a stalled disk made a read slow, the VM was paused): skip the
@@ -289,6 +366,11 @@ fn run(cfg: &Config) -> Result<()> {
         }
     }
     tracing::info!("stopping");
+    if sampler.pending_samples() > 0 {
+        // The unfinished interval is not dropped: reported as far as it goes, marked partial.
+        sampler.mark_partial();
+        report(&mut sampler, &mut sink, &cfg, last_tick);
+    }
     sink.flush()?;
     Ok(())
 }
@@ -317,7 +399,7 @@ fn once(cfg: &Config) -> Result<()> {
 }
 
 fn top_loop(cfg: &Config, args: &TopArgs) -> Result<()> {
-    let stop = stop_flag()?;
+    let (stop, _) = signal_flags()?;
     let mut sampler = Scheduler::new(cfg, collect::storage(cfg, false));
     let start = Instant::now();
     let tty = std::io::stdout().is_terminal();

@@ -37,6 +37,8 @@ pub struct Scheduler {
     errors: SourceErrors,
     events: Vec<Event>,
     samples: u32,
+    /// The next report covers only part of an interval (a stop or a reload flushes it).
+    partial: bool,
     cycle_cpu_sum: Duration,
     cycle_cpu_max: Duration,
     process_cpu_at_report: Duration,
@@ -66,6 +68,7 @@ impl Scheduler {
             errors,
             events: Vec::new(),
             samples: 0,
+            partial: false,
             cycle_cpu_sum: Duration::ZERO,
             cycle_cpu_max: Duration::ZERO,
             process_cpu_at_report: selfstat::process_cpu(),
@@ -136,6 +139,17 @@ impl Scheduler {
         }
     }
 
+    /// Samples taken since the last report.
+    pub fn pending_samples(&self) -> u32 {
+        self.samples
+    }
+
+    /// Marks the next report as covering only part of an interval: its `agent` line gets
+    /// `partial=true`, and each device's `interval_s` says how much it covers.
+    pub fn mark_partial(&mut self) {
+        self.partial = true;
+    }
+
     /// Writes the report for the interval that ends now, stamped `ts_ns`, and starts the next:
     /// every collector's lines in order, the interval's events, then the agent's own lines.
     /// `sink` are the output's spool/drop counters for the agent line.
@@ -193,6 +207,7 @@ impl Scheduler {
             .field("process_cpu_us", r3(process_delta.as_secs_f64() * 1e6))
             .field_opt("rss_kb", selfstat::rss_kb())
             .field("samples", self.samples)
+            .field_opt("partial", self.partial.then_some(true))
             .field("lines", lines as u64)
             .field("devices", watched.devices)
             .field("interfaces", watched.interfaces)
@@ -209,6 +224,7 @@ impl Scheduler {
                 .write();
         }
         self.samples = 0;
+        self.partial = false;
         self.cycle_cpu_sum = Duration::ZERO;
         self.cycle_cpu_max = Duration::ZERO;
     }

@@ -570,3 +570,93 @@ fn missing_diskstats_is_a_warning_naming_the_file() {
     assert!(stderr.contains(&want), "{stderr}");
     assert_eq!(stderr.matches(&want).count(), 1, "warned once: {stderr}");
 }
+
+fn kill(pid: u32, sig: &str) {
+    assert!(Command::new("kill")
+        .args([&format!("-{sig}"), &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+}
+
+fn wait_until(mut f: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while std::time::Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// As an operator meets it on this machine: SIGHUP reloads the configuration (a new tag shows
+/// on the following lines; a broken file keeps the running one), SIGUSR1 is harmless, and
+/// SIGTERM reports the unfinished interval, marked partial, before exiting.
+#[test]
+fn sighup_reloads_and_sigterm_reports_the_partial_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("agent.toml");
+    let out = dir.path().join("out.lp");
+    write(
+        &config,
+        "sample_interval = \"250ms\"\nreport_interval = \"1s\"\n",
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_storwatch-agent"))
+        .arg("run")
+        .arg("--config")
+        .arg(&config)
+        .arg("--output")
+        .arg(format!("file:{}", out.display()))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let read = || fs::read_to_string(&out).unwrap_or_default();
+    assert!(wait_until(|| read().contains("agent,")), "no report");
+
+    write(
+        &config,
+        "sample_interval = \"250ms\"\nreport_interval = \"1s\"\n[tags]\nsite = \"reloaded\"\n",
+    );
+    kill(pid, "HUP");
+    assert!(
+        wait_until(|| read().contains("site=reloaded")),
+        "the new tag never showed: {}",
+        read()
+    );
+    write(&config, "report_interval = \"not a duration\"\n");
+    kill(pid, "HUP");
+    kill(pid, "USR1");
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(child.try_wait().unwrap().is_none(), "the agent died");
+    let before = read().matches("agent,").count();
+    assert!(wait_until(|| read().matches("agent,").count() > before + 1));
+
+    // Stop in the middle of an interval: the samples so far are reported, marked partial.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    std::thread::sleep(Duration::from_millis(
+        (1000 - (now_ms % 1000) as u64 + 600) % 1000,
+    ));
+    kill(pid, "TERM");
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(stderr.contains("configuration reloaded"), "{stderr}");
+    assert!(
+        stderr.contains("keeping the running configuration"),
+        "{stderr}"
+    );
+    let text = read();
+    let last_agent = text
+        .lines()
+        .filter(|l| l.starts_with("agent,"))
+        .last()
+        .unwrap();
+    assert!(last_agent.contains("partial=true"), "{last_agent}");
+    assert!(last_agent.contains("site=reloaded"), "{last_agent}");
+}
