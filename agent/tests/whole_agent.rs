@@ -654,8 +654,7 @@ fn sighup_reloads_and_sigterm_reports_the_partial_interval() {
     let text = read();
     let last_agent = text
         .lines()
-        .filter(|l| l.starts_with("agent,"))
-        .last()
+        .rfind(|l| l.starts_with("agent,"))
         .unwrap();
     assert!(last_agent.contains("partial=true"), "{last_agent}");
     assert!(last_agent.contains("site=reloaded"), "{last_agent}");
