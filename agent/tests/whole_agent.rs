@@ -652,10 +652,50 @@ fn sighup_reloads_and_sigterm_reports_the_partial_interval() {
         "{stderr}"
     );
     let text = read();
-    let last_agent = text
-        .lines()
-        .rfind(|l| l.starts_with("agent,"))
-        .unwrap();
+    let last_agent = text.lines().rfind(|l| l.starts_with("agent,")).unwrap();
     assert!(last_agent.contains("partial=true"), "{last_agent}");
     assert!(last_agent.contains("site=reloaded"), "{last_agent}");
+}
+
+/// Run by hand by a user who may not create the spool (the packaged default is
+/// /var/lib/storwatch/spool): a clear error that says what to do, not a bare EACCES.
+#[test]
+fn a_spool_this_user_may_not_create_is_a_clear_error() {
+    let root = fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
+    let dir = tempfile::tempdir().unwrap(); // 0700, owned by this user
+    let spool = dir.path().join("state/spool");
+    let mut cmd = if root {
+        // as nobody, for whom the directory is closed
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_storwatch-agent"));
+        c
+    } else {
+        fs::set_permissions(
+            dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o500),
+        )
+        .unwrap();
+        Command::new(env!("CARGO_BIN_EXE_storwatch-agent"))
+    };
+    let out = cmd
+        .args([
+            "once",
+            "--sample-interval",
+            "100ms",
+            "--report-interval",
+            "200ms",
+        ])
+        .args(["--output", "http://127.0.0.1:9/write?db=x", "--spool-dir"])
+        .arg(&spool)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("permission denied"), "{stderr}");
+    assert!(stderr.contains("--spool-dir"), "{stderr}");
+    assert!(stderr.contains(&spool.display().to_string()), "{stderr}");
 }

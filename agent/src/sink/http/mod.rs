@@ -261,7 +261,7 @@ impl HttpSink {
             .build();
         let agent = ureq::Agent::new_with_config(agent_config);
 
-        let spool = Spool::open(&cfg.spool_dir, cfg.spool_max_bytes)?;
+        let spool = open_spool(cfg)?;
         let shared = Arc::new(Shared {
             inbox: Mutex::new(Inbox::default()),
             inbox_cv: Condvar::new(),
@@ -378,6 +378,33 @@ impl HttpSink {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
+    }
+}
+
+/// Opens the spool, saying where state goes when it is created, and what to do when this user
+/// may not create it (`run` by hand as a non-root user with the packaged default).
+fn open_spool(cfg: &HttpConfig) -> Result<Spool, SinkError> {
+    let dir = &cfg.spool_dir;
+    let created = !dir.exists();
+    match Spool::open(dir, cfg.spool_max_bytes) {
+        Ok(spool) => {
+            if created {
+                tracing::info!(dir = %dir.display(), "created the spool: reports wait here until the server has them");
+            }
+            Ok(spool)
+        }
+        Err(SpoolError::Io { path, source })
+            if source.kind() == std::io::ErrorKind::PermissionDenied =>
+        {
+            Err(SinkError::Config(format!(
+                "cannot use the spool directory {} ({}: permission denied): run as root as the \
+                 packaged unit does, or give --spool-dir (or [http] spool_dir) a directory this \
+                 user may write, e.g. ~/.local/state/storwatch/spool",
+                dir.display(),
+                path.display()
+            )))
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
