@@ -289,3 +289,113 @@ fn sighup_reloads_tokens_and_usr_signals_are_harmless() {
     assert!(log.contains("next restart"), "{log}");
     assert!(log.contains("chmod 600"), "{log}");
 }
+
+/// A site's fleet holding 4,000 idle keep-alive connections (each has made a request, as an
+/// agent between two reports): the collector keeps them all, an idle one still gets its answer,
+/// and a fresh client is served beside them. One request then teaches 20,000 new fields at once
+/// (one journal append); they are known after a restart.
+#[test]
+fn four_thousand_idle_connections_and_twenty_thousand_new_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = 18615;
+    let mut child = start(dir.path(), port, "");
+    let pid = child.id();
+    let sockets = |pid: u32| {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|l| l.to_string_lossy().starts_with("socket:"))
+            .count()
+    };
+    let ping = |s: &mut TcpStream, close: bool| -> String {
+        let connection = if close { "close" } else { "keep-alive" };
+        s.write_all(
+            format!("GET /ping HTTP/1.1\r\nHost: x\r\nConnection: {connection}\r\n\r\n").as_bytes(),
+        )
+        .unwrap();
+        let mut answer = Vec::new();
+        let mut buf = [0u8; 512];
+        while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => answer.extend_from_slice(&buf[..n]),
+            }
+        }
+        String::from_utf8_lossy(&answer).into_owned()
+    };
+
+    let t = Instant::now();
+    let mut idle: Vec<TcpStream> = (0..4000)
+        .map(|i| {
+            let mut s = TcpStream::connect(("127.0.0.1", port))
+                .unwrap_or_else(|e| panic!("connection {i}: {e}"));
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let answer = ping(&mut s, false);
+            assert!(
+                answer.starts_with("HTTP/1.1 204"),
+                "connection {i}: {answer:?}"
+            );
+            s
+        })
+        .collect();
+    let opened = t.elapsed();
+    // every one held by the collector (and its listener)
+    assert!(sockets(pid) > 4000, "{} sockets", sockets(pid));
+
+    // Beside them, one request teaching 20,000 new fields: 200 lines of 100 fields.
+    let mut body = String::new();
+    for line in 0..200 {
+        body.push_str(&format!("wide,host=h{line} "));
+        let fields: Vec<String> = (0..100)
+            .map(|f| format!("f{}=1i", line * 100 + f))
+            .collect();
+        body.push_str(&fields.join(","));
+        body.push('\n');
+    }
+    let t = Instant::now();
+    let (status, answer) = http(
+        &format!("http://127.0.0.1:{port}/write?db=hostile"),
+        "POST",
+        &[("Authorization", &format!("Token {TOKEN}"))],
+        body.as_bytes(),
+    );
+    let learned = t.elapsed();
+    assert_eq!(status, 204, "{answer}");
+    let journal = std::fs::read_to_string(dir.path().join("queue/types.log")).unwrap();
+    assert_eq!(journal.lines().count(), 20_000);
+
+    // The first and the last idle connection still get their answers.
+    for i in [0, idle.len() - 1] {
+        let answer = ping(&mut idle[i], true);
+        assert!(answer.starts_with("HTTP/1.1 204"), "{answer:?}");
+    }
+    // the other 3,998 are still open
+    assert!(sockets(pid) > 3990, "{} sockets", sockets(pid));
+    let rss = status_kib(pid, "VmHWM:");
+    println!(
+        "4000 idle connections opened in {:.2} s; 20,000 new fields learned in one request in {:.0} ms; peak RSS {} MiB",
+        opened.as_secs_f64(),
+        learned.as_secs_f64() * 1e3,
+        rss / 1024
+    );
+    drop(idle);
+    let _ = child.kill();
+    let _ = child.wait();
+
+    // After a restart the journal is folded into types.json and the types still hold.
+    let mut child = start(dir.path(), port, "");
+    let (status, answer) = http(
+        &format!("http://127.0.0.1:{port}/write?db=hostile"),
+        "POST",
+        &[("Authorization", &format!("Token {TOKEN}"))],
+        b"wide,host=x f19999=\"text\"\n",
+    );
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer.contains("field type conflict"), "{answer}");
+    let _ = child.kill();
+    let _ = child.wait();
+    let folded: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("queue/types.json")).unwrap())
+            .unwrap();
+    assert_eq!(folded["wide"].as_object().map(|m| m.len()), Some(20_000));
+}
