@@ -243,8 +243,8 @@ fn write_status(port: u16, token: &str) -> u16 {
     .0
 }
 
-/// SIGHUP rotates the tokens without a restart and names what needs one; SIGUSR1/2 are
-/// harmless.
+/// SIGHUP rotates the tokens and applies the request limits without a restart, and names what
+/// needs one; SIGUSR1/2 are harmless.
 #[test]
 fn sighup_reloads_tokens_and_usr_signals_are_harmless() {
     use std::os::unix::fs::PermissionsExt;
@@ -259,9 +259,15 @@ fn sighup_reloads_tokens_and_usr_signals_are_harmless() {
     std::fs::write(&tokens, format!("agents:{NEW}\n")).unwrap();
     std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
     let config = dir.path().join("collector.toml");
+    // a smaller body limit applies at once; the connection limit and the heartbeat's interval
+    // are named as waiting for a restart
     let text = std::fs::read_to_string(&config)
         .unwrap()
-        .replace("interval_s = 1", "interval_s = 2");
+        .replace("interval_s = 1", "interval_s = 2")
+        .replace(
+            "[heartbeat]",
+            "[limits]\nmax_body_bytes = 200\nmax_connections = 100\n[heartbeat]",
+        );
     std::fs::write(&config, text).unwrap();
     signal(pid, "HUP");
     assert!(
@@ -269,6 +275,13 @@ fn sighup_reloads_tokens_and_usr_signals_are_harmless() {
         "the new token is not accepted after SIGHUP"
     );
     assert_eq!(write_status(port, TOKEN), 401);
+    let (status, answer) = http(
+        &format!("http://127.0.0.1:{port}/write?db=h"),
+        "POST",
+        &[("Authorization", &format!("Token {NEW}"))],
+        "m,host=a v=1i\n".repeat(20).as_bytes(),
+    );
+    assert_eq!(status, 413, "{answer}");
 
     // A token file made unusable: the tokens in use stay.
     std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o644)).unwrap();
@@ -285,7 +298,11 @@ fn sighup_reloads_tokens_and_usr_signals_are_harmless() {
     let _ = child.wait();
     let log = std::fs::read_to_string(dir.path().join("collector.log")).unwrap();
     assert!(log.contains("tokens replaced"), "{log}");
-    assert!(log.contains("heartbeat"), "{log}");
+    assert!(log.contains("limits.max_body_bytes"), "{log}");
+    assert!(
+        log.contains("limits.max_connections, heartbeat.interval_s"),
+        "{log}"
+    );
     assert!(log.contains("next restart"), "{log}");
     assert!(log.contains("chmod 600"), "{log}");
 }
