@@ -15,13 +15,17 @@ const TOKEN: &str = "hostile-agents-token-0123456789";
 /// Starts the collector on `dir/collector.toml` (from [`Collector::write_config`], plus `extra`
 /// appended) with its log in `dir/collector.log`, and waits for /ping.
 fn start(dir: &Path, port: u16, extra: &str) -> Child {
+    // top-level keys and tables go before the [heartbeat] table
+    start_edited(dir, port, |text| {
+        text.replacen("[heartbeat]", &format!("{extra}\n[heartbeat]"), 1)
+    })
+}
+
+/// Like [`start`], with the configuration's text passed through `edit`.
+fn start_edited(dir: &Path, port: u16, edit: impl Fn(String) -> String) -> Child {
     let config = Collector::write_config(dir, port, "http://127.0.0.1:9", "hostile", TOKEN);
-    if !extra.is_empty() {
-        let mut text = std::fs::read_to_string(&config).unwrap();
-        // top-level keys and tables go before the [heartbeat] table
-        text = text.replacen("[heartbeat]", &format!("{extra}\n[heartbeat]"), 1);
-        std::fs::write(&config, text).unwrap();
-    }
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, edit(text)).unwrap();
     let log = std::fs::File::create(dir.join("collector.log")).unwrap();
     let child = Command::new(Collector::bin())
         .arg("--config")
@@ -420,4 +424,50 @@ fn four_thousand_idle_connections_and_twenty_thousand_new_fields() {
         serde_json::from_slice(&std::fs::read(dir.path().join("queue/types.json")).unwrap())
             .unwrap();
     assert_eq!(folded["wide"].as_object().map(|m| m.len()), Some(20_000));
+}
+
+/// One request naming 100,000 hosts: its lines are stored, but only `heartbeat.max_hosts`
+/// (10,000 by default) hosts get heartbeat lines, and a warning says how many were turned away.
+#[test]
+fn one_request_naming_a_hundred_thousand_hosts_gets_bounded_heartbeats() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = 18616;
+    // the default cap; the heartbeat every second (the test configuration's)
+    let mut child = start(dir.path(), port, "");
+    let body: String = (0..100_000)
+        .map(|i| format!("m,host=h{i} v=1i\n"))
+        .collect();
+    let (status, answer) = http(
+        &format!("http://127.0.0.1:{port}/write?db=hostile"),
+        "POST",
+        &[("Authorization", &format!("Token {TOKEN}"))],
+        body.as_bytes(),
+    );
+    assert_eq!(status, 204, "{answer}");
+    let heartbeat_lines = || -> u64 {
+        let (_, text) = http(&format!("http://127.0.0.1:{port}/metrics"), "GET", &[], b"");
+        text.lines()
+            .find(|l| l.contains("heartbeat_lines_total") && !l.starts_with('#'))
+            .and_then(|l| l.split_whitespace().last())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    assert!(
+        wait_for(Duration::from_secs(10), || heartbeat_lines() >= 20_000),
+        "{} heartbeat lines",
+        heartbeat_lines()
+    );
+    let lines = heartbeat_lines();
+    let _ = child.kill();
+    let _ = child.wait();
+    // each heartbeat carries 10,000 hosts, never 100,000
+    // (unbounded, the first heartbeat alone had 100,000)
+    assert!(
+        lines % 10_000 == 0 && lines < 100_000,
+        "{lines} heartbeat lines"
+    );
+    let log = std::fs::read_to_string(dir.path().join("collector.log")).unwrap();
+    assert!(log.contains("refused_hosts=90000"), "{log}");
+    assert!(log.contains("heartbeat.max_hosts"), "{log}");
+    println!("100,000 hosts in one request: {lines} heartbeat lines over the first heartbeats (10,000 each)");
 }
