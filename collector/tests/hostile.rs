@@ -289,3 +289,66 @@ fn sighup_reloads_tokens_and_usr_signals_are_harmless() {
     assert!(log.contains("next restart"), "{log}");
     assert!(log.contains("chmod 600"), "{log}");
 }
+
+/// Raises the open-file limit of process `pid` when it is below `n` (best effort, within the
+/// hard limit), so that the test and the collector can hold thousands of sockets.
+fn raise_nofile(pid: u32, n: u32) {
+    let _ = Command::new("prlimit")
+        .args(["--pid", &pid.to_string(), &format!("--nofile={n}:{n}")])
+        .status();
+}
+
+/// A site's fleet keeps connections open: 4,000 idle sockets are held and a write still goes
+/// through; one request teaching 20,000 new field keys is stored, and so is the next.
+#[test]
+fn four_thousand_idle_sockets_and_twenty_thousand_new_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = 18615;
+    raise_nofile(std::process::id(), 10_000);
+    let mut child = start(dir.path(), port, "");
+    raise_nofile(child.id(), 10_000);
+    let idle: Vec<TcpStream> = (0..4000)
+        .map(|i| {
+            TcpStream::connect(("127.0.0.1", port)).unwrap_or_else(|e| panic!("socket {i}: {e}"))
+        })
+        .collect();
+    assert_eq!(write_status(port, TOKEN), 204);
+
+    let body: String = (0..20_000)
+        .map(|i| format!("wide,host=a f{i}={i}i\n"))
+        .collect();
+    let (status, text) = http(
+        &format!("http://127.0.0.1:{port}/write?db=h"),
+        "POST",
+        &[("Authorization", &format!("Token {TOKEN}"))],
+        body.as_bytes(),
+    );
+    assert_eq!(
+        status,
+        204,
+        "{}",
+        text.chars().take(300).collect::<String>()
+    );
+    let (status, text) = http(
+        &format!("http://127.0.0.1:{port}/write?db=h"),
+        "POST",
+        &[("Authorization", &format!("Token {TOKEN}"))],
+        b"wide,host=a f1=2i,f20001=1i\n",
+    );
+    assert_eq!(
+        status,
+        204,
+        "{}",
+        text.chars().take(300).collect::<String>()
+    );
+    let journal = std::fs::read_to_string(dir.path().join("queue/types.log")).unwrap();
+    let wide = journal
+        .lines()
+        .filter(|l| l.starts_with("[\"wide\""))
+        .count();
+    assert_eq!(wide, 20_001);
+    drop(idle);
+    assert!(child.try_wait().unwrap().is_none());
+    let _ = child.kill();
+    let _ = child.wait();
+}
