@@ -311,6 +311,24 @@ fn sighup_reloads_tokens_and_usr_signals_are_harmless() {
     assert!(log.contains("chmod 600"), "{log}");
 }
 
+/// Raises the open-file limit of process `pid` when it is below `n` (best effort, within the
+/// hard limit), so that the test and the collector can hold thousands of sockets.
+fn raise_nofile(pid: u32, n: u32) {
+    let soft = std::fs::read_to_string(format!("/proc/{pid}/limits"))
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(0);
+    if soft >= n {
+        return;
+    }
+    let _ = Command::new("prlimit")
+        .args(["--pid", &pid.to_string(), &format!("--nofile={n}:{n}")])
+        .status();
+}
+
 /// A site's fleet holding 4,000 idle keep-alive connections (each has made a request, as an
 /// agent between two reports): the collector keeps them all, an idle one still gets its answer,
 /// and a fresh client is served beside them. One request then teaches 20,000 new fields at once
@@ -319,8 +337,10 @@ fn sighup_reloads_tokens_and_usr_signals_are_harmless() {
 fn four_thousand_idle_connections_and_twenty_thousand_new_fields() {
     let dir = tempfile::tempdir().unwrap();
     let port = 18615;
+    raise_nofile(std::process::id(), 10_000);
     let mut child = start(dir.path(), port, "");
     let pid = child.id();
+    raise_nofile(pid, 10_000);
     let sockets = |pid: u32| {
         std::fs::read_dir(format!("/proc/{pid}/fd"))
             .unwrap()

@@ -382,6 +382,7 @@ fn write_lines(detector: &ZpoolDetector, w: &mut LineWriter, ts_ns: i64) {
                 .field_opt("scan_pct", d.scan_pct)
                 .field_opt("scan_rate_bps", d.scan_rate_bps)
                 .field_opt("scan_eta_s", d.scan_eta_s)
+                .field_opt("scan_tool_eta_s", d.scan_tool_eta_s)
                 .field_opt("redundancy_left", d.redundancy_left)
                 .field_opt("rebuild_risk", d.rebuild_risk)
                 .field("fault_under_online", d.fault_under_online)
@@ -398,6 +399,7 @@ fn write_lines(detector: &ZpoolDetector, w: &mut LineWriter, ts_ns: i64) {
                 .field_opt("read_errors", v.read_errors)
                 .field_opt("write_errors", v.write_errors)
                 .field_opt("cksum_errors", v.cksum_errors)
+                .field_opt("note", v.note.as_deref())
                 .field_opt("redundancy_left", v.redundancy_left)
                 .field_opt("rebuild_risk", v.rebuild_risk)
                 .write();
@@ -543,8 +545,13 @@ errors: No known data errors
         assert_eq!(ev[4].text, "resilver started on zpool");
         let out = report(&tr);
         assert_eq!(f64_field(&out, "zpool", "redundancy_left"), Some(0.0));
-        // One sample: no rate of ours yet; the window is the tool's "1 days 09:48:34".
-        assert_eq!(f64_field(&out, "zpool", "scan_rate_bps"), None);
+        // One sample: no rate of ours yet, so the tool's ("… at 153M/s"); the window is the
+        // tool's "1 days 09:48:34".
+        let tool_rate = text_status(&resilver_at(start)).pools[0]
+            .primary_scan()
+            .and_then(|s| s.rate_bps);
+        assert!(tool_rate.is_some());
+        assert_eq!(f64_field(&out, "zpool", "scan_rate_bps"), tool_rate);
         let expected = by_hand(6, 121_714.0 / 3600.0, (total - start) as f64);
         let got = f64_field(&out, "zpool", "rebuild_risk").expect("risk");
         assert!(
@@ -562,8 +569,12 @@ errors: No known data errors
             let eta = (total - issued) as f64 / rate as f64;
             let got_eta = f64_field(&out, "zpool", "scan_eta_s").expect("eta");
             assert!((got_eta - eta).abs() < 1e-6, "{got_eta} vs {eta}");
-            let pct = f64_field(&out, "zpool", "scan_pct").expect("pct");
-            assert!((pct - issued as f64 * 100.0 / total as f64).abs() < 1e-9);
+            // The "% done" zpool prints, not one recomputed from the (edited) byte counts.
+            let printed = text_status(&resilver_at(issued)).pools[0]
+                .primary_scan()
+                .and_then(|s| s.percent);
+            assert!(printed.is_some());
+            assert_eq!(f64_field(&out, "zpool", "scan_pct"), printed);
             // The risk window is now our ETA, not the tool's.
             let expected = by_hand(6, eta / 3600.0, (total - issued) as f64);
             let got = f64_field(&out, "zpool", "rebuild_risk").expect("risk");
@@ -672,9 +683,13 @@ errors: No known data errors
         tr.observe_status(&text_status(&resilver_at(500_000_000_000)), 0.0, &mut ev);
         tr.observe_status(&text_status(&resilver_at(600_000_000_000)), 100.0, &mut ev);
         assert_eq!(f64_field(&report(&tr), "zpool", "scan_rate_bps"), Some(1e9));
-        // Progress went backwards: the resilver restarted (a second disk was added to it).
-        tr.observe_status(&text_status(&resilver_at(1_000_000_000)), 200.0, &mut ev);
-        assert_eq!(f64_field(&report(&tr), "zpool", "scan_rate_bps"), None);
+        // Progress went backwards: the resilver restarted (a second disk was added to it). Ours
+        // starts over; until it has two readings the tool's rate stands in.
+        let restarted = text_status(&resilver_at(1_000_000_000));
+        tr.observe_status(&restarted, 200.0, &mut ev);
+        let tool_rate = restarted.pools[0].primary_scan().and_then(|s| s.rate_bps);
+        assert_ne!(tool_rate, Some(1e9));
+        assert_eq!(f64_field(&report(&tr), "zpool", "scan_rate_bps"), tool_rate);
         tr.observe_status(&text_status(&resilver_at(3_000_000_000)), 210.0, &mut ev);
         assert_eq!(f64_field(&report(&tr), "zpool", "scan_rate_bps"), Some(2e8));
     }
@@ -768,6 +783,10 @@ errors: No known data errors
             ("zpool-json/check_zpools-proxmox-status-j-json-int-rpool-DEGRADED.txt", "rpool", 0.0, None),
             ("zpool-json/check_zpools-proxmox-status-j-json-int-rpool-DEGRADED.txt", "zpool-hdd", 1.0, Some(0.0)),
             ("zpool-json/openzfs-man-zpool-status-j-c-vendor-model-size-raidz1-dedup-special-jq-pretty.txt", "tank", 0.0, Some(0.0)),
+            // raidz2 whose replacing-5 has the old disk UNAVAIL, `old` OFFLINE and the new disk
+            // ONLINE but "(awaiting resilver)": one disk's worth of redundancy is gone.
+            ("zpool-status/openfoodfacts-infra-ovh3-raidz2-replacing-unavail-offline-awaiting-resilver-38pct-days-eta.txt", "rpool", 1.0, None),
+            ("zpool-status/openfoodfacts-infra-ovh3-raidz2-replacing-insufficient-replicas-offline-resilvering-no-eta.txt", "rpool", 1.0, None),
         ];
         for &(file, pool, left, risk) in cases {
             let text = fixture(file);
@@ -789,6 +808,48 @@ errors: No known data errors
                 Some(r) => assert_eq!(got, r, "{file} {pool}"),
                 None => assert!(got > 0.0 && got < 1.0, "{file} {pool}: {got}"),
             }
+        }
+    }
+
+    /// The scan figures the tool prints are the ones reported: its own "% done" (not one
+    /// recomputed from the rounded sizes), its "to go" next to our estimate, and its rate until
+    /// we have two readings of our own.
+    #[test]
+    fn scan_figures_are_the_tools_when_it_prints_them() {
+        let cases: &[(&str, f64, Option<f64>, f64)] = &[
+            // 20.4T of 53.2T issued would be 38.35 %; zpool says 38.33 %
+            (
+                "zpool-status/openfoodfacts-infra-ovh3-raidz2-replacing-unavail-offline-awaiting-resilver-38pct-days-eta.txt",
+                38.33,
+                Some(2.0 * 86_400.0 + 19.0 * 3600.0 + 24.0 * 60.0 + 49.0),
+                142.0 * 1024.0 * 1024.0,
+            ),
+            (
+                "zpool-status/openfoodfacts-infra-ovh3-raidz2-replacing-insufficient-replicas-offline-resilvering-no-eta.txt",
+                3.84,
+                None,
+                8.09 * 1024.0 * 1024.0,
+            ),
+        ];
+        for &(file, pct, tool_eta, rate) in cases {
+            let st = text_status(&fixture(file));
+            let mut tr = tracker();
+            tr.observe_status(&st, 0.0, &mut Vec::new());
+            let out = report(&tr);
+            assert_eq!(f64_field(&out, "rpool", "scan_pct"), Some(pct), "{file}");
+            assert_eq!(
+                f64_field(&out, "rpool", "scan_tool_eta_s"),
+                tool_eta,
+                "{file}"
+            );
+            let got =
+                f64_field(&out, "rpool", "scan_rate_bps").expect("a rate on the first report");
+            assert!((got - rate).abs() / rate < 0.01, "{file}: {got} vs {rate}");
+            assert!(
+                out.contains("note=\"(awaiting resilver)\"")
+                    || out.contains("note=\"(resilvering)\""),
+                "{out}"
+            );
         }
     }
 

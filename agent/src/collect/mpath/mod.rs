@@ -316,6 +316,11 @@ fn build(
                 obs.groups = u32::try_from(status.groups.len()).unwrap_or(u32::MAX);
                 obs.active_group = status.active_group();
                 obs.queue_if_no_path = table.as_ref().map(MultipathTable::queue_if_no_path);
+                obs.hw_handler = table.as_ref().and_then(|t| t.hw_handler.first().cloned());
+                obs.features = table
+                    .as_ref()
+                    .filter(|t| !t.features.is_empty())
+                    .map(|t| t.features.join(" "));
                 obs.group_priorities = (1..=status.groups.len())
                     .map(|g| {
                         jm.and_then(|j| {
@@ -385,6 +390,15 @@ fn write_lines(d: &MpathDetector, w: &mut LineWriter, ts_ns: i64) {
             .field_opt("queue_if_no_path", t.obs.queue_if_no_path)
             .field("transitions", t.transitions())
             .field("flapping_paths", t.flapping_paths())
+            .field_opt("hw_handler", t.obs.hw_handler.as_deref())
+            .field_opt("features", t.obs.features.as_deref())
+            // I/O to a map that queues with no path left hangs: the processes on top block.
+            .field_opt(
+                "hung_io",
+                t.obs
+                    .queue_if_no_path
+                    .map(|q| q && paths > 0 && t.active == 0),
+            )
             .write();
         for (pname, p) in &t.paths {
             let group = if p.obs.group > 0 {
@@ -439,6 +453,8 @@ mod tests {
             vendor: None,
             product: None,
             queue_if_no_path: Some(true),
+            hw_handler: Some("alua".into()),
+            features: Some("queue_if_no_path".into()),
             groups: 2,
             active_group: Some(active_group),
             group_priorities: prios.iter().map(|p| Some(*p)).collect(),
@@ -622,7 +638,7 @@ mod tests {
         report(&mut d, &mut w, 5);
         assert_eq!(
             text(&w).lines().next().unwrap(),
-            "mpath,host=ds01,map=mpatha,wwid=3600a0b80 paths=2i,paths_active=1i,paths_failed=1i,paths_lost=1i,groups=2i,active_group=2i,preferred_group=1i,on_preferred_group=false,queue_if_no_path=true,transitions=1i,flapping_paths=0i 5"
+            "mpath,host=ds01,map=mpatha,wwid=3600a0b80 paths=2i,paths_active=1i,paths_failed=1i,paths_lost=1i,groups=2i,active_group=2i,preferred_group=1i,on_preferred_group=false,queue_if_no_path=true,transitions=1i,flapping_paths=0i,hw_handler=\"alua\",features=\"queue_if_no_path\",hung_io=false 5"
         );
         ev.clear();
         d.observe(2.0, vec![both(false, false, 2)], &mut ev);

@@ -67,6 +67,11 @@ pub struct MapObservation {
     pub product: Option<String>,
     /// Whether the table queues I/O when no path is left.
     pub queue_if_no_path: Option<bool>,
+    /// The table's hardware handler (`alua`, `emc`, `rdac`), when it names one.
+    pub hw_handler: Option<String>,
+    /// The table's feature words as the kernel lists them (`queue_if_no_path`,
+    /// `retain_attached_hw_handler`, `queue_mode bio`), when it lists any.
+    pub features: Option<String>,
     /// Number of path groups (0 when the kernel view is not known yet).
     pub groups: u32,
     /// The group in state `A` (1-based).

@@ -127,16 +127,24 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
         d.scan_kind = s.kind.as_str();
         d.scan_state = s.state.as_str();
         if matches!(s.state, ScanState::InProgress | ScanState::Paused) {
-            d.scan_pct = match (s.progress_bytes(), s.total_bytes) {
+            // The tool's own "% done" when it prints one: recomputing it from the rounded sizes
+            // of the text form (`1.2T / 45.6T`) can be far off (41 % where zpool says 0.00 %).
+            d.scan_pct = s.percent.or(match (s.progress_bytes(), s.total_bytes) {
                 (Some(done), Some(total)) if total > 0 => {
                     Some((done as f64 * 100.0 / total as f64).min(100.0))
                 }
-                _ => s.percent,
-            };
+                _ => None,
+            });
         }
-        if let Some(tr) = track_of(s).filter(|_| s.state == ScanState::InProgress) {
-            d.scan_rate_bps = tr.rate_bps;
-            d.scan_eta_s = tr.eta_s;
+        if s.state == ScanState::InProgress {
+            d.scan_tool_eta_s = s.tool_eta_s;
+            let tr = track_of(s);
+            // Ours from two readings; until then (the first report) the rate the tool prints.
+            d.scan_rate_bps = tr
+                .and_then(|tr| tr.rate_bps)
+                .filter(|r| *r > 0.0)
+                .or(s.rate_bps);
+            d.scan_eta_s = tr.and_then(|tr| tr.eta_s);
         }
     }
     // The window until redundancy is back, for a top-level vdev: the ETA of a rebuild of that
@@ -241,6 +249,7 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
             cksum_errors: v.cksum_errors,
             redundancy_left: top.map(|t| t.0),
             rebuild_risk: top.map(|t| t.1),
+            note: v.note.clone(),
         });
     });
     if let Some(r) = root {
@@ -256,6 +265,7 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
                 cksum_errors: r.cksum_errors,
                 redundancy_left: None,
                 rebuild_risk: None,
+                note: r.note.clone(),
             },
         );
     }

@@ -65,6 +65,9 @@ pub struct VdevReport {
     pub redundancy_left: Option<u32>,
     /// Probability of losing the top-level vdev's data before redundancy is restored.
     pub rebuild_risk: Option<f64>,
+    /// What `zpool status` prints after the counters: `too many errors`, `was /dev/sdX`,
+    /// `(awaiting resilver)`, `(resilvering)`, `(repairing)`.
+    pub note: Option<String>,
 }
 
 /// Everything reported for one pool.
@@ -102,6 +105,8 @@ pub struct PoolReport {
     pub scan_rate_bps: Option<f64>,
     /// Our estimate of the running scan's seconds left.
     pub scan_eta_s: Option<f64>,
+    /// The tool's own "to go" of the running scan, seconds.
+    pub scan_tool_eta_s: Option<u64>,
     /// The least redundancy left of the top-level data vdevs.
     pub redundancy_left: Option<u32>,
     /// The highest rebuild risk of the top-level data vdevs.

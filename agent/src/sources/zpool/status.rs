@@ -340,7 +340,8 @@ fn parse_row(trimmed: &str, top: bool, extra_columns: &[String]) -> Result<Vdev,
             .collect();
     } else if !note_words.is_empty() {
         let note = note_words.join(" ");
-        v.resilvering = note_words.contains(&"(resilvering)");
+        // "(awaiting resilver)": a new device that holds nothing yet, like one resilvering.
+        v.resilvering = note_words.contains(&"(resilvering)") || note_words.contains(&"(awaiting");
         if let Some(("was", path)) = note.split_once(' ').filter(|(w, _)| *w == "was") {
             v.was = Some(path.to_owned());
         }
