@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
@@ -35,8 +36,8 @@ pub struct HostSeen {
 pub struct LastSeen {
     path: Option<PathBuf>,
     hosts: Mutex<BTreeMap<String, HostSeen>>,
-    max_hosts: usize,
-    forget_after_s: i64,
+    max_hosts: AtomicUsize,
+    forget_after_s: AtomicI64,
     /// New hosts turned away at the cap since the last heartbeat, and in all.
     refused: Mutex<(u64, u64)>,
 }
@@ -54,17 +55,26 @@ impl LastSeen {
         LastSeen {
             path,
             hosts: Mutex::new(hosts),
-            max_hosts: 10_000,
-            forget_after_s: 7 * 86_400,
+            max_hosts: AtomicUsize::new(10_000),
+            forget_after_s: AtomicI64::new(7 * 86_400),
             refused: Mutex::new((0, 0)),
         }
     }
 
     /// With the cap on hosts and the time after which a silent host is dropped.
-    pub fn with_limits(mut self, max_hosts: usize, forget_after_s: u64) -> LastSeen {
-        self.max_hosts = max_hosts;
-        self.forget_after_s = i64::try_from(forget_after_s).unwrap_or(i64::MAX);
+    pub fn with_limits(self, max_hosts: usize, forget_after_s: u64) -> LastSeen {
+        self.set_limits(max_hosts, forget_after_s);
         self
+    }
+
+    /// Changes the cap on hosts and the time after which a silent host is dropped (SIGHUP). A
+    /// lower cap turns away new hosts until enough known ones have been silent long enough.
+    pub fn set_limits(&self, max_hosts: usize, forget_after_s: u64) {
+        self.max_hosts.store(max_hosts, Ordering::Relaxed);
+        self.forget_after_s.store(
+            i64::try_from(forget_after_s).unwrap_or(i64::MAX),
+            Ordering::Relaxed,
+        );
     }
 
     /// New hosts turned away at the cap since start.
@@ -92,7 +102,7 @@ impl LastSeen {
             if let Some(h) = map.get_mut(host.as_str()) {
                 h.last_seen_s = h.last_seen_s.max(now_s);
                 h.lines += lines;
-            } else if map.len() < self.max_hosts {
+            } else if map.len() < self.max_hosts.load(Ordering::Relaxed) {
                 map.insert(
                     host.clone(),
                     HostSeen {
@@ -155,7 +165,7 @@ impl LastSeen {
         let now_s = now_ns.div_euclid(1_000_000_000);
         let mut map = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
         let before = map.len();
-        let window = self.forget_after_s;
+        let window = self.forget_after_s.load(Ordering::Relaxed);
         map.retain(|_, seen| now_s.saturating_sub(seen.last_seen_s) <= window);
         if map.len() < before {
             tracing::info!(
@@ -168,7 +178,7 @@ impl LastSeen {
         if refused > 0 {
             tracing::warn!(
                 refused_hosts = refused,
-                max_hosts = self.max_hosts,
+                max_hosts = self.max_hosts.load(Ordering::Relaxed),
                 "new hosts beyond heartbeat.max_hosts get no heartbeat (their lines are stored); raise it if the site is that large"
             );
         }

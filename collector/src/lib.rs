@@ -86,9 +86,11 @@ pub struct Collector {
 
 impl Collector {
     /// Applies a new configuration (SIGHUP): the token file is read again — a token is rotated
-    /// without a restart — and every other setting that differs is named in a warning as taking
-    /// effect at the next restart. A token file that cannot be used (missing, unparsable, open
-    /// to other users, empty when the collector is not open) keeps the tokens in use.
+    /// without a restart — and the settings a request or a heartbeat reads are replaced (see
+    /// [`reloadable`]); every other setting that differs is named in a warning as taking effect
+    /// at the next restart. A token file that cannot be used (missing, unparsable, open to
+    /// other users, empty when the collector is not open) keeps the tokens in use; the other
+    /// settings are applied all the same.
     pub fn reload(&mut self, new: Config) {
         match load_tokens(&new, self.addr) {
             Ok(tokens) => {
@@ -102,28 +104,21 @@ impl Collector {
                 tracing::error!(error = %e, "reload: the tokens in use are kept");
             }
         }
-        let old = &self.config;
-        let mut later = Vec::new();
-        if new.listen != old.listen {
-            later.push("listen");
-        }
-        if new.queue_dir != old.queue_dir {
-            later.push("queue_dir");
-        }
-        if new.outputs != old.outputs {
-            later.push("outputs");
-        }
-        if new.limits != old.limits {
-            later.push("limits");
-        }
-        if new.queue != old.queue {
-            later.push("queue");
-        }
-        if new.tls != old.tls {
-            later.push("tls");
-        }
-        if new.heartbeat != old.heartbeat {
-            later.push("heartbeat");
+        let (applied, changed, later) = reloadable(&self.config, &new);
+        let st = &self.state;
+        st.limiter.set(
+            applied.limits.rate_limit_lines_per_s,
+            applied.limits.rate_limit_burst_lines,
+        );
+        st.last_seen.set_limits(
+            applied.heartbeat.max_hosts,
+            applied.heartbeat.forget_after_s,
+        );
+        *st.limits.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(applied.limits.clone());
+        *st.queue_cfg.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(applied.queue.clone());
+        self.config = applied;
+        if !changed.is_empty() {
+            tracing::info!(settings = changed.join(", "), "reload: applied");
         }
         if !later.is_empty() {
             tracing::warn!(
@@ -132,7 +127,6 @@ impl Collector {
             );
         }
     }
-
     /// Stops accepting, stops the forwarders after their current attempt, and waits a moment
     /// for them. Nothing is lost either way: acknowledged data is already on disk.
     pub async fn shutdown(self) {
@@ -141,6 +135,86 @@ impl Collector {
             let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
         }
     }
+}
+
+/// What a reload does with `new` over the running `old`: the configuration to run with (the
+/// settings read per request or per heartbeat taken from `new`, every other one kept from
+/// `old`), the names of the settings applied, and those that need a restart.
+///
+/// Applied at once: `limits.max_body_bytes`, `max_line_bytes`, `max_future_s`, `max_past_s`,
+/// `body_timeout_s`, `rate_limit_lines_per_s`, `rate_limit_burst_lines`;
+/// `queue.high_watermark_bytes`, `retry_after_s`; `heartbeat.max_hosts`, `forget_after_s`.
+/// At the next restart: `listen`, `queue_dir`, `outputs`, `tls`, `limits.max_decompressed_bytes`
+/// (it sizes the queue's records), `header_read_timeout_s`, `idle_timeout_s`, `max_connections`,
+/// `max_inflight_body_bytes`, `listen_backlog`; `queue.segment_bytes`; `heartbeat.interval_s`,
+/// `measurement`, `host_tag`.
+pub fn reloadable(old: &Config, new: &Config) -> (Config, Vec<&'static str>, Vec<&'static str>) {
+    let mut run = old.clone();
+    let mut applied = Vec::new();
+    let mut later = Vec::new();
+    macro_rules! live {
+        ($($section:ident . $field:ident),* $(,)?) => {$(
+            if new.$section.$field != old.$section.$field {
+                run.$section.$field = new.$section.$field.clone();
+                applied.push(concat!(stringify!($section), ".", stringify!($field)));
+            }
+        )*};
+    }
+    macro_rules! restart {
+        ($($section:ident . $field:ident),* $(,)?) => {$(
+            if new.$section.$field != old.$section.$field {
+                later.push(concat!(stringify!($section), ".", stringify!($field)));
+            }
+        )*};
+    }
+    live!(
+        limits.max_body_bytes,
+        limits.max_line_bytes,
+        limits.max_future_s,
+        limits.max_past_s,
+        limits.body_timeout_s,
+        limits.rate_limit_lines_per_s,
+        limits.rate_limit_burst_lines,
+        queue.high_watermark_bytes,
+        queue.retry_after_s,
+        heartbeat.max_hosts,
+        heartbeat.forget_after_s,
+    );
+    restart!(
+        limits.max_decompressed_bytes,
+        limits.header_read_timeout_s,
+        limits.idle_timeout_s,
+        limits.max_connections,
+        limits.max_inflight_body_bytes,
+        limits.listen_backlog,
+        queue.segment_bytes,
+        heartbeat.interval_s,
+        heartbeat.measurement,
+        heartbeat.host_tag,
+    );
+    if new.listen != old.listen {
+        later.push("listen");
+    }
+    if new.queue_dir != old.queue_dir {
+        later.push("queue_dir");
+    }
+    if new.outputs != old.outputs {
+        later.push("outputs");
+    }
+    if new.tls != old.tls {
+        later.push("tls");
+    }
+    // A setting added without being sorted above still gets named.
+    for (section, differs) in [
+        ("limits", new.limits != run.limits),
+        ("queue", new.queue != run.queue),
+        ("heartbeat", new.heartbeat != run.heartbeat),
+    ] {
+        if differs && !later.iter().any(|l| l.starts_with(section)) {
+            later.push(section);
+        }
+    }
+    (run, applied, later)
 }
 
 fn load_tokens(cfg: &Config, addr: SocketAddr) -> Result<Option<Tokens>, StartError> {
@@ -293,8 +367,8 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
         types,
         last_seen,
         metrics: metrics.clone(),
-        limits: cfg.limits.clone(),
-        queue_cfg: cfg.queue.clone(),
+        limits: std::sync::RwLock::new(Arc::new(cfg.limits.clone())),
+        queue_cfg: std::sync::RwLock::new(Arc::new(cfg.queue.clone())),
         host_tag: cfg.heartbeat.host_tag.clone(),
         backends,
         work_slots: tokio::sync::Semaphore::new(
@@ -336,4 +410,53 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
         stop: stop_tx,
         tasks,
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reload_applies_what_requests_read_and_names_what_needs_a_restart() {
+        let old = Config::default();
+        let mut new = old.clone();
+        new.limits.max_body_bytes = 1 << 20;
+        new.limits.rate_limit_lines_per_s = 10;
+        new.heartbeat.max_hosts = 50;
+        new.queue.retry_after_s = 3;
+        new.limits.max_connections = 10;
+        new.limits.max_decompressed_bytes = 1 << 30;
+        new.heartbeat.interval_s = 5;
+        new.listen = "0.0.0.0:9999".into();
+        let (run, applied, later) = reloadable(&old, &new);
+        assert_eq!(
+            applied,
+            [
+                "limits.max_body_bytes",
+                "limits.rate_limit_lines_per_s",
+                "queue.retry_after_s",
+                "heartbeat.max_hosts"
+            ]
+        );
+        assert_eq!(
+            later,
+            [
+                "limits.max_decompressed_bytes",
+                "limits.max_connections",
+                "heartbeat.interval_s",
+                "listen"
+            ]
+        );
+        assert_eq!(run.limits.max_body_bytes, 1 << 20);
+        assert_eq!(run.heartbeat.max_hosts, 50);
+        assert_eq!(run.limits.max_connections, old.limits.max_connections);
+        assert_eq!(
+            run.limits.max_decompressed_bytes,
+            old.limits.max_decompressed_bytes
+        );
+        assert_eq!(run.listen, old.listen);
+        let (_, applied, later) = reloadable(&old, &old);
+        assert!(applied.is_empty() && later.is_empty());
+    }
 }

@@ -87,3 +87,43 @@ async fn mutual_tls_admits_only_clients_of_the_allowed_ca() {
     assert!(reqwest::get(plain).await.is_err());
     collector.shutdown().await;
 }
+
+/// A TLS key other users can read is refused, naming the fix, as ssh refuses such a key.
+#[tokio::test]
+async fn a_tls_key_open_to_other_users_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    make_ca(d, "site-ca");
+    make_cert(d, "site-ca", "server", SERVER_127);
+    std::fs::write(d.join("tokens"), "agents:tls-agents-token-0123456789\n").unwrap();
+    std::fs::set_permissions(d.join("tokens"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    let cfg = Config {
+        listen: "127.0.0.1:0".into(),
+        queue_dir: d.join("queue"),
+        token_file: Some(d.join("tokens")),
+        tls: TlsConfig {
+            cert_file: Some(d.join("server.pem")),
+            key_file: Some(d.join("server.key")),
+            client_ca_file: None,
+        },
+        outputs: vec![OutputConfig {
+            url: "http://127.0.0.1:9".into(),
+            db: Some("x".into()),
+            ..OutputConfig::default()
+        }],
+        ..Config::default()
+    };
+    let key = d.join("server.key");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let err = storwatch_collector::start(cfg.clone()).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("server.key") && text.contains("chmod 600"),
+        "{text}"
+    );
+    // readable by its group only (root:storwatch 0640): started, with a warning
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let collector = storwatch_collector::start(cfg).await.unwrap();
+    collector.shutdown().await;
+}

@@ -169,22 +169,37 @@ fn base64_decode(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// Token-bucket rate limit per token name, counted in lines.
+/// Token-bucket rate limit per token name, counted in lines. The rate and burst can be changed
+/// while it runs (SIGHUP); buckets keep their level, capped at the new burst.
 #[derive(Debug)]
 pub struct RateLimiter {
+    inner: Mutex<Buckets>,
+}
+
+#[derive(Debug)]
+struct Buckets {
     rate: f64,
     burst: f64,
-    buckets: Mutex<HashMap<String, (f64, Instant)>>,
+    levels: HashMap<String, (f64, Instant)>,
 }
 
 impl RateLimiter {
     /// `rate` lines per second on average, `burst` lines at once; `rate == 0` disables it.
     pub fn new(rate: u64, burst: u64) -> RateLimiter {
         RateLimiter {
-            rate: rate as f64,
-            burst: burst.max(rate) as f64,
-            buckets: Mutex::new(HashMap::new()),
+            inner: Mutex::new(Buckets {
+                rate: rate as f64,
+                burst: burst.max(rate) as f64,
+                levels: HashMap::new(),
+            }),
         }
+    }
+
+    /// Changes the rate and burst (as [`RateLimiter::new`] takes them).
+    pub fn set(&self, rate: u64, burst: u64) {
+        let mut b = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        b.rate = rate as f64;
+        b.burst = burst.max(rate) as f64;
     }
 
     /// Takes `lines` from the bucket of `name`, or says how many seconds to wait first.
@@ -193,20 +208,21 @@ impl RateLimiter {
     /// legitimate big batch is never refused forever; the bucket then goes negative and the
     /// following requests wait.
     pub fn take(&self, name: &str, lines: u64, now: Instant) -> Result<(), u64> {
-        if self.rate <= 0.0 {
+        let mut b = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let (rate, burst) = (b.rate, b.burst);
+        if rate <= 0.0 {
             return Ok(());
         }
-        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = buckets.entry(name.to_string()).or_insert((self.burst, now));
+        let entry = b.levels.entry(name.to_string()).or_insert((burst, now));
         let elapsed = now.saturating_duration_since(entry.1).as_secs_f64();
-        entry.0 = (entry.0 + elapsed * self.rate).min(self.burst);
+        entry.0 = (entry.0 + elapsed * rate).min(burst);
         entry.1 = now;
         let want = lines as f64;
-        if entry.0 >= want || entry.0 >= self.burst {
+        if entry.0 >= want || entry.0 >= burst {
             entry.0 -= want;
             Ok(())
         } else {
-            let wait = (want.min(self.burst) - entry.0) / self.rate;
+            let wait = (want.min(burst) - entry.0) / rate;
             Err(wait.ceil().max(1.0) as u64)
         }
     }
@@ -277,6 +293,12 @@ mod tests {
         assert!(rl.take("c", 50, t0).is_ok());
         assert_eq!(rl.take("c", 50, t0), Err(5));
         assert!(RateLimiter::new(0, 0).take("x", u64::MAX, t0).is_ok());
+        // changed while running: the bucket is capped at the new burst, refilled at the new rate
+        rl.set(1, 1);
+        assert!(rl.take("d", 1, t0).is_ok());
+        assert_eq!(rl.take("d", 1, t0), Err(1));
+        rl.set(0, 0);
+        assert!(rl.take("d", 1_000, t0).is_ok());
     }
 
     #[test]

@@ -39,8 +39,10 @@ pub struct AppState {
     pub types: TypeMap,
     pub last_seen: Arc<LastSeen>,
     pub metrics: Arc<Metrics>,
-    pub limits: Limits,
-    pub queue_cfg: QueueConfig,
+    /// The limits a request is held to; replaced on SIGHUP (see [`AppState::limits`]).
+    pub limits: std::sync::RwLock<Arc<Limits>>,
+    /// The queue's watermark and Retry-After; replaced on SIGHUP.
+    pub queue_cfg: std::sync::RwLock<Arc<QueueConfig>>,
     pub host_tag: String,
     /// The InfluxDB versions of the outputs: a line is accepted only when every one would store
     /// it, and answers follow the strictest.
@@ -50,6 +52,25 @@ pub struct AppState {
     pub work_slots: tokio::sync::Semaphore,
     /// Room for request bodies in memory, in KiB (`limits.max_inflight_body_bytes`).
     pub inflight_kib: tokio::sync::Semaphore,
+}
+
+impl AppState {
+    /// The limits in force now. Those read only at start (connections, timeouts of the
+    /// listener, memory for bodies, decompressed size) keep their start values here.
+    pub fn limits(&self) -> Arc<Limits> {
+        self.limits
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The queue settings in force now.
+    pub fn queue_cfg(&self) -> Arc<QueueConfig> {
+        self.queue_cfg
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
 }
 
 /// The router over a shared state.

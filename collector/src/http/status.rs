@@ -24,7 +24,7 @@ pub(super) async fn ping() -> Response {
 pub(super) async fn health(State(st): State<Arc<AppState>>) -> Response {
     let end = st.queue.durable_end();
     let backlog = end.saturating_sub(st.metrics.min_cursor());
-    let over = backlog > st.queue_cfg.high_watermark_bytes;
+    let over = backlog > st.queue_cfg().high_watermark_bytes;
     let full = st.metrics.queue_full.load(Ordering::Relaxed);
     let outputs: Vec<_> = st
         .metrics

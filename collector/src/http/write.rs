@@ -18,6 +18,7 @@ use storwatch_wire::lp::Api;
 use super::answer::{error, with_retry_after, written};
 use super::auth::presented_token;
 use super::AppState;
+use crate::config::Limits;
 use crate::ingest::{self, DecodeError, LineLimits, Precision, Rules, Validated};
 use crate::now_ns;
 
@@ -111,9 +112,11 @@ async fn write(
         Err(msg) => return error(api, StatusCode::BAD_REQUEST, "invalid", &msg),
     };
 
+    let limits = st.limits();
+    let queue_cfg = st.queue_cfg();
     // Above the high watermark the backlog must drain first: ask the client to come back.
     let backlog = st.queue.durable_end().saturating_sub(m.min_cursor());
-    if backlog > st.queue_cfg.high_watermark_bytes {
+    if backlog > queue_cfg.high_watermark_bytes {
         m.overloaded.fetch_add(1, Ordering::Relaxed);
         let r = error(
             api,
@@ -121,10 +124,10 @@ async fn write(
             "unavailable",
             "queue above its high watermark; retry later",
         );
-        return with_retry_after(r, st.queue_cfg.retry_after_s);
+        return with_retry_after(r, queue_cfg.retry_after_s);
     }
 
-    let max_body = st.limits.max_body_bytes;
+    let max_body = limits.max_body_bytes;
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -141,7 +144,7 @@ async fn write(
     // Bodies in memory across all connections are bounded: a request waits a little for room,
     // then is asked to come back; its bytes wait in the kernel's socket buffers meanwhile.
     let room_kib =
-        u32::try_from((st.limits.max_inflight_body_bytes as u64 / 1024).max(1)).unwrap_or(u32::MAX);
+        u32::try_from((limits.max_inflight_body_bytes as u64 / 1024).max(1)).unwrap_or(u32::MAX);
     let want_kib = u32::try_from(declared.unwrap_or(max_body as u64).div_ceil(1024))
         .unwrap_or(u32::MAX)
         .clamp(1, room_kib);
@@ -159,7 +162,7 @@ async fn write(
                 return with_retry_after(r, 1);
             }
         };
-    let timeout = Duration::from_secs(st.limits.body_timeout_s.max(1));
+    let timeout = Duration::from_secs(limits.body_timeout_s.max(1));
     let capacity = declared.map_or(64 << 10, |n| n as usize).min(max_body);
     let raw: Bytes = match tokio::time::timeout(timeout, read_body(body, capacity, max_body)).await
     {
@@ -225,7 +228,7 @@ async fn write(
     let st2 = st.clone();
     let client2 = client.clone();
     let work = tokio::task::spawn_blocking(move || {
-        decode_and_validate(&st2, &client2, raw, gzip, precision)
+        decode_and_validate(&st2, &limits, &client2, raw, gzip, precision)
     });
     let (v, payload) = match work.await {
         Ok(Ok(v)) => v,
@@ -250,7 +253,7 @@ async fn write(
                     "unavailable",
                     "the collector's queue filesystem is full; retry later",
                 );
-                return with_retry_after(r, st.queue_cfg.retry_after_s);
+                return with_retry_after(r, queue_cfg.retry_after_s);
             }
             tracing::error!(error = %e, "queue append failed");
             return error(
@@ -338,13 +341,14 @@ impl Refusal {
 /// when every line was accepted as sent, else the accepted lines).
 fn decode_and_validate(
     st: &AppState,
+    limits: &Limits,
     client: &str,
     raw: Bytes,
     gzip: bool,
     precision: Precision,
 ) -> Result<(Validated, Bytes), Refusal> {
     let bytes =
-        ingest::decode(raw, gzip, st.limits.max_decompressed_bytes).map_err(Refusal::Decode)?;
+        ingest::decode(raw, gzip, limits.max_decompressed_bytes).map_err(Refusal::Decode)?;
     let text = ingest::decode::text(&bytes).map_err(Refusal::Decode)?;
     // The per-token rate limit counts lines offered, good or bad, and is applied before
     // validation so that a refused request neither costs the parsing nor teaches field types.
@@ -352,9 +356,9 @@ fn decode_and_validate(
         .take(client, ingest::offered_lines(&bytes), Instant::now())
         .map_err(Refusal::RateLimited)?;
     let lim = LineLimits {
-        max_line_bytes: st.limits.max_line_bytes,
-        max_future_ns: secs_to_ns(st.limits.max_future_s),
-        max_past_ns: secs_to_ns(st.limits.max_past_s),
+        max_line_bytes: limits.max_line_bytes,
+        max_future_ns: secs_to_ns(limits.max_future_s),
+        max_past_ns: secs_to_ns(limits.max_past_s),
     };
     let rules = Rules {
         backends: st.backends,

@@ -237,7 +237,7 @@ fn learn<'a>(
         kept.push(a.text);
     }
     if !learned.is_empty() {
-        types.append(&learned)?;
+        types.append(&t, &learned)?;
     }
     Ok(())
 }

@@ -6,13 +6,16 @@
 //! A new field's type is appended to `types.log` and fsync'd before the line that introduced it
 //! is acknowledged, so after a restart the collector still refuses what InfluxDB would refuse.
 //! A request teaching new fields costs one small append and one fsync, however large the map
-//! (the whole map used to be rewritten: 376 ms per request at a million fields). At start the
-//! journal is folded into `types.json` (temporary file, fsync, rename) and emptied; a line torn
-//! by a crash at its end was never acknowledged and is dropped. Both files are private (0600).
+//! (the whole map used to be rewritten: 376 ms per request at a million fields). The journal is
+//! folded into `types.json` (temporary file, fsync, rename, then the journal emptied) at start
+//! and whenever it holds as many fields as the map did at the last fold (at least 10,000), so
+//! it stays within the map's size and a fold costs O(1) per field learned. A crash between the
+//! rename and the emptying replays fields `types.json` already has (harmless); a line torn by a
+//! crash at its end was never acknowledged and is dropped. Both files are private (0600).
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -57,13 +60,24 @@ pub enum TypeMapError {
 /// Field types per measurement.
 pub(crate) type Types = HashMap<String, HashMap<String, Stored>>;
 
+/// `types.log` and how many fields it holds since the last fold.
+#[derive(Debug)]
+struct Journal {
+    file: File,
+    fields: usize,
+}
+
+/// The journal is folded into `types.json` once it holds this many fields and at least as many
+/// as the map.
+const FOLD_AT_LEAST: usize = 10_000;
+
 /// Field types per measurement, learned from accepted lines and kept in `types.json`.
 #[derive(Debug)]
 pub struct TypeMap {
     path: Option<PathBuf>,
     types: RwLock<Types>,
     /// `types.log`, open for appending.
-    journal: Option<Mutex<File>>,
+    journal: Option<Mutex<Journal>>,
     /// A client inventing field names without end must not grow memory without end; beyond
     /// this, new fields pass unchecked and InfluxDB's own check applies.
     pub(crate) max_fields: usize,
@@ -126,7 +140,10 @@ impl TypeMap {
         journal.sync_data().map_err(io(&journal_path))?;
         Ok(TypeMap {
             types: RwLock::new(types),
-            journal: Some(Mutex::new(journal)),
+            journal: Some(Mutex::new(Journal {
+                file: journal,
+                fields: 0,
+            })),
             ..map
         })
     }
@@ -144,9 +161,12 @@ impl TypeMap {
         self.types.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Appends newly learned fields to `types.log` with one write and one fsync.
+    /// Appends newly learned fields to `types.log` with one write and one fsync; `types` is the
+    /// map they were added to (held by the caller's write lock), folded into `types.json` when
+    /// the journal has grown as large as it.
     pub(crate) fn append(
         &self,
+        types: &Types,
         learned: &[(String, String, FieldType)],
     ) -> Result<(), TypeMapError> {
         let (Some(path), Some(journal)) = (&self.path, &self.journal) else {
@@ -162,14 +182,36 @@ impl TypeMap {
             })?;
             text.push(b'\n');
         }
-        let mut file = journal.lock().unwrap_or_else(|e| e.into_inner());
+        let mut j = journal.lock().unwrap_or_else(|e| e.into_inner());
         let journal_path = path.with_file_name("types.log");
-        file.write_all(&text)
-            .and_then(|()| file.sync_data())
+        j.file
+            .write_all(&text)
+            .and_then(|()| j.file.sync_data())
             .map_err(|source| TypeMapError::Io {
-                path: journal_path,
+                path: journal_path.clone(),
                 source,
-            })
+            })?;
+        j.fields += learned.len();
+        if j.fields >= FOLD_AT_LEAST && j.fields >= types.values().map(HashMap::len).sum() {
+            // The fields are durable in the journal already: a failed fold is only a warning.
+            let folded = self.save(types).and_then(|()| {
+                j.file
+                    .set_len(0)
+                    .and_then(|()| j.file.seek(SeekFrom::Start(0)).map(|_| ()))
+                    .and_then(|()| j.file.sync_data())
+                    .map_err(|source| TypeMapError::Io {
+                        path: journal_path,
+                        source,
+                    })
+            });
+            match folded {
+                Ok(()) => j.fields = 0,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot fold the field-type journal; it keeps growing")
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Writes the map to `types.json` (temporary file, fsync, rename, fsync of the directory).
@@ -256,7 +298,7 @@ mod tests {
                 .or_default()
                 .insert(f.clone(), Stored(*ty));
         }
-        t.append(&new).unwrap();
+        t.append(&t.read(), &new).unwrap();
         drop(t);
         // a crash in the middle of the next append
         let mut j = OpenOptions::new()
@@ -277,6 +319,46 @@ mod tests {
         let saved: Types =
             serde_json::from_slice(&std::fs::read(dir.path().join("types.json")).unwrap()).unwrap();
         assert_eq!(saved.get("m").map(HashMap::len), Some(3));
+    }
+
+    #[test]
+    fn the_journal_is_folded_once_it_holds_as_many_fields_as_the_map() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = TypeMap::load(dir.path()).unwrap();
+        let journal_len = || {
+            std::fs::metadata(dir.path().join("types.log"))
+                .unwrap()
+                .len()
+        };
+        let mut taught = 0;
+        let mut teach = |n: usize| {
+            let new: Vec<_> = (taught..taught + n)
+                .map(|i| ("m".to_string(), format!("f{i}"), FieldType::Integer))
+                .collect();
+            taught += n;
+            let mut w = t.write();
+            for (m, f, ty) in &new {
+                w.entry(m.clone())
+                    .or_default()
+                    .insert(f.clone(), Stored(*ty));
+            }
+            t.append(&w, &new).unwrap();
+        };
+        teach(FOLD_AT_LEAST - 1);
+        assert!(journal_len() > 0);
+        // the 10,000th field: the journal holds as many as the map, and is folded
+        teach(1);
+        assert_eq!(journal_len(), 0);
+        let saved: Types =
+            serde_json::from_slice(&std::fs::read(dir.path().join("types.json")).unwrap()).unwrap();
+        assert_eq!(saved["m"].len(), FOLD_AT_LEAST);
+        // appends go on at the start of the emptied journal, and everything survives a restart
+        teach(5);
+        let text = std::fs::read(dir.path().join("types.log")).unwrap();
+        assert!(text.starts_with(b"[\"m\""), "{:?}", &text[..20]);
+        drop(t);
+        let t = TypeMap::load(dir.path()).unwrap();
+        assert_eq!(t.read()["m"].len(), FOLD_AT_LEAST + 5);
     }
 
     #[test]
@@ -315,8 +397,11 @@ mod tests {
         let rewrite = start.elapsed() / rounds;
         let start = std::time::Instant::now();
         for i in 0..rounds {
-            t.append(&[("m0".into(), format!("new_{i}"), FieldType::Float)])
-                .unwrap();
+            t.append(
+                &t.read(),
+                &[("m0".into(), format!("new_{i}"), FieldType::Float)],
+            )
+            .unwrap();
         }
         let append = start.elapsed() / rounds;
         println!("1,000,000 fields: whole-map rewrite {rewrite:?} per request, journal append {append:?}");
