@@ -244,7 +244,9 @@ TOML
   for r in "${roots[@]}"; do
     h=$(cat "$r/host")
     case $h in sim-worker-*) role=worker ;; *) role=disk-server ;; esac
-    launch "agent-$h" "$logs/agent-$h.log" env PATH="$r/bin:$PATH" "$bin/storwatch-agent" run --config "$state/agent-sim.toml" \
+    # the tree's filesystem numbers: its mount points have no real filesystem behind them
+    { cat "$state/agent-sim.toml"; printf '[fs]\nstatvfs_file = "%s/run/statvfs.txt"\n' "$r"; } >"$state/agent-$h.toml"
+    launch "agent-$h" "$logs/agent-$h.log" env PATH="$r/bin:$PATH" "$bin/storwatch-agent" run --config "$state/agent-$h.toml" \
       --proc-root "$r/proc" --sys-root "$r/sys" --host "$h" --tag site=quickstart --tag role="$role" \
       --output "$write_url" --token-file "$state/agent.token" --spool-dir "$state/spool/$h"
   done

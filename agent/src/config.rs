@@ -53,6 +53,8 @@ pub struct Config {
     pub mpath: crate::collect::mpath::MpathConfig,
     /// Prometheus exposition of the latest reports (off unless `listen` is set).
     pub prometheus: crate::prometheus::PrometheusConfig,
+    /// Filesystem capacity.
+    pub fs: crate::collect::fs::FsConfig,
 }
 
 impl Default for Config {
@@ -78,6 +80,7 @@ impl Default for Config {
             zpool: Default::default(),
             mpath: Default::default(),
             prometheus: Default::default(),
+            fs: Default::default(),
         }
     }
 }
@@ -172,6 +175,28 @@ use_multipathd = true
 multipathd_socket = "/org/kernel/linux/storage/multipathd"
 multipathd = "multipathd"
 multipathd_interval_s = 30.0
+
+# Filesystem capacity: every mount of <proc_root>/self/mountinfo not excluded below, measured
+# with statvfs(3) on its own thread every `interval` (never more often than report_interval);
+# a statvfs that hangs (a dead NFS server) for timeout_s is skipped until it answers. The fill
+# rate and time to full are measured over fill_window (reported once a twelfth of it is covered).
+[fs]
+enabled = true
+interval = "60s"
+fill_window = "6h"
+timeout_s = 5.0
+# Pseudo filesystems, tmpfs and container layers (globs on the type), and the kernel's and
+# container runtimes' trees (globs on the mount point).
+exclude_fstypes = ["autofs", "binfmt_misc", "bpf", "cgroup", "cgroup2", "configfs", "debugfs",
+  "devpts", "devtmpfs", "efivarfs", "fuse.gvfsd-fuse", "fuse.lxcfs", "fusectl", "hugetlbfs",
+  "mqueue", "nfsd", "nsfs", "overlay", "proc", "pstore", "ramfs", "rpc_pipefs", "securityfs",
+  "selinuxfs", "squashfs", "sysfs", "tmpfs", "tracefs", "iso9660", "erofs"]
+exclude_mounts = ["/proc/*", "/sys/*", "/dev/*", "/run/credentials/*", "/var/lib/docker/*",
+  "/var/lib/containers/*"]
+# Where the host's / is, for an agent in a container that sees it at /host.
+rootfs = "/"
+# The simulator's stand-in for statvfs(3) (numbers per mount point in a file); empty: statvfs.
+statvfs_file = ""
 
 # Delivery when `output` is an http(s):// URL: the collector (/write or /api/v2/write) or InfluxDB
 # itself (v1 /write?db=, v2 /api/v2/write?org=&bucket=, v3 /api/v3/write_lp?db=). Reports are

@@ -6,9 +6,10 @@
 //! machine. [`sim::Sim`] is one host; [`sim::fleet`] many.
 //!
 //! Layout: `model` (the host and how demand becomes counters) → `scenario` (what each incident
-//! asks of the host, second by second) → `render` (kernel and tool text formats) → `tree`
+//! asks of the host, second by second) → `render` (kernel and tool text formats; `fs`: the mounted filesystems) → `tree`
 //! (atomic files under the root) → `sim` (stepping and the real-time loop).
 
+pub mod fs;
 pub mod model;
 pub mod render;
 pub mod scenario;

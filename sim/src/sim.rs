@@ -15,6 +15,7 @@ pub struct Sim {
     host: Host,
     scenario: Scenario,
     tree: Tree,
+    fs: Vec<crate::fs::SimFs>,
 }
 
 impl Sim {
@@ -25,10 +26,13 @@ impl Sim {
         let mut tree = Tree::new(root)?;
         tree::write_static(&mut tree, &host)?;
         tree::write_dynamic(&mut tree, &host)?;
+        let fs = crate::fs::build(&host, kind);
+        write_fs(&mut tree, &fs)?;
         Ok(Self {
             host,
             scenario,
             tree,
+            fs,
         })
     }
 
@@ -36,7 +40,9 @@ impl Sim {
     pub fn step(&mut self) -> io::Result<()> {
         self.host.tick();
         self.scenario.drive(&mut self.host);
-        tree::write_dynamic(&mut self.tree, &self.host)
+        crate::fs::tick(&mut self.fs, &mut self.host);
+        tree::write_dynamic(&mut self.tree, &self.host)?;
+        write_fs(&mut self.tree, &self.fs)
     }
 
     /// The simulated host, as of the last state written.
@@ -53,6 +59,12 @@ impl Sim {
     pub fn root(&self) -> &Path {
         self.tree.root()
     }
+}
+
+/// The mount table and the filesystems' numbers.
+fn write_fs(tree: &mut Tree, fs: &[crate::fs::SimFs]) -> io::Result<()> {
+    tree.write("proc/self/mountinfo", &crate::fs::mountinfo(fs))?;
+    tree.write("run/statvfs.txt", &crate::fs::statvfs(fs))
 }
 
 /// The name of host `i` (0-based) of scenario `kind` in a fleet.

@@ -19,6 +19,7 @@
 //! sample goes on.
 
 pub mod disk;
+pub mod fs;
 pub mod host;
 pub mod md;
 pub mod mpath;
@@ -224,8 +225,8 @@ impl SourceErrors {
     }
 }
 
-/// The storage-health collectors the configuration enables (multipath, MD, zpool), in report
-/// order. `inline` (for `once` and stepped tests) runs slow commands on the sampling thread so
+/// The storage collectors the configuration enables (multipath, MD, zpool, filesystem
+/// capacity), in report order. `inline` (for `once` and stepped tests) runs slow commands on the sampling thread so
 /// that one report interval already has their answers.
 pub fn storage(cfg: &Config, inline: bool) -> Vec<Box<dyn Collector>> {
     let mut v: Vec<Box<dyn Collector>> = Vec::new();
@@ -251,6 +252,14 @@ pub fn storage(cfg: &Config, inline: bool) -> Vec<Box<dyn Collector>> {
         } else {
             Box::new(ZpoolMonitor::new(cfg.zpool.clone(), cfg.risk, runner))
         });
+    }
+    if cfg.fs.enabled {
+        v.push(Box::new(fs::FsCollector::new(
+            cfg.fs.clone(),
+            crate::root::Root::new(&cfg.proc_root, &cfg.sys_root),
+            cfg.report_interval,
+            inline,
+        )));
     }
     v
 }

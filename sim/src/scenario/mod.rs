@@ -12,7 +12,7 @@ use crate::model::{
 };
 
 /// Every scenario, in `--list` order.
-pub const ALL: [Kind; 16] = [
+pub const ALL: [Kind; 17] = [
     Kind::Healthy,
     Kind::WriteStorm,
     Kind::MultipathFlap,
@@ -29,6 +29,7 @@ pub const ALL: [Kind; 16] = [
     Kind::NicSaturation,
     Kind::WorkerStaging,
     Kind::ReadaheadDrift,
+    Kind::FsFilling,
 ];
 
 /// A scenario's name.
@@ -50,6 +51,7 @@ pub enum Kind {
     NicSaturation,
     WorkerStaging,
     ReadaheadDrift,
+    FsFilling,
 }
 
 impl Kind {
@@ -72,6 +74,7 @@ impl Kind {
             Kind::NicSaturation => "nic-saturation",
             Kind::WorkerStaging => "worker-staging",
             Kind::ReadaheadDrift => "readahead-drift",
+            Kind::FsFilling => "fs-filling",
         }
     }
 
@@ -94,6 +97,7 @@ impl Kind {
             Kind::NicSaturation => "10 GbE NIC transmitting at line rate (~98 %) with receive drops",
             Kind::WorkerStaging => "worker node, 16 jobs staging input on one HDD: bursts of 100 % util, iowait and PSI io high",
             Kind::ReadaheadDrift => "healthy disk server whose devices have read_ahead_kb 64 (the fleet has 8192): small reads, util twice as high",
+            Kind::FsFilling => "healthy disk server whose /srv/mpatha fills at ~300 MB/s net (full in ~10 h) and whose /srv/mpathb is 96.5 % full",
         }
     }
 
@@ -309,7 +313,7 @@ impl Scenario {
     pub fn drive(&mut self, h: &mut Host) {
         let t = self.t_s();
         match self.kind {
-            Kind::Healthy | Kind::MultipathDegraded => {
+            Kind::Healthy | Kind::MultipathDegraded | Kind::FsFilling => {
                 self.server_io(h, |k, rng| {
                     let f = wave(t) * rng.noise(0.2) * (0.8 + 0.1 * k as f64);
                     Demand::mbs(120.0 * f, 40.0 * f, 1024.0, 512.0)

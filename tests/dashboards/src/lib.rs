@@ -44,7 +44,8 @@ impl SteppedHost {
     /// Host `name` running scenario `kind` (seed 7) at `speed` (see the simulator's `--speed`)
     /// in `root`, under an agent configured by `agent_toml` (the agent's config file). The
     /// host's own settings are added as a launcher passes them: `--proc-root`/`--sys-root` and
-    /// `--host` for the tree, tag `site=lab`, and the tree's `dmsetup` and `zpool` stand-ins as
+    /// `--host` for the tree, tag `site=lab`, the tree's filesystem numbers (`[fs] statvfs_file`),
+    /// and the tree's `dmsetup` and `zpool` stand-ins as
     /// the only multipath and ZFS sources (the device-mapper ioctl and multipathd's socket would
     /// be this machine's), as in the quickstart.
     pub fn new(root: &Path, kind: Kind, name: &str, speed: f64, agent_toml: &str) -> SteppedHost {
@@ -59,6 +60,7 @@ impl SteppedHost {
         cfg.mpath.use_ioctl = false;
         cfg.mpath.use_multipathd = false;
         cfg.zpool.zpool = root.join("bin/zpool");
+        cfg.fs.statvfs_file = root.join("run/statvfs.txt");
         let mut scheduler = Scheduler::new(&cfg, collect::storage(&cfg, true));
         scheduler.sample(0.0);
         SteppedHost {

@@ -149,6 +149,11 @@ const SCENARIOS: &[Scenario] = &[
         speed: 1.0,
         fires: &[],
     },
+    Scenario {
+        kind: Kind::FsFilling,
+        speed: 1.0,
+        fires: &["fs-fills-within-24h", "fs-above-95pct"],
+    },
     // an hour's three 10 s bursts in the quarter hour: not the 10 min saturation rule's kind
     Scenario {
         kind: Kind::BurstSaturation,
@@ -166,12 +171,13 @@ fn host(kind: Kind) -> String {
     format!("sim-{}", kind.name())
 }
 
-/// The agents' configuration file: the collector's write URL and token, a spool per host, and
-/// the quick backoff of a test.
+/// The agents' configuration file: the collector's write URL and token, a spool per host, the
+/// quick backoff of a test, and a fill window of 10 min (the rate appears after 50 s) so that
+/// the quarter hour has time-to-full estimates.
 fn agent_toml(dir: &Path, name: &str, url: &str) -> String {
     format!(
         "output = \"{url}\"\n[http]\ntoken_file = \"{}\"\nspool_dir = \"{}\"\n\
-         backoff_min_s = 0.2\nbackoff_max_s = 2.0\n",
+         backoff_min_s = 0.2\nbackoff_max_s = 2.0\n[fs]\nfill_window = \"10m\"\n",
         dir.join("agent.token").display(),
         dir.join(format!("{name}.spool")).display()
     )
