@@ -768,6 +768,17 @@ errors: No known data errors
             ("zpool-json/check_zpools-proxmox-status-j-json-int-rpool-DEGRADED.txt", "rpool", 0.0, None),
             ("zpool-json/check_zpools-proxmox-status-j-json-int-rpool-DEGRADED.txt", "zpool-hdd", 1.0, Some(0.0)),
             ("zpool-json/openzfs-man-zpool-status-j-c-vendor-model-size-raidz1-dedup-special-jq-pretty.txt", "tank", 0.0, Some(0.0)),
+            // raidz2 whose replacing-5 holds a GUID UNAVAIL, an OFFLINE disk and the new disk
+            // "(awaiting resilver)": none of the three holds the column, one parity is spent.
+            ("zpool-status/offf-ovh3-raidz2-replacing-awaiting-resilver-guid-was-offline-38pct-days-eta.txt", "rpool", 1.0, None),
+            // The same replacement being resilvered, then offlined, then after a detach.
+            ("zpool-status/offf-ovh3-raidz2-replacing-offline-old-resilvering-3-days-eta.txt", "rpool", 1.0, None),
+            ("zpool-status/offf-ovh3-raidz2-replacing-UNAVAIL-insufficient-replicas-offline-resilvering-no-eta.txt", "rpool", 1.0, None),
+            ("zpool-status/offf-ovh3-raidz2-offline-leaf-while-resilver-runs.txt", "rpool", 1.0, None),
+            ("zpool-status/offf-ovh3-raidz2-second-resilver-8-days-eta-config-trailing-space.txt", "rpool", 1.0, None),
+            // A plain raidz2 member "(awaiting resilver)" under a pool that reads ONLINE.
+            ("zpool-status/jafner-truenas-raidz2-10wide-leaf-awaiting-resilver-0B-scanned-no-eta.txt", "TEMP", 1.0, None),
+            ("zpool-status/jafner-truenas-raidz2-10wide-two-OFFLINE-resilvered-1.18M.txt", "TEMP", 0.0, None),
         ];
         for &(file, pool, left, risk) in cases {
             let text = fixture(file);
@@ -790,6 +801,61 @@ errors: No known data errors
                 None => assert!(got > 0.0 && got < 1.0, "{file} {pool}: {got}"),
             }
         }
+    }
+
+    #[test]
+    fn each_leaf_condition_counts_against_redundancy() {
+        let pool = |vdevs: &str| {
+            format!("  pool: t\n state: DEGRADED\n  scan: resilver in progress since x\n\t1G scanned at 1M/s, 1G issued at 1M/s, 4G total\n\t0B resilvered, 25.00% done, 00:50:00 to go\nconfig:\n\n\tNAME STATE READ WRITE CKSUM\n\tt DEGRADED 0 0 0\n{vdevs}\nerrors: No known data errors\n")
+        };
+        let left_of = |text: &str, vdev: &str| {
+            let mut tr = tracker();
+            tr.observe_status(&text_status(text), 0.0, &mut Vec::new());
+            let out = report(&tr);
+            let top = match field(&out, "zpool_vdev", &[("vdev", vdev)], "redundancy_left") {
+                Some(FieldValue::I64(i)) => i,
+                other => panic!("{vdev}: {other:?}"),
+            };
+            (top, f64_field(&out, "t", "redundancy_left"))
+        };
+        for (leaf, left) in [
+            ("sdb ONLINE 0 0 0", 2i64),
+            ("sdb DEGRADED 0 0 9  too many errors", 1),
+            ("sdb ONLINE 0 0 0  (resilvering)", 1),
+            ("sdb ONLINE 0 0 0  (awaiting resilver)", 1),
+            ("sdb ONLINE 0 0 0  (repairing)", 2),
+            ("sdb REMOVED 0 0 0", 1),
+            ("sdb OFFLINE 0 0 0", 1),
+        ] {
+            let text = pool(&format!(
+                "\t  raidz2-0 DEGRADED 0 0 0\n\t    sda ONLINE 0 0 0\n\t    {leaf}\n\t    sdc ONLINE 0 0 0\n\t    sdd ONLINE 0 0 0\n"
+            ));
+            assert_eq!(
+                left_of(&text, "raidz2-0"),
+                (left, Some(left as f64)),
+                "{leaf}"
+            );
+        }
+        // A spare group holds the data once one of its devices does, not before.
+        for (spare, left) in [
+            ("\t      sdb UNAVAIL 0 0 0\n\t      sde ONLINE 0 0 0\n", 1),
+            ("\t      sdb UNAVAIL 0 0 0\n\t      sde ONLINE 0 0 0  (resilvering)\n", 0),
+            ("\t      sdb DEGRADED 0 0 5  too many errors\n\t      sde ONLINE 0 0 0  (awaiting resilver)\n", 0),
+            ("\t      sdb ONLINE 0 0 0\n\t      sde ONLINE 0 0 0  (resilvering)\n", 1),
+        ] {
+            let text = pool(&format!(
+                "\t  mirror-0 DEGRADED 0 0 0\n\t    sda ONLINE 0 0 0\n\t    spare-1 DEGRADED 0 0 0\n{spare}"
+            ));
+            assert_eq!(left_of(&text, "mirror-0").0, left, "{spare}");
+        }
+        // A mirrored log with a dead half: its own line says so, the pool's figure does not.
+        let text = pool("\t  mirror-0 ONLINE 0 0 0\n\t    sda ONLINE 0 0 0\n\t    sdb ONLINE 0 0 0\n\tlogs\n\t  mirror-1 DEGRADED 0 0 0\n\t    sdc ONLINE 0 0 0\n\t    sdd UNAVAIL 0 0 0\n\tcache\n\t  sde FAULTED 0 0 0\n");
+        assert_eq!(left_of(&text, "mirror-1"), (0, Some(1.0)));
+        // A single-device vdev with checksum errors is still read: no redundancy, no certain loss.
+        let text = pool("\t  sda DEGRADED 0 0 3  too many errors\n");
+        let mut tr = tracker();
+        tr.observe_status(&text_status(&text), 0.0, &mut Vec::new());
+        assert_eq!(f64_field(&report(&tr), "t", "rebuild_risk"), Some(0.0));
     }
 
     #[test]

@@ -6,9 +6,10 @@
 //! with a dead cache device or a faulted spare looks like. Capacity is compared with the
 //! configured threshold (`capacity_over_85`: ZFS allocation slows as free space fragments).
 //!
-//! Per top-level vdev: `redundancy_left` — parity for RAID-Z/dRAID, copies − 1 for a mirror, 0 for
-//! a single device, minus members that are FAULTED/UNAVAIL/REMOVED/OFFLINE and not covered by a
-//! spare or replacement that already holds their data — and `rebuild_risk`
+//! Per top-level vdev (data classes and logs): `redundancy_left` — parity for RAID-Z/dRAID,
+//! copies − 1 for a mirror, 0 for a single device, minus members that do not hold their current
+//! data: a leaf FAULTED/UNAVAIL/REMOVED/OFFLINE/DEGRADED, `(awaiting resilver)` or being
+//! resilvered, a spare-N/replacing-N group none of whose devices holds it — and `rebuild_risk`
 //! ([`crate::health::risk::loss_probability`]) over the window until our resilver ETA (the
 //! tool's before we have two samples), or the open window when degraded with nothing
 //! rebuilding.
@@ -49,18 +50,42 @@ pub(super) fn walk<'a>(p: &'a Pool, f: &mut dyn FnMut(&'a Vdev, &str, &str, usiz
     }
 }
 
+/// What a member check needs to know about the top-level vdev around it.
+#[derive(Debug, Clone, Copy)]
+struct GroupCx {
+    /// The top-level vdev is dRAID: a healing resilver writes to every disk of it, so a
+    /// `(resilvering)` mark on a plain member says nothing about that member.
+    draid: bool,
+    /// No sequential rebuild of this dRAID vdev runs: its distributed spares already hold the
+    /// columns they stand in for, whatever their marks.
+    dspare_written: bool,
+}
+
+/// Whether a leaf device holds its current data: not FAULTED/UNAVAIL/REMOVED/OFFLINE, not
+/// DEGRADED (too many errors: its data can no longer be trusted), not `(awaiting resilver)`,
+/// and not `(resilvering)` unless the mark says nothing (see [`GroupCx`]). `in_group` is true
+/// inside a `spare-N`/`replacing-N`, where the mark names the stand-in being written.
+fn leaf_holds(v: &Vdev, cx: GroupCx, in_group: bool) -> bool {
+    if is_failed_state(&v.state) || v.state == "DEGRADED" || v.awaiting_resilver {
+        return false;
+    }
+    if v.resilvering {
+        return if v.kind == VdevKind::DistributedSpare {
+            cx.dspare_written
+        } else {
+            cx.draid && !in_group
+        };
+    }
+    true
+}
+
 /// Whether a member of a redundancy group holds its data. A spare-N/replacing-N group does
-/// when one of its devices is healthy and not still being resilvered; `dspare_written` says a
-/// dRAID distributed spare's "(resilvering)" mark can be ignored: outside a sequential rebuild
-/// of its vdev the spare already holds the column, and a healing resilver marks every disk.
-fn member_ok(v: &Vdev, dspare_written: bool) -> bool {
+/// when one of its devices does; a leaf by [`leaf_holds`].
+fn member_ok(v: &Vdev, cx: GroupCx, in_group: bool) -> bool {
     match v.kind {
-        VdevKind::Spare | VdevKind::Replacing => v.children.iter().any(|c| {
-            let resilvering =
-                c.resilvering && !(dspare_written && c.kind == VdevKind::DistributedSpare);
-            member_ok(c, dspare_written) && !resilvering
-        }),
-        _ => !is_failed_state(&v.state),
+        VdevKind::Spare | VdevKind::Replacing => v.children.iter().any(|c| member_ok(c, cx, true)),
+        _ if !v.children.is_empty() => !is_failed_state(&v.state),
+        _ => leaf_holds(v, cx, in_group),
     }
 }
 
@@ -163,7 +188,13 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
     let mut min_left: Option<u32> = None;
     let mut max_risk: Option<f64> = None;
     let mut tops: BTreeMap<*const Vdev, (u32, f64)> = BTreeMap::new();
-    for v in p.data_vdevs() {
+    // Log vdevs get their own figures on their `zpool_vdev` lines; only data vdevs make the
+    // pool's (a lost log device loses in-flight synchronous writes, not the pool).
+    let logs = p
+        .section(VdevKind::Logs)
+        .into_iter()
+        .flat_map(|s| s.children.iter().map(|v| (v, false)));
+    for (v, holds_data) in p.data_vdevs().map(|v| (v, true)).chain(logs) {
         if matches!(v.kind, VdevKind::Indirect | VdevKind::Other) {
             continue;
         }
@@ -171,7 +202,11 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
             p.scans.iter().filter(running).find(|s| {
                 s.kind == ScanKind::Rebuild && s.vdev.as_deref() == Some(v.name.as_str())
             });
-        let dspare_written = matches!(v.kind, VdevKind::Draid(_)) && rebuild.is_none();
+        let draid = matches!(v.kind, VdevKind::Draid(_));
+        let cx = GroupCx {
+            draid,
+            dspare_written: draid && rebuild.is_none(),
+        };
         let grouped = matches!(
             v.kind,
             VdevKind::Mirror | VdevKind::Raidz(_) | VdevKind::Draid(_)
@@ -188,7 +223,15 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
         };
         let failed = members
             .iter()
-            .filter(|m| !member_ok(m, dspare_written))
+            .filter(|m| {
+                if grouped || matches!(m.kind, VdevKind::Spare | VdevKind::Replacing) {
+                    !member_ok(m, cx, false)
+                } else {
+                    // A single-device vdev has no redundancy to lose: only a dead device loses
+                    // its data (a DEGRADED one is still read).
+                    is_failed_state(&m.state)
+                }
+            })
             .count();
         let failed = u32::try_from(failed).unwrap_or(u32::MAX);
         let surviving = u32::try_from(members.len())
@@ -209,8 +252,10 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
             };
             (design - failed, loss_probability(risk, &exposure))
         };
-        min_left = Some(min_left.map_or(left, |m| m.min(left)));
-        max_risk = Some(max_risk.map_or(p_loss, |m| m.max(p_loss)));
+        if holds_data {
+            min_left = Some(min_left.map_or(left, |m| m.min(left)));
+            max_risk = Some(max_risk.map_or(p_loss, |m| m.max(p_loss)));
+        }
         tops.insert(v as *const Vdev, (left, p_loss));
     }
     d.redundancy_left = min_left;

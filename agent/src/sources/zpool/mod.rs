@@ -310,6 +310,9 @@ pub struct Vdev {
     pub was: Option<String>,
     /// The device is the target of a running resilver: its data is not yet whole.
     pub resilvering: bool,
+    /// `(awaiting resilver)`: the device's resilver is deferred until the running one ends; its
+    /// data is not yet whole either.
+    pub awaiting_resilver: bool,
     /// `zpool status -c` script columns, (column, value).
     pub extra: Vec<(String, String)>,
     /// Allocated bytes (JSON `alloc_space`).
@@ -651,6 +654,9 @@ pub(crate) fn render(s: &ZpoolStatus) -> String {
         opt(out, "was", v.was.as_deref());
         if v.resilvering {
             out.push_str(" resilvering");
+        }
+        if v.awaiting_resilver {
+            out.push_str(" awaiting_resilver");
         }
         for (k, x) in &v.extra {
             let _ = write!(out, " {k}={x:?}");

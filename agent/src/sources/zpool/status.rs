@@ -341,6 +341,7 @@ fn parse_row(trimmed: &str, top: bool, extra_columns: &[String]) -> Result<Vdev,
     } else if !note_words.is_empty() {
         let note = note_words.join(" ");
         v.resilvering = note_words.contains(&"(resilvering)");
+        v.awaiting_resilver = note.contains("(awaiting resilver)");
         if let Some(("was", path)) = note.split_once(' ').filter(|(w, _)| *w == "was") {
             v.was = Some(path.to_owned());
         }
