@@ -382,6 +382,7 @@ fn write_lines(detector: &ZpoolDetector, w: &mut LineWriter, ts_ns: i64) {
                 .field_opt("scan_pct", d.scan_pct)
                 .field_opt("scan_rate_bps", d.scan_rate_bps)
                 .field_opt("scan_eta_s", d.scan_eta_s)
+                .field_opt("scan_tool_eta_s", d.scan_tool_eta_s)
                 .field_opt("redundancy_left", d.redundancy_left)
                 .field_opt("rebuild_risk", d.rebuild_risk)
                 .field("fault_under_online", d.fault_under_online)
@@ -543,8 +544,15 @@ errors: No known data errors
         assert_eq!(ev[4].text, "resilver started on zpool");
         let out = report(&tr);
         assert_eq!(f64_field(&out, "zpool", "redundancy_left"), Some(0.0));
-        // One sample: no rate of ours yet; the window is the tool's "1 days 09:48:34".
-        assert_eq!(f64_field(&out, "zpool", "scan_rate_bps"), None);
+        // One sample: no rate of ours yet, so the tool's "153M/s"; the window is the tool's
+        // "1 days 09:48:34", exported next to our (absent) estimate.
+        assert_eq!(
+            f64_field(&out, "zpool", "scan_rate_bps"),
+            Some(153.0 * 1_048_576.0)
+        );
+        assert_eq!(f64_field(&out, "zpool", "scan_eta_s"), None);
+        assert_eq!(f64_field(&out, "zpool", "scan_tool_eta_s"), Some(121_714.0));
+        assert_eq!(f64_field(&out, "zpool", "scan_pct"), Some(0.98));
         let expected = by_hand(6, 121_714.0 / 3600.0, (total - start) as f64);
         let got = f64_field(&out, "zpool", "rebuild_risk").expect("risk");
         assert!(
@@ -562,8 +570,8 @@ errors: No known data errors
             let eta = (total - issued) as f64 / rate as f64;
             let got_eta = f64_field(&out, "zpool", "scan_eta_s").expect("eta");
             assert!((got_eta - eta).abs() < 1e-6, "{got_eta} vs {eta}");
-            let pct = f64_field(&out, "zpool", "scan_pct").expect("pct");
-            assert!((pct - issued as f64 * 100.0 / total as f64).abs() < 1e-9);
+            // The tool's own percentage, as printed (the edited capture keeps "0.98% done").
+            assert_eq!(f64_field(&out, "zpool", "scan_pct"), Some(0.98));
             // The risk window is now our ETA, not the tool's.
             let expected = by_hand(6, eta / 3600.0, (total - issued) as f64);
             let got = f64_field(&out, "zpool", "rebuild_risk").expect("risk");
@@ -674,7 +682,11 @@ errors: No known data errors
         assert_eq!(f64_field(&report(&tr), "zpool", "scan_rate_bps"), Some(1e9));
         // Progress went backwards: the resilver restarted (a second disk was added to it).
         tr.observe_status(&text_status(&resilver_at(1_000_000_000)), 200.0, &mut ev);
-        assert_eq!(f64_field(&report(&tr), "zpool", "scan_rate_bps"), None);
+        // One sample of the new pass: the tool's rate until we have our own.
+        assert_eq!(
+            f64_field(&report(&tr), "zpool", "scan_rate_bps"),
+            Some(153.0 * 1_048_576.0)
+        );
         tr.observe_status(&text_status(&resilver_at(3_000_000_000)), 210.0, &mut ev);
         assert_eq!(f64_field(&report(&tr), "zpool", "scan_rate_bps"), Some(2e8));
     }
@@ -856,6 +868,36 @@ errors: No known data errors
         let mut tr = tracker();
         tr.observe_status(&text_status(&text), 0.0, &mut Vec::new());
         assert_eq!(f64_field(&report(&tr), "t", "rebuild_risk"), Some(0.0));
+    }
+
+    #[test]
+    fn scan_pct_is_the_tools_and_its_rate_counts_from_the_first_report() {
+        // "A / B issued" without a rate: nothing issued yet. Scanned ÷ total would say 41 %.
+        let text = "  pool: t\n state: ONLINE\n  scan: scrub in progress since Mon Jan  1 00:00:00 2024\n\t1.36T / 3.30T scanned at 1.20G/s, 0B / 3.30T issued\n\t0B repaired, 0.00% done, no estimated completion time\nconfig:\n\n\tNAME STATE READ WRITE CKSUM\n\tt ONLINE 0 0 0\n\t  sda ONLINE 0 0 0\n\nerrors: No known data errors\n";
+        let mut tr = tracker();
+        tr.observe_status(&text_status(text), 0.0, &mut Vec::new());
+        let out = report(&tr);
+        assert_eq!(f64_field(&out, "t", "scan_pct"), Some(0.0));
+        assert_eq!(
+            f64_field(&out, "t", "scan_rate_bps"),
+            Some(1.2 * 1_073_741_824.0)
+        );
+        assert_eq!(f64_field(&out, "t", "scan_tool_eta_s"), None);
+        assert_eq!(f64_field(&out, "t", "scan_eta_s"), None);
+        // Paused: the tool's percentage, no rate, no times.
+        let paused = text
+            .replace("scrub in progress since", "scrub paused since")
+            .replace(" at 1.20G/s", "")
+            .replace(", no estimated completion time", "");
+        let mut tr = tracker();
+        tr.observe_status(&text_status(&paused), 0.0, &mut Vec::new());
+        let out = report(&tr);
+        assert_eq!(
+            field(&out, "zpool", &[("pool", "t")], "scan_state"),
+            Some(FieldValue::String("paused".into()))
+        );
+        assert_eq!(f64_field(&out, "t", "scan_pct"), Some(0.0));
+        assert_eq!(f64_field(&out, "t", "scan_rate_bps"), None);
     }
 
     #[test]

@@ -152,16 +152,23 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
         d.scan_kind = s.kind.as_str();
         d.scan_state = s.state.as_str();
         if matches!(s.state, ScanState::InProgress | ScanState::Paused) {
-            d.scan_pct = match (s.progress_bytes(), s.total_bytes) {
-                (Some(done), Some(total)) if total > 0 => {
-                    Some((done as f64 * 100.0 / total as f64).min(100.0))
-                }
-                _ => s.percent,
-            };
+            // The tool's own percentage (from exact counts) when printed; ours from its rounded
+            // sizes only when it printed none.
+            d.scan_pct = s
+                .percent
+                .or_else(|| match (s.progress_bytes(), s.total_bytes) {
+                    (Some(done), Some(total)) if total > 0 => {
+                        Some((done as f64 * 100.0 / total as f64).min(100.0))
+                    }
+                    _ => None,
+                });
         }
-        if let Some(tr) = track_of(s).filter(|_| s.state == ScanState::InProgress) {
-            d.scan_rate_bps = tr.rate_bps;
-            d.scan_eta_s = tr.eta_s;
+        if s.state == ScanState::InProgress {
+            let tr = track_of(s);
+            // Ours once two samples exist; the tool's pass rate before that.
+            d.scan_rate_bps = tr.and_then(|tr| tr.rate_bps).or(s.rate_bps);
+            d.scan_eta_s = tr.and_then(|tr| tr.eta_s);
+            d.scan_tool_eta_s = s.tool_eta_s;
         }
     }
     // The window until redundancy is back, for a top-level vdev: the ETA of a rebuild of that

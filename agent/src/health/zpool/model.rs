@@ -98,10 +98,12 @@ pub struct PoolReport {
     pub scan_state: &'static str,
     /// Progress of a running or paused scan, percent.
     pub scan_pct: Option<f64>,
-    /// Our rate of the running scan, bytes/s.
+    /// Our rate of the running scan, bytes/s (the tool's before we have two samples).
     pub scan_rate_bps: Option<f64>,
     /// Our estimate of the running scan's seconds left.
     pub scan_eta_s: Option<f64>,
+    /// The tool's own "to go" for the running scan, seconds.
+    pub scan_tool_eta_s: Option<u64>,
     /// The least redundancy left of the top-level data vdevs.
     pub redundancy_left: Option<u32>,
     /// The highest rebuild risk of the top-level data vdevs.

@@ -394,7 +394,8 @@ pub struct Scan {
     pub processed_bytes: Option<u64>,
     /// The tool's rate, bytes/s (issue rate where printed, else scan rate).
     pub rate_bps: Option<f64>,
-    /// The tool's percentage done.
+    /// The tool's percentage done, as printed (text); from the exact byte counts (JSON, which
+    /// prints none).
     pub percent: Option<f64>,
     /// The tool's "to go", seconds (known to be wrong on dRAID; see `health::zpool`).
     pub tool_eta_s: Option<u64>,
