@@ -399,6 +399,7 @@ fn write_lines(detector: &ZpoolDetector, w: &mut LineWriter, ts_ns: i64) {
                 .field_opt("read_errors", v.read_errors)
                 .field_opt("write_errors", v.write_errors)
                 .field_opt("cksum_errors", v.cksum_errors)
+                .field_opt("note", v.note.as_deref())
                 .field_opt("redundancy_left", v.redundancy_left)
                 .field_opt("rebuild_risk", v.rebuild_risk)
                 .write();
@@ -898,6 +899,35 @@ errors: No known data errors
         );
         assert_eq!(f64_field(&out, "t", "scan_pct"), Some(0.0));
         assert_eq!(f64_field(&out, "t", "scan_rate_bps"), None);
+    }
+
+    #[test]
+    fn vdev_notes_are_exported() {
+        let mut tr = tracker();
+        tr.observe_status(
+            &text_status(&fixture("zpool-status/offf-ovh3-raidz2-replacing-awaiting-resilver-guid-was-offline-38pct-days-eta.txt")),
+            0.0,
+            &mut Vec::new(),
+        );
+        let out = report(&tr);
+        let note = |vdev: &str| field(&out, "zpool_vdev", &[("vdev", vdev)], "note");
+        assert_eq!(
+            note("sdf"),
+            Some(FieldValue::String("(awaiting resilver)".into()))
+        );
+        assert_eq!(
+            note("12927432126504181617"),
+            Some(FieldValue::String("was /dev/sdf1/old".into()))
+        );
+        assert_eq!(note("sda"), None);
+        let mut tr = tracker();
+        tr.observe_status(
+            &text_status(&fixture("zpool-status/homelab-raidz1-7disk-FAULTED-too-many-errors-K-suffix-counts-trimmed.txt")),
+            0.0,
+            &mut Vec::new(),
+        );
+        let out = report(&tr);
+        assert!(out.contains(r#"note="too many errors""#), "{out}");
     }
 
     #[test]

@@ -291,6 +291,7 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
             read_errors: v.read_errors,
             write_errors: v.write_errors,
             cksum_errors: v.cksum_errors,
+            note: v.note.clone(),
             redundancy_left: top.map(|t| t.0),
             rebuild_risk: top.map(|t| t.1),
         });
@@ -306,6 +307,7 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
                 read_errors: r.read_errors,
                 write_errors: r.write_errors,
                 cksum_errors: r.cksum_errors,
+                note: r.note.clone(),
                 redundancy_left: None,
                 rebuild_risk: None,
             },

@@ -61,6 +61,10 @@ pub struct VdevReport {
     pub write_errors: Option<u64>,
     /// Checksum errors.
     pub cksum_errors: Option<u64>,
+    /// The text zpool printed after the counters: `too many errors`, `was /dev/sdf1`,
+    /// `(awaiting resilver)`, `(resilvering)`, `(repairing)`, `cannot open`, `currently in use`;
+    /// JSON `aux` (`ERR_EXCEEDED`, …).
+    pub note: Option<String>,
     /// Further member failures a top-level data vdev can absorb; `None` on other vdevs.
     pub redundancy_left: Option<u32>,
     /// Probability of losing the top-level vdev's data before redundancy is restored.
