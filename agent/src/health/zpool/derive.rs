@@ -6,9 +6,10 @@
 //! with a dead cache device or a faulted spare looks like. Capacity is compared with the
 //! configured threshold (`capacity_over_85`: ZFS allocation slows as free space fragments).
 //!
-//! Per top-level vdev: `redundancy_left` — parity for RAID-Z/dRAID, copies − 1 for a mirror, 0 for
-//! a single device, minus members that are FAULTED/UNAVAIL/REMOVED/OFFLINE and not covered by a
-//! spare or replacement that already holds their data — and `rebuild_risk`
+//! Per top-level vdev (data classes and logs): `redundancy_left` — parity for RAID-Z/dRAID,
+//! copies − 1 for a mirror, 0 for a single device, minus members that do not hold their current
+//! data: a leaf FAULTED/UNAVAIL/REMOVED/OFFLINE/DEGRADED, `(awaiting resilver)` or being
+//! resilvered, a spare-N/replacing-N group none of whose devices holds it — and `rebuild_risk`
 //! ([`crate::health::risk::loss_probability`]) over the window until our resilver ETA (the
 //! tool's before we have two samples), or the open window when degraded with nothing
 //! rebuilding.
@@ -49,18 +50,42 @@ pub(super) fn walk<'a>(p: &'a Pool, f: &mut dyn FnMut(&'a Vdev, &str, &str, usiz
     }
 }
 
+/// What a member check needs to know about the top-level vdev around it.
+#[derive(Debug, Clone, Copy)]
+struct GroupCx {
+    /// The top-level vdev is dRAID: a healing resilver writes to every disk of it, so a
+    /// `(resilvering)` mark on a plain member says nothing about that member.
+    draid: bool,
+    /// No sequential rebuild of this dRAID vdev runs: its distributed spares already hold the
+    /// columns they stand in for, whatever their marks.
+    dspare_written: bool,
+}
+
+/// Whether a leaf device holds its current data: not FAULTED/UNAVAIL/REMOVED/OFFLINE, not
+/// DEGRADED (too many errors: its data can no longer be trusted), not `(awaiting resilver)`,
+/// and not `(resilvering)` unless the mark says nothing (see [`GroupCx`]). `in_group` is true
+/// inside a `spare-N`/`replacing-N`, where the mark names the stand-in being written.
+fn leaf_holds(v: &Vdev, cx: GroupCx, in_group: bool) -> bool {
+    if is_failed_state(&v.state) || v.state == "DEGRADED" || v.awaiting_resilver {
+        return false;
+    }
+    if v.resilvering {
+        return if v.kind == VdevKind::DistributedSpare {
+            cx.dspare_written
+        } else {
+            cx.draid && !in_group
+        };
+    }
+    true
+}
+
 /// Whether a member of a redundancy group holds its data. A spare-N/replacing-N group does
-/// when one of its devices is healthy and not still being resilvered; `dspare_written` says a
-/// dRAID distributed spare's "(resilvering)" mark can be ignored: outside a sequential rebuild
-/// of its vdev the spare already holds the column, and a healing resilver marks every disk.
-fn member_ok(v: &Vdev, dspare_written: bool) -> bool {
+/// when one of its devices does; a leaf by [`leaf_holds`].
+fn member_ok(v: &Vdev, cx: GroupCx, in_group: bool) -> bool {
     match v.kind {
-        VdevKind::Spare | VdevKind::Replacing => v.children.iter().any(|c| {
-            let resilvering =
-                c.resilvering && !(dspare_written && c.kind == VdevKind::DistributedSpare);
-            member_ok(c, dspare_written) && !resilvering
-        }),
-        _ => !is_failed_state(&v.state),
+        VdevKind::Spare | VdevKind::Replacing => v.children.iter().any(|c| member_ok(c, cx, true)),
+        _ if !v.children.is_empty() => !is_failed_state(&v.state),
+        _ => leaf_holds(v, cx, in_group),
     }
 }
 
@@ -127,24 +152,23 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
         d.scan_kind = s.kind.as_str();
         d.scan_state = s.state.as_str();
         if matches!(s.state, ScanState::InProgress | ScanState::Paused) {
-            // The tool's own "% done" when it prints one: recomputing it from the rounded sizes
-            // of the text form (`1.2T / 45.6T`) can be far off (41 % where zpool says 0.00 %).
-            d.scan_pct = s.percent.or(match (s.progress_bytes(), s.total_bytes) {
-                (Some(done), Some(total)) if total > 0 => {
-                    Some((done as f64 * 100.0 / total as f64).min(100.0))
-                }
-                _ => None,
-            });
+            // The tool's own percentage (from exact counts) when printed; ours from its rounded
+            // sizes only when it printed none.
+            d.scan_pct = s
+                .percent
+                .or_else(|| match (s.progress_bytes(), s.total_bytes) {
+                    (Some(done), Some(total)) if total > 0 => {
+                        Some((done as f64 * 100.0 / total as f64).min(100.0))
+                    }
+                    _ => None,
+                });
         }
         if s.state == ScanState::InProgress {
-            d.scan_tool_eta_s = s.tool_eta_s;
             let tr = track_of(s);
-            // Ours from two readings; until then (the first report) the rate the tool prints.
-            d.scan_rate_bps = tr
-                .and_then(|tr| tr.rate_bps)
-                .filter(|r| *r > 0.0)
-                .or(s.rate_bps);
+            // Ours once two samples exist; the tool's pass rate before that.
+            d.scan_rate_bps = tr.and_then(|tr| tr.rate_bps).or(s.rate_bps);
             d.scan_eta_s = tr.and_then(|tr| tr.eta_s);
+            d.scan_tool_eta_s = s.tool_eta_s;
         }
     }
     // The window until redundancy is back, for a top-level vdev: the ETA of a rebuild of that
@@ -171,7 +195,13 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
     let mut min_left: Option<u32> = None;
     let mut max_risk: Option<f64> = None;
     let mut tops: BTreeMap<*const Vdev, (u32, f64)> = BTreeMap::new();
-    for v in p.data_vdevs() {
+    // Log vdevs get their own figures on their `zpool_vdev` lines; only data vdevs make the
+    // pool's (a lost log device loses in-flight synchronous writes, not the pool).
+    let logs = p
+        .section(VdevKind::Logs)
+        .into_iter()
+        .flat_map(|s| s.children.iter().map(|v| (v, false)));
+    for (v, holds_data) in p.data_vdevs().map(|v| (v, true)).chain(logs) {
         if matches!(v.kind, VdevKind::Indirect | VdevKind::Other) {
             continue;
         }
@@ -179,7 +209,11 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
             p.scans.iter().filter(running).find(|s| {
                 s.kind == ScanKind::Rebuild && s.vdev.as_deref() == Some(v.name.as_str())
             });
-        let dspare_written = matches!(v.kind, VdevKind::Draid(_)) && rebuild.is_none();
+        let draid = matches!(v.kind, VdevKind::Draid(_));
+        let cx = GroupCx {
+            draid,
+            dspare_written: draid && rebuild.is_none(),
+        };
         let grouped = matches!(
             v.kind,
             VdevKind::Mirror | VdevKind::Raidz(_) | VdevKind::Draid(_)
@@ -196,7 +230,15 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
         };
         let failed = members
             .iter()
-            .filter(|m| !member_ok(m, dspare_written))
+            .filter(|m| {
+                if grouped || matches!(m.kind, VdevKind::Spare | VdevKind::Replacing) {
+                    !member_ok(m, cx, false)
+                } else {
+                    // A single-device vdev has no redundancy to lose: only a dead device loses
+                    // its data (a DEGRADED one is still read).
+                    is_failed_state(&m.state)
+                }
+            })
             .count();
         let failed = u32::try_from(failed).unwrap_or(u32::MAX);
         let surviving = u32::try_from(members.len())
@@ -217,8 +259,10 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
             };
             (design - failed, loss_probability(risk, &exposure))
         };
-        min_left = Some(min_left.map_or(left, |m| m.min(left)));
-        max_risk = Some(max_risk.map_or(p_loss, |m| m.max(p_loss)));
+        if holds_data {
+            min_left = Some(min_left.map_or(left, |m| m.min(left)));
+            max_risk = Some(max_risk.map_or(p_loss, |m| m.max(p_loss)));
+        }
         tops.insert(v as *const Vdev, (left, p_loss));
     }
     d.redundancy_left = min_left;
@@ -247,9 +291,9 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
             read_errors: v.read_errors,
             write_errors: v.write_errors,
             cksum_errors: v.cksum_errors,
+            note: v.note.clone(),
             redundancy_left: top.map(|t| t.0),
             rebuild_risk: top.map(|t| t.1),
-            note: v.note.clone(),
         });
     });
     if let Some(r) = root {
@@ -263,9 +307,9 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
                 read_errors: r.read_errors,
                 write_errors: r.write_errors,
                 cksum_errors: r.cksum_errors,
+                note: r.note.clone(),
                 redundancy_left: None,
                 rebuild_risk: None,
-                note: r.note.clone(),
             },
         );
     }

@@ -61,13 +61,14 @@ pub struct VdevReport {
     pub write_errors: Option<u64>,
     /// Checksum errors.
     pub cksum_errors: Option<u64>,
+    /// The text zpool printed after the counters: `too many errors`, `was /dev/sdf1`,
+    /// `(awaiting resilver)`, `(resilvering)`, `(repairing)`, `cannot open`, `currently in use`;
+    /// JSON `aux` (`ERR_EXCEEDED`, …).
+    pub note: Option<String>,
     /// Further member failures a top-level data vdev can absorb; `None` on other vdevs.
     pub redundancy_left: Option<u32>,
     /// Probability of losing the top-level vdev's data before redundancy is restored.
     pub rebuild_risk: Option<f64>,
-    /// What `zpool status` prints after the counters: `too many errors`, `was /dev/sdX`,
-    /// `(awaiting resilver)`, `(resilvering)`, `(repairing)`.
-    pub note: Option<String>,
 }
 
 /// Everything reported for one pool.
@@ -101,11 +102,11 @@ pub struct PoolReport {
     pub scan_state: &'static str,
     /// Progress of a running or paused scan, percent.
     pub scan_pct: Option<f64>,
-    /// Our rate of the running scan, bytes/s.
+    /// Our rate of the running scan, bytes/s (the tool's before we have two samples).
     pub scan_rate_bps: Option<f64>,
     /// Our estimate of the running scan's seconds left.
     pub scan_eta_s: Option<f64>,
-    /// The tool's own "to go" of the running scan, seconds.
+    /// The tool's own "to go" for the running scan, seconds.
     pub scan_tool_eta_s: Option<u64>,
     /// The least redundancy left of the top-level data vdevs.
     pub redundancy_left: Option<u32>,

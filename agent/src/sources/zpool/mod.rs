@@ -310,6 +310,9 @@ pub struct Vdev {
     pub was: Option<String>,
     /// The device is the target of a running resilver: its data is not yet whole.
     pub resilvering: bool,
+    /// `(awaiting resilver)`: the device's resilver is deferred until the running one ends; its
+    /// data is not yet whole either.
+    pub awaiting_resilver: bool,
     /// `zpool status -c` script columns, (column, value).
     pub extra: Vec<(String, String)>,
     /// Allocated bytes (JSON `alloc_space`).
@@ -391,7 +394,8 @@ pub struct Scan {
     pub processed_bytes: Option<u64>,
     /// The tool's rate, bytes/s (issue rate where printed, else scan rate).
     pub rate_bps: Option<f64>,
-    /// The tool's percentage done.
+    /// The tool's percentage done, as printed (text); from the exact byte counts (JSON, which
+    /// prints none).
     pub percent: Option<f64>,
     /// The tool's "to go", seconds (known to be wrong on dRAID; see `health::zpool`).
     pub tool_eta_s: Option<u64>,
@@ -651,6 +655,9 @@ pub(crate) fn render(s: &ZpoolStatus) -> String {
         opt(out, "was", v.was.as_deref());
         if v.resilvering {
             out.push_str(" resilvering");
+        }
+        if v.awaiting_resilver {
+            out.push_str(" awaiting_resilver");
         }
         for (k, x) in &v.extra {
             let _ = write!(out, " {k}={x:?}");

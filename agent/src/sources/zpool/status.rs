@@ -11,7 +11,13 @@
 //!   52.05% done, 0 days 01:01:21 to go` (0.8); `403M / 405M scanned at 100M/s, 68.4M / 405M
 //!   issued at 10.0M/s` (2.x); dRAID sequential rebuilds print one more `scan:` line each,
 //!   `resilver (draid1:4d:11c:1s-0) in progress since …` with `1.59T issued 6.07G/s` (no
-//!   "at"). Durations `7h7m`, `06:58:02`, `1 days 09:48:34`; locale decimal commas (`9,12T`).
+//!   "at"). Since 2.2 either rate is left out when it is 0 or the scrub is paused (`1.36T / 3.30T
+//!   scanned, 0B / 3.30T issued`); paused 0.8–2.1 scrubs print `X scanned, Y issued, Z total`;
+//!   the tail is `N% done` then `, <time> to go`, `, no estimated completion time` or nothing
+//!   (paused); error scrubs (2.2+) `error scrub in progress since …` / `12.50% done, issued I/O
+//!   for 5 error blocks` / `scrubbed 5 error blocks in 0 days 00:00:01 on …`. `percent` is the
+//!   tool's own figure, never recomputed here. Durations `7h7m`, `06:58:02`, `1 days 09:48:34`;
+//!   locale decimal commas (`9,12T`).
 //! * counters exact with `-p`, else suffixed (`1.05K`, powers of 1024);
 //! * notes after the counters: `(resilvering)`, `was /dev/…`, `too many errors`, `cannot
 //!   open`, `insufficient replicas`, `58.5K resilvered`; spares print `INUSE currently in use`
@@ -340,8 +346,8 @@ fn parse_row(trimmed: &str, top: bool, extra_columns: &[String]) -> Result<Vdev,
             .collect();
     } else if !note_words.is_empty() {
         let note = note_words.join(" ");
-        // "(awaiting resilver)": a new device that holds nothing yet, like one resilvering.
-        v.resilvering = note_words.contains(&"(resilvering)") || note_words.contains(&"(awaiting");
+        v.resilvering = note_words.contains(&"(resilvering)");
+        v.awaiting_resilver = note.contains("(awaiting resilver)");
         if let Some(("was", path)) = note.split_once(' ').filter(|(w, _)| *w == "was") {
             v.was = Some(path.to_owned());
         }
@@ -426,6 +432,15 @@ fn parse_scan(head: &str, rest: &[String]) -> Option<Scan> {
     if head.starts_with("none requested") || head.is_empty() {
         return None;
     }
+    if let Some(a) = head.strip_prefix("scrubbed ") {
+        // Finished error scrub (2.2+): "scrubbed 3 error blocks in 0 days 00:00:01 on <date>".
+        let mut scan = Scan::new(ScanKind::ErrorScrub, ScanState::Finished);
+        let tail = a.split_once(" error blocks in ").map(|(_, t)| t)?;
+        let (dur, date) = tail.rsplit_once(" on ").unwrap_or((tail, ""));
+        scan.duration_s = parse_duration(dur);
+        scan.time = Some(date.trim().to_owned()).filter(|d| !d.is_empty());
+        return Some(scan);
+    }
     let (kind, after) = if let Some(a) = head.strip_prefix("error scrub") {
         (ScanKind::ErrorScrub, a)
     } else if let Some(a) = head.strip_prefix("scrub") {
@@ -508,14 +523,8 @@ fn with_progress(mut scan: Scan, inline: &str, rest: &[String]) -> Scan {
             progress_clause(&mut scan, clause.trim());
         }
     }
-    // Before 0.8 scanning and issuing were one step: what was scanned is the progress.
-    if scan.percent.is_none() {
-        if let (Some(done), Some(total)) = (scan.progress_bytes(), scan.total_bytes) {
-            if total > 0 {
-                scan.percent = Some(done as f64 * 100.0 / total as f64);
-            }
-        }
-    }
+    // `percent` stays what the tool printed: zpool computes it from exact byte counts, and a
+    // figure recomputed here from its three-digit sizes would differ (see `health::zpool`).
     scan
 }
 
@@ -542,6 +551,17 @@ fn progress_clause(scan: &mut Scan, clause: &str) {
             scan.issued_bytes = parse_size(done);
             scan.total_bytes = parse_size(total);
             scan.rate_bps = parse_rate(rate);
+        }
+        // 2.x without a rate (paused, or nothing moved in this pass): "1.36T / 3.30T scanned",
+        // "0B / 3.30T issued". The issued total excludes skipped blocks: it is the one progress
+        // is measured against.
+        [done, "/", total, "scanned"] => {
+            scan.examined_bytes = parse_size(done);
+            scan.total_bytes = scan.total_bytes.or(parse_size(total));
+        }
+        [done, "/", total, "issued"] => {
+            scan.issued_bytes = parse_size(done);
+            scan.total_bytes = parse_size(total);
         }
         // 0.8: "461G scanned at 120M/s", "258G issued at 67.2M/s"; rebuild: "1.59T issued 6.07G/s"
         [done, "scanned", "at", rate] => {
@@ -674,6 +694,153 @@ mod tests {
         );
         assert_eq!(parse_scan("none requested", &[]), None);
         assert_eq!(parse_scan("defragmenting", &[]), None);
+    }
+
+    /// Every progress shape of `print_scan_scrub_resilver_status`, `print_rebuild_status_impl`
+    /// and `print_err_scrub_status` (cmd/zpool/zpool_main.c, 0.6 to 2.3), built from their
+    /// format strings.
+    #[test]
+    fn scan_shapes_across_releases() {
+        let t = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        const T: u64 = 3_628_388_371_661; // 3.30T
+                                          // 2.2+: no rate at all (paused), or only the issue rate missing (nothing issued yet).
+                                          // Reading the scanned bytes as progress gave 41 % where zpool says 0.00 %.
+        let s = parse_scan(
+            "scrub paused since Mon Jan  1 00:00:00 2024",
+            &t(&[
+                "scrub started on Sun Dec 31 00:00:00 2023",
+                "1.36T / 3.30T scanned, 0B / 3.30T issued",
+                "0B repaired, 0.00% done",
+            ]),
+        )
+        .expect("scan");
+        assert_eq!(s.state, ScanState::Paused);
+        assert_eq!(
+            (s.issued_bytes, s.total_bytes, s.percent),
+            (Some(0), Some(T), Some(0.0))
+        );
+        assert_eq!(
+            (s.rate_bps, s.tool_eta_s, s.progress_bytes()),
+            (None, None, Some(0))
+        );
+        let s = parse_scan(
+            "scrub in progress since Mon Jan  1 00:00:00 2024",
+            &t(&[
+                "1.36T / 3.30T scanned at 1.20G/s, 0B / 3.30T issued",
+                "0B repaired, 0.00% done, no estimated completion time",
+            ]),
+        )
+        .expect("scan");
+        assert_eq!(
+            (s.issued_bytes, s.percent, s.tool_eta_s),
+            (Some(0), Some(0.0), None)
+        );
+        assert_eq!(s.rate_bps, Some(1.2 * 1_073_741_824.0));
+        // Issued total excludes skipped blocks: it is the one progress is measured against.
+        let s = parse_scan(
+            "resilver in progress since x",
+            &t(&[
+                "1.50T / 3.30T scanned, 1.00T / 3.00T issued at 120M/s",
+                "10.0G resilvered, 33.33% done, 04:51:16 to go",
+            ]),
+        )
+        .expect("scan");
+        assert_eq!(s.total_bytes, Some(3_298_534_883_328));
+        assert_eq!((s.percent, s.tool_eta_s), (Some(33.33), Some(17_476)));
+        // 0.8–2.1 paused: "X scanned, Y issued, Z total", no rates, no time.
+        let s = parse_scan(
+            "scrub paused since x",
+            &t(&[
+                "scrub started on y",
+                "1.36T scanned, 512G issued, 3.30T total",
+                "0B repaired, 15.15% done",
+            ]),
+        )
+        .expect("scan");
+        assert_eq!(
+            (s.issued_bytes, s.total_bytes, s.percent),
+            (Some(549_755_813_888), Some(T), Some(15.15))
+        );
+        // ≤ 0.7 paused: the slow-scan parenthesis holds a comma.
+        let s = parse_scan(
+            "scrub paused since x",
+            &t(&[
+                "scrub started on y",
+                "1.08T scanned out of 2.20T at 98.1M/s, (scan is slow, no estimated time)",
+                "0B repaired, 49.09% done",
+            ]),
+        )
+        .expect("scan");
+        assert_eq!(
+            (s.state, s.percent, s.tool_eta_s),
+            (ScanState::Paused, Some(49.09), None)
+        );
+        // Solaris and early ZoL: the figures on the scan line itself.
+        let s =
+            parse_scan("scrub in progress for 0h1m, 12.34% done, 0h5m to go", &[]).expect("scan");
+        assert_eq!((s.percent, s.tool_eta_s), (Some(12.34), Some(300)));
+        // A percentage is never made up from rounded sizes.
+        let s = parse_scan(
+            "scrub in progress since x",
+            &t(&["1.36T scanned at 1.20G/s, 0B issued at 0B/s, 3.30T total"]),
+        )
+        .expect("scan");
+        assert_eq!((s.percent, s.issued_bytes), (None, Some(0)));
+        // Error scrubs (2.2+).
+        let s = parse_scan(
+            "error scrub in progress since x",
+            &t(&["12.50% done, issued I/O for 5 error blocks"]),
+        )
+        .expect("scan");
+        assert_eq!(
+            (s.kind, s.state, s.percent),
+            (ScanKind::ErrorScrub, ScanState::InProgress, Some(12.5))
+        );
+        let s = parse_scan(
+            "error scrub paused since x",
+            &t(&[
+                "error scrub started on y",
+                "50.00% done, issued I/O for 2 error blocks",
+            ]),
+        )
+        .expect("scan");
+        assert_eq!((s.state, s.percent), (ScanState::Paused, Some(50.0)));
+        let s = parse_scan(
+            "scrubbed 5 error blocks in 0 days 00:00:01 on Mon Jan  1 00:00:01 2024",
+            &[],
+        )
+        .expect("scan");
+        assert_eq!(
+            (s.kind, s.state, s.duration_s),
+            (ScanKind::ErrorScrub, ScanState::Finished, Some(1))
+        );
+        assert_eq!(s.time.as_deref(), Some("Mon Jan  1 00:00:01 2024"));
+        let s = parse_scan("error scrub canceled on Mon Jan  1 00:00:01 2024", &[]).expect("scan");
+        assert_eq!(
+            (s.kind, s.state),
+            (ScanKind::ErrorScrub, ScanState::Canceled)
+        );
+        // Resilver and rebuild endings; a scrub that found errors.
+        let s = parse_scan("resilver canceled on x", &[]).expect("scan");
+        assert_eq!((s.kind, s.state), (ScanKind::Resilver, ScanState::Canceled));
+        let s = parse_scan("resilver (draid2:8d:24c:1s-0) canceled on x", &[]).expect("scan");
+        assert_eq!(
+            (s.kind, s.state, s.vdev.as_deref()),
+            (
+                ScanKind::Rebuild,
+                ScanState::Canceled,
+                Some("draid2:8d:24c:1s-0")
+            )
+        );
+        let s = parse_scan(
+            "scrub repaired 3.17M in 14:29:34 with 4 errors on Sun Mar  3 14:29:35 2024",
+            &[],
+        )
+        .expect("scan");
+        assert_eq!(
+            (s.processed_bytes, s.duration_s, s.errors),
+            (Some(3_323_986), Some(52_174), Some(4))
+        );
     }
 
     proptest! {
