@@ -50,11 +50,14 @@ pub(super) fn walk<'a>(p: &'a Pool, f: &mut dyn FnMut(&'a Vdev, &str, &str, usiz
 }
 
 /// Whether a member of a redundancy group holds its data. A spare-N/replacing-N group does
-/// when one of its devices is healthy and not still being resilvered; `dspare_written` says a
+/// when its own state is not a failed one (zpool marks it UNAVAIL while the spare it took has not
+/// been attached for real, although that spare reads ONLINE) and one of its devices is healthy
+/// and not still being resilvered; `dspare_written` says a
 /// dRAID distributed spare's "(resilvering)" mark can be ignored: outside a sequential rebuild
 /// of its vdev the spare already holds the column, and a healing resilver marks every disk.
 fn member_ok(v: &Vdev, dspare_written: bool) -> bool {
     match v.kind {
+        VdevKind::Spare | VdevKind::Replacing if is_failed_state(&v.state) => false,
         VdevKind::Spare | VdevKind::Replacing => v.children.iter().any(|c| {
             let resilvering =
                 c.resilvering && !(dspare_written && c.kind == VdevKind::DistributedSpare);

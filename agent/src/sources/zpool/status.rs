@@ -543,6 +543,15 @@ fn progress_clause(scan: &mut Scan, clause: &str) {
             scan.total_bytes = parse_size(total);
             scan.rate_bps = parse_rate(rate);
         }
+        // 2.x with no rate (a paused scrub): "0B / 12.8T scanned, 0B / 12.8T issued"
+        [done, "/", total, "scanned"] => {
+            scan.examined_bytes = parse_size(done);
+            scan.total_bytes = scan.total_bytes.or(parse_size(total));
+        }
+        [done, "/", total, "issued"] => {
+            scan.issued_bytes = parse_size(done);
+            scan.total_bytes = parse_size(total);
+        }
         // 0.8: "461G scanned at 120M/s", "258G issued at 67.2M/s"; rebuild: "1.59T issued 6.07G/s"
         [done, "scanned", "at", rate] => {
             scan.examined_bytes = parse_size(done);
