@@ -883,6 +883,8 @@ errors: No known data errors
             ("zpool-status/openzfs-7720-scrub-in-progress-100.33pct-167416-days-to-go.txt", "tank", Some(100.33), Some(167_416.0 * 86_400.0 + 14.0 * 3600.0 + 45.0 * 60.0 + 42.0), Some(1.19 * k * k * k)),
             // 2.2: "no estimated completion time"
             ("zpool-status/openzfs-16001-resilver-0.00pct-no-estimated-completion-time-guid-mirror-misaligned.txt", "phantasm", Some(0.0), None, Some(113.0 * k)),
+            // 0.8+ resilver: "… 1.12T issued at 290M/s, 20.1T total", "0 days 19:07:43 to go"
+            ("zpool-status/openzfs-11863-2.0-raidz3-resilver-5.55pct-0-days-to-go-partial.txt", "zfspool", Some(5.55), Some(19.0 * 3600.0 + 7.0 * 60.0 + 43.0), Some(290.0 * k * k)),
             // 0.6: "scanned out of … at 126M/s, 0h46m to go"
             ("zpool-status/openzfs-3267-zol06-resilver-scanned-out-of-0-resilvered-mirror-logs-cache.txt", "tank", Some(0.39), Some(46.0 * 60.0), Some(126.0 * k * k)),
             ("zpool-status/openzfs-2843-zol06-raidz2-scrub-in-progress-repairing-notes-cksum-partial.txt", "arkiv", Some(35.93), Some(250.0 * 3600.0 + 55.0 * 60.0), Some(13.6 * k * k)),
