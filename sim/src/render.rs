@@ -294,7 +294,8 @@ pub fn md_sysfs(a: &MdArray) -> Vec<(String, String)> {
 }
 
 /// `dmsetup status --target multipath`: `name: start len multipath` and the status arguments
-/// (`2 <queue_io> <pg_init_count>`, no handler status, groups with `A`/`E`/`D`, and per path
+/// (`2 <queue_io> <pg_init_count>` — queue_io 1 once no path is left, as `queue_if_no_path`
+/// holds the I/O —, no handler status, groups with `A`/`E`/`D`, and per path
 /// `A`/`F`, the fail count and the service-time selector's two status arguments).
 pub fn dmsetup_status(maps: &[MpathMap]) -> String {
     if maps.is_empty() {
@@ -304,9 +305,11 @@ pub fn dmsetup_status(maps: &[MpathMap]) -> String {
     for m in maps {
         let _ = write!(
             out,
-            "{}: 0 {} multipath 2 0 0 0 {} {}",
+            "{}: 0 {} multipath 2 {} 0 0 {} {}",
             m.name,
             m.size_sectors,
+            // queue_io: the table queues when no path is left (every table here does)
+            u8::from(m.groups.iter().flatten().all(|p| p.failed)),
             m.groups.len(),
             m.active_group
         );

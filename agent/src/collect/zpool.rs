@@ -792,6 +792,19 @@ errors: No known data errors
             // A plain raidz2 member "(awaiting resilver)" under a pool that reads ONLINE.
             ("zpool-status/jafner-truenas-raidz2-10wide-leaf-awaiting-resilver-0B-scanned-no-eta.txt", "TEMP", 1.0, None),
             ("zpool-status/jafner-truenas-raidz2-10wide-two-OFFLINE-resilvered-1.18M.txt", "TEMP", 0.0, None),
+            // draid2 whose failed L6 is covered by two distributed spares nested in spare-6 /
+            // replacing-0 / spare-0, none resilvering: both parities left.
+            ("zpool-status/openzfs-16547-2.2.4-draid2-90c-spare-replacing-spare-nested-dspares-config-fragment.txt", "tank20", 2.0, Some(0.0)),
+            // raidz1 with a dead leaf; the spare taken for it never attached: spare-0 reads
+            // UNAVAIL although the spare reads ONLINE, so nothing is left.
+            ("zpool-status/openzfs-4677-zol-raidz1-spare-0-UNAVAIL-spare-INUSE-not-resilvered-config-fragment.txt", "test", 0.0, None),
+            ("zpool-status/openzfs-4677-zol-raidz1-UNAVAIL-corrupted-data-spares-AVAIL-trailing-spaces-config-fragment.txt", "test", 0.0, None),
+            // A spare left INUSE after the replacement finished: nothing missing in raidz2.
+            ("zpool-status/openzfs-7577-zol065-raidz2-spare-INUSE-currently-in-use-old-duration.txt", "array", 2.0, Some(0.0)),
+            // Mirror plus a special mirror with write errors on a leaf that is still ONLINE.
+            ("zpool-status/checkmk-pr475-mirror-plus-special-mirror-write-errors-special-trailing-space-partial.txt", "storage", 1.0, Some(0.0)),
+            // Logs and cache never count: the data mirror is whole.
+            ("zpool-status/openzfs-3267-zol06-resilver-scanned-out-of-0-resilvered-mirror-logs-cache.txt", "tank", 1.0, Some(0.0)),
         ];
         for &(file, pool, left, risk) in cases {
             let text = fixture(file);
@@ -928,6 +941,53 @@ errors: No known data errors
         );
         let out = report(&tr);
         assert!(out.contains(r#"note="too many errors""#), "{out}");
+    }
+
+    /// Scan figures on the corpus of other releases: the tool's own "% done" whatever the
+    /// byte counts say (0.00 % of a paused scrub, 100.33 % of a restarted one), its "to go"
+    /// next to ours, and its rate on the first report when it prints one.
+    #[test]
+    fn scan_figures_across_releases() {
+        // (fixture, pool, scan_pct, scan_tool_eta_s, first-report rate in bytes/s)
+        let k = 1024.0_f64;
+        type Case<'a> = (&'a str, &'a str, Option<f64>, Option<f64>, Option<f64>);
+        let cases: &[Case<'_>] = &[
+            // 2.3: paused, "0B / 12.8T scanned, 0B / 12.8T issued", no rate, no "to go"
+            ("zpool-status/openzfs-17440-2.3.1-scrub-paused-0.00pct-X-of-Y-issued-no-rate-fragment-edited.txt", "tank1", Some(0.0), None, None),
+            // 2.3: 4.11G of 12.8T issued is 0.031 %; zpool says 0.03
+            ("zpool-status/openzfs-17440-2.3.1-scrub-resumed-0.03pct-94.4G-per-s-scanned-days-to-go-fragment-edited.txt", "tank1", Some(0.03), Some(86_400.0 + 14.0 * 3600.0 + 5.0 * 60.0 + 30.0), Some(97.9 * k * k)),
+            // 0.8: issued past the total after a restart
+            ("zpool-status/openzfs-7720-scrub-in-progress-100.33pct-167416-days-to-go.txt", "tank", Some(100.33), Some(167_416.0 * 86_400.0 + 14.0 * 3600.0 + 45.0 * 60.0 + 42.0), Some(1.19 * k * k * k)),
+            // 2.2: "no estimated completion time"
+            ("zpool-status/openzfs-16001-resilver-0.00pct-no-estimated-completion-time-guid-mirror-misaligned.txt", "phantasm", Some(0.0), None, Some(113.0 * k)),
+            // 0.8+ resilver: "… 1.12T issued at 290M/s, 20.1T total", "0 days 19:07:43 to go"
+            ("zpool-status/openzfs-11863-2.0-raidz3-resilver-5.55pct-0-days-to-go-partial.txt", "zfspool", Some(5.55), Some(19.0 * 3600.0 + 7.0 * 60.0 + 43.0), Some(290.0 * k * k)),
+            // 0.6: "scanned out of … at 126M/s, 0h46m to go"
+            ("zpool-status/openzfs-3267-zol06-resilver-scanned-out-of-0-resilvered-mirror-logs-cache.txt", "tank", Some(0.39), Some(46.0 * 60.0), Some(126.0 * k * k)),
+            ("zpool-status/openzfs-2843-zol06-raidz2-scrub-in-progress-repairing-notes-cksum-partial.txt", "arkiv", Some(35.93), Some(250.0 * 3600.0 + 55.0 * 60.0), Some(13.6 * k * k)),
+        ];
+        for &(file, pool, pct, tool_eta, rate) in cases {
+            let mut tr = tracker();
+            tr.observe_status(&text_status(&fixture(file)), 0.0, &mut Vec::new());
+            let out = report(&tr);
+            assert_eq!(f64_field(&out, pool, "scan_pct"), pct, "{file}");
+            assert_eq!(f64_field(&out, pool, "scan_tool_eta_s"), tool_eta, "{file}");
+            match (f64_field(&out, pool, "scan_rate_bps"), rate) {
+                (Some(got), Some(want)) => {
+                    assert!((got - want).abs() / want < 0.001, "{file}: {got} vs {want}")
+                }
+                (got, want) => assert_eq!(got, want, "{file}"),
+            }
+        }
+        // The (repairing) note of a scrub that fixes a leaf is exported.
+        let mut tr = tracker();
+        tr.observe_status(
+            &text_status(&fixture("zpool-status/openzfs-2843-zol06-raidz2-scrub-in-progress-repairing-notes-cksum-partial.txt")),
+            0.0,
+            &mut Vec::new(),
+        );
+        let out = report(&tr);
+        assert_eq!(out.matches("note=\"(repairing)\"").count(), 4, "{out}");
     }
 
     #[test]

@@ -317,9 +317,12 @@ impl Host {
                 .map(|g| g.iter().filter(|p| !p.failed).collect())
                 .unwrap_or_default();
             let s = if up.is_empty() {
-                // No path: queue_if_no_path holds the I/O, nothing completes.
+                // No path: queue_if_no_path holds the I/O, nothing completes. The kernel counts
+                // the device busy all second (io_ticks advance while requests are in flight);
+                // time_in_queue only grows as requests complete, so it stays put.
                 Second {
                     in_flight: dev.demand.outstanding.max(8.0) as u64,
+                    io_ms: 1000,
                     ..Second::default()
                 }
             } else {

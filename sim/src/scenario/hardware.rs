@@ -155,6 +155,24 @@ pub(super) fn degrade_paths(h: &mut Host) {
     }
 }
 
+/// multipath-hung: every path of map `name` failed, their SCSI devices offline (the enclosure's
+/// two controller ports gone at once); the map keeps its table, `queue_if_no_path` included.
+pub(super) fn lose_all_paths(h: &mut Host, name: &str) {
+    let mut gone = Vec::new();
+    if let Some(m) = h.maps.iter_mut().find(|m| m.name == name) {
+        for p in m.groups.iter_mut().flatten() {
+            p.failed = true;
+            p.fail_count += 1;
+            gone.push(p.dev.clone());
+        }
+    }
+    for d in &mut h.devices {
+        if gone.contains(&d.name) {
+            d.state = "offline".to_owned();
+        }
+    }
+}
+
 /// Directly attached data disks `sdc…` (`n` of them) after the OS disks.
 pub(super) fn jbod(h: &mut Host, n: usize) {
     os_disks(h);

@@ -12,11 +12,12 @@ use crate::model::{
 };
 
 /// Every scenario, in `--list` order.
-pub const ALL: [Kind; 17] = [
+pub const ALL: [Kind; 18] = [
     Kind::Healthy,
     Kind::WriteStorm,
     Kind::MultipathFlap,
     Kind::MultipathDegraded,
+    Kind::MultipathHung,
     Kind::MixedRw,
     Kind::BurstSaturation,
     Kind::MdRebuild,
@@ -39,6 +40,7 @@ pub enum Kind {
     WriteStorm,
     MultipathFlap,
     MultipathDegraded,
+    MultipathHung,
     MixedRw,
     BurstSaturation,
     MdRebuild,
@@ -62,6 +64,7 @@ impl Kind {
             Kind::WriteStorm => "write-storm",
             Kind::MultipathFlap => "multipath-flap",
             Kind::MultipathDegraded => "multipath-degraded",
+            Kind::MultipathHung => "multipath-hung",
             Kind::MixedRw => "mixed-rw",
             Kind::BurstSaturation => "burst-saturation",
             Kind::MdRebuild => "md-rebuild",
@@ -85,6 +88,7 @@ impl Kind {
             Kind::WriteStorm => "350 concurrent writers: every LUN at 100 % util, await climbing past 2 s, NIC at ~15 % of 10 GbE",
             Kind::MultipathFlap => "one path of mpatha fails and is reinstated every 30-90 s (device offline/running, dm F/A, fail count), I/O bouncing between controllers",
             Kind::MultipathDegraded => "after a controller restart mpathb and mpathd stay on their non-preferred group (failback manual); mpathc lost one of its two paths for good",
+            Kind::MultipathHung => "mpathd lost both its paths (the enclosure's two controller ports) and its table has queue_if_no_path: its I/O is held, nothing completes",
             Kind::MixedRw => "read streams joined by write streams on the same LUNs every 10 min: total throughput falls by ~60 %",
             Kind::BurstSaturation => "three 10 s bursts at 100 % util on mpathb per hour, hour mean util under 10 % (--speed compresses the hour)",
             Kind::MdRebuild => "MD RAID6 12+2 of 16 TB disks recovering one member at ~145 MB/s, a second member fails after 10 min",
@@ -188,6 +192,10 @@ impl Scenario {
             Kind::MultipathDegraded => {
                 disk_server(&mut h, 8192);
                 degrade_paths(&mut h);
+            }
+            Kind::MultipathHung => {
+                disk_server(&mut h, 8192);
+                lose_all_paths(&mut h, "mpathd");
             }
             _ => disk_server(&mut h, 8192),
         }
@@ -313,7 +321,7 @@ impl Scenario {
     pub fn drive(&mut self, h: &mut Host) {
         let t = self.t_s();
         match self.kind {
-            Kind::Healthy | Kind::MultipathDegraded | Kind::FsFilling => {
+            Kind::Healthy | Kind::MultipathDegraded | Kind::FsFilling | Kind::MultipathHung => {
                 self.server_io(h, |k, rng| {
                     let f = wave(t) * rng.noise(0.2) * (0.8 + 0.1 * k as f64);
                     Demand::mbs(120.0 * f, 40.0 * f, 1024.0, 512.0)

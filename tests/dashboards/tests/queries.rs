@@ -99,6 +99,12 @@ const SCENARIOS: &[Scenario] = &[
         speed: 1.0,
         fires: &["mpath-non-preferred", "mpath-fewer-paths"],
     },
+    // mpathd lost both paths with queue_if_no_path: its I/O hangs
+    Scenario {
+        kind: Kind::MultipathHung,
+        speed: 1.0,
+        fires: &["mpath-hung-io", "mpath-path-down"],
+    },
     Scenario {
         kind: Kind::MdDegraded,
         speed: 1.0,
@@ -835,6 +841,32 @@ fn incident_panels(influx: &Influxd) {
             });
     assert!(saturated[&host(Kind::WriteStorm)] > 100.0, "{saturated:?}");
     assert_eq!(saturated[&host(Kind::Healthy)], 0.0, "{saturated:?}");
+
+    // multipath hung: the maps table shows mpathd's hung_io, with the table's features and handler
+    let q = panel_query("storage-health.json", "Multipath maps", "A");
+    let hung = |h: &str| -> BTreeSet<String> {
+        column(influx, &site(q.clone(), h), "hung_io")
+            .into_iter()
+            .filter(|(_, v)| v.iter().any(|x| x.as_bool() == Some(true)))
+            .map(|(t, _)| t["map"].clone())
+            .collect()
+    };
+    assert_eq!(
+        hung(&host(Kind::MultipathHung)),
+        BTreeSet::from(["mpathd".to_owned()])
+    );
+    assert_eq!(hung(&host(Kind::Healthy)), BTreeSet::new());
+    let features = column(
+        influx,
+        &site(q.clone(), &host(Kind::MultipathHung)),
+        "features",
+    );
+    assert!(
+        features
+            .iter()
+            .all(|(_, v)| v.iter().all(|x| x.as_str() == Some("queue_if_no_path"))),
+        "{features:?}"
+    );
 
     // multipath flap: the per-path timeline shows sdc down; on the healthy host every path is active
     let q = panel_query("disk-server.json", "Per-path state", "A");

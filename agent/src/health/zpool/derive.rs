@@ -83,6 +83,9 @@ fn leaf_holds(v: &Vdev, cx: GroupCx, in_group: bool) -> bool {
 /// when one of its devices does; a leaf by [`leaf_holds`].
 fn member_ok(v: &Vdev, cx: GroupCx, in_group: bool) -> bool {
     match v.kind {
+        // zpool marks a spare group UNAVAIL while the spare it took is not attached for real,
+        // although that spare reads ONLINE: it holds nothing.
+        VdevKind::Spare | VdevKind::Replacing if is_failed_state(&v.state) => false,
         VdevKind::Spare | VdevKind::Replacing => v.children.iter().any(|c| member_ok(c, cx, true)),
         _ if !v.children.is_empty() => !is_failed_state(&v.state),
         _ => leaf_holds(v, cx, in_group),

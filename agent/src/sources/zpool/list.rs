@@ -11,6 +11,11 @@
 //! With `-p` sizes are exact bytes, `frag` and `cap` bare integers (percent) and `dedup` a bare
 //! ratio; without it they carry suffixes (`10.9T`, `27%`, `1.00x`), which are accepted too.
 //! `-` means "not applicable" (no checkpoint, a pool that cannot be opened).
+//!
+//! Output captured without `-H` (as other tools and bug reports show it) is read too: the
+//! `NAME SIZE …` header is skipped, and so are the rows `-v` adds under each pool — vdevs,
+//! indented, and the unindented class rows (`logs`, `cache`, `spare`, `special`, `dedup`) whose
+//! values are all `-` — since only pools are reported from here.
 
 use super::parse_size;
 use crate::sources::{ParseError, Rows};
@@ -46,7 +51,7 @@ pub struct PoolList {
 pub fn parse(text: &str) -> Rows<PoolList> {
     let mut out = Rows::default();
     for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() || line.trim() == "no pools available" {
+        if line.trim().is_empty() || line.trim() == "no pools available" || not_a_pool(line) {
             continue;
         }
         match row(line) {
@@ -55,6 +60,18 @@ pub fn parse(text: &str) -> Rows<PoolList> {
         }
     }
     out
+}
+
+/// The header, a `-v` vdev row (indented) or a `-v` class row (`logs  -  -  …`).
+fn not_a_pool(line: &str) -> bool {
+    let mut words = line.split_ascii_whitespace();
+    let first = words.next().unwrap_or("");
+    line.starts_with([' ', '\t'])
+        || (first == "NAME" && words.next() == Some("SIZE"))
+        || (matches!(
+            first,
+            "logs" | "cache" | "spare" | "spares" | "special" | "dedup"
+        ) && words.all(|w| w == "-"))
 }
 
 fn row(line: &str) -> Result<PoolList, String> {
