@@ -78,7 +78,8 @@ pub struct Limits {
     pub max_future_s: u64,
     /// Reject points more than this many seconds in the past (0 = no limit).
     pub max_past_s: u64,
-    /// Close a connection whose request headers have not arrived within this many seconds.
+    /// Close a connection when a request's headers are not complete this many seconds after its
+    /// first byte (the connection's start, for its first request). Not applied between requests.
     pub header_read_timeout_s: u64,
     /// Answer 408 when a request body has not fully arrived within this many seconds.
     pub body_timeout_s: u64,

@@ -32,6 +32,8 @@ pub struct Metrics {
     pub connections_refused: AtomicU64,
     /// Connections closed for being idle too long.
     pub connections_idle_closed: AtomicU64,
+    /// Connections closed because a request's headers did not arrive in time.
+    pub header_timeouts: AtomicU64,
     /// Records appended to the queue.
     pub queue_records: AtomicU64,
     /// fsyncs of the queue (one covers every request waiting: group commit).
@@ -179,6 +181,13 @@ impl Metrics {
             "Connections closed for idling.",
             "counter",
             c(&self.connections_idle_closed),
+        );
+        g(
+            &mut s,
+            "header_timeouts_total",
+            "Connections closed because a request's headers did not arrive within header_read_timeout_s.",
+            "counter",
+            c(&self.header_timeouts),
         );
         g(
             &mut s,

@@ -301,6 +301,34 @@ fn slow_clients_are_cut_off_and_others_still_write() {
     let _ = partial.read_to_string(&mut resp);
     assert!(resp.starts_with("HTTP/1.1 408"), "{resp}");
     assert_eq!(collector.metric("body_timeouts_total"), 1);
+    // A keep-alive connection that waits between two requests longer than the header timeout
+    // (an agent between two reports) is still served: only idle_timeout_s closes it.
+    let mut keep = TcpStream::connect("127.0.0.1:18180").unwrap();
+    keep.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let ping = |s: &mut TcpStream| {
+        s.write_all(b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let mut buf = [0u8; 512];
+        let n = s.read(&mut buf).unwrap_or(0);
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    };
+    assert!(ping(&mut keep).starts_with("HTTP/1.1 204"));
+    std::thread::sleep(Duration::from_millis(1500));
+    let again = ping(&mut keep);
+    assert!(again.starts_with("HTTP/1.1 204"), "{again:?}");
+    // A client that trickles its headers a byte at a time (never idle) is cut off by the header
+    // timeout long before it would finish.
+    let mut trickle = TcpStream::connect("127.0.0.1:18180").unwrap();
+    let header = b"GET /ping HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+    let sent = header
+        .iter()
+        .take_while(|b| {
+            std::thread::sleep(Duration::from_millis(200));
+            trickle.write_all(&[**b]).is_ok()
+        })
+        .count();
+    assert!(sent < header.len(), "all {sent} bytes accepted");
+    assert!(collector.metric("header_timeouts_total") >= 1);
     // An idle keep-alive connection is closed too.
     let mut idle = TcpStream::connect("127.0.0.1:18180").unwrap();
     idle.set_read_timeout(Some(Duration::from_secs(6))).unwrap();

@@ -1,15 +1,22 @@
 //! The listener: TCP or TLS (optionally mutual), a connection limit, the header-read timeout
 //! and an idle timeout, serving the router over HTTP/1.1.
 //!
-//! Slow clients are bounded three ways: headers must arrive within `header_read_timeout_s`
-//! (hyper), a body within `body_timeout_s` (the handler answers 408), and a connection that
-//! moves no byte for `idle_timeout_s` is closed here. Beyond `max_connections` new connections
-//! are closed at once, so a crowd of slow clients cannot take every file descriptor.
+//! Slow clients are bounded three ways: a request's headers must be complete within
+//! `header_read_timeout_s` of its first byte (of the connection, for its first request), a body
+//! within `body_timeout_s` (the handler answers 408), and a connection that moves no byte for
+//! `idle_timeout_s` is closed. Beyond `max_connections` new connections are closed at once, so a
+//! crowd of slow clients cannot take every file descriptor.
+//!
+//! The header and idle bounds are kept here, not by hyper: hyper's header-read timer also runs
+//! while a keep-alive connection waits for its next request, which would close an agent's
+//! connection between two reports (10 s apart) after `header_read_timeout_s` instead of
+//! `idle_timeout_s`.
 
+use std::future::Future;
 use std::io;
 use std::path::Path;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -85,17 +92,114 @@ pub fn tls_acceptor(cfg: &TlsConfig) -> Result<Option<tokio_rustls::TlsAcceptor>
     Ok(Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))))
 }
 
-/// A stream that remembers when it last moved a byte.
-struct Tracked<T> {
-    inner: T,
-    last: Arc<AtomicU64>,
+/// What the watchdog of one connection needs to know, in milliseconds since the connection began.
+struct ConnState {
     origin: Instant,
+    /// The last time a byte moved either way.
+    last: AtomicU64,
+    /// When the request being read began (its first byte; 0 for the connection's first
+    /// request), or [`ConnState::NONE`] while no request is being read.
+    request_start: AtomicU64,
+    /// The last request has been answered: the next byte read begins a new request. (Not set by
+    /// a `100 Continue`, which hyper writes before the body is read.)
+    between_requests: AtomicBool,
 }
 
-impl<T> Tracked<T> {
-    fn touch(&self) {
-        self.last
-            .store(self.origin.elapsed().as_millis() as u64, Ordering::Relaxed);
+impl ConnState {
+    const NONE: u64 = u64::MAX;
+
+    fn new() -> Self {
+        Self {
+            origin: Instant::now(),
+            last: AtomicU64::new(0),
+            request_start: AtomicU64::new(0),
+            between_requests: AtomicBool::new(false),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.origin.elapsed().as_millis() as u64
+    }
+
+    fn read_bytes(&self) {
+        let now = self.now_ms();
+        self.last.store(now, Ordering::Relaxed);
+        if self.between_requests.swap(false, Ordering::Relaxed) {
+            self.request_start.store(now, Ordering::Relaxed);
+        }
+    }
+
+    fn wrote_bytes(&self) {
+        self.last.store(self.now_ms(), Ordering::Relaxed);
+    }
+
+    /// hyper calls the service once a request's headers are complete.
+    fn headers_complete(&self) {
+        self.request_start.store(Self::NONE, Ordering::Relaxed);
+    }
+
+    /// The handler has answered; its response is being written.
+    fn answered(&self) {
+        self.between_requests.store(true, Ordering::Relaxed);
+    }
+
+    /// Why the connection must be closed now, if it must; else how long until it may have to be.
+    fn check(&self, header: Duration, idle: Duration) -> Result<Duration, Closed> {
+        let now = self.now_ms();
+        let idle_ms = idle.as_millis() as u64;
+        let quiet = now.saturating_sub(self.last.load(Ordering::Relaxed));
+        if quiet >= idle_ms {
+            return Err(Closed::Idle);
+        }
+        let mut next = idle_ms - quiet;
+        let start = self.request_start.load(Ordering::Relaxed);
+        if start != Self::NONE {
+            let header_ms = header.as_millis() as u64;
+            let reading = now.saturating_sub(start);
+            if reading >= header_ms {
+                return Err(Closed::Headers);
+            }
+            next = next.min(header_ms - reading);
+        }
+        Ok(Duration::from_millis(next.max(10)))
+    }
+}
+
+#[derive(Debug, PartialEq)]
+enum Closed {
+    Idle,
+    Headers,
+}
+
+/// A stream that tells its [`ConnState`] when bytes move.
+struct Tracked<T> {
+    inner: T,
+    state: Arc<ConnState>,
+}
+
+/// The router, telling the connection's [`ConnState`] when a request's headers are complete.
+struct Marked<S> {
+    inner: S,
+    state: Arc<ConnState>,
+}
+
+impl<S, R> hyper::service::Service<R> for Marked<S>
+where
+    S: hyper::service::Service<R>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
+    fn call(&self, req: R) -> Self::Future {
+        self.state.headers_complete();
+        let answer = self.inner.call(req);
+        let state = self.state.clone();
+        Box::pin(async move {
+            let r = answer.await;
+            state.answered();
+            r
+        })
     }
 }
 
@@ -108,7 +212,7 @@ impl<T: AsyncRead + Unpin> AsyncRead for Tracked<T> {
         let before = buf.filled().len();
         let r = Pin::new(&mut self.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
-            self.touch();
+            self.state.read_bytes();
         }
         r
     }
@@ -122,7 +226,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Tracked<T> {
     ) -> Poll<io::Result<usize>> {
         let r = Pin::new(&mut self.inner).poll_write(cx, buf);
         if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
-            self.touch();
+            self.state.wrote_bytes();
         }
         r
     }
@@ -138,27 +242,30 @@ async fn serve_conn<T>(io: T, router: Router, limits: Limits, metrics: Arc<Metri
 where
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let origin = Instant::now();
-    let last = Arc::new(AtomicU64::new(0));
+    let state = Arc::new(ConnState::new());
     let tracked = Tracked {
         inner: io,
-        last: last.clone(),
-        origin,
+        state: state.clone(),
     };
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(limits.header_read_timeout_s.max(1)))
+        // bounded by the watchdog below: hyper's timer would also cut idle keep-alive connections
+        .header_read_timeout(None)
         .keep_alive(true)
         .max_buf_size((limits.max_line_bytes * 2).max(64 << 10));
-    let conn = builder.serve_connection(TokioIo::new(tracked), TowerToHyperService::new(router));
+    let service = Marked {
+        inner: TowerToHyperService::new(router),
+        state: state.clone(),
+    };
+    let conn = builder.serve_connection(TokioIo::new(tracked), service);
+    let header = Duration::from_secs(limits.header_read_timeout_s.max(1));
     let idle = Duration::from_secs(limits.idle_timeout_s.max(1));
     let watchdog = async {
         loop {
-            tokio::time::sleep(idle / 4).await;
-            let quiet = origin.elapsed().as_millis() as u64 - last.load(Ordering::Relaxed);
-            if quiet >= idle.as_millis() as u64 {
-                return;
+            match state.check(header, idle) {
+                Ok(wait) => tokio::time::sleep(wait).await,
+                Err(why) => return why,
             }
         }
     };
@@ -168,8 +275,13 @@ where
                 tracing::debug!(error = %e, "connection ended with an error");
             }
         }
-        _ = watchdog => {
-            metrics.connections_idle_closed.fetch_add(1, Ordering::Relaxed);
+        why = watchdog => match why {
+            Closed::Idle => {
+                metrics.connections_idle_closed.fetch_add(1, Ordering::Relaxed);
+            }
+            Closed::Headers => {
+                metrics.header_timeouts.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 }
