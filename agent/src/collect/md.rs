@@ -140,7 +140,9 @@ impl MdMonitor {
 impl MdMonitor {
     /// The array's sysfs: the running state every poll, the rest when due or when mdstat shows
     /// the array changed shape.
-    fn read_sys(&mut self, root: &Root, a: &MdArray) -> Result<Option<MdSys>, SourceError> {
+    /// Brings the array's sysfs view in the cache up to date; afterwards the cache holds it, or
+    /// nothing when the array has no sysfs directory (or reading it failed).
+    fn read_sys(&mut self, root: &Root, a: &MdArray) -> Result<(), SourceError> {
         let shape = Shape::of(a);
         let run = RunShape::of(a);
         let every = self.config.member_refresh_polls.max(1);
@@ -150,12 +152,12 @@ impl MdMonitor {
                 // An idle array whose mdstat line did not move: nothing in its running state can
                 // have changed unseen (mismatch_cnt grows only during a sync run).
                 if c.run == run && run.action.is_none() {
-                    return Ok(Some(c.sys.clone()));
+                    return Ok(());
                 }
                 c.run = run.clone();
                 let refreshed = mdsys::refresh(root, &a.name, &mut c.sys);
                 match refreshed {
-                    Ok(true) => return Ok(Some(c.sys.clone())),
+                    Ok(true) => return Ok(()),
                     Ok(false) => {}
                     Err(e) => {
                         self.sys_cache.remove(&a.name);
@@ -165,19 +167,18 @@ impl MdMonitor {
             }
         }
         self.sys_cache.remove(&a.name);
-        let full = mdsys::read(root, &a.name)?;
-        if let Some(s) = &full {
+        if let Some(sys) = mdsys::read(root, &a.name)? {
             self.sys_cache.insert(
                 a.name.clone(),
                 SysCache {
-                    sys: s.clone(),
+                    sys,
                     shape,
                     run,
                     polls: 0,
                 },
             );
         }
-        Ok(full)
+        Ok(())
     }
 }
 
@@ -201,23 +202,18 @@ impl MdMonitor {
             // No md module: nothing to watch (arrays seen before have gone with it).
             mdstat::Mdstat::default()
         };
-        let mut sys = BTreeMap::new();
         let mut first_error = None;
         for a in &parsed.arrays {
-            match self.read_sys(root, a) {
-                Ok(Some(s)) => {
-                    sys.insert(a.name.clone(), s);
-                }
-                Ok(None) => {}
-                // Reported once per poll; the array still gets its mdstat view.
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
+            // Reported once per poll; the array still gets its mdstat view.
+            if let Err(e) = self.read_sys(root, a) {
+                first_error.get_or_insert(e);
             }
         }
         self.sys_cache
             .retain(|name, _| parsed.arrays.iter().any(|a| &a.name == name));
-        self.detector.observe(&parsed, &sys, now_s, events);
+        let cache = &self.sys_cache;
+        self.detector
+            .observe(&parsed, |n| cache.get(n).map(|c| &c.sys), now_s, events);
         first_error.map_or(Ok(()), Err)
     }
 
@@ -780,7 +776,7 @@ mod tests {
                     });
                 }
                 let mut events = Vec::new();
-                m.detector.observe(&parsed, &sys, t, &mut events);
+                m.detector.observe(&parsed, |n| sys.get(n), t, &mut events);
                 t += 1.0;
                 for (s, members) in m.arrays() {
                     proptest::prop_assert!(s.active <= s.members);

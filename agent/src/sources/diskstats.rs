@@ -395,14 +395,15 @@ fn parse_line(line: &str) -> Result<DiskStat<'_>, Fault<'_>> {
 /// Blank lines are skipped; an empty file gives no rows and no errors (a host with no block
 /// devices is odd but not malformed).
 pub fn parse(text: &str) -> Rows<DiskStat<'_>> {
-    // One allocation for the rows: the 1 s loop parses this file every second.
-    // `lines().count()` finds newlines with memchr; a byte-by-byte count costs 4x more.
-    let lines = text.lines().count();
+    // One allocation for the rows: the 1 s loop parses this file every second. Newlines are
+    // found with the `memchr` crate's vector search, once: `str::lines` cost ~2.6 instructions a
+    // byte, counting them first as much again.
+    let newlines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
     let mut out = Rows {
-        rows: Vec::with_capacity(lines),
+        rows: Vec::with_capacity(newlines + 1),
         errors: Vec::new(),
     };
-    for (i, line) in text.lines().enumerate() {
+    for (i, line) in lines(text).enumerate() {
         if let Some(row) = parse_line_fast(line) {
             out.rows.push(row);
             continue;
@@ -416,6 +417,27 @@ pub fn parse(text: &str) -> Rows<DiskStat<'_>> {
         }
     }
     out
+}
+
+/// The lines of `text` as `str::lines` gives them (a final empty line is none, a `\r` before
+/// a `\n` is dropped), found with `memchr`.
+fn lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (line, next) = match memchr::memchr(b'\n', rest.as_bytes()) {
+            // `\n` is ASCII: both sides of it are char boundaries.
+            Some(i) => {
+                let line = &rest[..i];
+                (line.strip_suffix('\r').unwrap_or(line), &rest[i + 1..])
+            }
+            None => (rest, ""),
+        };
+        rest = next;
+        Some(line)
+    })
 }
 
 /// Parses a `/sys/block/<dev>/stat` file: one line of 4, 11, 15 or 17+ statistics without
@@ -470,6 +492,26 @@ mod tests {
         assert!(rows.rows.is_empty(), "{:?}", rows.rows);
         assert_eq!(rows.errors.len(), 1, "{:?}", rows.errors);
         rows.errors[0].clone()
+    }
+
+    #[test]
+    fn lines_are_split_as_str_lines_splits_them() {
+        for text in [
+            "",
+            "\n",
+            "a",
+            "a\n",
+            "a\nb",
+            "a\r\nb\r\n",
+            "\n\na\n\n",
+            "a\rb\n",
+            "\r\n",
+            "a\r",
+        ] {
+            let ours: Vec<&str> = lines(text).collect();
+            let std: Vec<&str> = text.lines().collect();
+            assert_eq!(ours, std, "{text:?}");
+        }
     }
 
     #[test]

@@ -64,10 +64,10 @@ impl MdDetector {
     /// Takes one poll's view at monotonic time `now_s`: mdstat and the sysfs of the arrays
     /// whose sysfs could be read. State changes go to `events`; the first poll is the baseline
     /// and announces nothing.
-    pub fn observe(
+    pub fn observe<'s>(
         &mut self,
         mdstat: &Mdstat,
-        sys: &BTreeMap<String, MdSys>,
+        sys: impl Fn(&str) -> Option<&'s MdSys>,
         now_s: f64,
         events: &mut Vec<Event>,
     ) {
@@ -79,7 +79,7 @@ impl MdDetector {
                 continue;
             }
             seen.push(a.name.as_str());
-            let s = sys.get(&a.name);
+            let s = sys(&a.name);
             let members = derive_members(a, s);
             let prev = self.arrays.remove(&a.name);
             let mut run = prev.as_ref().and_then(|p| p.run.clone());
@@ -224,13 +224,14 @@ fn transitions(
         };
         events.push(Event::new("md", name.clone(), from, to, text));
     }
+    // Every member of every array each second: the event's name is only built for an event.
+    let object = |m: &MemberStatus| format!("{name}/{}", m.name);
     for m in members {
-        let object = format!("{name}/{}", m.name);
         let before = prev.members.iter().find(|p| p.name == m.name);
         let Some(before) = before else {
             events.push(Event::new(
                 "md",
-                object,
+                object(m),
                 "",
                 m.role(),
                 format!("{} added to {name} as {}", m.name, m.role()),
@@ -246,7 +247,7 @@ fn transitions(
             ("spare", _) => format!("spare {} activated in {name}: now {r1}", m.name),
             _ => format!("{} in {name}: {r0} -> {r1}", m.name),
         };
-        events.push(Event::new("md", object, r0, r1, text));
+        events.push(Event::new("md", object(m), r0, r1, text));
     }
     for p in &prev.members {
         if !members.iter().any(|m| m.name == p.name) {

@@ -31,13 +31,13 @@ impl MpathDetector {
 
     /// Takes one poll's view at monotonic time `now_s`; state changes go to `events`.
     pub fn observe(&mut self, now_s: f64, maps: Vec<MapObservation>, events: &mut Vec<Event>) {
-        let seen: BTreeSet<String> = maps.iter().map(|m| m.name.clone()).collect();
         // A flushed map is forgotten; its disappearance is an administrative act, not a fault.
-        self.maps.retain(|name, _| seen.contains(name));
+        self.maps
+            .retain(|name, _| maps.iter().any(|m| &m.name == name));
         for m in maps {
-            let name = m.name.clone();
-            match self.maps.get_mut(&name) {
+            match self.maps.get_mut(&m.name) {
                 None => {
+                    let name = m.name.clone();
                     let paths = m
                         .paths
                         .iter()
@@ -99,6 +99,17 @@ fn update_map(
     threshold: u32,
     events: &mut Vec<Event>,
 ) {
+    // The steady state of a healthy server: the same view as last poll and no path with a
+    // transition in its window, so nothing can change and no event is due. (Most polls; the
+    // full comparison below allocates for every path.)
+    if t.obs == m
+        && t.paths.len() == m.paths.len()
+        && t.paths
+            .values()
+            .all(|p| p.window.is_empty() && p.downs_since_count == 0)
+    {
+        return;
+    }
     let map = m.name.clone();
     let seen: BTreeSet<&str> = m.paths.iter().map(|p| p.name.as_str()).collect();
     let total = m.paths.len();
