@@ -217,7 +217,11 @@ mod tests {
         ];
         let s = render(
             "ds01",
-            &Live { disks, nets },
+            &Live {
+                disks,
+                nets,
+                ..Live::default()
+            },
             View {
                 threshold_pct: 95.0,
                 max_devices: 40,
