@@ -110,31 +110,31 @@ fn every_health_domain_at_80_and_200_columns() {
     insta::assert_snapshot!("health_200", screen(&live, 200));
 }
 
+/// `storwatch-agent top` on the simulated host under `root`, sampling every 200 ms.
+fn top_on(root: &Path) -> Command {
+    let cfg = root.join("agent.toml");
+    // filesystems are not drawn by top
+    std::fs::write(&cfg, "[fs]\nenabled = false\n").unwrap();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_storwatch-agent"));
+    c.args(["top", "--sample-interval", "200ms", "--host", "sim1"])
+        .arg("--config")
+        .arg(cfg)
+        .arg("--proc-root")
+        .arg(root.join("proc"))
+        .arg("--sys-root")
+        .arg(root.join("sys"))
+        .env_remove("COLUMNS");
+    c
+}
+
 /// Runs the real binary's `top --once` on an md-rebuild host while the simulator moves on
 /// (each step a second of uptime, so the agent's two samples see the devices move).
 fn run_top(extra: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let mut sim = Sim::new(dir.path(), Kind::MdRebuild, "sim1", 7, 1.0).unwrap();
-    let cfg = dir.path().join("agent.toml");
-    // filesystems are not drawn by top
-    std::fs::write(&cfg, "[fs]\nenabled = false\n").unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_storwatch-agent"))
-        .args([
-            "top",
-            "--once",
-            "--sample-interval",
-            "200ms",
-            "--host",
-            "sim1",
-        ])
+    let child = top_on(dir.path())
+        .arg("--once")
         .args(extra)
-        .arg("--config")
-        .arg(&cfg)
-        .arg("--proc-root")
-        .arg(dir.path().join("proc"))
-        .arg("--sys-root")
-        .arg(dir.path().join("sys"))
-        .env_remove("COLUMNS")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -298,20 +298,10 @@ fn on_a_terminal_q_quits_and_gives_the_terminal_back() {
 
     let dir = tempfile::tempdir().unwrap();
     let _sim = Sim::new(dir.path(), Kind::MdRebuild, "sim1", 7, 1.0).unwrap();
-    let cfg = dir.path().join("agent.toml");
-    std::fs::write(&cfg, "[fs]\nenabled = false\n").unwrap();
     let pty = pty::open(80, 40);
     let before = pty::lflag(&pty.slave);
     assert_ne!(before & libc::ICANON, 0);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_storwatch-agent"))
-        .args(["top", "--sample-interval", "200ms", "--host", "sim1"])
-        .arg("--config")
-        .arg(&cfg)
-        .arg("--proc-root")
-        .arg(dir.path().join("proc"))
-        .arg("--sys-root")
-        .arg(dir.path().join("sys"))
-        .env_remove("COLUMNS")
+    let mut child = top_on(dir.path())
         .stdin(pty.slave.try_clone().unwrap())
         .stdout(pty.slave.try_clone().unwrap())
         .stderr(Stdio::piped())

@@ -440,6 +440,26 @@ fn health(out: &mut String, live: &Live, width: usize, color: bool) {
 /// at 80 columns they push out the less telling columns.
 const HEALTH_NOTES: usize = 16;
 
+/// A table of the health pane: rows named by array, map or pool, and notes last.
+fn health_table(
+    key_head: &'static str,
+    cols: Vec<table::Column>,
+    rows: Vec<Row>,
+    notes: &'static str,
+) -> Table {
+    Table {
+        key_head,
+        key_max: 16,
+        cols,
+        tail: Some(Tail {
+            head: notes,
+            reserve: HEALTH_NOTES,
+            sep: ", ",
+        }),
+        rows,
+    }
+}
+
 /// Seconds as `45s`, `12m`, `3h25m`, `2d04h`; `-` when unknown.
 fn eta(s: Option<f64>) -> Cell {
     let Some(s) = s.filter(|s| s.is_finite() && *s >= 0.0) else {
@@ -533,17 +553,7 @@ fn md_table(arrays: &[MdNow]) -> Table {
             }
         })
         .collect();
-    Table {
-        key_head: "ARRAY",
-        key_max: 12,
-        cols,
-        tail: Some(Tail {
-            head: "members",
-            reserve: HEALTH_NOTES,
-            sep: ", ",
-        }),
-        rows,
-    }
+    health_table("ARRAY", cols, rows, "members")
 }
 
 fn mpath_table(maps: &[MpathNow]) -> Table {
@@ -595,17 +605,7 @@ fn mpath_table(maps: &[MpathNow]) -> Table {
             }
         })
         .collect();
-    Table {
-        key_head: "MAP",
-        key_max: 16,
-        cols,
-        tail: Some(Tail {
-            head: "notes",
-            reserve: HEALTH_NOTES,
-            sep: ", ",
-        }),
-        rows,
-    }
+    health_table("MAP", cols, rows, "notes")
 }
 
 fn pool_table(pools: &[PoolNow]) -> Table {
@@ -687,17 +687,7 @@ fn pool_table(pools: &[PoolNow]) -> Table {
             }
         })
         .collect();
-    Table {
-        key_head: "POOL",
-        key_max: 16,
-        cols,
-        tail: Some(Tail {
-            head: "vdevs",
-            reserve: HEALTH_NOTES,
-            sep: ", ",
-        }),
-        rows,
-    }
+    health_table("POOL", cols, rows, "vdevs")
 }
 
 #[cfg(test)]
