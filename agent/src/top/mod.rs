@@ -831,7 +831,7 @@ mod tests {
 
     #[test]
     fn every_line_fits_every_width() {
-        for width in 20..=200 {
+        for width in 1..=200 {
             let v = View {
                 width,
                 footer: true,

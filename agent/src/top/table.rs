@@ -186,7 +186,8 @@ impl Table {
     /// the name column grows back to its natural width and the last column takes the rest.
     pub(super) fn layout(&self, width: usize) -> Layout {
         let key_natural = self.key_natural();
-        let mut key = key_natural.min(self.key_max.max(KEY_MIN));
+        // Never wider than the screen, even on one too narrow for anything else.
+        let mut key = key_natural.min(self.key_max.max(KEY_MIN)).min(width);
         let tail_natural = self.tail_natural();
         let any_tail = self.rows.iter().any(|r| !r.tail.is_empty());
         let reserve = match self.tail {
@@ -223,13 +224,24 @@ impl Table {
                 }
             }
         }
-        let grow = key_natural.saturating_sub(key).min(left);
-        key += grow;
-        left -= grow;
+        key += key_natural.saturating_sub(key).min(left);
+        let used = key
+            + self
+                .cols
+                .iter()
+                .zip(&shown)
+                .filter(|(_, s)| **s)
+                .map(|(c, _)| c.width + 1)
+                .sum::<usize>();
         let tail = match self.tail {
             Some(_) if any_tail => {
-                let w = (left + reserved).saturating_sub(TAIL_GAP);
-                (reserve > 0 || w >= TAIL_MIN.min(tail_natural)).then(|| w.min(tail_natural))
+                let w = width.saturating_sub(used + TAIL_GAP);
+                let least = if reserve > 0 {
+                    1
+                } else {
+                    TAIL_MIN.min(tail_natural)
+                };
+                (w >= least).then(|| w.min(tail_natural))
             }
             _ => None,
         };
@@ -249,7 +261,11 @@ impl Table {
             }
         };
         // header
-        push(&mut line, &pad(self.key_head, l.key, Align::Left), false);
+        push(
+            &mut line,
+            &pad(&ellipsize(self.key_head, l.key), l.key, Align::Left),
+            false,
+        );
         for (c, _) in self.cols.iter().zip(&l.shown).filter(|(_, s)| **s) {
             push(&mut line, " ", false);
             push(&mut line, &pad(c.head, c.width, c.align), false);
@@ -394,6 +410,33 @@ mod tests {
             t.draw(&mut s, w, false);
             for l in s.lines() {
                 assert!(width_of(l) <= w, "{w}: {l:?}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever the names, numbers and width, no line is wider than the screen and
+        /// nothing panics.
+        #[test]
+        fn nothing_is_wider_than_the_screen(
+            keys in proptest::collection::vec("[a-z0-9 ()…-]{0,40}", 0..5),
+            values in proptest::collection::vec(proptest::num::f64::ANY, 3),
+            tail in "[A-Z ]{0,30}",
+            width in 1usize..250,
+        ) {
+            let mut t = table(&[]);
+            t.rows = keys
+                .iter()
+                .map(|k| Row {
+                    key: k.clone(),
+                    cells: values.iter().map(|v| Cell::Num(*v, 2)).collect(),
+                    tail: vec![(tail.clone(), false)],
+                })
+                .collect();
+            let mut s = String::new();
+            t.draw(&mut s, width, false);
+            for l in s.lines() {
+                proptest::prop_assert!(width_of(l) <= width, "{}: {:?}", width, l);
             }
         }
     }
