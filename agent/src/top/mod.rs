@@ -844,6 +844,127 @@ mod tests {
         }
     }
 
+    fn health_live() -> Live {
+        use crate::health::md::{ArrayStatus, MemberStatus};
+        use crate::health::zpool::{PoolReport, VdevReport};
+        let member = |name: &str, state: &str, failed: bool| MemberStatus {
+            name: name.into(),
+            state: state.into(),
+            failed,
+            spare: false,
+            errors: None,
+        };
+        let vdev = |name: &str, parent: &str, state: &str, note: Option<&str>| VdevReport {
+            name: name.into(),
+            kind: if parent.is_empty() { "root" } else { "disk" }.into(),
+            parent: parent.into(),
+            state: state.into(),
+            read_errors: None,
+            write_errors: None,
+            cksum_errors: None,
+            note: note.map(str::to_owned),
+            redundancy_left: None,
+            rebuild_risk: None,
+        };
+        Live {
+            arrays: vec![MdNow {
+                status: ArrayStatus {
+                    array: "md127".into(),
+                    level: "raid5".into(),
+                    members: 4,
+                    active: 3,
+                    failed: 1,
+                    spare: 0,
+                    degraded: 1,
+                    state: ArrayState::Recovering,
+                    sync_action: "recover".into(),
+                    sync_pct: Some(99.9),
+                    sync_speed_kbps: Some(0),
+                    sync_eta_s: None,
+                    mismatch_cnt: Some(0),
+                    redundancy_left: Some(0),
+                    rebuild_risk: Some(0.25),
+                    stalled: true,
+                },
+                members: vec![
+                    member("sdb", "in_sync", false),
+                    member("sdc", "faulty", true),
+                    member("sdd", "rebuilding", false),
+                ],
+            }],
+            maps: vec![MpathNow {
+                map: "mpatha".into(),
+                paths: 4,
+                active: 3,
+                down: vec!["sdq offline".into()],
+                flapping: 1,
+                active_group: Some(2),
+                preferred_group: Some(1),
+                queue_if_no_path: Some(true),
+                hung_io: Some(false),
+            }],
+            pools: vec![PoolNow {
+                pool: "tank".into(),
+                report: PoolReport {
+                    health: Some("ONLINE".into()),
+                    details: true,
+                    scan_kind: "scrub",
+                    scan_state: "paused",
+                    scan_pct: Some(40.0),
+                    vdevs: vec![
+                        vdev("tank", "", "ONLINE", None),
+                        vdev("sda", "tank", "ONLINE", Some("(repairing)")),
+                        vdev("1234567", "tank", "UNAVAIL", Some("was /dev/sdz1")),
+                    ],
+                    ..PoolReport::default()
+                },
+            }],
+            ..live()
+        }
+    }
+
+    #[test]
+    fn the_health_pane_says_what_is_wrong_and_hides_on_h() {
+        let s = render("ds01", &health_live(), view());
+        let row = |k: &str| {
+            s.lines()
+                .find(|l| l.starts_with(k))
+                .unwrap_or_else(|| panic!("no {k} row\n{s}"))
+                .to_owned()
+        };
+        let md = row("md127 ");
+        assert!(md.contains("recovering") && md.contains("99.9%"), "{md}");
+        assert!(md.ends_with("STALLED, sdc failed, sdd rebuilding"), "{md}");
+        assert!(md.contains(" 25% "), "{md}");
+        let mp = row("mpatha ");
+        assert!(mp.contains("degraded"), "{mp}");
+        assert!(mp.ends_with("not on preferred group, sdq offline"), "{mp}");
+        let pool = row("tank ");
+        // a paused scrub shows its progress, no ETA
+        assert!(pool.contains("scrub") && pool.contains("40.0%"), "{pool}");
+        assert!(
+            pool.ends_with("scan paused, sda (repairing), sdz1 UNAVAIL"),
+            "{pool}"
+        );
+        // what is wrong stands out on a terminal
+        let c = render(
+            "ds01",
+            &health_live(),
+            View {
+                color: true,
+                ..view()
+            },
+        );
+        assert!(c.contains("\x1b[7mrecovering\x1b[0m"), "{c}");
+        assert!(c.contains("\x1b[7mSTALLED\x1b[0m"), "{c}");
+        assert!(c.contains("\x1b[7mdegraded\x1b[0m"), "{c}");
+        let hidden = render("ds01", &health_live(), view().apply(Action::ToggleHealth));
+        assert!(
+            !hidden.contains("md127") && !hidden.contains("mpatha "),
+            "{hidden}"
+        );
+    }
+
     #[test]
     fn a_short_terminal_cuts_the_device_table() {
         let v = View {
