@@ -104,11 +104,13 @@ impl Screen {
                 prev(info);
             }));
         });
+        // From here on the Screen's destructor gives the terminal back, whatever fails.
+        let screen = Screen { fd };
         set(fd, &raw)?;
         let mut out = io::stdout().lock();
         out.write_all(ENTER.as_bytes())?;
         out.flush()?;
-        Ok(Screen { fd })
+        Ok(screen)
     }
 
     /// Waits at most `timeout` for keys and returns the bytes read (none on timeout or when
