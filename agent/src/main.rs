@@ -1,6 +1,7 @@
 //! `storwatch-agent`: the command line and the loops (run, once, top).
 
 use std::io::IsTerminal;
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -86,15 +87,34 @@ enum Command {
 
 #[derive(Debug, Args)]
 struct TopArgs {
-    /// Stop after N screens (default: until interrupted).
+    /// Stop after N screens (default: until `q` or interrupted).
     #[arg(long, short = 'n')]
     count: Option<u64>,
-    /// Devices shown (the busiest).
+    /// One screen and exit (`--count 1`).
+    #[arg(long, conflicts_with = "count")]
+    once: bool,
+    /// Devices shown at most (the first in sort order; fewer when the terminal is short).
     #[arg(long, default_value_t = 40)]
     devices: usize,
     /// Print screens one after another instead of redrawing (for logs and pipes).
     #[arg(long)]
     no_clear: bool,
+    /// Columns to fit (default: the terminal's width, else $COLUMNS, else every column).
+    #[arg(long, value_name = "COLS", value_parser = clap::value_parser!(u16).range(1..))]
+    width: Option<u16>,
+    /// Initial sort: util, await, read, write, iops or name (keys u a r w i n).
+    #[arg(long, default_value = "util", value_parser = parse_sort)]
+    sort: top::SortKey,
+    /// Start with the MD / multipath / zpool pane hidden (key h shows it).
+    #[arg(long)]
+    no_health: bool,
+}
+
+fn parse_sort(s: &str) -> Result<top::SortKey, String> {
+    top::SortKey::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = top::SortKey::ALL.iter().map(|k| k.name()).collect();
+        format!("expected one of {}", names.join(", "))
+    })
 }
 
 fn main() {
@@ -398,36 +418,113 @@ fn once(cfg: &Config) -> Result<()> {
     Ok(())
 }
 
+/// The live view. On a terminal the screen is redrawn in place and, when standard input is the
+/// terminal too, keys are read between samples: `q` quits, `u a r w i n` sort, `h` toggles the
+/// health pane, each redrawing at once, as does a resize. Otherwise screens are printed one
+/// after another, as wide as `--width`, `$COLUMNS` or all the columns.
 fn top_loop(cfg: &Config, args: &TopArgs) -> Result<()> {
+    use std::io::Write;
     let (stop, _) = signal_flags()?;
+    let resized = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGWINCH, Arc::clone(&resized))
+        .context("installing signal handler")?;
     let mut sampler = Scheduler::new(cfg, collect::storage(cfg, false));
     let start = Instant::now();
+    let count = if args.once { Some(1) } else { args.count };
     let tty = std::io::stdout().is_terminal();
-    let clear = tty && !args.no_clear;
+    let in_place = tty && !args.no_clear;
+    // Keys and the alternate screen only for a view that runs until `q`: a counted run leaves
+    // its last screen on the terminal.
+    let interactive = in_place && count.is_none() && std::io::stdin().is_terminal();
+    let screen = if interactive {
+        Some(top::term::Screen::enter().context("setting up the terminal")?)
+    } else {
+        None
+    };
+    let mut view = top::View {
+        threshold_pct: cfg.saturation_threshold_pct,
+        max_devices: args.devices,
+        color: tty,
+        width: usize::MAX,
+        sort: args.sort,
+        health: !args.no_health,
+        footer: interactive,
+        height: None,
+    };
+    let draw = |live: &Live, mut view: top::View| {
+        // Read again for every screen: the terminal may have been resized.
+        let size = top::term::size(std::io::stdout().as_raw_fd());
+        view.width = args
+            .width
+            .map(usize::from)
+            .or(size.map(|s| s.0))
+            .or_else(top::term::columns_env)
+            .unwrap_or(usize::MAX);
+        view.height = if in_place { size.map(|s| s.1) } else { None };
+        let screen = top::render(&cfg.host, live, view);
+        let mut out = std::io::stdout().lock();
+        let written = if in_place {
+            // No newline after the last line: on a screen exactly as high, it would scroll
+            // the title away.
+            write!(out, "\x1b[H\x1b[2J{}", screen.trim_end_matches('\n'))
+        } else {
+            writeln!(out, "{screen}")
+        };
+        written.and_then(|()| out.flush())
+    };
     sampler.sample(0.0);
     let mut live = Live::default();
     let mut shown = 0u64;
-    while !stop.load(Ordering::Relaxed) && args.count.is_none_or(|c| shown < c) {
-        std::thread::sleep(cfg.sample_interval);
+    let mut next = Instant::now() + cfg.sample_interval;
+    'screens: while !stop.load(Ordering::Relaxed) && count.is_none_or(|c| shown < c) {
+        // Until the next sample: keys and resizes, each redrawing the last sample at once.
+        loop {
+            let now = Instant::now();
+            if now >= next || stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let wait = (next - now).min(Duration::from_millis(200));
+            let Some(s) = &screen else {
+                std::thread::sleep(wait);
+                continue;
+            };
+            let mut redraw = resized.swap(false, Ordering::Relaxed);
+            for b in s.keys(wait).context("reading keys")? {
+                match top::action(b) {
+                    top::Action::Quit => break 'screens,
+                    top::Action::None => {}
+                    a => {
+                        view = view.apply(a);
+                        redraw = true;
+                    }
+                }
+            }
+            if redraw && shown > 0 {
+                draw(&live, view).context("writing the screen")?;
+            }
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        // A slow sample (a stalled disk) delays the next one instead of bunching them up.
+        if let Some(t) = Instant::now().checked_sub(cfg.sample_interval) {
+            next = next.max(t);
+        }
+        next += cfg.sample_interval;
         sampler.sample(start.elapsed().as_secs_f64());
         sampler.live(&mut live);
-        let screen = top::render(
-            &cfg.host,
-            &live,
-            top::View {
-                threshold_pct: cfg.saturation_threshold_pct,
-                max_devices: args.devices,
-                color: tty,
-            },
-        );
-        if clear {
-            print!("\x1b[H\x1b[2J{screen}");
-        } else {
-            println!("{screen}");
+        match draw(&live, view) {
+            Ok(()) => {}
+            // The reader went away (`| head`): done, not an error.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break,
+            Err(e) => return Err(e).context("writing the screen"),
         }
-        use std::io::Write;
-        std::io::stdout().flush().ok();
         shown += 1;
     }
+    if screen.is_none() && in_place && shown > 0 {
+        // The last screen stays: the prompt goes below it.
+        println!();
+    }
+    drop(screen);
     Ok(())
 }

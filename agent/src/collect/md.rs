@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use storwatch_wire::lp::LineWriter;
 
-use crate::collect::{Collector, ReportCx, SampleCx};
+use crate::collect::{Collector, Live, ReportCx, SampleCx};
 use crate::event::Event;
 use crate::health::md::{ArrayStatus, MdDetector, MemberStatus};
 use crate::health::risk::RiskModel;
@@ -104,6 +104,15 @@ impl RunShape {
             waiting: a.waiting.as_ref().map(|w| w.action.clone()),
         }
     }
+}
+
+/// One array as `top` shows it: its `md` line and its members.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MdNow {
+    /// The array.
+    pub status: ArrayStatus,
+    /// Its members, as the `md_member` lines report them.
+    pub members: Vec<MemberStatus>,
 }
 
 /// Watches `/proc/mdstat` and `/sys/block/md*/md`.
@@ -265,6 +274,13 @@ impl Collector for MdMonitor {
 
     fn report(&mut self, w: &mut LineWriter, cx: &mut ReportCx<'_>) {
         MdMonitor::report(self, w, cx.ts_ns);
+    }
+
+    fn live(&self, live: &mut Live) {
+        live.arrays.extend(self.arrays().map(|(s, m)| MdNow {
+            status: s.clone(),
+            members: m.to_vec(),
+        }));
     }
 }
 

@@ -41,7 +41,10 @@ use zpool::ZpoolMonitor;
 
 pub use disk::{DiskCollector, DiskNow};
 pub use host::HostCollector;
+pub use md::MdNow;
+pub use mpath::MpathNow;
 pub use net::{NetCollector, NetNow};
+pub use zpool::PoolNow;
 
 /// What a collector gets for one sample.
 pub struct SampleCx<'a> {
@@ -107,16 +110,21 @@ pub struct Watched {
 }
 
 /// The last sample as `top` shows it, one pane per kind of row, filled by every collector's
-/// [`Collector::live`] in turn. A pane for another domain (say the MD, multipath and zpool
-/// state with rebuild progress) is one more field of its row type here, filled by those
-/// collectors and drawn by [`crate::top`]; the scheduler passes it through without knowing
-/// what is in it.
+/// [`Collector::live`] in turn. A pane for another domain is one more field of its row type
+/// here, filled by that collector and drawn by [`crate::top`]; the scheduler passes it through
+/// without knowing what is in it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Live {
     /// Per-second device values (the iostat -x pane), in no particular order.
     pub disks: Vec<DiskNow>,
     /// Per-second interface values (the sar -n DEV pane), in no particular order.
     pub nets: Vec<NetNow>,
+    /// MD arrays as last polled (the health pane), by name.
+    pub arrays: Vec<MdNow>,
+    /// Multipath maps as last polled (the health pane), by name.
+    pub maps: Vec<MpathNow>,
+    /// Pools as last read (the health pane), by name.
+    pub pools: Vec<PoolNow>,
 }
 
 impl Live {
@@ -124,6 +132,9 @@ impl Live {
     pub fn clear(&mut self) {
         self.disks.clear();
         self.nets.clear();
+        self.arrays.clear();
+        self.maps.clear();
+        self.pools.clear();
     }
 }
 

@@ -20,11 +20,11 @@ use std::time::{Duration, Instant};
 
 use storwatch_wire::lp::LineWriter;
 
-use crate::collect::{Collector, ReportCx, SampleCx};
+use crate::collect::{Collector, Live, ReportCx, SampleCx};
 use crate::command::{CommandError, CommandJob, CommandRunner, CommandWorker};
 use crate::event::Event;
 use crate::health::risk::RiskModel;
-use crate::health::zpool::ZpoolDetector;
+use crate::health::zpool::{PoolReport, ZpoolDetector};
 use crate::root::Root;
 use crate::sources::zpool::{self, json, list, status, PoolList, ZpoolStatus};
 use crate::sources::SourceError;
@@ -182,6 +182,15 @@ impl CommandJob for ZpoolJob {
     fn next_due_s(&self) -> f64 {
         self.next_s
     }
+}
+
+/// One pool as `top` shows it: its `zpool` line and its vdevs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolNow {
+    /// Pool name.
+    pub pool: String,
+    /// What its report lines say.
+    pub report: PoolReport,
 }
 
 /// The zpool monitor.
@@ -357,6 +366,14 @@ impl Collector for ZpoolMonitor {
 
     fn report(&mut self, w: &mut LineWriter, cx: &mut ReportCx<'_>) {
         ZpoolMonitor::report(self, w, cx.ts_ns);
+    }
+
+    fn live(&self, live: &mut Live) {
+        live.pools
+            .extend(self.detector.reports().map(|(name, report)| PoolNow {
+                pool: name.clone(),
+                report,
+            }));
     }
 }
 

@@ -30,7 +30,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use storwatch_wire::lp::LineWriter;
 
-use crate::collect::{Collector, ReportCx, SampleCx};
+use crate::collect::{Collector, Live, ReportCx, SampleCx};
 use crate::command::{CommandRunner, CommandWorker};
 use crate::event::Event;
 use crate::health::mpath::{MapObservation, MpathDetector, PathObservation};
@@ -97,6 +97,29 @@ enum Kernel {
     Unknown,
     Ioctl(IoctlReader),
     Commands,
+}
+
+/// One map as `top` shows it: what its `mpath` line says, and which paths are down.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MpathNow {
+    /// Map name.
+    pub map: String,
+    /// Paths.
+    pub paths: u32,
+    /// Paths up.
+    pub active: u32,
+    /// The paths that are down, with their state (`sdc failed`, `sdd offline`), by name.
+    pub down: Vec<String>,
+    /// Paths flapping now.
+    pub flapping: u64,
+    /// The group in use.
+    pub active_group: Option<u32>,
+    /// The group that should be in use.
+    pub preferred_group: Option<u32>,
+    /// The table queues I/O when no path is left.
+    pub queue_if_no_path: Option<bool>,
+    /// I/O is queued with no path left (see [`crate::health::mpath::MapState::hung_io`]).
+    pub hung_io: Option<bool>,
 }
 
 /// The multipath monitor.
@@ -269,6 +292,27 @@ impl Collector for MpathMonitor {
     fn report(&mut self, w: &mut LineWriter, cx: &mut ReportCx<'_>) {
         MpathMonitor::report(self, w, cx.ts_ns);
     }
+
+    fn live(&self, live: &mut Live) {
+        live.maps.extend(self.detector.maps().map(|(name, t)| {
+            MpathNow {
+                map: name.clone(),
+                paths: u32::try_from(t.paths.len()).unwrap_or(u32::MAX),
+                active: t.active,
+                down: t
+                    .paths
+                    .iter()
+                    .filter(|(_, p)| !p.up)
+                    .map(|(n, p)| format!("{n} {}", p.state))
+                    .collect(),
+                flapping: t.flapping_paths(),
+                active_group: t.active_group,
+                preferred_group: t.obs.preferred_group(),
+                queue_if_no_path: t.obs.queue_if_no_path,
+                hung_io: t.hung_io(),
+            }
+        }));
+    }
 }
 
 /// Joins sysfs, the kernel view and multipathd into observations.
@@ -392,13 +436,7 @@ fn write_lines(d: &MpathDetector, w: &mut LineWriter, ts_ns: i64) {
             .field("flapping_paths", t.flapping_paths())
             .field_opt("hw_handler", t.obs.hw_handler.as_deref())
             .field_opt("features", t.obs.features.as_deref())
-            // I/O to a map that queues with no path left hangs: the processes on top block.
-            .field_opt(
-                "hung_io",
-                t.obs
-                    .queue_if_no_path
-                    .map(|q| q && paths > 0 && t.active == 0),
-            )
+            .field_opt("hung_io", t.hung_io())
             .write();
         for (pname, p) in &t.paths {
             let group = if p.obs.group > 0 {

@@ -147,6 +147,14 @@ impl MapState {
         self.paths.values().filter(|p| p.flapping).count() as u64
     }
 
+    /// Whether I/O to the map hangs: its table queues I/O while no path is left, so the
+    /// processes on top block instead of getting errors. `None` while the table is unknown.
+    pub fn hung_io(&self) -> Option<bool> {
+        self.obs
+            .queue_if_no_path
+            .map(|q| q && !self.paths.is_empty() && self.active == 0)
+    }
+
     /// Whether I/O goes through the preferred group; `None` when either group is unknown.
     pub fn on_preferred_group(&self) -> Option<bool> {
         match (self.active_group, self.obs.preferred_group()) {
