@@ -211,7 +211,7 @@ fn run_host(dir: &Path, name: &str, phases: &[(Kind, f64, u32)], end_ns: i64, ur
         let mut h = SteppedHost::new(&root, kind, name, speed, &toml);
         let out = output.get_or_insert_with(|| {
             let spec: OutputSpec = h.config().output.parse().unwrap();
-            sink::open(&spec, &h.config().http).unwrap()
+            sink::open(&spec, &h.config().http, &h.config().file).unwrap()
         });
         for _ in 0..seconds / 10 {
             k += 1;
