@@ -774,4 +774,12 @@ fn a_file_output_rotates_at_the_cap_with_whole_reports() {
             .unwrap();
         assert!(last.starts_with("agent,"), "{}: {last}", path.display());
     }
+    // the agent's own line counts the rotations
+    let text = fs::read_to_string(&out).unwrap();
+    let agent = text.lines().rfind(|l| l.starts_with("agent,")).unwrap();
+    let rotations: u64 = field(agent, "file_rotations")
+        .trim_end_matches('i')
+        .parse()
+        .unwrap();
+    assert!(rotations >= 2, "{agent}");
 }

@@ -19,6 +19,8 @@ pub struct SinkStats {
     pub spool_bytes: u64,
     /// Lines dropped since start (spool full, or rejected as malformed by the server).
     pub dropped_lines: u64,
+    /// Times a `file:` output was rotated since it was opened; `None` for other outputs.
+    pub file_rotations: Option<u64>,
 }
 
 /// Failure to hand data to a sink.
@@ -167,6 +169,13 @@ impl Sink for FileSink {
             self.rotations += 1;
         }
         Ok(())
+    }
+
+    fn stats(&self) -> SinkStats {
+        SinkStats {
+            file_rotations: Some(self.rotations),
+            ..SinkStats::default()
+        }
     }
 
     fn flush(&mut self) -> Result<(), SinkError> {
