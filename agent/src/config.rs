@@ -45,6 +45,10 @@ pub struct Config {
     pub risk: crate::health::risk::RiskModel,
     /// Delivery to an http(s):// output: token, gzip, spool.
     pub http: crate::sink::http::HttpConfig,
+    /// Size rotation of a `file:PATH` output: when the next report would take PATH past
+    /// `max_file_bytes` it becomes `PATH.1` (`PATH.1` becomes `PATH.2`, …), and at most
+    /// `keep_files` rotated files are kept, the oldest dropped.
+    pub file: storwatch_wire::rotate::Rotation,
     /// MD RAID monitoring.
     pub md: crate::collect::md::MdConfig,
     /// ZFS pool monitoring.
@@ -76,6 +80,7 @@ impl Default for Config {
             log_level: "info".into(),
             risk: Default::default(),
             http: Default::default(),
+            file: Default::default(),
             md: Default::default(),
             zpool: Default::default(),
             mpath: Default::default(),
@@ -221,6 +226,14 @@ backoff_max_s = 60.0
 # ca_file = "/etc/storwatch/ca.pem"
 # client_cert_file = "/etc/storwatch/agent.pem"
 # client_key_file = "/etc/storwatch/agent.key"
+
+# Size rotation when `output` is file:PATH: when the next report would take PATH past
+# max_file_bytes it is renamed PATH.1 (PATH.1 to PATH.2, …) and at most keep_files rotated files
+# are kept, the oldest dropped: at most (keep_files + 1) × max_file_bytes on disk. A report is
+# never split across two files. Applied on SIGHUP.
+[file]
+max_file_bytes = 104857600
+keep_files = 5
 
 # Prometheus exposition: the latest reports at http://<listen>/metrics in the text format, for
 # sites that scrape (names storwatch_<measurement>_<field>, tags as labels). Empty: off.

@@ -216,7 +216,7 @@ fn init_logging(level: &str) {
 
 fn open_sink(cfg: &Config) -> Result<Box<dyn Sink>> {
     let spec: OutputSpec = cfg.output.parse()?;
-    Ok(sink::open(&spec, &cfg.http)?)
+    Ok(sink::open(&spec, &cfg.http, &cfg.file)?)
 }
 
 fn writer(cfg: &Config) -> LineWriter {
@@ -335,7 +335,7 @@ fn run(mut cfg: Config, reload: &dyn Fn() -> Result<Config>) -> Result<()> {
                         sampler.mark_partial();
                         report(&mut sampler, &mut sink, &cfg, tick);
                     }
-                    if new.output != cfg.output || new.http != cfg.http {
+                    if new.output != cfg.output || new.http != cfg.http || new.file != cfg.file {
                         if let Err(e) = sink.flush() {
                             tracing::warn!("output: {e}");
                         }

@@ -214,6 +214,7 @@ impl Scheduler {
             .field("source_errors", source_errors)
             .field("spool_bytes", sink.spool_bytes)
             .field("dropped_lines", sink.dropped_lines)
+            .field_opt("file_rotations", sink.file_rotations)
             .field("uptime_s", self.started.elapsed().as_secs())
             .write();
         for (name, interval, total) in self.errors.take_interval() {

@@ -699,3 +699,87 @@ fn a_spool_this_user_may_not_create_is_a_clear_error() {
     assert!(stderr.contains("--spool-dir"), "{stderr}");
     assert!(stderr.contains(&spool.display().to_string()), "{stderr}");
 }
+
+/// As a site that writes reports to a file meets it: with a small `[file] max_file_bytes` the
+/// file rotates to `.1` and `.2`, the oldest goes, every kept file stays within the cap, and
+/// each holds whole reports (every line parses, each report ends with its `agent` line).
+#[test]
+fn a_file_output_rotates_at_the_cap_with_whole_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let (proc_root, sys_root) = storwatch_test_support::fixture_roots(dir.path());
+    let roots = [
+        "--proc-root".to_string(),
+        proc_root.display().to_string(),
+        "--sys-root".into(),
+        sys_root.display().to_string(),
+    ];
+    // one report of this fixture host, to size the cap at two and a half reports
+    let once = Command::new(agent_bin())
+        .arg("once")
+        .args(&roots)
+        .args(["--output", "-"])
+        .output()
+        .unwrap();
+    assert!(once.status.success(), "{once:?}");
+    let cap = once.stdout.len() * 5 / 2;
+    let config = dir.path().join("agent.toml");
+    write(
+        &config,
+        &format!(
+            "sample_interval = \"100ms\"\nreport_interval = \"200ms\"\n\
+             [file]\nmax_file_bytes = {cap}\nkeep_files = 2\n"
+        ),
+    );
+    let out = dir.path().join("out.lp");
+    let mut child = Command::new(agent_bin())
+        .arg("run")
+        .arg("--config")
+        .arg(&config)
+        .args(&roots)
+        .arg("--output")
+        .arg(format!("file:{}", out.display()))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rotated = |n: u32| dir.path().join(format!("out.lp.{n}"));
+    // the third file exists once the file was rotated twice; a few more rotations after that
+    // (a report every 200 ms, two to a file)
+    let ok = wait_until(|| rotated(2).exists());
+    std::thread::sleep(Duration::from_millis(1500));
+    kill(child.id(), "TERM");
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(ok, "no rotation: {stderr}");
+    assert!(stderr.matches("file rotated").count() >= 4, "{stderr}");
+    assert!(status.success(), "{status:?} {stderr}");
+    assert!(!rotated(3).exists(), "keep_files = 2 kept a third");
+    for path in [out.clone(), rotated(1), rotated(2)] {
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(
+            text.len() <= cap,
+            "{}: {} > {cap}",
+            path.display(),
+            text.len()
+        );
+        assert!(text.ends_with('\n'), "{}: torn", path.display());
+        for line in text.lines() {
+            let parsed = storwatch_wire::lp::parse_line(line, storwatch_wire::lp::Backend::V1);
+            assert!(parsed.is_ok(), "{}: {line:?}", path.display());
+        }
+        // whole reports: each file ends with the agent line that closes a report
+        let last = text
+            .lines()
+            .rfind(|l| !l.starts_with("agent_source"))
+            .unwrap();
+        assert!(last.starts_with("agent,"), "{}: {last}", path.display());
+    }
+    // the agent's own line counts the rotations
+    let text = fs::read_to_string(&out).unwrap();
+    let agent = text.lines().rfind(|l| l.starts_with("agent,")).unwrap();
+    let rotations: u64 = field(agent, "file_rotations")
+        .trim_end_matches('i')
+        .parse()
+        .unwrap();
+    assert!(rotations >= 2, "{agent}");
+}

@@ -46,6 +46,10 @@ pub struct Config {
     pub queue: QueueConfig,
     /// The last-seen heartbeat written for every host.
     pub heartbeat: HeartbeatConfig,
+    /// Size rotation of the outputs' dead-letter files (`queue_dir/dead-letter/<output>.lp`):
+    /// each output's file becomes `<output>.lp.1` when the next entries would take it past
+    /// `max_file_bytes`, and at most `keep_files` rotated files are kept, the oldest dropped.
+    pub dead_letter: storwatch_wire::rotate::Rotation,
     /// Where accepted lines go. Each output gets every line.
     pub outputs: Vec<OutputConfig>,
 }
@@ -302,6 +306,7 @@ impl Default for Config {
             limits: Limits::default(),
             queue: QueueConfig::default(),
             heartbeat: HeartbeatConfig::default(),
+            dead_letter: Default::default(),
             outputs: Vec::new(),
         }
     }
@@ -397,6 +402,14 @@ host_tag = "host"
 # warning says how many were turned away. A host silent for forget_after_s (7 days) is dropped.
 max_hosts = 10000
 forget_after_s = 604800
+
+[dead_letter]
+# Lines an output refused for good go to queue_dir/dead-letter/<output>.lp. When the next
+# entries would take that file past max_file_bytes it is rotated (<output>.lp.1, .2, …) and at
+# most keep_files rotated files are kept, the oldest dropped: at most
+# (keep_files + 1) × max_file_bytes per output. Both apply on SIGHUP.
+max_file_bytes = 104857600
+keep_files = 5
 
 # Outputs: every accepted line goes to each of them. Repeat the table for more outputs.
 # [[outputs]]

@@ -80,6 +80,8 @@ pub struct Collector {
     pub state: Arc<AppState>,
     /// The configuration it runs with (tokens follow reloads).
     config: Config,
+    /// The dead-letter files' size limits every forwarder reads (replaced on reload).
+    dead_letter_rotation: Arc<std::sync::RwLock<storwatch_wire::rotate::Rotation>>,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -116,6 +118,10 @@ impl Collector {
         );
         *st.limits.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(applied.limits.clone());
         *st.queue_cfg.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(applied.queue.clone());
+        *self
+            .dead_letter_rotation
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = applied.dead_letter;
         self.config = applied;
         if !changed.is_empty() {
             tracing::info!(settings = changed.join(", "), "reload: applied");
@@ -143,7 +149,8 @@ impl Collector {
 ///
 /// Applied at once: `limits.max_body_bytes`, `max_line_bytes`, `max_future_s`, `max_past_s`,
 /// `body_timeout_s`, `rate_limit_lines_per_s`, `rate_limit_burst_lines`;
-/// `queue.high_watermark_bytes`, `retry_after_s`; `heartbeat.max_hosts`, `forget_after_s`.
+/// `queue.high_watermark_bytes`, `retry_after_s`; `heartbeat.max_hosts`, `forget_after_s`;
+/// `dead_letter.max_file_bytes`, `keep_files`.
 /// At the next restart: `listen`, `queue_dir`, `outputs`, `tls`, `limits.max_decompressed_bytes`
 /// (it sizes the queue's records), `header_read_timeout_s`, `idle_timeout_s`, `max_connections`,
 /// `max_inflight_body_bytes`, `listen_backlog`; `queue.segment_bytes`; `heartbeat.interval_s`,
@@ -179,6 +186,8 @@ pub fn reloadable(old: &Config, new: &Config) -> (Config, Vec<&'static str>, Vec
         queue.retry_after_s,
         heartbeat.max_hosts,
         heartbeat.forget_after_s,
+        dead_letter.max_file_bytes,
+        dead_letter.keep_files,
     );
     restart!(
         limits.max_decompressed_bytes,
@@ -209,6 +218,7 @@ pub fn reloadable(old: &Config, new: &Config) -> (Config, Vec<&'static str>, Vec
         ("limits", new.limits != run.limits),
         ("queue", new.queue != run.queue),
         ("heartbeat", new.heartbeat != run.heartbeat),
+        ("dead_letter", new.dead_letter != run.dead_letter),
     ] {
         if differs && !later.iter().any(|l| l.starts_with(section)) {
             later.push(section);
@@ -308,13 +318,17 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
     let mut tasks = Vec::new();
     // Register every output's cursor before any forwarder runs, so segment release sees all.
     let mut forwarders = Vec::new();
+    let dead_letter_rotation = Arc::new(std::sync::RwLock::new(cfg.dead_letter));
     for out in outputs {
         let om = metrics.add_output(&out.name);
         om.cursor.store(
             queue.load_cursor(&out.name),
             std::sync::atomic::Ordering::Relaxed,
         );
-        forwarders.push(Forwarder::new(out, om, dead_dir.clone())?);
+        forwarders.push(
+            Forwarder::new(out, om, dead_dir.clone())?
+                .with_dead_letter_rotation(dead_letter_rotation.clone()),
+        );
     }
     for f in forwarders {
         tasks.push(tokio::spawn(f.run(
@@ -407,6 +421,7 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
         addr: bound,
         state,
         config: cfg,
+        dead_letter_rotation,
         stop: stop_tx,
         tasks,
     })
@@ -428,6 +443,7 @@ mod tests {
         new.limits.max_connections = 10;
         new.limits.max_decompressed_bytes = 1 << 30;
         new.heartbeat.interval_s = 5;
+        new.dead_letter.keep_files = 2;
         new.listen = "0.0.0.0:9999".into();
         let (run, applied, later) = reloadable(&old, &new);
         assert_eq!(
@@ -436,9 +452,11 @@ mod tests {
                 "limits.max_body_bytes",
                 "limits.rate_limit_lines_per_s",
                 "queue.retry_after_s",
-                "heartbeat.max_hosts"
+                "heartbeat.max_hosts",
+                "dead_letter.keep_files"
             ]
         );
+        assert_eq!(run.dead_letter.keep_files, 2);
         assert_eq!(
             later,
             [

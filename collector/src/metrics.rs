@@ -68,6 +68,8 @@ pub struct OutputMetrics {
     pub auth_errors: AtomicU64,
     /// Lines written to the dead-letter file.
     pub dead_lettered: AtomicU64,
+    /// Times the dead-letter file was rotated (it reached `dead_letter.max_file_bytes`).
+    pub dead_letter_rotations: AtomicU64,
     /// Batches split in two after a 413.
     pub splits: AtomicU64,
     /// Queue position acknowledged by this output.
@@ -274,6 +276,11 @@ impl Metrics {
                 "counter",
             ),
             (
+                "output_dead_letter_rotations_total",
+                "Dead-letter file rotations (it reached dead_letter.max_file_bytes).",
+                "counter",
+            ),
+            (
                 "output_splits_total",
                 "Batches split after a 413.",
                 "counter",
@@ -294,6 +301,7 @@ impl Metrics {
                     "output_retries_total" => c(&o.retries),
                     "output_auth_errors_total" => c(&o.auth_errors),
                     "output_dead_lettered_total" => c(&o.dead_lettered),
+                    "output_dead_letter_rotations_total" => c(&o.dead_letter_rotations),
                     "output_splits_total" => c(&o.splits),
                     _ => end.saturating_sub(c(&o.cursor)),
                 };

@@ -439,3 +439,108 @@ fn influx_type_conflicts_dead_letter_only_that_line_and_heartbeats_arrive() {
     );
     assert!((seen - now_s() as f64).abs() < 30.0, "{seen}");
 }
+
+/// The dead-letter files of `dir` (`influx.lp`, `influx.lp.1`, …) with their text, newest first.
+fn dead_letter_files(dir: &Path) -> Vec<(String, String)> {
+    let mut files: Vec<(u32, String, String)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("influx.lp"))
+        .map(|n| {
+            let k = n
+                .strip_prefix("influx.lp.")
+                .map_or(0, |k| k.parse().unwrap());
+            let text = std::fs::read_to_string(dir.join(&n)).unwrap();
+            (k, n, text)
+        })
+        .collect();
+    files.sort();
+    files.into_iter().map(|(_, n, t)| (n, t)).collect()
+}
+
+/// Every kept file is within the cap, and holds whole entries only: a `# unix_s=…` comment,
+/// then the refused line as sent, each ending in a newline.
+fn assert_whole_and_capped(files: &[(String, String)], cap: usize) -> Vec<String> {
+    let mut data = Vec::new();
+    for (name, text) in files {
+        assert!(text.len() <= cap, "{name}: {} bytes > {cap}", text.len());
+        assert!(text.ends_with('\n'), "{name} ends in a torn line: {text:?}");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len() % 2, 0, "{name}: {text}");
+        for pair in lines.chunks(2) {
+            assert!(pair[0].starts_with("# unix_s="), "{name}: {pair:?}");
+            assert!(pair[1].starts_with("disk,host=n"), "{name}: {pair:?}");
+            data.push(pair[1].to_string());
+        }
+    }
+    data
+}
+
+/// Lines influxd refuses (a field type conflict) fill the dead-letter file past a small
+/// `max_file_bytes`: it rotates to `.1`, `.2`, the oldest go, every kept file stays within the
+/// cap with whole entries, the newest refused line is in the current file, rotations are
+/// counted; a SIGHUP with a lower `keep_files` drops the surplus at the next rotation.
+#[test]
+fn dead_letter_files_rotate_at_the_cap_and_hold_whole_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let influx = Influxd::start(&dir.path().join("influx"), 18220);
+    influx.create_db("rot");
+    let ts = now_s() * 1_000_000_000;
+    let s = post_lines(
+        &format!("{}/write?db=rot", influx.url()),
+        format!("disk,host=old f=1i {ts}\n").as_bytes(),
+    );
+    assert_eq!(s, 204);
+    let cap = 1500;
+    let limits = format!("[dead_letter]\nmax_file_bytes = {cap}\nkeep_files = 2\n");
+    let cfg = write_config(dir.path(), 18230, &influx.url(), "rot", &limits);
+    let collector = start_collector(&cfg, 18230);
+    let dl_dir = dir.path().join("queue/dead-letter");
+    // one refused line per request, each dead-lettered before the next: ~230 bytes an entry
+    let refuse = |i: u64| {
+        let body = format!("disk,host=n{i} f=2.5 {}\n", ts + i);
+        assert_eq!(
+            post_lines(&collector.url("/write?db=rot"), body.as_bytes()),
+            204
+        );
+        assert!(
+            wait_for(Duration::from_secs(20), || collector
+                .metric("output_dead_lettered_total{output=\"influx\"}")
+                == i),
+            "line {i} not dead-lettered"
+        );
+    };
+    for i in 1..=30 {
+        refuse(i);
+    }
+    let files = dead_letter_files(&dl_dir);
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["influx.lp", "influx.lp.1", "influx.lp.2"]);
+    let data = assert_whole_and_capped(&files, cap);
+    let newest = format!("disk,host=n30 f=2.5 {}\n", ts + 30);
+    assert!(files[0].1.ends_with(&newest), "{files:?}");
+    assert!(data.len() < 30, "the oldest entries were dropped");
+    assert!(!data.contains(&format!("disk,host=n1 f=2.5 {}", ts + 1)));
+    let rotations = collector.metric("output_dead_letter_rotations_total{output=\"influx\"}");
+    assert!(rotations >= 4, "{rotations}");
+
+    // fewer kept files on reload; the extra one goes at the next rotation
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("keep_files = 2", "keep_files = 1");
+    std::fs::write(&cfg, text).unwrap();
+    let hup = std::process::Command::new("kill")
+        .args(["-HUP", &collector.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    std::thread::sleep(Duration::from_millis(500));
+    for i in 31..=40 {
+        refuse(i);
+    }
+    let files = dead_letter_files(&dl_dir);
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["influx.lp", "influx.lp.1"]);
+    assert_whole_and_capped(&files, cap);
+    assert!(collector.metric("output_dead_letter_rotations_total{output=\"influx\"}") > rotations);
+}

@@ -102,6 +102,11 @@ impl Collector {
         c
     }
 
+    /// Its process id (to signal it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }

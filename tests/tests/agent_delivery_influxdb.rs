@@ -58,7 +58,7 @@ fn lines_land_in_influxdb_and_a_resend_overwrites() {
     let influx = influxd(18300);
     let spool = scratch();
     let spec: OutputSpec = influx.write_url(DB).parse().unwrap();
-    let mut s = sink::open(&spec, &fast_config(spool.path())).unwrap();
+    let mut s = sink::open(&spec, &fast_config(spool.path()), &Default::default()).unwrap();
     let ts = times(5);
     for &t in &ts {
         s.send(&report(t, 3)).unwrap();

@@ -4,9 +4,12 @@
 //!   validator the collector checks every write with, one set of rules selectable per InfluxDB
 //!   version;
 //! * [`log`]: the segment log — CRC-framed records in segment files with a durable cursor —
-//!   under the agent's spool and the collector's queue.
+//!   under the agent's spool and the collector's queue;
+//! * [`rotate`]: an append-only file rotated by size, under the agent's `file:` output and the
+//!   collector's dead-letter files.
 //!
 //! Nothing here knows about /proc, HTTP or InfluxDB servers: bytes in, bytes out, files on disk.
 
 pub mod log;
 pub mod lp;
+pub mod rotate;

@@ -7,9 +7,10 @@
 pub mod http;
 pub mod spool;
 
-use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::PathBuf;
+
+use storwatch_wire::rotate::{RotateError, RotatingFile, Rotation};
 
 /// Counters a sink exposes in the agent's own measurement.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -18,12 +19,17 @@ pub struct SinkStats {
     pub spool_bytes: u64,
     /// Lines dropped since start (spool full, or rejected as malformed by the server).
     pub dropped_lines: u64,
+    /// Times a `file:` output was rotated since it was opened; `None` for other outputs.
+    pub file_rotations: Option<u64>,
 }
 
 /// Failure to hand data to a sink.
 #[derive(Debug, thiserror::Error)]
 pub enum SinkError {
-    /// Writing to stdout or the output file failed.
+    /// Writing to the output file failed (a full disk, a directory that went away).
+    #[error("output file {0}")]
+    File(#[from] RotateError),
+    /// Writing to stdout failed.
     #[error("{target}: {source}")]
     Io {
         /// What was being written.
@@ -45,11 +51,16 @@ pub enum SinkError {
     Other(String),
 }
 
-/// Opens the sink an `--output` spec names; `http` applies to `http(s)://` outputs only.
-pub fn open(spec: &OutputSpec, http: &http::HttpConfig) -> Result<Box<dyn Sink>, SinkError> {
+/// Opens the sink an `--output` spec names; `http` applies to `http(s)://` outputs only, `file`
+/// to `file:PATH` outputs only.
+pub fn open(
+    spec: &OutputSpec,
+    http: &http::HttpConfig,
+    file: &Rotation,
+) -> Result<Box<dyn Sink>, SinkError> {
     Ok(match spec {
         OutputSpec::Stdout => Box::new(StdoutSink),
-        OutputSpec::File(path) => Box::new(FileSink::open(path.clone())?),
+        OutputSpec::File(path) => Box::new(FileSink::open(path.clone(), file)?),
         OutputSpec::Http(url) => Box::new(http::HttpSink::open(url, http)?),
     })
 }
@@ -120,17 +131,20 @@ impl Sink for StdoutSink {
 }
 
 /// Appends each batch to a file with one `write` call, so concurrent readers (`tail -f`, a
-/// benchmark counting lines) never see half a report.
+/// benchmark counting lines) never see half a report, and rotates the file by size
+/// ([`Rotation`], `[file]` in the config file); a report is never split across two files.
 #[derive(Debug)]
 pub struct FileSink {
-    path: PathBuf,
-    file: File,
+    file: RotatingFile,
+    /// Times the file was rotated since start.
+    rotations: u64,
 }
 
 impl FileSink {
-    /// Opens (creating if needed) `path` for appending.
-    pub fn open(path: PathBuf) -> Result<Self, SinkError> {
-        let file = OpenOptions::new()
+    /// Opens (creating if needed) `path` for appending, so that a path the agent may not write
+    /// is an error at start rather than at the first report.
+    pub fn open(path: PathBuf, rotation: &Rotation) -> Result<Self, SinkError> {
+        std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&path)
@@ -138,23 +152,35 @@ impl FileSink {
                 target: path.display().to_string(),
                 source,
             })?;
-        Ok(Self { path, file })
+        // Readable by others as before this file rotated: reports are no secret.
+        let file = RotatingFile::new(path, *rotation, 0o644, false);
+        Ok(Self { file, rotations: 0 })
+    }
+
+    /// Times the file was rotated since it was opened.
+    pub fn rotations(&self) -> u64 {
+        self.rotations
     }
 }
 
 impl Sink for FileSink {
     fn send(&mut self, batch: &[u8]) -> Result<(), SinkError> {
-        self.file.write_all(batch).map_err(|source| SinkError::Io {
-            target: self.path.display().to_string(),
-            source,
-        })
+        if self.file.append(batch)?.rotated {
+            self.rotations += 1;
+        }
+        Ok(())
+    }
+
+    fn stats(&self) -> SinkStats {
+        SinkStats {
+            file_rotations: Some(self.rotations),
+            ..SinkStats::default()
+        }
     }
 
     fn flush(&mut self) -> Result<(), SinkError> {
-        self.file.flush().map_err(|source| SinkError::Io {
-            target: self.path.display().to_string(),
-            source,
-        })
+        // Every batch is written straight to the file; at shutdown make it durable too.
+        Ok(self.file.sync()?)
     }
 }
 
@@ -183,12 +209,27 @@ mod tests {
         std::fs::create_dir_all(&dir).ok();
         let path = dir.join("out.lp");
         std::fs::remove_file(&path).ok();
-        let mut s = FileSink::open(path.clone()).expect("open");
+        let mut s = FileSink::open(path.clone(), &Rotation::default()).expect("open");
         s.send(b"a x=1i 1\n").expect("send");
         s.send(b"a x=2i 2\n").expect("send");
         s.flush().expect("flush");
         let got = std::fs::read_to_string(&path).expect("read");
         assert_eq!(got, "a x=1i 1\na x=2i 2\n");
+        assert_eq!(s.rotations(), 0);
+        let small = Rotation {
+            max_file_bytes: 20,
+            keep_files: 1,
+        };
+        let mut s = FileSink::open(path.clone(), &small).expect("open");
+        s.send(b"a x=3i 3\n").expect("send");
+        assert_eq!(s.rotations(), 1);
+        let rotated = std::fs::read_to_string(dir.join("out.lp.1")).expect("read");
+        assert_eq!(rotated, "a x=1i 1\na x=2i 2\n");
+        let full = FileSink::open("/dev/full".into(), &small);
+        if let Ok(mut full) = full {
+            let e = full.send(b"a x=1i 1\n").expect_err("ENOSPC");
+            assert!(e.to_string().contains("filesystem is full"), "{e}");
+        }
         std::fs::remove_dir_all(&dir).ok();
     }
 }

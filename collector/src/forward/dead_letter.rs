@@ -1,17 +1,14 @@
 //! The dead-letter file of an output: lines the output refused for good, each after a comment
-//! with the time, the output and the answer, fsync'd before the cursor moves past them.
+//! with the time, the output and the answer, fsync'd before the cursor moves past them. The
+//! file rotates by size (`[dead_letter]`, see [`storwatch_wire::rotate`]); each call's entries
+//! land whole in one file, so no comment is ever parted from its line.
 
-use std::io::Write as _;
 use std::sync::atomic::Ordering;
 
 use super::{ForwardError, Forwarder};
 
 impl Forwarder {
     pub(super) fn write_dead_letter(&self, entries: &[(&str, String)]) -> Result<(), ForwardError> {
-        let err = |source| ForwardError::DeadLetter {
-            path: self.dead_letter.clone(),
-            source,
-        };
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
@@ -24,18 +21,22 @@ impl Forwarder {
                 self.output.name
             ));
         }
-        let mut f = std::os::unix::fs::OpenOptionsExt::mode(
-            std::fs::OpenOptions::new().create(true).append(true),
-            0o600,
-        )
-        .open(&self.dead_letter)
-        .map_err(err)?;
-        f.write_all(text.as_bytes()).map_err(err)?;
-        f.sync_data().map_err(err)?;
+        let rotation = *self
+            .dead_letter_rotation
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        let mut file = self.dead_letter.lock().unwrap_or_else(|e| e.into_inner());
+        file.set_rotation(rotation);
+        let appended = file.append(text.as_bytes())?;
+        if appended.rotated {
+            self.metrics
+                .dead_letter_rotations
+                .fetch_add(1, Ordering::Relaxed);
+        }
         self.metrics
             .dead_lettered
             .fetch_add(entries.len() as u64, Ordering::Relaxed);
-        tracing::error!(output = %self.output.name, lines = entries.len(), file = %self.dead_letter.display(), "lines refused by the output written to the dead-letter file");
+        tracing::error!(output = %self.output.name, lines = entries.len(), file = %file.path().display(), "lines refused by the output written to the dead-letter file");
         Ok(())
     }
 }

@@ -30,8 +30,10 @@ mod output;
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
+
+use storwatch_wire::rotate::{RotateError, RotatingFile, Rotation};
 
 use tokio::sync::watch;
 
@@ -47,11 +49,8 @@ pub use output::Output;
 pub enum ForwardError {
     #[error("shutting down")]
     Stopped,
-    #[error("dead-letter file {path}: {source}")]
-    DeadLetter {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("dead-letter file {0}")]
+    DeadLetter(#[from] RotateError),
 }
 
 /// Sends batches of one output and handles its answers.
@@ -60,7 +59,9 @@ pub struct Forwarder {
     pub output: Output,
     client: reqwest::Client,
     metrics: Arc<OutputMetrics>,
-    dead_letter: PathBuf,
+    dead_letter: Mutex<RotatingFile>,
+    /// The dead-letter limits in force; replaced on SIGHUP, read at every write.
+    dead_letter_rotation: Arc<RwLock<Rotation>>,
 }
 
 impl Forwarder {
@@ -85,17 +86,31 @@ impl Forwarder {
         let client = builder
             .build()
             .map_err(|e| out_err(output.url.as_str(), e.to_string()))?;
-        let dead_letter = dead_letter_dir.join(format!("{}.lp", output.name));
+        let path = dead_letter_dir.join(format!("{}.lp", output.name));
+        let rotation = Rotation::default();
         Ok(Forwarder {
             output,
             client,
             metrics,
-            dead_letter,
+            // 0600: refused lines are the sites' data, and their reasons may quote it.
+            dead_letter: Mutex::new(RotatingFile::new(path, rotation, 0o600, true)),
+            dead_letter_rotation: Arc::new(RwLock::new(rotation)),
         })
     }
 
-    pub fn dead_letter_path(&self) -> &std::path::Path {
-        &self.dead_letter
+    /// Follows `rotation` for the dead-letter file's size limits (the collector's
+    /// `[dead_letter]` settings, replaced on reload) instead of the defaults.
+    pub fn with_dead_letter_rotation(mut self, rotation: Arc<RwLock<Rotation>>) -> Self {
+        self.dead_letter_rotation = rotation;
+        self
+    }
+
+    pub fn dead_letter_path(&self) -> PathBuf {
+        self.dead_letter
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .path()
+            .to_path_buf()
     }
 
     /// Follows the queue from this output's saved cursor until `stop` turns true.

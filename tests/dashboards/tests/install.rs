@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_yaml::Value as Yaml;
+use serde_norway::Value as Yaml;
 
 const BASE: &str = "https://wiki.example.org/storage/storwatch-runbooks";
 
@@ -55,7 +55,7 @@ fn check_installed(target: &Path) {
         std::fs::read(prov.join("datasources/storwatch.yaml")).unwrap(),
         std::fs::read(repo.join("deploy/grafana/provisioning/datasources/storwatch.yaml")).unwrap()
     );
-    let provider: Yaml = serde_yaml::from_str(
+    let provider: Yaml = serde_norway::from_str(
         &std::fs::read_to_string(prov.join("dashboards/storwatch.yaml")).unwrap(),
     )
     .unwrap();
@@ -93,7 +93,7 @@ fn check_installed(target: &Path) {
         assert!(repo.join("alerts/runbooks").join(page).is_file(), "{page}");
         links += 1;
     }
-    let doc: Yaml = serde_yaml::from_str(&installed).unwrap();
+    let doc: Yaml = serde_norway::from_str(&installed).unwrap();
     let rules: usize = doc["groups"]
         .as_sequence()
         .unwrap()

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value as Json;
-use serde_yaml::Value as Yaml;
+use serde_norway::Value as Yaml;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -1166,7 +1166,7 @@ fn alert_rules_are_valid_and_name_only_documented_metrics() {
     assert!(!rule_files.is_empty(), "no alerts/*.yaml");
     let mut rules = 0;
     for file in &rule_files {
-        let doc: Yaml = match serde_yaml::from_str(&read(file)) {
+        let doc: Yaml = match serde_norway::from_str(&read(file)) {
             Ok(d) => d,
             Err(e) => {
                 errs.push(format!("{file}: not YAML: {e}"));

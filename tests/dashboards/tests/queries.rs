@@ -38,7 +38,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
-use serde_yaml::Value as Yaml;
+use serde_norway::Value as Yaml;
 use storwatch_agent::sink::{self, OutputSpec, Sink, SinkStats};
 use storwatch_dashboards_tests::{
     dashboard_queries, expand, panel_query, series, DashboardQuery, Labels, SteppedHost, STEP_NS,
@@ -211,7 +211,7 @@ fn run_host(dir: &Path, name: &str, phases: &[(Kind, f64, u32)], end_ns: i64, ur
         let mut h = SteppedHost::new(&root, kind, name, speed, &toml);
         let out = output.get_or_insert_with(|| {
             let spec: OutputSpec = h.config().output.parse().unwrap();
-            sink::open(&spec, &h.config().http).unwrap()
+            sink::open(&spec, &h.config().http, &h.config().file).unwrap()
         });
         for _ in 0..seconds / 10 {
             k += 1;
@@ -479,7 +479,7 @@ fn reports_stored(influx: &Influxd) -> BTreeMap<String, usize> {
 /// Every alert rule of alerts/: its uid without the `storwatch-` prefix, the rule, and its
 /// group's evaluation interval in seconds.
 fn rules(root: &Path) -> Vec<(String, Yaml, i64)> {
-    let doc: Yaml = serde_yaml::from_str(
+    let doc: Yaml = serde_norway::from_str(
         &std::fs::read_to_string(root.join("alerts/storwatch-rules.yaml")).unwrap(),
     )
     .unwrap();

@@ -475,6 +475,7 @@ impl Sink for HttpSink {
                 + d.rejected_lines
                 + d.oversized_lines
                 + d.unspooled_lines,
+            file_rotations: None,
         }
     }
 }
