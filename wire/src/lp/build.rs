@@ -175,7 +175,8 @@ impl<'a> Line<'a> {
     /// Adds a field; a non-finite float is skipped (and counted).
     pub fn field(mut self, key: &str, value: impl Into<Value<'a>>) -> Self {
         let value = value.into();
-        if is_plain(key)
+        if !key.is_empty()
+            && is_plain(key)
             && key != RESERVED_KEY
             && !matches!(value, Value::F(f) if !float_is_storable(f))
         {
