@@ -46,6 +46,8 @@ pub struct Config {
     pub queue: QueueConfig,
     /// The last-seen heartbeat written for every host.
     pub heartbeat: HeartbeatConfig,
+    /// The databases requests may name (v1 `db`/`rp`, v2 `bucket`, v3 `db`).
+    pub targets: TargetsConfig,
     /// Where accepted lines go. Each output gets every line.
     pub outputs: Vec<OutputConfig>,
 }
@@ -169,6 +171,17 @@ impl Default for HeartbeatConfig {
             forget_after_s: 7 * 86_400,
         }
     }
+}
+
+/// The databases requests may name. A request naming no database, or an output's own database
+/// (or bucket), goes to each output's own database; one naming a database listed here goes to
+/// that database on every output; any other is refused with 403.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TargetsConfig {
+    /// Databases passed on by name: `"telegraf"` (its default retention policy) or
+    /// `"telegraf/autogen"` (that retention policy; on a v2 output the bucket of that name).
+    pub allow: Vec<String>,
 }
 
 /// Which InfluxDB write API an output speaks.
@@ -301,6 +314,7 @@ impl Default for Config {
             limits: Limits::default(),
             queue: QueueConfig::default(),
             heartbeat: HeartbeatConfig::default(),
+            targets: TargetsConfig::default(),
             outputs: Vec::new(),
         }
     }
@@ -324,7 +338,8 @@ impl Config {
 pub const DEFAULT_CONFIG: &str = r##"# storwatch-collector configuration. Every value shown is the default.
 # Command-line flags override the matching values here.
 
-# Address and port of the write API (/write, /api/v2/write), /health, /ping and /metrics.
+# Address and port of the write API (/write, /api/v2/write, /api/v3/write_lp, /query), /health,
+# /ping and /metrics.
 listen = "0.0.0.0:8186"
 
 # Durable queue directory: segments, per-output cursors, learned field types, last-seen
@@ -396,6 +411,15 @@ host_tag = "host"
 # warning says how many were turned away. A host silent for forget_after_s (7 days) is dropped.
 max_hosts = 10000
 forget_after_s = 604800
+
+[targets]
+# Databases a request may name besides the outputs' own: v1 /write?db= (and rp=), v2
+# /api/v2/write?bucket=, v3 /api/v3/write_lp?db=, /query's CREATE DATABASE. "name" allows that
+# database with its default retention policy, "name/rp" that retention policy (v2: that bucket).
+# Lines for them go to that database on every output (v1 outputs create it on first write).
+# A request naming no database, or an output's own, goes to each output's own database; any
+# other name is refused with 403. Example: allow = ["telegraf"]
+allow = []
 
 # Outputs: every accepted line goes to each of them. Repeat the table for more outputs.
 # [[outputs]]
