@@ -340,4 +340,20 @@ mod tests {
             assert_eq!(Target::of_record(bad), None, "{bad:?}");
         }
     }
+
+    proptest::proptest! {
+        #[test]
+        fn records_and_names_never_panic(b in proptest::collection::vec(proptest::num::u8::ANY, 0..300), name in "(?s).{0,300}") {
+            let mut rec = vec![0xFF, b'T'];
+            rec.extend_from_slice(&b);
+            let _ = Target::of_record(&rec);
+            let _ = Target::of_record(&b);
+            let _ = targets().resolve(Some(&name), Some(&name));
+            if let Ok(t) = Target::parse(&name) {
+                let rec = t.record(bytes::Bytes::from_static(b"m v=1 1\n"));
+                let back = Target::of_record(&rec);
+                proptest::prop_assert_eq!(back.map(|(t, _)| t), Some(t));
+            }
+        }
+    }
 }

@@ -190,7 +190,7 @@ fn open_secrets_are_refused_and_state_files_are_private() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let port = 18613;
-    let config = Collector::write_config(dir.path(), port, "http://127.0.0.1:9", "h", TOKEN);
+    let config = Collector::write_config(dir.path(), port, "http://127.0.0.1:9", "hostile", TOKEN);
     let tokens = dir.path().join("tokens");
     std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o644)).unwrap();
     let out = Command::new(Collector::bin())
@@ -205,7 +205,7 @@ fn open_secrets_are_refused_and_state_files_are_private() {
     std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
     let mut child = start(dir.path(), port, "");
     let (status, _) = http(
-        &format!("http://127.0.0.1:{port}/write?db=h"),
+        &format!("http://127.0.0.1:{port}/write?db=hostile"),
         "POST",
         &[("Authorization", &format!("Token {TOKEN}"))],
         b"m,host=a v=1i\n",
@@ -239,7 +239,7 @@ fn signal(pid: u32, sig: &str) {
 
 fn write_status(port: u16, token: &str) -> u16 {
     http(
-        &format!("http://127.0.0.1:{port}/write?db=h"),
+        &format!("http://127.0.0.1:{port}/write?db=hostile"),
         "POST",
         &[("Authorization", &format!("Token {token}"))],
         b"m,host=a v=1i\n",
@@ -280,7 +280,7 @@ fn sighup_reloads_tokens_and_usr_signals_are_harmless() {
     );
     assert_eq!(write_status(port, TOKEN), 401);
     let (status, answer) = http(
-        &format!("http://127.0.0.1:{port}/write?db=h"),
+        &format!("http://127.0.0.1:{port}/write?db=hostile"),
         "POST",
         &[("Authorization", &format!("Token {NEW}"))],
         "m,host=a v=1i\n".repeat(20).as_bytes(),

@@ -377,4 +377,13 @@ mod tests {
             assert!(e.contains(want), "{q:?}: {e}");
         }
     }
+
+    proptest::proptest! {
+        #[test]
+        fn parse_never_panics(q in "(?s).{0,200}", kw in "(CREATE DATABASE|SHOW DATABASES|;|\"|'|\\\\)") {
+            let _ = parse(&q);
+            let _ = parse(&format!("{kw}{q}"));
+            let _ = parse(&format!("CREATE DATABASE {q}"));
+        }
+    }
 }
