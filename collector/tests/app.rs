@@ -356,6 +356,11 @@ async fn query_refuses_everything_else_clearly() {
         (get("/query?q=%3B%3B"), 400, "missing required parameter"),
         (form("/query", "q=%ZZ"), 400, "error"),
         (
+            get("/query?q=SHOW%20DATABASES&q=SHOW%20DATABASES"),
+            400,
+            "cannot read the query string: duplicate field",
+        ),
+        (
             get(&format!("/query?q={}", "x".repeat(20_000))),
             413,
             "query longer than 16384 bytes",

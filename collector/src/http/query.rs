@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Query, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use http_body_util::BodyExt;
@@ -54,12 +54,24 @@ pub(super) enum Statement {
 
 pub(super) async fn query(
     State(st): State<Arc<AppState>>,
-    Query(url): Query<QueryParams>,
+    RawQuery(raw): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
     let m = &st.metrics;
     m.query_requests.fetch_add(1, Ordering::Relaxed);
+    // Read here rather than by axum's `Query`, whose refusal is plain text, not InfluxDB's JSON.
+    let url: QueryParams = match serde_urlencoded::from_str(raw.as_deref().unwrap_or("")) {
+        Ok(p) => p,
+        Err(e) => {
+            return error(
+                Api::V1,
+                StatusCode::BAD_REQUEST,
+                "invalid",
+                &format!("cannot read the query string: {e}"),
+            )
+        }
+    };
     let form = match read_form(&st, &headers, body).await {
         Ok(f) => f,
         Err(r) => return r,
