@@ -31,34 +31,15 @@ fn site(influx_port: u16, port: u16) -> Site {
     let influx = Influxd::start_scratch(influx_port);
     influx.create_db("storwatch");
     let dir = tempfile::tempdir().unwrap();
-    let tokens = dir.path().join("tokens");
-    std::fs::write(&tokens, format!("clients:{TOKEN}\n")).unwrap();
-    std::fs::set_permissions(&tokens, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    let config = dir.path().join("collector.toml");
-    std::fs::write(
-        &config,
-        format!(
-            r#"listen = "127.0.0.1:{port}"
-queue_dir = "{q}"
-token_file = "{t}"
-[heartbeat]
-interval_s = 0
-[targets]
-allow = ["cli", "pyv1", "pyv2", "telegraf", "tgv2"]
-[[outputs]]
-name = "influx"
-url = "{url}"
-db = "storwatch"
-backoff_min_ms = 50
-backoff_max_s = 1
-auth_retry_s = 1
-"#,
-            q = dir.path().join("queue").display(),
-            t = tokens.display(),
-            url = influx.url(),
-        ),
-    )
-    .unwrap();
+    let config = Collector::write_config(dir.path(), port, &influx.url(), "storwatch", TOKEN);
+    let text = std::fs::read_to_string(&config).unwrap();
+    // a top-level table goes before [heartbeat]; a quick retry after the first 404
+    let text = text.replacen(
+        "[heartbeat]",
+        "[targets]\nallow = [\"cli\", \"pyv1\", \"pyv2\", \"telegraf\", \"tgv2\"]\n[heartbeat]",
+        1,
+    ) + "auth_retry_s = 1\n";
+    std::fs::write(&config, text).unwrap();
     let collector = Collector::start_with_config(
         Path::new(env!("CARGO_BIN_EXE_storwatch-collector")),
         &config,
