@@ -218,6 +218,27 @@ impl Targets {
         }
     }
 
+    /// The retention policies a request may name for database `db` (`SHOW RETENTION
+    /// POLICIES`), sorted, each once; `None` when `db` itself may not be named.
+    pub fn retention_policies(&self, db: &str) -> Option<Vec<String>> {
+        self.allows_db(db).ok()?;
+        let mut v: Vec<String> = self
+            .own
+            .iter()
+            .filter(|(d, rp)| d == db && !rp.is_empty())
+            .map(|(_, rp)| rp.clone())
+            .chain(
+                self.allow
+                    .iter()
+                    .filter(|t| t.db == db && !t.rp.is_empty())
+                    .map(|t| t.rp.clone()),
+            )
+            .collect();
+        v.sort();
+        v.dedup();
+        Some(v)
+    }
+
     /// Every database a request may name, sorted, each once (`SHOW DATABASES`).
     pub fn databases(&self) -> Vec<String> {
         let mut v: Vec<String> = self
@@ -276,6 +297,9 @@ mod tests {
             Err(TargetError::NotAllowed(_))
         ));
         assert_eq!(t.databases(), ["site", "storwatch", "telegraf"]);
+        assert_eq!(t.retention_policies("site"), Some(vec!["rp_1m".into()]));
+        assert_eq!(t.retention_policies("telegraf"), Some(vec![]));
+        assert_eq!(t.retention_policies("other"), None);
     }
 
     #[test]

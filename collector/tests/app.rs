@@ -299,6 +299,25 @@ async fn query_answers_create_and_show_databases_as_influxdb_does() {
     assert_eq!(j["results"][0], serde_json::json!({"statement_id": 0}));
     assert_eq!(j["results"][1]["statement_id"], 1);
     assert_eq!(j["results"][1]["series"][0]["name"], "databases");
+    // the influx CLI's `use site.rp_1m`: the retention policies targets.allow names
+    let (s, _, text) = send(
+        &f,
+        get("/query?q=SHOW%20RETENTION%20POLICIES%20ON%20%22site%22"),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{text}");
+    let j: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        j["results"][0]["series"][0],
+        serde_json::json!({"columns": ["name"], "values": [["rp_1m"]]})
+    );
+    let (_, _, text) = send(&f, get("/query?q=SHOW%20RETENTION%20POLICIES&db=other")).await;
+    assert_eq!(
+        text,
+        r#"{"results":[{"error":"database not found: other","statement_id":0}]}"#
+    );
+    let (_, _, text) = send(&f, get("/query?q=SHOW%20RETENTION%20POLICIES")).await;
+    assert!(text.contains("database name required"), "{text}");
     // credentials as on /write: u/p, Basic, Token; none is 401
     let req = Request::get("/query?q=SHOW%20DATABASES&u=a&p=".to_string() + TOKEN)
         .body(Body::empty())
@@ -339,7 +358,7 @@ async fn query_refuses_everything_else_clearly() {
         (
             get("/query?q=SELECT%20*%20FROM%20cpu"),
             400,
-            "answers CREATE DATABASE and SHOW DATABASES only, not SELECT *",
+            "answers CREATE DATABASE, SHOW DATABASES and SHOW RETENTION POLICIES only, not SELECT *",
         ),
         (
             get("/query?q=DROP%20DATABASE%20x"),

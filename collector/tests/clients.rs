@@ -3,7 +3,8 @@
 //! database on influxd — not in the collector's own (`storwatch`) — while a database the
 //! configuration does not allow is refused.
 //!
-//! * the influx CLI 1.6 (Debian's `influxdb-client`): `-execute` and `-import`;
+//! * the influx CLI 1.6 (Debian's `influxdb-client`): `-execute`, `-import`, and an
+//!   interactive `use db.rp` and `INSERT`;
 //! * Python: `influxdb` 5.3 (Debian's `python3-influxdb`, the v1 client) and `influxdb-client`
 //!   (PyPI, the v2 client, installed by `scripts/test.sh` into `target/pyclients`);
 //! * Telegraf's `influxdb` (CREATE DATABASE first, then /write) and `influxdb_v2` outputs, when a
@@ -36,7 +37,7 @@ fn site(influx_port: u16, port: u16) -> Site {
     // a top-level table goes before [heartbeat]; a quick retry after the first 404
     let text = text.replacen(
         "[heartbeat]",
-        "[targets]\nallow = [\"cli\", \"pyv1\", \"pyv2\", \"telegraf\", \"tgv2\"]\n[heartbeat]",
+        "[targets]\nallow = [\"cli\", \"cli/autogen\", \"pyv1\", \"pyv2\", \"telegraf\", \"tgv2\"]\n[heartbeat]",
         1,
     ) + "auth_retry_s = 1\n";
     std::fs::write(&config, text).unwrap();
@@ -153,6 +154,20 @@ fn influx_cli_and_python_clients_write_to_their_own_databases() {
         + &String::from_utf8_lossy(&refused.stderr);
     assert!(said.contains("\"other\" is not allowed"), "{said}");
     s.landed("cli", "cli_m", 3);
+    // interactive: `use cli.autogen` asks SHOW DATABASES and SHOW RETENTION POLICIES, then
+    // INSERT writes /write?db=cli&rp=autogen; the CLI takes commands only from a terminal,
+    // which `script` gives it
+    let session = format!(
+        "(sleep 0.5; printf 'use cli.autogen\\nINSERT cli_tty,host=a v=1\\n\
+         INSERT cli_tty,host=b v=2\\nexit\\n') | script -qfc 'influx -host 127.0.0.1 \
+         -port {port} -username cli -password {TOKEN}' /dev/null"
+    );
+    let out = run(
+        "influx, interactive",
+        Command::new("bash").args(["-c", &session]),
+    );
+    assert!(out.contains("Using retention policy autogen"), "{out}");
+    s.landed("cli", "cli_tty", 2);
     assert!(s.collector.metric("query_requests_total") >= 4);
     eprintln!("influx CLI: {}", out.trim());
 

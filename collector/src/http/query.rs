@@ -7,6 +7,9 @@
 //!   creates the database on the first write for it (see `forward`), 3.x does by itself; the
 //!   `WITH` options (retention) are the backend's business and are ignored.
 //! * `SHOW DATABASES`: the databases a request may name.
+//! * `SHOW RETENTION POLICIES [ON db]` (without `ON`, the `db` parameter): the retention
+//!   policies a request may name for `db` — those `targets.allow` lists as `db/rp` — by name
+//!   only (durations are the backend's); the influx CLI asks it for `use db.rp`.
 //! * anything else: 400 naming what the collector answers — it stores nothing it could query.
 //!
 //! GET or POST, `q` in the URL or a form-encoded body, several statements separated by `;`;
@@ -40,8 +43,7 @@ pub(super) struct QueryParams {
     #[allow(dead_code)]
     u: Option<String>,
     p: Option<String>,
-    /// The database the statements run in (`SELECT`s); not needed by those answered here.
-    #[allow(dead_code)]
+    /// The database of `SHOW RETENTION POLICIES` without `ON`.
     db: Option<String>,
 }
 
@@ -50,6 +52,8 @@ pub(super) struct QueryParams {
 pub(super) enum Statement {
     CreateDatabase(String),
     ShowDatabases,
+    /// `SHOW RETENTION POLICIES [ON db]` (the influx CLI's `use db.rp` asks it).
+    ShowRetentionPolicies(Option<String>),
 }
 
 pub(super) async fn query(
@@ -79,6 +83,7 @@ pub(super) async fn query(
     // A parameter of the URL wins over the body's, as in InfluxDB's `r.FormValue`.
     let q = url.q.or(form.q);
     let p = url.p.or(form.p);
+    let db = url.db.or(form.db);
     let Some(name) = authenticate(&st, &headers, p.as_deref()) else {
         m.unauthorized.fetch_add(1, Ordering::Relaxed);
         return error(
@@ -138,6 +143,29 @@ pub(super) async fn query(
                 // InfluxDB leaves `values` out when there are none.
                 if !values.is_empty() {
                     series["values"] = serde_json::Value::Array(values);
+                }
+                results.push(serde_json::json!({ "statement_id": id, "series": [series] }));
+            }
+            Statement::ShowRetentionPolicies(on) => {
+                // InfluxDB's answers: a statement error, the request itself succeeds.
+                let Some(db) = on.as_deref().or(db.as_deref()).filter(|d| !d.is_empty()) else {
+                    results.push(
+                        serde_json::json!({ "statement_id": id, "error": "database name required" }),
+                    );
+                    continue;
+                };
+                let Some(rps) = targets.retention_policies(db) else {
+                    results.push(serde_json::json!({
+                        "statement_id": id,
+                        "error": format!("database not found: {}", printable(db)),
+                    }));
+                    continue;
+                };
+                let mut series = serde_json::json!({"columns": ["name"]});
+                if !rps.is_empty() {
+                    series["values"] = serde_json::Value::Array(
+                        rps.into_iter().map(|r| serde_json::json!([r])).collect(),
+                    );
                 }
                 results.push(serde_json::json!({ "statement_id": id, "series": [series] }));
             }
@@ -323,11 +351,20 @@ pub(super) fn parse(q: &str) -> Result<Vec<Statement>, String> {
             out.push(Statement::CreateDatabase(name));
         } else if kw(0, "SHOW") && kw(1, "DATABASES") && stmt.len() == 2 {
             out.push(Statement::ShowDatabases);
+        } else if kw(0, "SHOW") && kw(1, "RETENTION") && kw(2, "POLICIES") {
+            let on = match (stmt.get(3), stmt.get(4), stmt.len()) {
+                (None, _, _) => None,
+                (Some(_), Some(Token::Word(w) | Token::Quoted(w)), 5) if kw(3, "ON") => {
+                    Some(w.clone())
+                }
+                _ => return Err("SHOW RETENTION POLICIES takes only ON <database>".into()),
+            };
+            out.push(Statement::ShowRetentionPolicies(on));
         } else {
             let head: Vec<String> = stmt.iter().take(2).map(|t| describe(Some(t))).collect();
             return Err(format!(
-                "the storwatch collector answers CREATE DATABASE and SHOW DATABASES only, not \
-                 {}; query the InfluxDB behind it",
+                "the storwatch collector answers CREATE DATABASE, SHOW DATABASES and SHOW \
+                 RETENTION POLICIES only, not {}; query the InfluxDB behind it",
                 head.join(" ")
             ));
         }
@@ -371,6 +408,15 @@ mod tests {
             ]
         );
         assert!(parse(" ; ").unwrap().is_empty());
+        // the influx CLI's `use db.rp`
+        assert_eq!(
+            parse("SHOW RETENTION POLICIES ON \"site\"").unwrap(),
+            [Statement::ShowRetentionPolicies(Some("site".into()))]
+        );
+        assert_eq!(
+            parse("show retention policies").unwrap(),
+            [Statement::ShowRetentionPolicies(None)]
+        );
     }
 
     #[test]
@@ -382,6 +428,9 @@ mod tests {
             ("CREATE DATABASE", "needs a database name"),
             ("CREATE DATABASE x; DROP DATABASE y", "not DROP DATABASE"),
             ("CREATE DATABASE x y", "unexpected Y"),
+            ("SHOW RETENTION POLICIES ON", "takes only ON"),
+            ("SHOW RETENTION POLICIES ON a b", "takes only ON"),
+            ("SHOW RETENTION", "not SHOW RETENTION"),
             ("CREATE DATABASE \"x", "unterminated"),
             ("SHOW \u{1b}[31m", "\\u{1b}"),
         ] {
