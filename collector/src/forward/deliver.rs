@@ -209,7 +209,7 @@ impl Forwarder {
                     }
                     Verdict::Refused(msg) => {
                         self.metrics.auth_errors.fetch_add(1, Ordering::Relaxed);
-                        tracing::error!(output = %self.output.name, url = %self.output.url, answer = %msg, retry_in_s = self.output.auth_retry.as_secs(), "output refuses the credentials or the target; data kept");
+                        tracing::error!(output = %self.output.name, url = %url, answer = %msg, retry_in_s = self.output.auth_retry.as_secs(), "output refuses the credentials or the target; data kept");
                         self.sleep(self.output.auth_retry, stop).await?;
                     }
                     Verdict::TooLarge => {

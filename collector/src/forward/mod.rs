@@ -18,11 +18,11 @@
 //!   every attempt and the attempt repeated every `auth_retry_s`. A v1 output answering 404
 //!   "database not found" for a database named by a request (`targets.allow`) is first sent
 //!   `CREATE DATABASE` and the batch retried at once.
+//! * 429, 5xx, timeouts, connection errors: retried with exponential backoff and full jitter,
+//!   waiting at least what `Retry-After` asks (capped at `backoff_max_s`).
 //!
 //! Each queue record carries its target ([`Target`]): the default one goes to the output's
 //! configured database, a named one to that database (see [`Output::url_for`]).
-//! * 429, 5xx, timeouts, connection errors: retried with exponential backoff and full jitter,
-//!   waiting at least what `Retry-After` asks (capped at `backoff_max_s`).
 //!
 //! Files: `output` (configuration → URL and credentials), `answer` (status and body → verdict),
 //! `deliver` (batching, retries, splits), `dead_letter` (lines refused for good), and here the
@@ -138,12 +138,18 @@ impl Forwarder {
             };
             // Each record carries its target; consecutive records of one target go together.
             let mut groups: Vec<(Target, Vec<String>)> = Vec::new();
-            for r in &records {
-                let Some((target, lines)) = Target::of_record(r) else {
+            for mut r in records {
+                let Some((target, header)) =
+                    Target::of_record(&r).map(|(t, lines)| (t, r.len() - lines.len()))
+                else {
                     tracing::error!(output = %name, "queue record with a damaged target header skipped");
                     continue;
                 };
-                let text = String::from_utf8_lossy(lines).into_owned();
+                // The record becomes the text without a copy (the header, when there is one,
+                // is shifted out).
+                r.drain(..header);
+                let text = String::from_utf8(r)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
                 match groups.last_mut() {
                     Some((t, texts)) if *t == target => texts.push(text),
                     _ => groups.push((target, vec![text])),
