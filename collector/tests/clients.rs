@@ -12,6 +12,7 @@
 //!   was skipped. Building one takes minutes (see docs/collector.md).
 #![allow(clippy::unwrap_used)]
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -244,7 +245,10 @@ fn telegraf() -> Option<PathBuf> {
 #[test]
 fn telegraf_outputs_write_to_their_own_databases() {
     let Some(bin) = telegraf() else {
-        eprintln!(
+        // Written to stderr itself, past the test harness's capture, so that the skip shows in
+        // every run's output, not only when a test fails.
+        let _ = writeln!(
+            std::io::stderr(),
             "SKIPPED telegraf_outputs_write_to_their_own_databases: no telegraf binary \
              (set STORWATCH_TELEGRAF or put telegraf on PATH)"
         );
