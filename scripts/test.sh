@@ -4,7 +4,8 @@
 #   scripts/test.sh
 #
 # Installs what the tests need beyond the Rust toolchain — from the OS packages: curl, python3 and
-# openssl (scripts and test certificates), faketime (a collector whose clock is set back, in the
+# openssl (scripts and test certificates), influxdb-client, python3-influxdb and from PyPI
+# influxdb-client (real InfluxDB clients against the collector), faketime (a collector whose clock is set back, in the
 # dashboards test), prometheus (promtool and a real Prometheus scraping the agent) and InfluxDB 1.x (every test that stores data runs a real influxd on
 # 127.0.0.1) — then checks formatting and lints, builds the tests and runs the whole workspace's
 # tests. Snapshots are never rewritten here. Each phase prints its time, and the end a summary
@@ -34,6 +35,11 @@ missing=()
 for pair in curl:curl python3:python3 openssl:openssl faketime:faketime promtool:prometheus; do
   command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
 done
+# real InfluxDB clients against the collector (collector/tests/clients.rs): the influx CLI, the
+# Python v1 client, pip for the v2 client below
+command -v influx >/dev/null || missing+=(influxdb-client)
+/usr/bin/python3 -c 'import influxdb' 2>/dev/null || missing+=(python3-influxdb)
+/usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -41,6 +47,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 fi
 scripts/influxd-test.sh install
+# --- PyPI: the InfluxDB v2 Python client for collector/tests/clients.rs, kept under target/
+if ! PYTHONPATH=target/pyclients /usr/bin/python3 -c 'import influxdb_client' 2>/dev/null; then
+  /usr/bin/python3 -m pip install -q --target target/pyclients 'influxdb-client==1.50.0'
+fi
+# --- end PyPI
 
 phase "cargo fmt --check"
 cargo fmt --all -- --check

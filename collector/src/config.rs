@@ -50,6 +50,8 @@ pub struct Config {
     /// each output's file becomes `<output>.lp.1` when the next entries would take it past
     /// `max_file_bytes`, and at most `keep_files` rotated files are kept, the oldest dropped.
     pub dead_letter: storwatch_wire::rotate::Rotation,
+    /// The databases requests may name (v1 `db`/`rp`, v2 `bucket`, v3 `db`).
+    pub targets: TargetsConfig,
     /// Where accepted lines go. Each output gets every line.
     pub outputs: Vec<OutputConfig>,
 }
@@ -174,6 +176,17 @@ impl Default for HeartbeatConfig {
             forget_after_s: 7 * 86_400,
         }
     }
+}
+
+/// The databases requests may name. A request naming no database, or an output's own database
+/// (or bucket), goes to each output's own database; one naming a database listed here goes to
+/// that database on every output; any other is refused with 403.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TargetsConfig {
+    /// Databases passed on by name: `"telegraf"` (its default retention policy) or
+    /// `"telegraf/autogen"` (that retention policy; on a v2 output the bucket of that name).
+    pub allow: Vec<String>,
 }
 
 /// Which InfluxDB write API an output speaks.
@@ -307,6 +320,7 @@ impl Default for Config {
             queue: QueueConfig::default(),
             heartbeat: HeartbeatConfig::default(),
             dead_letter: Default::default(),
+            targets: TargetsConfig::default(),
             outputs: Vec::new(),
         }
     }
@@ -330,7 +344,8 @@ impl Config {
 pub const DEFAULT_CONFIG: &str = r##"# storwatch-collector configuration. Every value shown is the default.
 # Command-line flags override the matching values here.
 
-# Address and port of the write API (/write, /api/v2/write), /health, /ping and /metrics.
+# Address and port of the write API (/write, /api/v2/write, /api/v3/write_lp, /query), /health,
+# /ping and /metrics.
 listen = "0.0.0.0:8186"
 
 # Durable queue directory: segments, per-output cursors, learned field types, last-seen
@@ -410,6 +425,14 @@ forget_after_s = 604800
 # (keep_files + 1) × max_file_bytes per output. Both apply on SIGHUP.
 max_file_bytes = 104857600
 keep_files = 5
+[targets]
+# Databases a request may name besides the outputs' own: v1 /write?db= (and rp=), v2
+# /api/v2/write?bucket=, v3 /api/v3/write_lp?db=, /query's CREATE DATABASE. "name" allows that
+# database with its default retention policy, "name/rp" that retention policy (v2: that bucket).
+# Lines for them go to that database on every output (v1 outputs create it on first write).
+# A request naming no database, or an output's own, goes to each output's own database; any
+# other name is refused with 403. Example: allow = ["telegraf"]
+allow = []
 
 # Outputs: every accepted line goes to each of them. Repeat the table for more outputs.
 # [[outputs]]

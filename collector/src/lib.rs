@@ -2,10 +2,13 @@
 //! InfluxDB client), authenticates and validates it, makes it durable in an fsync'd queue before
 //! acknowledging, and forwards it to one or more InfluxDB outputs (v1, v2, v3 write APIs).
 //!
-//! * [`http`] — the routes (`/write`, `/api/v2/write`, `/ping`, `/health`, `/metrics`), tokens
+//! * [`http`] — the routes (`/write`, `/api/v2/write`, `/api/v3/write_lp`, `/query`, `/ping`,
+//!   `/health`, `/metrics`), tokens
 //!   and rate limits, the listener (TLS/mTLS, timeouts, connection limit)
 //! * [`ingest`] — body decoding, line validation (`storwatch_wire::lp`), the field-type map
 //! * [`queue`] — the segment log with group commit
+//! * [`target`] — the database a request names, checked against `targets.allow`, kept with
+//!   its lines in the queue
 //! * [`forward`] — batching, retries, per-status handling and dead letters towards InfluxDB
 //! * [`heartbeat`] — last-seen per host
 //! * [`metrics`] — counters and their Prometheus text
@@ -18,6 +21,7 @@ pub mod http;
 pub mod ingest;
 pub mod metrics;
 pub mod queue;
+pub mod target;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -36,6 +40,7 @@ use crate::http::{server, AppState};
 use crate::ingest::{TypeMap, TypeMapError};
 use crate::metrics::Metrics;
 use crate::queue::{Queue, QueueError, QueueOptions};
+use crate::target::Targets;
 
 /// Why the collector cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +75,8 @@ pub enum StartError {
     Types(#[from] TypeMapError),
     #[error(transparent)]
     Tls(#[from] server::TlsError),
+    #[error("targets.allow: {0}")]
+    Targets(#[from] target::TargetError),
 }
 
 /// A running collector.
@@ -122,7 +129,20 @@ impl Collector {
             .dead_letter_rotation
             .write()
             .unwrap_or_else(|e| e.into_inner()) = applied.dead_letter;
-        self.config = applied;
+        if new.targets != self.config.targets {
+            match Targets::new(&new.targets.allow, st.targets().own()) {
+                Ok(t) => {
+                    *st.targets.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(t);
+                    self.config.targets = new.targets.clone();
+                    tracing::info!("reload: applied targets.allow");
+                }
+                Err(e) => tracing::error!(error = %e, "reload: targets.allow kept"),
+            }
+        }
+        self.config = Config {
+            targets: self.config.targets.clone(),
+            ..applied
+        };
         if !changed.is_empty() {
             tracing::info!(settings = changed.join(", "), "reload: applied");
         }
@@ -148,7 +168,8 @@ impl Collector {
 /// `old`), the names of the settings applied, and those that need a restart.
 ///
 /// Applied at once: `limits.max_body_bytes`, `max_line_bytes`, `max_future_s`, `max_past_s`,
-/// `body_timeout_s`, `rate_limit_lines_per_s`, `rate_limit_burst_lines`;
+/// `body_timeout_s`, `rate_limit_lines_per_s`, `rate_limit_burst_lines`; `targets.allow` (in
+/// [`Collector::reload`], as a bad name keeps the list in use);
 /// `queue.high_watermark_bytes`, `retry_after_s`; `heartbeat.max_hosts`, `forget_after_s`;
 /// `dead_letter.max_file_bytes`, `keep_files`.
 /// At the next restart: `listen`, `queue_dir`, `outputs`, `tls`, `limits.max_decompressed_bytes`
@@ -280,6 +301,10 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
     }
     let backends = Backends::of(&outputs.iter().map(|o| o.backend).collect::<Vec<_>>());
     tracing::info!(versions = %backends.names(), "lines are validated by the rules of InfluxDB");
+    let targets = Targets::new(
+        &cfg.targets.allow,
+        outputs.iter().map(Output::own_target).collect(),
+    )?;
     let tls = server::tls_acceptor(&cfg.tls)?;
 
     let metrics = Arc::new(Metrics::default());
@@ -385,6 +410,7 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
         queue_cfg: std::sync::RwLock::new(Arc::new(cfg.queue.clone())),
         host_tag: cfg.heartbeat.host_tag.clone(),
         backends,
+        targets: std::sync::RwLock::new(Arc::new(targets)),
         work_slots: tokio::sync::Semaphore::new(
             std::thread::available_parallelism().map_or(2, |n| n.get()),
         ),

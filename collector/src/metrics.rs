@@ -20,6 +20,11 @@ pub struct Metrics {
     pub bytes_received: AtomicU64,
     /// Requests answered 401.
     pub unauthorized: AtomicU64,
+    /// Requests (writes, `CREATE DATABASE`) refused for their database: 403 not allowed, 400
+    /// invalid name.
+    pub target_refused: AtomicU64,
+    /// `/query` requests received (any outcome).
+    pub query_requests: AtomicU64,
     /// Requests answered 429 by the per-token rate limit.
     pub rate_limited: AtomicU64,
     /// Requests answered 503 because the backlog is above the high watermark.
@@ -141,6 +146,20 @@ impl Metrics {
             "Requests answered 401.",
             "counter",
             c(&self.unauthorized),
+        );
+        g(
+            &mut s,
+            "target_refused_total",
+            "Requests refused for the database they name (403 not in targets.allow, 400 invalid name).",
+            "counter",
+            c(&self.target_refused),
+        );
+        g(
+            &mut s,
+            "query_requests_total",
+            "/query requests received.",
+            "counter",
+            c(&self.query_requests),
         );
         g(
             &mut s,

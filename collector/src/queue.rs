@@ -352,6 +352,7 @@ impl Writer {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::target::Target;
 
     use std::fs::{self, OpenOptions};
     use std::io::Write;
@@ -520,6 +521,43 @@ mod tests {
         got
     }
 
+    /// Records naming their target and records of the default target (the format of earlier
+    /// releases) side by side, across a restart: each comes back with its own target.
+    #[tokio::test]
+    async fn records_keep_their_target_across_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let telegraf = Target {
+            db: "telegraf".into(),
+            rp: String::new(),
+        };
+        let site = Target::parse("site/rp_1m").unwrap();
+        let recs = [
+            (Target::default(), record(1)),
+            (telegraf.clone(), record(2)),
+            (site.clone(), record(3)),
+            (Target::default(), record(4)),
+        ];
+        {
+            let (q, _) = open(dir.path());
+            for (t, r) in &recs {
+                q.append(t.record(bytes::Bytes::from(r.clone())))
+                    .await
+                    .unwrap();
+            }
+        }
+        let (q, rec) = open(dir.path());
+        assert_eq!(rec, Recovery::default());
+        q.load_cursor("influx");
+        let got: Vec<(Target, Vec<u8>)> = drain(&q, "influx")
+            .iter()
+            .map(|r| {
+                let (t, lines) = Target::of_record(r).unwrap();
+                (t, lines.to_vec())
+            })
+            .collect();
+        assert_eq!(got, recs);
+    }
+
     /// A queue written by the release before the shared log (fixture and its provenance in
     /// wire/tests/fixtures/legacy): every pending record is delivered once to each output,
     /// new records follow, and nothing comes back after a restart.
@@ -539,10 +577,12 @@ mod tests {
         // Both cursors registered before either moves, as the collector does at start.
         q.load_cursor("archive");
         q.load_cursor("influx");
-        assert_eq!(
-            drain(&q, "archive"),
-            (14..30).map(record).collect::<Vec<_>>()
-        );
+        let archived = drain(&q, "archive");
+        assert_eq!(archived, (14..30).map(record).collect::<Vec<_>>());
+        // Their records carry no target: the default one, the lines unchanged.
+        for r in &archived {
+            assert_eq!(Target::of_record(r), Some((Target::default(), &r[..])));
+        }
         assert_eq!(
             drain(&q, "influx"),
             (21..30).map(record).collect::<Vec<_>>()

@@ -14,6 +14,7 @@ use storwatch_collector::http::{app, AppState};
 use storwatch_collector::ingest::TypeMap;
 use storwatch_collector::metrics::Metrics;
 use storwatch_collector::queue::{Queue, QueueOptions};
+use storwatch_collector::target::{Target, Targets};
 use storwatch_test_support::{gzip, now_s};
 use storwatch_wire::lp::{Backend, Backends};
 use tower::ServiceExt;
@@ -49,6 +50,18 @@ fn fixture_for(
         queue_cfg: std::sync::RwLock::new(Arc::new(queue_cfg)),
         host_tag: "host".into(),
         backends,
+        // as though the outputs wrote to databases "x", "storwatch" and bucket "sw"
+        targets: std::sync::RwLock::new(Arc::new(
+            Targets::new(
+                &["telegraf".into(), "site/rp_1m".into()],
+                vec![
+                    ("x".into(), String::new()),
+                    ("storwatch".into(), String::new()),
+                    ("sw".into(), String::new()),
+                ],
+            )
+            .unwrap(),
+        )),
         work_slots: tokio::sync::Semaphore::new(2),
         inflight_kib: tokio::sync::Semaphore::new(64 << 10),
     });
@@ -116,13 +129,348 @@ async fn v2_write_with_gzip_and_token() {
         queued(&f),
         format!("net,host=n1 rx_bytes_per_s=5 {t}000000\n")
     );
-    // bucket is required on v2, db on v1
-    let (status, _, body) = send(&f, write("/api/v2/write?org=site", "m v=1")).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert!(body.contains("bucket is required"), "{body}");
-    let (status, _, body) = send(&f, write("/write", "m v=1")).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert!(body.contains("database is required"), "{body}");
+    // without a bucket or a db: the outputs' own database
+    let (status, _, body) = send(
+        &f,
+        write(
+            "/api/v2/write?org=site&precision=ms",
+            &format!("m v=1 {t}\n"),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    let (status, _, body) = send(&f, write("/write?precision=ms", &format!("m v=2 {t}\n"))).await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    assert!(
+        queued(&f).ends_with(&format!("m v=1 {t}000000\nm v=2 {t}000000\n")),
+        "{}",
+        queued(&f)
+    );
+}
+
+/// The records of the queue as (target name, lines); "" is the default target.
+fn queued_targets(f: &Fixture) -> Vec<(String, String)> {
+    let (recs, _) = f.state.queue.read_from(0, 1 << 30).unwrap();
+    recs.iter()
+        .map(|r| {
+            let (t, lines) = Target::of_record(r).unwrap();
+            (t.name(), String::from_utf8(lines.to_vec()).unwrap())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn each_request_goes_to_the_database_it_names_when_allowed() {
+    let f = fixture();
+    let line = format!("m v=1 {}000000000\n", now_s());
+    for uri in [
+        "/write?db=telegraf",
+        "/write?db=site&rp=rp_1m",
+        "/api/v2/write?org=o&bucket=site%2Frp_1m",
+        "/api/v2/write?org=o&bucket=telegraf",
+        "/api/v3/write_lp?db=telegraf",
+        "/write?db=storwatch",
+        "/write?db=x",
+        "/api/v2/write?org=o&bucket=sw",
+    ] {
+        let (s, _, text) = send(&f, write(uri, &line)).await;
+        assert_eq!(s, StatusCode::NO_CONTENT, "{uri}: {text}");
+    }
+    let names: Vec<String> = queued_targets(&f).into_iter().map(|(t, _)| t).collect();
+    assert_eq!(
+        names,
+        [
+            "telegraf",
+            "site/rp_1m",
+            "site/rp_1m",
+            "telegraf",
+            "telegraf",
+            "",
+            "",
+            ""
+        ]
+    );
+    assert!(queued_targets(&f).iter().all(|(_, l)| *l == line));
+}
+
+#[tokio::test]
+async fn a_database_not_allowed_is_refused_before_the_body_is_read() {
+    let f = fixture();
+    for (uri, status, want) in [
+        (
+            "/write?db=other",
+            403,
+            r#"{"error":"database \"other\" is not allowed"#,
+        ),
+        ("/write?db=site", 403, r#"\"site\" is not allowed"#),
+        (
+            "/write?db=telegraf&rp=other",
+            403,
+            r#"\"telegraf/other\" is not allowed"#,
+        ),
+        (
+            "/write?db=storwatch&rp=rp_1h",
+            403,
+            r#"\"storwatch/rp_1h\""#,
+        ),
+        ("/api/v2/write?bucket=other", 403, r#""code":"forbidden""#),
+        (
+            "/api/v3/write_lp?db=other",
+            403,
+            r#"{"error":"database \"other\""#,
+        ),
+        (
+            "/write?db=a%22b",
+            400,
+            r#"invalid database name \"a\\\"b\""#,
+        ),
+        ("/write?db=a%0Ab", 400, "control characters"),
+        (
+            "/write?db=telegraf&rp=x%0D",
+            400,
+            "invalid retention policy name",
+        ),
+        ("/write?db=a%2Fb%2Fc", 400, "'/' are not allowed"),
+    ] {
+        let (s, h, text) = send(&f, write(uri, "m v=1 1\n")).await;
+        assert_eq!(s.as_u16(), status, "{uri}: {text}");
+        assert!(text.contains(want), "{uri}: {text}");
+        assert!(!h["X-Influxdb-Error"].is_empty());
+    }
+    let long = format!("/write?db={}", "d".repeat(300));
+    let (s, _, text) = send(&f, write(&long, "m v=1 1\n")).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{text}");
+    assert!(queued(&f).is_empty());
+    // a stranger learns nothing about the targets
+    let req = Request::post("/write?db=other")
+        .body(Body::from("m v=1"))
+        .unwrap();
+    assert_eq!(send(&f, req).await.0, StatusCode::UNAUTHORIZED);
+    let (_, _, m) = send(&f, Request::get("/metrics").body(Body::empty()).unwrap()).await;
+    assert!(
+        m.contains("storwatch_collector_target_refused_total 11"),
+        "{m}"
+    );
+}
+
+fn get(uri: &str) -> Request<Body> {
+    Request::get(uri)
+        .header("Authorization", format!("Token {TOKEN}"))
+        .body(Body::empty())
+        .unwrap()
+}
+
+fn form(uri: &str, body: &str) -> Request<Body> {
+    post(uri)
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn query_answers_create_and_show_databases_as_influxdb_does() {
+    let f = fixture();
+    // Telegraf: POST, form body
+    let (s, h, text) = send(&f, form("/query", "q=CREATE+DATABASE+%22telegraf%22")).await;
+    assert_eq!(s, StatusCode::OK, "{text}");
+    assert_eq!(text, r#"{"results":[{"statement_id":0}]}"#);
+    assert_eq!(h["Content-Type"], "application/json");
+    // influxdb-python: POST with q in the URL; the influx CLI: GET
+    let (s, _, text) = send(&f, write("/query?q=CREATE%20DATABASE%20storwatch", "")).await;
+    assert_eq!(s, StatusCode::OK, "{text}");
+    let (s, _, text) = send(&f, get("/query?q=SHOW%20DATABASES")).await;
+    assert_eq!(s, StatusCode::OK, "{text}");
+    let j: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        j,
+        serde_json::json!({"results": [{"statement_id": 0, "series": [{
+            "name": "databases",
+            "columns": ["name"],
+            "values": [["site"], ["storwatch"], ["sw"], ["telegraf"], ["x"]]
+        }]}]})
+    );
+    let (s, _, text) = send(
+        &f,
+        get("/query?q=create%20database%20x%3B%20show%20databases&db=x&epoch=ns"),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{text}");
+    let j: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(j["results"][0], serde_json::json!({"statement_id": 0}));
+    assert_eq!(j["results"][1]["statement_id"], 1);
+    assert_eq!(j["results"][1]["series"][0]["name"], "databases");
+    // the influx CLI's `use site.rp_1m`: the retention policies targets.allow names
+    let (s, _, text) = send(
+        &f,
+        get("/query?q=SHOW%20RETENTION%20POLICIES%20ON%20%22site%22"),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{text}");
+    let j: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        j["results"][0]["series"][0],
+        serde_json::json!({"columns": ["name"], "values": [["rp_1m"]]})
+    );
+    let (_, _, text) = send(&f, get("/query?q=SHOW%20RETENTION%20POLICIES&db=other")).await;
+    assert_eq!(
+        text,
+        r#"{"results":[{"error":"database not found: other","statement_id":0}]}"#
+    );
+    let (_, _, text) = send(&f, get("/query?q=SHOW%20RETENTION%20POLICIES")).await;
+    assert!(text.contains("database name required"), "{text}");
+    // credentials as on /write: u/p, Basic, Token; none is 401
+    let req = Request::get("/query?q=SHOW%20DATABASES&u=a&p=".to_string() + TOKEN)
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(send(&f, req).await.0, StatusCode::OK);
+    let req = Request::post("/query")
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(Body::from(format!("q=SHOW+DATABASES&u=a&p={TOKEN}")))
+        .unwrap();
+    assert_eq!(send(&f, req).await.0, StatusCode::OK);
+    let req = Request::get("/query?q=SHOW%20DATABASES")
+        .body(Body::empty())
+        .unwrap();
+    let (s, _, text) = send(&f, req).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    assert_eq!(text, r#"{"error":"unauthorized access"}"#);
+}
+
+#[tokio::test]
+async fn query_refuses_everything_else_clearly() {
+    let f = fixture();
+    for (req, status, want) in [
+        (
+            get("/query?q=CREATE%20DATABASE%20other"),
+            403,
+            r#"{"error":"database \"other\" is not allowed"#,
+        ),
+        (
+            get("/query?q=CREATE%20DATABASE%20%22a%0Ab%22"),
+            400,
+            "invalid database name",
+        ),
+        (
+            get("/query?q=CREATE%20DATABASE%20%22a%5C%22b%22"),
+            400,
+            "invalid database name",
+        ),
+        (
+            get("/query?q=SELECT%20*%20FROM%20cpu"),
+            400,
+            "answers CREATE DATABASE, SHOW DATABASES and SHOW RETENTION POLICIES only, not SELECT *",
+        ),
+        (
+            get("/query?q=DROP%20DATABASE%20x"),
+            400,
+            "not DROP DATABASE",
+        ),
+        (
+            get("/query?q=CREATE%20DATABASE%20x%3B%20DROP%20DATABASE%20x"),
+            400,
+            "not DROP DATABASE",
+        ),
+        (get("/query?q=SHOW%20%22unterminated"), 400, "unterminated"),
+        (get("/query"), 400, r#"missing required parameter \"q\""#),
+        (get("/query?q=%3B%3B"), 400, "missing required parameter"),
+        (form("/query", "q=%ZZ"), 400, "error"),
+        (
+            get("/query?q=SHOW%20DATABASES&q=SHOW%20DATABASES"),
+            400,
+            "cannot read the query string: duplicate field",
+        ),
+        (
+            get(&format!("/query?q={}", "x".repeat(20_000))),
+            413,
+            "query longer than 16384 bytes",
+        ),
+        (
+            form("/query", &format!("q={}", "x".repeat(70_000))),
+            413,
+            "query body larger than",
+        ),
+    ] {
+        let uri = req.uri().to_string();
+        let (s, _, text) = send(&f, req).await;
+        assert_eq!(s.as_u16(), status, "{}: {text}", &uri[..uri.len().min(80)]);
+        assert!(text.contains(want), "{}: {text}", &uri[..uri.len().min(80)]);
+        assert!(text.starts_with("{\"error\":"), "{text}");
+    }
+    // nothing was created, nothing queued
+    assert!(queued(&f).is_empty());
+}
+
+#[tokio::test]
+async fn v3_write_lp_answers_as_influxdb_3() {
+    let f = fixture();
+    let t = now_s();
+    // auto precision: each timestamp by its magnitude
+    let body = format!("m v=1 {t}\nm v=2 {t}123\nm v=3 {t}123456\nm v=4 {t}123456789\n");
+    let (s, h, text) = send(&f, write("/api/v3/write_lp?db=x&no_sync=true", &body)).await;
+    assert_eq!(s, StatusCode::NO_CONTENT, "{text}");
+    assert_eq!(h["X-Storwatch-Accepted"], "4");
+    assert_eq!(
+        queued(&f),
+        format!("m v=1 {t}000000000\nm v=2 {t}123000000\nm v=3 {t}123456000\nm v=4 {t}123456789\n")
+    );
+    let (s, _, text) = send(
+        &f,
+        write(
+            "/api/v3/write_lp?db=x&precision=second",
+            &format!("m v=5 {t}\n"),
+        ),
+    )
+    .await;
+    assert_eq!(s, StatusCode::NO_CONTENT, "{text}");
+    assert!(queued(&f).ends_with(&format!("m v=5 {t}000000000\n")));
+    for (q, want) in [
+        (
+            "precision=ns&accept_partial=maybe",
+            "invalid accept_partial",
+        ),
+        ("precision=n", r#"invalid precision \"n\""#),
+    ] {
+        let (s, _, text) = send(
+            &f,
+            write(&format!("/api/v3/write_lp?db=x&{q}"), "m v=1 1\n"),
+        )
+        .await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{text}");
+        assert!(text.contains(want), "{text}");
+    }
+    // partial write: the good lines are kept, the bad ones quoted back
+    let before = queued(&f).len();
+    let body = format!("m v=6 {t}000000000\nm v= {t}000000000\n");
+    let (s, h, text) = send(&f, write("/api/v3/write_lp?db=x", &body)).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert_eq!(h["X-Storwatch-Accepted"], "1");
+    let j: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(j["error"], "partial write of line protocol occurred");
+    assert_eq!(j["data"][0]["original_line"], format!("m v= {t}000000000"));
+    assert_eq!(j["data"][0]["line_number"], 2);
+    assert!(j["data"][0]["error_message"]
+        .as_str()
+        .unwrap()
+        .contains("unable to parse"));
+    assert!(queued(&f)[before..].contains("m v=6"));
+    // accept_partial=false: nothing of the body is kept
+    let before = queued(&f).len();
+    let body = format!("m v=7 {t}000000000\nm v=\"x\" {t}000000000\nm v= 1\n");
+    let (s, h, text) = send(
+        &f,
+        write("/api/v3/write_lp?db=x&accept_partial=false", &body),
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert_eq!(h["X-Storwatch-Accepted"], "0");
+    let j: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(j["error"], "parsing failed for write_lp endpoint");
+    assert_eq!(j["data"]["line_number"], 2, "{text}");
+    assert_eq!(
+        j["data"]["original_line"],
+        format!("m v=\"x\" {t}000000000")
+    );
+    assert_eq!(queued(&f).len(), before);
 }
 
 #[tokio::test]

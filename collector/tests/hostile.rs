@@ -190,7 +190,7 @@ fn open_secrets_are_refused_and_state_files_are_private() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let port = 18613;
-    let config = Collector::write_config(dir.path(), port, "http://127.0.0.1:9", "h", TOKEN);
+    let config = Collector::write_config(dir.path(), port, "http://127.0.0.1:9", "hostile", TOKEN);
     let tokens = dir.path().join("tokens");
     std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o644)).unwrap();
     let out = Command::new(Collector::bin())
@@ -205,7 +205,7 @@ fn open_secrets_are_refused_and_state_files_are_private() {
     std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
     let mut child = start(dir.path(), port, "");
     let (status, _) = http(
-        &format!("http://127.0.0.1:{port}/write?db=h"),
+        &format!("http://127.0.0.1:{port}/write?db=hostile"),
         "POST",
         &[("Authorization", &format!("Token {TOKEN}"))],
         b"m,host=a v=1i\n",
@@ -239,7 +239,7 @@ fn signal(pid: u32, sig: &str) {
 
 fn write_status(port: u16, token: &str) -> u16 {
     http(
-        &format!("http://127.0.0.1:{port}/write?db=h"),
+        &format!("http://127.0.0.1:{port}/write?db=hostile"),
         "POST",
         &[("Authorization", &format!("Token {token}"))],
         b"m,host=a v=1i\n",
@@ -257,20 +257,31 @@ fn sighup_reloads_tokens_and_usr_signals_are_harmless() {
     let mut child = start(dir.path(), port, "");
     let pid = child.id();
     assert_eq!(write_status(port, TOKEN), 204);
+    let to_telegraf = |token: &str| {
+        http(
+            &format!("http://127.0.0.1:{port}/write?db=telegraf"),
+            "POST",
+            &[("Authorization", &format!("Token {token}"))],
+            b"m,host=a v=1i\n",
+        )
+        .0
+    };
+    assert_eq!(to_telegraf(TOKEN), 403);
 
     const NEW: &str = "rotated-agents-token-9876543210";
     let tokens = dir.path().join("tokens");
     std::fs::write(&tokens, format!("agents:{NEW}\n")).unwrap();
     std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
     let config = dir.path().join("collector.toml");
-    // a smaller body limit applies at once; the connection limit and the heartbeat's interval
-    // are named as waiting for a restart
+    // a smaller body limit and targets.allow apply at once; the connection limit and the
+    // heartbeat's interval are named as waiting for a restart
     let text = std::fs::read_to_string(&config)
         .unwrap()
         .replace("interval_s = 1", "interval_s = 2")
         .replace(
             "[heartbeat]",
-            "[limits]\nmax_body_bytes = 200\nmax_connections = 100\n[heartbeat]",
+            "[limits]\nmax_body_bytes = 200\nmax_connections = 100\n\
+             [targets]\nallow = [\"telegraf\"]\n[heartbeat]",
         );
     std::fs::write(&config, text).unwrap();
     signal(pid, "HUP");
@@ -279,8 +290,9 @@ fn sighup_reloads_tokens_and_usr_signals_are_harmless() {
         "the new token is not accepted after SIGHUP"
     );
     assert_eq!(write_status(port, TOKEN), 401);
+    assert_eq!(to_telegraf(NEW), 204);
     let (status, answer) = http(
-        &format!("http://127.0.0.1:{port}/write?db=h"),
+        &format!("http://127.0.0.1:{port}/write?db=hostile"),
         "POST",
         &[("Authorization", &format!("Token {NEW}"))],
         "m,host=a v=1i\n".repeat(20).as_bytes(),
@@ -303,6 +315,7 @@ fn sighup_reloads_tokens_and_usr_signals_are_harmless() {
     let log = std::fs::read_to_string(dir.path().join("collector.log")).unwrap();
     assert!(log.contains("tokens replaced"), "{log}");
     assert!(log.contains("limits.max_body_bytes"), "{log}");
+    assert!(log.contains("applied targets.allow"), "{log}");
     assert!(
         log.contains("limits.max_connections, heartbeat.interval_s"),
         "{log}"

@@ -172,6 +172,57 @@ fn influxdb_outage_under_load_loses_nothing_and_the_backlog_drains() {
     );
 }
 
+/// Lines for a database of `targets.allow` are acknowledged while influxd is down, survive a
+/// kill -9 of the collector, and reach that database (created by the collector on the first
+/// 404) — not the output's own, where the default-target lines go.
+#[test]
+fn named_databases_survive_a_crash_and_reach_their_own_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let influx = Influxd::start(&dir.path().join("influx"), 18220);
+    influx.create_db("own");
+    let cfg = write_config(
+        dir.path(),
+        18230,
+        &influx.url(),
+        "own",
+        "[targets]\nallow = [\"site\", \"other/autogen\"]\n",
+    );
+    let mut collector = start_collector(&cfg, 18230);
+    influx.stop();
+    let t = now_s();
+    let send = |c: &Collector, q: &str, m: &str, n: u64| {
+        let body: String = (0..n).map(|i| format!("{m},i={i} v={i}i {t}\n")).collect();
+        let url = c.url(&format!("/write?precision=s&{q}"));
+        assert_eq!(post_lines(&url, body.as_bytes()), 204, "{q}");
+    };
+    send(&collector, "db=site", "site_m", 5);
+    send(&collector, "db=own", "own_m", 3);
+    send(&collector, "", "own_m2", 2);
+    send(&collector, "db=other&rp=autogen", "other_m", 4);
+    assert_eq!(
+        post_lines(&collector.url("/write?db=elsewhere"), b"m v=1\n"),
+        403
+    );
+    collector.crash_and_restart();
+    send(&collector, "db=site", "site_m2", 1);
+    influx.restart();
+    for (db, m, n) in [
+        ("site", "site_m", 5.0),
+        ("site", "site_m2", 1.0),
+        ("own", "own_m", 3.0),
+        ("own", "own_m2", 2.0),
+        ("other", "other_m", 4.0),
+    ] {
+        let q = format!("SELECT count(v) FROM {m}");
+        let ok = wait_for(Duration::from_secs(30), || influx.scalar(db, &q) == n);
+        assert!(ok, "{db}.{m}: {} of {n}", influx.scalar(db, &q));
+    }
+    for m in ["site_m", "site_m2", "other_m"] {
+        let q = format!("SELECT count(v) FROM {m}");
+        assert_eq!(influx.scalar("own", &q), 0.0, "{m} leaked into own");
+    }
+}
+
 /// Frames of a segment file (the segment log's format: a segment header, then records of
 /// magic, length, CRC and payload): (offset of the record, payload length).
 fn frames(bytes: &[u8]) -> Vec<(usize, usize)> {

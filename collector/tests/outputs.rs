@@ -18,6 +18,7 @@ use axum::Router;
 use storwatch_collector::config::{Api, OutputConfig};
 use storwatch_collector::forward::{Forwarder, Output};
 use storwatch_collector::metrics::Metrics;
+use storwatch_collector::target::Target;
 use tokio::sync::watch;
 
 #[derive(Clone, Copy, Debug)]
@@ -181,10 +182,13 @@ fn dead_letters(run: &Run) -> Vec<String> {
 async fn deliver(run: &Run, lines: &[String]) {
     let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
     let (_tx, mut rx) = watch::channel(false);
-    tokio::time::timeout(Duration::from_secs(30), run.fwd.deliver(&refs, &mut rx))
-        .await
-        .expect("delivery finished")
-        .unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        run.fwd.deliver(&refs, &Target::default(), &mut rx),
+    )
+    .await
+    .expect("delivery finished")
+    .unwrap();
 }
 
 fn good(lines: &[String]) -> BTreeSet<String> {
@@ -301,7 +305,9 @@ async fn v1_basic_auth_from_user_password_token() {
     let om = m.add_output("x");
     let fwd = Forwarder::new(out, om.clone(), run.dir.path().to_path_buf()).unwrap();
     let (_tx, mut rx) = watch::channel(false);
-    fwd.deliver(&["m v=1 1"], &mut rx).await.unwrap();
+    fwd.deliver(&["m v=1 1"], &Target::default(), &mut rx)
+        .await
+        .unwrap();
     assert_eq!(fake.1.lock().unwrap().auth[0], "Basic d3JpdGVyOnB3");
     assert_eq!(om.lines_sent.load(Ordering::Relaxed), 1);
 }

@@ -11,9 +11,11 @@ use tokio::sync::watch;
 
 use super::answer::{classify, Verdict};
 use super::{ForwardError, Forwarder};
+use crate::config::Api;
+use crate::target::Target;
 
 impl Forwarder {
-    async fn send(&self, lines: &[&str]) -> Verdict {
+    async fn send(&self, url: &reqwest::Url, lines: &[&str]) -> Verdict {
         let mut body = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
         for l in lines {
             body.extend_from_slice(l.as_bytes());
@@ -21,7 +23,7 @@ impl Forwarder {
         }
         let mut req = self
             .client
-            .post(self.output.url.clone())
+            .post(url.clone())
             .header(CONTENT_TYPE, "text/plain; charset=utf-8");
         if self.output.gzip {
             let mut enc = flate2::write::GzEncoder::new(
@@ -85,12 +87,47 @@ impl Forwarder {
         }
     }
 
-    /// Delivers `lines` completely: every line is acknowledged by the output or dead-lettered.
+    /// Creates database `db` on a v1 output (`CREATE DATABASE`, with the output's
+    /// credentials); true when the output says it exists now.
+    async fn create_database(&self, db: &str) -> bool {
+        let mut req = self
+            .client
+            .post(self.output.query_url())
+            .form(&[("q", format!("CREATE DATABASE \"{db}\""))]);
+        if let Some(auth) = &self.output.auth {
+            req = req.header(AUTHORIZATION, auth.clone());
+        }
+        match req.send().await {
+            Ok(resp) if resp.status().is_success() => {
+                let text = resp.text().await.unwrap_or_default();
+                let ok = !text.contains("\"error\"");
+                if ok {
+                    tracing::info!(output = %self.output.name, db = %db, "database created");
+                } else {
+                    tracing::warn!(output = %self.output.name, db = %db, answer = %text, "CREATE DATABASE refused");
+                }
+                ok
+            }
+            Ok(resp) => {
+                tracing::warn!(output = %self.output.name, db = %db, status = %resp.status(), "CREATE DATABASE refused");
+                false
+            }
+            Err(e) => {
+                tracing::warn!(output = %self.output.name, db = %db, error = %e, "CREATE DATABASE failed");
+                false
+            }
+        }
+    }
+
+    /// Delivers `lines` of `target` completely: every line is acknowledged by the output or
+    /// dead-lettered.
     pub async fn deliver(
         &self,
         lines: &[&str],
+        target: &Target,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(), ForwardError> {
+        let url = self.output.url_for(target);
         let mut stack: Vec<Vec<&str>> = Vec::new();
         let mut chunk = Vec::new();
         let mut bytes = 0;
@@ -114,27 +151,30 @@ impl Forwarder {
             let second = stack.split_off(stack.len() / 2);
             let mut stop2 = stop.clone();
             let (a, b) = tokio::join!(
-                self.deliver_chunks(stack, stop),
-                self.deliver_chunks(second, &mut stop2)
+                self.deliver_chunks(&url, target, stack, stop),
+                self.deliver_chunks(&url, target, second, &mut stop2)
             );
             return a.and(b);
         }
-        self.deliver_chunks(stack, stop).await
+        self.deliver_chunks(&url, target, stack, stop).await
     }
 
     async fn deliver_chunks(
         &self,
+        url: &reqwest::Url,
+        target: &Target,
         mut stack: Vec<Vec<&str>>,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(), ForwardError> {
         stack.reverse();
+        let mut created = false;
         while let Some(chunk) = stack.pop() {
             let mut attempt = 0u32;
             loop {
                 if *stop.borrow() {
                     return Err(ForwardError::Stopped);
                 }
-                match self.send(&chunk).await {
+                match self.send(url, &chunk).await {
                     Verdict::Done => {
                         self.metrics.batches_sent.fetch_add(1, Ordering::Relaxed);
                         self.metrics
@@ -151,9 +191,25 @@ impl Forwarder {
                         attempt = attempt.saturating_add(1);
                         self.sleep(wait, stop).await?;
                     }
+                    Verdict::Refused(msg)
+                        if !created
+                            && !target.is_default()
+                            && self.output.api == Api::V1
+                            && msg.starts_with("404")
+                            && msg.contains("database not found") =>
+                    {
+                        // A database a request named (targets.allow) that the output does not
+                        // have yet: created once, then the batch is sent again at once.
+                        created = true;
+                        if !self.create_database(&target.db).await {
+                            self.metrics.auth_errors.fetch_add(1, Ordering::Relaxed);
+                            self.sleep(self.output.auth_retry, stop).await?;
+                            created = false;
+                        }
+                    }
                     Verdict::Refused(msg) => {
                         self.metrics.auth_errors.fetch_add(1, Ordering::Relaxed);
-                        tracing::error!(output = %self.output.name, url = %self.output.url, answer = %msg, retry_in_s = self.output.auth_retry.as_secs(), "output refuses the credentials or the target; data kept");
+                        tracing::error!(output = %self.output.name, url = %url, answer = %msg, retry_in_s = self.output.auth_retry.as_secs(), "output refuses the credentials or the target; data kept");
                         self.sleep(self.output.auth_retry, stop).await?;
                     }
                     Verdict::TooLarge => {

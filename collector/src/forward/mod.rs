@@ -15,9 +15,14 @@
 //!   therefore never blocks the queue.
 //! * 413: the batch is split in two (a single line that is still too large is dead-lettered).
 //! * 401 / 403 / 404: credentials or database are wrong; the data is kept, an error is logged at
-//!   every attempt and the attempt repeated every `auth_retry_s`.
+//!   every attempt and the attempt repeated every `auth_retry_s`. A v1 output answering 404
+//!   "database not found" for a database named by a request (`targets.allow`) is first sent
+//!   `CREATE DATABASE` and the batch retried at once.
 //! * 429, 5xx, timeouts, connection errors: retried with exponential backoff and full jitter,
 //!   waiting at least what `Retry-After` asks (capped at `backoff_max_s`).
+//!
+//! Each queue record carries its target ([`Target`]): the default one goes to the output's
+//! configured database, a named one to that database (see [`Output::url_for`]).
 //!
 //! Files: `output` (configuration → URL and credentials), `answer` (status and body → verdict),
 //! `deliver` (batching, retries, splits), `dead_letter` (lines refused for good), and here the
@@ -40,6 +45,7 @@ use tokio::sync::watch;
 use crate::config::ConfigError;
 use crate::metrics::{Metrics, OutputMetrics};
 use crate::queue::Queue;
+use crate::target::Target;
 pub use answer::{classify, named_lines, Verdict};
 use output::out_err;
 pub use output::Output;
@@ -145,25 +151,45 @@ impl Forwarder {
                 }
                 Err(_) => return,
             };
-            let texts: Vec<String> = records
-                .into_iter()
-                .map(|r| {
-                    String::from_utf8(r)
-                        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-                })
-                .collect();
-            let lines: Vec<&str> = texts
-                .iter()
-                .flat_map(|t| storwatch_wire::lp::lines(t).map(|(_, l)| l))
-                .filter(|l| {
-                    let t = l.trim();
-                    !t.is_empty() && !t.starts_with('#')
-                })
-                .collect();
-            match self.deliver(&lines, &mut stop).await {
-                Ok(()) => {}
-                Err(ForwardError::Stopped) => return,
-                Err(e) => {
+            // Each record carries its target; consecutive records of one target go together.
+            let mut groups: Vec<(Target, Vec<String>)> = Vec::new();
+            for mut r in records {
+                let Some((target, header)) =
+                    Target::of_record(&r).map(|(t, lines)| (t, r.len() - lines.len()))
+                else {
+                    tracing::error!(output = %name, "queue record with a damaged target header skipped");
+                    continue;
+                };
+                // The record becomes the text without a copy (the header, when there is one,
+                // is shifted out).
+                r.drain(..header);
+                let text = String::from_utf8(r)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+                match groups.last_mut() {
+                    Some((t, texts)) if *t == target => texts.push(text),
+                    _ => groups.push((target, vec![text])),
+                }
+            }
+            let mut failed = None;
+            for (target, texts) in &groups {
+                let lines: Vec<&str> = texts
+                    .iter()
+                    .flat_map(|t| storwatch_wire::lp::lines(t).map(|(_, l)| l))
+                    .filter(|l| {
+                        let t = l.trim();
+                        !t.is_empty() && !t.starts_with('#')
+                    })
+                    .collect();
+                if let Err(e) = self.deliver(&lines, target, &mut stop).await {
+                    failed = Some(e);
+                    break;
+                }
+            }
+            match failed {
+                None => {}
+                Some(ForwardError::Stopped) => return,
+                Some(e) => {
+                    // Groups already delivered are sent again: points written twice overwrite.
                     tracing::error!(output = %name, error = %e, "cannot write the dead-letter file; retrying");
                     if self.sleep(Duration::from_secs(5), &mut stop).await.is_err() {
                         return;

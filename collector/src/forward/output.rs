@@ -10,6 +10,7 @@ use reqwest::Url;
 use storwatch_wire::lp::Backend;
 
 use crate::config::{Api, ConfigError, OutputConfig, Version};
+use crate::target::Target;
 
 /// An output ready to be written to.
 #[derive(Debug, Clone)]
@@ -40,6 +41,73 @@ pub(super) fn out_err(url: &str, reason: impl Into<String>) -> ConfigError {
 }
 
 impl Output {
+    /// Its own database (v1, v3) or bucket (v2) and retention policy, as the write URL names
+    /// them: a request naming it goes to the default target.
+    pub fn own_target(&self) -> (String, String) {
+        let key = if self.api == Api::V2 { "bucket" } else { "db" };
+        let get = |k: &str| {
+            self.url
+                .query_pairs()
+                .find(|(q, _)| q == k)
+                .map(|(_, v)| v.into_owned())
+                .unwrap_or_default()
+        };
+        let rp = if self.api == Api::V1 {
+            get("rp")
+        } else {
+            String::new()
+        };
+        (get(key), rp)
+    }
+
+    /// The write URL for lines of `target`: the configured one for the default target, else
+    /// with the database replaced — v1 `db` and `rp`, v2 `bucket` (`db/rp` with a retention
+    /// policy, as 2.x's DBRP mapping names it), v3 `db` (3.x has no retention policies).
+    pub fn url_for(&self, target: &Target) -> Url {
+        if target.is_default() {
+            return self.url.clone();
+        }
+        let (drop, set): (&[&str], Vec<(&str, String)>) = match self.api {
+            Api::V1 => {
+                let mut set = vec![("db", target.db.clone())];
+                if !target.rp.is_empty() {
+                    set.push(("rp", target.rp.clone()));
+                }
+                (&["db", "rp"], set)
+            }
+            Api::V2 => (&["bucket"], vec![("bucket", target.name())]),
+            Api::V3 => (&["db"], vec![("db", target.db.clone())]),
+        };
+        let kept: Vec<(String, String)> = self
+            .url
+            .query_pairs()
+            .filter(|(k, _)| !drop.contains(&k.as_ref()))
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        let mut url = self.url.clone();
+        url.set_query(None);
+        {
+            let mut q = url.query_pairs_mut();
+            for (k, v) in &kept {
+                q.append_pair(k, v);
+            }
+            for (k, v) in &set {
+                q.append_pair(k, v);
+            }
+        }
+        url
+    }
+
+    /// The `/query` URL next to a v1 write URL (for `CREATE DATABASE`).
+    pub fn query_url(&self) -> Url {
+        let mut url = self.url.clone();
+        let path = url.path().trim_end_matches('/');
+        let base = path.strip_suffix("/write").unwrap_or(path).to_string();
+        url.set_path(&format!("{base}/query"));
+        url.set_query(None);
+        url
+    }
+
     /// Resolves an output's configuration: API version, full URL and credentials.
     pub fn resolve(cfg: &OutputConfig) -> Result<Output, ConfigError> {
         let mut url = Url::parse(&cfg.url).map_err(|e| out_err(&cfg.url, e.to_string()))?;
@@ -244,5 +312,37 @@ mod tests {
         assert!(Output::resolve(&cfg("ftp://h/write?db=x")).is_err());
         assert_eq!(base64_encode(b"user:secret"), "dXNlcjpzZWNyZXQ=");
         assert_eq!(base64_encode(b"ab"), "YWI=");
+    }
+
+    #[test]
+    fn named_targets_replace_the_database_of_each_api() {
+        let t = Target {
+            db: "telegraf".into(),
+            rp: "autogen".into(),
+        };
+        let mut c = cfg("http://influx:8086/base/write?db=storwatch&rp=raw&u=x");
+        c.name = Some("o".into());
+        let o = Output::resolve(&c).unwrap();
+        assert_eq!(o.own_target(), ("storwatch".into(), "raw".into()));
+        assert_eq!(o.url_for(&Target::default()), o.url);
+        assert_eq!(
+            o.url_for(&t).as_str(),
+            "http://influx:8086/base/write?u=x&precision=ns&db=telegraf&rp=autogen"
+        );
+        assert_eq!(o.query_url().as_str(), "http://influx:8086/base/query");
+        let mut c = cfg("https://cloud.example/");
+        c.org = Some("site".into());
+        c.bucket = Some("sw".into());
+        let o = Output::resolve(&c).unwrap();
+        assert_eq!(o.own_target(), ("sw".into(), String::new()));
+        assert_eq!(
+            o.url_for(&t).as_str(),
+            "https://cloud.example/api/v2/write?org=site&precision=ns&bucket=telegraf%2Fautogen"
+        );
+        let o = Output::resolve(&cfg("http://h:8181/api/v3/write_lp?db=x")).unwrap();
+        assert_eq!(
+            o.url_for(&t).as_str(),
+            "http://h:8181/api/v3/write_lp?precision=nanosecond&db=telegraf"
+        );
     }
 }

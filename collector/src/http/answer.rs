@@ -106,6 +106,58 @@ pub(super) fn written(api: Api, v: &Validated, client: &str, backends: Backends)
     resp
 }
 
+/// The answer of InfluxDB 3's `/api/v3/write_lp` to a validated write: 204; with refused lines
+/// and `accept_partial` (the good ones stored) 400 `{"error": "partial write of line protocol
+/// occurred", "data": [{original_line, line_number, error_message}, …]}`; without it (nothing
+/// stored) 400 `{"error": "parsing failed for write_lp endpoint", "data": {…the first…}}`.
+/// `originals` are the refused lines as sent, in the order of `v.rejected`.
+pub(super) fn written_v3(v: &Validated, originals: &[String], accept_partial: bool) -> Response {
+    let mut resp = if v.rejected.is_empty() {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        let data: Vec<_> = v
+            .rejected
+            .iter()
+            .take(1000)
+            .enumerate()
+            .map(|(i, r)| {
+                serde_json::json!({
+                    "original_line": originals.get(i).map_or("", String::as_str),
+                    "line_number": r.line,
+                    "error_message": r.reason,
+                })
+            })
+            .collect();
+        let body = if accept_partial && !v.whole_body_refused {
+            serde_json::json!({"error": "partial write of line protocol occurred", "data": data})
+        } else {
+            let first = data.into_iter().next().unwrap_or(serde_json::Value::Null);
+            serde_json::json!({"error": "parsing failed for write_lp endpoint", "data": first})
+        };
+        let mut r = (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
+        r.headers_mut().insert(
+            "X-Influxdb-Error",
+            header_value(&format!(
+                "line {}: {}",
+                v.rejected[0].line, v.rejected[0].reason
+            )),
+        );
+        r
+    };
+    let accepted = if !accept_partial && !v.rejected.is_empty() {
+        0
+    } else {
+        v.accepted_lines
+    };
+    let h = resp.headers_mut();
+    h.insert("X-Storwatch-Accepted", HeaderValue::from(accepted));
+    h.insert(
+        "X-Storwatch-Rejected",
+        HeaderValue::from(v.rejected.len() as u64),
+    );
+    resp
+}
+
 /// Text from a client made safe for a log line: control characters (ESC, CR, LF, NUL, DEL, the
 /// C1 range) are written as `\u{..}` escapes, so a request cannot forge log lines or drive a
 /// terminal; at most 512 characters are kept.

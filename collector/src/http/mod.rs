@@ -1,8 +1,9 @@
 //! HTTP: the routes, who may write, and the listener.
 //!
 //! * [`app`] — the router over the shared [`AppState`]: `/write` (v1), `/api/v2/write`,
-//!   `/ping`, `/health`, `/metrics`;
-//! * `write` — the write handler: token, limits, body, validation, queue, answer;
+//!   `/api/v3/write_lp`, `/query`, `/ping`, `/health`, `/metrics`;
+//! * `write` — the write handlers: token, target, limits, body, validation, queue, answer;
+//! * `query` — `/query`: `CREATE DATABASE` and `SHOW DATABASES`, what clients ask before writing;
 //! * `answer` — answers in InfluxDB's shapes;
 //! * `status` — `/ping`, `/health`, `/metrics`;
 //! * [`auth`] — the token file, the constant-time check, the per-token rate limit;
@@ -11,6 +12,7 @@
 mod answer;
 pub use answer::printable;
 pub mod auth;
+mod query;
 pub mod server;
 mod status;
 mod write;
@@ -25,6 +27,7 @@ use crate::heartbeat::LastSeen;
 use crate::ingest::TypeMap;
 use crate::metrics::Metrics;
 use crate::queue::Queue;
+use crate::target::Targets;
 use auth::{RateLimiter, Tokens};
 use storwatch_wire::lp::Backends;
 
@@ -47,6 +50,8 @@ pub struct AppState {
     /// The InfluxDB versions of the outputs: a line is accepted only when every one would store
     /// it, and answers follow the strictest.
     pub backends: Backends,
+    /// The databases requests may name; replaced on SIGHUP.
+    pub targets: std::sync::RwLock<Arc<Targets>>,
     /// Bodies being inflated and validated at once (one per core): bounds the memory of
     /// decompressed bodies however many clients send at the same time.
     pub work_slots: tokio::sync::Semaphore,
@@ -59,6 +64,14 @@ impl AppState {
     /// listener, memory for bodies, decompressed size) keep their start values here.
     pub fn limits(&self) -> Arc<Limits> {
         self.limits
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The databases requests may name now.
+    pub fn targets(&self) -> Arc<Targets> {
+        self.targets
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
@@ -78,6 +91,8 @@ pub fn app(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/write", post(write::write_v1))
         .route("/api/v2/write", post(write::write_v2))
+        .route("/api/v3/write_lp", post(write::write_v3))
+        .route("/query", get(query::query).post(query::query))
         .route("/ping", get(status::ping).head(status::ping))
         .route("/health", get(status::health))
         .route("/metrics", get(status::metrics))

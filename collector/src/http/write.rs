@@ -1,5 +1,5 @@
-//! The write handlers (`/write`, `/api/v2/write`): who is it, may it write now, the body within
-//! its limits, then inflating and validating off the connection tasks, and only once the
+//! The write handlers (`/write`, `/api/v2/write`, `/api/v3/write_lp`): who is it, where to
+//! (the target, [`crate::target`]), may it write now, the body within its limits, then inflating and validating off the connection tasks, and only once the
 //! accepted lines are fsync'd in the queue, the answer.
 
 use std::sync::atomic::Ordering;
@@ -15,26 +15,54 @@ use serde::Deserialize;
 
 use storwatch_wire::lp::Api;
 
-use super::answer::{error, with_retry_after, written};
+use super::answer::{error, printable, with_retry_after, written, written_v3};
 use super::auth::presented_token;
 use super::AppState;
 use crate::config::Limits;
 use crate::ingest::{self, DecodeError, LineLimits, Precision, Rules, Validated};
 use crate::now_ns;
+use crate::target::TargetError;
 
-/// Query parameters of `/write` and `/api/v2/write` (those of the other version are ignored).
+/// Query parameters of `/write`, `/api/v2/write` and `/api/v3/write_lp` (those of the other
+/// versions are ignored).
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct WriteParams {
     db: Option<String>,
-    #[allow(dead_code)]
     rp: Option<String>,
     precision: Option<String>,
     #[allow(dead_code)]
     u: Option<String>,
     p: Option<String>,
+    /// v2: the collector writes to each output's configured organisation.
     #[allow(dead_code)]
     org: Option<String>,
     bucket: Option<String>,
+    /// v3: keep the good lines when some are refused (default true).
+    accept_partial: Option<String>,
+    /// v3: acknowledge before the write is durable. Ignored: the collector always fsyncs first.
+    #[allow(dead_code)]
+    no_sync: Option<String>,
+}
+
+/// Which write endpoint a request came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Endpoint {
+    V1,
+    V2,
+    /// `/api/v3/write_lp`, with its `accept_partial`.
+    V3 {
+        accept_partial: bool,
+    },
+}
+
+impl Endpoint {
+    /// The shape of error answers: v3 answers `{"error": …}` as v1 does.
+    fn api(self) -> Api {
+        match self {
+            Endpoint::V2 => Api::V2,
+            Endpoint::V1 | Endpoint::V3 { .. } => Api::V1,
+        }
+    }
 }
 
 pub(super) async fn write_v1(
@@ -43,16 +71,7 @@ pub(super) async fn write_v1(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if q.db.as_deref().unwrap_or("").is_empty() {
-        st.metrics.write_requests.fetch_add(1, Ordering::Relaxed);
-        return error(
-            Api::V1,
-            StatusCode::BAD_REQUEST,
-            "invalid",
-            "database is required",
-        );
-    }
-    write(st, Api::V1, q, headers, body).await
+    write(st, Endpoint::V1, q, headers, body).await
 }
 
 pub(super) async fn write_v2(
@@ -61,53 +80,99 @@ pub(super) async fn write_v2(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if q.bucket.as_deref().unwrap_or("").is_empty() {
-        st.metrics.write_requests.fetch_add(1, Ordering::Relaxed);
-        return error(
-            Api::V2,
-            StatusCode::BAD_REQUEST,
-            "invalid",
-            "bucket is required",
-        );
+    write(st, Endpoint::V2, q, headers, body).await
+}
+
+pub(super) async fn write_v3(
+    State(st): State<Arc<AppState>>,
+    Query(q): Query<WriteParams>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let accept_partial = match q.accept_partial.as_deref() {
+        None | Some("true") => true,
+        Some("false") => false,
+        Some(other) => {
+            st.metrics.write_requests.fetch_add(1, Ordering::Relaxed);
+            return error(
+                Api::V1,
+                StatusCode::BAD_REQUEST,
+                "invalid",
+                &format!(
+                    "invalid accept_partial {:?}: true or false",
+                    printable(other)
+                ),
+            );
+        }
+    };
+    write(st, Endpoint::V3 { accept_partial }, q, headers, body).await
+}
+
+/// The client's name when its credentials are good (`"open"` without tokens); `None` for a
+/// stranger, who is told nothing about why.
+pub(super) fn authenticate(st: &AppState, headers: &HeaderMap, p: Option<&str>) -> Option<String> {
+    let tokens = st.tokens.read().unwrap_or_else(|e| e.into_inner());
+    match tokens.as_ref() {
+        None => Some("open".to_string()),
+        Some(tokens) => {
+            presented_token(headers, p).and_then(|t| tokens.check(&t).map(str::to_string))
+        }
     }
-    write(st, Api::V2, q, headers, body).await
+}
+
+/// The answer to a request for a target it may not write to: 400 for a name no client sends,
+/// 403 for one the configuration does not allow.
+pub(super) fn refused_target(api: Api, e: &TargetError) -> Response {
+    match e {
+        TargetError::Invalid { .. } => {
+            error(api, StatusCode::BAD_REQUEST, "invalid", &e.to_string())
+        }
+        TargetError::NotAllowed(_) => {
+            error(api, StatusCode::FORBIDDEN, "forbidden", &e.to_string())
+        }
+    }
 }
 
 async fn write(
     st: Arc<AppState>,
-    api: Api,
+    endpoint: Endpoint,
     q: WriteParams,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
     let m = &st.metrics;
     m.write_requests.fetch_add(1, Ordering::Relaxed);
+    let api = endpoint.api();
 
     // Who is it? The answer to a stranger says nothing about why.
-    let checked = {
-        let tokens = st.tokens.read().unwrap_or_else(|e| e.into_inner());
-        tokens.as_ref().map(|tokens| {
-            presented_token(&headers, q.p.as_deref())
-                .and_then(|t| tokens.check(&t).map(str::to_string))
-        })
+    let Some(client) = authenticate(&st, &headers, q.p.as_deref()) else {
+        m.unauthorized.fetch_add(1, Ordering::Relaxed);
+        return error(
+            api,
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "unauthorized access",
+        );
     };
-    let client = match checked {
-        None => "open".to_string(),
-        Some(name) => match name {
-            Some(n) => n,
-            None => {
-                m.unauthorized.fetch_add(1, Ordering::Relaxed);
-                return error(
-                    api,
-                    StatusCode::UNAUTHORIZED,
-                    "unauthorized",
-                    "unauthorized access",
-                );
-            }
-        },
+    // Where to? Checked before the body is read: a refused target costs no reading.
+    let (db, rp) = match endpoint {
+        Endpoint::V1 => (q.db.as_deref(), q.rp.as_deref()),
+        Endpoint::V2 => (q.bucket.as_deref(), None),
+        Endpoint::V3 { .. } => (q.db.as_deref(), None),
+    };
+    let target = match st.targets().resolve(db, rp) {
+        Ok(t) => t,
+        Err(e) => {
+            m.target_refused.fetch_add(1, Ordering::Relaxed);
+            return refused_target(api, &e);
+        }
     };
     // Read as the outputs' InfluxDB versions read it (1.x takes `us` as nanoseconds).
-    let precision = match Precision::for_all(q.precision.as_deref(), api, st.backends) {
+    let precision = match endpoint {
+        Endpoint::V3 { .. } => Precision::of_v3(q.precision.as_deref()),
+        _ => Precision::for_all(q.precision.as_deref(), api, st.backends),
+    };
+    let precision = match precision {
         Ok(p) => p,
         Err(msg) => return error(api, StatusCode::BAD_REQUEST, "invalid", &msg),
     };
@@ -227,10 +292,11 @@ async fn write(
     };
     let st2 = st.clone();
     let client2 = client.clone();
+    let v3 = matches!(endpoint, Endpoint::V3 { .. });
     let work = tokio::task::spawn_blocking(move || {
-        decode_and_validate(&st2, &limits, &client2, raw, gzip, precision)
+        decode_and_validate(&st2, &limits, &client2, raw, gzip, precision, v3)
     });
-    let (v, payload) = match work.await {
+    let (v, payload, originals) = match work.await {
         Ok(Ok(v)) => v,
         Ok(Err(r)) => return r.into_response(api, &st.metrics),
         Err(_) => {
@@ -243,8 +309,18 @@ async fn write(
         }
     };
 
+    // v3 with accept_partial=false: one refused line and nothing is written.
+    let all_or_nothing = endpoint
+        == Endpoint::V3 {
+            accept_partial: false,
+        };
+    if all_or_nothing && !v.rejected.is_empty() {
+        m.lines_rejected
+            .fetch_add(v.rejected.len() as u64, Ordering::Relaxed);
+        return written_v3(&v, &originals, false);
+    }
     if v.accepted_lines > 0 {
-        if let Err(e) = st.queue.append(payload).await {
+        if let Err(e) = st.queue.append(target.record(payload)).await {
             if e.is_out_of_space() {
                 // Nothing was stored: the client keeps the data and comes back once space is.
                 let r = error(
@@ -271,7 +347,10 @@ async fn write(
     m.lines_rejected
         .fetch_add(v.rejected.len() as u64, Ordering::Relaxed);
 
-    written(api, &v, &client, st.backends)
+    match endpoint {
+        Endpoint::V3 { accept_partial } => written_v3(&v, &originals, accept_partial),
+        _ => written(api, &v, &client, st.backends),
+    }
 }
 
 /// How long a request waits for room among the bodies in flight before it gets 503.
@@ -337,8 +416,9 @@ impl Refusal {
     }
 }
 
-/// Inflates and validates a body; returns the verdict and the bytes to queue (the body itself
-/// when every line was accepted as sent, else the accepted lines).
+/// Inflates and validates a body; returns the verdict, the bytes to queue (the body itself
+/// when every line was accepted as sent, else the accepted lines) and, when `originals` is
+/// asked for (v3 answers quote them), each refused line as sent.
 fn decode_and_validate(
     st: &AppState,
     limits: &Limits,
@@ -346,7 +426,8 @@ fn decode_and_validate(
     raw: Bytes,
     gzip: bool,
     precision: Precision,
-) -> Result<(Validated, Bytes), Refusal> {
+    originals: bool,
+) -> Result<(Validated, Bytes, Vec<String>), Refusal> {
     let bytes =
         ingest::decode(raw, gzip, limits.max_decompressed_bytes).map_err(Refusal::Decode)?;
     let text = ingest::decode::text(&bytes).map_err(Refusal::Decode)?;
@@ -371,12 +452,38 @@ fn decode_and_validate(
         tracing::error!(error = %e, "cannot save the field-type map");
         Refusal::Internal
     })?;
+    let quoted = if originals && !v.rejected.is_empty() {
+        original_lines(text, &v)
+    } else {
+        Vec::new()
+    };
     let payload = if v.verbatim {
         bytes
     } else {
         Bytes::from(std::mem::take(&mut v.accepted).into_bytes())
     };
-    Ok((v, payload))
+    Ok((v, payload, quoted))
+}
+
+/// The refused lines of `v` as the body holds them (at most 1,000, each cut at 1 KiB), in the
+/// order of `v.rejected`.
+fn original_lines(text: &str, v: &Validated) -> Vec<String> {
+    let wanted: Vec<usize> = v.rejected.iter().take(1000).map(|r| r.line).collect();
+    let set: std::collections::HashSet<usize> = wanted.iter().copied().collect();
+    let mut found = std::collections::HashMap::new();
+    for (n, line) in storwatch_wire::lp::lines(text) {
+        if set.contains(&n) {
+            let cut: String = line.chars().take(1024).collect();
+            found.insert(n, cut);
+            if found.len() == set.len() {
+                break;
+            }
+        }
+    }
+    wanted
+        .iter()
+        .map(|n| found.get(n).cloned().unwrap_or_default())
+        .collect()
 }
 
 fn secs_to_ns(s: u64) -> i64 {

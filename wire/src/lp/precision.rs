@@ -17,6 +17,11 @@
 //! (`msgInvalidPrecision`); 3.x refuses what its API does not list. The collector offers
 //! `/api/v2/write` to 1.x outputs too, with the v2 rules. A line without a timestamp gets the
 //! receive time truncated to the precision.
+//!
+//! InfluxDB 3's own `/api/v3/write_lp` names precisions in words — `auto` (the default),
+//! `nanosecond`, `microsecond`, `millisecond`, `second` — and takes `ns`, `us`, `ms`, `s` too
+//! ([`Precision::of_v3`]). `auto` reads each timestamp by its magnitude, as InfluxDB 3 does:
+//! below 5e9 seconds, below 5e12 milliseconds, below 5e15 microseconds, else nanoseconds.
 
 use super::rules::{Backend, Backends};
 
@@ -44,6 +49,39 @@ const H: i64 = 3600 * S;
 impl Precision {
     /// Nanoseconds.
     pub const NS: Precision = Precision { factor_ns: 1 };
+    /// InfluxDB 3's `auto`: each timestamp's unit from its magnitude.
+    pub const AUTO: Precision = Precision { factor_ns: 0 };
+
+    /// The precision `param` of `/api/v3/write_lp` (`None`: absent, which is `auto`).
+    pub fn of_v3(param: Option<&str>) -> Result<Precision, String> {
+        let factor_ns = match param.unwrap_or("auto") {
+            "auto" => 0,
+            "nanosecond" | "ns" => 1,
+            "microsecond" | "us" => US,
+            "millisecond" | "ms" => MS,
+            "second" | "s" => S,
+            other => {
+                return Err(format!(
+                    "invalid precision {other:?}; valid precisions are auto, nanosecond, \
+                     microsecond, millisecond and second"
+                ))
+            }
+        };
+        Ok(Precision { factor_ns })
+    }
+
+    /// Nanoseconds per unit of timestamp `ts` (its magnitude decides under `auto`).
+    fn factor_for(self, ts: i64) -> i64 {
+        if self.factor_ns > 0 {
+            return self.factor_ns;
+        }
+        match ts {
+            t if t < 5_000_000_000 => S,
+            t if t < 5_000_000_000_000 => MS,
+            t if t < 5_000_000_000_000_000 => US,
+            _ => 1,
+        }
+    }
 
     /// The precision `param` means to `backend` on `api` (`None`: the parameter is absent).
     pub fn of(param: Option<&str>, api: Api, backend: Backend) -> Result<Precision, String> {
@@ -119,6 +157,7 @@ impl Precision {
 
     fn unit(self) -> &'static str {
         match self.factor_ns {
+            0 => "auto-detected units",
             1 => "nanoseconds",
             US => "microseconds",
             MS => "milliseconds",
@@ -128,9 +167,10 @@ impl Precision {
         }
     }
 
-    /// `now_ns` truncated to this precision: the time of a line without a timestamp.
+    /// `now_ns` truncated to this precision: the time of a line without a timestamp (`auto`
+    /// keeps nanoseconds, as InfluxDB 3 stamps such a line with its own clock).
     pub fn truncate(self, now_ns: i64) -> i64 {
-        now_ns - now_ns.rem_euclid(self.factor_ns)
+        now_ns - now_ns.rem_euclid(self.factor_ns.max(1))
     }
 }
 
@@ -141,7 +181,8 @@ pub const MAX_NANO_TIME: i64 = i64::MAX - 1;
 
 /// `ts` in the request's precision to nanoseconds, refused as `backend` refuses it.
 pub fn to_ns(ts: i64, precision: Precision, backend: Backend) -> Result<i64, String> {
-    let ns = ts.checked_mul(precision.factor_ns);
+    let factor = precision.factor_for(ts);
+    let ns = ts.checked_mul(factor);
     match backend {
         Backend::V1 | Backend::V2 => match ns {
             Some(ns) if (MIN_NANO_TIME..=MAX_NANO_TIME).contains(&ns) => Ok(ns),
@@ -150,8 +191,8 @@ pub fn to_ns(ts: i64, precision: Precision, backend: Backend) -> Result<i64, Str
             )),
             _ => Err(format!(
                 "time {ts} is outside the range [{}, {}]",
-                MIN_NANO_TIME / precision.factor_ns,
-                MAX_NANO_TIME / precision.factor_ns
+                MIN_NANO_TIME / factor,
+                MAX_NANO_TIME / factor
             )),
         },
         Backend::V3 => ns.ok_or_else(|| format!("timestamp {ts} out of range for its precision")),
@@ -190,6 +231,30 @@ mod tests {
             Precision::for_all(Some("ms"), Api::V1, both),
             Ok(Precision { factor_ns: MS })
         );
+    }
+
+    #[test]
+    fn v3_names_and_auto_by_magnitude() {
+        let v3 = |p: Option<&str>| Precision::of_v3(p).map(|p| p.factor_ns);
+        assert_eq!(v3(None), Ok(0));
+        assert_eq!(v3(Some("second")), Ok(S));
+        assert_eq!(v3(Some("ms")), Ok(MS));
+        assert_eq!(v3(Some("microsecond")), Ok(US));
+        assert_eq!(v3(Some("nanosecond")), Ok(1));
+        assert!(v3(Some("n")).is_err() && v3(Some("h")).is_err() && v3(Some("")).is_err());
+        let auto = Precision::AUTO;
+        for (ts, ns) in [
+            (1_700_000_000, 1_700_000_000 * S),
+            (1_700_000_000_123, 1_700_000_000_123 * MS),
+            (1_700_000_000_123_456, 1_700_000_000_123_456 * US),
+            (1_700_000_000_123_456_789, 1_700_000_000_123_456_789),
+            (-5, -5 * S),
+        ] {
+            assert_eq!(to_ns(ts, auto, Backend::V1), Ok(ns), "{ts}");
+        }
+        assert!(to_ns(4_999_999_999, auto, Backend::V3).is_ok());
+        assert_eq!(auto.truncate(123), 123);
+        assert!(to_ns(i64::MIN, auto, Backend::V1).is_err());
     }
 
     #[test]
