@@ -4,11 +4,13 @@
 #   scripts/test.sh
 #
 # Installs what the tests need beyond the Rust toolchain — from the OS packages: curl, python3 and
-# openssl (scripts and test certificates), influxdb-client, python3-influxdb and from PyPI
-# influxdb-client (real InfluxDB clients against the collector), faketime (a collector whose clock is set back, in the
-# dashboards test), prometheus (promtool and a real Prometheus scraping the agent) and InfluxDB 1.x (every test that stores data runs a real influxd on
-# 127.0.0.1) — then checks formatting and lints, builds the tests and runs the whole workspace's
-# tests. Snapshots are never rewritten here. Each phase prints its time, and the end a summary
+# openssl (scripts and test certificates), influxdb-client and python3-influxdb (real InfluxDB
+# clients against the collector), faketime (a collector whose clock is set back, in the dashboards
+# test), prometheus (promtool and a real Prometheus scraping the agent) and InfluxDB 1.x (every
+# test that stores data runs a real influxd on 127.0.0.1); from PyPI influxdb-client; with Go
+# (when installed) Telegraf from the Go module proxy — then checks formatting and lints, builds
+# the tests and runs the whole workspace's tests. Snapshots are never rewritten here. Each phase
+# prints its time, and the end a summary
 # with the slowest test binaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,6 +54,19 @@ if ! PYTHONPATH=target/pyclients /usr/bin/python3 -c 'import influxdb_client' 2>
   /usr/bin/python3 -m pip install -q --target target/pyclients 'influxdb-client==1.50.0'
 fi
 # --- end PyPI
+# --- Telegraf for collector/tests/clients.rs, from the Go module proxy into target/telegraf/,
+# built beside the Rust build (a fresh machine: see docs/collector.md for the figures)
+telegraf_bin=$PWD/target/telegraf/telegraf
+telegraf_pid=""
+go_bin=$(command -v go || echo /usr/local/go/bin/go)
+if [ ! -x "$telegraf_bin" ] && [ -x "$go_bin" ]; then
+  mkdir -p target/telegraf
+  GOBIN=$PWD/target/telegraf "$go_bin" install \
+    -tags "custom,inputs.mem,outputs.influxdb,outputs.influxdb_v2" \
+    github.com/influxdata/telegraf/cmd/telegraf@v1.37.2 >target/telegraf/build.log 2>&1 &
+  telegraf_pid=$!
+fi
+# --- end Telegraf
 
 phase "cargo fmt --check"
 cargo fmt --all -- --check
@@ -61,6 +76,12 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 phase "build the tests"
 cargo test --workspace --locked --no-run
+
+if [ -n "$telegraf_pid" ]; then
+  phase "wait for the Telegraf build"
+  wait "$telegraf_pid" || { echo "Telegraf build failed:"; tail -20 target/telegraf/build.log; exit 1; }
+fi
+if [ -x "$telegraf_bin" ]; then export STORWATCH_TELEGRAF=$telegraf_bin; fi
 
 phase "run the tests"
 log=$(mktemp)
