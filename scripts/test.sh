@@ -6,7 +6,7 @@
 # Installs what the tests need beyond the Rust toolchain — from the OS packages: curl, python3 and
 # openssl (scripts and test certificates), faketime (a collector whose clock is set back, in the
 # dashboards test), prometheus (promtool and a real Prometheus scraping the agent) and InfluxDB 1.x (every test that stores data runs a real influxd on
-# 127.0.0.1) — then checks formatting and lints, builds the tests and runs the whole workspace's
+# 127.0.0.1), and with pip the datafusion package (the InfluxDB 3 plugin's SQL runs on it) — then checks formatting and lints, builds the tests and runs the whole workspace's
 # tests. Snapshots are never rewritten here. Each phase prints its time, and the end a summary
 # with the slowest test binaries.
 set -euo pipefail
@@ -31,7 +31,7 @@ phase() {
 phase "prerequisites"
 missing=()
 # tool:package — promtool and prometheus check the agent's Prometheus exposition
-for pair in curl:curl python3:python3 openssl:openssl faketime:faketime promtool:prometheus; do
+for pair in curl:curl python3:python3 pip3:python3-pip openssl:openssl faketime:faketime promtool:prometheus; do
   command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -40,6 +40,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -q >/dev/null
   apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# the InfluxDB 3 plugin's SQL runs on Apache DataFusion, the query engine inside InfluxDB 3
+python3 -c 'import datafusion' 2>/dev/null || python3 -m pip install --quiet datafusion \
+  || python3 -m pip install --quiet --break-system-packages datafusion
 scripts/influxd-test.sh install
 
 phase "cargo fmt --check"

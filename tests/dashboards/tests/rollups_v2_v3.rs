@@ -7,8 +7,9 @@
 //! without running `deploy/influxdb/v2/generate.py` fails here.
 //!
 //! No InfluxDB 2 or 3 server runs here (neither can be installed on the build machine: see
-//! docs/deploy.md). Besides the drift checks, the plugin's logic runs against a stand-in runtime,
-//! and (ignored by default) the tasks' Flux runs on the Flux engine itself.
+//! docs/deploy.md). Besides the drift checks, the plugin runs against a stand-in runtime and its
+//! SQL on DataFusion (InfluxDB 3's query engine), and (ignored by default) the tasks' Flux runs on
+//! the Flux engine itself.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -297,6 +298,23 @@ fn the_influxdb3_plugin_builds_the_queries_and_lines() {
     assert!(
         out.status.success(),
         "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The plugin's SQL on Apache DataFusion, the query engine inside InfluxDB 3: an hour of raw
+/// reports through the 1 min level and its output through the 1 h level
+/// (`deploy/influxdb/v3/test_storwatch_rollups_sql.py`; scripts/test.sh installs `datafusion`).
+#[test]
+fn the_influxdb3_plugin_sql_runs_on_datafusion() {
+    let out = std::process::Command::new("python3")
+        .arg(root().join("deploy/influxdb/v3/test_storwatch_rollups_sql.py"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("python3 (a prerequisite of scripts/test.sh)");
+    assert!(
+        out.status.success(),
+        "needs `python3 -m pip install datafusion` (scripts/test.sh does it)\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
 }
