@@ -12,9 +12,8 @@ and those go through the 1 h level, as the two triggers chain on a server.
 Not a server: the engine's Python runtime (query/write_to_db/LineBuilder) is a stand-in, and the
 DataFusion here is the PyPI release, not necessarily the version a given InfluxDB 3 embeds.
 """
-import builtins
-import importlib.util
 import pathlib
+import sys
 import unittest
 from datetime import datetime, timedelta, timezone
 
@@ -22,33 +21,10 @@ import datafusion
 import pyarrow as pa
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from test_storwatch_rollups import load_plugin  # noqa: E402 (the LineBuilder stand-in too)
 H0 = datetime(2026, 1, 1, 11, 0, tzinfo=timezone.utc)  # the hour under test
 BURST = H0 + timedelta(minutes=17, seconds=30)  # the 10 s report at 100 %
-
-
-class Line:
-    def __init__(self, measurement):
-        self.measurement, self.tags, self.fields, self.ns = measurement, {}, {}, None
-
-    def tag(self, k, v):
-        self.tags[k] = v
-        return self
-
-    def _field(kind):
-        def set_field(self, k, v):
-            self.fields[k] = (kind, v)
-            return self
-
-        return set_field
-
-    int64_field = _field("int64")
-    float64_field = _field("float64")
-    string_field = _field("string")
-    bool_field = _field("bool")
-
-    def time_ns(self, ns):
-        self.ns = ns
-        return self
 
 
 def table(rows, tags, fields):
@@ -76,7 +52,7 @@ def table_of_lines(lines, measurement):
         r.update(l.tags)
         r.update({f: v for f, (_, v) in l.fields.items()})
         rows.append(r)
-    arrow = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string(), "bool": pa.bool_()}
+    arrow = {"i64": pa.int64(), "f64": pa.float64(), "str": pa.string(), "bool": pa.bool_()}
     return table(rows, tags, {f: arrow[k] for f, k in kinds.items()})
 
 
@@ -134,14 +110,6 @@ def raw_tables():
     }
 
 
-def load_plugin():
-    builtins.LineBuilder = Line
-    spec = importlib.util.spec_from_file_location("storwatch_rollups", HERE / "storwatch_rollups.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def at(lines, measurement, when):
     found = [l for l in lines if l.measurement == measurement and l.ns == int(when.timestamp()) * 10**9]
     assert len(found) == 1, (measurement, when, len(found))
@@ -174,34 +142,34 @@ class RollupsOnDataFusion(unittest.TestCase):
         self.assertEqual(len([l for l in self.minute if l.measurement == "disk"]), 60)
         m = at(self.minute, "disk", H0 + timedelta(minutes=17))
         self.assertEqual(m.tags, {"host": "ds01", "device": "sdq", "kind": "disk"})
-        self.assertEqual(m.fields["util_max_pct"], ("float64", 100.0))
-        self.assertEqual(m.fields["util_pct_10s_max"], ("float64", 100.0))
-        self.assertEqual(m.fields["saturated_s"], ("float64", 10.0))
-        self.assertEqual(m.fields["interval_s"], ("float64", 60.0))
-        self.assertEqual(m.fields["await_ms_10s_max"], ("float64", 250.0))
+        self.assertEqual(m.fields["util_max_pct"], ("f64", 100.0))
+        self.assertEqual(m.fields["util_pct_10s_max"], ("f64", 100.0))
+        self.assertEqual(m.fields["saturated_s"], ("f64", 10.0))
+        self.assertEqual(m.fields["interval_s"], ("f64", 60.0))
+        self.assertEqual(m.fields["await_ms_10s_max"], ("f64", 250.0))
         self.assertAlmostEqual(m.fields["util_pct"][1], (100 + 5 * 5) / 6)
-        self.assertEqual(m.fields["in_flight"], ("int64", 2))
+        self.assertEqual(m.fields["in_flight"], ("i64", 2))
         quiet = at(self.minute, "disk", H0 + timedelta(minutes=16))
-        self.assertEqual(quiet.fields["util_max_pct"], ("float64", 8.0))
+        self.assertEqual(quiet.fields["util_max_pct"], ("f64", 8.0))
 
     def test_one_minute_keeps_states(self):
         m = at(self.minute, "md", H0 + timedelta(minutes=40))
-        self.assertEqual(m.fields["state"], ("string", "clean"))  # last non-null of the minute
-        self.assertEqual(m.fields["redundancy_left"], ("int64", 1))  # worst
-        self.assertEqual(m.fields["degraded"], ("int64", 1))
+        self.assertEqual(m.fields["state"], ("str", "clean"))  # last non-null of the minute
+        self.assertEqual(m.fields["redundancy_left"], ("i64", 1))  # worst
+        self.assertEqual(m.fields["degraded"], ("i64", 1))
         self.assertEqual(m.fields["stalled"], ("bool", False))
         self.assertEqual(m.tags, {"host": "ds01", "array": "md127", "level": "raid6"})
 
     def test_one_hour_keeps_the_burst_and_the_worst_state(self):
         h = at(self.hour, "disk", H0)
-        self.assertEqual(h.fields["util_max_pct"], ("float64", 100.0))
-        self.assertEqual(h.fields["util_pct_10s_max"], ("float64", 100.0))
-        self.assertEqual(h.fields["saturated_s"], ("float64", 10.0))
-        self.assertEqual(h.fields["interval_s"], ("float64", 3600.0))
+        self.assertEqual(h.fields["util_max_pct"], ("f64", 100.0))
+        self.assertEqual(h.fields["util_pct_10s_max"], ("f64", 100.0))
+        self.assertEqual(h.fields["saturated_s"], ("f64", 10.0))
+        self.assertEqual(h.fields["interval_s"], ("f64", 3600.0))
         self.assertAlmostEqual(h.fields["util_pct"][1], ((100 + 25) / 6 + 59 * 5) / 60)
         md = at(self.hour, "md", H0)
-        self.assertEqual(md.fields["redundancy_left"], ("int64", 1))
-        self.assertEqual(md.fields["state"], ("string", "clean"))
+        self.assertEqual(md.fields["redundancy_left"], ("i64", 1))
+        self.assertEqual(md.fields["state"], ("str", "clean"))
 
 
 if __name__ == "__main__":

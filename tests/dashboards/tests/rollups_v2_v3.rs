@@ -286,20 +286,25 @@ fn buckets_and_databases_keep_what_the_retention_policies_keep() {
     }
 }
 
-/// The plugin's own logic (window, SQL per rollup, lines written) against a stand-in for the
-/// Processing Engine: `deploy/influxdb/v3/test_storwatch_rollups.py`.
-#[test]
-fn the_influxdb3_plugin_builds_the_queries_and_lines() {
+/// Runs a Python unittest file of the repository; fails with its output.
+fn python(rel: &str) {
     let out = std::process::Command::new("python3")
-        .arg(root().join("deploy/influxdb/v3/test_storwatch_rollups.py"))
+        .arg(root().join(rel))
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .expect("python3 (a prerequisite of scripts/test.sh)");
     assert!(
         out.status.success(),
-        "{}",
+        "{rel}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The plugin's own logic (window, SQL per rollup, lines written) against a stand-in for the
+/// Processing Engine: `deploy/influxdb/v3/test_storwatch_rollups.py`.
+#[test]
+fn the_influxdb3_plugin_builds_the_queries_and_lines() {
+    python("deploy/influxdb/v3/test_storwatch_rollups.py");
 }
 
 /// The plugin's SQL on Apache DataFusion, the query engine inside InfluxDB 3: an hour of raw
@@ -307,16 +312,8 @@ fn the_influxdb3_plugin_builds_the_queries_and_lines() {
 /// (`deploy/influxdb/v3/test_storwatch_rollups_sql.py`; scripts/test.sh installs `datafusion`).
 #[test]
 fn the_influxdb3_plugin_sql_runs_on_datafusion() {
-    let out = std::process::Command::new("python3")
-        .arg(root().join("deploy/influxdb/v3/test_storwatch_rollups_sql.py"))
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .output()
-        .expect("python3 (a prerequisite of scripts/test.sh)");
-    assert!(
-        out.status.success(),
-        "needs `python3 -m pip install datafusion` (scripts/test.sh does it)\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // needs `python3 -m pip install datafusion`, which scripts/test.sh does
+    python("deploy/influxdb/v3/test_storwatch_rollups_sql.py");
 }
 
 /// The tasks' Flux run by the Flux engine (the `flux` CLI of the Flux InfluxDB 2.7 ships) on
