@@ -87,7 +87,7 @@ code=$(curl -sS -o "$dir/resp" -w '%{http_code}' -X POST "$url/api/v2/write?org=
 run() {
   local id=${task_id[$1]} rid status
   rid=$(api POST "/api/v2/tasks/$id/runs" "{\"scheduledFor\":\"$2\"}" | json 'd["id"]')
-  for _ in $(seq 150); do
+  for _ in $(seq 600); do
     status=$(api GET "/api/v2/tasks/$id/runs/$rid" | json 'd["status"]')
     case $status in success) echo "ok: task $1 ran at $2"; return ;; failed|canceled) break ;; esac
     sleep 0.2

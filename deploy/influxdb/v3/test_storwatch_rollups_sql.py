@@ -22,7 +22,7 @@ import pyarrow as pa
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from test_storwatch_rollups import load_plugin  # noqa: E402 (the LineBuilder stand-in too)
+from test_storwatch_rollups import Engine, load_plugin  # noqa: E402 (and the LineBuilder stand-in)
 H0 = datetime(2026, 1, 1, 11, 0, tzinfo=timezone.utc)  # the hour under test
 BURST = H0 + timedelta(minutes=17, seconds=30)  # the 10 s report at 100 %
 
@@ -56,29 +56,20 @@ def table_of_lines(lines, measurement):
     return table(rows, tags, {f: arrow[k] for f, k in kinds.items()})
 
 
-class DataFusionEngine:
+class DataFusionEngine(Engine):
     """influxdb3_local over DataFusion: the trigger's database is the registered tables."""
 
     def __init__(self, tables):
+        super().__init__()
         config = datafusion.SessionConfig().with_information_schema(True)
         self.ctx = datafusion.SessionContext(config)
         for name, t in tables.items():
             self.ctx.register_record_batches(name, [t.to_batches()])
-        self.writes, self.errors = [], []
 
     def query(self, sql, args=None):
         # InfluxDB 3 lists its tables under the schema `iox`; DataFusion's default is `public`
         sql = sql.replace("table_schema = 'iox'", "table_schema = 'public'")
         return self.ctx.sql(sql).to_arrow_table().to_pylist()
-
-    def write_to_db(self, db, line):
-        self.writes.append((db, line))
-
-    def info(self, msg):
-        pass
-
-    def error(self, msg):
-        self.errors.append(msg)
 
 
 def raw_tables():

@@ -316,6 +316,20 @@ fn the_influxdb3_plugin_sql_runs_on_datafusion() {
     python("deploy/influxdb/v3/test_storwatch_rollups_sql.py");
 }
 
+/// Runs a test script of the repository that ends with PASS; fails with its output.
+fn script(rel: &str) {
+    let out = std::process::Command::new("bash")
+        .arg(root().join(rel))
+        .output()
+        .expect("bash");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("PASS"),
+        "{rel}\n{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The tasks' Flux run by the Flux engine (the `flux` CLI of the Flux InfluxDB 2.7 ships) on
 /// in-memory data: a burst through 1 min and 1 h, MD states through 1 min
 /// (`deploy/influxdb/v2/test-tasks.sh`). Ignored by default: the first run builds the CLI with go
@@ -323,16 +337,7 @@ fn the_influxdb3_plugin_sql_runs_on_datafusion() {
 #[test]
 #[ignore = "builds the flux CLI on first use; run with --ignored"]
 fn the_flux_engine_runs_the_tasks() {
-    let out = std::process::Command::new("bash")
-        .arg(root().join("deploy/influxdb/v2/test-tasks.sh"))
-        .output()
-        .expect("bash");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("PASS"),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    script("deploy/influxdb/v2/test-tasks.sh");
 }
 
 /// The tasks on a real influxd 2.x (`deploy/influxdb/v2/test-server.sh`): every task accepted, the
@@ -342,14 +347,5 @@ fn the_flux_engine_runs_the_tasks() {
 #[test]
 #[ignore = "needs INFLUXD, an influxd 2.x binary; run with --ignored"]
 fn influxd_2_runs_the_tasks() {
-    let out = std::process::Command::new("bash")
-        .arg(root().join("deploy/influxdb/v2/test-server.sh"))
-        .output()
-        .expect("bash");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("PASS"),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    script("deploy/influxdb/v2/test-server.sh");
 }
