@@ -7,10 +7,11 @@
 # openssl (scripts and test certificates), influxdb-client and python3-influxdb (real InfluxDB
 # clients against the collector), faketime (a collector whose clock is set back, in the dashboards
 # test), prometheus (promtool and a real Prometheus scraping the agent) and InfluxDB 1.x (every
-# test that stores data runs a real influxd on 127.0.0.1); from PyPI influxdb-client; with Go
-# (when installed) Telegraf from the Go module proxy — then checks formatting and lints, builds
-# the tests and runs the whole workspace's tests. Snapshots are never rewritten here. Each phase
-# prints its time, and the end a summary
+# test that stores data runs a real influxd on 127.0.0.1); from PyPI influxdb-client and
+# datafusion (the InfluxDB 3 plugin's SQL runs on it); with Go (when installed) Telegraf from the
+# Go module proxy — then checks formatting and lints, builds the tests and runs the whole
+# workspace's tests. Snapshots are never rewritten here. Each phase prints its time, and the end
+# a summary
 # with the slowest test binaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +35,7 @@ phase() {
 phase "prerequisites"
 missing=()
 # tool:package — promtool and prometheus check the agent's Prometheus exposition
-for pair in curl:curl python3:python3 openssl:openssl faketime:faketime promtool:prometheus; do
+for pair in curl:curl python3:python3 pip3:python3-pip openssl:openssl faketime:faketime promtool:prometheus; do
   command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
 done
 # real InfluxDB clients against the collector (collector/tests/clients.rs): the influx CLI, the
@@ -48,6 +49,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -q >/dev/null
   apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# the InfluxDB 3 plugin's SQL runs on Apache DataFusion, the query engine inside InfluxDB 3
+python3 -c 'import datafusion' 2>/dev/null || python3 -m pip install --quiet datafusion \
+  || python3 -m pip install --quiet --break-system-packages datafusion
 scripts/influxd-test.sh install
 # --- PyPI: the InfluxDB v2 Python client for collector/tests/clients.rs, kept under target/
 if ! PYTHONPATH=target/pyclients /usr/bin/python3 -c 'import influxdb_client' 2>/dev/null; then

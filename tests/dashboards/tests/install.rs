@@ -207,6 +207,29 @@ fn installs_from_the_package_layout() {
         "deb and rpm differ under /usr/share/storwatch"
     );
 
+    // the InfluxDB 2.x and 3 setups find their tasks and plugin in the package layout
+    let influx = fs.path().join("usr/share/storwatch/influxdb");
+    for (script, args, want) in [
+        ("v2/setup.sh", ["--org", "site"], "3 buckets and 34 tasks"),
+        (
+            "v3/setup.sh",
+            ["--plugin-dir", "/plugins"],
+            "3 databases, 2 triggers",
+        ),
+    ] {
+        let out = Command::new("bash")
+            .arg(influx.join(script))
+            .args(args)
+            .arg("--dry-run")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains(want),
+            "{script}: {stdout}"
+        );
+    }
+
     let script = fs.path().join("usr/share/storwatch/grafana/install.sh");
     let target = fs.path().join("grafana-host");
     let out = install(
