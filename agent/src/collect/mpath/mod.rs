@@ -134,6 +134,9 @@ pub struct MpathMonitor {
     dm_view: Option<DmView>,
     dm_fresh: bool,
     mpd: Vec<JsonMap>,
+    /// Something besides the path states may differ from what the detector last saw: a command
+    /// round came in, the kernel's view moved, or the detector has not seen a view yet.
+    view_moved: bool,
     topology: Topology,
 }
 
@@ -158,6 +161,7 @@ impl MpathMonitor {
             worker: None,
             dm_view: None,
             dm_fresh: false,
+            view_moved: true,
             mpd: Vec::new(),
             topology: Topology::default(),
         }
@@ -183,11 +187,12 @@ impl MpathMonitor {
         if !self.cfg.enabled {
             return Ok(());
         }
-        let (sys, age) = self.topology.scan(root)?;
+        let (sys, age, states_moved) = self.topology.scan(root)?;
         if sys.is_empty() {
             // No multipath on this node (or every map flushed): silent, and forget old maps.
             self.detector.observe(now_s, Vec::new(), events);
             self.topology.keep(sys, age);
+            self.view_moved = true;
             return Ok(());
         }
         if matches!(self.kernel, Kernel::Unknown) {
@@ -213,6 +218,7 @@ impl MpathMonitor {
         if let Kernel::Ioctl(reader) = &mut self.kernel {
             match reader.read(&sys, now_s) {
                 Ok(v) => {
+                    self.view_moved |= self.dm_view.as_ref() != Some(&v);
                     self.dm_view = Some(v);
                     self.dm_fresh = true;
                 }
@@ -223,8 +229,16 @@ impl MpathMonitor {
         if let Err(e) = self.commands(now_s, need_dm) {
             result = Err(e);
         }
-        let obs = build(&sys, self.dm_view.as_ref(), self.dm_fresh, &self.mpd);
-        self.detector.observe(now_s, obs, events);
+        // The steady state of a healthy server: the same maps, path states and kernel view as
+        // the last poll, and no transition in any path's window. Nothing the detector could
+        // conclude has changed, so the observations (strings and maps for every path) are not
+        // built again.
+        let steady = age > 0 && !states_moved && !self.view_moved && self.detector.is_quiet();
+        if !steady {
+            let obs = build(&sys, self.dm_view.as_ref(), self.dm_fresh, &self.mpd);
+            self.detector.observe(now_s, obs, events);
+            self.view_moved = false;
+        }
         self.topology.keep(sys, age);
         result
     }
@@ -263,6 +277,7 @@ impl MpathMonitor {
                 Some(Ok((v, e))) => {
                     self.dm_view = Some(v);
                     self.dm_fresh = true;
+                    self.view_moved = true;
                     if e.is_some() {
                         err = e;
                     }
@@ -272,6 +287,7 @@ impl MpathMonitor {
             }
             if let Some(m) = r.multipathd {
                 self.mpd = m;
+                self.view_moved = true;
             }
         }
         err.map_or(Ok(()), Err)
@@ -807,6 +823,53 @@ mod tests {
         let mut w = LineWriter::new("ds01", &[]);
         m.report(&mut w, 7);
         insta::assert_snapshot!(text(&w));
+    }
+
+    #[test]
+    fn steady_polls_still_see_every_change_and_the_end_of_flapping() {
+        let tmp = tempfile::tempdir().unwrap();
+        sysfs(tmp.path(), "running");
+        let root = Root::new(tmp.path().join("proc"), tmp.path());
+        let runner = CapturedRunner::new()
+            .with("dmsetup status --target multipath", STATUS_OK)
+            .with("dmsetup table --target multipath", TABLE);
+        let cfg = MpathConfig {
+            flap_window_s: 30.0,
+            ..cfg()
+        };
+        let mut m = MpathMonitor::new_inline(cfg, Arc::new(runner));
+        let mut ev = Vec::new();
+        let mut seen = Vec::new();
+        // Quiet polls (nothing is rebuilt), then sdc fails and returns twice, a poll apart at
+        // odd moments between topology scans, then nothing moves for a minute.
+        let flips = [
+            (13, "offline"),
+            (14, "running"),
+            (17, "offline"),
+            (18, "running"),
+        ];
+        for t in 0..80u32 {
+            if let Some((_, state)) = flips.iter().find(|(at, _)| *at == t) {
+                sysfs(tmp.path(), state);
+            }
+            m.poll(&root, f64::from(t), &mut ev).unwrap();
+            seen.extend(ev.drain(..).map(|e| (t, e.to_state)));
+        }
+        let want: Vec<(u32, String)> = [
+            (13, "offline"),
+            (14, "active"),
+            (17, "offline"),
+            (17, "flapping"),
+            (18, "active"),
+            // the window (30 s) keeps two transitions from 44 s on: seen on a poll between two
+            // topology scans (every 10 polls), where nothing else moved
+            (44, "stable"),
+        ]
+        .iter()
+        .map(|(t, s)| (*t, s.to_string()))
+        .collect();
+        assert_eq!(seen, want);
+        assert!(m.detector.is_quiet());
     }
 
     #[test]

@@ -51,28 +51,30 @@ pub(super) struct Topology {
 }
 
 impl Topology {
-    /// The multipath maps in sysfs and their paths with current path states, and the polls
-    /// since the last directory scan. The caller hands them back with [`Self::keep`] so that
-    /// the next poll can reuse them without a copy.
-    pub(super) fn scan(&mut self, root: &Root) -> Result<(Vec<SysMap>, u32), SourceError> {
+    /// The multipath maps in sysfs and their paths with current path states, the polls since
+    /// the last directory scan, and whether any path's state differs from the last poll's (always
+    /// true after a scan). The caller hands the maps back with [`Self::keep`] so that the next
+    /// poll can reuse them without a copy.
+    pub(super) fn scan(&mut self, root: &Root) -> Result<(Vec<SysMap>, u32, bool), SourceError> {
         if let Some((mut maps, age)) = self.last.take() {
             if age + 1 < TOPOLOGY_RESCAN_POLLS {
                 let block = root.sys("block");
                 let mut vanished = false;
+                let mut moved = false;
                 for p in maps.iter_mut().flat_map(|m| m.slaves.iter_mut()) {
-                    let state = match self.slaves.get_mut(&p.name) {
-                        Some(cache) => cache.read_state(&block, &p.name),
-                        None => None,
+                    let had = p.state.is_some();
+                    moved |= match self.slaves.get_mut(&p.name) {
+                        Some(cache) => cache.refresh_state(&block, &p.name, &mut p.state),
+                        None => p.state.take().is_some(),
                     };
-                    vanished |= p.state.is_some() && state.is_none();
-                    p.state = state;
+                    vanished |= had && p.state.is_none();
                 }
                 if !vanished {
-                    return Ok((maps, age + 1));
+                    return Ok((maps, age + 1, moved));
                 }
             }
         }
-        Ok((self.scan_dirs(root)?, 0))
+        Ok((self.scan_dirs(root)?, 0, true))
     }
 
     /// Keeps the maps [`Self::scan`] returned for the next poll.
@@ -148,26 +150,46 @@ impl SlaveCache {
     /// The state of path `name` under the sysfs `block` directory; the path is only built when
     /// the file has to be (re)opened, so a steady second costs one `pread` and no allocation
     /// beyond the value.
+    /// Reads the state into `state`; true when it changed. The unchanged steady state
+    /// allocates nothing.
+    fn refresh_state(&mut self, block: &Path, name: &str, state: &mut Option<String>) -> bool {
+        self.with_state(block, name, |now| match (now, state.as_deref()) {
+            (Some(now), Some(was)) if now == was => false,
+            (None, None) => false,
+            (now, _) => {
+                *state = now.map(str::to_owned);
+                true
+            }
+        })
+    }
+
     fn read_state(&mut self, block: &Path, name: &str) -> Option<String> {
+        self.with_state(block, name, |now| now.map(str::to_owned))
+    }
+
+    /// Calls `f` with the path's state (trimmed), or `None` when it cannot be read.
+    fn with_state<T>(&mut self, block: &Path, name: &str, f: impl FnOnce(Option<&str>) -> T) -> T {
         use std::os::unix::fs::FileExt;
         for attempt in 0..2 {
             if self.state.is_none() {
                 let path = block.join(name).join("device/state");
                 self.state = std::fs::File::open(path).ok();
             }
-            let f = self.state.as_ref()?;
+            let Some(file) = self.state.as_ref() else {
+                return f(None);
+            };
             let mut b = [0u8; 64];
-            match f.read_at(&mut b, 0) {
+            match file.read_at(&mut b, 0) {
                 Ok(n) => {
-                    let text = b.get(..n).unwrap_or_default();
-                    return Some(String::from_utf8_lossy(text).trim().to_owned());
+                    let text = String::from_utf8_lossy(b.get(..n).unwrap_or_default());
+                    return f(Some(text.trim()));
                 }
                 // The device went away (ENODEV) or was replaced: reopen once by name.
                 Err(_) if attempt == 0 => self.state = None,
-                Err(_) => return None,
+                Err(_) => return f(None),
             }
         }
-        None
+        f(None)
     }
 }
 

@@ -67,6 +67,15 @@ impl MpathDetector {
         self.maps.iter()
     }
 
+    /// No path has a transition in its flapping window or a failure not yet matched by the
+    /// kernel's count: observing the same view again would change nothing and tell nothing.
+    pub fn is_quiet(&self) -> bool {
+        self.maps
+            .values()
+            .flat_map(|m| m.paths.values())
+            .all(|p| p.window.is_empty() && p.downs_since_count == 0)
+    }
+
     /// Starts a new report interval: the per-interval transition counts go back to 0.
     pub fn end_interval(&mut self) {
         for p in self.maps.values_mut().flat_map(|m| m.paths.values_mut()) {
