@@ -800,15 +800,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn monitor_on_a_fixture_root_with_captured_dmsetup() {
+    /// A fixture root with mpatha's two paths running, and a monitor reading it with the
+    /// captured dmsetup output.
+    fn fixture_monitor(cfg: MpathConfig) -> (tempfile::TempDir, Root, MpathMonitor) {
         let tmp = tempfile::tempdir().unwrap();
         sysfs(tmp.path(), "running");
         let root = Root::new(tmp.path().join("proc"), tmp.path());
         let runner = CapturedRunner::new()
             .with("dmsetup status --target multipath", STATUS_OK)
             .with("dmsetup table --target multipath", TABLE);
-        let mut m = MpathMonitor::new_inline(cfg(), Arc::new(runner));
+        (tmp, root, MpathMonitor::new_inline(cfg, Arc::new(runner)))
+    }
+
+    #[test]
+    fn monitor_on_a_fixture_root_with_captured_dmsetup() {
+        let (tmp, root, mut m) = fixture_monitor(cfg());
         let mut ev = Vec::new();
         m.poll(&root, 0.0, &mut ev).unwrap();
         // sdc's device goes offline: seen through sysfs at once, without a dmsetup run.
@@ -827,17 +833,10 @@ mod tests {
 
     #[test]
     fn steady_polls_still_see_every_change_and_the_end_of_flapping() {
-        let tmp = tempfile::tempdir().unwrap();
-        sysfs(tmp.path(), "running");
-        let root = Root::new(tmp.path().join("proc"), tmp.path());
-        let runner = CapturedRunner::new()
-            .with("dmsetup status --target multipath", STATUS_OK)
-            .with("dmsetup table --target multipath", TABLE);
-        let cfg = MpathConfig {
+        let (tmp, root, mut m) = fixture_monitor(MpathConfig {
             flap_window_s: 30.0,
             ..cfg()
-        };
-        let mut m = MpathMonitor::new_inline(cfg, Arc::new(runner));
+        });
         let mut ev = Vec::new();
         let mut seen = Vec::new();
         // Quiet polls (nothing is rebuilt), then sdc fails and returns twice, a poll apart at
