@@ -12,9 +12,33 @@ use storwatch_test_support::{http, wait_for, Collector};
 
 const TOKEN: &str = "hostile-agents-token-0123456789";
 
+/// A collector process that is killed when the test ends, failed assertions included (a test
+/// that panics must not leave a collector listening behind it).
+struct Running(Child);
+
+impl std::ops::Deref for Running {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Running {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts the collector on `dir/collector.toml` (from [`Collector::write_config`], plus `extra`
 /// appended) with its log in `dir/collector.log`, and waits for /ping.
-fn start(dir: &Path, port: u16, extra: &str) -> Child {
+fn start(dir: &Path, port: u16, extra: &str) -> Running {
     // top-level keys and tables go before the [heartbeat] table
     start_edited(dir, port, |text| {
         text.replacen("[heartbeat]", &format!("{extra}\n[heartbeat]"), 1)
@@ -22,19 +46,21 @@ fn start(dir: &Path, port: u16, extra: &str) -> Child {
 }
 
 /// Like [`start`], with the configuration's text passed through `edit`.
-fn start_edited(dir: &Path, port: u16, edit: impl Fn(String) -> String) -> Child {
+fn start_edited(dir: &Path, port: u16, edit: impl Fn(String) -> String) -> Running {
     let config = Collector::write_config(dir, port, "http://127.0.0.1:9", "hostile", TOKEN);
     let text = std::fs::read_to_string(&config).unwrap();
     std::fs::write(&config, edit(text)).unwrap();
     let log = std::fs::File::create(dir.join("collector.log")).unwrap();
-    let child = Command::new(Collector::bin())
-        .arg("--config")
-        .arg(&config)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
+    let child = Running(
+        Command::new(Collector::bin())
+            .arg("--config")
+            .arg(&config)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
     let up = wait_for(Duration::from_secs(20), || {
         http(&format!("http://127.0.0.1:{port}/ping"), "GET", &[], b"").0 == 204
     });
