@@ -163,8 +163,14 @@ impl MdMonitor {
                 if c.run == run && run.action.is_none() {
                     return Ok(());
                 }
-                c.run = run.clone();
-                let refreshed = mdsys::refresh(root, &a.name, &mut c.sys);
+                // The same run going on: only its progress (and mismatch count) moves each
+                // second; its state is re-read when mdstat's line changes and with the members.
+                let refreshed = if c.run == run {
+                    mdsys::refresh_progress(root, &a.name, &mut c.sys)
+                } else {
+                    c.run = run.clone();
+                    mdsys::refresh(root, &a.name, &mut c.sys)
+                };
                 match refreshed {
                     Ok(true) => return Ok(()),
                     Ok(false) => {}

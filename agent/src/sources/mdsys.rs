@@ -315,6 +315,22 @@ pub fn refresh(root: &Root, array: &str, sys: &mut MdSys) -> Result<bool, Source
     Ok(true)
 }
 
+/// Re-reads only what a running sync moves (`sync_completed`, `sync_speed`, `mismatch_cnt`) into
+/// `sys`: while mdstat's line for the array keeps its shape and its action, `array_state`,
+/// `degraded` and `sync_action` cannot have changed unseen.
+/// `Ok(false)` when the array is gone.
+pub fn refresh_progress(root: &Root, array: &str, sys: &mut MdSys) -> Result<bool, SourceError> {
+    let dir = root.sys(&format!("block/{array}/md"));
+    let mut buf = String::new();
+    let Some(done) = attr(&dir, "sync_completed", &mut buf, parse_sync_completed)? else {
+        return Ok(false);
+    };
+    sys.sync_completed = Some(done);
+    sys.sync_speed_kbps = attr(&dir, "sync_speed", &mut buf, parse_sync_speed)?.flatten();
+    sys.mismatch_cnt = attr(&dir, "mismatch_cnt", &mut buf, parse_count)?;
+    Ok(true)
+}
+
 /// Reads and parses one attribute; `Ok(None)` when the file is absent.
 fn attr<T>(
     dir: &Path,
