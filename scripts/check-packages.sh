@@ -1,33 +1,30 @@
 #!/usr/bin/env bash
 # Builds the agent's and the collector's rpm (and, when cargo-deb is installed, deb) and checks
-# whether they own their directories with the right modes (docs/deploy.md, "1. Packages"):
+# that they own their directories with the right modes (docs/deploy.md, "1. Packages"):
 #
-#   scripts/check-packages.sh            # release build, then the packages
-#   scripts/check-packages.sh --no-build # packages from the release binaries already built
+#   scripts/check-packages.sh                # release build, then the packages
+#   scripts/check-packages.sh --bin DIR      # package the binaries in DIR (e.g. target/debug)
 #
-# rpm: storwatch-agent should own /etc/storwatch (0755) and /var/lib/storwatch (0700),
-# storwatch-collector /etc/storwatch (0755), all root:root — so that `rpm -qf` names the package
-# and `rpm -V` checks the modes. They do not yet: cargo-generate-rpm 0.21.1 fails on directory
-# entries (see the comment in agent/Cargo.toml), so this exits 1 today. deb: /etc/storwatch is
-# in both packages' data (dpkg shares a directory between packages); /var/lib/storwatch is made
-# by the agent's postinst (0700) and removed by its purge.
+# rpm: storwatch-agent owns /etc/storwatch (0755) and /var/lib/storwatch (0700),
+# storwatch-collector /etc/storwatch (0755), all root:root. Both rpms are installed into a
+# scratch root (files only, no scriptlets) where `rpm -qf` must name the owners and `rpm -V`
+# must find nothing changed. deb: /etc/storwatch is in both packages' data (dpkg shares a
+# directory between packages); /var/lib/storwatch is made by the agent's postinst (0700) and
+# removed by its purge.
 #
-# Needs cargo-generate-rpm and rpm (Debian package `rpm`); installs them when missing. Prints
-# what it found.
+# Needs rpm (Debian package `rpm`; scripts/build-rpm.sh installs it when missing). Prints what it
+# found; exits 1 on the first package that does not own what it should.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v rpm >/dev/null; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q >/dev/null
-  apt-get install -y -q --no-install-recommends rpm >/dev/null
+build=()
+bin=target/release
+if [ "${1:-}" = --bin ]; then
+  bin=$2
+  build=(--bin "$2" --fast)
 fi
-if ! cargo generate-rpm --version >/dev/null 2>&1; then
-  cargo install cargo-generate-rpm --locked
-fi
-if [ "${1:-}" != --no-build ]; then
-  cargo build --release --locked -p storwatch-agent -p storwatch-collector
-fi
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
 
 fail=0
 # expect LISTING MODE PATH: the listing (rpm -qlvp or dpkg -c) has PATH as a directory with MODE
@@ -42,24 +39,45 @@ expect() {
   fi
 }
 
-for pkg in agent collector; do
-  cargo generate-rpm -p "$pkg"
-  rpm_file=$(ls -t target/generate-rpm/storwatch-"$pkg"-*.rpm | head -1)
-  echo "== $rpm_file"
+mapfile -t rpms < <(scripts/build-rpm.sh "${build[@]}" --out "$out/rpm")
+for rpm_file in "${rpms[@]}"; do
+  echo "== $(basename "$rpm_file")"
   listing=$(rpm -qlvp "$rpm_file" 2>/dev/null)
-  grep -E ' /etc/storwatch$| /var/lib/storwatch$' <<<"$listing" || true
   expect "$listing" drwxr-xr-x /etc/storwatch
-  if [ "$pkg" = agent ]; then
-    expect "$listing" drwx------ /var/lib/storwatch
-  fi
+  case $rpm_file in
+    */storwatch-agent-*) expect "$listing" drwx------ /var/lib/storwatch ;;
+  esac
 done
+
+echo "== installed into a scratch root"
+root=$out/root
+rpm --root "$root" --initdb
+rpm --root "$root" -i --nodeps --noscripts "${rpms[@]}" 2>/dev/null
+for path in /etc/storwatch /var/lib/storwatch /etc/storwatch/agent.toml /etc/storwatch/collector.toml; do
+  owners=$(rpm --root "$root" -qf --qf '%{NAME} ' "$path" 2>&1 || true)
+  echo "rpm -qf $path: $owners"
+  case $path in
+    /etc/storwatch) want="storwatch-agent storwatch-collector" ;;
+    /var/lib/storwatch|*/agent.toml) want=storwatch-agent ;;
+    *) want=storwatch-collector ;;
+  esac
+  for w in $want; do
+    grep -qw "$w" <<<"$owners" || { echo "FAIL $path is not owned by $w"; fail=1; }
+  done
+done
+if verify=$(rpm --root "$root" -V --nodeps storwatch-agent storwatch-collector 2>&1); then
+  echo "rpm -V: nothing changed"
+else
+  echo "FAIL rpm -V: $verify"
+  fail=1
+fi
+stat -c '%A %U:%G %n' "$root/etc/storwatch" "$root/var/lib/storwatch" || true
 
 if cargo deb --version >/dev/null 2>&1 && command -v dpkg >/dev/null; then
   for pkg in agent collector; do
     deb_file=$(cargo deb --no-build -p storwatch-"$pkg" 2>/dev/null | tail -1)
     echo "== $deb_file"
     listing=$(dpkg -c "$deb_file")
-    grep -E ' \./etc/storwatch/$' <<<"$listing" || true
     expect "$listing" drwxr-xr-x /etc/storwatch
   done
 else

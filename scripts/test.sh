@@ -6,13 +6,12 @@
 # Installs what the tests need beyond the Rust toolchain — from the OS packages: curl, python3 and
 # openssl (scripts and test certificates), influxdb-client and python3-influxdb (real InfluxDB
 # clients against the collector), faketime (a collector whose clock is set back, in the dashboards
-# test), prometheus (promtool and a real Prometheus scraping the agent) and InfluxDB 1.x (every
-# test that stores data runs a real influxd on 127.0.0.1); from PyPI influxdb-client and
-# datafusion (the InfluxDB 3 plugin's SQL runs on it); with Go (when installed) Telegraf from the
-# Go module proxy — then checks formatting and lints, builds the tests and runs the whole
-# workspace's tests. Snapshots are never rewritten here. Each phase prints its time, and the end
-# a summary
-# with the slowest test binaries.
+# test), prometheus (promtool and a real Prometheus scraping the agent), rpm (rpmbuild for the
+# packaging test) and InfluxDB 1.x (every test that stores data runs a real influxd on
+# 127.0.0.1); from PyPI influxdb-client and datafusion (the InfluxDB 3 plugin's SQL runs on it);
+# with Go (when installed) Telegraf from the Go module proxy — then checks formatting and lints,
+# builds the tests and runs the whole workspace's tests. Snapshots are never rewritten here. Each
+# phase prints its time, and the end a summary with the slowest test binaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,8 +33,9 @@ phase() {
 
 phase "prerequisites"
 missing=()
-# tool:package — promtool and prometheus check the agent's Prometheus exposition
-for pair in curl:curl python3:python3 pip3:python3-pip openssl:openssl faketime:faketime promtool:prometheus; do
+# tool:package — promtool and prometheus check the agent's Prometheus exposition, rpmbuild
+# builds the rpms tests/tests/packages.rs installs into a scratch root
+for pair in curl:curl python3:python3 pip3:python3-pip openssl:openssl faketime:faketime promtool:prometheus rpmbuild:rpm; do
   command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
 done
 # real InfluxDB clients against the collector (collector/tests/clients.rs): the influx CLI, the
