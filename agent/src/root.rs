@@ -33,12 +33,12 @@ impl Root {
 
     /// `rel` (e.g. `"diskstats"`, `"net/dev"`) under the proc root.
     pub fn proc(&self, rel: &str) -> PathBuf {
-        self.proc.join(rel)
+        self.proc.join_sized(rel)
     }
 
     /// `rel` (e.g. `"block/sda/queue/scheduler"`) under the sys root.
     pub fn sys(&self, rel: &str) -> PathBuf {
-        self.sys.join(rel)
+        self.sys.join_sized(rel)
     }
 
     /// The proc root itself.
@@ -61,27 +61,71 @@ impl Root {
 /// Four system calls per file — open, read, the read that finds the end, close — where
 /// `File::read_to_string` adds an `fstat` and an `lseek` to size its buffer: a third of the
 /// calls of the sampling loop, for files whose size sysfs and procfs report as 4096 or 0 anyway.
+/// The bytes land in a per-thread buffer that stays initialized between reads, then are checked
+/// as UTF-8 and copied: `Read::read_to_string` on an unsized reader zero-fills its spare
+/// capacity on every call, which cost more than the parse of most files.
 pub fn read_into(path: &Path, buf: &mut String) -> Result<bool, SourceError> {
     buf.clear();
-    match std::fs::File::open(path) {
-        Ok(f) => match Unsized(&f).read_to_string(buf) {
-            Ok(_) => Ok(true),
-            // sysfs attributes of a device that just vanished answer ENODEV/ENXIO on read.
-            Err(e) if vanished(&e) => Ok(false),
-            Err(e) => Err(SourceError::io(path, e)),
-        },
-        Err(e) if e.kind() == io::ErrorKind::NotFound || vanished(&e) => Ok(false),
-        Err(e) => Err(SourceError::io(path, e)),
-    }
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound || vanished(&e) => return Ok(false),
+        Err(e) => return Err(SourceError::io(path, e)),
+    };
+    SCRATCH.with_borrow_mut(|scratch| {
+        let mut filled = 0;
+        loop {
+            if filled == scratch.len() {
+                // Doubles, zero-filled once; the buffer keeps the largest file's size.
+                scratch.resize(scratch.len().max(SCRATCH_START) * 2, 0);
+            }
+            match (&file).read(scratch.get_mut(filled..).unwrap_or_default()) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // sysfs attributes of a device that just vanished answer ENODEV/ENXIO on read.
+                Err(e) if vanished(&e) => return Ok(false),
+                Err(e) => return Err(SourceError::io(path, e)),
+            }
+        }
+        match std::str::from_utf8(scratch.get(..filled).unwrap_or_default()) {
+            Ok(text) => {
+                buf.push_str(text);
+                Ok(true)
+            }
+            Err(_) => Err(SourceError::io(
+                path,
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "stream did not contain valid UTF-8",
+                ),
+            )),
+        }
+    })
 }
 
-/// A file read without asking for its size first (see [`read_into`]).
-struct Unsized<'a>(&'a std::fs::File);
+/// Size the read buffer starts at: most files are one sysfs value or a few lines of /proc.
+const SCRATCH_START: usize = 4096;
 
-impl Read for Unsized<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let mut f: &std::fs::File = self.0;
-        f.read(buf)
+thread_local! {
+    /// The read buffer of [`read_into`], initialized once and reused by every read of the thread.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; SCRATCH_START]);
+}
+
+/// `Path::join` with the capacity reserved up front: `join` copies the directory into a buffer
+/// of its exact size and grows it for the name, an allocation, a reallocation and a copy each
+/// time — hundreds of times in every rescan of `/sys/block`.
+pub trait JoinSized {
+    /// `self` joined with `name`, as `Path::join` does it.
+    fn join_sized(&self, name: impl AsRef<Path>) -> PathBuf;
+}
+
+impl JoinSized for Path {
+    fn join_sized(&self, name: impl AsRef<Path>) -> PathBuf {
+        let name = name.as_ref();
+        let mut path = PathBuf::with_capacity(self.as_os_str().len() + 1 + name.as_os_str().len());
+        path.push(self);
+        path.push(name);
+        path
     }
 }
 
@@ -125,6 +169,20 @@ mod tests {
             r.sys("block/sda/size"),
             PathBuf::from("/tmp/s/block/sda/size")
         );
+    }
+
+    #[test]
+    fn join_sized_joins_as_join_does() {
+        for (dir, name) in [
+            ("/sys/block/sda", "queue/scheduler"),
+            ("/sys/block/sda/", "dev"),
+            ("relative", "x"),
+            ("", "x"),
+            ("/a", "/abs"),
+            ("/a", ""),
+        ] {
+            assert_eq!(Path::new(dir).join_sized(name), Path::new(dir).join(name));
+        }
     }
 
     #[test]

@@ -7,8 +7,6 @@
 //! until its second sample; one whose counters go backwards (replaced, reset) loses that second,
 //! counted in `resets`; one that vanishes is forgotten.
 
-use std::collections::HashMap;
-
 use storwatch_wire::lp::LineWriter;
 
 use super::{r3, Collector, Live, ReportCx, SampleCx, SourceErrors, Watched};
@@ -75,7 +73,7 @@ pub struct DiskCollector {
     buf: String,
     scratch: Vec<f64>,
     generation: u64,
-    disks: HashMap<String, DiskState>,
+    disks: super::NameMap<DiskState>,
     /// `/proc/diskstats` was missing at the last sample (warned once, until it is back).
     missing: bool,
 }
@@ -90,7 +88,7 @@ impl DiskCollector {
             buf: String::with_capacity(64 * 1024),
             scratch: Vec::new(),
             generation: 0,
-            disks: HashMap::new(),
+            disks: super::NameMap::default(),
             missing: false,
         }
     }

@@ -274,3 +274,87 @@ pub fn storage(cfg: &Config, inline: bool) -> Vec<Box<dyn Collector>> {
     }
     v
 }
+
+/// The per-device maps of the 1 s loop (block devices, interfaces), keyed by the kernel's name.
+///
+/// Hashed with FxHash (rustc's own hasher) instead of SipHash: each sample looks up every
+/// device, and SipHash cost ~7,500 instructions a sample on a 250-disk server for keys that
+/// come from the kernel, not from a client that could choose colliding names.
+pub(crate) type NameMap<V> =
+    std::collections::HashMap<String, V, std::hash::BuildHasherDefault<NameHasher>>;
+
+/// FxHash: a rotate, xor and multiply per 8 bytes of key.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct NameHasher(u64);
+
+impl NameHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl std::hash::Hasher for NameHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            if let Some(w) = word.get_mut(..chunk.len()) {
+                w.copy_from_slice(chunk);
+            }
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+#[cfg(test)]
+mod name_map_tests {
+    use super::NameMap;
+
+    #[test]
+    fn names_that_share_a_prefix_or_length_are_distinct_keys() {
+        let mut m: NameMap<usize> = NameMap::default();
+        let names: Vec<String> = (0..2000)
+            .map(|i| format!("sd{}", crate::collect::name_map_tests::letters(i)))
+            .chain(
+                [
+                    "dm-1",
+                    "dm-10",
+                    "md127",
+                    "nvme0n1",
+                    "nvme0n1p1",
+                    "sdaaaaaaaaa",
+                ]
+                .map(String::from),
+            )
+            .collect();
+        for (i, n) in names.iter().enumerate() {
+            m.insert(n.clone(), i);
+        }
+        assert_eq!(m.len(), names.len());
+        for (i, n) in names.iter().enumerate() {
+            assert_eq!(m.get(n.as_str()), Some(&i), "{n}");
+        }
+        assert_eq!(m.get("sd"), None);
+    }
+
+    /// 0 → "a", 25 → "z", 26 → "aa": the kernel's disk suffixes.
+    fn letters(mut i: usize) -> String {
+        let mut s = Vec::new();
+        loop {
+            s.push(b'a' + (i % 26) as u8);
+            if i < 26 {
+                break;
+            }
+            i = i / 26 - 1;
+        }
+        s.reverse();
+        String::from_utf8(s).unwrap_or_default()
+    }
+}

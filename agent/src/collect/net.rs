@@ -5,8 +5,6 @@
 //! ([`NetInterval`]); a report turns them into sar -n DEV/EDEV's values over the interval, %ifutil
 //! as sar computes it, and the interval's highest 1 s byte rates and %ifutil.
 
-use std::collections::HashMap;
-
 use storwatch_wire::lp::LineWriter;
 
 use super::{r3, Collector, Live, ReportCx, SampleCx, SourceErrors, Watched};
@@ -47,7 +45,7 @@ pub struct NetCollector {
     exclude: Vec<String>,
     buf: String,
     generation: u64,
-    nets: HashMap<String, NetState>,
+    nets: super::NameMap<NetState>,
 }
 
 impl NetCollector {
@@ -57,7 +55,7 @@ impl NetCollector {
             exclude: cfg.exclude_interfaces.clone(),
             buf: String::with_capacity(4096),
             generation: 0,
-            nets: HashMap::new(),
+            nets: super::NameMap::default(),
         }
     }
 

@@ -240,6 +240,7 @@ impl Cursor<'_> {
 
     /// Skips spaces, the only separator the kernel writes; true when nothing was left. Any other
     /// whitespace stops the fast path (`number` refuses it), and [`parse_line`] takes the line.
+    #[inline(always)]
     fn at_end(&mut self) -> bool {
         while self.peek() == Some(b' ') {
             self.pos += 1;
@@ -250,6 +251,7 @@ impl Cursor<'_> {
     /// The next field as a u64, if it is 1 to 19 digits ending at a space or the end of the
     /// line. Nineteen digits cannot overflow a u64, so the loop needs no overflow check; longer
     /// numbers go through [`parse_line`], which checks.
+    #[inline(always)]
     fn number(&mut self) -> Option<u64> {
         self.at_end();
         let rest = self.bytes.get(self.pos..)?;

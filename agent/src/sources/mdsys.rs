@@ -25,6 +25,7 @@
 //! device or every 5 minutes (`UPDATE_FREQUENCY`), while mdstat shows the live position.
 //! A `/` in a member name (`cciss/c0d0p1`) appears as `!` in the `dev-` directory name.
 
+use crate::root::JoinSized;
 use std::path::Path;
 
 use crate::root::{list_dir, read_into, Root};
@@ -282,7 +283,7 @@ pub fn read(root: &Root, array: &str) -> Result<Option<MdSys>, SourceError> {
         let Some(dev) = entry.strip_prefix("dev-") else {
             continue;
         };
-        let ddir = dir.join(entry);
+        let ddir = dir.join_sized(entry);
         let state = attr(&ddir, "state", &mut buf, parse_dev_state)?;
         // A member removed between listing and reading leaves nothing behind: skip it.
         let Some(state) = state else { continue };
@@ -338,7 +339,7 @@ fn attr<T>(
     buf: &mut String,
     parse: fn(&str) -> Result<T, ParseError>,
 ) -> Result<Option<T>, SourceError> {
-    let path = dir.join(name);
+    let path = dir.join_sized(name);
     if !read_into(&path, buf)? {
         return Ok(None);
     }

@@ -15,6 +15,7 @@
 //! [`read_info`] falls back to `block/<name>` and `block/<disk>/<name>`, checking the `dev` file
 //! so that a name now held by another device is not mistaken for the one asked about.
 
+use crate::root::JoinSized;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -203,7 +204,7 @@ pub(crate) fn read_number(path: &Path, buf: &mut String) -> Result<Option<u64>, 
 
 /// Whether the `dev` file in `dir` names `major:minor` (true when there is no `dev` file).
 fn dev_matches(dir: &Path, major: u32, minor: u32, buf: &mut String) -> Result<bool, SourceError> {
-    if !read_into(&dir.join("dev"), buf)? {
+    if !read_into(&dir.join_sized("dev"), buf)? {
         return Ok(true);
     }
     let (maj, min) = buf.trim().split_once(':').unwrap_or_default();
@@ -231,7 +232,7 @@ fn device_dir(
         return Ok(None);
     }
     let block = root.sys("block");
-    let whole = block.join(&name);
+    let whole = block.join_sized(&name);
     if is_dir(&whole)? && dev_matches(&whole, major, minor, buf)? {
         return Ok(Some(whole));
     }
@@ -240,7 +241,7 @@ fn device_dir(
         if disk.len() >= name.len() || !name.starts_with(disk.as_str()) {
             continue;
         }
-        let part = block.join(&disk).join(&name);
+        let part = block.join_sized(&disk).join_sized(&name);
         if is_dir(&part)? && dev_matches(&part, major, minor, buf)? {
             return Ok(Some(part));
         }
@@ -260,20 +261,20 @@ pub fn read_info(
     let Some(dir) = device_dir(root, Some(name), major, minor, &mut buf)? else {
         return Ok(None);
     };
-    let partition = read_into(&dir.join("partition"), &mut buf)?;
+    let partition = read_into(&dir.join_sized("partition"), &mut buf)?;
     // The kernel resolves `..` after following the dev/block link, so this is the disk's queue.
     let queue = if partition {
-        dir.join("../queue")
+        dir.join_sized("../queue")
     } else {
-        dir.join("queue")
+        dir.join_sized("queue")
     };
     let info = BlockInfo {
-        dm_name: read_text(&dir.join("dm/name"))?,
-        dm_uuid: read_text(&dir.join("dm/uuid"))?,
-        slaves: list_dir(&dir.join("slaves"))?.unwrap_or_default(),
-        holders: list_dir(&dir.join("holders"))?.unwrap_or_default(),
-        rotational: read_number(&queue.join("rotational"), &mut buf)?.map(|r| r != 0),
-        size_sectors: read_number(&dir.join("size"), &mut buf)?,
+        dm_name: read_text(&dir.join_sized("dm/name"))?,
+        dm_uuid: read_text(&dir.join_sized("dm/uuid"))?,
+        slaves: list_dir(&dir.join_sized("slaves"))?.unwrap_or_default(),
+        holders: list_dir(&dir.join_sized("holders"))?.unwrap_or_default(),
+        rotational: read_number(&queue.join_sized("rotational"), &mut buf)?.map(|r| r != 0),
+        size_sectors: read_number(&dir.join_sized("size"), &mut buf)?,
         partition,
     };
     // A device removed while we read it left us with a half-empty answer: report it gone.
@@ -290,23 +291,23 @@ pub fn read_tunables(root: &Root, major: u32, minor: u32) -> Result<Option<Tunab
         return Ok(None);
     };
     // A partition's `../queue` is its disk's: reported once, for the disk.
-    if read_into(&dir.join("partition"), &mut buf)? {
+    if read_into(&dir.join_sized("partition"), &mut buf)? {
         return Ok(None);
     }
-    let queue = dir.join("queue");
+    let queue = dir.join_sized("queue");
     if !is_dir(&queue)? {
         return Ok(None);
     }
-    let scheduler = if read_into(&queue.join("scheduler"), &mut buf)? {
+    let scheduler = if read_into(&queue.join_sized("scheduler"), &mut buf)? {
         parse_scheduler(&buf).map(str::to_owned)
     } else {
         None
     };
     Ok(Some(Tunables {
-        read_ahead_kb: read_number(&queue.join("read_ahead_kb"), &mut buf)?,
+        read_ahead_kb: read_number(&queue.join_sized("read_ahead_kb"), &mut buf)?,
         scheduler,
-        nr_requests: read_number(&queue.join("nr_requests"), &mut buf)?,
-        max_sectors_kb: read_number(&queue.join("max_sectors_kb"), &mut buf)?,
+        nr_requests: read_number(&queue.join_sized("nr_requests"), &mut buf)?,
+        max_sectors_kb: read_number(&queue.join_sized("max_sectors_kb"), &mut buf)?,
     }))
 }
 

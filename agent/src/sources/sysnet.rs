@@ -7,6 +7,7 @@
 //! fails with EINVAL (EOPNOTSUPP for drivers without link settings, as on `lo`); that means
 //! "unknown", not a broken source. `carrier_changes` exists since 3.15.
 
+use crate::root::JoinSized;
 use std::io;
 
 use crate::root::{read_into, Root};
@@ -93,18 +94,18 @@ pub fn read(root: &Root, iface: &str) -> Result<NetInfo, SourceError> {
     }
     let dir = root.sys(&format!("class/net/{iface}"));
     let mut buf = String::new();
-    if link_attribute(read_into(&dir.join("speed"), &mut buf))? {
+    if link_attribute(read_into(&dir.join_sized("speed"), &mut buf))? {
         info.speed_mbps = parse_speed(&buf);
     }
-    if link_attribute(read_into(&dir.join("duplex"), &mut buf))? {
+    if link_attribute(read_into(&dir.join_sized("duplex"), &mut buf))? {
         info.duplex = parse_duplex(&buf);
     }
-    if read_into(&dir.join("operstate"), &mut buf)? {
+    if read_into(&dir.join_sized("operstate"), &mut buf)? {
         let state = buf.trim();
         info.operstate = (!state.is_empty()).then(|| state.to_owned());
     }
-    info.carrier_changes = read_number(&dir.join("carrier_changes"), &mut buf)?;
-    info.mtu = read_number(&dir.join("mtu"), &mut buf)?;
+    info.carrier_changes = read_number(&dir.join_sized("carrier_changes"), &mut buf)?;
+    info.mtu = read_number(&dir.join_sized("mtu"), &mut buf)?;
     Ok(info)
 }
 

@@ -2,6 +2,7 @@
 //! uuid starts `mpath-`; read once per device), `slaves/` (the paths), and each path's
 //! `device/state` (`running`, `offline`, `blocked`, `transport-offline`; NVMe: `live`).
 
+use crate::root::JoinSized;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -89,7 +90,7 @@ impl Topology {
         self.idents.retain(|k, _| dms.contains(&k));
         let mut out = Vec::new();
         for dm in dms {
-            let dir = block.join(dm);
+            let dir = block.join_sized(dm);
             if !self.idents.contains_key(dm) {
                 let ident = read_ident(&dir, &mut self.buf)?;
                 self.idents.insert(dm.clone(), ident);
@@ -102,10 +103,10 @@ impl Topology {
             };
             let dev = ident.dev;
             let mut slaves = Vec::new();
-            for s in list_dir(&dir.join("slaves"))?.unwrap_or_default() {
-                let sdir = block.join(&s);
+            for s in list_dir(&dir.join_sized("slaves"))?.unwrap_or_default() {
+                let sdir = block.join_sized(&s);
                 if !self.slaves.contains_key(&s) {
-                    let dev = read_dev(&sdir.join("dev"), &mut self.buf)?;
+                    let dev = read_dev(&sdir.join_sized("dev"), &mut self.buf)?;
                     self.slaves
                         .insert(s.clone(), SlaveCache { dev, state: None });
                 }
@@ -172,7 +173,7 @@ impl SlaveCache {
         use std::os::unix::fs::FileExt;
         for attempt in 0..2 {
             if self.state.is_none() {
-                let path = block.join(name).join("device/state");
+                let path = block.join_sized(name).join_sized("device/state");
                 self.state = std::fs::File::open(path).ok();
             }
             let Some(file) = self.state.as_ref() else {
@@ -194,15 +195,15 @@ impl SlaveCache {
 }
 
 fn read_ident(dir: &Path, buf: &mut String) -> Result<DmIdent, SourceError> {
-    let dev = read_dev(&dir.join("dev"), buf)?;
-    let uuid = if read_into(&dir.join("dm/uuid"), buf)? {
+    let dev = read_dev(&dir.join_sized("dev"), buf)?;
+    let uuid = if read_into(&dir.join_sized("dm/uuid"), buf)? {
         buf.trim().to_owned()
     } else {
         String::new()
     };
     let mpath = match uuid.strip_prefix("mpath-") {
         Some(wwid) => {
-            let name = if read_into(&dir.join("dm/name"), buf)? {
+            let name = if read_into(&dir.join_sized("dm/name"), buf)? {
                 buf.trim().to_owned()
             } else {
                 String::new()

@@ -238,6 +238,10 @@ fn transitions(
             ));
             continue;
         };
+        // The role follows from these three alone: unchanged, nothing to compare.
+        if before.state == m.state && before.failed == m.failed && before.spare == m.spare {
+            continue;
+        }
         let (r0, r1) = (before.role(), m.role());
         if r0 == r1 {
             continue;

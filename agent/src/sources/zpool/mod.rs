@@ -20,6 +20,7 @@
 //! printed with a suffix (`1.24T`, `1.05K`; always powers of 1024) are converted and so carry
 //! the tool's three significant digits; with `-p`/`--json-int` they are exact.
 
+use crate::root::JoinSized;
 use std::fmt;
 use std::path::Path;
 
@@ -493,10 +494,10 @@ pub fn read_states(root: &Root) -> Result<Option<Vec<(String, String)>>, SourceE
     let mut out = Vec::new();
     for name in names {
         // Module-wide kstats (`arcstats`, `dbufstats`, …) are files; pools are directories.
-        if !dir.join(&name).is_dir() {
+        if !dir.join_sized(&name).is_dir() {
             continue;
         }
-        let path = dir.join(&name).join("state");
+        let path = dir.join_sized(&name).join_sized("state");
         // A pool exported between listing and reading simply drops out.
         if let Some(text) = read_optional(&path)? {
             let state = parse_state(&text).map_err(|e| SourceError::parse(&path, e))?;
