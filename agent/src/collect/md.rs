@@ -82,6 +82,16 @@ impl Shape {
             slots: (a.raid_disks, a.working_disks, a.slot_status.clone()),
         }
     }
+
+    /// `Shape::of(a) == *self`, without building one: every array, every second.
+    fn matches(&self, a: &MdArray) -> bool {
+        self.active == a.active
+            && self.level == a.level
+            && self.members == a.members
+            && self.slots.0 == a.raid_disks
+            && self.slots.1 == a.working_disks
+            && self.slots.2 == a.slot_status
+    }
 }
 
 /// What in mdstat's view of an array says its running state (`array_state`, `sync_action`, …)
@@ -91,18 +101,25 @@ impl Shape {
 /// second.
 #[derive(Debug, Clone, PartialEq)]
 struct RunShape {
-    read_only: String,
-    action: Option<String>,
+    read_only: mdstat::ReadOnly,
+    action: Option<mdstat::SyncAction>,
     waiting: Option<String>,
 }
 
 impl RunShape {
     fn of(a: &MdArray) -> Self {
         Self {
-            read_only: format!("{:?}", a.read_only),
-            action: a.progress.as_ref().map(|p| format!("{:?}", p.action)),
+            read_only: a.read_only,
+            action: a.progress.as_ref().map(|p| p.action.clone()),
             waiting: a.waiting.as_ref().map(|w| w.action.clone()),
         }
+    }
+
+    /// `RunShape::of(a) == *self`, without building one.
+    fn matches(&self, a: &MdArray) -> bool {
+        self.read_only == a.read_only
+            && self.action.as_ref() == a.progress.as_ref().map(|p| &p.action)
+            && self.waiting.as_deref() == a.waiting.as_ref().map(|w| w.action.as_str())
     }
 }
 
@@ -152,23 +169,22 @@ impl MdMonitor {
     /// Brings the array's sysfs view in the cache up to date; afterwards the cache holds it, or
     /// nothing when the array has no sysfs directory (or reading it failed).
     fn read_sys(&mut self, root: &Root, a: &MdArray) -> Result<(), SourceError> {
-        let shape = Shape::of(a);
-        let run = RunShape::of(a);
         let every = self.config.member_refresh_polls.max(1);
         if let Some(c) = self.sys_cache.get_mut(&a.name) {
             c.polls += 1;
-            if c.shape == shape && c.polls < every {
+            if c.shape.matches(a) && c.polls < every {
+                let same_run = c.run.matches(a);
                 // An idle array whose mdstat line did not move: nothing in its running state can
                 // have changed unseen (mismatch_cnt grows only during a sync run).
-                if c.run == run && run.action.is_none() {
+                if same_run && a.progress.is_none() {
                     return Ok(());
                 }
                 // The same run going on: only its progress (and mismatch count) moves each
                 // second; its state is re-read when mdstat's line changes and with the members.
-                let refreshed = if c.run == run {
+                let refreshed = if same_run {
                     mdsys::refresh_progress(root, &a.name, &mut c.sys)
                 } else {
-                    c.run = run.clone();
+                    c.run = RunShape::of(a);
                     mdsys::refresh(root, &a.name, &mut c.sys)
                 };
                 match refreshed {
@@ -187,8 +203,8 @@ impl MdMonitor {
                 a.name.clone(),
                 SysCache {
                     sys,
-                    shape,
-                    run,
+                    shape: Shape::of(a),
+                    run: RunShape::of(a),
                     polls: 0,
                 },
             );
@@ -228,7 +244,7 @@ impl MdMonitor {
             .retain(|name, _| parsed.arrays.iter().any(|a| &a.name == name));
         let cache = &self.sys_cache;
         self.detector
-            .observe(&parsed, |n| cache.get(n).map(|c| &c.sys), now_s, events);
+            .observe(parsed, |n| cache.get(n).map(|c| &c.sys), now_s, events);
         first_error.map_or(Ok(()), Err)
     }
 
@@ -365,6 +381,49 @@ mod tests {
         format!(
             "{RAID6_HEAD}md0 : active raid6 {members}\n      4000000 blocks super 1.2 level 6, 512k chunk, algorithm 2 {slots}\n{progress}      \nunused devices: <none>\n"
         )
+    }
+
+    #[test]
+    fn an_idle_array_read_the_same_many_times_still_announces_its_next_change() {
+        let h = Host::new();
+        let mut m = monitor();
+        let members = "sdg[6](S) sdf[5] sde[4] sdd[3] sdc[2] sdb[1] sda[0]";
+        h.mdstat(&raid6(members, "[6/6] [UUUUUU]", ""));
+        for t in 0..5 {
+            // Identical readings: derived once, then kept as they are.
+            assert_eq!(poll(&mut m, &h, f64::from(t)), vec![]);
+        }
+        let s = m.array("md0").expect("md0");
+        assert_eq!((s.state, s.redundancy_left), (ArrayState::Clean, Some(2)));
+        h.mdstat(&raid6(
+            "sdg[6](S) sdf[5] sde[4] sdd[3] sdc[2](F) sdb[1] sda[0]",
+            "[6/5] [UU_UUU]",
+            "",
+        ));
+        assert_eq!(
+            poll(&mut m, &h, 5.0),
+            vec![
+                ev("md0", "clean", "degraded"),
+                ev("md0/sdc", "active", "failed")
+            ]
+        );
+        assert_eq!(poll(&mut m, &h, 6.0), vec![]);
+        let s = m.array("md0").expect("md0");
+        assert_eq!(
+            (s.state, s.redundancy_left),
+            (ArrayState::Degraded, Some(1))
+        );
+        // Back to the first reading: the change back is announced too, and a vanished array is.
+        h.mdstat(&raid6(members, "[6/6] [UUUUUU]", ""));
+        assert_eq!(
+            poll(&mut m, &h, 7.0),
+            vec![
+                ev("md0", "degraded", "clean"),
+                ev("md0/sdc", "failed", "active")
+            ]
+        );
+        h.mdstat(&format!("{RAID6_HEAD}unused devices: <none>\n"));
+        assert_eq!(poll(&mut m, &h, 8.0), vec![ev("md0", "clean", "")]);
     }
 
     #[test]
@@ -798,7 +857,7 @@ mod tests {
                     });
                 }
                 let mut events = Vec::new();
-                m.detector.observe(&parsed, |n| sys.get(n), t, &mut events);
+                m.detector.observe(parsed, |n| sys.get(n), t, &mut events);
                 t += 1.0;
                 for (s, members) in m.arrays() {
                     proptest::prop_assert!(s.active <= s.members);

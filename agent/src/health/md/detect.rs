@@ -11,7 +11,7 @@ use super::derive::{derive, derive_members, Params, Run};
 use super::model::{ArrayState, ArrayStatus, MemberStatus};
 use crate::event::Event;
 use crate::health::risk::RiskModel;
-use crate::sources::mdstat::Mdstat;
+use crate::sources::mdstat::{MdArray, Mdstat};
 use crate::sources::mdsys::MdSys;
 
 /// One array and what the detector remembers of it.
@@ -24,6 +24,10 @@ struct Tracked {
     mismatch_told: Option<u64>,
     /// A growth was announced during the running check/repair/resync.
     mismatch_told_in_run: bool,
+    /// The poll that last listed the array.
+    seen_in: u64,
+    /// The mdstat and sysfs reading this state was derived from.
+    input: (MdArray, Option<MdSys>),
 }
 
 /// The MD state machine: feed it one poll's mdstat and sysfs per poll.
@@ -32,6 +36,8 @@ pub struct MdDetector {
     params: Params,
     arrays: BTreeMap<String, Tracked>,
     polled: bool,
+    /// Polls so far.
+    poll_no: u64,
 }
 
 impl MdDetector {
@@ -46,6 +52,7 @@ impl MdDetector {
             },
             arrays: BTreeMap::new(),
             polled: false,
+            poll_no: 0,
         }
     }
 
@@ -66,24 +73,34 @@ impl MdDetector {
     /// and announces nothing.
     pub fn observe<'s>(
         &mut self,
-        mdstat: &Mdstat,
+        mdstat: Mdstat,
         sys: impl Fn(&str) -> Option<&'s MdSys>,
         now_s: f64,
         events: &mut Vec<Event>,
     ) {
         let first = !self.polled;
         self.polled = true;
-        let mut seen = Vec::with_capacity(mdstat.arrays.len());
-        for a in &mdstat.arrays {
-            if seen.contains(&a.name.as_str()) {
-                continue;
-            }
-            seen.push(a.name.as_str());
+        self.poll_no += 1;
+        let poll_no = self.poll_no;
+        for a in mdstat.arrays {
             let s = sys(&a.name);
-            let members = derive_members(a, s);
+            if let Some(p) = self.arrays.get_mut(&a.name) {
+                if p.seen_in == poll_no {
+                    // The same name twice in one mdstat: the first one counts.
+                    continue;
+                }
+                // The same reading as the last poll with nothing running: the status is a pure
+                // function of the reading then (no progress samples, no clock), so it, the
+                // members and the events would come out the same. Most arrays, most seconds.
+                if p.run.is_none() && p.input.0 == a && p.input.1.as_ref() == s {
+                    p.seen_in = poll_no;
+                    continue;
+                }
+            }
+            let members = derive_members(&a, s);
             let prev = self.arrays.remove(&a.name);
             let mut run = prev.as_ref().and_then(|p| p.run.clone());
-            let status = derive(a, s, &members, &mut run, now_s, &self.params);
+            let status = derive(&a, s, &members, &mut run, now_s, &self.params);
             match &prev {
                 Some(p) => transitions(p, &status, &members, events),
                 None if !first => events.push(Event::new(
@@ -117,14 +134,16 @@ impl MdDetector {
                     run,
                     mismatch_told,
                     mismatch_told_in_run,
+                    seen_in: poll_no,
+                    input: (a, s.cloned()),
                 },
             );
         }
         let gone: Vec<String> = self
             .arrays
-            .keys()
-            .filter(|k| !seen.contains(&k.as_str()))
-            .cloned()
+            .iter()
+            .filter(|(_, t)| t.seen_in != poll_no)
+            .map(|(k, _)| k.clone())
             .collect();
         for name in gone {
             if let Some(t) = self.arrays.remove(&name) {
