@@ -139,6 +139,8 @@ pub struct MdMonitor {
     detector: MdDetector,
     sys_cache: BTreeMap<String, SysCache>,
     buf: String,
+    /// The arrays of the last mdstat, reused when their lines did not change.
+    reuse: mdstat::Reuse,
 }
 
 impl MdMonitor {
@@ -149,6 +151,7 @@ impl MdMonitor {
             config,
             sys_cache: BTreeMap::new(),
             buf: String::new(),
+            reuse: mdstat::Reuse::default(),
         }
     }
 
@@ -228,7 +231,8 @@ impl MdMonitor {
         let path = root.proc("mdstat");
         let present = read_into(&path, &mut self.buf)?;
         let parsed = if present {
-            mdstat::parse(&self.buf).map_err(|e| SourceError::parse(&path, e))?
+            mdstat::parse_reusing(&self.buf, &mut self.reuse)
+                .map_err(|e| SourceError::parse(&path, e))?
         } else {
             // No md module: nothing to watch (arrays seen before have gone with it).
             mdstat::Mdstat::default()

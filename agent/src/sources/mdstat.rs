@@ -300,10 +300,29 @@ pub struct Bitmap {
 /// `Personalities`, array or `unused devices` line. Everything else that is not understood
 /// is listed in [`Mdstat::skipped`].
 pub fn parse(text: &str) -> Result<Mdstat, ParseError> {
+    parse_reusing(text, &mut Reuse::default())
+}
+
+/// What [`parse_reusing`] keeps from one parse to the next: each array's lines and what they
+/// parsed to.
+#[derive(Debug, Default)]
+pub struct Reuse {
+    blocks: Vec<(String, MdArray)>,
+}
+
+/// [`parse`], reusing the arrays of the previous call whose lines did not change.
+///
+/// The 1 s loop parses mdstat every second and most arrays print the same lines second after
+/// second; only a syncing array's progress line moves. An array's block — its header line and
+/// the lines up to the next array or `unused devices` — that is byte for byte the one parsed
+/// last time (and parsed without a skipped line) is taken from `reuse`. The result is always
+/// the one [`parse`] gives (a property test holds them to it).
+pub fn parse_reusing(text: &str, reuse: &mut Reuse) -> Result<Mdstat, ParseError> {
     let mut out = Mdstat::default();
     let mut saw_personalities = false;
-    for (idx, raw) in text.lines().enumerate() {
-        let no = idx + 1;
+    let mut kept: Vec<(String, MdArray)> = Vec::with_capacity(reuse.blocks.len());
+    let mut lines = Lines::new(text);
+    while let Some((no, raw)) = lines.next() {
         let line = raw.trim();
         if line.is_empty() {
             continue;
@@ -326,9 +345,44 @@ pub fn parse(text: &str) -> Result<Mdstat, ParseError> {
             );
             continue;
         }
+        // An array's block: its header line and its detail lines.
+        let header = is_header(line);
+        let end = if header {
+            lines.block_end()
+        } else {
+            lines.offset()
+        };
+        let block = text.get(lines.offset_of(raw)..end).unwrap_or_default();
+        if header {
+            if let Some(i) = reuse.blocks.iter().position(|(b, _)| b == block) {
+                let (b, a) = reuse.blocks.swap_remove(i);
+                lines.skip_to(end);
+                out.arrays.push(a.clone());
+                kept.push((b, a));
+                continue;
+            }
+        }
         match parse_header(line) {
             Some(Ok(array)) => {
                 out.arrays.push(array);
+                let skipped = out.skipped.len();
+                while lines.offset() < end {
+                    let Some((no, raw)) = lines.next() else { break };
+                    let line = raw.trim();
+                    if line.is_empty() {
+                        continue;
+                    }
+                    if let Some(array) = out.arrays.last_mut() {
+                        if let Err(reason) = parse_detail(array, line) {
+                            out.skipped.push(ParseError::new(no, raw, reason));
+                        }
+                    }
+                }
+                if out.skipped.len() == skipped {
+                    if let Some(a) = out.arrays.last() {
+                        kept.push((block.to_owned(), a.clone()));
+                    }
+                }
                 continue;
             }
             Some(Err(reason)) => {
@@ -346,6 +400,7 @@ pub fn parse(text: &str) -> Result<Mdstat, ParseError> {
             out.skipped.push(ParseError::new(no, raw, reason));
         }
     }
+    reuse.blocks = kept;
     if !saw_personalities && out.arrays.is_empty() && out.unused_devices.is_none() {
         let (no, first) = text
             .lines()
@@ -361,6 +416,80 @@ pub fn parse(text: &str) -> Result<Mdstat, ParseError> {
     Ok(out)
 }
 
+/// The lines of a text with their 1-based numbers and byte offsets, as `str::lines` splits
+/// them (`\n`, or `\r\n`).
+struct Lines<'a> {
+    text: &'a str,
+    pos: usize,
+    no: usize,
+}
+
+impl<'a> Lines<'a> {
+    fn new(text: &'a str) -> Self {
+        Self {
+            text,
+            pos: 0,
+            no: 0,
+        }
+    }
+
+    /// Byte offset of the next line.
+    fn offset(&self) -> usize {
+        self.pos
+    }
+
+    /// Byte offset of `line`, a line this iterator returned.
+    fn offset_of(&self, line: &str) -> usize {
+        (line.as_ptr() as usize).saturating_sub(self.text.as_ptr() as usize)
+    }
+
+    /// Byte offset where the block of the array whose header was just returned ends: the start
+    /// of the next line that is an array header or `unused devices`, or the end of the text.
+    fn block_end(&self) -> usize {
+        let mut ahead = Lines {
+            text: self.text,
+            pos: self.pos,
+            no: self.no,
+        };
+        loop {
+            let at = ahead.pos;
+            let Some((_, raw)) = ahead.next() else {
+                return self.text.len();
+            };
+            let line = raw.trim();
+            if strip_label(line, "unused devices").is_some()
+                || strip_label(line, "Personalities").is_some()
+                || is_header(line)
+            {
+                return at;
+            }
+        }
+    }
+
+    /// Moves to byte offset `to` (a line start after the current one), counting the lines.
+    fn skip_to(&mut self, to: usize) {
+        while self.pos < to && self.next().is_some() {}
+    }
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = (usize, &'a str);
+
+    fn next(&mut self) -> Option<(usize, &'a str)> {
+        let rest = self.text.get(self.pos..)?;
+        if rest.is_empty() {
+            return None;
+        }
+        let (line, len) = match rest.find('\n') {
+            Some(i) => (rest.get(..i).unwrap_or_default(), i + 1),
+            None => (rest, rest.len()),
+        };
+        self.pos += len;
+        self.no += 1;
+        Some((self.no, line.strip_suffix('\r').unwrap_or(line)))
+    }
+}
+
 /// `label :rest` or `label: rest` → `rest`.
 fn strip_label<'a>(line: &'a str, label: &str) -> Option<&'a str> {
     let rest = line.strip_prefix(label)?;
@@ -369,12 +498,19 @@ fn strip_label<'a>(line: &'a str, label: &str) -> Option<&'a str> {
 
 /// An array's first line: `md0 : active (auto-read-only) raid1 sda1[0] sdb1[1](W)`.
 /// `None` when the line is not a header; `Some(Err)` when it looks like one but is wrong.
-fn parse_header(line: &str) -> Option<Result<MdArray, String>> {
+/// The line starts an array (`md0 : ...`); [`parse_header`] says what it holds.
+fn is_header(line: &str) -> bool {
     let mut toks = line.split_whitespace();
-    let name = toks.next()?;
-    if toks.next()? != ":" || name.contains('[') {
+    matches!((toks.next(), toks.next()), (Some(name), Some(":")) if !name.contains('['))
+}
+
+fn parse_header(line: &str) -> Option<Result<MdArray, String>> {
+    if !is_header(line) {
         return None;
     }
+    let mut toks = line.split_whitespace();
+    let name = toks.next()?;
+    toks.next()?;
     let state = toks.next().unwrap_or("");
     let mut array = MdArray {
         name: name.to_owned(),
@@ -663,6 +799,52 @@ fn parse_bitmap(rest: &str) -> Option<Bitmap> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Every fixture (and a few hand-made variants) parsed after every other one, with the
+    /// blocks of the first kept for the second: always what a fresh parse gives.
+    #[test]
+    fn reusing_the_previous_parse_gives_what_parse_gives() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/mdstat");
+        let mut texts: Vec<String> = std::fs::read_dir(&dir)
+            .expect("fixtures")
+            .map(|e| std::fs::read_to_string(e.expect("entry").path()).expect("fixture"))
+            .collect();
+        texts.sort();
+        let variants: Vec<String> = texts
+            .iter()
+            .flat_map(|t| {
+                [
+                    // progress moved, a member failed, a bad line inside an array, CRLF
+                    t.replace("recovery = ", "recovery =  ")
+                        .replace("% (", "%  ("),
+                    t.replacen("[1]", "[1](F)", 1),
+                    t.replacen("blocks", "blocks ?!", 1),
+                    t.replace('\n', "\r\n"),
+                ]
+            })
+            .collect();
+        texts.extend(variants);
+        let show = |r: &Result<Mdstat, ParseError>| format!("{r:?}");
+        let mut reused = 0;
+        for a in texts.iter().step_by(3) {
+            for b in texts.iter().step_by(7) {
+                let mut reuse = Reuse::default();
+                let _ = parse_reusing(a, &mut reuse);
+                reused += reuse.blocks.len();
+                assert_eq!(
+                    show(&parse_reusing(b, &mut reuse)),
+                    show(&parse(b)),
+                    "{a}\n---\n{b}"
+                );
+                assert_eq!(
+                    show(&parse_reusing(b, &mut reuse)),
+                    show(&parse(b)),
+                    "again: {b}"
+                );
+            }
+        }
+        assert!(reused > 500, "blocks kept for reuse: {reused}");
+    }
 
     #[test]
     fn snapshot_real_fixtures() {
