@@ -345,15 +345,10 @@ pub fn parse_reusing(text: &str, reuse: &mut Reuse) -> Result<Mdstat, ParseError
             );
             continue;
         }
-        // An array's block: its header line and its detail lines.
-        let header = is_header(line);
-        let end = if header {
-            lines.block_end()
-        } else {
-            lines.offset()
-        };
-        let block = text.get(lines.offset_of(raw)..end).unwrap_or_default();
-        if header {
+        // An array's block: its header line and its detail lines, up to the next array.
+        if is_header(line) {
+            let end = lines.block_end();
+            let block = text.get(lines.offset_of(raw)..end).unwrap_or_default();
             if let Some(i) = reuse.blocks.iter().position(|(b, _)| b == block) {
                 let (b, a) = reuse.blocks.swap_remove(i);
                 lines.skip_to(end);
@@ -361,35 +356,33 @@ pub fn parse_reusing(text: &str, reuse: &mut Reuse) -> Result<Mdstat, ParseError
                 kept.push((b, a));
                 continue;
             }
-        }
-        match parse_header(line) {
-            Some(Ok(array)) => {
-                out.arrays.push(array);
-                let skipped = out.skipped.len();
-                while lines.offset() < end {
-                    let Some((no, raw)) = lines.next() else { break };
-                    let line = raw.trim();
-                    if line.is_empty() {
-                        continue;
+            match parse_header(line) {
+                Some(Ok(array)) => {
+                    out.arrays.push(array);
+                    let skipped = out.skipped.len();
+                    while lines.offset() < end {
+                        let Some((no, raw)) = lines.next() else { break };
+                        let line = raw.trim();
+                        if line.is_empty() {
+                            continue;
+                        }
+                        if let Some(array) = out.arrays.last_mut() {
+                            if let Err(reason) = parse_detail(array, line) {
+                                out.skipped.push(ParseError::new(no, raw, reason));
+                            }
+                        }
                     }
-                    if let Some(array) = out.arrays.last_mut() {
-                        if let Err(reason) = parse_detail(array, line) {
-                            out.skipped.push(ParseError::new(no, raw, reason));
+                    if out.skipped.len() == skipped {
+                        if let Some(a) = out.arrays.last() {
+                            kept.push((block.to_owned(), a.clone()));
                         }
                     }
                 }
-                if out.skipped.len() == skipped {
-                    if let Some(a) = out.arrays.last() {
-                        kept.push((block.to_owned(), a.clone()));
-                    }
-                }
-                continue;
+                Some(Err(reason)) => out.skipped.push(ParseError::new(no, raw, reason)),
+                // is_header said yes: parse_header answers.
+                None => {}
             }
-            Some(Err(reason)) => {
-                out.skipped.push(ParseError::new(no, raw, reason));
-                continue;
-            }
-            None => {}
+            continue;
         }
         let Some(array) = out.arrays.last_mut() else {
             out.skipped
@@ -496,14 +489,14 @@ fn strip_label<'a>(line: &'a str, label: &str) -> Option<&'a str> {
     rest.trim_start().strip_prefix(':')
 }
 
-/// An array's first line: `md0 : active (auto-read-only) raid1 sda1[0] sdb1[1](W)`.
-/// `None` when the line is not a header; `Some(Err)` when it looks like one but is wrong.
 /// The line starts an array (`md0 : ...`); [`parse_header`] says what it holds.
 fn is_header(line: &str) -> bool {
     let mut toks = line.split_whitespace();
     matches!((toks.next(), toks.next()), (Some(name), Some(":")) if !name.contains('['))
 }
 
+/// An array's first line: `md0 : active (auto-read-only) raid1 sda1[0] sdb1[1](W)`.
+/// `None` when the line is not a header; `Some(Err)` when it looks like one but is wrong.
 fn parse_header(line: &str) -> Option<Result<MdArray, String>> {
     if !is_header(line) {
         return None;
