@@ -387,6 +387,22 @@ mod tests {
         )
     }
 
+    /// sdc of the clean 6-disk raid6 with a spare fails at `t`: the array and the member say so.
+    fn sdc_fails(m: &mut MdMonitor, h: &Host, t: f64) {
+        h.mdstat(&raid6(
+            "sdg[6](S) sdf[5] sde[4] sdd[3] sdc[2](F) sdb[1] sda[0]",
+            "[6/5] [UU_UUU]",
+            "",
+        ));
+        assert_eq!(
+            poll(m, h, t),
+            vec![
+                ev("md0", "clean", "degraded"),
+                ev("md0/sdc", "active", "failed")
+            ]
+        );
+    }
+
     #[test]
     fn an_idle_array_read_the_same_many_times_still_announces_its_next_change() {
         let h = Host::new();
@@ -399,18 +415,7 @@ mod tests {
         }
         let s = m.array("md0").expect("md0");
         assert_eq!((s.state, s.redundancy_left), (ArrayState::Clean, Some(2)));
-        h.mdstat(&raid6(
-            "sdg[6](S) sdf[5] sde[4] sdd[3] sdc[2](F) sdb[1] sda[0]",
-            "[6/5] [UU_UUU]",
-            "",
-        ));
-        assert_eq!(
-            poll(&mut m, &h, 5.0),
-            vec![
-                ev("md0", "clean", "degraded"),
-                ev("md0/sdc", "active", "failed")
-            ]
-        );
+        sdc_fails(&mut m, &h, 5.0);
         assert_eq!(poll(&mut m, &h, 6.0), vec![]);
         let s = m.array("md0").expect("md0");
         assert_eq!(
@@ -451,18 +456,7 @@ mod tests {
         );
         assert_eq!((s.members, s.active, s.spare), (6, 6, 1));
 
-        h.mdstat(&raid6(
-            "sdg[6](S) sdf[5] sde[4] sdd[3] sdc[2](F) sdb[1] sda[0]",
-            "[6/5] [UU_UUU]",
-            "",
-        ));
-        assert_eq!(
-            poll(&mut m, &h, 1.0),
-            vec![
-                ev("md0", "clean", "degraded"),
-                ev("md0/sdc", "active", "failed")
-            ]
-        );
+        sdc_fails(&mut m, &h, 1.0);
         let s = m.array("md0").expect("md0");
         assert_eq!((s.failed, s.degraded, s.redundancy_left), (1, 1, Some(1)));
         assert_eq!(s.sync_action, "idle");

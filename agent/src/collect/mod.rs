@@ -321,7 +321,7 @@ mod name_map_tests {
     fn names_that_share_a_prefix_or_length_are_distinct_keys() {
         let mut m: NameMap<usize> = NameMap::default();
         let names: Vec<String> = (0..2000)
-            .map(|i| format!("sd{}", crate::collect::name_map_tests::letters(i)))
+            .map(storwatch_sim::scenario::sd_name)
             .chain(
                 [
                     "dm-1",
@@ -342,19 +342,5 @@ mod name_map_tests {
             assert_eq!(m.get(n.as_str()), Some(&i), "{n}");
         }
         assert_eq!(m.get("sd"), None);
-    }
-
-    /// 0 → "a", 25 → "z", 26 → "aa": the kernel's disk suffixes.
-    fn letters(mut i: usize) -> String {
-        let mut s = Vec::new();
-        loop {
-            s.push(b'a' + (i % 26) as u8);
-            if i < 26 {
-                break;
-            }
-            i = i / 26 - 1;
-        }
-        s.reverse();
-        String::from_utf8(s).unwrap_or_default()
     }
 }
