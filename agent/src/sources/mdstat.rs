@@ -32,7 +32,7 @@
 //! no trailing `unused devices` line or newline; a member list wrapped onto the next line.
 //! Lines that are not understood are kept in [`Mdstat::skipped`], never fatal.
 
-use super::{parse_u64, ParseError};
+use super::{parse_u64, Lines, ParseError};
 
 /// The whole of `/proc/mdstat`.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -347,7 +347,7 @@ pub fn parse_reusing(text: &str, reuse: &mut Reuse) -> Result<Mdstat, ParseError
         }
         // An array's block: its header line and its detail lines, up to the next array.
         if is_header(line) {
-            let end = lines.block_end();
+            let end = block_end(&lines);
             let block = text.get(lines.offset_of(raw)..end).unwrap_or_default();
             if let Some(i) = reuse.blocks.iter().position(|(b, _)| b == block) {
                 let (b, a) = reuse.blocks.swap_remove(i);
@@ -409,77 +409,23 @@ pub fn parse_reusing(text: &str, reuse: &mut Reuse) -> Result<Mdstat, ParseError
     Ok(out)
 }
 
-/// The lines of a text with their 1-based numbers and byte offsets, as `str::lines` splits
-/// them (`\n`, or `\r\n`).
-struct Lines<'a> {
-    text: &'a str,
-    pos: usize,
-    no: usize,
-}
-
-impl<'a> Lines<'a> {
-    fn new(text: &'a str) -> Self {
-        Self {
-            text,
-            pos: 0,
-            no: 0,
-        }
-    }
-
-    /// Byte offset of the next line.
-    fn offset(&self) -> usize {
-        self.pos
-    }
-
-    /// Byte offset of `line`, a line this iterator returned.
-    fn offset_of(&self, line: &str) -> usize {
-        (line.as_ptr() as usize).saturating_sub(self.text.as_ptr() as usize)
-    }
-
-    /// Byte offset where the block of the array whose header was just returned ends: the start
-    /// of the next line that is an array header or `unused devices`, or the end of the text.
-    fn block_end(&self) -> usize {
-        let mut ahead = Lines {
-            text: self.text,
-            pos: self.pos,
-            no: self.no,
+/// Byte offset where the block of the array whose header `lines` just returned ends: the start
+/// of the next line that is an array header, `Personalities` or `unused devices`, or the end of
+/// the text.
+fn block_end(lines: &Lines<'_>) -> usize {
+    let mut ahead = lines.clone();
+    loop {
+        let at = ahead.offset();
+        let Some((_, raw)) = ahead.next() else {
+            return at;
         };
-        loop {
-            let at = ahead.pos;
-            let Some((_, raw)) = ahead.next() else {
-                return self.text.len();
-            };
-            let line = raw.trim();
-            if strip_label(line, "unused devices").is_some()
-                || strip_label(line, "Personalities").is_some()
-                || is_header(line)
-            {
-                return at;
-            }
+        let line = raw.trim();
+        if strip_label(line, "unused devices").is_some()
+            || strip_label(line, "Personalities").is_some()
+            || is_header(line)
+        {
+            return at;
         }
-    }
-
-    /// Moves to byte offset `to` (a line start after the current one), counting the lines.
-    fn skip_to(&mut self, to: usize) {
-        while self.pos < to && self.next().is_some() {}
-    }
-}
-
-impl<'a> Iterator for Lines<'a> {
-    type Item = (usize, &'a str);
-
-    fn next(&mut self) -> Option<(usize, &'a str)> {
-        let rest = self.text.get(self.pos..)?;
-        if rest.is_empty() {
-            return None;
-        }
-        let (line, len) = match rest.find('\n') {
-            Some(i) => (rest.get(..i).unwrap_or_default(), i + 1),
-            None => (rest, rest.len()),
-        };
-        self.pos += len;
-        self.no += 1;
-        Some((self.no, line.strip_suffix('\r').unwrap_or(line)))
     }
 }
 

@@ -127,6 +127,58 @@ pub(crate) fn parse_u64(field: &str) -> Option<u64> {
     Some(v)
 }
 
+/// The lines of a text with their 1-based numbers, split as `str::lines` splits them (`\n`, or
+/// `\r\n`), and where they are: a parser can look ahead (clone it) and skip a run of lines.
+#[derive(Debug, Clone)]
+pub(crate) struct Lines<'a> {
+    text: &'a str,
+    pos: usize,
+    no: usize,
+}
+
+impl<'a> Lines<'a> {
+    pub(crate) fn new(text: &'a str) -> Self {
+        Self {
+            text,
+            pos: 0,
+            no: 0,
+        }
+    }
+
+    /// Byte offset of the next line (the text's length at the end).
+    pub(crate) fn offset(&self) -> usize {
+        self.pos
+    }
+
+    /// Byte offset of `line`, a line this iterator returned.
+    pub(crate) fn offset_of(&self, line: &str) -> usize {
+        (line.as_ptr() as usize).saturating_sub(self.text.as_ptr() as usize)
+    }
+
+    /// Moves to byte offset `to` (a line start after the current one), counting the lines.
+    pub(crate) fn skip_to(&mut self, to: usize) {
+        while self.pos < to && self.next().is_some() {}
+    }
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = (usize, &'a str);
+
+    fn next(&mut self) -> Option<(usize, &'a str)> {
+        let rest = self.text.get(self.pos..)?;
+        if rest.is_empty() {
+            return None;
+        }
+        let (line, len) = match rest.find('\n') {
+            Some(i) => (rest.get(..i).unwrap_or_default(), i + 1),
+            None => (rest, rest.len()),
+        };
+        self.pos += len;
+        self.no += 1;
+        Some((self.no, line.strip_suffix('\r').unwrap_or(line)))
+    }
+}
+
 /// Splits a line into whitespace-separated fields.
 pub(crate) fn fields(line: &str) -> std::str::SplitAsciiWhitespace<'_> {
     line.split_ascii_whitespace()
@@ -135,6 +187,25 @@ pub(crate) fn fields(line: &str) -> std::str::SplitAsciiWhitespace<'_> {
 #[cfg(test)]
 mod tests {
     use super::parse_u64;
+
+    #[test]
+    fn lines_split_as_str_lines_does_with_numbers_and_offsets() {
+        for text in ["", "a", "a\n", "a\nb", "a\r\nb\r\n", "\n\n x \n", "a\rb\n"] {
+            let ours: Vec<(usize, &str)> = super::Lines::new(text).collect();
+            let std: Vec<(usize, &str)> =
+                text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
+            assert_eq!(ours, std, "{text:?}");
+            let mut lines = super::Lines::new(text);
+            while let Some((_, line)) = lines.next() {
+                assert_eq!(
+                    text.get(lines.offset_of(line)..)
+                        .map(|r| r.starts_with(line)),
+                    Some(true)
+                );
+            }
+            assert_eq!(lines.offset(), text.len());
+        }
+    }
 
     #[test]
     fn parse_u64_accepts_digits_only_and_refuses_overflow() {
