@@ -13,7 +13,7 @@
 # removed by its purge.
 #
 # Needs rpm (Debian package `rpm`; scripts/build-rpm.sh installs it when missing). Prints what it
-# found; exits 1 on the first package that does not own what it should.
+# found; exits 1 when any package does not own what it should (after checking them all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
