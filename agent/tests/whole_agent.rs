@@ -190,8 +190,18 @@ fn config(h: &Host) -> Config {
 }
 
 fn report_text(s: &mut Scheduler) -> String {
+    report_text_at(s, 1.0)
+}
+
+/// A report made `now_s` seconds after the agent started.
+fn report_text_at(s: &mut Scheduler, now_s: f64) -> String {
     let mut w = LineWriter::new("ds01.example", &[("site".into(), "T2_EX".into())]);
-    s.report(&mut w, 1_700_000_010_000_000_000, 1.0, SinkStats::default());
+    s.report(
+        &mut w,
+        1_700_000_010_000_000_000,
+        now_s,
+        SinkStats::default(),
+    );
     String::from_utf8(w.take()).unwrap()
 }
 
@@ -285,6 +295,36 @@ fn report_from_two_snapshots_is_exact() {
     )
     .contains("scheduler=\"mq-deadline\""));
     assert!(!text.contains("disk_tunables,host=ds01.example,site=T2_EX,device=sda1,"));
+}
+
+/// Tunables are read once a minute and written when they change (or every `tunables_interval`,
+/// 300 s by default): a quiet check does not make the next report read them again.
+#[test]
+fn tunables_are_checked_once_a_minute_and_written_when_changed() {
+    let h = Host::new("tunables");
+    h.snapshot_a();
+    let mut s = Scheduler::new(&config(&h), Vec::new());
+    s.sample(0.0);
+    let sda = "disk_tunables,host=ds01.example,site=T2_EX,device=sda,";
+    let first = report_text_at(&mut s, 1.0);
+    assert!(line(&first, sda).contains("changed=false"), "{first}");
+    // not due yet, then due and unchanged: nothing written
+    assert!(!report_text_at(&mut s, 30.0).contains(sda));
+    assert!(!report_text_at(&mut s, 61.0).contains(sda));
+    // changed right after a check: seen at the next check, a minute after the last one
+    write(
+        &h.sys().join("block/sda/queue/scheduler"),
+        "mq-deadline kyber bfq [none]\n",
+    );
+    assert!(!report_text_at(&mut s, 71.0).contains(sda));
+    assert!(!report_text_at(&mut s, 111.0).contains(sda));
+    let seen = report_text_at(&mut s, 121.0);
+    let changed = line(&seen, sda);
+    assert!(changed.contains("scheduler=\"none\""), "{changed}");
+    assert!(changed.contains("changed=true"), "{changed}");
+    // written again after tunables_interval (300 s) even when nothing changed
+    assert!(!report_text_at(&mut s, 181.0).contains(sda));
+    assert!(line(&report_text_at(&mut s, 421.0), sda).contains("changed=false"));
 }
 
 #[test]

@@ -51,6 +51,8 @@ struct DiskState {
     /// The last sample's delta and interval, for `top`.
     last: Option<(DiskCounters, u64)>,
     tunables: Option<Tunables>,
+    /// When the tunables were last read, and last written out.
+    tunables_checked_s: Option<f64>,
     tunables_reported_s: Option<f64>,
 }
 
@@ -159,6 +161,7 @@ impl DiskCollector {
                 interval: DiskInterval::default(),
                 last: None,
                 tunables: None,
+                tunables_checked_s: None,
                 tunables_reported_s: None,
             },
         );
@@ -310,12 +313,15 @@ fn tunables(
         return;
     }
     let now_s = cx.now_s;
+    // Due a minute after the last check, not after the last line: a quiet device is read once a
+    // minute, not at every report once a minute has passed since its last line.
     let due_check = d
-        .tunables_reported_s
+        .tunables_checked_s
         .is_none_or(|t| now_s - t >= TUNABLES_CHECK_S.min(tunables_interval_s));
     if !due_check {
         return;
     }
+    d.tunables_checked_s = Some(now_s);
     let t = match sysblock::read_tunables(cx.root, d.major, d.minor) {
         Ok(Some(t)) => t,
         Ok(None) => return,
