@@ -1,7 +1,8 @@
 //! `storwatch-agent`: the command line and the loops (run, once, top).
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Read};
 use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -235,13 +236,25 @@ fn wall_ns() -> i64 {
         .unwrap_or(0)
 }
 
-/// Flags the signal handlers raise: stop (SIGTERM, SIGINT), reload (SIGHUP); SIGUSR1/2 are
-/// caught and ignored rather than killing the agent.
-fn signal_flags() -> Result<(Arc<AtomicBool>, Arc<AtomicBool>)> {
+/// What the signal handlers raise: the stop flag (SIGTERM, SIGINT) with a byte on a pipe that
+/// wakes the sampling loop's sleep at once, and the reload flag (SIGHUP). SIGUSR1/2 are caught and
+/// ignored rather than killing the agent.
+struct Signals {
+    stop: Arc<AtomicBool>,
+    reload: Arc<AtomicBool>,
+    wake: UnixStream,
+}
+
+fn signals() -> Result<Signals> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1, SIGUSR2};
     let stop = Arc::new(AtomicBool::new(false));
     let reload = Arc::new(AtomicBool::new(false));
     let ignored = Arc::new(AtomicBool::new(false));
+    let (wake, raise) = UnixStream::pair().context("creating the signal pipe")?;
+    // The handler's end must not block; the sleeping end does, with a timeout.
+    raise
+        .set_nonblocking(true)
+        .context("creating the signal pipe")?;
     for (sig, flag) in [
         (SIGTERM, &stop),
         (SIGINT, &stop),
@@ -251,18 +264,41 @@ fn signal_flags() -> Result<(Arc<AtomicBool>, Arc<AtomicBool>)> {
     ] {
         signal_hook::flag::register(sig, Arc::clone(flag)).context("installing signal handler")?;
     }
-    Ok((stop, reload))
+    // Only a stop cuts the sleep short; a reload is handled after the next sample, on time.
+    for sig in [SIGTERM, SIGINT] {
+        let raise = raise.try_clone().context("creating the signal pipe")?;
+        signal_hook::low_level::pipe::register(sig, raise).context("installing signal handler")?;
+    }
+    Ok(Signals { stop, reload, wake })
 }
 
-/// Sleeps until wall-clock time `target_ns`, waking early when `stop` is set.
-fn sleep_until(target_ns: i64, stop: &AtomicBool) {
+/// Sleeps until wall-clock time `target_ns`, waking early when a signal arrives; one wakeup per
+/// sample in the quiet case (a loop polling the flags would wake several times a second).
+fn sleep_until(target_ns: i64, sig: &Signals) {
     loop {
         let now = wall_ns();
-        if now >= target_ns || stop.load(Ordering::Relaxed) {
+        if now >= target_ns || sig.stop.load(Ordering::Relaxed) {
             return;
         }
-        let left = u64::try_from(target_ns - now).unwrap_or(0);
-        std::thread::sleep(Duration::from_nanos(left.min(200_000_000)));
+        let left = Duration::from_nanos(u64::try_from(target_ns - now).unwrap_or(0));
+        // A read with a timeout: returns with the byte a stop signal writes, or when time is up.
+        let waited = sig
+            .wake
+            .set_read_timeout(Some(left.max(Duration::from_micros(1))))
+            .and_then(|()| (&sig.wake).read(&mut [0u8; 1]));
+        let slept = match waited {
+            Ok(n) => n > 0,
+            Err(e) => matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock
+                    | std::io::ErrorKind::TimedOut
+                    | std::io::ErrorKind::Interrupted
+            ),
+        };
+        if !slept {
+            // Not expected; a plain sleep rather than a spin.
+            std::thread::sleep(left.min(Duration::from_millis(200)));
+        }
     }
 }
 
@@ -275,7 +311,8 @@ fn sleep_until(target_ns: i64, stop: &AtomicBool) {
 /// reported as partial and sampling starts over with the new one. A configuration that does not
 /// load keeps the running one, with an error in the log.
 fn run(mut cfg: Config, reload: &dyn Fn() -> Result<Config>) -> Result<()> {
-    let (stop, reload_flag) = signal_flags()?;
+    let sig = signals()?;
+    let (stop, reload_flag) = (&sig.stop, &sig.reload);
     let mut sink = open_sink(&cfg)?;
     let exporter = match cfg.prometheus.listen.as_str() {
         "" => None,
@@ -317,7 +354,7 @@ fn run(mut cfg: Config, reload: &dyn Fn() -> Result<Config>) -> Result<()> {
             }
         };
     while !stop.load(Ordering::Relaxed) {
-        sleep_until(next, &stop);
+        sleep_until(next, &sig);
         if stop.load(Ordering::Relaxed) {
             break;
         }
@@ -424,7 +461,7 @@ fn once(cfg: &Config) -> Result<()> {
 /// after another, as wide as `--width`, `$COLUMNS` or all the columns.
 fn top_loop(cfg: &Config, args: &TopArgs) -> Result<()> {
     use std::io::Write;
-    let (stop, _) = signal_flags()?;
+    let stop = signals()?.stop;
     let resized = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGWINCH, Arc::clone(&resized))
         .context("installing signal handler")?;

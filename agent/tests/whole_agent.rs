@@ -697,6 +697,44 @@ fn sighup_reloads_and_sigterm_reports_the_partial_interval() {
     assert!(last_agent.contains("site=reloaded"), "{last_agent}");
 }
 
+/// Between samples the sampling thread sleeps until the next one, not in short naps: a busy
+/// disk server should not pay wakeups for nothing. SIGTERM still ends that sleep at once.
+#[test]
+fn the_sampling_thread_sleeps_until_the_next_sample_and_sigterm_ends_the_sleep() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_storwatch-agent"))
+        .arg("run")
+        .args(["--sample-interval", "1h", "--report-interval", "1h"])
+        .arg("--output")
+        .arg(format!("file:{}", dir.path().join("out.lp").display()))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let switches = || {
+        fs::read_to_string(format!("/proc/{pid}/task/{pid}/status"))
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .unwrap()
+            .trim()
+            .parse::<u64>()
+            .unwrap()
+    };
+    // past start-up and the first sample, into the hour-long sleep
+    std::thread::sleep(Duration::from_secs(1));
+    let before = switches();
+    std::thread::sleep(Duration::from_secs(2));
+    let slept = switches() - before;
+    kill(pid, "TERM");
+    let stopped = wait_until(|| child.try_wait().unwrap().is_some());
+    if !stopped {
+        child.kill().unwrap();
+    }
+    assert!(stopped, "SIGTERM did not end the sleep");
+    assert!(slept <= 1, "{slept} wakeups in 2 s of sleep");
+}
+
 /// Run by hand by a user who may not create the spool (the packaged default is
 /// /var/lib/storwatch/spool): a clear error that says what to do, not a bare EACCES.
 #[test]
