@@ -137,6 +137,24 @@ pub fn read_optional(path: &Path) -> Result<Option<String>, SourceError> {
 
 /// Names in a directory, sorted; `Ok(None)` when the directory is absent.
 pub fn list_dir(path: &Path) -> Result<Option<Vec<String>>, SourceError> {
+    list_entries(path, |_| true)
+}
+
+/// The names of the directories in `path` (links to directories included), sorted; `None` when
+/// `path` does not exist. The kind comes with the listing (`d_type`), so it costs no `stat` per
+/// entry on procfs, sysfs and tmpfs.
+pub fn list_subdirs(path: &Path) -> Result<Option<Vec<String>>, SourceError> {
+    list_entries(path, |entry| match entry.file_type() {
+        Ok(t) if t.is_symlink() => entry.path().is_dir(),
+        Ok(t) => t.is_dir(),
+        Err(_) => false,
+    })
+}
+
+fn list_entries(
+    path: &Path,
+    keep: impl Fn(&std::fs::DirEntry) -> bool,
+) -> Result<Option<Vec<String>>, SourceError> {
     let rd = match std::fs::read_dir(path) {
         Ok(rd) => rd,
         Err(e) if e.kind() == io::ErrorKind::NotFound || vanished(&e) => return Ok(None),
@@ -145,6 +163,9 @@ pub fn list_dir(path: &Path) -> Result<Option<Vec<String>>, SourceError> {
     let mut names = Vec::new();
     for entry in rd {
         let entry = entry.map_err(|e| SourceError::io(path, e))?;
+        if !keep(&entry) {
+            continue;
+        }
         if let Some(name) = entry.file_name().to_str() {
             names.push(name.to_owned());
         }
@@ -160,6 +181,24 @@ fn vanished(e: &io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn subdirectories_are_told_from_files_by_the_listing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        std::fs::create_dir(d.join("tank")).expect("fixture");
+        std::fs::create_dir(d.join("backup")).expect("fixture");
+        std::fs::write(d.join("arcstats"), "x\n").expect("fixture");
+        std::os::unix::fs::symlink("tank", d.join("link-to-dir")).expect("fixture");
+        std::os::unix::fs::symlink("arcstats", d.join("link-to-file")).expect("fixture");
+        std::os::unix::fs::symlink("gone", d.join("dangling")).expect("fixture");
+        assert_eq!(
+            list_subdirs(d).ok().flatten().unwrap_or_default(),
+            ["backup", "link-to-dir", "tank"]
+        );
+        assert_eq!(list_dir(d).ok().flatten().map(|n| n.len()), Some(6));
+        assert_eq!(list_subdirs(&d.join("missing")).ok(), Some(None));
+    }
 
     #[test]
     fn paths_are_joined_under_the_roots() {

@@ -25,7 +25,7 @@ use std::fmt;
 use std::path::Path;
 
 use super::{ParseError, SourceError};
-use crate::root::{list_dir, read_optional, Root};
+use crate::root::{list_subdirs, read_optional, Root};
 
 pub mod json;
 pub mod list;
@@ -488,15 +488,12 @@ pub fn parse_state(text: &str) -> Result<String, ParseError> {
 /// and the other module-wide files) are not pools and are skipped.
 pub fn read_states(root: &Root) -> Result<Option<Vec<(String, String)>>, SourceError> {
     let dir = root.proc("spl/kstat/zfs");
-    let Some(names) = list_dir(&dir)? else {
+    // Module-wide kstats (`arcstats`, `dbufstats`, …) are files; pools are directories.
+    let Some(names) = list_subdirs(&dir)? else {
         return Ok(None);
     };
     let mut out = Vec::new();
     for name in names {
-        // Module-wide kstats (`arcstats`, `dbufstats`, …) are files; pools are directories.
-        if !dir.join_sized(&name).is_dir() {
-            continue;
-        }
         let path = dir.join_sized(&name).join_sized("state");
         // A pool exported between listing and reading simply drops out.
         if let Some(text) = read_optional(&path)? {
