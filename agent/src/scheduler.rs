@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use crate::collect::{self, r3, Collector, Live, ReportCx, SampleCx, SourceErrors, Watched};
 use crate::config::Config;
 use crate::event::Event;
-use crate::root::{read_into, Root};
+use crate::root::{read_value_into, Root};
 use crate::selfstat;
 use crate::sink::SinkStats;
 use crate::sources::{uptime, SourceError};
@@ -85,7 +85,7 @@ impl Scheduler {
             .map(|p| (now_clock.duration_since(p).as_millis() / 10) as u64);
         self.prev_clock = Some(now_clock);
         let path = self.root.proc("uptime");
-        let up = match read_into(&path, &mut self.buf) {
+        let up = match read_value_into(&path, &mut self.buf) {
             Ok(true) => match uptime::parse(&self.buf) {
                 Ok(cs) => Some(cs),
                 Err(e) => {

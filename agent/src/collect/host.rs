@@ -10,7 +10,7 @@ use storwatch_wire::lp::LineWriter;
 
 use super::{r3, Collector, ReportCx, SampleCx, SourceErrors};
 use crate::rates::{self, CpuPct};
-use crate::root::{read_into, Root};
+use crate::root::{read_into, read_value_into, Root};
 use crate::sources::meminfo::{self, MemInfo};
 use crate::sources::pressure::{self, Pressure};
 use crate::sources::stat::{self, CpuTimes};
@@ -75,7 +75,7 @@ impl HostCollector {
             Err(e) => errors.count(STAT, &e),
         }
         let path = root.proc("pressure/io");
-        match read_into(&path, &mut buf) {
+        match read_value_into(&path, &mut buf) {
             Ok(true) => match pressure::parse(&buf) {
                 Ok(p) => {
                     let (some_pct, full_pct) = match self.prev_psi {

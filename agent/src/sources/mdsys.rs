@@ -28,7 +28,7 @@
 use crate::root::JoinSized;
 use std::path::Path;
 
-use crate::root::{list_dir, read_into, Root};
+use crate::root::{list_dir, read_value_into, Root};
 
 use super::mdstat::SyncAction;
 use super::{parse_u64, ParseError, SourceError};
@@ -340,7 +340,7 @@ fn attr<T>(
     parse: fn(&str) -> Result<T, ParseError>,
 ) -> Result<Option<T>, SourceError> {
     let path = dir.join_sized(name);
-    if !read_into(&path, buf)? {
+    if !read_value_into(&path, buf)? {
         return Ok(None);
     }
     parse(buf)

@@ -19,7 +19,7 @@ use crate::root::JoinSized;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::root::{list_dir, read_into, read_optional, Root};
+use crate::root::{list_dir, read_value_into, read_value_optional, Root};
 
 use super::{parse_u64, ParseError, SourceError};
 
@@ -180,7 +180,7 @@ fn is_dir(path: &Path) -> Result<bool, SourceError> {
 /// Reads a one-line text attribute without its trailing newline; `None` when absent or empty
 /// (device-mapper prints an empty line for a map created without a uuid).
 fn read_text(path: &Path) -> Result<Option<String>, SourceError> {
-    Ok(read_optional(path)?.and_then(|mut text| {
+    Ok(read_value_optional(path)?.and_then(|mut text| {
         let len = text.trim_end_matches(['\n', '\r']).len();
         text.truncate(len);
         (!text.is_empty()).then_some(text)
@@ -190,7 +190,7 @@ fn read_text(path: &Path) -> Result<Option<String>, SourceError> {
 /// Reads a one-number sysfs attribute; `None` when absent or empty, an error naming the file
 /// when not a number.
 pub(crate) fn read_number(path: &Path, buf: &mut String) -> Result<Option<u64>, SourceError> {
-    if !read_into(path, buf)? {
+    if !read_value_into(path, buf)? {
         return Ok(None);
     }
     let text = buf.trim();
@@ -204,7 +204,7 @@ pub(crate) fn read_number(path: &Path, buf: &mut String) -> Result<Option<u64>, 
 
 /// Whether the `dev` file in `dir` names `major:minor` (true when there is no `dev` file).
 fn dev_matches(dir: &Path, major: u32, minor: u32, buf: &mut String) -> Result<bool, SourceError> {
-    if !read_into(&dir.join_sized("dev"), buf)? {
+    if !read_value_into(&dir.join_sized("dev"), buf)? {
         return Ok(true);
     }
     let (maj, min) = buf.trim().split_once(':').unwrap_or_default();
@@ -261,7 +261,7 @@ pub fn read_info(
     let Some(dir) = device_dir(root, Some(name), major, minor, &mut buf)? else {
         return Ok(None);
     };
-    let partition = read_into(&dir.join_sized("partition"), &mut buf)?;
+    let partition = read_value_into(&dir.join_sized("partition"), &mut buf)?;
     // The kernel resolves `..` after following the dev/block link, so this is the disk's queue.
     let queue = if partition {
         dir.join_sized("../queue")
@@ -291,14 +291,14 @@ pub fn read_tunables(root: &Root, major: u32, minor: u32) -> Result<Option<Tunab
         return Ok(None);
     };
     // A partition's `../queue` is its disk's: reported once, for the disk.
-    if read_into(&dir.join_sized("partition"), &mut buf)? {
+    if read_value_into(&dir.join_sized("partition"), &mut buf)? {
         return Ok(None);
     }
     let queue = dir.join_sized("queue");
     if !is_dir(&queue)? {
         return Ok(None);
     }
-    let scheduler = if read_into(&queue.join_sized("scheduler"), &mut buf)? {
+    let scheduler = if read_value_into(&queue.join_sized("scheduler"), &mut buf)? {
         parse_scheduler(&buf).map(str::to_owned)
     } else {
         None

@@ -10,7 +10,7 @@
 use crate::root::JoinSized;
 use std::io;
 
-use crate::root::{read_into, Root};
+use crate::root::{read_value_into, Root};
 
 use super::sysblock::read_number;
 use super::{parse_u64, SourceError};
@@ -94,13 +94,13 @@ pub fn read(root: &Root, iface: &str) -> Result<NetInfo, SourceError> {
     }
     let dir = root.sys(&format!("class/net/{iface}"));
     let mut buf = String::new();
-    if link_attribute(read_into(&dir.join_sized("speed"), &mut buf))? {
+    if link_attribute(read_value_into(&dir.join_sized("speed"), &mut buf))? {
         info.speed_mbps = parse_speed(&buf);
     }
-    if link_attribute(read_into(&dir.join_sized("duplex"), &mut buf))? {
+    if link_attribute(read_value_into(&dir.join_sized("duplex"), &mut buf))? {
         info.duplex = parse_duplex(&buf);
     }
-    if read_into(&dir.join_sized("operstate"), &mut buf)? {
+    if read_value_into(&dir.join_sized("operstate"), &mut buf)? {
         let state = buf.trim();
         info.operstate = (!state.is_empty()).then(|| state.to_owned());
     }

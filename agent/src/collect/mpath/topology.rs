@@ -6,7 +6,7 @@ use crate::root::JoinSized;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use crate::root::{list_dir, read_into, Root};
+use crate::root::{list_dir, read_value_into, Root};
 use crate::sources::dmmultipath::DevT;
 use crate::sources::SourceError;
 
@@ -196,14 +196,14 @@ impl SlaveCache {
 
 fn read_ident(dir: &Path, buf: &mut String) -> Result<DmIdent, SourceError> {
     let dev = read_dev(&dir.join_sized("dev"), buf)?;
-    let uuid = if read_into(&dir.join_sized("dm/uuid"), buf)? {
+    let uuid = if read_value_into(&dir.join_sized("dm/uuid"), buf)? {
         buf.trim().to_owned()
     } else {
         String::new()
     };
     let mpath = match uuid.strip_prefix("mpath-") {
         Some(wwid) => {
-            let name = if read_into(&dir.join_sized("dm/name"), buf)? {
+            let name = if read_value_into(&dir.join_sized("dm/name"), buf)? {
                 buf.trim().to_owned()
             } else {
                 String::new()
@@ -221,7 +221,7 @@ fn read_ident(dir: &Path, buf: &mut String) -> Result<DmIdent, SourceError> {
 }
 
 fn read_dev(path: &Path, buf: &mut String) -> Result<Option<DevT>, SourceError> {
-    Ok(if read_into(path, buf)? {
+    Ok(if read_value_into(path, buf)? {
         DevT::parse(buf.trim())
     } else {
         None

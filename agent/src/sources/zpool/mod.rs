@@ -25,7 +25,7 @@ use std::fmt;
 use std::path::Path;
 
 use super::{ParseError, SourceError};
-use crate::root::{list_subdirs, read_optional, Root};
+use crate::root::{list_subdirs, read_value_optional, Root};
 
 pub mod json;
 pub mod list;
@@ -496,7 +496,7 @@ pub fn read_states(root: &Root) -> Result<Option<Vec<(String, String)>>, SourceE
     for name in names {
         let path = dir.join_sized(&name).join_sized("state");
         // A pool exported between listing and reading simply drops out.
-        if let Some(text) = read_optional(&path)? {
+        if let Some(text) = read_value_optional(&path)? {
             let state = parse_state(&text).map_err(|e| SourceError::parse(&path, e))?;
             out.push((name, state));
         }
