@@ -83,11 +83,20 @@ pub fn read_value_into(path: &Path, buf: &mut String) -> Result<bool, SourceErro
 
 fn read_file(path: &Path, buf: &mut String, one_piece: bool) -> Result<bool, SourceError> {
     buf.clear();
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound || vanished(&e) => return Ok(false),
-        Err(e) => return Err(SourceError::io(path, e)),
-    };
+    match std::fs::File::open(path) {
+        Ok(file) => read_opened(&file, || path.to_owned(), buf, one_piece),
+        Err(e) if e.kind() == io::ErrorKind::NotFound || vanished(&e) => Ok(false),
+        Err(e) => Err(SourceError::io(path, e)),
+    }
+}
+
+/// Reads the open `file` into `buf` (already cleared); `path` names it in an error.
+fn read_opened(
+    file: &std::fs::File,
+    path: impl Fn() -> PathBuf,
+    buf: &mut String,
+    one_piece: bool,
+) -> Result<bool, SourceError> {
     SCRATCH.with_borrow_mut(|scratch| {
         let mut filled = 0;
         loop {
@@ -95,7 +104,7 @@ fn read_file(path: &Path, buf: &mut String, one_piece: bool) -> Result<bool, Sou
                 // Doubles, zero-filled once; the buffer keeps the largest file's size.
                 scratch.resize(scratch.len().max(SCRATCH_START) * 2, 0);
             }
-            match (&file).read(scratch.get_mut(filled..).unwrap_or_default()) {
+            match (&*file).read(scratch.get_mut(filled..).unwrap_or_default()) {
                 Ok(0) => break,
                 Ok(n) => {
                     filled += n;
@@ -106,7 +115,7 @@ fn read_file(path: &Path, buf: &mut String, one_piece: bool) -> Result<bool, Sou
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 // sysfs attributes of a device that just vanished answer ENODEV/ENXIO on read.
                 Err(e) if vanished(&e) => return Ok(false),
-                Err(e) => return Err(SourceError::io(path, e)),
+                Err(e) => return Err(SourceError::io(&path(), e)),
             }
         }
         match std::str::from_utf8(scratch.get(..filled).unwrap_or_default()) {
@@ -115,7 +124,7 @@ fn read_file(path: &Path, buf: &mut String, one_piece: bool) -> Result<bool, Sou
                 Ok(true)
             }
             Err(_) => Err(SourceError::io(
-                path,
+                &path(),
                 io::Error::new(
                     io::ErrorKind::InvalidData,
                     "stream did not contain valid UTF-8",
@@ -123,6 +132,70 @@ fn read_file(path: &Path, buf: &mut String, one_piece: bool) -> Result<bool, Sou
             )),
         }
     })
+}
+
+/// A sysfs directory kept open, whose value files are opened by name relative to it: the
+/// kernel walks one or two path components instead of the whole path, and not through the
+/// links of `/sys/block` and `/sys/class/net` each time (5.6 instead of 9.2 µs per attribute on
+/// the build VM, `bench/read-walk.c`). For the directories read over and over: an MD array's
+/// `md/` every second while it syncs, and its members every ten.
+///
+/// Opened on first use. When a file is not found through it, the directory is opened again by
+/// its path once: an array stopped and assembled again under the same name is a new directory.
+#[derive(Debug)]
+pub struct Dir {
+    path: PathBuf,
+    fd: Option<rustix::fd::OwnedFd>,
+}
+
+impl Dir {
+    /// The directory at `path`, not opened yet.
+    pub fn new(path: PathBuf) -> Self {
+        Self { path, fd: None }
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// [`read_value_into`] of `rel` (a name, or a short relative path) in this directory.
+    pub fn read_value(&mut self, rel: &str, buf: &mut String) -> Result<bool, SourceError> {
+        buf.clear();
+        for fresh in [self.fd.is_none(), true] {
+            if fresh {
+                self.fd = self.open_dir();
+            }
+            let Some(dir) = &self.fd else {
+                // Not there (or not openable): as a plain read of the path says.
+                return read_value_into(&self.path.join_sized(rel), buf);
+            };
+            use rustix::fs::{Mode, OFlags};
+            match rustix::fs::openat(dir, rel, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()) {
+                Ok(fd) => {
+                    let file = std::fs::File::from(fd);
+                    return read_opened(&file, || self.path.join_sized(rel), buf, true);
+                }
+                Err(e) => {
+                    let e = io::Error::from(e);
+                    if e.kind() == io::ErrorKind::NotFound || vanished(&e) {
+                        if fresh {
+                            return Ok(false);
+                        }
+                        continue; // once more through a directory opened again by path
+                    }
+                    return Err(SourceError::io(&self.path.join_sized(rel), e));
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    fn open_dir(&self) -> Option<rustix::fd::OwnedFd> {
+        use rustix::fs::{Mode, OFlags};
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        rustix::fs::open(&self.path, flags, Mode::empty()).ok()
+    }
 }
 
 /// Size the read buffer starts at: most files are one sysfs value or a few lines of /proc.
@@ -341,5 +414,41 @@ mod tests {
             read += usize::from(matches!(b, Ok(true)));
         }
         assert!(read >= 3, "no kernel files here: {files:?}");
+    }
+
+    #[test]
+    fn a_kept_directory_reads_its_files_and_follows_a_new_directory_at_its_path() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let md = tmp.path().join("md0/md");
+        let mut dir = Dir::new(md.clone());
+        let mut buf = String::from("old");
+        // not there yet: absent, like a plain read
+        assert!(matches!(dir.read_value("array_state", &mut buf), Ok(false)));
+        assert!(buf.is_empty());
+        std::fs::create_dir_all(md.join("dev-sdb1")).expect("mkdir");
+        std::fs::write(md.join("array_state"), "clean\n").expect("write");
+        std::fs::write(md.join("dev-sdb1/state"), "in_sync\n").expect("write");
+        assert!(matches!(dir.read_value("array_state", &mut buf), Ok(true)));
+        assert_eq!(buf, "clean\n");
+        assert!(matches!(
+            dir.read_value("dev-sdb1/state", &mut buf),
+            Ok(true)
+        ));
+        assert_eq!(buf, "in_sync\n");
+        assert!(matches!(dir.read_value("sync_speed", &mut buf), Ok(false)));
+        // the array stopped and assembled again: a new directory at the same path
+        std::fs::remove_dir_all(tmp.path().join("md0")).expect("rm");
+        std::fs::create_dir_all(&md).expect("mkdir");
+        std::fs::write(md.join("array_state"), "active\n").expect("write");
+        assert!(matches!(dir.read_value("array_state", &mut buf), Ok(true)));
+        assert_eq!(buf, "active\n");
+        // an unreadable value is an error naming the file
+        std::fs::write(md.join("level"), b"raid\xff\n").expect("write");
+        let e = dir.read_value("level", &mut buf);
+        assert!(
+            matches!(&e, Err(e) if e.to_string().contains("md0/md/level")),
+            "{e:?}"
+        );
+        assert_eq!(dir.path(), md);
     }
 }

@@ -20,7 +20,7 @@ use crate::collect::{Collector, Live, ReportCx, SampleCx};
 use crate::event::Event;
 use crate::health::md::{ArrayStatus, MdDetector, MemberStatus};
 use crate::health::risk::RiskModel;
-use crate::root::{read_into, Root};
+use crate::root::{read_into, Dir, Root};
 use crate::sources::mdstat::{self, MdArray};
 use crate::sources::mdsys::{self, MdSys};
 use crate::sources::SourceError;
@@ -138,6 +138,8 @@ pub struct MdMonitor {
     config: MdConfig,
     detector: MdDetector,
     sys_cache: BTreeMap<String, SysCache>,
+    /// Each array's `md/` directory, kept open for its reads.
+    dirs: BTreeMap<String, Dir>,
     buf: String,
     /// The arrays of the last mdstat, reused when their lines did not change.
     reuse: mdstat::Reuse,
@@ -150,6 +152,7 @@ impl MdMonitor {
             detector: MdDetector::new(config.stall_polls, config.eta_window_s, risk),
             config,
             sys_cache: BTreeMap::new(),
+            dirs: BTreeMap::new(),
             buf: String::new(),
             reuse: mdstat::Reuse::default(),
         }
@@ -173,6 +176,12 @@ impl MdMonitor {
     /// nothing when the array has no sysfs directory (or reading it failed).
     fn read_sys(&mut self, root: &Root, a: &MdArray) -> Result<(), SourceError> {
         let every = self.config.member_refresh_polls.max(1);
+        if !self.dirs.contains_key(&a.name) {
+            self.dirs.insert(a.name.clone(), mdsys::dir(root, &a.name));
+        }
+        let Some(dir) = self.dirs.get_mut(&a.name) else {
+            return Ok(());
+        };
         if let Some(c) = self.sys_cache.get_mut(&a.name) {
             c.polls += 1;
             if c.shape.matches(a) && c.polls < every {
@@ -185,10 +194,10 @@ impl MdMonitor {
                 // The same run going on: only its progress (and mismatch count) moves each
                 // second; its state is re-read when mdstat's line changes and with the members.
                 let refreshed = if same_run {
-                    mdsys::refresh_progress(root, &a.name, &mut c.sys)
+                    mdsys::refresh_progress_in(dir, &mut c.sys)
                 } else {
                     c.run = RunShape::of(a);
-                    mdsys::refresh(root, &a.name, &mut c.sys)
+                    mdsys::refresh_in(dir, &mut c.sys)
                 };
                 match refreshed {
                     Ok(true) => return Ok(()),
@@ -201,7 +210,7 @@ impl MdMonitor {
             }
         }
         self.sys_cache.remove(&a.name);
-        if let Some(sys) = mdsys::read(root, &a.name)? {
+        if let Some(sys) = mdsys::read_in(dir)? {
             self.sys_cache.insert(
                 a.name.clone(),
                 SysCache {
@@ -245,6 +254,8 @@ impl MdMonitor {
             }
         }
         self.sys_cache
+            .retain(|name, _| parsed.arrays.iter().any(|a| &a.name == name));
+        self.dirs
             .retain(|name, _| parsed.arrays.iter().any(|a| &a.name == name));
         let cache = &self.sys_cache;
         self.detector

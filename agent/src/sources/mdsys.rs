@@ -26,9 +26,8 @@
 //! A `/` in a member name (`cciss/c0d0p1`) appears as `!` in the `dev-` directory name.
 
 use crate::root::JoinSized;
-use std::path::Path;
 
-use crate::root::{list_dir, read_value_into, Root};
+use crate::root::{list_dir, Dir, Root};
 
 use super::mdstat::SyncAction;
 use super::{parse_u64, ParseError, SourceError};
@@ -259,39 +258,59 @@ pub fn parse_slot(text: &str) -> Result<Slot, ParseError> {
     }
 }
 
+/// The sysfs directory of `array`, `/sys/block/<array>/md`, to keep for the array's reads.
+pub fn dir(root: &Root, array: &str) -> Dir {
+    Dir::new(root.sys(&format!("block/{array}/md")))
+}
+
 /// Reads `/sys/block/<array>/md/`. `Ok(None)` when the directory is absent (not an md device,
 /// or the array vanished between reading `/proc/mdstat` and here).
 pub fn read(root: &Root, array: &str) -> Result<Option<MdSys>, SourceError> {
-    let dir = root.sys(&format!("block/{array}/md"));
-    let Some(entries) = list_dir(&dir)? else {
+    read_in(&mut dir(root, array))
+}
+
+/// [`read`] through the array's kept directory.
+pub fn read_in(dir: &mut Dir) -> Result<Option<MdSys>, SourceError> {
+    let Some(entries) = list_dir(dir.path())? else {
         return Ok(None);
     };
     let mut buf = String::new();
     let mut sys = MdSys {
-        level: attr(&dir, "level", &mut buf, parse_level)?.flatten(),
-        raid_disks: attr(&dir, "raid_disks", &mut buf, parse_raid_disks)?.flatten(),
-        array_state: attr(&dir, "array_state", &mut buf, parse_array_state)?,
-        degraded: attr(&dir, "degraded", &mut buf, parse_degraded)?,
-        sync_action: attr(&dir, "sync_action", &mut buf, parse_sync_action)?,
-        sync_completed: attr(&dir, "sync_completed", &mut buf, parse_sync_completed)?,
-        sync_speed_kbps: attr(&dir, "sync_speed", &mut buf, parse_sync_speed)?.flatten(),
-        mismatch_cnt: attr(&dir, "mismatch_cnt", &mut buf, parse_count)?,
-        component_size_kb: attr(&dir, "component_size", &mut buf, parse_count)?,
+        level: attr(dir, "level", &mut buf, parse_level)?.flatten(),
+        raid_disks: attr(dir, "raid_disks", &mut buf, parse_raid_disks)?.flatten(),
+        array_state: attr(dir, "array_state", &mut buf, parse_array_state)?,
+        degraded: attr(dir, "degraded", &mut buf, parse_degraded)?,
+        sync_action: attr(dir, "sync_action", &mut buf, parse_sync_action)?,
+        sync_completed: attr(dir, "sync_completed", &mut buf, parse_sync_completed)?,
+        sync_speed_kbps: attr(dir, "sync_speed", &mut buf, parse_sync_speed)?.flatten(),
+        mismatch_cnt: attr(dir, "mismatch_cnt", &mut buf, parse_count)?,
+        component_size_kb: attr(dir, "component_size", &mut buf, parse_count)?,
         devs: Vec::new(),
+    };
+    let mut rel = String::new();
+    let member = |rel: &mut String, entry: &str, name: &str| {
+        rel.clear();
+        rel.push_str(entry);
+        rel.push('/');
+        rel.push_str(name);
     };
     for entry in &entries {
         let Some(dev) = entry.strip_prefix("dev-") else {
             continue;
         };
-        let ddir = dir.join_sized(entry);
-        let state = attr(&ddir, "state", &mut buf, parse_dev_state)?;
+        member(&mut rel, entry, "state");
+        let state = attr(dir, &rel, &mut buf, parse_dev_state)?;
         // A member removed between listing and reading leaves nothing behind: skip it.
         let Some(state) = state else { continue };
+        member(&mut rel, entry, "errors");
+        let errors = attr(dir, &rel, &mut buf, parse_count)?;
+        member(&mut rel, entry, "slot");
+        let slot = attr(dir, &rel, &mut buf, parse_slot)?;
         sys.devs.push(MdDev {
             name: dev.replace('!', "/"),
             state,
-            errors: attr(&ddir, "errors", &mut buf, parse_count)?,
-            slot: attr(&ddir, "slot", &mut buf, parse_slot)?,
+            errors,
+            slot,
         });
     }
     Ok(Some(sys))
@@ -302,50 +321,52 @@ pub fn read(root: &Root, array: &str) -> Result<Option<MdSys>, SourceError> {
 /// geometry and members as they were. `Ok(false)` when the array is gone (every md array has
 /// `array_state`).
 pub fn refresh(root: &Root, array: &str, sys: &mut MdSys) -> Result<bool, SourceError> {
-    let dir = root.sys(&format!("block/{array}/md"));
+    refresh_in(&mut dir(root, array), sys)
+}
+
+/// [`refresh`] through the array's kept directory.
+pub fn refresh_in(dir: &mut Dir, sys: &mut MdSys) -> Result<bool, SourceError> {
     let mut buf = String::new();
-    let Some(state) = attr(&dir, "array_state", &mut buf, parse_array_state)? else {
+    let Some(state) = attr(dir, "array_state", &mut buf, parse_array_state)? else {
         return Ok(false);
     };
     sys.array_state = Some(state);
-    sys.degraded = attr(&dir, "degraded", &mut buf, parse_degraded)?;
-    sys.sync_action = attr(&dir, "sync_action", &mut buf, parse_sync_action)?;
-    sys.sync_completed = attr(&dir, "sync_completed", &mut buf, parse_sync_completed)?;
-    sys.sync_speed_kbps = attr(&dir, "sync_speed", &mut buf, parse_sync_speed)?.flatten();
-    sys.mismatch_cnt = attr(&dir, "mismatch_cnt", &mut buf, parse_count)?;
+    sys.degraded = attr(dir, "degraded", &mut buf, parse_degraded)?;
+    sys.sync_action = attr(dir, "sync_action", &mut buf, parse_sync_action)?;
+    sys.sync_completed = attr(dir, "sync_completed", &mut buf, parse_sync_completed)?;
+    sys.sync_speed_kbps = attr(dir, "sync_speed", &mut buf, parse_sync_speed)?.flatten();
+    sys.mismatch_cnt = attr(dir, "mismatch_cnt", &mut buf, parse_count)?;
     Ok(true)
 }
 
 /// Re-reads only what a running sync moves (`sync_completed`, `sync_speed`, `mismatch_cnt`) into
-/// `sys`: while mdstat's line for the array keeps its shape and its action, `array_state`,
-/// `degraded` and `sync_action` cannot have changed unseen.
+/// `sys`, through the array's kept directory: while mdstat's line for the array keeps its shape
+/// and its action, `array_state`, `degraded` and `sync_action` cannot have changed unseen.
 /// `Ok(false)` when the array is gone.
-pub fn refresh_progress(root: &Root, array: &str, sys: &mut MdSys) -> Result<bool, SourceError> {
-    let dir = root.sys(&format!("block/{array}/md"));
+pub fn refresh_progress_in(dir: &mut Dir, sys: &mut MdSys) -> Result<bool, SourceError> {
     let mut buf = String::new();
-    let Some(done) = attr(&dir, "sync_completed", &mut buf, parse_sync_completed)? else {
+    let Some(done) = attr(dir, "sync_completed", &mut buf, parse_sync_completed)? else {
         return Ok(false);
     };
     sys.sync_completed = Some(done);
-    sys.sync_speed_kbps = attr(&dir, "sync_speed", &mut buf, parse_sync_speed)?.flatten();
-    sys.mismatch_cnt = attr(&dir, "mismatch_cnt", &mut buf, parse_count)?;
+    sys.sync_speed_kbps = attr(dir, "sync_speed", &mut buf, parse_sync_speed)?.flatten();
+    sys.mismatch_cnt = attr(dir, "mismatch_cnt", &mut buf, parse_count)?;
     Ok(true)
 }
 
 /// Reads and parses one attribute; `Ok(None)` when the file is absent.
 fn attr<T>(
-    dir: &Path,
-    name: &str,
+    dir: &mut Dir,
+    rel: &str,
     buf: &mut String,
     parse: fn(&str) -> Result<T, ParseError>,
 ) -> Result<Option<T>, SourceError> {
-    let path = dir.join_sized(name);
-    if !read_value_into(&path, buf)? {
+    if !dir.read_value(rel, buf)? {
         return Ok(None);
     }
     parse(buf)
         .map(Some)
-        .map_err(|e| SourceError::parse(&path, e))
+        .map_err(|e| SourceError::parse(&dir.path().join_sized(rel), e))
 }
 
 #[cfg(test)]
