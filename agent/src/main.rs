@@ -272,13 +272,32 @@ fn signals() -> Result<Signals> {
     Ok(Signals { stop, reload, wake })
 }
 
-/// Sleeps until wall-clock time `target_ns`, waking early when a signal arrives; one wakeup per
-/// sample in the quiet case (a loop polling the flags would wake several times a second).
-fn sleep_until(target_ns: i64, sig: &Signals) {
+/// How a sleep until the next sample ended.
+#[derive(Debug, PartialEq)]
+enum Woke {
+    /// At the instant it was meant to.
+    OnTime,
+    /// On SIGTERM/SIGINT.
+    Stopped,
+    /// The wall clock went back (an NTP step, a VM restored from a snapshot): the instant is
+    /// further away than one interval, and sleeping until then would stop sampling for as long.
+    ClockBack,
+}
+
+/// Sleeps until wall-clock time `target_ns`, at most `most_ns` from now, waking early when a
+/// stop signal arrives; one wakeup per sample in the quiet case (a loop polling the flags
+/// would wake several times a second).
+fn sleep_until(target_ns: i64, most_ns: i64, sig: &Signals) -> Woke {
     loop {
         let now = wall_ns();
-        if now >= target_ns || sig.stop.load(Ordering::Relaxed) {
-            return;
+        if sig.stop.load(Ordering::Relaxed) {
+            return Woke::Stopped;
+        }
+        if now >= target_ns {
+            return Woke::OnTime;
+        }
+        if target_ns - now > most_ns {
+            return Woke::ClockBack;
         }
         let left = Duration::from_nanos(u64::try_from(target_ns - now).unwrap_or(0));
         // A read with a timeout: returns with the byte a stop signal writes, or when time is up.
@@ -354,9 +373,19 @@ fn run(mut cfg: Config, reload: &dyn Fn() -> Result<Config>) -> Result<()> {
             }
         };
     while !stop.load(Ordering::Relaxed) {
-        sleep_until(next, &sig);
-        if stop.load(Ordering::Relaxed) {
-            break;
+        match sleep_until(next, sample_ns, &sig) {
+            Woke::OnTime => {}
+            Woke::Stopped => break,
+            Woke::ClockBack => {
+                let now = wall_ns();
+                let back_s = (next - sample_ns - now) as f64 / 1e9;
+                tracing::warn!(
+                    back_s,
+                    "the wall clock went back; sampling goes on from now"
+                );
+                next = (now / sample_ns + 1) * sample_ns;
+                continue;
+            }
         }
         let tick = next;
         sampler.sample(start.elapsed().as_secs_f64());

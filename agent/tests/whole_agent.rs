@@ -735,6 +735,49 @@ fn the_sampling_thread_sleeps_until_the_next_sample_and_sigterm_ends_the_sleep()
     assert!(slept <= 1, "{slept} wakeups in 2 s of sleep");
 }
 
+/// The wall clock stepped back an hour (an NTP step at boot, a VM restored from a snapshot):
+/// sampling goes on at once, with a warning, instead of waiting an hour for the instant it had
+/// planned. The clock is libfaketime's, moved through its timestamp file while the agent runs.
+#[test]
+fn sampling_goes_on_when_the_wall_clock_steps_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = dir.path().join("clock");
+    let out = dir.path().join("out.lp");
+    write(&clock, "+0\n");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_storwatch-agent"))
+        .arg("run")
+        .args(["--sample-interval", "250ms", "--report-interval", "1s"])
+        .arg("--output")
+        .arg(format!("file:{}", out.display()))
+        .env("LD_PRELOAD", storwatch_test_support::process::libfaketime())
+        .env("FAKETIME_TIMESTAMP_FILE", &clock)
+        .env("FAKETIME_NO_CACHE", "1")
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let read = || fs::read_to_string(&out).unwrap_or_default();
+    let reports = || read().matches("agent,").count();
+    assert!(wait_until(|| reports() >= 1), "no report");
+    write(&clock, "-3600\n");
+    let before = reports();
+    let went_on = wait_until(|| reports() >= before + 2);
+    kill(child.id(), "TERM");
+    child.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(went_on, "no report after the step: {stderr}");
+    assert!(stderr.contains("the wall clock went back"), "{stderr}");
+    // the reports after the step carry the stepped clock's time
+    let stamps: Vec<i64> = read()
+        .lines()
+        .filter(|l| l.starts_with("agent,"))
+        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    let (first, last) = (stamps[0], stamps[stamps.len() - 1]);
+    assert!(first - last > 3_000_000_000_000, "{stamps:?}");
+}
+
 /// Run by hand by a user who may not create the spool (the packaged default is
 /// /var/lib/storwatch/spool): a clear error that says what to do, not a bare EACCES.
 #[test]

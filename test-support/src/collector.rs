@@ -5,7 +5,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::http::http;
-use crate::process::binary;
+use crate::process::{binary, libfaketime};
 
 /// The collector as a child process, SIGKILLed on drop.
 pub struct Collector {
@@ -165,21 +165,4 @@ impl Drop for Collector {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// libfaketime's multi-threaded library (Debian's `faketime` package: `scripts/test.sh`
-/// installs it).
-fn libfaketime() -> PathBuf {
-    let mut dirs = vec![
-        PathBuf::from("/usr/lib/faketime"),
-        PathBuf::from("/usr/lib64/faketime"),
-    ];
-    // Debian's multiarch directories: /usr/lib/<triplet>/faketime
-    if let Ok(entries) = std::fs::read_dir("/usr/lib") {
-        dirs.extend(entries.flatten().map(|e| e.path().join("faketime")));
-    }
-    dirs.iter()
-        .map(|d| d.join("libfaketimeMT.so.1"))
-        .find(|p| p.is_file())
-        .expect("libfaketime is not installed (apt-get install faketime; scripts/test.sh does)")
 }

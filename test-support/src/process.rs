@@ -92,3 +92,20 @@ impl Drop for Proc {
         self.kill();
     }
 }
+
+/// libfaketime's multi-threaded library (Debian's `faketime` package: `scripts/test.sh`
+/// installs it).
+pub fn libfaketime() -> PathBuf {
+    let mut dirs = vec![
+        PathBuf::from("/usr/lib/faketime"),
+        PathBuf::from("/usr/lib64/faketime"),
+    ];
+    // Debian's multiarch directories: /usr/lib/<triplet>/faketime
+    if let Ok(entries) = std::fs::read_dir("/usr/lib") {
+        dirs.extend(entries.flatten().map(|e| e.path().join("faketime")));
+    }
+    dirs.iter()
+        .map(|d| d.join("libfaketimeMT.so.1"))
+        .find(|p| p.is_file())
+        .expect("libfaketime is not installed (apt-get install faketime; scripts/test.sh does)")
+}
