@@ -251,9 +251,10 @@ fn signals() -> Result<Signals> {
     let reload = Arc::new(AtomicBool::new(false));
     let ignored = Arc::new(AtomicBool::new(false));
     let (wake, raise) = UnixStream::pair().context("creating the signal pipe")?;
-    // The handler's end must not block; the sleeping end does, with a timeout.
+    // Neither end blocks: the handler writes, the sampling loop polls and drains.
     raise
         .set_nonblocking(true)
+        .and_then(|()| wake.set_nonblocking(true))
         .context("creating the signal pipe")?;
     for (sig, flag) in [
         (SIGTERM, &stop),
@@ -299,24 +300,29 @@ fn sleep_until(target_ns: i64, most_ns: i64, sig: &Signals) -> Woke {
         if target_ns - now > most_ns {
             return Woke::ClockBack;
         }
-        let left = Duration::from_nanos(u64::try_from(target_ns - now).unwrap_or(0));
-        // A read with a timeout: returns with the byte a stop signal writes, or when time is up.
-        let waited = sig
-            .wake
-            .set_read_timeout(Some(left.max(Duration::from_micros(1))))
-            .and_then(|()| (&sig.wake).read(&mut [0u8; 1]));
-        let slept = match waited {
-            Ok(n) => n > 0,
-            Err(e) => matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock
-                    | std::io::ErrorKind::TimedOut
-                    | std::io::ErrorKind::Interrupted
-            ),
+        // poll times out on a high-resolution timer (a socket's receive timeout would use the
+        // coarse timer wheel, up to 1/8 of the wait late); it returns early with the byte a
+        // stop signal writes.
+        let left = target_ns - now;
+        let timeout = rustix::event::Timespec {
+            tv_sec: left / 1_000_000_000,
+            tv_nsec: left % 1_000_000_000,
         };
-        if !slept {
-            // Not expected; a plain sleep rather than a spin.
-            std::thread::sleep(left.min(Duration::from_millis(200)));
+        let mut fds = [rustix::event::PollFd::new(
+            &sig.wake,
+            rustix::event::PollFlags::IN,
+        )];
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(0) | Err(rustix::io::Errno::INTR) => {}
+            Ok(_) => {
+                let mut bytes = [0u8; 16];
+                while matches!((&sig.wake).read(&mut bytes), Ok(n) if n > 0) {}
+            }
+            Err(_) => {
+                // Not expected; a plain sleep rather than a spin.
+                let left = Duration::from_nanos(u64::try_from(left).unwrap_or(0));
+                std::thread::sleep(left.min(Duration::from_millis(200)));
+            }
         }
     }
 }
