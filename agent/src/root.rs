@@ -141,17 +141,29 @@ fn read_opened(
 /// `md/` every second while it syncs, and its members every ten.
 ///
 /// Opened on first use. When a file is not found through it, the directory is opened again by
-/// its path once: an array stopped and assembled again under the same name is a new directory.
+/// its path once (an array stopped and assembled again under the same name is a new directory),
+/// unless another file was just opened through it: within one poll a missing file (`sync_*` of a
+/// raid0) is simply missing, and costs one failed `openat`.
 #[derive(Debug)]
 pub struct Dir {
     path: PathBuf,
     fd: Option<rustix::fd::OwnedFd>,
+    /// When a file was last opened through `fd`.
+    alive_at: Option<std::time::Instant>,
 }
+
+/// How long after a file opened through a [`Dir`] a missing one is taken as missing without
+/// opening the directory again: longer than the reads of one poll, shorter than a sample.
+pub(crate) const DIR_ALIVE_FOR: std::time::Duration = std::time::Duration::from_millis(50);
 
 impl Dir {
     /// The directory at `path`, not opened yet.
     pub fn new(path: PathBuf) -> Self {
-        Self { path, fd: None }
+        Self {
+            path,
+            fd: None,
+            alive_at: None,
+        }
     }
 
     /// Where it is.
@@ -165,6 +177,7 @@ impl Dir {
         for fresh in [self.fd.is_none(), true] {
             if fresh {
                 self.fd = self.open_dir();
+                self.alive_at = None;
             }
             let Some(dir) = &self.fd else {
                 // Not there (or not openable): as a plain read of the path says.
@@ -173,13 +186,15 @@ impl Dir {
             use rustix::fs::{Mode, OFlags};
             match rustix::fs::openat(dir, rel, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()) {
                 Ok(fd) => {
+                    self.alive_at = Some(std::time::Instant::now());
                     let file = std::fs::File::from(fd);
                     return read_opened(&file, || self.path.join_sized(rel), buf, true);
                 }
                 Err(e) => {
                     let e = io::Error::from(e);
                     if e.kind() == io::ErrorKind::NotFound || vanished(&e) {
-                        if fresh {
+                        let alive = self.alive_at.is_some_and(|t| t.elapsed() < DIR_ALIVE_FOR);
+                        if fresh || alive {
                             return Ok(false);
                         }
                         continue; // once more through a directory opened again by path
@@ -436,8 +451,10 @@ mod tests {
         ));
         assert_eq!(buf, "in_sync\n");
         assert!(matches!(dir.read_value("sync_speed", &mut buf), Ok(false)));
-        // the array stopped and assembled again: a new directory at the same path
+        // the array stopped and assembled again: a new directory at the same path, seen at the
+        // next poll
         std::fs::remove_dir_all(tmp.path().join("md0")).expect("rm");
+        std::thread::sleep(DIR_ALIVE_FOR * 2);
         std::fs::create_dir_all(&md).expect("mkdir");
         std::fs::write(md.join("array_state"), "active\n").expect("write");
         assert!(matches!(dir.read_value("array_state", &mut buf), Ok(true)));
