@@ -325,6 +325,14 @@ fn tunables_are_checked_once_a_minute_and_written_when_changed() {
     // written again after tunables_interval (300 s) even when nothing changed
     assert!(!report_text_at(&mut s, 181.0).contains(sda));
     assert!(line(&report_text_at(&mut s, 421.0), sda).contains("changed=false"));
+    // reports a few milliseconds early still find the check due on the minute
+    assert!(!report_text_at(&mut s, 480.996).contains(sda));
+    write(
+        &h.sys().join("block/sda/queue/scheduler"),
+        "[mq-deadline] kyber bfq none\n",
+    );
+    assert!(!report_text_at(&mut s, 490.995).contains(sda));
+    assert!(line(&report_text_at(&mut s, 540.992), sda).contains("changed=true"));
 }
 
 #[test]
@@ -702,6 +710,15 @@ fn sighup_reloads_and_sigterm_reports_the_partial_interval() {
 #[test]
 fn the_sampling_thread_sleeps_until_the_next_sample_and_sigterm_ends_the_sleep() {
     let dir = tempfile::tempdir().unwrap();
+    // Samples fall on whole hours: keep the window below clear of one.
+    let into_hour = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        % 3600;
+    if into_hour > 3590 {
+        std::thread::sleep(Duration::from_secs(3600 - into_hour + 1));
+    }
     let mut child = Command::new(env!("CARGO_BIN_EXE_storwatch-agent"))
         .arg("run")
         .args(["--sample-interval", "1h", "--report-interval", "1h"])

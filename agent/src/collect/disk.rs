@@ -22,6 +22,9 @@ use crate::summary::DiskInterval;
 /// `tunables_interval`).
 const TUNABLES_CHECK_S: f64 = 60.0;
 
+/// Slack on the two periods above, for reports that come a little before their boundary.
+const TUNABLES_SLACK_S: f64 = 1.0;
+
 const DISKSTATS: &str = "diskstats";
 const SYSBLOCK: &str = "sysblock";
 
@@ -314,11 +317,12 @@ fn tunables(
     }
     let now_s = cx.now_s;
     // Due a minute after the last check, not after the last line: a quiet device is read once a
-    // minute, not at every report once a minute has passed since its last line.
-    let due_check = d
-        .tunables_checked_s
-        .is_none_or(|t| now_s - t >= TUNABLES_CHECK_S.min(tunables_interval_s));
-    if !due_check {
+    // minute, not at every report once a minute has passed since its last line; and at once when
+    // its line is due again. Reports come on the interval's boundaries, a few milliseconds either
+    // side: a second of slack keeps a check 59.998 s after the last from waiting another report.
+    let since = |t: Option<f64>| t.map_or(f64::INFINITY, |t| now_s - t + TUNABLES_SLACK_S);
+    let stale = since(d.tunables_reported_s) >= tunables_interval_s;
+    if since(d.tunables_checked_s) < TUNABLES_CHECK_S.min(tunables_interval_s) && !stale {
         return;
     }
     d.tunables_checked_s = Some(now_s);
@@ -331,9 +335,6 @@ fn tunables(
         }
     };
     let changed = d.tunables.as_ref() != Some(&t);
-    let stale = d
-        .tunables_reported_s
-        .is_none_or(|r| now_s - r >= tunables_interval_s);
     if changed || stale {
         if changed && d.tunables.is_some() {
             tracing::info!(device = %name, old = ?d.tunables, new = ?t, "block tunables changed");
