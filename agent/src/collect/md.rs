@@ -194,10 +194,10 @@ impl MdMonitor {
                 // The same run going on: only its progress (and mismatch count) moves each
                 // second; its state is re-read when mdstat's line changes and with the members.
                 let refreshed = if same_run {
-                    mdsys::refresh_progress_in(dir, &mut c.sys)
+                    mdsys::refresh_progress(dir, &mut c.sys)
                 } else {
                     c.run = RunShape::of(a);
-                    mdsys::refresh_in(dir, &mut c.sys)
+                    mdsys::refresh(dir, &mut c.sys)
                 };
                 match refreshed {
                     Ok(true) => return Ok(()),
@@ -210,7 +210,7 @@ impl MdMonitor {
             }
         }
         self.sys_cache.remove(&a.name);
-        if let Some(sys) = mdsys::read_in(dir)? {
+        if let Some(sys) = mdsys::read(dir)? {
             self.sys_cache.insert(
                 a.name.clone(),
                 SysCache {

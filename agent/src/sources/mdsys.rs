@@ -263,14 +263,10 @@ pub fn dir(root: &Root, array: &str) -> Dir {
     Dir::new(root.sys(&format!("block/{array}/md")))
 }
 
-/// Reads `/sys/block/<array>/md/`. `Ok(None)` when the directory is absent (not an md device,
-/// or the array vanished between reading `/proc/mdstat` and here).
-pub fn read(root: &Root, array: &str) -> Result<Option<MdSys>, SourceError> {
-    read_in(&mut dir(root, array))
-}
-
-/// [`read`] through the array's kept directory.
-pub fn read_in(dir: &mut Dir) -> Result<Option<MdSys>, SourceError> {
+/// Reads `/sys/block/<array>/md/` through the array's kept directory ([`dir`]). `Ok(None)`
+/// when the directory is absent (not an md device, or the array vanished between reading
+/// `/proc/mdstat` and here).
+pub fn read(dir: &mut Dir) -> Result<Option<MdSys>, SourceError> {
     let Some(entries) = list_dir(dir.path())? else {
         return Ok(None);
     };
@@ -320,12 +316,7 @@ pub fn read_in(dir: &mut Dir) -> Result<Option<MdSys>, SourceError> {
 /// `sync_action`, `sync_completed`, `sync_speed`, `mismatch_cnt`) into `sys`, leaving the
 /// geometry and members as they were. `Ok(false)` when the array is gone (every md array has
 /// `array_state`).
-pub fn refresh(root: &Root, array: &str, sys: &mut MdSys) -> Result<bool, SourceError> {
-    refresh_in(&mut dir(root, array), sys)
-}
-
-/// [`refresh`] through the array's kept directory.
-pub fn refresh_in(dir: &mut Dir, sys: &mut MdSys) -> Result<bool, SourceError> {
+pub fn refresh(dir: &mut Dir, sys: &mut MdSys) -> Result<bool, SourceError> {
     let mut buf = String::new();
     let Some(state) = attr(dir, "array_state", &mut buf, parse_array_state)? else {
         return Ok(false);
@@ -343,7 +334,7 @@ pub fn refresh_in(dir: &mut Dir, sys: &mut MdSys) -> Result<bool, SourceError> {
 /// `sys`, through the array's kept directory: while mdstat's line for the array keeps its shape
 /// and its action, `array_state`, `degraded` and `sync_action` cannot have changed unseen.
 /// `Ok(false)` when the array is gone.
-pub fn refresh_progress_in(dir: &mut Dir, sys: &mut MdSys) -> Result<bool, SourceError> {
+pub fn refresh_progress(dir: &mut Dir, sys: &mut MdSys) -> Result<bool, SourceError> {
     let mut buf = String::new();
     let Some(done) = attr(dir, "sync_completed", &mut buf, parse_sync_completed)? else {
         return Ok(false);
@@ -392,7 +383,7 @@ mod tests {
                     .and_then(Path::parent)
                     .expect("sys root");
                 let root = Root::new("/nonexistent", sys_root);
-                insta::assert_debug_snapshot!(read(&root, array));
+                insta::assert_debug_snapshot!(read(&mut super::dir(&root, array)));
             }
         );
     }
@@ -458,19 +449,21 @@ mod tests {
     fn absent_array_and_bad_attribute() {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = Root::new(dir.path().join("proc"), dir.path().join("sys"));
-        assert!(matches!(read(&root, "md0"), Ok(None)));
+        assert!(matches!(read(&mut super::dir(&root, "md0")), Ok(None)));
         let md = dir.path().join("sys/block/md0/md");
         std::fs::create_dir_all(md.join("dev-cciss!c0d0p1")).expect("mkdir");
         std::fs::write(md.join("level"), "raid1\n").expect("write");
         std::fs::write(md.join("dev-cciss!c0d0p1/state"), "in_sync\n").expect("write");
-        let sys = read(&root, "md0").expect("reads").expect("present");
+        let sys = read(&mut super::dir(&root, "md0"))
+            .expect("reads")
+            .expect("present");
         assert_eq!(sys.level.as_deref(), Some("raid1"));
         assert_eq!(sys.sync_action, None);
         assert_eq!(sys.devs.len(), 1);
         assert_eq!(sys.devs[0].name, "cciss/c0d0p1");
         assert_eq!(sys.devs[0].slot, None);
         std::fs::write(md.join("degraded"), "one\n").expect("write");
-        match read(&root, "md0") {
+        match read(&mut super::dir(&root, "md0")) {
             Err(SourceError::Parse { path, error }) => {
                 assert!(path.ends_with("md0/md/degraded"));
                 assert_eq!(error.text, "one");
@@ -495,10 +488,15 @@ mod tests {
             std::fs::write(md.join(f), format!("{v}\n")).expect("write");
         }
         std::fs::write(md.join("dev-sda/state"), "in_sync\n").expect("write");
-        let mut sys = read(&root, "md0").expect("reads").expect("present");
+        let mut sys = read(&mut super::dir(&root, "md0"))
+            .expect("reads")
+            .expect("present");
         std::fs::write(md.join("mismatch_cnt"), "64\n").expect("write");
         std::fs::write(md.join("dev-sda/state"), "faulty\n").expect("write");
-        assert!(matches!(refresh(&root, "md0", &mut sys), Ok(true)));
+        assert!(matches!(
+            refresh(&mut super::dir(&root, "md0"), &mut sys),
+            Ok(true)
+        ));
         assert_eq!(sys.mismatch_cnt, Some(64));
         assert_eq!(
             sys.devs[0].state,
@@ -506,7 +504,10 @@ mod tests {
             "members are not re-read"
         );
         std::fs::remove_dir_all(dir.path().join("sys/block/md0")).expect("rm");
-        assert!(matches!(refresh(&root, "md0", &mut sys), Ok(false)));
+        assert!(matches!(
+            refresh(&mut super::dir(&root, "md0"), &mut sys),
+            Ok(false)
+        ));
     }
 
     proptest! {
