@@ -85,7 +85,7 @@ fn read_file(path: &Path, buf: &mut String, one_piece: bool) -> Result<bool, Sou
     buf.clear();
     match std::fs::File::open(path) {
         Ok(file) => read_opened(&file, || path.to_owned(), buf, one_piece),
-        Err(e) if e.kind() == io::ErrorKind::NotFound || vanished(&e) => Ok(false),
+        Err(e) if absent(&e) => Ok(false),
         Err(e) => Err(SourceError::io(path, e)),
     }
 }
@@ -192,7 +192,7 @@ impl Dir {
                 }
                 Err(e) => {
                     let e = io::Error::from(e);
-                    if e.kind() == io::ErrorKind::NotFound || vanished(&e) {
+                    if absent(&e) {
                         let alive = self.alive_at.is_some_and(|t| t.elapsed() < DIR_ALIVE_FOR);
                         if fresh || alive {
                             return Ok(false);
@@ -273,7 +273,7 @@ fn list_entries(
 ) -> Result<Option<Vec<String>>, SourceError> {
     let rd = match std::fs::read_dir(path) {
         Ok(rd) => rd,
-        Err(e) if e.kind() == io::ErrorKind::NotFound || vanished(&e) => return Ok(None),
+        Err(e) if absent(&e) => return Ok(None),
         Err(e) => return Err(SourceError::io(path, e)),
     };
     let mut names = Vec::new();
@@ -288,6 +288,11 @@ fn list_entries(
     }
     names.sort_unstable();
     Ok(Some(names))
+}
+
+/// The file is not there, or its device went away while it was opened.
+fn absent(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound || vanished(e)
 }
 
 fn vanished(e: &io::Error) -> bool {
