@@ -1,15 +1,15 @@
 //! `storwatch-agent`: the command line and the loops (run, once, top).
 
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use storwatch_agent::clock::{self, sleep_until, wall_ns, Woke};
 use storwatch_agent::collect::{self, Live};
 use storwatch_agent::config::{self, Config};
 use storwatch_agent::prometheus;
@@ -229,104 +229,6 @@ fn writer(cfg: &Config) -> LineWriter {
     LineWriter::new(&cfg.host, &tags)
 }
 
-fn wall_ns() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
-
-/// What the signal handlers raise: the stop flag (SIGTERM, SIGINT) with a byte on a pipe that
-/// wakes the sampling loop's sleep at once, and the reload flag (SIGHUP). SIGUSR1/2 are caught and
-/// ignored rather than killing the agent.
-struct Signals {
-    stop: Arc<AtomicBool>,
-    reload: Arc<AtomicBool>,
-    wake: UnixStream,
-}
-
-fn signals() -> Result<Signals> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1, SIGUSR2};
-    let stop = Arc::new(AtomicBool::new(false));
-    let reload = Arc::new(AtomicBool::new(false));
-    let ignored = Arc::new(AtomicBool::new(false));
-    let (wake, raise) = UnixStream::pair().context("creating the signal pipe")?;
-    // Neither end blocks: the handler writes, the sampling loop polls and drains.
-    raise
-        .set_nonblocking(true)
-        .and_then(|()| wake.set_nonblocking(true))
-        .context("creating the signal pipe")?;
-    for (sig, flag) in [
-        (SIGTERM, &stop),
-        (SIGINT, &stop),
-        (SIGHUP, &reload),
-        (SIGUSR1, &ignored),
-        (SIGUSR2, &ignored),
-    ] {
-        signal_hook::flag::register(sig, Arc::clone(flag)).context("installing signal handler")?;
-    }
-    // Only a stop cuts the sleep short; a reload is handled after the next sample, on time.
-    for sig in [SIGTERM, SIGINT] {
-        let raise = raise.try_clone().context("creating the signal pipe")?;
-        signal_hook::low_level::pipe::register(sig, raise).context("installing signal handler")?;
-    }
-    Ok(Signals { stop, reload, wake })
-}
-
-/// How a sleep until the next sample ended.
-#[derive(Debug, PartialEq)]
-enum Woke {
-    /// At the instant it was meant to.
-    OnTime,
-    /// On SIGTERM/SIGINT.
-    Stopped,
-    /// The wall clock went back (an NTP step, a VM restored from a snapshot): the instant is
-    /// further away than one interval, and sleeping until then would stop sampling for as long.
-    ClockBack,
-}
-
-/// Sleeps until wall-clock time `target_ns`, at most `most_ns` from now, waking early when a
-/// stop signal arrives; one wakeup per sample in the quiet case (a loop polling the flags
-/// would wake several times a second).
-fn sleep_until(target_ns: i64, most_ns: i64, sig: &Signals) -> Woke {
-    loop {
-        let now = wall_ns();
-        if sig.stop.load(Ordering::Relaxed) {
-            return Woke::Stopped;
-        }
-        if now >= target_ns {
-            return Woke::OnTime;
-        }
-        if target_ns - now > most_ns {
-            return Woke::ClockBack;
-        }
-        // poll times out on a high-resolution timer (a socket's receive timeout would use the
-        // coarse timer wheel, up to 1/8 of the wait late); it returns early with the byte a
-        // stop signal writes.
-        let left = target_ns - now;
-        let timeout = rustix::event::Timespec {
-            tv_sec: left / 1_000_000_000,
-            tv_nsec: left % 1_000_000_000,
-        };
-        let mut fds = [rustix::event::PollFd::new(
-            &sig.wake,
-            rustix::event::PollFlags::IN,
-        )];
-        match rustix::event::poll(&mut fds, Some(&timeout)) {
-            Ok(0) | Err(rustix::io::Errno::INTR) => {}
-            Ok(_) => {
-                let mut bytes = [0u8; 16];
-                while matches!((&sig.wake).read(&mut bytes), Ok(n) if n > 0) {}
-            }
-            Err(_) => {
-                // Not expected; a plain sleep rather than a spin.
-                let left = Duration::from_nanos(u64::try_from(left).unwrap_or(0));
-                std::thread::sleep(left.min(Duration::from_millis(200)));
-            }
-        }
-    }
-}
-
 /// The daemon loop: samples on wall-clock multiples of the sample interval (so every agent of a
 /// site samples at the same instants) and reports on multiples of the report interval, each
 /// report stamped with the end of its interval.
@@ -336,7 +238,7 @@ fn sleep_until(target_ns: i64, most_ns: i64, sig: &Signals) -> Woke {
 /// reported as partial and sampling starts over with the new one. A configuration that does not
 /// load keeps the running one, with an error in the log.
 fn run(mut cfg: Config, reload: &dyn Fn() -> Result<Config>) -> Result<()> {
-    let sig = signals()?;
+    let sig = clock::signals().context("installing signal handlers")?;
     let (stop, reload_flag) = (&sig.stop, &sig.reload);
     let mut sink = open_sink(&cfg)?;
     let exporter = match cfg.prometheus.listen.as_str() {
@@ -496,7 +398,7 @@ fn once(cfg: &Config) -> Result<()> {
 /// after another, as wide as `--width`, `$COLUMNS` or all the columns.
 fn top_loop(cfg: &Config, args: &TopArgs) -> Result<()> {
     use std::io::Write;
-    let stop = signals()?.stop;
+    let stop = clock::signals().context("installing signal handlers")?.stop;
     let resized = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGWINCH, Arc::clone(&resized))
         .context("installing signal handler")?;
