@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use storwatch_test_support::process::signal;
 use storwatch_test_support::{http, wait_for, Collector};
 
 const TOKEN: &str = "hostile-agents-token-0123456789";
@@ -252,15 +253,6 @@ fn open_secrets_are_refused_and_state_files_are_private() {
         }
     }
     assert!(open.is_empty(), "open to others: {open:?}");
-}
-
-fn signal(pid: u32, sig: &str) {
-    let ok = Command::new("kill")
-        .args([&format!("-{sig}"), &pid.to_string()])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "kill -{sig}");
 }
 
 fn write_status(port: u16, token: &str) -> u16 {

@@ -580,11 +580,7 @@ fn dead_letter_files_rotate_at_the_cap_and_hold_whole_lines() {
         .unwrap()
         .replace("keep_files = 2", "keep_files = 1");
     std::fs::write(&cfg, text).unwrap();
-    let hup = std::process::Command::new("kill")
-        .args(["-HUP", &collector.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(hup.success());
+    storwatch_test_support::process::signal(collector.pid(), "HUP");
     std::thread::sleep(Duration::from_millis(500));
     for i in 31..=40 {
         refuse(i);

@@ -65,3 +65,12 @@ pub fn fixture_roots(dir: &Path) -> (PathBuf, PathBuf) {
     }
     (proc_root, fx.join("sysfs/disk-server/sys"))
 }
+
+/// Writes `text` to `path` as the kernel's files appear to a reader, whole or not at all: into
+/// a temporary file beside it, then renamed over it. Creates the parent directories.
+pub fn write_replacing(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("a file in a directory")).expect("mkdir");
+    let tmp = path.with_extension("tmp~");
+    std::fs::write(&tmp, text).expect("write");
+    std::fs::rename(&tmp, path).expect("rename");
+}

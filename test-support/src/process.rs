@@ -109,3 +109,14 @@ pub fn libfaketime() -> PathBuf {
         .find(|p| p.is_file())
         .expect("libfaketime is not installed (apt-get install faketime; scripts/test.sh does)")
 }
+
+/// Sends signal `sig` (a name: `TERM`, `HUP`, `USR1`) to process `pid` with kill(1), failing the
+/// test when it cannot.
+pub fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([&format!("-{sig}"), &pid.to_string()])
+        .status()
+        .expect("run kill")
+        .success();
+    assert!(ok, "kill -{sig} {pid}");
+}
