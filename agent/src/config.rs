@@ -32,7 +32,8 @@ pub struct Config {
     pub saturation_threshold_pct: f64,
     /// Where reports go: `-` (stdout), `file:PATH`, or an http(s):// write URL.
     pub output: String,
-    /// How often the block tunables are reported even when unchanged.
+    /// How often the block tunables are reported even when unchanged. They are read every five
+    /// minutes, or this often when it is shorter.
     #[serde(with = "duration")]
     pub tunables_interval: Duration,
     /// Block devices not reported (shell-style `*` globs on the kernel name).
@@ -114,7 +115,7 @@ saturation_threshold_pct = 95.0
 output = "-"
 
 # Block tunables (read_ahead_kb, scheduler, nr_requests, max_sectors_kb) are reported when they
-# change and at least this often.
+# change and at least this often. They are read every 5 minutes, or this often when shorter.
 tunables_interval = "5m"
 
 # Devices and interfaces left out of reports: shell-style globs on kernel names.

@@ -294,10 +294,11 @@ fn report_from_two_snapshots_is_exact() {
     assert!(!text.contains("disk_tunables,host=ds01.example,site=T2_EX,device=sda1,"));
 }
 
-/// Tunables are read once a minute and written when they change (or every `tunables_interval`,
-/// 300 s by default): a quiet check does not make the next report read them again.
+/// Tunables are read every five minutes (or every `tunables_interval` when shorter) and written
+/// when they change and every `tunables_interval` (300 s by default): a quiet check does not make
+/// the next report read them again.
 #[test]
-fn tunables_are_checked_once_a_minute_and_written_when_changed() {
+fn tunables_are_checked_every_five_minutes_and_written_when_changed() {
     let h = Host::new("tunables");
     h.snapshot_a();
     let mut s = Scheduler::new(&config(&h), Vec::new());
@@ -305,31 +306,49 @@ fn tunables_are_checked_once_a_minute_and_written_when_changed() {
     let sda = "disk_tunables,host=ds01.example,site=T2_EX,device=sda,";
     let first = report_text_at(&mut s, 1.0);
     assert!(line(&first, sda).contains("changed=false"), "{first}");
-    // not due yet, then due and unchanged: nothing written
-    assert!(!report_text_at(&mut s, 30.0).contains(sda));
+    // not due yet
     assert!(!report_text_at(&mut s, 61.0).contains(sda));
-    // changed right after a check: seen at the next check, a minute after the last one
+    // changed after a check: seen at the next check, five minutes after the last one
     write(
         &h.sys().join("block/sda/queue/scheduler"),
         "mq-deadline kyber bfq [none]\n",
     );
-    assert!(!report_text_at(&mut s, 71.0).contains(sda));
-    assert!(!report_text_at(&mut s, 111.0).contains(sda));
-    let seen = report_text_at(&mut s, 121.0);
+    assert!(!report_text_at(&mut s, 121.0).contains(sda));
+    assert!(!report_text_at(&mut s, 291.0).contains(sda));
+    let seen = report_text_at(&mut s, 301.0);
     let changed = line(&seen, sda);
     assert!(changed.contains("scheduler=\"none\""), "{changed}");
     assert!(changed.contains("changed=true"), "{changed}");
-    // written again after tunables_interval (300 s) even when nothing changed
-    assert!(!report_text_at(&mut s, 181.0).contains(sda));
-    assert!(line(&report_text_at(&mut s, 421.0), sda).contains("changed=false"));
-    // reports a few milliseconds early still find the check due on the minute
-    assert!(!report_text_at(&mut s, 480.996).contains(sda));
+    // written again after tunables_interval even when nothing changed
+    assert!(!report_text_at(&mut s, 361.0).contains(sda));
+    assert!(line(&report_text_at(&mut s, 601.0), sda).contains("changed=false"));
+    // reports a few milliseconds early still find the check due
+    assert!(line(&report_text_at(&mut s, 900.996), sda).contains("changed=false"));
     write(
         &h.sys().join("block/sda/queue/scheduler"),
         "[mq-deadline] kyber bfq none\n",
     );
-    assert!(!report_text_at(&mut s, 490.995).contains(sda));
-    assert!(line(&report_text_at(&mut s, 540.992), sda).contains("changed=true"));
+    assert!(!report_text_at(&mut s, 1190.995).contains(sda));
+    assert!(line(&report_text_at(&mut s, 1200.992), sda).contains("changed=true"));
+}
+
+/// A site that wants tunables sooner shortens `tunables_interval`: they are then read (and
+/// written) that often.
+#[test]
+fn a_shorter_tunables_interval_reads_them_as_often() {
+    let h = Host::new("tunables-minute");
+    h.snapshot_a();
+    let mut cfg = config(&h);
+    cfg.tunables_interval = std::time::Duration::from_secs(60);
+    let mut s = Scheduler::new(&cfg, Vec::new());
+    s.sample(0.0);
+    let sda = "disk_tunables,host=ds01.example,site=T2_EX,device=sda,";
+    assert!(line(&report_text_at(&mut s, 1.0), sda).contains("changed=false"));
+    write(&h.sys().join("block/sda/queue/read_ahead_kb"), "4096\n");
+    assert!(!report_text_at(&mut s, 31.0).contains(sda));
+    let seen = report_text_at(&mut s, 61.0);
+    assert!(line(&seen, sda).contains("read_ahead_kb=4096i"), "{seen}");
+    assert!(line(&seen, sda).contains("changed=true"), "{seen}");
 }
 
 #[test]

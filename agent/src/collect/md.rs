@@ -25,6 +25,12 @@ use crate::sources::mdstat::{self, MdArray};
 use crate::sources::mdsys::{self, MdSys};
 use crate::sources::SourceError;
 
+/// Polls between two reads of a running sync's `sync_completed`, `sync_speed` and `mismatch_cnt`
+/// while mdstat shows its live position: a `mismatch_cnt` that grows during a check is seen
+/// within this many seconds (at the default sample interval), three files a second saved per
+/// syncing array.
+const PROGRESS_REFRESH_POLLS: u32 = 5;
+
 /// MD RAID monitoring (agent config `[md]`).
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -191,9 +197,19 @@ impl MdMonitor {
                 if same_run && a.progress.is_none() {
                     return Ok(());
                 }
-                // The same run going on: only its progress (and mismatch count) moves each
-                // second; its state is re-read when mdstat's line changes and with the members.
+                // The same run going on: only its progress (and mismatch count) moves; its state
+                // is re-read when mdstat's line changes and with the members. mdstat's line
+                // carries the live position and speed every second, so sysfs' checkpoint and
+                // mismatch count are re-read every PROGRESS_REFRESH_POLLS (every poll when the
+                // line has no live counts).
                 let refreshed = if same_run {
+                    let live = a
+                        .progress
+                        .as_ref()
+                        .is_some_and(|p| p.done_kb.is_some() && p.total_kb.is_some());
+                    if live && c.polls % PROGRESS_REFRESH_POLLS != 0 {
+                        return Ok(());
+                    }
                     mdsys::refresh_progress(dir, &mut c.sys)
                 } else {
                     c.run = RunShape::of(a);
@@ -658,19 +674,35 @@ mod tests {
         );
         assert_eq!(poll(&mut m, &h, 1.0), vec![ev("md2", "idle", "check")]);
         raid1_check(&h, "check", "1000 / 2000", 128, "      [==========>..........]  check = 50.0% (500/1000) finish=0.0min speed=500K/sec\n");
+        // The position is mdstat's, every poll; sysfs' mismatch count is read every
+        // PROGRESS_REFRESH_POLLS while the check runs.
+        let mut t = 2.0;
+        let mut polls = 0;
+        let events = loop {
+            let events = poll(&mut m, &h, t);
+            assert_eq!(m.array("md2").and_then(|s| s.sync_pct), Some(50.0));
+            t += 1.0;
+            polls += 1;
+            if !events.is_empty() || polls == PROGRESS_REFRESH_POLLS {
+                break events;
+            }
+        };
         assert_eq!(
-            poll(&mut m, &h, 2.0),
+            events,
             vec![ev("md2", "mismatch_cnt=0", "mismatch_cnt=128")]
         );
-        assert_eq!(m.array("md2").and_then(|s| s.sync_pct), Some(50.0));
-        // Further growth during the same check is not announced every second...
+        // Further growth during the same check is not announced again...
         raid1_check(&h, "check", "1500 / 2000", 192, "      [===============>.....]  check = 75.0% (750/1000) finish=0.0min speed=500K/sec\n");
-        assert_eq!(poll(&mut m, &h, 2.5), vec![]);
+        for _ in 0..PROGRESS_REFRESH_POLLS {
+            assert_eq!(poll(&mut m, &h, t), vec![]);
+            assert_eq!(m.array("md2").and_then(|s| s.sync_pct), Some(75.0));
+            t += 1.0;
+        }
         assert_eq!(m.array("md2").and_then(|s| s.mismatch_cnt), Some(192));
         // ...but its final count is, when the check ends.
         raid1_check(&h, "idle", "none", 256, "");
         assert_eq!(
-            poll(&mut m, &h, 3.0),
+            poll(&mut m, &h, t),
             vec![
                 ev("md2", "check", "idle"),
                 ev("md2", "mismatch_cnt=128", "mismatch_cnt=256")
@@ -689,7 +721,7 @@ mod tests {
             0,
             "      [>....................]  check =  0.0% (0/1000) finish=0.1min speed=500K/sec\n",
         );
-        assert_eq!(poll(&mut m, &h, 4.0), vec![ev("md2", "idle", "check")]);
+        assert_eq!(poll(&mut m, &h, t + 1.0), vec![ev("md2", "idle", "check")]);
     }
 
     #[test]

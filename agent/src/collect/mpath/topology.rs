@@ -3,7 +3,7 @@
 //! `device/state` (`running`, `offline`, `blocked`, `transport-offline`; NVMe: `live`).
 
 use crate::root::JoinSized;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::root::{list_dir, read_value_into, Root};
@@ -45,7 +45,9 @@ const TOPOLOGY_RESCAN_POLLS: u32 = 10;
 #[derive(Debug, Default)]
 pub(super) struct Topology {
     idents: BTreeMap<String, DmIdent>,
-    slaves: BTreeMap<String, SlaveCache>,
+    /// Every map's paths, in the order of the last scan's maps and their `slaves`: the polls
+    /// between scans walk both together instead of looking each path up by name.
+    slaves: Vec<SlaveCache>,
     /// The maps and their paths from the last directory scan, and the polls since.
     last: Option<(Vec<SysMap>, u32)>,
     buf: String,
@@ -62,15 +64,19 @@ impl Topology {
                 let block = root.sys("block");
                 let mut vanished = false;
                 let mut moved = false;
-                for p in maps.iter_mut().flat_map(|m| m.slaves.iter_mut()) {
-                    let had = p.state.is_some();
-                    moved |= match self.slaves.get_mut(&p.name) {
-                        Some(cache) => cache.refresh_state(&block, &p.name, &mut p.state),
-                        None => p.state.take().is_some(),
+                let paths = maps.iter_mut().flat_map(|m| m.slaves.iter_mut());
+                let mut caches = self.slaves.iter_mut();
+                let mut aligned = true;
+                for p in paths {
+                    let Some(cache) = caches.next().filter(|c| c.name == p.name) else {
+                        aligned = false;
+                        break;
                     };
+                    let had = p.state.is_some();
+                    moved |= cache.refresh_state(&block, &p.name, &mut p.state);
                     vanished |= had && p.state.is_none();
                 }
-                if !vanished {
+                if aligned && caches.next().is_none() && !vanished {
                     return Ok((maps, age + 1, moved));
                 }
             }
@@ -89,6 +95,12 @@ impl Topology {
         let dms: Vec<&String> = names.iter().filter(|n| n.starts_with("dm-")).collect();
         self.idents.retain(|k, _| dms.contains(&k));
         let mut out = Vec::new();
+        // Slave names can be reused by another disk after a rescan: only the paths of this scan
+        // keep their cache.
+        let mut old: BTreeMap<String, SlaveCache> = std::mem::take(&mut self.slaves)
+            .into_iter()
+            .map(|c| (c.name.clone(), c))
+            .collect();
         for dm in dms {
             let dir = block.join_sized(dm);
             if !self.idents.contains_key(dm) {
@@ -104,17 +116,17 @@ impl Topology {
             let dev = ident.dev;
             let mut slaves = Vec::new();
             for s in list_dir(&dir.join_sized("slaves"))?.unwrap_or_default() {
-                let sdir = block.join_sized(&s);
-                if !self.slaves.contains_key(&s) {
-                    let dev = read_dev(&sdir.join_sized("dev"), &mut self.buf)?;
-                    self.slaves
-                        .insert(s.clone(), SlaveCache { dev, state: None });
-                }
-                let Some(cache) = self.slaves.get_mut(&s) else {
-                    continue;
+                let mut cache = match old.remove(&s) {
+                    Some(c) => c,
+                    None => SlaveCache {
+                        dev: read_dev(&block.join_sized(&s).join_sized("dev"), &mut self.buf)?,
+                        state: None,
+                        name: s.clone(),
+                    },
                 };
                 let dev = cache.dev;
                 let state = cache.read_state(&block, &s);
+                self.slaves.push(cache);
                 slaves.push(SysPath {
                     name: s,
                     dev,
@@ -129,12 +141,6 @@ impl Topology {
                 slaves,
             });
         }
-        // Slave names can be reused by another disk after a rescan: forget unknown ones.
-        let live: BTreeSet<&str> = out
-            .iter()
-            .flat_map(|m| m.slaves.iter().map(|s| s.name.as_str()))
-            .collect();
-        self.slaves.retain(|k, _| live.contains(k.as_str()));
         Ok(out)
     }
 }
@@ -143,6 +149,7 @@ impl Topology {
 /// read from offset 0, so one `pread` a second replaces open+read+close.
 #[derive(Debug)]
 struct SlaveCache {
+    name: String,
     dev: Option<DevT>,
     state: Option<std::fs::File>,
 }

@@ -2,10 +2,12 @@
 //! [`ArrayStatus`]: state, the running operation's progress, ETA and stall, redundancy left and
 //! the rebuild risk.
 //!
-//! Where mdstat and sysfs both have a value, sysfs wins — except for the sync position: sysfs
-//! `sync_completed` is a checkpoint the kernel moves only every 1/16 of the device or every
-//! 5 minutes, against the same limit as mdstat's `(done/total)` counts, so mdstat's live counts
-//! drive progress, ETA and stall detection and `sync_completed` is the fallback.
+//! Where mdstat and sysfs both have a value, sysfs wins — except for the sync position and
+//! speed: sysfs `sync_completed` is a checkpoint the kernel moves only every 1/16 of the device or
+//! every 5 minutes, against the same limit as mdstat's `(done/total)` counts, so mdstat's live
+//! counts drive progress, ETA and stall detection and `sync_completed` is the fallback; mdstat's
+//! `speed=` is the kernel's `sync_speed` (the same computation, md.c), read in the same file every
+//! second, so it is preferred and sysfs is the fallback.
 //!
 //! The ETA is ours: the rate between the oldest and newest progress samples of the current run
 //! within `eta_window_s`; until the samples show movement (one sample, or polls faster than the
@@ -111,9 +113,11 @@ pub(super) fn derive(
     };
     let sync_action = sync_action_word(a, s, running.as_ref());
     let position = running.as_ref().and_then(|_| position(a, s));
-    let speed = s
-        .and_then(|s| s.sync_speed_kbps)
-        .or_else(|| a.progress.as_ref().and_then(|p| p.speed_kbps));
+    let speed = a
+        .progress
+        .as_ref()
+        .and_then(|p| p.speed_kbps)
+        .or_else(|| s.and_then(|s| s.sync_speed_kbps));
 
     // Track the run: a new action, a new total or a position going backwards starts over.
     let (eta, stalled, pct) = match (&running, position) {

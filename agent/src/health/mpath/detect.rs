@@ -17,6 +17,8 @@ pub struct MpathDetector {
     window_s: f64,
     threshold: u32,
     maps: BTreeMap<String, MapState>,
+    /// [`Self::is_quiet`] as of the last observation (only an observation changes it).
+    quiet: bool,
 }
 
 impl MpathDetector {
@@ -26,6 +28,7 @@ impl MpathDetector {
             window_s,
             threshold: threshold.max(1),
             maps: BTreeMap::new(),
+            quiet: true,
         }
     }
 
@@ -60,6 +63,11 @@ impl MpathDetector {
                 }
             }
         }
+        self.quiet = self
+            .maps
+            .values()
+            .flat_map(|m| m.paths.values())
+            .all(|p| p.window.is_empty() && p.downs_since_count == 0);
     }
 
     /// The maps as last observed, by name.
@@ -70,10 +78,7 @@ impl MpathDetector {
     /// No path has a transition in its flapping window or a failure not yet matched by the
     /// kernel's count: observing the same view again would change nothing and tell nothing.
     pub fn is_quiet(&self) -> bool {
-        self.maps
-            .values()
-            .flat_map(|m| m.paths.values())
-            .all(|p| p.window.is_empty() && p.downs_since_count == 0)
+        self.quiet
     }
 
     /// Starts a new report interval: the per-interval transition counts go back to 0.
