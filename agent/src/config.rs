@@ -148,7 +148,7 @@ stall_polls = 60
 # Seconds of progress samples our ETA's rate is measured over.
 eta_window_s = 600.0
 # Member details are re-read every this many samples, and at once when mdstat shows a change.
-member_refresh_polls = 10
+member_refresh_polls = 30
 
 # ZFS pools: cheap state from /proc/spl/kstat/zfs every sample; `zpool status` and
 # `zpool list -Hp` on their own thread, with a timeout, at their own interval.

@@ -410,6 +410,41 @@ fn a_malformed_line_costs_only_that_device() {
     assert_eq!(field(agent, "source_errors"), "1i");
 }
 
+/// The kernel keeps /proc/diskstats in a stable order and the collector walks it in step; rows
+/// that come in another order (a device removed and added back) still find their own device.
+#[test]
+fn rows_in_another_order_keep_each_device_its_own_counters() {
+    let disk_lines = |text: &str| -> Vec<String> {
+        let mut v: Vec<String> = text
+            .lines()
+            .filter(|l| l.starts_with("disk,"))
+            .map(str::to_owned)
+            .collect();
+        v.sort();
+        v
+    };
+    let run = |name: &str, reorder: bool| {
+        let h = Host::new(name);
+        h.snapshot_a();
+        let mut s = Scheduler::new(&config(&h), Vec::new());
+        s.sample(0.0);
+        h.snapshot_b();
+        if reorder {
+            let p = h.proc().join("diskstats");
+            let b = fs::read_to_string(&p).unwrap();
+            let mut rows: Vec<&str> = b.lines().collect();
+            rows.reverse();
+            rows.rotate_left(2);
+            write(&p, &(rows.join("\n") + "\n"));
+        }
+        s.sample(1.0);
+        disk_lines(&report_text(&mut s))
+    };
+    let in_order = run("order-same", false);
+    assert!(in_order.len() >= 6, "{in_order:?}");
+    assert_eq!(run("order-shuffled", true), in_order);
+}
+
 #[test]
 fn devices_that_vanish_or_appear_and_counters_that_reset() {
     let h = Host::new("churn");

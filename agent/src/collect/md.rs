@@ -42,11 +42,13 @@ pub struct MdConfig {
     pub stall_polls: u32,
     /// Seconds of progress samples the ETA's rate is measured over (default 600).
     pub eta_window_s: f64,
-    /// Per-member sysfs (`dev-*/state`, `slot`, `errors`) and the array geometry are re-read
-    /// every this many polls (default 10), and at once when `/proc/mdstat` shows a change in
-    /// the array's members, flags or slots; the running state (`array_state`, `degraded`,
-    /// `sync_*`, `mismatch_cnt`) is read every poll. Saves most of the ~30 files per 12-disk
-    /// array each second.
+    /// Per-member sysfs (`dev-*/state`, `slot`, `errors`), the array geometry and its running
+    /// state are re-read every this many polls (default 30), and at once when `/proc/mdstat`
+    /// shows a change in the array's members, flags or slots (a member failed, added, spare,
+    /// replaced); `array_state`, `degraded` and `sync_action` also when mdstat's line shows the
+    /// sync or the read-only flag change, and a running sync's `sync_*` and `mismatch_cnt` every
+    /// 5 polls. What mdstat cannot show (a member's `errors` count, `write_error`, `blocked`,
+    /// `want_replacement`) is at most this many polls old: a 12-disk array has ~40 files.
     pub member_refresh_polls: u32,
 }
 
@@ -56,7 +58,7 @@ impl Default for MdConfig {
             enabled: true,
             stall_polls: 60,
             eta_window_s: 600.0,
-            member_refresh_polls: 10,
+            member_refresh_polls: 30,
         }
     }
 }
