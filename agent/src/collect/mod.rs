@@ -154,6 +154,9 @@ pub(crate) fn r3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
 }
 
+/// How long an error that keeps coming back unchanged stays out of the log after it was logged.
+const REPEAT_LOG_AFTER: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// Error counts of one source.
 #[derive(Debug, Clone)]
 struct ErrorCount {
@@ -161,6 +164,10 @@ struct ErrorCount {
     interval: u64,
     total: u64,
     logged_this_interval: bool,
+    /// The last error logged, and when.
+    last_logged: Option<(String, std::time::Instant)>,
+    /// Report intervals whose error was that one again and was not logged.
+    repeats: u64,
 }
 
 /// Errors of every source, counted per report interval and since start.
@@ -187,24 +194,62 @@ impl SourceErrors {
                 interval: 0,
                 total: 0,
                 logged_this_interval: false,
+                last_logged: None,
+                repeats: 0,
             });
         }
     }
 
     /// Counts one failure of `source`. The first of a report interval is logged; the count
-    /// carries the rest, so a broken file read every second does not flood the journal.
+    /// carries the rest, so a broken file read every second does not flood the journal. An
+    /// error that is the one logged last for the source is logged again only after
+    /// [`REPEAT_LOG_AFTER`], with the number of intervals it came back in: a node without
+    /// `dmsetup` or `zpool` logs it once an hour, not every half minute.
     pub fn count(&mut self, source: &'static str, err: &dyn Display) {
+        self.count_at(source, err, std::time::Instant::now());
+    }
+
+    /// [`Self::count`] at `now`; `Some(repeats)` when the error was logged, with the report
+    /// intervals it had come back in unlogged.
+    fn count_at(
+        &mut self,
+        source: &'static str,
+        err: &dyn Display,
+        now: std::time::Instant,
+    ) -> Option<u64> {
         if !self.counts.iter().any(|c| c.name == source) {
             self.register(source);
         }
-        let Some(c) = self.counts.iter_mut().find(|c| c.name == source) else {
-            return;
-        };
+        let c = self.counts.iter_mut().find(|c| c.name == source)?;
         c.interval += 1;
         c.total += 1;
-        if !c.logged_this_interval {
-            c.logged_this_interval = true;
-            tracing::warn!(source = %c.name, "{err}");
+        if c.logged_this_interval {
+            return None;
+        }
+        c.logged_this_interval = true;
+        let text = err.to_string();
+        match &c.last_logged {
+            Some((last, at))
+                if *last == text && now.saturating_duration_since(*at) < REPEAT_LOG_AFTER =>
+            {
+                c.repeats += 1;
+                None
+            }
+            last => {
+                let same = last.as_ref().is_some_and(|(l, _)| *l == text);
+                let repeats = if same { c.repeats } else { 0 };
+                if repeats > 0 {
+                    tracing::warn!(
+                        source = %c.name,
+                        "{text} (again in {repeats} report intervals since it was last logged)"
+                    );
+                } else {
+                    tracing::warn!(source = %c.name, "{text}");
+                }
+                c.last_logged = Some((text, now));
+                c.repeats = 0;
+                Some(repeats)
+            }
         }
     }
 
@@ -380,5 +425,38 @@ mod name_hash_spread_tests {
                 names.len()
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod source_error_tests {
+    use super::{SourceErrors, REPEAT_LOG_AFTER};
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn an_unchanged_error_is_logged_once_an_hour_and_every_error_is_counted() {
+        let mut e = SourceErrors::new(&["mpath"]);
+        let t0 = Instant::now();
+        let failing = "dmsetup: exit status 1: /dev/mapper/control: open failed";
+        // every 30 s for an hour, one per report interval
+        let mut logged = Vec::new();
+        for i in 0..120u64 {
+            if let Some(repeats) = e.count_at("mpath", &failing, t0 + Duration::from_secs(30 * i)) {
+                logged.push((i, repeats));
+            }
+            e.take_interval();
+        }
+        assert_eq!(logged, vec![(0, 0)], "logged once in the hour");
+        let now = t0 + REPEAT_LOG_AFTER + Duration::from_secs(1);
+        assert_eq!(e.count_at("mpath", &failing, now), Some(119));
+        // another error in the same interval: counted, not logged
+        let other = "dmsetup: timed out after 5 s";
+        assert_eq!(e.count_at("mpath", &other, now), None);
+        e.take_interval();
+        // a different error is logged at once, and so is the first one when it comes back
+        assert_eq!(e.count_at("mpath", &other, now), Some(0));
+        e.take_interval();
+        assert_eq!(e.count_at("mpath", &failing, now), Some(0));
+        assert_eq!(e.totals(), vec![("mpath".to_owned(), 124)]);
     }
 }
