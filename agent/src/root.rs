@@ -137,8 +137,9 @@ fn read_opened(
 /// A sysfs directory kept open, whose value files are opened by name relative to it: the
 /// kernel walks one or two path components instead of the whole path, and not through the
 /// links of `/sys/block` and `/sys/class/net` each time (5.6 instead of 9.2 µs per attribute on
-/// the build VM, `bench/read-walk.c`). For the directories read over and over: an MD array's
-/// `md/` every second while it syncs, and its members every ten.
+/// the build VM, `bench/read-walk.c`). For an MD array's `md/` (kept: its progress every few
+/// seconds while it syncs, its members every 30) and a block device's directory during a
+/// tunables reading (opened for its five files).
 ///
 /// Opened on first use. When a file is not found through it, the directory is opened again by
 /// its path once (an array stopped and assembled again under the same name is a new directory),

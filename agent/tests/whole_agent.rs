@@ -332,6 +332,34 @@ fn tunables_are_checked_every_five_minutes_and_written_when_changed() {
     assert!(line(&report_text_at(&mut s, 1200.992), sda).contains("changed=true"));
 }
 
+/// The check is timed from the last reading, not from the last line: with lines due only every
+/// hour, a quiet check at five minutes does not make every later report read them again (which
+/// once cost 5,000 system calls a report on a 250-disk server).
+#[test]
+fn a_quiet_check_is_not_repeated_at_the_next_report() {
+    let h = Host::new("tunables-hourly");
+    h.snapshot_a();
+    let mut cfg = config(&h);
+    cfg.tunables_interval = std::time::Duration::from_secs(3600);
+    let mut s = Scheduler::new(&cfg, Vec::new());
+    s.sample(0.0);
+    let sda = "disk_tunables,host=ds01.example,site=T2_EX,device=sda,";
+    assert!(line(&report_text_at(&mut s, 1.0), sda).contains("changed=false"));
+    assert!(
+        !report_text_at(&mut s, 301.0).contains(sda),
+        "a quiet check"
+    );
+    write(
+        &h.sys().join("block/sda/queue/scheduler"),
+        "mq-deadline kyber bfq [none]\n",
+    );
+    // due from the last line (300 s ago) it would be read, and written, here
+    assert!(!report_text_at(&mut s, 311.0).contains(sda));
+    assert!(!report_text_at(&mut s, 591.0).contains(sda));
+    let seen = report_text_at(&mut s, 601.0);
+    assert!(line(&seen, sda).contains("changed=true"), "{seen}");
+}
+
 /// A site that wants tunables sooner shortens `tunables_interval`: they are then read (and
 /// written) that often.
 #[test]

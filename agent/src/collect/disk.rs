@@ -47,6 +47,8 @@ pub struct DiskNow {
 struct DiskState {
     /// Kernel name.
     name: String,
+    /// Its row in the last `/proc/diskstats`.
+    row: usize,
     major: u32,
     minor: u32,
     seen: u64,
@@ -88,6 +90,8 @@ pub struct DiskCollector {
     disks: Vec<DiskState>,
     /// Where each device is in `disks`, for a row out of order (a device added or removed).
     index: super::NameMap<usize>,
+    /// A row of this sample was not where `disks` expected it: reorder them after it.
+    out_of_place: bool,
     /// `/proc/diskstats` was missing at the last sample (warned once, until it is back).
     missing: bool,
 }
@@ -104,14 +108,16 @@ impl DiskCollector {
             generation: 0,
             disks: Vec::new(),
             index: super::NameMap::default(),
+            out_of_place: false,
             missing: false,
         }
     }
 
-    /// One row of `/proc/diskstats`; `next` is where the row after the last one matched is
-    /// expected in `disks`.
+    /// Row number `n` of `/proc/diskstats`; `next` is where the row after the last one matched
+    /// is expected in `disks`.
     fn row(
         &mut self,
+        n: usize,
         row: &diskstats::DiskStat<'_>,
         next: &mut usize,
         itv: Option<u64>,
@@ -125,7 +131,9 @@ impl DiskCollector {
             _ => self.index.get(row.name).copied(),
         };
         if let Some((i, d)) = at.and_then(|i| Some((i, self.disks.get_mut(i)?))) {
+            self.out_of_place |= i != *next;
             *next = i + 1;
+            d.row = n;
             d.seen = gen;
             d.in_flight = row.in_flight;
             if (d.major, d.minor) != (row.major, row.minor) {
@@ -169,10 +177,12 @@ impl DiskCollector {
             }
         };
         let kind = sysblock::classify(row.name, info.dm_uuid.as_deref(), info.partition);
+        self.out_of_place |= *next != self.disks.len();
         self.index.insert(row.name.to_owned(), self.disks.len());
         *next = self.disks.len() + 1;
         self.disks.push(DiskState {
             name: row.name.to_owned(),
+            row: n,
             major: row.major,
             minor: row.minor,
             seen: gen,
@@ -222,8 +232,8 @@ impl Collector for DiskCollector {
                         .count(DISKSTATS, &SourceError::parse(&path, e.clone()));
                 }
                 let mut next = 0;
-                for row in &parsed.rows {
-                    self.row(row, &mut next, cx.itv_cs, cx.root, cx.errors);
+                for (n, row) in parsed.rows.iter().enumerate() {
+                    self.row(n, row, &mut next, cx.itv_cs, cx.root, cx.errors);
                 }
             }
             // No /proc/diskstats at all (a container without it): nothing to report.
@@ -239,7 +249,13 @@ impl Collector for DiskCollector {
             }
             d.seen == gen
         });
-        if self.disks.len() != before {
+        // Rows moved (a device added between others, or removed and added back): the list
+        // takes the file's order again, so the next samples walk it in step.
+        let moved = std::mem::take(&mut self.out_of_place);
+        if moved {
+            self.disks.sort_by_key(|d| d.row);
+        }
+        if moved || self.disks.len() != before {
             self.index.clear();
             for (i, d) in self.disks.iter().enumerate() {
                 self.index.insert(d.name.clone(), i);
@@ -377,4 +393,50 @@ fn tunables(
         d.tunables_reported_s = Some(now_s);
     }
     d.tunables = Some(t);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::SampleCx;
+
+    fn sample(c: &mut DiskCollector, root: &Root, rows: &[&str], t: f64) {
+        let line = |name: &&str| format!("   8       0 {name} 1 0 8 1 0 0 0 0 0 1 1 0 0 0 0 0 0\n");
+        let text: String = rows.iter().map(line).collect();
+        std::fs::write(root.proc("diskstats"), text).expect("write");
+        let (mut events, mut errors) = (Vec::new(), SourceErrors::default());
+        c.sample(&mut SampleCx {
+            root,
+            now_s: t,
+            itv_cs: Some(100),
+            uptime_cs: 0,
+            events: &mut events,
+            errors: &mut errors,
+        });
+    }
+
+    fn order(c: &DiskCollector) -> Vec<&str> {
+        c.disks.iter().map(|d| d.name.as_str()).collect()
+    }
+
+    /// The list follows the file: after a device is added between others, or the rows move,
+    /// the next sample walks them in step again, and the name index still finds every one.
+    #[test]
+    fn the_devices_take_the_order_of_the_file() {
+        let dir = std::env::temp_dir().join(format!("storwatch-disk-order-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("proc")).expect("mkdir");
+        let root = Root::new(dir.join("proc"), dir.join("sys"));
+        let mut c = DiskCollector::new(&Config::default());
+        sample(&mut c, &root, &["sda", "sdb", "sdc"], 0.0);
+        assert_eq!(order(&c), ["sda", "sdb", "sdc"]);
+        sample(&mut c, &root, &["sda", "sda1", "sdb", "sdc"], 1.0);
+        assert_eq!(order(&c), ["sda", "sda1", "sdb", "sdc"]);
+        sample(&mut c, &root, &["sdc", "sdb", "sda1"], 2.0);
+        assert_eq!(order(&c), ["sdc", "sdb", "sda1"]);
+        for (i, d) in c.disks.iter().enumerate() {
+            assert_eq!(c.index.get(&d.name), Some(&i), "{}", d.name);
+        }
+        assert_eq!(c.index.len(), 3);
+        std::fs::remove_dir_all(&dir).expect("cleanup");
+    }
 }

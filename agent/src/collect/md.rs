@@ -677,30 +677,33 @@ mod tests {
         assert_eq!(poll(&mut m, &h, 1.0), vec![ev("md2", "idle", "check")]);
         raid1_check(&h, "check", "1000 / 2000", 128, "      [==========>..........]  check = 50.0% (500/1000) finish=0.0min speed=500K/sec\n");
         // The position is mdstat's, every poll; sysfs' mismatch count is read every
-        // PROGRESS_REFRESH_POLLS while the check runs.
+        // PROGRESS_REFRESH_POLLS polls since the last full read (the one at 0.0) while the
+        // check runs: polls 2-4 still have 0, poll 5 reads 128 and says so.
+        let mismatch = |m: &MdMonitor| m.array("md2").and_then(|s| s.mismatch_cnt);
         let mut t = 2.0;
-        let mut polls = 0;
-        let events = loop {
-            let events = poll(&mut m, &h, t);
+        for polls in 2..PROGRESS_REFRESH_POLLS {
+            assert_eq!(poll(&mut m, &h, t), vec![], "poll {polls}");
             assert_eq!(m.array("md2").and_then(|s| s.sync_pct), Some(50.0));
-            t += 1.0;
-            polls += 1;
-            if !events.is_empty() || polls == PROGRESS_REFRESH_POLLS {
-                break events;
-            }
-        };
-        assert_eq!(
-            events,
-            vec![ev("md2", "mismatch_cnt=0", "mismatch_cnt=128")]
-        );
-        // Further growth during the same check is not announced again...
-        raid1_check(&h, "check", "1500 / 2000", 192, "      [===============>.....]  check = 75.0% (750/1000) finish=0.0min speed=500K/sec\n");
-        for _ in 0..PROGRESS_REFRESH_POLLS {
-            assert_eq!(poll(&mut m, &h, t), vec![]);
-            assert_eq!(m.array("md2").and_then(|s| s.sync_pct), Some(75.0));
+            assert_eq!(mismatch(&m), Some(0), "poll {polls}");
             t += 1.0;
         }
-        assert_eq!(m.array("md2").and_then(|s| s.mismatch_cnt), Some(192));
+        assert_eq!(
+            poll(&mut m, &h, t),
+            vec![ev("md2", "mismatch_cnt=0", "mismatch_cnt=128")]
+        );
+        assert_eq!(mismatch(&m), Some(128));
+        t += 1.0;
+        // Further growth during the same check is read at the next refresh, not announced...
+        raid1_check(&h, "check", "1500 / 2000", 192, "      [===============>.....]  check = 75.0% (750/1000) finish=0.0min speed=500K/sec\n");
+        for polls in PROGRESS_REFRESH_POLLS + 1..2 * PROGRESS_REFRESH_POLLS {
+            assert_eq!(poll(&mut m, &h, t), vec![]);
+            assert_eq!(m.array("md2").and_then(|s| s.sync_pct), Some(75.0));
+            assert_eq!(mismatch(&m), Some(128), "poll {polls}");
+            t += 1.0;
+        }
+        assert_eq!(poll(&mut m, &h, t), vec![]);
+        assert_eq!(mismatch(&m), Some(192));
+        t += 1.0;
         // ...but its final count is, when the check ends.
         raid1_check(&h, "idle", "none", 256, "");
         assert_eq!(
@@ -724,6 +727,35 @@ mod tests {
             "      [>....................]  check =  0.0% (0/1000) finish=0.1min speed=500K/sec\n",
         );
         assert_eq!(poll(&mut m, &h, t + 1.0), vec![ev("md2", "idle", "check")]);
+    }
+
+    /// mdstat's `speed=` and sysfs `sync_speed` are the same kernel figure; the one read this
+    /// second (mdstat's) is reported, sysfs' when mdstat prints no progress.
+    #[test]
+    fn sync_speed_is_mdstats_with_sysfs_as_the_fallback() {
+        let h = Host::new();
+        let mut m = monitor();
+        raid1_check(&h, "idle", "none", 0, "");
+        poll(&mut m, &h, 0.0);
+        raid1_check(
+            &h,
+            "check",
+            "0 / 2000",
+            0,
+            "      [>....................]  check =  0.0% (0/1000) finish=0.1min speed=700K/sec\n",
+        );
+        h.attr("md2", "sync_speed", "900");
+        poll(&mut m, &h, 1.0);
+        assert_eq!(m.array("md2").and_then(|s| s.sync_speed_kbps), Some(700));
+        // sysfs says a check runs, mdstat has no progress line for it (yet)
+        raid1_check(&h, "check", "100 / 2000", 0, "");
+        h.attr("md2", "sync_speed", "900");
+        poll(&mut m, &h, 2.0);
+        let s = m.array("md2").expect("md2");
+        assert_eq!(
+            (s.sync_action.as_str(), s.sync_speed_kbps),
+            ("check", Some(900))
+        );
     }
 
     #[test]

@@ -290,7 +290,8 @@ pub fn read_info(
 }
 
 /// Reads the tunables of device `major:minor`; `Ok(None)` for a partition (its queue is its
-/// disk's), a device without `queue/`, or one that is gone. Once a minute for every disk of the
+/// disk's), a device without `queue/` or none of the four files, or one that is gone (so a
+/// device vanishing mid-read writes no empty line). Every five minutes for every disk of the
 /// host: the files are opened through the device's directory, opened once, not each by its
 /// path through `/sys/dev/block`'s link (half the cost on a 250-disk server).
 pub fn read_tunables(root: &Root, major: u32, minor: u32) -> Result<Option<Tunables>, SourceError> {
