@@ -294,18 +294,33 @@ fn report_from_two_snapshots_is_exact() {
     assert!(!text.contains("disk_tunables,host=ds01.example,site=T2_EX,device=sda1,"));
 }
 
+/// The `disk_tunables` line of sda.
+const SDA_TUNABLES: &str = "disk_tunables,host=ds01.example,site=T2_EX,device=sda,";
+
+/// A host after its first sample, with `tunables_interval` set to `interval_s` seconds, and its
+/// first report (at 1 s), which carries sda's tunables.
+fn tunables_host(name: &str, interval_s: u64) -> (Host, Scheduler) {
+    let h = Host::new(name);
+    h.snapshot_a();
+    let mut cfg = config(&h);
+    cfg.tunables_interval = std::time::Duration::from_secs(interval_s);
+    let mut s = Scheduler::new(&cfg, Vec::new());
+    s.sample(0.0);
+    let first = report_text_at(&mut s, 1.0);
+    assert!(
+        line(&first, SDA_TUNABLES).contains("changed=false"),
+        "{first}"
+    );
+    (h, s)
+}
+
 /// Tunables are read every five minutes (or every `tunables_interval` when shorter) and written
 /// when they change and every `tunables_interval` (300 s by default): a quiet check does not make
 /// the next report read them again.
 #[test]
 fn tunables_are_checked_every_five_minutes_and_written_when_changed() {
-    let h = Host::new("tunables");
-    h.snapshot_a();
-    let mut s = Scheduler::new(&config(&h), Vec::new());
-    s.sample(0.0);
-    let sda = "disk_tunables,host=ds01.example,site=T2_EX,device=sda,";
-    let first = report_text_at(&mut s, 1.0);
-    assert!(line(&first, sda).contains("changed=false"), "{first}");
+    let (h, mut s) = tunables_host("tunables", 300);
+    let sda = SDA_TUNABLES;
     // not due yet
     assert!(!report_text_at(&mut s, 61.0).contains(sda));
     // changed after a check: seen at the next check, five minutes after the last one
@@ -337,14 +352,8 @@ fn tunables_are_checked_every_five_minutes_and_written_when_changed() {
 /// once cost 5,000 system calls a report on a 250-disk server).
 #[test]
 fn a_quiet_check_is_not_repeated_at_the_next_report() {
-    let h = Host::new("tunables-hourly");
-    h.snapshot_a();
-    let mut cfg = config(&h);
-    cfg.tunables_interval = std::time::Duration::from_secs(3600);
-    let mut s = Scheduler::new(&cfg, Vec::new());
-    s.sample(0.0);
-    let sda = "disk_tunables,host=ds01.example,site=T2_EX,device=sda,";
-    assert!(line(&report_text_at(&mut s, 1.0), sda).contains("changed=false"));
+    let (h, mut s) = tunables_host("tunables-hourly", 3600);
+    let sda = SDA_TUNABLES;
     assert!(
         !report_text_at(&mut s, 301.0).contains(sda),
         "a quiet check"
@@ -364,14 +373,8 @@ fn a_quiet_check_is_not_repeated_at_the_next_report() {
 /// written) that often.
 #[test]
 fn a_shorter_tunables_interval_reads_them_as_often() {
-    let h = Host::new("tunables-minute");
-    h.snapshot_a();
-    let mut cfg = config(&h);
-    cfg.tunables_interval = std::time::Duration::from_secs(60);
-    let mut s = Scheduler::new(&cfg, Vec::new());
-    s.sample(0.0);
-    let sda = "disk_tunables,host=ds01.example,site=T2_EX,device=sda,";
-    assert!(line(&report_text_at(&mut s, 1.0), sda).contains("changed=false"));
+    let (h, mut s) = tunables_host("tunables-minute", 60);
+    let sda = SDA_TUNABLES;
     write(&h.sys().join("block/sda/queue/read_ahead_kb"), "4096\n");
     assert!(!report_text_at(&mut s, 31.0).contains(sda));
     let seen = report_text_at(&mut s, 61.0);
