@@ -207,6 +207,22 @@ impl Dir {
         Ok(false)
     }
 
+    /// [`Self::read_value`] of `rel`, parsed by `parse`; `Ok(None)` when the file is absent, an
+    /// error naming the file when it does not parse.
+    pub fn parse_value<T>(
+        &mut self,
+        rel: &str,
+        buf: &mut String,
+        parse: fn(&str) -> Result<T, crate::sources::ParseError>,
+    ) -> Result<Option<T>, SourceError> {
+        if !self.read_value(rel, buf)? {
+            return Ok(None);
+        }
+        parse(buf)
+            .map(Some)
+            .map_err(|e| SourceError::parse(&self.path.join_sized(rel), e))
+    }
+
     fn open_dir(&self) -> Option<rustix::fd::OwnedFd> {
         use rustix::fs::{Mode, OFlags};
         let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;

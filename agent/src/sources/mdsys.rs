@@ -25,8 +25,6 @@
 //! device or every 5 minutes (`UPDATE_FREQUENCY`), while mdstat shows the live position.
 //! A `/` in a member name (`cciss/c0d0p1`) appears as `!` in the `dev-` directory name.
 
-use crate::root::JoinSized;
-
 use crate::root::{list_dir, Dir, Root};
 
 use super::mdstat::SyncAction;
@@ -272,15 +270,19 @@ pub fn read(dir: &mut Dir) -> Result<Option<MdSys>, SourceError> {
     };
     let mut buf = String::new();
     let mut sys = MdSys {
-        level: attr(dir, "level", &mut buf, parse_level)?.flatten(),
-        raid_disks: attr(dir, "raid_disks", &mut buf, parse_raid_disks)?.flatten(),
-        array_state: attr(dir, "array_state", &mut buf, parse_array_state)?,
-        degraded: attr(dir, "degraded", &mut buf, parse_degraded)?,
-        sync_action: attr(dir, "sync_action", &mut buf, parse_sync_action)?,
-        sync_completed: attr(dir, "sync_completed", &mut buf, parse_sync_completed)?,
-        sync_speed_kbps: attr(dir, "sync_speed", &mut buf, parse_sync_speed)?.flatten(),
-        mismatch_cnt: attr(dir, "mismatch_cnt", &mut buf, parse_count)?,
-        component_size_kb: attr(dir, "component_size", &mut buf, parse_count)?,
+        level: dir.parse_value("level", &mut buf, parse_level)?.flatten(),
+        raid_disks: dir
+            .parse_value("raid_disks", &mut buf, parse_raid_disks)?
+            .flatten(),
+        array_state: dir.parse_value("array_state", &mut buf, parse_array_state)?,
+        degraded: dir.parse_value("degraded", &mut buf, parse_degraded)?,
+        sync_action: dir.parse_value("sync_action", &mut buf, parse_sync_action)?,
+        sync_completed: dir.parse_value("sync_completed", &mut buf, parse_sync_completed)?,
+        sync_speed_kbps: dir
+            .parse_value("sync_speed", &mut buf, parse_sync_speed)?
+            .flatten(),
+        mismatch_cnt: dir.parse_value("mismatch_cnt", &mut buf, parse_count)?,
+        component_size_kb: dir.parse_value("component_size", &mut buf, parse_count)?,
         devs: Vec::new(),
     };
     let mut rel = String::new();
@@ -295,13 +297,13 @@ pub fn read(dir: &mut Dir) -> Result<Option<MdSys>, SourceError> {
             continue;
         };
         member(&mut rel, entry, "state");
-        let state = attr(dir, &rel, &mut buf, parse_dev_state)?;
+        let state = dir.parse_value(&rel, &mut buf, parse_dev_state)?;
         // A member removed between listing and reading leaves nothing behind: skip it.
         let Some(state) = state else { continue };
         member(&mut rel, entry, "errors");
-        let errors = attr(dir, &rel, &mut buf, parse_count)?;
+        let errors = dir.parse_value(&rel, &mut buf, parse_count)?;
         member(&mut rel, entry, "slot");
-        let slot = attr(dir, &rel, &mut buf, parse_slot)?;
+        let slot = dir.parse_value(&rel, &mut buf, parse_slot)?;
         sys.devs.push(MdDev {
             name: dev.replace('!', "/"),
             state,
@@ -318,15 +320,17 @@ pub fn read(dir: &mut Dir) -> Result<Option<MdSys>, SourceError> {
 /// `array_state`).
 pub fn refresh(dir: &mut Dir, sys: &mut MdSys) -> Result<bool, SourceError> {
     let mut buf = String::new();
-    let Some(state) = attr(dir, "array_state", &mut buf, parse_array_state)? else {
+    let Some(state) = dir.parse_value("array_state", &mut buf, parse_array_state)? else {
         return Ok(false);
     };
     sys.array_state = Some(state);
-    sys.degraded = attr(dir, "degraded", &mut buf, parse_degraded)?;
-    sys.sync_action = attr(dir, "sync_action", &mut buf, parse_sync_action)?;
-    sys.sync_completed = attr(dir, "sync_completed", &mut buf, parse_sync_completed)?;
-    sys.sync_speed_kbps = attr(dir, "sync_speed", &mut buf, parse_sync_speed)?.flatten();
-    sys.mismatch_cnt = attr(dir, "mismatch_cnt", &mut buf, parse_count)?;
+    sys.degraded = dir.parse_value("degraded", &mut buf, parse_degraded)?;
+    sys.sync_action = dir.parse_value("sync_action", &mut buf, parse_sync_action)?;
+    sys.sync_completed = dir.parse_value("sync_completed", &mut buf, parse_sync_completed)?;
+    sys.sync_speed_kbps = dir
+        .parse_value("sync_speed", &mut buf, parse_sync_speed)?
+        .flatten();
+    sys.mismatch_cnt = dir.parse_value("mismatch_cnt", &mut buf, parse_count)?;
     Ok(true)
 }
 
@@ -336,28 +340,15 @@ pub fn refresh(dir: &mut Dir, sys: &mut MdSys) -> Result<bool, SourceError> {
 /// `Ok(false)` when the array is gone.
 pub fn refresh_progress(dir: &mut Dir, sys: &mut MdSys) -> Result<bool, SourceError> {
     let mut buf = String::new();
-    let Some(done) = attr(dir, "sync_completed", &mut buf, parse_sync_completed)? else {
+    let Some(done) = dir.parse_value("sync_completed", &mut buf, parse_sync_completed)? else {
         return Ok(false);
     };
     sys.sync_completed = Some(done);
-    sys.sync_speed_kbps = attr(dir, "sync_speed", &mut buf, parse_sync_speed)?.flatten();
-    sys.mismatch_cnt = attr(dir, "mismatch_cnt", &mut buf, parse_count)?;
+    sys.sync_speed_kbps = dir
+        .parse_value("sync_speed", &mut buf, parse_sync_speed)?
+        .flatten();
+    sys.mismatch_cnt = dir.parse_value("mismatch_cnt", &mut buf, parse_count)?;
     Ok(true)
-}
-
-/// Reads and parses one attribute; `Ok(None)` when the file is absent.
-fn attr<T>(
-    dir: &mut Dir,
-    rel: &str,
-    buf: &mut String,
-    parse: fn(&str) -> Result<T, ParseError>,
-) -> Result<Option<T>, SourceError> {
-    if !dir.read_value(rel, buf)? {
-        return Ok(None);
-    }
-    parse(buf)
-        .map(Some)
-        .map_err(|e| SourceError::parse(&dir.path().join_sized(rel), e))
 }
 
 #[cfg(test)]

@@ -306,10 +306,7 @@ pub fn read_tunables(root: &Root, major: u32, minor: u32) -> Result<Option<Tunab
         None
     };
     let mut number = |rel: &str| -> Result<Option<u64>, SourceError> {
-        if !dir.read_value(rel, &mut buf)? {
-            return Ok(None);
-        }
-        parse_number(&buf).map_err(|e| SourceError::parse(&dir.path().join_sized(rel), e))
+        Ok(dir.parse_value(rel, &mut buf, parse_number)?.flatten())
     };
     let t = Tunables {
         read_ahead_kb: number("queue/read_ahead_kb")?,
