@@ -205,10 +205,7 @@ impl MdMonitor {
                 // mismatch count are re-read every PROGRESS_REFRESH_POLLS (every poll when the
                 // line has no live counts).
                 let refreshed = if same_run {
-                    let live = a
-                        .progress
-                        .as_ref()
-                        .is_some_and(|p| p.done_kb.is_some() && p.total_kb.is_some());
+                    let live = a.progress.as_ref().and_then(|p| p.counts()).is_some();
                     if live && c.polls % PROGRESS_REFRESH_POLLS != 0 {
                         return Ok(());
                     }

@@ -248,10 +248,15 @@ pub struct SyncProgress {
 }
 
 impl SyncProgress {
+    /// `(done, total)` KiB, when the line printed both counts: the live position.
+    pub fn counts(&self) -> Option<(u64, u64)> {
+        self.done_kb.zip(self.total_kb)
+    }
+
     /// Fraction done, from the counts when they are there (more precise than the percentage).
     pub fn fraction(&self) -> f64 {
-        match (self.done_kb, self.total_kb) {
-            (Some(d), Some(t)) if t > 0 => (d as f64 / t as f64).clamp(0.0, 1.0),
+        match self.counts() {
+            Some((d, t)) if t > 0 => (d as f64 / t as f64).clamp(0.0, 1.0),
             _ => (self.percent / 100.0).clamp(0.0, 1.0),
         }
     }

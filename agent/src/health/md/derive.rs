@@ -292,14 +292,12 @@ fn sync_action_word(a: &MdArray, s: Option<&MdSys>, running: Option<&SyncAction>
 
 /// The position of the running operation: mdstat's live counts, else the sysfs checkpoint.
 fn position(a: &MdArray, s: Option<&MdSys>) -> Option<Position> {
-    if let Some(p) = &a.progress {
-        if let (Some(done_kb), Some(total_kb)) = (p.done_kb, p.total_kb) {
-            return Some(Position {
-                done_kb,
-                total_kb,
-                live: true,
-            });
-        }
+    if let Some((done_kb, total_kb)) = a.progress.as_ref().and_then(|p| p.counts()) {
+        return Some(Position {
+            done_kb,
+            total_kb,
+            live: true,
+        });
     }
     match s.and_then(|s| s.sync_completed) {
         Some(SyncCompleted::Progress {
