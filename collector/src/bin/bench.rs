@@ -6,12 +6,16 @@
 //! cargo build --release -p storwatch-collector
 //! target/release/storwatch-collector-bench [--senders 8] [--seconds 10] [--lines-per-request 5000]
 //!                                          [--drain-lines 1000000] [--gzip] [--skip-drain]
+//!                                          [--port-base 18500]
 //! ```
 //!
 //! It starts `storwatch-collector` from the same directory as itself and influxd through
-//! `scripts/influxd-test.sh` (ports 18500-18503), with everything in a temporary directory.
+//! `scripts/influxd-test.sh` (ports `--port-base` to `--port-base` + 3), with everything in a
+//! temporary directory (under `BENCH_DIR` when set). It exits non-zero when the collector does
+//! not start, a write is refused, or influxd does not hold every drained line afterwards.
 
 use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -27,7 +31,17 @@ struct Args {
     drain_lines: usize,
     gzip: bool,
     skip_drain: bool,
+    port_base: u16,
 }
+
+const USAGE: &str = "\
+usage: storwatch-collector-bench [--senders N] [--seconds S] [--lines-per-request N]
+                                 [--drain-lines N] [--gzip] [--skip-drain] [--port-base PORT]
+
+Durable acknowledgements per second from N concurrent senders (the collector's output
+unreachable), then the drain of a backlog of --drain-lines lines into a local influxd against
+influxd's own ingest of the same lines. Ports PORT..PORT+3 on 127.0.0.1 (default 18500).
+";
 
 fn args() -> anyhow::Result<Args> {
     let mut a = Args {
@@ -37,6 +51,7 @@ fn args() -> anyhow::Result<Args> {
         drain_lines: 1_000_000,
         gzip: false,
         skip_drain: false,
+        port_base: 18500,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -53,7 +68,17 @@ fn args() -> anyhow::Result<Args> {
             "--drain-lines" => a.drain_lines = num()?,
             "--gzip" => a.gzip = true,
             "--skip-drain" => a.skip_drain = true,
-            other => bail!("unknown flag {other}"),
+            "--port-base" => {
+                a.port_base = u16::try_from(num()?)
+                    .ok()
+                    .filter(|p| *p <= u16::MAX - 3)
+                    .context("--port-base needs a port up to 65532")?
+            }
+            "-h" | "--help" => {
+                print!("{USAGE}");
+                std::process::exit(0);
+            }
+            other => bail!("unknown flag {other}\n{USAGE}"),
         }
     }
     Ok(a)
@@ -126,7 +151,14 @@ fn collector(dir: &Path, port: u16, output: &str, extra: &str) -> anyhow::Result
             dir.join("tokens").display()
         ),
     )?;
-    std::fs::write(dir.join("tokens"), "bench:bench-token-0123456789\n")?;
+    // 0600: the collector refuses a token file other users can read.
+    let mut tokens = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(dir.join("tokens"))?;
+    tokens.write_all(b"bench:bench-token-0123456789\n")?;
     let child = Command::new(bin)
         .arg("--config")
         .arg(&cfg)
@@ -147,16 +179,46 @@ fn vm_hwm_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-async fn wait_ping(client: &reqwest::Client, base: &str) -> anyhow::Result<()> {
+/// Waits until the collector answers `/ping`; fails at once, with its exit status, when it
+/// exits instead (a refused configuration, a port in use).
+async fn wait_ping(client: &reqwest::Client, base: &str, proc: &mut Proc) -> anyhow::Result<()> {
     for _ in 0..200 {
         if let Ok(r) = client.get(format!("{base}/ping")).send().await {
             if r.status().as_u16() == 204 {
                 return Ok(());
             }
         }
+        if let Some(status) = proc.0.try_wait()? {
+            bail!(
+                "storwatch-collector exited before answering /ping ({status}); its error is above"
+            );
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     bail!("{base} did not answer /ping")
+}
+
+/// influxd started through `scripts/influxd-test.sh`, stopped on drop (also when the bench fails
+/// half-way).
+struct Influxd {
+    dir: PathBuf,
+    port: u16,
+}
+
+impl Influxd {
+    fn start(dir: &Path, port: u16) -> anyhow::Result<Influxd> {
+        influxd("start", dir, port)?;
+        Ok(Influxd {
+            dir: dir.to_path_buf(),
+            port,
+        })
+    }
+}
+
+impl Drop for Influxd {
+    fn drop(&mut self) {
+        let _ = influxd("stop", &self.dir, self.port);
+    }
 }
 
 async fn metric(client: &reqwest::Client, base: &str, name: &str) -> u64 {
@@ -189,12 +251,13 @@ fn bodies(count: usize, lines: usize, ts0: u64, gz: bool) -> Vec<Vec<u8>> {
 
 async fn ack_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     // Output to a closed port: nothing drains, so the backlog grows for the whole run.
-    let proc = collector(dir, 18500, "http://127.0.0.1:9", "")?;
-    let base = "http://127.0.0.1:18500";
+    let port = a.port_base;
+    let mut proc = collector(dir, port, "http://127.0.0.1:9", "")?;
+    let base = &format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(64)
         .build()?;
-    wait_ping(&client, base).await?;
+    wait_ping(&client, base, &mut proc).await?;
     let ts0 = now_ns() - 3_600_000_000_000;
     let bodies = Arc::new(bodies(16, a.lines_per_request, ts0, a.gzip));
     let raw_bytes: usize = raw_len(a.lines_per_request);
@@ -295,8 +358,8 @@ fn raw_len(lines: usize) -> usize {
 async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     let client = reqwest::Client::new();
     let idir = dir.join("influx");
-    influxd("start", &idir, 18502)?;
-    let influx = "http://127.0.0.1:18502";
+    let influxd = Influxd::start(&idir, a.port_base + 2)?;
+    let influx = &format!("http://127.0.0.1:{}", a.port_base + 2);
     for db in ["bench", "direct"] {
         client
             .post(format!("{influx}/query"))
@@ -317,23 +380,25 @@ async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     let mut ws = Vec::new();
     for _ in 0..2 {
         let (client, bodies, next) = (client.clone(), bodies.clone(), next.clone());
+        let url = format!("{influx}/write?db=direct&precision=ns");
         ws.push(tokio::spawn(async move {
+            let mut failed = 0;
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed) as usize;
                 let Some(b) = bodies.get(i) else { break };
-                let r = client
-                    .post(format!("{influx}/write?db=direct&precision=ns"))
-                    .body(b.clone())
-                    .send()
-                    .await;
+                let r = client.post(&url).body(b.clone()).send().await;
                 if !matches!(&r, Ok(r) if r.status().as_u16() == 204) {
                     eprintln!("direct write failed: {r:?}");
+                    failed += 1;
                 }
             }
+            failed
         }));
     }
     for w in ws {
-        w.await?;
+        if w.await? > 0 {
+            bail!("influxd refused direct writes: its figure would be wrong");
+        }
     }
     let direct = total as f64 / t.elapsed().as_secs_f64();
 
@@ -341,9 +406,9 @@ async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     let qdir = dir.join("drain");
     std::fs::create_dir_all(&qdir)?;
     {
-        let proc = collector(&qdir, 18501, "http://127.0.0.1:9", "")?;
-        let base = "http://127.0.0.1:18501";
-        wait_ping(&client, base).await?;
+        let mut proc = collector(&qdir, a.port_base + 1, "http://127.0.0.1:9", "")?;
+        let base = &format!("http://127.0.0.1:{}", a.port_base + 1);
+        wait_ping(&client, base, &mut proc).await?;
         for b in bodies.iter() {
             let r = client
                 .post(format!("{base}/write?db=bench"))
@@ -357,10 +422,10 @@ async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
         }
         drop(proc);
     }
-    let proc = collector(&qdir, 18501, influx, "")?;
-    let base = "http://127.0.0.1:18501";
+    let mut proc = collector(&qdir, a.port_base + 1, influx, "")?;
+    let base = &format!("http://127.0.0.1:{}", a.port_base + 1);
     let t = Instant::now();
-    wait_ping(&client, base).await?;
+    wait_ping(&client, base, &mut proc).await?;
     loop {
         let backlog = metric(&client, base, "output_backlog_bytes{output=\"influx\"}").await;
         if backlog == 0 {
@@ -374,20 +439,29 @@ async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     let drain = total as f64 / t.elapsed().as_secs_f64();
     let hwm = vm_hwm_kib(proc.0.id());
     drop(proc);
-    let q = client
-        .post(format!("{influx}/query"))
-        .form(&[("db", "bench"), ("q", "SELECT count(util_pct) FROM disk")])
-        .send()
-        .await?
-        .text()
-        .await?;
+    let q: serde_json::Value = serde_json::from_str(
+        &client
+            .post(format!("{influx}/query"))
+            .form(&[("db", "bench"), ("q", "SELECT count(util_pct) FROM disk")])
+            .send()
+            .await?
+            .text()
+            .await?,
+    )?;
+    let stored = q
+        .pointer("/results/0/series/0/values/0/1")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0);
     println!(
         "drain: {total} lines; influxd direct ingest {direct:.0} lines/s (2 writers, 5000-line batches); \
          collector drain {drain:.0} lines/s = {:.0}% of direct; collector peak RSS while draining {hwm} KiB; \
-         stored count: {q}",
+         stored in influxd: {stored} lines",
         100.0 * drain / direct
     );
-    influxd("stop", &idir, 18502)?;
+    if stored != total {
+        bail!("influxd holds {stored} of the {total} lines the collector drained");
+    }
+    drop(influxd);
     Ok(())
 }
 
