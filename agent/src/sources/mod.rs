@@ -13,6 +13,7 @@ pub mod mountinfo;
 pub mod multipathd;
 pub mod netdev;
 pub mod pressure;
+pub mod smartctl;
 pub mod stat;
 pub mod statvfs;
 pub mod sysblock;
