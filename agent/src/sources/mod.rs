@@ -16,6 +16,7 @@ pub mod pressure;
 pub mod smartctl;
 pub mod stat;
 pub mod statvfs;
+pub mod storcli;
 pub mod sysblock;
 pub mod sysnet;
 pub mod uptime;
