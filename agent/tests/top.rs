@@ -110,6 +110,427 @@ fn every_health_domain_at_80_and_200_columns() {
     insta::assert_snapshot!("health_200", screen(&live, 200));
 }
 
+/// A disk server of the size `top` has to cope with, built from the simulator's parts: two OS
+/// SSDs, 40 dual-path multipath maps over 80 LUN paths, eight 12-disk RAID6 arrays, two
+/// raidz2 pools of eight disks and six spare disks (200 disks, 248 block devices), eight NICs
+/// and `lo`. With `incident`, `md3` has lost a member and waits for a replacement, one path of
+/// `mpathc` fails and comes back every second, and three spare disks are saturated.
+struct BenchHost {
+    host: storwatch_sim::model::Host,
+    incident: bool,
+    step: u64,
+}
+
+impl BenchHost {
+    const MAPS: usize = 40;
+    const ARRAYS: usize = 8;
+    const POOLS: usize = 2;
+
+    fn new(incident: bool) -> Self {
+        use storwatch_sim::model::{
+            Device, Host, MdArray, MdMember, MpathMap, MpathPath, Nic, Role, Vdev, Zpool, RAID_LUN,
+            SSD,
+        };
+        use storwatch_sim::scenario::{sd_devt, sd_name};
+        let mut h = Host::new("sim1", 64, 512, 11);
+        let sd = |i: usize, role: Role| {
+            let (major, minor) = sd_devt(i);
+            Device::new(&sd_name(i), major, minor, role, 31_251_759_104)
+        };
+        let mut disks = Vec::new();
+        for i in 0..2 {
+            let mut d = sd(i, Role::Disk);
+            d.rotational = false;
+            d.svc = SSD;
+            disks.push(d);
+        }
+        let mut dms = Vec::new();
+        for k in 0..Self::MAPS {
+            let map = format!("mpath{}", sd_name(k).trim_start_matches("sd"));
+            let dm = format!("dm-{k}");
+            let mut paths = Vec::new();
+            for j in 0..2 {
+                let mut p = sd(2 + 2 * k + j, Role::Path { map: map.clone() });
+                p.svc = RAID_LUN;
+                p.holders = vec![dm.clone()];
+                paths.push(MpathPath {
+                    dev: p.name.clone(),
+                    major: p.major,
+                    minor: p.minor,
+                    failed: false,
+                    fail_count: 0,
+                });
+                disks.push(p);
+            }
+            let wwid = format!("36d039ea0001a2b3c{k:08x}65f3a1b2c");
+            let mut d = Device::new(&dm, 253, k as u32, Role::Map, 156_250_000_000);
+            d.svc = RAID_LUN;
+            d.rotational = true;
+            d.dm_name = Some(map.clone());
+            d.dm_uuid = Some(format!("mpath-{wwid}"));
+            d.slaves = paths.iter().map(|p| p.dev.clone()).collect();
+            dms.push(d);
+            h.maps.push(MpathMap {
+                name: map,
+                dev: dm,
+                wwid,
+                size_sectors: 156_250_000_000,
+                groups: paths.into_iter().map(|p| vec![p]).collect(),
+                active_group: 1,
+                manual_failback: false,
+            });
+        }
+        let mut next = 2 + 2 * Self::MAPS;
+        let mut mds = Vec::new();
+        for a in 0..Self::ARRAYS {
+            let name = format!("md{a}");
+            let mut members = Vec::new();
+            for slot in 0..12u32 {
+                let mut d = sd(next, Role::Disk);
+                next += 1;
+                d.holders = vec![name.clone()];
+                let failed = incident && a == 3 && slot == 5;
+                if failed {
+                    d.state = "offline".to_owned();
+                }
+                members.push(MdMember {
+                    dev: d.name.clone(),
+                    slot: Some(slot),
+                    desc_nr: slot,
+                    state: if failed { "faulty" } else { "in_sync" }.to_owned(),
+                    errors: if failed { 37 } else { 0 },
+                });
+                disks.push(d);
+            }
+            let component_kb = 15_625_879_552u64;
+            let mut md = Device::new(&name, 9, a as u32, Role::Md, component_kb * 2 * 10);
+            md.rotational = false;
+            md.slaves = members.iter().map(|m| m.dev.clone()).collect();
+            mds.push(md);
+            h.arrays.push(MdArray {
+                name,
+                level: "raid6".to_owned(),
+                raid_disks: 12,
+                parity: 2,
+                chunk_kb: 512,
+                component_kb,
+                members,
+                sync: None,
+                mismatch_cnt: 0,
+            });
+        }
+        for p in 0..Self::POOLS {
+            let name = format!("tank{p}");
+            let leaves = (0..8)
+                .map(|_| {
+                    let d = sd(next, Role::Disk);
+                    next += 1;
+                    let v = Vdev::new(&d.name, vec![]);
+                    disks.push(d);
+                    v
+                })
+                .collect();
+            let size: u64 = 127_969_012_547_584;
+            h.pools.push(Zpool {
+                name: name.clone(),
+                size_bytes: size,
+                alloc_bytes: size / 100 * 61,
+                frag_pct: 12,
+                health: "ONLINE".to_owned(),
+                root: Vdev::new(&name, vec![Vdev::new("raidz2-0", leaves)]),
+                scan: None,
+                cache: Vec::new(),
+            });
+        }
+        while next < 200 {
+            disks.push(sd(next, Role::Disk));
+            next += 1;
+        }
+        // /proc/diskstats order: sd, then dm, then md
+        h.devices = disks;
+        h.devices.append(&mut dms);
+        h.devices.append(&mut mds);
+        let nic = |name: &str, speed_mbps: Option<u64>| Nic {
+            name: name.to_owned(),
+            speed_mbps,
+            mtu: if name.starts_with("ens") { 9000 } else { 1500 },
+            carrier_changes: 2,
+            demand: Default::default(),
+            c: Default::default(),
+        };
+        h.nics = vec![nic("lo", None), nic("eno1", Some(1000)), nic("eno2", None)];
+        for port in [
+            "ens1f0np0",
+            "ens1f1np1",
+            "ens2f0np0",
+            "ens2f1np1",
+            "ens3f0np0",
+        ] {
+            h.nics.push(nic(port, Some(25_000)));
+        }
+        h.nics.push(nic("ens3f1np1", None));
+        let mut b = BenchHost {
+            host: h,
+            incident,
+            step: 0,
+        };
+        b.drive();
+        b.host.backfill();
+        b
+    }
+
+    /// The demand of the coming second: every LUN, array and pool busy to a different degree
+    /// (the same on every run), and the incident's changes.
+    fn drive(&mut self) {
+        use storwatch_sim::model::{Demand, NetDemand};
+        let h = &mut self.host;
+        let t = self.step as usize;
+        let f = |i: usize| 0.25 + 0.7 * ((i * 37 + t * 11) % 100) as f64 / 100.0;
+        for k in 0..Self::MAPS {
+            let x = f(k);
+            h.demand(
+                &format!("dm-{k}"),
+                Demand::mbs(300.0 * x, 100.0 * x, 1024.0, 512.0),
+            );
+        }
+        for a in 0..Self::ARRAYS {
+            let x = f(100 + a);
+            h.demand(
+                &format!("md{a}"),
+                Demand::mbs(900.0 * x, 300.0 * x, 1024.0, 1024.0),
+            );
+        }
+        let first_pool = 2 + 2 * Self::MAPS + 12 * Self::ARRAYS;
+        for i in first_pool..200 {
+            let x = f(i);
+            let spare = i >= first_pool + 8 * Self::POOLS;
+            let d = if self.incident && spare && i < first_pool + 8 * Self::POOLS + 3 {
+                Demand::mbs(300.0, 20.0, 1024.0, 1024.0)
+            } else if spare {
+                Demand::mbs(2.0 * x, 1.0, 64.0, 64.0)
+            } else {
+                Demand::mbs(40.0 * x, 20.0 * x, 128.0, 128.0)
+            };
+            h.demand(&storwatch_sim::scenario::sd_name(i), d);
+        }
+        for n in ["sda", "sdb"] {
+            h.demand(n, Demand::mbs(0.2, 1.5, 16.0, 16.0));
+        }
+        for (i, n) in h.nics.iter_mut().enumerate() {
+            let x = f(200 + i);
+            n.demand = match n.speed_mbps {
+                Some(25_000) => NetDemand {
+                    rx_bps: 6e8 * x,
+                    tx_bps: 1.8e9 * x,
+                    ..NetDemand::default()
+                },
+                Some(_) => NetDemand {
+                    rx_bps: 2e5 * x,
+                    tx_bps: 1e5 * x,
+                    ..NetDemand::default()
+                },
+                None if n.name == "lo" => NetDemand {
+                    rx_bps: 1e5,
+                    tx_bps: 1e5,
+                    ..NetDemand::default()
+                },
+                None => NetDemand::default(),
+            };
+        }
+        if self.incident && t > 0 {
+            // mpathc's first path: down on odd seconds, up on even ones
+            let failed = t % 2 == 1;
+            let mut dev = None;
+            if let Some(m) = h.maps.iter_mut().find(|m| m.name == "mpathc") {
+                if let Some(p) = m.groups.first_mut().and_then(|g| g.first_mut()) {
+                    p.failed = failed;
+                    p.fail_count += u64::from(failed);
+                    dev = Some(p.dev.clone());
+                }
+                m.choose_group();
+            }
+            if let Some(d) = dev.and_then(|d| h.dev_mut(&d)) {
+                d.state = if failed { "offline" } else { "running" }.to_owned();
+            }
+        }
+    }
+
+    /// What `top` gets after four seconds: two failures and two returns of the flapping path,
+    /// which ends up.
+    fn live(mut self) -> Live {
+        use storwatch_sim::tree::{self, Tree};
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = Tree::new(dir.path()).unwrap();
+        tree::write_static(&mut t, &self.host).unwrap();
+        tree::write_dynamic(&mut t, &self.host).unwrap();
+        let cfg = config(dir.path());
+        let mut s = Scheduler::new(&cfg, monitors(dir.path(), &cfg));
+        s.sample(0.0);
+        for i in 1..=4 {
+            self.step += 1;
+            self.host.tick();
+            self.drive();
+            tree::write_dynamic(&mut t, &self.host).unwrap();
+            s.sample(f64::from(i));
+        }
+        let errors: Vec<_> = s.error_totals().into_iter().filter(|e| e.1 > 0).collect();
+        assert!(errors.is_empty(), "source errors {errors:?}");
+        let mut live = Live::default();
+        s.live(&mut live);
+        assert_eq!(live.maps.len(), Self::MAPS);
+        assert_eq!(live.arrays.len(), Self::ARRAYS);
+        assert_eq!(live.pools.len(), Self::POOLS);
+        live
+    }
+}
+
+/// The screen of a `cols` × `rows` terminal, checked to fit it: no line wider, no more lines,
+/// the title on the first.
+fn terminal(live: &Live, cols: usize, rows: usize, health: bool) -> String {
+    let view = View {
+        threshold_pct: 95.0,
+        width: cols,
+        height: Some(rows),
+        footer: true,
+        health,
+        ..View::default()
+    };
+    let s = top::render("sim1", live, view);
+    assert!(s.lines().count() <= rows, "more than {rows} lines:\n{s}");
+    for l in s.lines() {
+        assert!(l.chars().count() <= cols, "wider than {cols}: {l:?}\n{s}");
+    }
+    let title = s.lines().next().unwrap_or_default();
+    assert!(
+        title.contains("sim1 — 248 devices"),
+        "not the title on row 1: {title:?}\n{s}"
+    );
+    s
+}
+
+/// The summary lines under the title, as one.
+fn summary(screen: &str) -> String {
+    let lines: Vec<&str> = screen
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    lines.join(" · ")
+}
+
+/// The device rows of a screen, by their names.
+fn device_rows(screen: &str) -> Vec<String> {
+    screen
+        .lines()
+        .skip_while(|l| !l.starts_with("Device"))
+        .skip(1)
+        .take_while(|l| !l.is_empty() && !l.starts_with('…'))
+        .map(|l| l.split_whitespace().next().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// The devices by %util, busiest first, as `top` names their rows.
+fn busiest(live: &Live) -> Vec<(String, f64)> {
+    let mut v: Vec<(String, f64)> = live
+        .disks
+        .iter()
+        .map(|d| (d.name.clone(), d.rates.util_pct))
+        .collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v
+}
+
+/// Each shown device is at least as busy as every device left out.
+fn assert_busiest_shown(live: &Live, screen: &str, at_least: usize) {
+    let shown = device_rows(screen);
+    assert!(
+        shown.len() >= at_least,
+        "{} device rows, wanted {at_least}:\n{screen}",
+        shown.len()
+    );
+    let all = busiest(live);
+    let util = |n: &str| all.iter().find(|d| d.0 == n).map(|d| d.1);
+    let least_shown = shown
+        .iter()
+        .filter_map(|n| util(n))
+        .fold(f64::INFINITY, f64::min);
+    let most_left_out = all
+        .iter()
+        .filter(|d| !shown.contains(&d.0))
+        .map(|d| d.1)
+        .fold(0.0, f64::max);
+    assert!(
+        least_shown >= most_left_out,
+        "a busier device ({most_left_out}%) left out than one shown ({least_shown}%):\n{screen}"
+    );
+}
+
+#[test]
+fn a_healthy_200_disk_server_gets_a_summary_line_and_its_busiest_devices() {
+    let live = BenchHost::new(false).live();
+    for (cols, rows, at_least) in [(80, 24, 12), (200, 60, 40)] {
+        let s = terminal(&live, cols, rows, true);
+        let summary = summary(&s);
+        assert!(
+            summary.contains("md: 8 arrays clean")
+                && summary.contains("mpath: 40 maps, 80 paths active")
+                && summary.contains("zpool: 2 ONLINE"),
+            "{summary:?}\n{s}"
+        );
+        // no row for a healthy object
+        assert!(
+            !s.lines()
+                .any(|l| l.starts_with("MAP") || l.starts_with("ARRAY")),
+            "{s}"
+        );
+        assert_busiest_shown(&live, &s, at_least);
+        // the key `h` leaves the devices on the screen, and so does pressing it again
+        let hidden = terminal(&live, cols, rows, false);
+        assert_busiest_shown(&live, &hidden, at_least);
+        insta::assert_snapshot!(format!("bench_healthy_{cols}x{rows}"), s);
+    }
+}
+
+#[test]
+fn an_incident_on_a_200_disk_server_gets_rows_at_80x24_and_200x60() {
+    let live = BenchHost::new(true).live();
+    let sat = ["sdgm", "sdgn", "sdgo"];
+    for (name, util) in busiest(&live).iter().take(3) {
+        assert!(
+            *util >= 95.0 && sat.contains(&name.as_str()),
+            "{name} {util}"
+        );
+    }
+    for (cols, rows, at_least) in [(80, 24, 5), (200, 60, 30)] {
+        let s = terminal(&live, cols, rows, true);
+        let row = |k: &str| {
+            s.lines()
+                .find(|l| l.starts_with(k))
+                .unwrap_or_else(|| panic!("no {k} row at {cols}x{rows}:\n{s}"))
+                .to_owned()
+        };
+        let md3 = row("md3 ");
+        assert!(md3.contains("degraded"), "{md3}");
+        let mpathc = row("mpathc ");
+        assert!(mpathc.contains("flapping"), "{mpathc}");
+        let summary = summary(&s);
+        assert!(
+            summary.contains("md: 7 of 8 arrays clean")
+                && summary.contains("mpath: 39 of 40 maps ok")
+                && summary.contains("zpool: 2 ONLINE"),
+            "{summary:?}\n{s}"
+        );
+        for d in sat {
+            let r = row(&format!("{d} "));
+            assert!(r.ends_with("SAT"), "{r}");
+        }
+        assert_busiest_shown(&live, &s, at_least);
+        let hidden = terminal(&live, cols, rows, false);
+        assert_busiest_shown(&live, &hidden, at_least);
+        insta::assert_snapshot!(format!("bench_incident_{cols}x{rows}"), s);
+    }
+}
+
 /// `storwatch-agent top` on the simulated host under `root`, sampling every 200 ms.
 fn top_on(root: &Path) -> Command {
     let cfg = root.join("agent.toml");

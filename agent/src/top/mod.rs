@@ -12,13 +12,14 @@
 //! or above the saturation threshold is flagged `SAT` (in reverse video on a terminal), a NIC
 //! at or above 90 % of its link `LINE`, one dropping or erroring packets `DROP`/`ERR`.
 
+mod health;
+pub mod layout;
 mod table;
 pub mod term;
 
 use std::fmt::Write;
 
-use crate::collect::{DiskNow, Live, MdNow, MpathNow, NetNow, PoolNow};
-use crate::health::md::ArrayState;
+use crate::collect::{DiskNow, Live, NetNow};
 use table::{num, text, Cell, Row, Table, Tail};
 
 /// What the rows are sorted by.
@@ -233,13 +234,8 @@ fn sorted_nets(live: &Live, key: SortKey) -> Vec<&NetNow> {
     v
 }
 
-/// Renders one screen, no line wider than `view.width`: a title, the health pane, the iostat -x
-/// table, the sar -n DEV table and, when asked, the keys.
-pub fn render(host: &str, live: &Live, view: View) -> String {
-    let width = view.width.max(1);
-    let disks = sorted_disks(live, view.sort);
-    let nets = sorted_nets(live, view.sort);
-    let mut out = String::with_capacity(16 * 1024);
+/// The title: the host, what it has and how the devices are sorted.
+fn title(host: &str, disks: &[&DiskNow], nets: usize, view: &View, width: usize) -> String {
     let saturated = disks
         .iter()
         .filter(|d| d.rates.util_pct >= view.threshold_pct)
@@ -249,7 +245,7 @@ pub fn render(host: &str, live: &Live, view: View) -> String {
         disks.len(),
         saturated,
         view.threshold_pct,
-        nets.len(),
+        nets,
         view.sort.label(),
     );
     // The program's name is the first thing to go on a narrow screen.
@@ -259,38 +255,112 @@ pub fn render(host: &str, live: &Live, view: View) -> String {
     } else {
         counts
     };
-    let _ = writeln!(out, "{}", table::ellipsize(&title, width));
-    if view.health {
-        health(&mut out, live, width, view.color);
+    table::ellipsize(&title, width)
+}
+
+/// Body lines a table of `n` rows wants when at most `max` of them are shown: the rows, and
+/// the line that says how many more there are.
+fn wanted(n: usize, max: usize) -> usize {
+    if n > max {
+        max + 1
+    } else {
+        n
     }
+}
+
+/// Draws `table` with `lines` body lines after a blank line: all its rows when they fit, else
+/// the first `lines - 1` and a line saying how many more `what` there are; with one line, its
+/// first row (the title and the summary count them all). `total` counts the rows `table`
+/// leaves out already (`--devices`). Nothing when `lines` is 0.
+fn draw_cut(
+    out: &mut String,
+    mut table: Table,
+    total: usize,
+    lines: usize,
+    what: &str,
+    view: &View,
+) {
+    if lines == 0 {
+        return;
+    }
+    let room = match lines {
+        _ if total <= lines => total,
+        1 => 1,
+        _ => lines - 1,
+    };
+    table.rows.truncate(room);
+    let shown = table.rows.len();
     let _ = writeln!(out);
-    let mut rest = String::new();
-    net_table(&nets).draw(&mut rest, width, view.color);
-    if view.footer {
-        let _ = writeln!(rest);
-        let _ = writeln!(rest, "{}", table::ellipsize(&footer(), width));
+    table.draw(out, view.width.max(1), view.color);
+    if total > shown && lines > shown {
+        let more = format!("… {} more {what}", total - shown);
+        let _ = writeln!(out, "{}", table::ellipsize(&more, view.width.max(1)));
     }
-    // On a short terminal the device table gives way: header, blank line and, when rows are
-    // left out, the line that says how many.
-    let mut max_devices = view.max_devices;
-    if let Some(h) = view.height {
-        let fixed = out.lines().count() + 2 + rest.lines().count();
-        let room = h.saturating_sub(fixed);
-        if disks.len().min(max_devices) > room {
-            max_devices = room.saturating_sub(1);
-        }
+}
+
+/// How the screen's lines are shared for `live` in `view` (see [`layout`]): pure, so that
+/// the screens of big hosts on small terminals can be checked without either.
+pub fn plan(live: &Live, view: &View) -> layout::Layout {
+    let unhealthy = health::Unhealthy::of(live);
+    let wants = layout::Wants {
+        summary: health::pack(&health::summary(live), view.width.max(1)).len(),
+        health: if view.health {
+            [
+                unhealthy.arrays.len(),
+                unhealthy.maps.len(),
+                unhealthy.pools.len(),
+            ]
+        } else {
+            [0; 3]
+        },
+        devices: wanted(live.disks.len(), view.max_devices),
+        nets: live.nets.len(),
+        footer: view.footer,
+    };
+    layout::plan(&wants, view.height)
+}
+
+/// Renders one screen, no line wider than `view.width` and no more lines than `view.height`:
+/// the title; one summary line for the MD arrays, multipath maps and pools (as many as the
+/// width needs); rows for those that are not healthy, the worst first; the iostat -x table
+/// and the sar -n DEV table, the busiest first; when asked, the keys. On a short terminal
+/// each part gets its share of the lines ([`layout`]) and a table cut short says how many of
+/// its rows are left out. Hiding the health pane (`h`) leaves its summary.
+pub fn render(host: &str, live: &Live, view: View) -> String {
+    let width = view.width.max(1);
+    let disks = sorted_disks(live, view.sort);
+    let nets = sorted_nets(live, view.sort);
+    let plan = plan(live, &view);
+    let mut out = String::with_capacity(16 * 1024);
+    let _ = writeln!(out, "{}", title(host, &disks, nets.len(), &view, width));
+    for l in health::pack(&health::summary(live), width)
+        .iter()
+        .take(plan.summary)
+    {
+        let _ = writeln!(out, "{l}");
     }
-    disk_table(&disks, max_devices, &view).draw(&mut out, width, view.color);
-    if disks.len() > max_devices {
-        let more = format!("… {} more devices", disks.len() - max_devices);
-        let _ = writeln!(out, "{}", table::ellipsize(&more, width));
+    let unhealthy = health::Unhealthy::of(live);
+    let [md, mpath, pool] = plan.health;
+    let (arrays, maps, pools) = (&unhealthy.arrays, &unhealthy.maps, &unhealthy.pools);
+    let t = health::md_table(arrays);
+    draw_cut(&mut out, t, arrays.len(), md, "arrays not clean", &view);
+    let t = health::mpath_table(maps);
+    draw_cut(&mut out, t, maps.len(), mpath, "maps not ok", &view);
+    let t = health::pool_table(pools);
+    draw_cut(&mut out, t, pools.len(), pool, "pools not healthy", &view);
+    let shown = disks.len().min(view.max_devices).min(plan.devices);
+    let t = disk_table(&disks[..shown], &view);
+    draw_cut(&mut out, t, disks.len(), plan.devices, "devices", &view);
+    let t = net_table(&nets);
+    draw_cut(&mut out, t, nets.len(), plan.nets, "interfaces", &view);
+    if plan.footer {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "{}", table::ellipsize(&footer(), width));
     }
-    let _ = writeln!(out);
-    out.push_str(&rest);
     out
 }
 
-fn disk_table(disks: &[&DiskNow], max_devices: usize, view: &View) -> Table {
+fn disk_table(disks: &[&DiskNow], view: &View) -> Table {
     // iostat -x order; priorities keep %util, await, throughput and IOPS longest.
     let cols = vec![
         text("kind", 6, 6),
@@ -312,7 +382,6 @@ fn disk_table(disks: &[&DiskNow], max_devices: usize, view: &View) -> Table {
     ];
     let rows = disks
         .iter()
-        .take(max_devices)
         .map(|d| {
             let r = &d.rates;
             let sat = r.util_pct >= view.threshold_pct;
@@ -420,279 +489,12 @@ fn net_table(nets: &[&NetNow]) -> Table {
     }
 }
 
-/// The health pane: one table per domain present, nothing when the host has none of them.
-fn health(out: &mut String, live: &Live, width: usize, color: bool) {
-    if !live.arrays.is_empty() {
-        let _ = writeln!(out);
-        md_table(&live.arrays).draw(out, width, color);
-    }
-    if !live.maps.is_empty() {
-        let _ = writeln!(out);
-        mpath_table(&live.maps).draw(out, width, color);
-    }
-    if !live.pools.is_empty() {
-        let _ = writeln!(out);
-        pool_table(&live.pools).draw(out, width, color);
-    }
-}
-
-/// Width set aside for the notes of a health row (which members, paths, vdevs are down):
-/// at 80 columns they push out the less telling columns.
-const HEALTH_NOTES: usize = 16;
-
-/// A table of the health pane: rows named by array, map or pool, and notes last.
-fn health_table(
-    key_head: &'static str,
-    cols: Vec<table::Column>,
-    rows: Vec<Row>,
-    notes: &'static str,
-) -> Table {
-    Table {
-        key_head,
-        key_max: 16,
-        cols,
-        tail: Some(Tail {
-            head: notes,
-            reserve: HEALTH_NOTES,
-            sep: ", ",
-        }),
-        rows,
-    }
-}
-
-/// Seconds as `45s`, `12m`, `3h25m`, `2d04h`; `-` when unknown.
-fn eta(s: Option<f64>) -> Cell {
-    let Some(s) = s.filter(|s| s.is_finite() && *s >= 0.0) else {
-        return Cell::None;
-    };
-    // Whole seconds; beyond 999 days the figure says nothing more.
-    let s = s.min(999.0 * 86_400.0).round() as u64;
-    let t = match s {
-        0..60 => format!("{s}s"),
-        60..3600 => format!("{}m", s / 60),
-        3600..86_400 => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
-        _ => format!("{}d{:02}h", s / 86_400, s % 86_400 / 3600),
-    };
-    Cell::text(t)
-}
-
-/// A probability as `1:6.1M` (one chance in …), `12%` from 1 % up, `0` for none.
-fn risk(p: Option<f64>) -> Cell {
-    let Some(p) = p.filter(|p| p.is_finite() && *p >= 0.0) else {
-        return Cell::None;
-    };
-    let t = if p == 0.0 {
-        "0".to_owned()
-    } else if p >= 0.01 {
-        format!("{:.0}%", (p * 100.0).min(100.0))
-    } else {
-        format!("1:{}", table::fit_num(1.0 / p, 0, 4))
-    };
-    Cell::Text(t, p >= 0.01)
-}
-
-fn pct(p: Option<f64>) -> Cell {
-    match p.filter(|p| p.is_finite()) {
-        Some(p) => Cell::text(format!("{p:.1}%")),
-        None => Cell::None,
-    }
-}
-
-fn md_table(arrays: &[MdNow]) -> Table {
-    let cols = vec![
-        text("level", 6, 4),
-        text("state", 10, 0),
-        num("disks", 5, 1),
-        text("sync", 7, 1),
-        num("done", 6, 0),
-        num("MB/s", 6, 5),
-        num("eta", 7, 1),
-        num("redund", 6, 2),
-        num("risk", 6, 2),
-        num("mismatch", 8, 6),
-    ];
-    let rows = arrays
-        .iter()
-        .map(|a| {
-            let s = &a.status;
-            let running = s.sync_pct.is_some();
-            let mut notes: Vec<(String, bool)> = Vec::new();
-            if s.stalled {
-                notes.push(("STALLED".to_owned(), true));
-            }
-            for m in &a.members {
-                let role = m.role();
-                if role != "active" && role != "spare" {
-                    notes.push((format!("{} {role}", m.name), m.failed));
-                }
-            }
-            Row {
-                key: s.array.clone(),
-                cells: vec![
-                    Cell::text(s.level.as_str()),
-                    Cell::Text(s.state.as_str().to_owned(), s.state != ArrayState::Clean),
-                    Cell::text(format!("{}/{}", s.active, s.members)),
-                    // a sync that waits (`delayed`, `pending`) says so too
-                    Cell::text(if s.sync_action == "idle" {
-                        "-"
-                    } else {
-                        s.sync_action.as_str()
-                    }),
-                    pct(s.sync_pct),
-                    s.sync_speed_kbps
-                        .filter(|_| running)
-                        .map_or(Cell::None, |k| Cell::Num(k as f64 * 1024.0 / 1e6, 1)),
-                    eta(s.sync_eta_s),
-                    s.redundancy_left
-                        .map_or(Cell::None, |r| Cell::Text(r.to_string(), r == 0)),
-                    risk(s.rebuild_risk),
-                    s.mismatch_cnt
-                        .map_or(Cell::None, |m| Cell::Num(m as f64, 0)),
-                ],
-                tail: notes,
-            }
-        })
-        .collect();
-    health_table("ARRAY", cols, rows, "members")
-}
-
-fn mpath_table(maps: &[MpathNow]) -> Table {
-    let cols = vec![
-        text("state", 8, 0),
-        num("paths", 5, 0),
-        num("group", 5, 2),
-        num("pref", 4, 2),
-        num("flap", 4, 1),
-        text("queue", 5, 3),
-    ];
-    let rows = maps
-        .iter()
-        .map(|m| {
-            let state = if m.hung_io == Some(true) {
-                "HUNG I/O"
-            } else if m.active == 0 && m.paths > 0 {
-                "no path"
-            } else if m.active < m.paths {
-                "degraded"
-            } else if m.flapping > 0 {
-                "flapping"
-            } else {
-                "ok"
-            };
-            let mut notes: Vec<(String, bool)> = Vec::new();
-            if let (Some(a), Some(p)) = (m.active_group, m.preferred_group) {
-                if a != p {
-                    notes.push(("not on preferred group".to_owned(), false));
-                }
-            }
-            notes.extend(m.down.iter().map(|d| (d.clone(), false)));
-            let group = |g: Option<u32>| g.map_or(Cell::None, |g| Cell::Num(f64::from(g), 0));
-            Row {
-                key: m.map.clone(),
-                cells: vec![
-                    Cell::Text(state.to_owned(), state != "ok"),
-                    Cell::text(format!("{}/{}", m.active, m.paths)),
-                    group(m.active_group),
-                    group(m.preferred_group),
-                    Cell::Num(m.flapping as f64, 0),
-                    Cell::text(match m.queue_if_no_path {
-                        Some(true) => "yes",
-                        Some(false) => "no",
-                        None => "-",
-                    }),
-                ],
-                tail: notes,
-            }
-        })
-        .collect();
-    health_table("MAP", cols, rows, "notes")
-}
-
-fn pool_table(pools: &[PoolNow]) -> Table {
-    let cols = vec![
-        text("health", 9, 0),
-        num("cap", 4, 3),
-        text("scan", 8, 1),
-        num("done", 6, 0),
-        num("eta", 7, 1),
-        num("redund", 6, 2),
-        num("risk", 6, 2),
-        num("err r/w/c", 9, 4),
-    ];
-    let rows = pools
-        .iter()
-        .map(|p| {
-            let r = &p.report;
-            let running = matches!(r.scan_state, "in_progress" | "paused");
-            let mut notes: Vec<(String, bool)> = Vec::new();
-            if r.scan_state == "paused" {
-                notes.push(("scan paused".to_owned(), false));
-            }
-            // Devices that are not ONLINE or that zpool annotates (`(resilvering)`), and
-            // vdevs above them that are down themselves: a DEGRADED raidz only says that one
-            // of its devices is, which its own note says better.
-            for v in r.vdevs.iter().filter(|v| !v.parent.is_empty()) {
-                let leaf = !r.vdevs.iter().any(|c| c.parent == v.name);
-                let odd = match v.state.as_str() {
-                    "ONLINE" | "AVAIL" | "INUSE" | "" => false,
-                    "DEGRADED" => leaf,
-                    _ => true,
-                };
-                let note = v.note.as_deref().filter(|_| leaf).map(|n| {
-                    if n.starts_with('(') {
-                        n.to_owned()
-                    } else {
-                        format!("({n})")
-                    }
-                });
-                // A device zpool cannot open is named by its GUID, and its note says what
-                // it was (`was /dev/sdj1`): the old name is the one a reader knows.
-                let (name, note) = match v.note.as_deref().and_then(|n| n.strip_prefix("was ")) {
-                    Some(was) if leaf => (was.trim_start_matches("/dev/").to_owned(), None),
-                    _ => (v.name.clone(), note),
-                };
-                match (odd, note) {
-                    (true, Some(n)) => notes.push((format!("{name} {} {n}", v.state), true)),
-                    (true, None) => notes.push((format!("{name} {}", v.state), true)),
-                    (false, Some(n)) => notes.push((format!("{name} {n}"), false)),
-                    (false, None) => {}
-                }
-            }
-            let health = r.health.clone().unwrap_or_else(|| "-".to_owned());
-            let errs = match (r.read_errors, r.write_errors, r.cksum_errors) {
-                (None, None, None) => Cell::None,
-                (a, b, c) => {
-                    let f = |x: Option<u64>| x.map_or_else(|| "-".to_owned(), |x| x.to_string());
-                    Cell::text(format!("{}/{}/{}", f(a), f(b), f(c)))
-                }
-            };
-            Row {
-                key: p.pool.clone(),
-                cells: vec![
-                    Cell::Text(health.clone(), health != "ONLINE"),
-                    r.capacity_pct
-                        .map_or(Cell::None, |c| Cell::text(format!("{c:.0}%"))),
-                    Cell::text(if running { r.scan_kind } else { "-" }),
-                    pct(r.scan_pct.filter(|_| running)),
-                    eta(r
-                        .scan_eta_s
-                        .or(r.scan_tool_eta_s.map(|s| s as f64))
-                        .filter(|_| r.scan_state == "in_progress")),
-                    r.redundancy_left
-                        .map_or(Cell::None, |x| Cell::Text(x.to_string(), x == 0)),
-                    risk(r.rebuild_risk),
-                    errs,
-                ],
-                tail: notes,
-            }
-        })
-        .collect();
-    health_table("POOL", cols, rows, "vdevs")
-}
-
 #[cfg(test)]
 mod tests {
+    use super::health::{eta, risk};
     use super::*;
+    use crate::collect::{MdNow, MpathNow, PoolNow};
+    use crate::health::md::ArrayState;
     use crate::rates::{DiskRates, NetRates};
     use crate::sources::sysblock::DeviceKind;
 
@@ -966,22 +768,58 @@ mod tests {
     }
 
     #[test]
-    fn a_short_terminal_cuts_the_device_table() {
-        let v = View {
-            height: Some(8),
-            ..view()
+    fn a_short_terminal_cuts_the_tables_and_keeps_the_title() {
+        let at = |height| {
+            render(
+                "ds01",
+                &live(),
+                View {
+                    height: Some(height),
+                    ..view()
+                },
+            )
         };
-        let s = render("ds01", &live(), v);
-        // title, blank, header, "… 2 more", blank, header, two NICs
+        // title, blank, header, two devices, blank, header, the busiest NIC
+        let s = at(8);
         assert_eq!(s.lines().count(), 8, "{s}");
-        assert!(s.contains("\n… 2 more devices\n"), "{s}");
-        let v = View {
-            height: Some(9),
-            ..view()
-        };
-        let all = render("ds01", &live(), v);
+        assert!(
+            s.lines().last().unwrap_or_default().starts_with("ens1f0"),
+            "{s}"
+        );
+        let all = at(9);
         assert_eq!(all.lines().count(), 9, "{all}");
-        assert!(!all.contains("more devices"), "{all}");
+        assert!(
+            all.lines().last().unwrap_or_default().starts_with("lo "),
+            "{all}"
+        );
+        // one row left: the busiest device, no NIC table
+        let s = at(4);
+        assert_eq!(s.lines().count(), 4, "{s}");
+        assert!(
+            s.lines()
+                .next()
+                .unwrap_or_default()
+                .contains("ds01 — 2 devices"),
+            "{s}"
+        );
+        assert!(
+            s.lines().last().unwrap_or_default().starts_with("mpathc"),
+            "{s}"
+        );
+        assert_eq!(at(1).lines().count(), 1);
+        // --devices: the rows left out are counted
+        let one = render(
+            "ds01",
+            &live(),
+            View {
+                max_devices: 1,
+                ..view()
+            },
+        );
+        assert!(
+            one.contains("\nmpathc (dm-3) ") && one.contains("\n… 1 more devices\n"),
+            "{one}"
+        );
     }
 
     #[test]
