@@ -436,10 +436,9 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
         .map_err(|source| StartError::Bind { addr, source })?;
     tasks.push(tokio::spawn(server::serve(
         listener,
-        http::app(state.clone()),
+        state.clone(),
         tls,
         cfg.limits.clone(),
-        metrics,
         stop_rx,
     )));
     tracing::info!(listen = %bound, tls = cfg.tls.cert_file.is_some(), "collector ready");

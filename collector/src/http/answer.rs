@@ -30,6 +30,15 @@ fn header_value(s: &str) -> HeaderValue {
     HeaderValue::from_str(&clean).unwrap_or_else(|_| HeaderValue::from_static("error"))
 }
 
+/// Marks an answer given before the request's body was read to its end as the connection's
+/// last (`Connection: close`), so that a client does not send its next request on a connection
+/// the collector is closing; the listener reads and discards the rest of the body first.
+pub(super) fn last_answer(mut r: Response) -> Response {
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    r
+}
+
 /// Adds `Retry-After: secs` (at least 1).
 pub(super) fn with_retry_after(mut r: Response, secs: u64) -> Response {
     if let Ok(v) = HeaderValue::from_str(&secs.max(1).to_string()) {

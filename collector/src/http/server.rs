@@ -7,6 +7,17 @@
 //! `idle_timeout_s` is closed. Beyond `max_connections` new connections are closed at once, so a
 //! crowd of slow clients cannot take every file descriptor.
 //!
+//! A refused request is answered before its body is read (a stranger, a database not allowed, a
+//! queue above its high watermark, a body declared too large) or while it is read (too large,
+//! too slow). hyper then stops reading and would close the socket with the rest of the body
+//! unread, and the kernel answers a close with unread data by a reset: a client that sends its
+//! whole body before reading (Python's http.client, the agent) gets a broken pipe or a reset,
+//! never the answer or its Retry-After. So the listener closes gracefully, as a web server's
+//! "lingering close" does: once hyper is done with a connection, it ends its own side (the client
+//! reads the answer, then end-of-stream) and reads and discards what the client still sends, up
+//! to `max_body_bytes` and for at most [`LINGER_MAX`] (or `body_timeout_s`, when shorter), then
+//! closes. A client still sending past either bound gets the reset (see docs/collector.md).
+//!
 //! The header and idle bounds are kept here, not by hyper: hyper's header-read timer also runs
 //! while a keep-alive connection waits for its next request, which would close an agent's
 //! connection between two reports (10 s apart) after `header_read_timeout_s` instead of
@@ -26,12 +37,16 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
+use super::AppState;
 use crate::config::{Limits, TlsConfig};
-use crate::metrics::Metrics;
+
+/// Longest a connection is kept open after its last answer to read and discard the rest of a
+/// refused body (`body_timeout_s` when that is shorter).
+pub const LINGER_MAX: Duration = Duration::from_secs(10);
 
 /// Errors setting up TLS.
 #[derive(Debug, thiserror::Error)]
@@ -238,10 +253,11 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Tracked<T> {
     }
 }
 
-async fn serve_conn<T>(io: T, router: Router, limits: Limits, metrics: Arc<Metrics>)
+async fn serve_conn<T>(io: T, router: Router, app: Arc<AppState>, limits: Limits)
 where
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let metrics = app.metrics.clone();
     let state = Arc::new(ConnState::new());
     let tracked = Tracked {
         inner: io,
@@ -258,7 +274,10 @@ where
         inner: TowerToHyperService::new(router),
         state: state.clone(),
     };
-    let conn = builder.serve_connection(TokioIo::new(tracked), service);
+    // hyper hands the socket back instead of closing it, for the lingering close below
+    let conn = builder
+        .serve_connection(TokioIo::new(tracked), service)
+        .without_shutdown();
     let header = Duration::from_secs(limits.header_read_timeout_s.max(1));
     let idle = Duration::from_secs(limits.idle_timeout_s.max(1));
     let watchdog = async {
@@ -269,19 +288,69 @@ where
             }
         }
     };
-    tokio::select! {
-        r = conn => {
-            if let Err(e) = r {
+    let parts = tokio::select! {
+        r = conn => match r {
+            Ok(parts) => parts,
+            Err(e) => {
                 tracing::debug!(error = %e, "connection ended with an error");
+                return;
             }
+        },
+        why = watchdog => {
+            match why {
+                Closed::Idle => {
+                    metrics.connections_idle_closed.fetch_add(1, Ordering::Relaxed);
+                }
+                Closed::Headers => {
+                    metrics.header_timeouts.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            return;
         }
-        why = watchdog => match why {
-            Closed::Idle => {
-                metrics.connections_idle_closed.fetch_add(1, Ordering::Relaxed);
-            }
-            Closed::Headers => {
-                metrics.header_timeouts.fetch_add(1, Ordering::Relaxed);
-            }
+    };
+    // The limits in force now: `max_body_bytes` and `body_timeout_s` are applied on reload.
+    let now = app.limits();
+    let time = Duration::from_secs(now.body_timeout_s.max(1)).min(LINGER_MAX);
+    let io = parts.io.into_inner().inner;
+    match linger(io, parts.read_buf.len(), now.max_body_bytes, time).await {
+        Lingered::Closed => {}
+        cut => tracing::debug!(why = ?cut, "connection closed with the client still sending"),
+    }
+}
+
+/// How a lingering close ended.
+#[derive(Debug, PartialEq)]
+enum Lingered {
+    /// The client closed its side (or an error ended the connection): nothing left unread.
+    Closed,
+    /// The client sent more than the bound.
+    TooMuch,
+    /// The client was still sending when the time was up.
+    TimeUp,
+}
+
+/// The lingering close: ends the write side (after the answer hyper wrote), then reads and
+/// discards until the client closes its side, at most `max_bytes` (counting `already`, bytes
+/// hyper had read and not used) and for at most `time`. Dropping the stream then closes it.
+async fn linger<T>(mut io: T, already: usize, max_bytes: usize, time: Duration) -> Lingered
+where
+    T: AsyncRead + AsyncWrite + Unpin,
+{
+    let deadline = tokio::time::Instant::now() + time;
+    if !matches!(
+        tokio::time::timeout_at(deadline, io.shutdown()).await,
+        Ok(Ok(()))
+    ) {
+        return Lingered::Closed;
+    }
+    let mut left = max_bytes.saturating_sub(already);
+    let mut buf = [0u8; 8192];
+    loop {
+        match tokio::time::timeout_at(deadline, io.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return Lingered::Closed,
+            Ok(Ok(n)) if n > left => return Lingered::TooMuch,
+            Ok(Ok(n)) => left -= n,
+            Err(_) => return Lingered::TimeUp,
         }
     }
 }
@@ -289,12 +358,13 @@ where
 /// Accepts connections until `stop` turns true.
 pub async fn serve(
     listener: TcpListener,
-    router: Router,
+    app: Arc<AppState>,
     tls: Option<tokio_rustls::TlsAcceptor>,
     limits: Limits,
-    metrics: Arc<Metrics>,
     mut stop: watch::Receiver<bool>,
 ) {
+    let router = super::app(app.clone());
+    let metrics = app.metrics.clone();
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     loop {
         let accepted = tokio::select! {
@@ -318,16 +388,16 @@ pub async fn serve(
         let _ = tcp.set_nodelay(true);
         let router = router.clone();
         let limits = limits.clone();
-        let metrics = metrics.clone();
+        let app = app.clone();
         let tls = tls.clone();
         tokio::spawn(async move {
             let _permit = permit;
             match tls {
-                None => serve_conn(tcp, router, limits, metrics).await,
+                None => serve_conn(tcp, router, app, limits).await,
                 Some(acceptor) => {
                     let handshake = Duration::from_secs(limits.header_read_timeout_s.max(1));
                     match tokio::time::timeout(handshake, acceptor.accept(tcp)).await {
-                        Ok(Ok(stream)) => serve_conn(stream, router, limits, metrics).await,
+                        Ok(Ok(stream)) => serve_conn(stream, router, app, limits).await,
                         Ok(Err(e)) => {
                             tracing::info!(peer = %peer, error = %e, "TLS handshake failed")
                         }

@@ -1,6 +1,11 @@
 //! The write handlers (`/write`, `/api/v2/write`, `/api/v3/write_lp`): who is it, where to
-//! (the target, [`crate::target`]), may it write now, the body within its limits, then inflating and validating off the connection tasks, and only once the
-//! accepted lines are fsync'd in the queue, the answer.
+//! (the target, [`crate::target`]), may it write now, the body within its limits ([`admit`]),
+//! then inflating and validating off the connection tasks, and only once the accepted lines are
+//! fsync'd in the queue, the answer ([`store`]).
+//!
+//! A request refused before its body is read to the end gets `Connection: close`: the listener
+//! reads and discards the rest of the body after the answer, so that a client sending its whole
+//! body before reading still reads the status and `Retry-After` (see [`super::server`]).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -15,13 +20,13 @@ use serde::Deserialize;
 
 use storwatch_wire::lp::Api;
 
-use super::answer::{error, printable, with_retry_after, written, written_v3};
+use super::answer::{error, last_answer, printable, with_retry_after, written, written_v3};
 use super::auth::presented_token;
 use super::AppState;
-use crate::config::Limits;
+use crate::config::{Limits, QueueConfig};
 use crate::ingest::{self, DecodeError, LineLimits, Precision, Rules, Validated};
 use crate::now_ns;
-use crate::target::TargetError;
+use crate::target::{Target, TargetError};
 
 /// Query parameters of `/write`, `/api/v2/write` and `/api/v3/write_lp` (those of the other
 /// versions are ignored).
@@ -94,7 +99,7 @@ pub(super) async fn write_v3(
         Some("false") => false,
         Some(other) => {
             st.metrics.write_requests.fetch_add(1, Ordering::Relaxed);
-            return error(
+            return last_answer(error(
                 Api::V1,
                 StatusCode::BAD_REQUEST,
                 "invalid",
@@ -102,7 +107,7 @@ pub(super) async fn write_v3(
                     "invalid accept_partial {:?}: true or false",
                     printable(other)
                 ),
-            );
+            ));
         }
     };
     write(st, Endpoint::V3 { accept_partial }, q, headers, body).await
@@ -140,21 +145,49 @@ async fn write(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    st.metrics.write_requests.fetch_add(1, Ordering::Relaxed);
+    match admit(&st, endpoint, &q, &headers, body).await {
+        Ok(admitted) => store(&st, endpoint, &headers, admitted).await,
+        // Refused before the body was read to its end: the rest is read and discarded after
+        // this answer (the listener's lingering close), and the connection ends there.
+        Err(refused) => last_answer(refused),
+    }
+}
+
+/// A request allowed in, its body read.
+struct Admitted<'a> {
+    client: String,
+    target: Target,
+    precision: Precision,
+    limits: Arc<Limits>,
+    queue_cfg: Arc<QueueConfig>,
+    raw: Bytes,
+    /// Room among the bodies in flight, held until the body is queued.
+    _room: tokio::sync::SemaphorePermit<'a>,
+}
+
+/// Who is it, where to, may it write now, and its body within the limits; else the refusal.
+async fn admit<'a>(
+    st: &'a AppState,
+    endpoint: Endpoint,
+    q: &WriteParams,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Admitted<'a>, Response> {
     let m = &st.metrics;
-    m.write_requests.fetch_add(1, Ordering::Relaxed);
     let api = endpoint.api();
 
     // Who is it? The answer to a stranger says nothing about why.
-    let Some(client) = authenticate(&st, &headers, q.p.as_deref()) else {
+    let Some(client) = authenticate(st, headers, q.p.as_deref()) else {
         m.unauthorized.fetch_add(1, Ordering::Relaxed);
-        return error(
+        return Err(error(
             api,
             StatusCode::UNAUTHORIZED,
             "unauthorized",
             "unauthorized access",
-        );
+        ));
     };
-    // Where to? Checked before the body is read: a refused target costs no reading.
+    // Where to? Checked before the body is read: a refused target's body is never held.
     let (db, rp) = match endpoint {
         Endpoint::V1 => (q.db.as_deref(), q.rp.as_deref()),
         Endpoint::V2 => (q.bucket.as_deref(), None),
@@ -164,7 +197,7 @@ async fn write(
         Ok(t) => t,
         Err(e) => {
             m.target_refused.fetch_add(1, Ordering::Relaxed);
-            return refused_target(api, &e);
+            return Err(refused_target(api, &e));
         }
     };
     // Read as the outputs' InfluxDB versions read it (1.x takes `us` as nanoseconds).
@@ -174,7 +207,7 @@ async fn write(
     };
     let precision = match precision {
         Ok(p) => p,
-        Err(msg) => return error(api, StatusCode::BAD_REQUEST, "invalid", &msg),
+        Err(msg) => return Err(error(api, StatusCode::BAD_REQUEST, "invalid", &msg)),
     };
 
     let limits = st.limits();
@@ -189,7 +222,7 @@ async fn write(
             "unavailable",
             "queue above its high watermark; retry later",
         );
-        return with_retry_after(r, queue_cfg.retry_after_s);
+        return Err(with_retry_after(r, queue_cfg.retry_after_s));
     }
 
     let max_body = limits.max_body_bytes;
@@ -199,12 +232,12 @@ async fn write(
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > max_body as u64) {
         m.too_large.fetch_add(1, Ordering::Relaxed);
-        return error(
+        return Err(error(
             api,
             StatusCode::PAYLOAD_TOO_LARGE,
             "request too large",
             &format!("body larger than {max_body} bytes"),
-        );
+        ));
     }
     // Bodies in memory across all connections are bounded: a request waits a little for room,
     // then is asked to come back; its bytes wait in the kernel's socket buffers meanwhile.
@@ -224,7 +257,7 @@ async fn write(
                     "unavailable",
                     "too many request bodies in flight; retry later",
                 );
-                return with_retry_after(r, 1);
+                return Err(with_retry_after(r, 1));
             }
         };
     let timeout = Duration::from_secs(limits.body_timeout_s.max(1));
@@ -234,33 +267,62 @@ async fn write(
         Ok(Ok(b)) => b,
         Ok(Err(BodyError::TooLarge)) => {
             m.too_large.fetch_add(1, Ordering::Relaxed);
-            return error(
+            return Err(error(
                 api,
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "request too large",
                 &format!("body larger than {max_body} bytes"),
-            );
+            ));
         }
         Ok(Err(BodyError::Read)) => {
-            return error(
+            return Err(error(
                 api,
                 StatusCode::BAD_REQUEST,
                 "invalid",
                 "cannot read the body",
-            );
+            ));
         }
         Err(_) => {
             m.body_timeouts.fetch_add(1, Ordering::Relaxed);
-            return error(
+            return Err(error(
                 api,
                 StatusCode::REQUEST_TIMEOUT,
                 "request timeout",
                 &format!("body not received within {} s", timeout.as_secs()),
-            );
+            ));
         }
     };
     m.bytes_received
         .fetch_add(raw.len() as u64, Ordering::Relaxed);
+    Ok(Admitted {
+        client,
+        target,
+        precision,
+        limits,
+        queue_cfg,
+        raw,
+        _room,
+    })
+}
+
+/// Inflates, validates and queues an admitted body; the answer.
+async fn store(
+    st: &Arc<AppState>,
+    endpoint: Endpoint,
+    headers: &HeaderMap,
+    a: Admitted<'_>,
+) -> Response {
+    let m = &st.metrics;
+    let api = endpoint.api();
+    let Admitted {
+        client,
+        target,
+        precision,
+        limits,
+        queue_cfg,
+        raw,
+        _room,
+    } = a;
 
     let encoding = headers
         .get(header::CONTENT_ENCODING)
