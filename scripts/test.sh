@@ -4,8 +4,8 @@
 #   scripts/test.sh
 #
 # Installs what the tests need beyond the Rust toolchain — from the OS packages: curl, python3 and
-# openssl (scripts and test certificates), influxdb-client and python3-influxdb (real InfluxDB
-# clients against the collector), faketime (a collector whose clock is set back, in the dashboards
+# openssl (scripts and test certificates), influxdb-client, python3-influxdb and python3-requests
+# (real InfluxDB and HTTP clients against the collector), faketime (a collector whose clock is set back, in the dashboards
 # test), prometheus (promtool and a real Prometheus scraping the agent), rpm (rpmbuild for the
 # packaging test) and InfluxDB 1.x (every test that stores data runs a real influxd on
 # 127.0.0.1); from PyPI influxdb-client and datafusion (the InfluxDB 3 plugin's SQL runs on it);
@@ -42,6 +42,8 @@ done
 # Python v1 client, pip for the v2 client below
 command -v influx >/dev/null || missing+=(influxdb-client)
 /usr/bin/python3 -c 'import influxdb' 2>/dev/null || missing+=(python3-influxdb)
+# a refusal must reach Python's requests as an answer (collector/tests/refusals.rs)
+/usr/bin/python3 -c 'import requests' 2>/dev/null || missing+=(python3-requests)
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
