@@ -609,6 +609,42 @@ mod tests {
         assert!(b.next(None) <= Duration::from_secs(1));
     }
 
+    /// A fleet told "come back in 2 s" comes back between 2 and 2.5 s, spread over that span,
+    /// never sooner; the server's word wins over a longer backoff of the agent's own only when
+    /// it is the longer.
+    #[test]
+    fn retry_after_is_a_floor_and_retries_are_spread_above_it() {
+        let after = Duration::from_secs(2);
+        let waits: Vec<Duration> = (0..200)
+            .map(|_| {
+                let mut b = Backoff {
+                    min: Duration::from_millis(50),
+                    max: Duration::from_millis(200),
+                    failures: 0,
+                };
+                b.next(Some(after))
+            })
+            .collect();
+        let (lo, hi) = (
+            waits.iter().min().copied().unwrap(),
+            waits.iter().max().copied().unwrap(),
+        );
+        assert!(lo >= after && hi <= after + after / 4, "{lo:?} … {hi:?}");
+        // 200 draws cover most of the half-second window
+        assert!(hi - lo >= Duration::from_millis(400), "{lo:?} … {hi:?}");
+        // a backoff already longer than Retry-After keeps its own length
+        let mut b = Backoff {
+            min: Duration::from_secs(8),
+            max: Duration::from_secs(60),
+            failures: 0,
+        };
+        let d = b.next(Some(Duration::from_secs(1)));
+        assert!(
+            d >= Duration::from_secs(4) && d <= Duration::from_millis(8250),
+            "{d:?}"
+        );
+    }
+
     #[test]
     fn config_defaults_and_unknown_fields() {
         let c: HttpConfig = toml::from_str("").unwrap();
