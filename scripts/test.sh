@@ -7,7 +7,8 @@
 # openssl (scripts and test certificates), influxdb-client, python3-influxdb and python3-requests
 # (real InfluxDB and HTTP clients against the collector), faketime (a collector whose clock is set back, in the dashboards
 # test), prometheus (promtool and a real Prometheus scraping the agent), rpm (rpmbuild for the
-# packaging test) and InfluxDB 1.x (every test that stores data runs a real influxd on
+# packaging test), fuse3, libfuse3-dev and pkg-config (a hung FUSE mount for the agent's
+# dead-mount tests) and InfluxDB 1.x (every test that stores data runs a real influxd on
 # 127.0.0.1); from PyPI influxdb-client and datafusion (the InfluxDB 3 plugin's SQL runs on it);
 # with Go (when installed) Telegraf from the Go module proxy — then checks formatting and lints,
 # builds the tests and runs the whole workspace's tests. Snapshots are never rewritten here. Each
@@ -45,6 +46,10 @@ command -v influx >/dev/null || missing+=(influxdb-client)
 # a refusal must reach Python's requests as an answer (collector/tests/refusals.rs)
 /usr/bin/python3 -c 'import requests' 2>/dev/null || missing+=(python3-requests)
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+# a FUSE filesystem whose statfs hangs, compiled and mounted by agent/tests/dead_mount.rs
+command -v fusermount3 >/dev/null || missing+=(fuse3)
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+pkg-config --exists fuse3 2>/dev/null || missing+=(libfuse3-dev)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive

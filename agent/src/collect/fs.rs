@@ -4,11 +4,17 @@
 //! **When.** Capacity moves slowly and `statvfs` is a system call per mount, so a round — read the
 //! mount table, map each filesystem to its block devices, `statvfs` each — runs every
 //! `[fs] interval` (default 60 s, never more often than the report interval), not every second.
-//! The round runs on a thread of its own: on a network filesystem whose server is gone `statvfs`
-//! blocks, possibly for ever. A call that has not returned after `timeout_s` is counted as an
-//! error naming the mount point, that mount point is skipped from then on until the call
-//! returns, and a fresh thread takes over the next rounds (the stuck one ends when its call
-//! returns: at most one thread per hung mount). `once` and stepped tests run the round inline.
+//! The round runs on a thread of its own: on a network filesystem whose server is gone, or a
+//! FUSE mount whose daemon hangs, `statvfs` blocks, possibly for ever. A call that has not
+//! returned after `timeout_s` is counted as an error naming the mount point, that mount point is
+//! skipped from then on until the call returns, and the round starts over at once on a fresh
+//! thread without it, so the other filesystems are still in this round's lines (the stuck
+//! thread ends when its call returns: at most one thread per hung mount). The call itself is
+//! made in a child process (`statvfs::stat_apart`): a thread stuck in a FUSE request cannot be
+//! killed, and would keep the agent from exiting. `run` and `top` pick a round up in a later
+//! sample; `once` and stepped tests wait for it in the sample that started it (inline), which
+//! is the same round on the same thread with the same deadline: each hung mount point costs
+//! `timeout_s` once.
 //!
 //! **Which.** Filesystem types in `exclude_fstypes` (globs; the default list is the kernel's
 //! pseudo filesystems, tmpfs and container layers) and mount points in `exclude_mounts` are left
@@ -150,7 +156,9 @@ pub struct SystemStatfs {
 
 impl Statfs for SystemStatfs {
     fn statvfs(&self, mount_point: &str) -> io::Result<FsStat> {
-        statvfs::stat(&self.rootfs.join(mount_point.trim_start_matches('/')))
+        // In a child process: a hung FUSE mount would otherwise hold a thread of the agent in
+        // an uninterruptible wait, and the agent could not exit (see sources/statvfs.rs).
+        statvfs::stat_apart(&self.rootfs.join(mount_point.trim_start_matches('/')))
     }
 }
 
@@ -310,8 +318,22 @@ pub fn place(root: &Root, name: &str, names: &BTreeMap<(u32, u32), String>) -> P
 
 /// Mount points whose `statvfs` has not returned, shared with the threads running rounds.
 type Stuck = Arc<Mutex<BTreeSet<String>>>;
-/// The mount point a round's thread is in `statvfs` on, and since when.
-type Busy = Arc<Mutex<Option<(String, Instant)>>>;
+
+/// Where a round's thread is: in `statvfs` on a mount point (`Some`) or elsewhere (`None`), and
+/// since when. One per thread: a thread given up on must not move its successor's clock.
+#[derive(Debug)]
+struct Progress {
+    mount: Option<String>,
+    since: Instant,
+}
+type Busy = Arc<Mutex<Progress>>;
+
+fn progress(busy: &Busy, mount: Option<String>) {
+    *lock(busy) = Progress {
+        mount,
+        since: Instant::now(),
+    };
+}
 
 /// Everything a round needs, cloned into its thread.
 #[derive(Clone)]
@@ -320,7 +342,6 @@ struct RoundCx {
     cfg: FsConfig,
     statfs: Arc<dyn Statfs>,
     stuck: Stuck,
-    busy: Busy,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -328,7 +349,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// One round: the mount table, each filesystem's place, each one's numbers.
-fn run_round(cx: &RoundCx, at_s: f64) -> Round {
+fn run_round(cx: &RoundCx, busy: &Busy, at_s: f64) -> Round {
     let mut round = Round {
         at_s,
         ..Round::default()
@@ -362,9 +383,9 @@ fn run_round(cx: &RoundCx, at_s: f64) -> Round {
         if lock(&cx.stuck).contains(&m.mount_point) {
             continue;
         }
-        *lock(&cx.busy) = Some((m.mount_point.clone(), Instant::now()));
+        progress(busy, Some(m.mount_point.clone()));
         let result = cx.statfs.statvfs(&m.mount_point);
-        *lock(&cx.busy) = None;
+        progress(busy, None);
         // A call that was given up on came back: the mount point is measured again.
         lock(&cx.stuck).remove(&m.mount_point);
         let stat = match result {
@@ -409,22 +430,32 @@ fn run_round(cx: &RoundCx, at_s: f64) -> Round {
 struct Worker {
     requests: Sender<f64>,
     rounds: Receiver<Round>,
+    busy: Busy,
 }
 
 impl Worker {
     fn spawn(cx: RoundCx) -> io::Result<Self> {
         let (requests, req_rx) = mpsc::channel::<f64>();
         let (round_tx, rounds) = mpsc::channel();
+        let busy = Arc::new(Mutex::new(Progress {
+            mount: None,
+            since: Instant::now(),
+        }));
+        let theirs = Arc::clone(&busy);
         std::thread::Builder::new()
             .name("storwatch-fs".into())
             .spawn(move || {
                 while let Ok(at_s) = req_rx.recv() {
-                    if round_tx.send(run_round(&cx, at_s)).is_err() {
+                    if round_tx.send(run_round(&cx, &theirs, at_s)).is_err() {
                         break;
                     }
                 }
             })?;
-        Ok(Self { requests, rounds })
+        Ok(Self {
+            requests,
+            rounds,
+            busy,
+        })
     }
 }
 
@@ -488,6 +519,8 @@ pub struct FsCollector {
     inline: bool,
     worker: Option<Worker>,
     in_flight: bool,
+    /// Agent seconds of the round in flight (a round restarted without a stuck mount keeps it).
+    round_at_s: f64,
     next_s: f64,
     latest: Option<Round>,
     history: BTreeMap<String, History>,
@@ -525,41 +558,106 @@ impl FsCollector {
                 cfg,
                 statfs,
                 stuck: Arc::default(),
-                busy: Arc::default(),
             },
             interval_s,
             timeout,
             inline,
             worker: None,
             in_flight: false,
+            round_at_s: 0.0,
             next_s: 0.0,
             latest: None,
             history: BTreeMap::new(),
         }
     }
 
-    /// Gives up on a round's thread stuck in `statvfs`: its mount point is skipped until the
-    /// call returns, and the next round starts a new thread.
-    fn check_stuck(&mut self, errors: &mut super::SourceErrors) {
-        let stuck = {
-            let busy = lock(&self.cx.busy);
-            busy.as_ref()
-                .filter(|(_, since)| since.elapsed() > self.timeout)
-                .map(|(mp, _)| mp.clone())
+    /// Asks a round's thread (a new one when there is none) for a round stamped `at_s`.
+    fn start(&mut self, at_s: f64, errors: &mut super::SourceErrors) {
+        if self.worker.is_none() {
+            match Worker::spawn(self.cx.clone()) {
+                Ok(w) => self.worker = Some(w),
+                Err(e) => {
+                    errors.count(STATVFS, &format!("cannot start the fs thread: {e}"));
+                    return;
+                }
+            }
+        }
+        if let Some(w) = &self.worker {
+            progress(&w.busy, None);
+            if w.requests.send(at_s).is_ok() {
+                self.in_flight = true;
+                self.round_at_s = at_s;
+            } else {
+                self.worker = None;
+            }
+        }
+    }
+
+    /// Takes the round in flight when it is done, waiting for it up to `wait`; gives up on a
+    /// thread that made no progress for `timeout`.
+    fn collect(&mut self, wait: Duration, errors: &mut super::SourceErrors) {
+        let Some(w) = &self.worker else {
+            self.in_flight = false;
+            return;
         };
-        if let Some(mp) = stuck {
-            errors.count(
-                STATVFS,
+        let got = if wait.is_zero() {
+            w.rounds.try_recv().map_err(|e| match e {
+                TryRecvError::Empty => mpsc::RecvTimeoutError::Timeout,
+                TryRecvError::Disconnected => mpsc::RecvTimeoutError::Disconnected,
+            })
+        } else {
+            w.rounds.recv_timeout(wait)
+        };
+        match got {
+            Ok(r) => {
+                self.latest = Some(r);
+                self.in_flight = false;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => self.check_stuck(errors),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                self.worker = None;
+                self.in_flight = false;
+            }
+        }
+    }
+
+    /// Gives up on a round's thread that made no progress for `timeout`. Stuck in `statvfs`: its
+    /// mount point is skipped until the call returns, and the round starts over at once on a new
+    /// thread, so that the other filesystems are measured in this round still. Stuck elsewhere
+    /// (reading the mount table or sysfs): the round is dropped.
+    fn check_stuck(&mut self, errors: &mut super::SourceErrors) {
+        let Some(w) = &self.worker else {
+            return;
+        };
+        let (mount, since) = {
+            let p = lock(&w.busy);
+            (p.mount.clone(), p.since)
+        };
+        if since.elapsed() <= self.timeout {
+            return;
+        }
+        // The stuck thread's channels go with it: it ends when its call returns.
+        self.worker = None;
+        self.in_flight = false;
+        match mount {
+            Some(mp) => {
+                errors.count(
+                    STATVFS,
+                    &format!(
+                        "statvfs {mp}: no answer within {:?}; skipped until it answers",
+                        self.timeout
+                    ),
+                );
+                lock(&self.cx.stuck).insert(mp);
+                self.start(self.round_at_s, errors);
+            }
+            None => errors.count(
+                MOUNTINFO,
                 &format!(
-                    "statvfs {mp}: no answer within {:?}; skipped until it answers",
+                    "the filesystem round made no progress within {:?}; dropped",
                     self.timeout
                 ),
-            );
-            lock(&self.cx.stuck).insert(mp);
-            *lock(&self.cx.busy) = None;
-            // The stuck thread's channels go with it: it ends when its call returns.
-            self.worker = None;
-            self.in_flight = false;
+            ),
         }
     }
 }
@@ -570,50 +668,18 @@ impl Collector for FsCollector {
     }
 
     fn sample(&mut self, cx: &mut SampleCx<'_>) {
-        if self.inline {
-            if cx.now_s >= self.next_s {
-                self.next_s = cx.now_s + self.interval_s;
-                self.latest = Some(run_round(&self.cx, cx.now_s));
-            }
-            return;
-        }
         if self.in_flight {
-            if let Some(w) = &self.worker {
-                match w.rounds.try_recv() {
-                    Ok(r) => {
-                        self.latest = Some(r);
-                        self.in_flight = false;
-                    }
-                    Err(TryRecvError::Empty) => {}
-                    Err(TryRecvError::Disconnected) => {
-                        self.worker = None;
-                        self.in_flight = false;
-                    }
-                }
-            }
-            if self.in_flight {
-                self.check_stuck(cx.errors);
-            }
+            self.collect(Duration::ZERO, cx.errors);
         }
         if !self.in_flight && cx.now_s >= self.next_s {
-            if self.worker.is_none() {
-                match Worker::spawn(self.cx.clone()) {
-                    Ok(w) => self.worker = Some(w),
-                    Err(e) => {
-                        cx.errors
-                            .count(STATVFS, &format!("cannot start the fs thread: {e}"));
-                        return;
-                    }
-                }
-            }
-            if let Some(w) = &self.worker {
-                if w.requests.send(cx.now_s).is_ok() {
-                    self.in_flight = true;
-                    self.next_s = cx.now_s + self.interval_s;
-                } else {
-                    self.worker = None;
-                }
-            }
+            self.next_s = cx.now_s + self.interval_s;
+            self.start(cx.now_s, cx.errors);
+        }
+        // Inline (`once`, stepped tests): the round is waited for here, still on its own
+        // thread and with the same deadline, so a hung mount costs `timeout_s` once and a
+        // signal still ends the process.
+        while self.inline && self.in_flight {
+            self.collect(Duration::from_millis(50), cx.errors);
         }
     }
 
@@ -924,6 +990,43 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert!(!lock(&c.cx.stuck).contains("/net/home"));
+    }
+
+    #[test]
+    fn inline_a_hung_mount_costs_the_timeout_once() {
+        // `once`: the sample that starts the round returns with it, the hung mount given up
+        // on after the timeout and the others measured in the same round.
+        let (_dir, root) = tree();
+        let (release, rx) = mpsc::channel();
+        let statfs = Arc::new(HangingStatfs {
+            hang: "/srv/pool1".into(),
+            release: Mutex::new(Some(rx)),
+        });
+        let cfg = FsConfig {
+            timeout_s: 0.2,
+            ..FsConfig::default()
+        };
+        let mut c =
+            FsCollector::with_statfs(cfg, root.clone(), Duration::from_secs(10), true, statfs);
+        let mut errors = SourceErrors::default();
+        let out = step(&mut c, &root, 0.0, &mut errors);
+        for mp in ["mount=/,", "mount=/tank/data,", "mount=/net/home,"] {
+            assert!(out.contains(mp), "{mp} missing:\n{out}");
+        }
+        assert!(!out.contains("/srv/pool1"), "{out}");
+        let statvfs_errors = |e: &mut SourceErrors| {
+            e.take_interval()
+                .into_iter()
+                .filter(|(s, _, _)| *s == STATVFS)
+                .map(|(_, n, _)| n)
+                .sum::<u64>()
+        };
+        assert_eq!(statvfs_errors(&mut errors), 1);
+        // Skipped while stuck: the next round does not wait for it again.
+        let out = step(&mut c, &root, 60.0, &mut errors);
+        assert!(out.contains("mount=/tank/data,"), "{out}");
+        assert_eq!(statvfs_errors(&mut errors), 0);
+        release.send(()).expect("hung thread waits");
     }
 
     #[test]

@@ -8,6 +8,14 @@
 //! network filesystem whose server is gone it blocks — the collector calls it off the sampling
 //! thread, with a deadline (see `collect/fs.rs`).
 //!
+//! A thread is not far enough: once a FUSE daemon has read a request, the kernel waits for its
+//! answer uninterruptibly (`request_wait_answer`, D state), deaf to SIGTERM and SIGKILL, and a
+//! process does not finish exiting while one of its threads is in that wait. So the agent makes
+//! the call in a child process of its own ([`stat_apart`]): a forked copy that closes every
+//! inherited descriptor, calls `statvfs`, writes the numbers into a pipe and exits. A child
+//! stuck for ever holds nothing of the agent's (no socket, no output, no lock), and the agent
+//! exits whenever it is told to.
+//!
 //! A host simulated under `--proc-root` has no real filesystems behind its mount table, so the
 //! simulator writes the numbers into a file (`[fs] statvfs_file`), one line per mount point:
 //!
@@ -111,6 +119,165 @@ pub fn stat(path: &Path) -> io::Result<FsStat> {
     })
 }
 
+/// Numbers in the record a child writes: errno (0: success), then frsize, blocks, bfree, bavail,
+/// files, ffree, `f_flag`.
+const RECORD_WORDS: usize = 8;
+const RECORD_BYTES: usize = RECORD_WORDS * 8;
+
+/// `statvfs(3)` on `path` in a forked child process, so that a call that never returns (a hung
+/// FUSE or NFS mount) leaves a stuck child behind instead of a thread the agent cannot exit
+/// without. Blocks the calling thread until the child answers: the wait is an ordinary read of
+/// a pipe, which any signal that ends the process interrupts. The child ends by itself when its
+/// call returns, whether anyone still reads its answer or not.
+pub fn stat_apart(path: &Path) -> io::Result<FsStat> {
+    use std::io::Read;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))?;
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    #[allow(unsafe_code)]
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 succeeded: both descriptors are open and owned by nobody else.
+    #[allow(unsafe_code)]
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let max_fd = open_files_limit();
+    // SAFETY: the child only makes async-signal-safe system calls on memory prepared before
+    // the fork (`c`, its own stack) and leaves with `_exit`: nothing that another thread of
+    // this process could have held locked (the allocator, stdio) is touched after the fork.
+    #[allow(unsafe_code)]
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: as above; in the child, which never returns from here.
+        #[allow(unsafe_code)]
+        unsafe {
+            child(&c, wr.as_raw_fd(), max_fd)
+        }
+    }
+    drop(wr);
+    let mut rec = [0u8; RECORD_BYTES];
+    let read = std::fs::File::from(rd).read_exact(&mut rec);
+    reap(pid);
+    read.map_err(|e| io::Error::new(e.kind(), format!("statvfs in a child process: {e}")))?;
+    let w = |i: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&rec[i * 8..i * 8 + 8]);
+        u64::from_ne_bytes(b)
+    };
+    if w(0) != 0 {
+        return Err(io::Error::from_raw_os_error(
+            i32::try_from(w(0)).unwrap_or(libc::EIO),
+        ));
+    }
+    Ok(FsStat {
+        frsize: w(1),
+        blocks: w(2),
+        bfree: w(3),
+        bavail: w(4),
+        files: w(5),
+        ffree: w(6),
+        // statvfs(3) reports f_favail as f_ffree on Linux.
+        favail: w(6),
+        read_only: w(7) & libc::ST_RDONLY != 0,
+    })
+}
+
+/// The highest descriptor number a child may have inherited, for closing them one by one
+/// where `close_range(2)` is missing (Linux before 5.9).
+fn open_files_limit() -> libc::c_int {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct it is given.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    if rc != 0 || lim.rlim_cur == libc::RLIM_INFINITY {
+        return 65_536;
+    }
+    libc::c_int::try_from(lim.rlim_cur.min(1 << 20)).unwrap_or(65_536)
+}
+
+/// Waits for the child (it has answered or closed its pipe: it is exiting).
+fn reap(pid: libc::pid_t) {
+    loop {
+        let mut status = 0;
+        // SAFETY: waits for our own child; `status` is written by the call.
+        #[allow(unsafe_code)]
+        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if rc >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return;
+        }
+    }
+}
+
+/// The forked child: closes everything inherited but `out`, makes the call, writes the record,
+/// exits. Async-signal-safe calls only, and no allocation.
+#[allow(unsafe_code)]
+unsafe fn child(path: &std::ffi::CStr, out: libc::c_int, max_fd: libc::c_int) -> ! {
+    // The agent's output, sockets and files must not stay open in a child that may be stuck
+    // for days.
+    let close_all = |first: libc::c_int, last: libc::c_int| {
+        if first > last {
+            return;
+        }
+        if libc::syscall(libc::SYS_close_range, first, last, 0) != 0 {
+            for fd in first..=last.min(max_fd) {
+                libc::close(fd);
+            }
+        }
+    };
+    close_all(0, out - 1);
+    close_all(out + 1, libc::c_int::MAX);
+    // statvfs(3) is statfs(2) and a conversion of its result: glibc reads the mount table
+    // only on kernels older than 2.6.36 (no ST_VALID in f_flags), musl never.
+    let mut buf: libc::statvfs = std::mem::zeroed();
+    let mut words = [0u64; RECORD_WORDS];
+    if libc::statvfs(path.as_ptr(), &mut buf) != 0 {
+        words[0] = u64::try_from(*libc::__errno_location()).unwrap_or(libc::EIO as u64);
+    } else {
+        // The field types differ between targets; every value fits u64.
+        #[allow(clippy::useless_conversion)]
+        {
+            words[1] = u64::from(buf.f_frsize);
+            words[2] = u64::from(buf.f_blocks);
+            words[3] = u64::from(buf.f_bfree);
+            words[4] = u64::from(buf.f_bavail);
+            words[5] = u64::from(buf.f_files);
+            words[6] = u64::from(buf.f_ffree);
+            words[7] = u64::from(buf.f_flag);
+        }
+    }
+    let mut rec = [0u8; RECORD_BYTES];
+    for (i, w) in words.iter().enumerate() {
+        let b = w.to_ne_bytes();
+        let mut k = 0;
+        while k < 8 {
+            rec[i * 8 + k] = b[k];
+            k += 1;
+        }
+    }
+    let mut done = 0;
+    while done < RECORD_BYTES {
+        let n = libc::write(out, rec.as_ptr().add(done).cast(), RECORD_BYTES - done);
+        if n > 0 {
+            done += n as usize;
+        } else if n < 0 && *libc::__errno_location() == libc::EINTR {
+            continue;
+        } else {
+            // Nobody reads any more (the agent gave up or exited): done all the same.
+            break;
+        }
+    }
+    libc::_exit(0)
+}
+
 /// Parses the simulator's stand-in file: `(mount point, numbers)` per line.
 pub fn parse_file(text: &str) -> Rows<(String, FsStat)> {
     let mut out = Rows::default();
@@ -186,6 +353,21 @@ mod tests {
         assert!(s.frsize > 0 && s.blocks > 0, "{s:?}");
         assert!(s.bavail <= s.bfree && s.bfree <= s.blocks, "{s:?}");
         assert!(stat(Path::new("/nonexistent/storwatch")).is_err());
+    }
+
+    #[test]
+    fn in_a_child_process_the_same_numbers() {
+        // Two calls on a quiet filesystem may see other writers in between: the fixed numbers
+        // must agree, the free counts only roughly.
+        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let a = stat(here).expect("statvfs in process");
+        let b = stat_apart(here).expect("statvfs in a child");
+        assert_eq!((a.frsize, a.blocks, a.files), (b.frsize, b.blocks, b.files));
+        assert_eq!(a.read_only, b.read_only);
+        assert!(b.bavail <= b.bfree && b.bfree <= b.blocks, "{b:?}");
+        let e = stat_apart(Path::new("/nonexistent/storwatch")).expect_err("no such path");
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        assert!(stat_apart(Path::new("/a\0b")).is_err());
     }
 
     #[test]
