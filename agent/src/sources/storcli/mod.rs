@@ -552,11 +552,17 @@ fn controller(c: &Value) -> Controller {
         }
         _ => {}
     }
+    // `PDs for VD n` or `VDn Properties` without the VD's own row: no DG, state or level
+    // to report, so no virtual drive (storcli prints the three together)
+    out.virtual_drives.retain(|v| v.dg != NO_DG);
     out.virtual_drives.sort_by_key(|v| (v.dg, v.vd));
     out.physical_drives.sort_by_key(|d| d.slot);
     out.rebuilds.sort_by_key(|r| r.slot);
     out
 }
+
+/// The drive group of a VD seen only through `PDs for VD n` / `VDn Properties` so far.
+const NO_DG: u32 = u32::MAX;
 
 fn response_data(rd: &Map<String, Value>, out: &mut Controller) {
     for (key, v) in rd {
@@ -645,7 +651,7 @@ fn vd_by_number(out: &mut Controller, n: u32) -> &mut VirtualDrive {
     let i = match out.virtual_drives.iter().position(|v| v.vd == n) {
         Some(i) => i,
         None => {
-            out.virtual_drives.push(empty_vd(u32::MAX, n));
+            out.virtual_drives.push(empty_vd(NO_DG, n));
             out.virtual_drives.len() - 1
         }
     };

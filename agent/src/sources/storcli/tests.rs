@@ -45,7 +45,7 @@ fn the_corpus_has_fifteen_real_outputs() {
         .expect("fixture dir")
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .filter(|n| {
-            !["synthetic", "garbage", "truncated"]
+            !["synthetic", "garbage", "truncated", "edited"]
                 .iter()
                 .any(|p| n.starts_with(p))
         })
@@ -82,6 +82,18 @@ fn raid6_degraded_with_a_member_rebuilding() {
         (idle.in_progress, idle.progress_pct, idle.time_left_s),
         (false, None, None)
     );
+}
+
+#[test]
+fn members_or_properties_without_their_vd_row_make_no_vd() {
+    let c = parse(
+        r#"{"Controllers": [{"Response Data": {
+            "PDs for VD 3": [{"EID:Slt": "8:1", "DID": 1, "State": "Onln", "DG": 3}],
+            "VD3 Properties": {"OS Drive Name": "/dev/sdz"}}}]}"#,
+    )
+    .expect("parses");
+    assert!(c[0].virtual_drives.is_empty());
+    assert_eq!(c[0].drive(slot(8, 1)).expect("8:1").dg, Some(3));
 }
 
 #[test]
