@@ -313,7 +313,11 @@ pub fn plan(live: &Live, view: &View) -> layout::Layout {
         } else {
             [0; 3]
         },
-        devices: wanted(live.disks.len(), view.max_devices),
+        // with no rates at all, one line says so
+        devices: match wanted(live.disks.len(), view.max_devices) {
+            0 if live.nets.is_empty() => 1,
+            n => n,
+        },
         nets: live.nets.len(),
         footer: view.footer,
     };
@@ -348,9 +352,18 @@ pub fn render(host: &str, live: &Live, view: View) -> String {
     draw_cut(&mut out, t, maps.len(), mpath, "maps not ok", &view);
     let t = health::pool_table(pools);
     draw_cut(&mut out, t, pools.len(), pool, "pools not healthy", &view);
-    let shown = disks.len().min(view.max_devices).min(plan.devices);
-    let t = disk_table(&disks[..shown], &view);
-    draw_cut(&mut out, t, disks.len(), plan.devices, "devices", &view);
+    if disks.is_empty() && nets.is_empty() && plan.devices > 0 {
+        // The first sample, or one taken before the counters moved (uptime unchanged): rates
+        // need two readings apart in time.
+        let _ = writeln!(out);
+        let wait = "no rates yet: waiting for the next sample";
+        let _ = writeln!(out, "{}", table::ellipsize(wait, width));
+    }
+    if !disks.is_empty() {
+        let shown = disks.len().min(view.max_devices).min(plan.devices);
+        let t = disk_table(&disks[..shown], &view);
+        draw_cut(&mut out, t, disks.len(), plan.devices, "devices", &view);
+    }
     let t = net_table(&nets);
     draw_cut(&mut out, t, nets.len(), plan.nets, "interfaces", &view);
     if plan.footer {
@@ -807,6 +820,12 @@ mod tests {
             "{s}"
         );
         assert_eq!(at(1).lines().count(), 1);
+        // before the second sample
+        let none = render("ds01", &Live::default(), view());
+        assert!(
+            none.ends_with("\n\nno rates yet: waiting for the next sample\n"),
+            "{none}"
+        );
         // --devices: the rows left out are counted
         let one = render(
             "ds01",
