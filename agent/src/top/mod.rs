@@ -842,6 +842,29 @@ mod tests {
     }
 
     #[test]
+    fn at_every_height_the_title_is_first_and_nothing_spills() {
+        for height in 1..=40 {
+            for health in [true, false] {
+                let v = View {
+                    width: 80,
+                    height: Some(height),
+                    footer: true,
+                    health,
+                    ..view()
+                };
+                let s = render("ds01", &health_live(), v);
+                assert!(s.lines().count() <= height, "{height}:\n{s}");
+                assert!(s.starts_with("ds01 — 2 devices"), "{height}:\n{s}");
+                // past the title and the summary, what is wrong or the busiest device
+                let first = if health { "md127 " } else { "mpathc (dm-3)" };
+                if height >= 6 {
+                    assert!(s.lines().any(|l| l.starts_with(first)), "{height}:\n{s}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn eta_and_risk_read_at_a_glance() {
         let t = |c: Cell| match c {
             Cell::Text(s, _) => s,
