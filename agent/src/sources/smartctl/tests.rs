@@ -206,6 +206,25 @@ fn sas_grown_defects_and_uncorrected_errors() {
 }
 
 #[test]
+fn sas_without_a_grown_defect_list_is_none_not_zero() {
+    let d = drive("libblockdev-scsi-hgst-husmr3280-sas-ssd-no-grown-defect-list.json");
+    let s = d.scsi.expect("SCSI counters");
+    assert_eq!(s.grown_defects, None);
+    assert_eq!(
+        (
+            s.read_uncorrected,
+            s.write_uncorrected,
+            s.verify_uncorrected
+        ),
+        (Some(0), Some(0), Some(0))
+    );
+    let d = drive("libblockdev-scsi-seagate-st600mp0036.json");
+    assert_eq!(d.scsi.expect("SCSI").grown_defects, Some(0));
+    let d = drive("libblockdev-scsi-wd4001fyyg-no-verify-row.json");
+    assert_eq!(d.scsi.expect("SCSI").verify_uncorrected, None);
+}
+
+#[test]
 fn sas_non_medium_errors_from_text() {
     let t = parse_scsi_text(&fixture(
         "karlsbakk-sas-text-a-error-counter-log-non-medium-3-fragment.txt",
@@ -325,6 +344,13 @@ fn garbage_and_truncated_output_are_errors_naming_the_problem() {
     assert_eq!(e.line, 1);
     assert!(e.reason.contains("malformed JSON"), "{e}");
     assert!(e.text.starts_with("smartctl 7.3"), "{e}");
+    let e = parse(&fixture("garbage-libblockdev-malformed-json.json")).expect_err("hahaha");
+    assert_eq!((e.line, e.text.trim()), (29, "hahaha"), "{e}");
+    assert!(e.reason.contains("malformed JSON"), "{e}");
+    let d = drive("libblockdev-ata-toshiba-thnsnh128-exit32-edited.json");
+    let bits = exit_status(i32::from(d.exit_status.expect("exit")));
+    assert!(bits.past_threshold && !bits.disk_failing);
+    assert_eq!(d.health, OverallHealth::Passed);
     let e = parse(&fixture("garbage-empty-output.json")).expect_err("empty");
     assert!(e.reason.contains("empty"), "{e}");
     let e = parse(&fixture("garbage-json-array-not-object.json")).expect_err("array");
