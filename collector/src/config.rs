@@ -73,7 +73,9 @@ pub struct TlsConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
-    /// Largest request body as sent (compressed or not), in bytes.
+    /// Largest request body as sent (compressed or not), in bytes. Also the most read and
+    /// discarded of a refused request's body after its answer (401, 403, 503, 413 …), so that a
+    /// client sending its whole body before reading still reads the refusal.
     pub max_body_bytes: usize,
     /// Largest body after gzip decompression, in bytes (a gzip bomb stops here).
     pub max_decompressed_bytes: usize,
@@ -369,7 +371,8 @@ insecure_open = false
 # client_ca_file = "/etc/storwatch/agents-ca.pem"
 
 [limits]
-# Largest request body as sent (compressed or not), bytes.
+# Largest request body as sent (compressed or not), bytes; also the most read and discarded of a
+# refused body after its answer, so that a client sending its body before reading reads the refusal.
 max_body_bytes = 4194304
 # Largest body after gzip decompression, bytes (stops gzip bombs).
 max_decompressed_bytes = 16777216
