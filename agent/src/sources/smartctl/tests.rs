@@ -144,6 +144,32 @@ fn raw_values_agree_with_the_text_smartctl_printed_for_them() {
     assert!(packed >= 1, "{packed} raw16 values checked");
 }
 
+/// smartctl sets exit bit 3 exactly when the drive's own verdict is FAILED: the JSON
+/// carries both, and they must agree in every fixture that has both.
+#[test]
+fn health_agrees_with_exit_bit_3_in_every_fixture() {
+    let mut checked = 0;
+    for entry in std::fs::read_dir(fixture_dir()).expect("fixture dir") {
+        let path = entry.expect("entry").path();
+        let Ok(d) = parse(&std::fs::read_to_string(&path).unwrap_or_default()) else {
+            continue;
+        };
+        let Some(code) = d.exit_status else { continue };
+        if d.health == OverallHealth::Unknown {
+            continue;
+        }
+        let failing = exit_status(i32::from(code)).disk_failing;
+        assert_eq!(
+            d.health == OverallHealth::Failed,
+            failing,
+            "{}",
+            path.display()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 50, "{checked} fixtures with both");
+}
+
 #[test]
 fn failing_ata_disk_with_pending_sectors() {
     let d = drive("scrutiny-ata-hitachi-usbjmicron-FAILED-exit216.json");
