@@ -35,7 +35,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -143,8 +143,9 @@ impl Default for FsConfig {
 
 /// Where the numbers of a mount point come from.
 pub trait Statfs: Send + Sync {
-    /// Capacity of the filesystem mounted at `mount_point` (a path of the host's namespace).
-    fn statvfs(&self, mount_point: &str) -> io::Result<FsStat>;
+    /// Capacity of the filesystem mounted at `path` (of the host's namespace), whose mount point
+    /// mountinfo prints as `mount_point` (escaped, as in the `mount` tag).
+    fn statvfs(&self, mount_point: &str, path: &Path) -> io::Result<FsStat>;
 }
 
 /// `statvfs(3)` under `rootfs`.
@@ -155,14 +156,16 @@ pub struct SystemStatfs {
 }
 
 impl Statfs for SystemStatfs {
-    fn statvfs(&self, mount_point: &str) -> io::Result<FsStat> {
+    fn statvfs(&self, _mount_point: &str, path: &Path) -> io::Result<FsStat> {
         // In a child process: a hung FUSE mount would otherwise hold a thread of the agent in
         // an uninterruptible wait, and the agent could not exit (see sources/statvfs.rs).
-        statvfs::stat_apart(&self.rootfs.join(mount_point.trim_start_matches('/')))
+        let rel = path.strip_prefix("/").unwrap_or(path);
+        statvfs::stat_apart(&self.rootfs.join(rel))
     }
 }
 
-/// The simulator's stand-in: numbers per mount point in a file, read on each call.
+/// The simulator's stand-in: numbers per mount point (escaped as in mountinfo) in a file, read
+/// on each call.
 #[derive(Debug, Clone)]
 pub struct FileStatfs {
     /// The file.
@@ -170,7 +173,7 @@ pub struct FileStatfs {
 }
 
 impl Statfs for FileStatfs {
-    fn statvfs(&self, mount_point: &str) -> io::Result<FsStat> {
+    fn statvfs(&self, mount_point: &str, _path: &Path) -> io::Result<FsStat> {
         let text = std::fs::read_to_string(&self.path)?;
         statvfs::parse_file(&text)
             .rows
@@ -204,7 +207,7 @@ pub struct Placement {
 /// One filesystem measured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FsReading {
-    /// Mount point.
+    /// Mount point, escaped as in mountinfo.
     pub mount: String,
     /// Filesystem type.
     pub fstype: String,
@@ -234,10 +237,9 @@ pub fn select<'a>(mounts: &'a [Mount], cfg: &FsConfig) -> Vec<&'a Mount> {
     let mut order: Vec<&Mount> = Vec::new();
     for m in mounts {
         if cfg.exclude_fstypes.iter().any(|p| glob_match(p, &m.fstype))
-            || cfg
-                .exclude_mounts
-                .iter()
-                .any(|p| glob_match(p, &m.mount_point))
+            || cfg.exclude_mounts.iter().any(|p| {
+                glob_match(p, &m.mount_point) || glob_match(p, &m.path().to_string_lossy())
+            })
         {
             continue;
         }
@@ -384,7 +386,7 @@ fn run_round(cx: &RoundCx, busy: &Busy, at_s: f64) -> Round {
             continue;
         }
         progress(busy, Some(m.mount_point.clone()));
-        let result = cx.statfs.statvfs(&m.mount_point);
+        let result = cx.statfs.statvfs(&m.mount_point, &m.path());
         progress(busy, None);
         // A call that was given up on came back: the mount point is measured again.
         lock(&cx.stuck).remove(&m.mount_point);
@@ -735,14 +737,13 @@ mod tests {
     use super::*;
     use crate::collect::SourceErrors;
     use std::collections::HashMap;
-    use std::path::Path;
 
     /// Numbers per mount point, changed by the test between rounds.
     #[derive(Default)]
     struct FakeStatfs(Mutex<HashMap<String, FsStat>>);
 
     impl Statfs for FakeStatfs {
-        fn statvfs(&self, mp: &str) -> io::Result<FsStat> {
+        fn statvfs(&self, mp: &str, _path: &Path) -> io::Result<FsStat> {
             lock(&self.0)
                 .get(mp)
                 .copied()
@@ -881,6 +882,97 @@ mod tests {
         assert_eq!(counted, vec![(MOUNTINFO, 1, 1), (STATVFS, 1, 1)]);
     }
 
+    /// Numbers per decoded path, and the calls it was given.
+    #[derive(Default)]
+    struct PathStatfs {
+        sizes: HashMap<PathBuf, u64>,
+        calls: Mutex<Vec<(String, PathBuf)>>,
+    }
+
+    impl Statfs for PathStatfs {
+        fn statvfs(&self, mp: &str, path: &Path) -> io::Result<FsStat> {
+            lock(&self.calls).push((mp.to_owned(), path.to_owned()));
+            self.sizes
+                .get(path)
+                .map(|&size| stat(size, 0))
+                .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+        }
+    }
+
+    #[test]
+    fn mount_points_that_differ_by_newline_or_space_are_two_series() {
+        // As mountinfo prints /srv/a<newline>b, /srv/a<space>b, /srv/a<tab>b and /srv/a\b.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path();
+        std::fs::create_dir_all(p.join("proc/self")).expect("mkdir");
+        std::fs::create_dir_all(p.join("sys")).expect("mkdir");
+        std::fs::write(
+            p.join("proc/self/mountinfo"),
+            "30 1 0:40 / /srv/a\\012b rw - xfs /dev/x rw\n\
+             31 1 0:41 / /srv/a\\040b rw - xfs /dev/y rw\n\
+             32 1 0:42 / /srv/a\\011b rw - xfs /dev/z rw\n\
+             33 1 0:43 / /srv/a\\134b rw - xfs /dev/w rw\n",
+        )
+        .expect("write");
+        let root = Root::new(p.join("proc"), p.join("sys"));
+        let statfs = Arc::new(PathStatfs {
+            sizes: [
+                ("/srv/a\nb", 1),
+                ("/srv/a b", 2),
+                ("/srv/a\tb", 3),
+                ("/srv/a\\b", 4),
+            ]
+            .into_iter()
+            .map(|(path, gb)| (PathBuf::from(path), gib(gb)))
+            .collect(),
+            calls: Mutex::default(),
+        });
+        let mut c = FsCollector::with_statfs(
+            FsConfig::default(),
+            root.clone(),
+            Duration::from_secs(10),
+            true,
+            statfs.clone(),
+        );
+        let mut errors = SourceErrors::default();
+        let out = step(&mut c, &root, 0.0, &mut errors);
+        let mut series = BTreeMap::new();
+        for line in out.lines() {
+            let l = storwatch_wire::lp::parse_line(line, storwatch_wire::lp::Backend::V1)
+                .expect("valid line protocol");
+            let size = match l.field("size_bytes") {
+                Some(storwatch_wire::lp::FieldValue::Integer(v)) => *v,
+                other => panic!("{other:?} in {line}"),
+            };
+            series.insert(l.tag("mount").expect("mount tag").to_owned(), size >> 30);
+        }
+        // Four series, each with its own filesystem's numbers, and the mount point back from
+        // each tag by undoing the escapes.
+        let want: BTreeMap<String, i64> = [
+            ("/srv/a\\012b", 1),
+            ("/srv/a\\040b", 2),
+            ("/srv/a\\011b", 3),
+            ("/srv/a\\134b", 4),
+        ]
+        .into_iter()
+        .map(|(m, gb)| (m.to_owned(), gb))
+        .collect();
+        assert_eq!(series, want, "{out}");
+        for tag in series.keys() {
+            assert!(
+                statfs
+                    .sizes
+                    .contains_key(&PathBuf::from(mountinfo::unescape(tag))),
+                "{tag}"
+            );
+        }
+        let calls = lock(&statfs.calls).clone();
+        assert!(
+            calls.contains(&("/srv/a\\012b".into(), "/srv/a\nb".into())),
+            "{calls:?}"
+        );
+    }
+
     #[test]
     fn fill_rate_and_time_to_full() {
         let (_dir, root) = tree();
@@ -940,7 +1032,7 @@ mod tests {
     }
 
     impl Statfs for HangingStatfs {
-        fn statvfs(&self, mp: &str) -> io::Result<FsStat> {
+        fn statvfs(&self, mp: &str, _path: &Path) -> io::Result<FsStat> {
             if mp == self.hang {
                 if let Some(rx) = lock(&self.release).take() {
                     let _ = rx.recv();

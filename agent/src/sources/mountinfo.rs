@@ -15,8 +15,17 @@
 //! `\011`, `\012`, `\134` in root, mount point and source; some filesystems print unescaped
 //! spaces in their super options (cifs's `unc=`), so those are the rest of the line.
 //!
+//! The mount point is kept as printed, escapes and all: it names the filesystem in the `fs`
+//! lines' `mount` tag, where the decoded characters would not survive (line protocol turns a
+//! newline or tab in a tag into a space, so `/a\012b` and `/a\040b` would become one series);
+//! [`Mount::path`] decodes it for the system call. Root and source are decoded.
+//!
 //! Only the fields the filesystem collector uses are kept. A line that does not parse is
 //! reported and skipped; the other mounts keep their sample.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::path::PathBuf;
 
 use super::{fields, parse_u64, ParseError, Rows};
 
@@ -31,7 +40,9 @@ pub struct Mount {
     pub minor: u32,
     /// The directory of the filesystem mounted here (`/` unless a bind mount of a subtree).
     pub root: String,
-    /// Where it is mounted, unescaped.
+    /// Where it is mounted, as mountinfo prints it: space, tab, newline and backslash kept as the
+    /// kernel's octal escapes (`\040`, `\011`, `\012`, `\134`), so that it is one line of text
+    /// and tells every mount point apart. [`Mount::path`] is the path itself.
     pub mount_point: String,
     /// Mounted read-only (`ro` in the per-mount options).
     pub read_only: bool,
@@ -41,12 +52,25 @@ pub struct Mount {
     pub source: String,
 }
 
+impl Mount {
+    /// The mount point as a path, the kernel's escapes undone (for system calls on it).
+    pub fn path(&self) -> PathBuf {
+        PathBuf::from(OsString::from_vec(unescape_bytes(&self.mount_point)))
+    }
+}
+
 /// Undoes the kernel's octal escapes (`\040` → space). A backslash not followed by three octal
-/// digits is kept as it is.
+/// digits is kept as it is. Bytes that are not UTF-8 become U+FFFD: for names shown, not for
+/// paths used ([`unescape_bytes`]).
 pub fn unescape(s: &str) -> String {
     if !s.contains('\\') {
         return s.to_owned();
     }
+    String::from_utf8_lossy(&unescape_bytes(s)).into_owned()
+}
+
+/// Undoes the kernel's octal escapes, to the bytes the kernel escaped.
+pub fn unescape_bytes(s: &str) -> Vec<u8> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -67,7 +91,7 @@ pub fn unescape(s: &str) -> String {
         out.push(bytes[i]);
         i += 1;
     }
-    String::from_utf8_lossy(&out).into_owned()
+    out
 }
 
 fn parse_line(line: &str, line_no: usize) -> Result<Mount, ParseError> {
@@ -111,7 +135,7 @@ fn parse_line(line: &str, line_no: usize) -> Result<Mount, ParseError> {
         major,
         minor,
         root: unescape(root),
-        mount_point: unescape(mount_point),
+        mount_point: mount_point.to_owned(),
         read_only: options.split(',').any(|o| o == "ro"),
         fstype: fstype.to_owned(),
         source: unescape(source),
@@ -174,12 +198,43 @@ mod tests {
              7 1 8:1 / /x\\134y\\012z rw - xfs /dev/sda1 rw\n",
         );
         assert!(r.errors.is_empty(), "{:?}", r.errors);
-        assert_eq!(r.rows[0].mount_point, "/home/a b");
+        assert_eq!(r.rows[0].mount_point, "/home/a\\040b");
+        assert_eq!(r.rows[0].path(), PathBuf::from("/home/a b"));
         assert!(r.rows[0].read_only);
         assert_eq!(r.rows[0].source, "rpool/USERDATA/spaced");
         assert_eq!((r.rows[0].major, r.rows[0].minor), (0, 6));
-        assert_eq!(r.rows[1].mount_point, "/x\\y\nz");
+        assert_eq!(r.rows[1].mount_point, "/x\\134y\\012z");
+        assert_eq!(r.rows[1].path(), PathBuf::from("/x\\y\nz"));
         assert!(!r.rows[1].read_only);
+    }
+
+    #[test]
+    fn real_escaped_mount_points_stay_apart() {
+        // tmpfs mounted at /mnt/x<newline>y, <space>, <tab> and <backslash> on this kernel: four
+        // mount points as printed, four paths decoded, none the same.
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/mountinfo/build-machine-linux-6.18-tmpfs-at-newline-space-tab-backslash.txt"
+        ))
+        .expect("fixture is readable");
+        let r = parse(&text);
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        let x: Vec<(&str, PathBuf)> = r
+            .rows
+            .iter()
+            .filter(|m| m.mount_point.starts_with("/mnt/x"))
+            .map(|m| (m.mount_point.as_str(), m.path()))
+            .collect();
+        assert_eq!(
+            x,
+            vec![
+                ("/mnt/x\\012y", PathBuf::from("/mnt/x\ny")),
+                ("/mnt/x\\040y", PathBuf::from("/mnt/x y")),
+                ("/mnt/x\\011y", PathBuf::from("/mnt/x\ty")),
+                ("/mnt/x\\134y", PathBuf::from("/mnt/x\\y")),
+            ]
+        );
+        assert_eq!(r.rows[2].source, "tmpfs 1");
     }
 
     #[test]
@@ -227,7 +282,8 @@ mod tests {
                 .collect();
             let r = parse(&format!("1 0 8:1 / /{esc} rw - ext4 /dev/sda1 rw\n"));
             prop_assert!(r.errors.is_empty());
-            prop_assert_eq!(&r.rows[0].mount_point, &format!("/{name}"));
+            prop_assert_eq!(&r.rows[0].mount_point, &format!("/{esc}"));
+            prop_assert_eq!(r.rows[0].path(), PathBuf::from(format!("/{name}")));
         }
     }
 }

@@ -27,7 +27,6 @@
 use std::io;
 use std::path::Path;
 
-use super::mountinfo::unescape;
 use super::{fields, parse_u64, ParseError, Rows};
 
 /// One filesystem's capacity, in the units of `struct statvfs`.
@@ -278,7 +277,8 @@ unsafe fn child(path: &std::ffi::CStr, out: libc::c_int, max_fd: libc::c_int) ->
     libc::_exit(0)
 }
 
-/// Parses the simulator's stand-in file: `(mount point, numbers)` per line.
+/// Parses the simulator's stand-in file: `(mount point, numbers)` per line, the mount point
+/// escaped as mountinfo prints it (and kept so: it is compared with mountinfo's).
 pub fn parse_file(text: &str) -> Rows<(String, FsStat)> {
     let mut out = Rows::default();
     for (i, line) in text.lines().enumerate() {
@@ -294,7 +294,7 @@ pub fn parse_file(text: &str) -> Rows<(String, FsStat)> {
                 if mp.starts_with('/') && bfree <= blocks && bavail <= bfree && ffree <= files =>
             {
                 out.rows.push((
-                    unescape(mp),
+                    mp.to_owned(),
                     FsStat {
                         frsize: *frsize,
                         blocks: *blocks,
@@ -377,7 +377,7 @@ mod tests {
              /bad 4096 100 150 40 10 5 5 0\nrel 1 1 1 1 1 1 1 0\n/short 1 2 3\n",
         );
         assert_eq!(r.rows.len(), 1);
-        assert_eq!(r.rows[0].0, "/srv/a b");
+        assert_eq!(r.rows[0].0, "/srv/a\\040b");
         assert!(r.rows[0].1.read_only);
         assert_eq!(
             r.errors.iter().map(|e| e.line).collect::<Vec<_>>(),
