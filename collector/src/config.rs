@@ -280,8 +280,9 @@ pub struct OutputConfig {
     pub backoff_max_s: u64,
     /// Delay between retries after 401/403/404 (credentials or database wrong), in seconds.
     pub auth_retry_s: u64,
-    /// Write requests in flight at once to this output: 1 or 2. The cursor moves only once
-    /// everything read is delivered, whatever the order the answers come in.
+    /// Write requests in flight at once to this output: 1 to 8 (more is taken as 8). The
+    /// cursor moves only over batches delivered with every one before them, whatever the order
+    /// the answers come in.
     pub max_in_flight: usize,
 }
 
@@ -456,7 +457,7 @@ allow = []
 # backoff_min_ms = 250            # first retry delay; doubles with full jitter
 # backoff_max_s = 60              # longest retry delay, and cap on Retry-After
 # auth_retry_s = 60               # retry delay after 401/403/404 (data kept)
-# max_in_flight = 2               # write requests in flight at once (1 or 2)
+# max_in_flight = 2               # write requests in flight at once (1 to 8)
 "##;
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
-//! Delivering lines to one output: batches of at most `batch_lines` / `batch_bytes`, up to two
-//! in flight, each retried, split or dead-lettered by its [`Verdict`] until every line is
-//! acknowledged or dead-lettered.
+//! Delivering lines to one output: batches of at most `batch_lines` / `batch_bytes`, each
+//! retried, split or dead-lettered by its [`Verdict`] until every line is acknowledged or
+//! dead-lettered. [`Forwarder::deliver`] sends a list of lines with up to two requests at once;
+//! the queue's loop (`Forwarder::run`) hands batches to `deliver_chunks` through its own window.
 
 use std::io::Write as _;
 use std::sync::atomic::Ordering;
@@ -159,7 +160,7 @@ impl Forwarder {
         self.deliver_chunks(&url, target, stack, stop).await
     }
 
-    async fn deliver_chunks(
+    pub(super) async fn deliver_chunks(
         &self,
         url: &reqwest::Url,
         target: &Target,

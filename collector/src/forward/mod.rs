@@ -3,8 +3,8 @@
 //!
 //! Each output has its own cursor into the queue and advances it only after the output
 //! acknowledged everything up to it (or the lines it refused went to the dead-letter file), so
-//! a crash re-sends at most one batch — harmless, since a point written twice with the same
-//! series and timestamp is overwritten, not duplicated.
+//! a crash re-sends at most the batches that were in flight (`max_in_flight`) — harmless, since
+//! a point written twice with the same series and timestamp is overwritten, not duplicated.
 //!
 //! Answers, by status:
 //! * 2xx: done.
@@ -33,6 +33,8 @@ mod dead_letter;
 mod deliver;
 mod output;
 
+use std::collections::VecDeque;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, RwLock};
@@ -41,6 +43,7 @@ use std::time::Duration;
 use storwatch_wire::rotate::{RotateError, RotatingFile, Rotation};
 
 use tokio::sync::watch;
+use tokio::task::JoinSet;
 
 use crate::config::ConfigError;
 use crate::metrics::{Metrics, OutputMetrics};
@@ -120,91 +123,235 @@ impl Forwarder {
     }
 
     /// Follows the queue from this output's saved cursor until `stop` turns true.
+    ///
+    /// Up to `max_in_flight` batches are in flight at once, across reads of the queue: the next
+    /// read is made while earlier batches are still being sent, so the output never waits for
+    /// the collector between batches. The cursor moves only over a contiguous prefix of reads
+    /// whose every batch was acknowledged or dead-lettered, so a crash re-sends at most what was
+    /// in flight, never skips anything.
     pub async fn run(self, queue: Arc<Queue>, all: Arc<Metrics>, mut stop: watch::Receiver<bool>) {
-        let name = self.output.name.clone();
+        let this = Arc::new(self);
+        let name = this.output.name.clone();
+        let window = this.output.max_in_flight.max(1);
+        // `pos`: the saved cursor, the end of the delivered prefix; `read_pos`: where the next
+        // read starts (ahead of `pos` by what is read and not yet delivered).
         let mut pos = queue.load_cursor(&name);
-        self.metrics.cursor.store(pos, Ordering::Relaxed);
+        let mut read_pos = pos;
+        this.metrics.cursor.store(pos, Ordering::Relaxed);
         let mut end_rx = queue.watch_end();
-        tracing::info!(output = %name, url = %self.output.url, cursor = pos, "forwarding");
+        tracing::info!(output = %name, url = %this.output.url, cursor = pos, "forwarding");
+        // Reads not yet delivered whole, oldest first; `first` numbers the front one.
+        let mut reads: VecDeque<Pending> = VecDeque::new();
+        let mut first: u64 = 0;
+        let mut ready: VecDeque<Chunk> = VecDeque::new();
+        let mut tasks: JoinSet<(u64, Result<(), ForwardError>)> = JoinSet::new();
         loop {
             if *stop.borrow() {
                 return;
             }
-            if pos >= queue.durable_end() {
-                tokio::select! {
-                    r = end_rx.changed() => if r.is_err() { return },
-                    _ = stop.changed() => return,
+            // Read ahead once every batch read so far is handed out.
+            if ready.is_empty() && reads.len() <= window && read_pos < queue.durable_end() {
+                let q = queue.clone();
+                let max = this.output.batch_bytes * window;
+                let from = read_pos;
+                let read = tokio::task::spawn_blocking(move || q.read_from(from, max)).await;
+                match read {
+                    Ok(Ok((records, next))) => {
+                        let seq = first + reads.len() as u64;
+                        let chunks = this.chunks(records, seq);
+                        reads.push_back(Pending {
+                            next,
+                            left: chunks.len(),
+                        });
+                        ready.extend(chunks);
+                        read_pos = next.max(read_pos);
+                    }
+                    Ok(Err(e)) => {
+                        tracing::error!(output = %name, error = %e, "cannot read the queue; retrying");
+                        if this.sleep(Duration::from_secs(1), &mut stop).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    Err(_) => return,
+                }
+            }
+            while tasks.len() < window {
+                let Some(chunk) = ready.pop_front() else {
+                    break;
+                };
+                let (fwd, mut stop) = (this.clone(), stop.clone());
+                tasks.spawn(async move {
+                    let url = fwd.output.url_for(&chunk.target);
+                    let lines = chunk.lines();
+                    let r = fwd
+                        .deliver_chunks(&url, &chunk.target, vec![lines], &mut stop)
+                        .await;
+                    (chunk.read, r)
+                });
+            }
+            // A read that held nothing to send (only damaged records) is done at once.
+            this.advance(&queue, &all, &mut reads, &mut first, &mut pos);
+            if tasks.is_empty() {
+                if ready.is_empty() && read_pos >= queue.durable_end() {
+                    tokio::select! {
+                        r = end_rx.changed() => if r.is_err() { return },
+                        _ = stop.changed() => return,
+                    }
                 }
                 continue;
             }
-            let q = queue.clone();
-            let max = self.output.batch_bytes * self.output.max_in_flight.max(1);
-            let read = tokio::task::spawn_blocking(move || q.read_from(pos, max)).await;
-            let (records, next) = match read {
-                Ok(Ok(r)) => r,
-                Ok(Err(e)) => {
-                    tracing::error!(output = %name, error = %e, "cannot read the queue; retrying");
-                    if self.sleep(Duration::from_secs(1), &mut stop).await.is_err() {
-                        return;
-                    }
-                    continue;
-                }
-                Err(_) => return,
+            let done = tokio::select! {
+                d = tasks.join_next() => d,
+                _ = stop.changed() => return,
             };
-            // Each record carries its target; consecutive records of one target go together.
-            let mut groups: Vec<(Target, Vec<String>)> = Vec::new();
-            for mut r in records {
-                let Some((target, header)) =
-                    Target::of_record(&r).map(|(t, lines)| (t, r.len() - lines.len()))
-                else {
-                    tracing::error!(output = %name, "queue record with a damaged target header skipped");
-                    continue;
-                };
-                // The record becomes the text without a copy (the header, when there is one,
-                // is shifted out).
-                r.drain(..header);
-                let text = String::from_utf8(r)
-                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-                match groups.last_mut() {
-                    Some((t, texts)) if *t == target => texts.push(text),
-                    _ => groups.push((target, vec![text])),
-                }
-            }
-            let mut failed = None;
-            for (target, texts) in &groups {
-                let lines: Vec<&str> = texts
-                    .iter()
-                    .flat_map(|t| storwatch_wire::lp::lines(t).map(|(_, l)| l))
-                    .filter(|l| {
-                        let t = l.trim();
-                        !t.is_empty() && !t.starts_with('#')
-                    })
-                    .collect();
-                if let Err(e) = self.deliver(&lines, target, &mut stop).await {
-                    failed = Some(e);
-                    break;
-                }
-            }
-            match failed {
-                None => {}
-                Some(ForwardError::Stopped) => return,
-                Some(e) => {
-                    // Groups already delivered are sent again: points written twice overwrite.
-                    tracing::error!(output = %name, error = %e, "cannot write the dead-letter file; retrying");
-                    if self.sleep(Duration::from_secs(5), &mut stop).await.is_err() {
-                        return;
+            let failed = match done {
+                Some(Ok((seq, Ok(())))) => {
+                    if let Some(p) = seq
+                        .checked_sub(first)
+                        .and_then(|i| reads.get_mut(i as usize))
+                    {
+                        p.left = p.left.saturating_sub(1);
                     }
-                    continue;
+                    this.advance(&queue, &all, &mut reads, &mut first, &mut pos);
+                    None
                 }
-            }
-            if let Err(e) = queue.save_cursor(&name, next) {
-                tracing::error!(output = %name, error = %e, "cannot save the cursor");
-            }
-            pos = next;
-            self.metrics.cursor.store(pos, Ordering::Relaxed);
-            if let Err(e) = queue.release(all.min_cursor()) {
-                tracing::warn!(error = %e, "cannot delete acknowledged segments");
+                Some(Ok((_, Err(ForwardError::Stopped)))) => return,
+                Some(Ok((_, Err(e)))) => Some(e.to_string()),
+                Some(Err(e)) => Some(format!("delivery task ended: {e}")),
+                None => None,
+            };
+            if let Some(e) = failed {
+                // Everything after the saved cursor is sent again (batches already delivered
+                // are overwritten with the same points); the other batches in flight are
+                // abandoned first, so that nothing is sent twice at once.
+                tracing::error!(output = %name, error = %e, "cannot write the dead-letter file; retrying");
+                tasks.abort_all();
+                while tasks.join_next().await.is_some() {}
+                reads.clear();
+                ready.clear();
+                first = 0;
+                read_pos = pos;
+                if this.sleep(Duration::from_secs(5), &mut stop).await.is_err() {
+                    return;
+                }
             }
         }
+    }
+
+    /// Moves the cursor over the reads at the front that are delivered whole, saves it and
+    /// frees the segments every output has passed.
+    fn advance(
+        &self,
+        queue: &Queue,
+        all: &Metrics,
+        reads: &mut VecDeque<Pending>,
+        first: &mut u64,
+        pos: &mut u64,
+    ) {
+        let mut moved = false;
+        while let Some(p) = reads.front() {
+            if p.left > 0 {
+                break;
+            }
+            *pos = (*pos).max(p.next);
+            reads.pop_front();
+            *first += 1;
+            moved = true;
+        }
+        if !moved {
+            return;
+        }
+        if let Err(e) = queue.save_cursor(&self.output.name, *pos) {
+            tracing::error!(output = %self.output.name, error = %e, "cannot save the cursor");
+        }
+        self.metrics.cursor.store(*pos, Ordering::Relaxed);
+        if let Err(e) = queue.release(all.min_cursor()) {
+            tracing::warn!(error = %e, "cannot delete acknowledged segments");
+        }
+    }
+
+    /// The records of one read as batches of at most `batch_lines` lines and `batch_bytes`
+    /// bytes, each of one target (consecutive records of one target share batches).
+    fn chunks(&self, records: Vec<Vec<u8>>, read: u64) -> Vec<Chunk> {
+        let mut out: Vec<Chunk> = Vec::new();
+        let mut bytes = 0;
+        for mut r in records {
+            let Some((target, header)) =
+                Target::of_record(&r).map(|(t, lines)| (t, r.len() - lines.len()))
+            else {
+                tracing::error!(output = %self.output.name, "queue record with a damaged target header skipped");
+                continue;
+            };
+            // The record becomes the text without a copy (the header, when there is one, is
+            // shifted out).
+            r.drain(..header);
+            let text = Arc::new(
+                String::from_utf8(r)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+            );
+            let base = text.as_ptr() as usize;
+            for (_, l) in storwatch_wire::lp::lines(&text) {
+                let t = l.trim();
+                if t.is_empty() || t.starts_with('#') {
+                    continue;
+                }
+                let full = match out.last() {
+                    Some(c) => {
+                        c.target != target
+                            || c.count >= self.output.batch_lines
+                            || bytes + l.len() > self.output.batch_bytes
+                    }
+                    None => true,
+                };
+                if full {
+                    out.push(Chunk {
+                        read,
+                        target: target.clone(),
+                        parts: Vec::new(),
+                        count: 0,
+                    });
+                    bytes = 0;
+                }
+                let Some(c) = out.last_mut() else { continue };
+                let start = l.as_ptr() as usize - base;
+                let range = start..start + l.len();
+                match c.parts.last_mut() {
+                    Some((t, ranges)) if Arc::ptr_eq(t, &text) => ranges.push(range),
+                    _ => c.parts.push((text.clone(), vec![range])),
+                }
+                c.count += 1;
+                bytes += l.len() + 1;
+            }
+        }
+        out
+    }
+}
+
+/// A read of the queue being delivered: the cursor may move to `next` once its `left` batches
+/// and every earlier read are delivered.
+#[derive(Debug)]
+struct Pending {
+    next: u64,
+    left: usize,
+}
+
+/// One batch: lines of one target, as ranges into the text of the records they came from.
+#[derive(Debug)]
+struct Chunk {
+    /// The number of the read it came from.
+    read: u64,
+    target: Target,
+    parts: Vec<(Arc<String>, Vec<Range<usize>>)>,
+    count: usize,
+}
+
+impl Chunk {
+    fn lines(&self) -> Vec<&str> {
+        let mut out = Vec::with_capacity(self.count);
+        for (text, ranges) in &self.parts {
+            out.extend(ranges.iter().filter_map(|r| text.get(r.clone())));
+        }
+        out
     }
 }

@@ -33,6 +33,9 @@ pub struct Output {
     pub max_in_flight: usize,
 }
 
+/// The most write requests one output keeps in flight (`max_in_flight` above it is capped).
+pub(crate) const MAX_IN_FLIGHT: usize = 8;
+
 pub(super) fn out_err(url: &str, reason: impl Into<String>) -> ConfigError {
     ConfigError::Output {
         url: url.to_string(),
@@ -236,7 +239,7 @@ impl Output {
             backoff_max: Duration::from_secs(cfg.backoff_max_s.max(1)),
             auth_retry: Duration::from_secs(cfg.auth_retry_s.max(1)),
             ca_file: cfg.ca_file.clone(),
-            max_in_flight: cfg.max_in_flight.clamp(1, 2),
+            max_in_flight: cfg.max_in_flight.clamp(1, MAX_IN_FLIGHT),
         })
     }
 }
