@@ -213,6 +213,18 @@ pub struct DriveHealth {
     pub nvme: Option<NvmeHealth>,
 }
 
+/// What a smartctl run amounts to, for a collector deciding what to report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The drive was read (its health may still be bad: see the fields).
+    Read,
+    /// `-n standby` left the drive asleep in this mode: not read, and not an error.
+    LowPower(String),
+    /// Nothing was read: the command line was refused (exit bit 0) or the device could not
+    /// be opened or identified (bit 1 without a low-power message). The messages say why.
+    NotRead,
+}
+
 /// smartctl's exit status split into its bits (smartctl(8), EXIT STATUS).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ExitBits {
@@ -235,6 +247,23 @@ pub struct ExitBits {
     pub error_log: bool,
     /// Bit 7: the self-test log contains records of errors.
     pub self_test_log: bool,
+}
+
+impl DriveHealth {
+    /// Read, asleep, or not read, from the low-power message and the exit status inside the
+    /// JSON. A caller that has the process's own exit status should prefer it when the JSON
+    /// has none (smartctl killed before printing `exit_status`).
+    pub fn outcome(&self) -> Outcome {
+        if let Some(mode) = &self.low_power_mode {
+            return Outcome::LowPower(mode.clone());
+        }
+        let bits = exit_status(i32::from(self.exit_status.unwrap_or(0)));
+        if bits.command_line || bits.open_failed_or_low_power {
+            Outcome::NotRead
+        } else {
+            Outcome::Read
+        }
+    }
 }
 
 /// Splits smartctl's exit status into its eight bits. Statuses outside 0–255 (a shell's

@@ -310,8 +310,19 @@ fn standby_is_not_read_and_not_an_error() {
     assert_eq!(d.health, OverallHealth::Unknown);
     assert_eq!(d.ata, None);
     assert!(exit_status(2).open_failed_or_low_power);
+    assert_eq!(d.outcome(), Outcome::LowPower("STANDBY".into()));
     // the same exit bit without the message: open failed, not asleep
     let d = drive("scrutiny-open-failed-windows-exit2-no-device.json");
+    assert_eq!(d.outcome(), Outcome::NotRead);
+    // a failing drive that was read is Read; its health says the rest
+    assert_eq!(
+        drive("scrutiny-ata-hitachi-usbjmicron-FAILED-exit216.json").outcome(),
+        Outcome::Read
+    );
+    assert_eq!(
+        drive("scrutiny-scsi-intel-raid1-volume-windows-exit4.json").outcome(),
+        Outcome::Read
+    );
     assert_eq!(d.exit_status, Some(2));
     assert_eq!(d.low_power_mode, None);
     assert_eq!(d.protocol, Protocol::Unknown);
