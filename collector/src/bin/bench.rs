@@ -1,6 +1,8 @@
 //! Benchmark of the collector (not a test): durable acknowledgements per second from concurrent
 //! senders with the collector's peak RSS, and the drain rate of a backlog into a local influxd
-//! compared with influxd's own ingest rate for the same lines.
+//! compared with influxd's own ingest rate for the same lines (two writers, measured before and
+//! after the drain on the same influxd, the mean taken, so that a change of the machine's load
+//! during the run moves both sides of the ratio).
 //!
 //! ```text
 //! cargo build --release -p storwatch-collector
@@ -355,12 +357,53 @@ fn raw_len(lines: usize) -> usize {
     s.len()
 }
 
+/// influxd's own ingest rate of `bodies` written straight to its `/write` into `db` by two
+/// writers, in lines per second.
+async fn direct_ingest(
+    client: &reqwest::Client,
+    influx: &str,
+    db: &str,
+    bodies: &Arc<Vec<Vec<u8>>>,
+) -> anyhow::Result<f64> {
+    let t = Instant::now();
+    let next = Arc::new(AtomicU64::new(0));
+    let mut ws = Vec::new();
+    for _ in 0..2 {
+        let (client, bodies, next) = (client.clone(), bodies.clone(), next.clone());
+        let url = format!("{influx}/write?db={db}&precision=ns");
+        ws.push(tokio::spawn(async move {
+            let (mut failed, mut lines) = (0, 0);
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                let Some(b) = bodies.get(i) else { break };
+                let r = client.post(&url).body(b.clone()).send().await;
+                if matches!(&r, Ok(r) if r.status().as_u16() == 204) {
+                    lines += b.iter().filter(|c| **c == b'\n').count();
+                } else {
+                    eprintln!("direct write failed: {r:?}");
+                    failed += 1;
+                }
+            }
+            (failed, lines)
+        }));
+    }
+    let mut total = 0;
+    for w in ws {
+        let (failed, lines) = w.await?;
+        if failed > 0 {
+            bail!("influxd refused direct writes: its figure would be wrong");
+        }
+        total += lines;
+    }
+    Ok(total as f64 / t.elapsed().as_secs_f64())
+}
+
 async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     let client = reqwest::Client::new();
     let idir = dir.join("influx");
     let influxd = Influxd::start(&idir, a.port_base + 2)?;
     let influx = &format!("http://127.0.0.1:{}", a.port_base + 2);
-    for db in ["bench", "direct"] {
+    for db in ["bench", "direct", "direct_after"] {
         client
             .post(format!("{influx}/query"))
             .form(&[("q", format!("CREATE DATABASE {db}"))])
@@ -373,34 +416,10 @@ async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     let bodies = bodies(count, per, ts0, false);
     let total = (count * per) as u64;
 
-    // influxd's own ingest: the same batches straight to /write, two writers.
-    let t = Instant::now();
+    // influxd's own ingest of the same batches, before and after the drain (into databases of
+    // their own), so that a machine whose load changes during the run moves both sides.
     let bodies = Arc::new(bodies);
-    let next = Arc::new(AtomicU64::new(0));
-    let mut ws = Vec::new();
-    for _ in 0..2 {
-        let (client, bodies, next) = (client.clone(), bodies.clone(), next.clone());
-        let url = format!("{influx}/write?db=direct&precision=ns");
-        ws.push(tokio::spawn(async move {
-            let mut failed = 0;
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed) as usize;
-                let Some(b) = bodies.get(i) else { break };
-                let r = client.post(&url).body(b.clone()).send().await;
-                if !matches!(&r, Ok(r) if r.status().as_u16() == 204) {
-                    eprintln!("direct write failed: {r:?}");
-                    failed += 1;
-                }
-            }
-            failed
-        }));
-    }
-    for w in ws {
-        if w.await? > 0 {
-            bail!("influxd refused direct writes: its figure would be wrong");
-        }
-    }
-    let direct = total as f64 / t.elapsed().as_secs_f64();
+    let before = direct_ingest(&client, influx, "direct", &bodies).await?;
 
     // Fill the collector's queue while its output is down, then let it drain.
     let qdir = dir.join("drain");
@@ -431,6 +450,9 @@ async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
         if backlog == 0 {
             break;
         }
+        if let Some(status) = proc.0.try_wait()? {
+            bail!("storwatch-collector exited while draining ({status})");
+        }
         if t.elapsed() > Duration::from_secs(600) {
             bail!("drain did not finish");
         }
@@ -439,6 +461,8 @@ async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     let drain = total as f64 / t.elapsed().as_secs_f64();
     let hwm = vm_hwm_kib(proc.0.id());
     drop(proc);
+    let after = direct_ingest(&client, influx, "direct_after", &bodies).await?;
+    let direct = (before + after) / 2.0;
     let q: serde_json::Value = serde_json::from_str(
         &client
             .post(format!("{influx}/query"))
@@ -453,9 +477,9 @@ async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
         .and_then(|v| v.as_u64())
         .unwrap_or(0);
     println!(
-        "drain: {total} lines; influxd direct ingest {direct:.0} lines/s (2 writers, 5000-line batches); \
-         collector drain {drain:.0} lines/s = {:.0}% of direct; collector peak RSS while draining {hwm} KiB; \
-         stored in influxd: {stored} lines",
+        "drain: {total} lines; influxd direct ingest {direct:.0} lines/s (2 writers, 5000-line batches; \
+         {before:.0} before the drain, {after:.0} after); collector drain {drain:.0} lines/s = {:.0}% of direct; \
+         collector peak RSS while draining {hwm} KiB; stored in influxd: {stored} lines",
         100.0 * drain / direct
     );
     if stored != total {
@@ -465,8 +489,19 @@ async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Fails when one of the bench's four ports is taken (another bench, a test's influxd): its
+/// figures would be somebody else's.
+fn ports_free(base: u16) -> anyhow::Result<()> {
+    for port in base..=base + 3 {
+        std::net::TcpListener::bind(("127.0.0.1", port))
+            .with_context(|| format!("port {port} is taken: choose another --port-base"))?;
+    }
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let a = args()?;
+    ports_free(a.port_base)?;
     let dir = tempfile_dir()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
