@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Two storwatch-agent binaries side by side on the same live hosts: do they write the same lines?
 
-    scripts/compare-agents.py OLD_AGENT NEW_AGENT [--sim SIM] [--seconds 60] [--bench-root DIR]
+    scripts/compare-agents.py OLD_AGENT NEW_AGENT [--sim SIM] [--seconds 60] [--harness DIR]
+                              [--report-interval 10] [--scenarios a,b,…]
 
 For a change that must not change what the agent reports (a refactor, a faster read path), run the
 binary from before and the one from after at the same time on the same trees:
@@ -10,6 +11,10 @@ binary from before and the one from after at the same time on the same trees:
   second at x.500 s), with every collector on;
 * every scenario of the host simulator (`storwatch-sim fleet`, also stepped at x.500 s), with the
   simulator's `dmsetup` and `zpool` stand-ins first on PATH.
+
+`--harness ""` leaves the bench host out (where the shared harness is not at hand);
+`--report-interval` shortens the reports for a quick run (the default is the agent's 10 s);
+`--scenarios` runs only those simulator scenarios (default: every one).
 
 Both agents sample on the same whole seconds, so they read the same states. Their reports are
 compared line for line, timestamps included, after the first report (each started mid-interval).
@@ -118,7 +123,7 @@ def stop(procs):
             os.killpg(p.pid, signal.SIGKILL)
 
 
-def agents(old, new, proc, sys_, out_dir, name, extra_env=None, config=None):
+def agents(old, new, proc, sys_, out_dir, name, report_s, extra_env=None, config=None):
     env = dict(os.environ)
     env.update(extra_env or {})
     procs = []
@@ -126,7 +131,7 @@ def agents(old, new, proc, sys_, out_dir, name, extra_env=None, config=None):
     for label, binary in (("old", old), ("new", new)):
         out = out_dir / f"{name}.{label}.lp"
         cmd = [binary, "run", "--proc-root", str(proc), "--sys-root", str(sys_),
-               "--sample-interval", "1s", "--report-interval", "10s",
+               "--sample-interval", "1s", "--report-interval", f"{report_s}s",
                "--host", name, "--output", f"file:{out}"]
         if config:
             cmd[1:1] = ["--config", str(config)]
@@ -136,13 +141,30 @@ def agents(old, new, proc, sys_, out_dir, name, extra_env=None, config=None):
     return procs, outs
 
 
+def wait_fleet(fleet, hosts, timeout=60):
+    """Waits until the simulator has written the first state of every host."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if fleet.is_dir():
+            ready = [d for d in fleet.iterdir()
+                     if (d / "host").is_file() and (d / "proc" / "diskstats").is_file()]
+            if len(ready) >= hosts:
+                time.sleep(1)  # one whole tick written
+                return
+        time.sleep(0.1)
+    sys.exit(f"the simulator did not write {hosts} hosts within {timeout} s (log: {fleet.parent}/sim.log)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("old")
     ap.add_argument("new")
     ap.add_argument("--sim", default=None, help="storwatch-sim binary (default: next to NEW)")
     ap.add_argument("--seconds", type=int, default=60)
-    ap.add_argument("--harness", default=str(REPO.parent / "shared" / "bench"))
+    ap.add_argument("--harness", default=str(REPO.parent / "shared" / "bench"),
+                    help='the shared bench harness; "" leaves its host out')
+    ap.add_argument("--report-interval", type=int, default=10, help="seconds between reports")
+    ap.add_argument("--scenarios", default="", help="comma-separated simulator scenarios")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
     a = ap.parse_args()
     old, new = os.path.abspath(a.old), os.path.abspath(a.new)
@@ -155,19 +177,27 @@ def main():
     pairs = []
     try:
         bench = work / "bench"
-        subprocess.run([sys.executable, f"{a.harness}/mkhost.py", "--root", str(bench), "--quiet"],
-                       check=True)
-        procs.append(start([sys.executable, f"{a.harness}/mkhost.py", "--root", str(bench),
-                            "--tick", "--quiet"], open(work / "ticker.log", "w")))
+        if a.harness:
+            subprocess.run([sys.executable, f"{a.harness}/mkhost.py", "--root", str(bench),
+                            "--quiet"], check=True)
+            procs.append(start([sys.executable, f"{a.harness}/mkhost.py", "--root", str(bench),
+                                "--tick", "--quiet"], open(work / "ticker.log", "w")))
         fleet = work / "fleet"
-        procs.append(start([sim, "fleet", "--root", str(fleet)], open(work / "sim.log", "w")))
-        time.sleep(3)
-        p, outs = agents(old, new, bench / "proc", bench / "sys", work, "bench-host", config=config)
-        procs += p
-        pairs.append(("bench-host", outs))
+        scenarios = a.scenarios.split(",") if a.scenarios else subprocess.run(
+            [sim, "--list"], check=True, capture_output=True, text=True).stdout.split("\n")
+        scenarios = [s.split()[0] for s in scenarios if s.strip()]
+        procs.append(start([sim, "fleet", "--root", str(fleet), "--scenarios", ",".join(scenarios)],
+                           open(work / "sim.log", "w")))
+        wait_fleet(fleet, len(scenarios))
+        if a.harness:
+            p, outs = agents(old, new, bench / "proc", bench / "sys", work, "bench-host",
+                             a.report_interval, config=config)
+            procs += p
+            pairs.append(("bench-host", outs))
         for host in sorted(d for d in fleet.iterdir() if d.is_dir()):
             env = {"PATH": f"{host / 'bin'}:{os.environ['PATH']}"}
-            p, outs = agents(old, new, host / "proc", host / "sys", work, host.name, env, config)
+            p, outs = agents(old, new, host / "proc", host / "sys", work, host.name,
+                             a.report_interval, env, config)
             procs += p
             pairs.append((host.name, outs))
         print(f"{len(pairs)} hosts, two agents each, for {a.seconds} s ({work})", flush=True)
