@@ -244,7 +244,7 @@ fn run(mut cfg: Config, reload: &dyn Fn() -> Result<Config>) -> Result<()> {
     let exporter = match cfg.prometheus.listen.as_str() {
         "" => None,
         listen => Some(
-            prometheus::Exporter::start(listen)
+            prometheus::Exporter::start(&cfg.prometheus)
                 .with_context(|| format!("[prometheus] listen = {listen:?}"))?,
         ),
     };

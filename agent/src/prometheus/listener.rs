@@ -1,0 +1,641 @@
+//! The `/metrics` listener: one thread, one epoll event loop holding every connection.
+//!
+//! A scrape must not wait behind other clients, and no client may make the agent spend more than
+//! a little memory or a thread: every connection is non-blocking and registered with one epoll
+//! instance; what is kept of it is its socket, a deadline, and either the request line read so
+//! far (at most [`MAX_REQUEST_LINE`] bytes: the rest of the headers are only counted) or the
+//! answer being written (a shared reference to the page, and how much of it went out).
+//!
+//! * A client has [`CLIENT_TIMEOUT`] from its connection to send its request's headers, then
+//!   [`CLIENT_TIMEOUT`] more to read the whole answer; at its deadline the connection is closed
+//!   (the client sees the connection end, with no answer or a cut one). Writes never block: a
+//!   client that does not read holds a socket buffer, not the loop.
+//! * At most `max_connections` connections are open (`[prometheus] max_connections`, default
+//!   [`DEFAULT_MAX_CONNECTIONS`]); a new one beyond the cap closes the one nearest its deadline —
+//!   the longest-waiting client that has not finished its request — so that the newest (the
+//!   scrape) is served. The cap is also held below half of the agent's open-file limit, so that
+//!   connections never take the files the sampling needs.
+//! * The page is rendered once per report on the sampling thread, head and body together, and
+//!   shared by every answer until the next report; the lock around it is held only to take a
+//!   reference, never across I/O, so the sampling thread never waits for a client.
+
+use std::collections::BTreeSet;
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::OwnedFd;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use rustix::buffer::spare_capacity;
+use rustix::event::{epoll, Timespec};
+use rustix::io::Errno;
+
+/// Time a client gets to send its request, and then to read the whole answer.
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections open at once unless `[prometheus] max_connections` says otherwise.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 2048;
+/// Request headers read at most; a longer request is answered 431.
+pub const MAX_REQUEST_BYTES: usize = 8 << 10;
+/// Request line kept at most; a longer one is answered 414.
+pub const MAX_REQUEST_LINE: usize = 1 << 10;
+/// Connections the kernel completes and queues before the loop takes them (std's 128 is
+/// filled in a few milliseconds by a burst of connections while the thread waits for a core,
+/// and a connection beyond is dropped and retried by its client a second later). Linux caps it at
+/// `net.core.somaxconn` (4096 by default).
+const LISTEN_BACKLOG: i32 = 1024;
+/// Each connection's socket send buffer (the kernel doubles it): what a client that does not
+/// read can make the kernel hold for it, instead of the megabytes autotuning grows a buffer to.
+/// At 50 ms of round trip it still carries some 1.3 MB/s, a second for a big server's page.
+pub const SEND_BUFFER: usize = 32 << 10;
+/// Connections taken from the listen queue per wake-up, so that the open ones are served too.
+const ACCEPT_BATCH: usize = 64;
+/// How long accepting pauses when the agent is out of file descriptors and has no connection to
+/// close.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+/// At most one warning this often about connections closed at the cap.
+const WARN_EVERY: Duration = Duration::from_secs(60);
+/// The listening socket's token in epoll; connections have `generation << 32 | slot`.
+const LISTENER: u64 = u64::MAX;
+
+/// The page every `GET /metrics` gets: the whole HTTP answer, head and body.
+pub(super) type Page = Arc<Mutex<Arc<[u8]>>>;
+
+/// An HTTP/1.1 answer with `body`, closing the connection.
+pub(super) fn answer(status: &str, body: &[u8]) -> Arc<[u8]> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let mut out = Vec::with_capacity(head.len() + body.len());
+    out.extend_from_slice(head.as_bytes());
+    out.extend_from_slice(body);
+    out.into()
+}
+
+/// Connections the listener may hold with `max` configured and an open-file limit of
+/// `file_limit` (`None`: unlimited): at most half the limit, so that the sampling always finds
+/// files to open; at least 1.
+pub(super) fn connection_cap(max: usize, file_limit: Option<u64>) -> usize {
+    let half = file_limit.map_or(usize::MAX, |l| usize::try_from(l / 2).unwrap_or(usize::MAX));
+    max.min(half).max(1)
+}
+
+/// Raises the soft open-file limit towards what `max` connections need (twice `max`, within the
+/// hard limit) and returns the cap that the resulting limit allows. Under a unit whose system
+/// call filter forbids `setrlimit` the limit stays as it is (`LimitNOFILE=` sets it).
+pub(super) fn cap_within_file_limit(max: usize) -> usize {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let want = u64::try_from(max).unwrap_or(u64::MAX).saturating_mul(2);
+    let limit = getrlimit(Resource::Nofile);
+    if let Some(soft) = limit.current.filter(|&s| s < want) {
+        let raised = limit.maximum.map_or(want, |hard| hard.min(want));
+        if raised > soft {
+            let _ = setrlimit(
+                Resource::Nofile,
+                Rlimit {
+                    current: Some(raised),
+                    maximum: limit.maximum,
+                },
+            );
+        }
+    }
+    let soft = getrlimit(Resource::Nofile).current;
+    let cap = connection_cap(max, soft);
+    if cap < max {
+        tracing::warn!(
+            max_connections = max,
+            open_file_limit = soft.unwrap_or(u64::MAX),
+            cap,
+            "prometheus: fewer connections than max_connections: at most half the open-file \
+             limit (raise LimitNOFILE)"
+        );
+    }
+    cap
+}
+
+/// What a request asked for, once its headers are in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Asked {
+    Metrics,
+    NotFound,
+    MethodNotAllowed,
+    UriTooLong,
+    HeadersTooLarge,
+}
+
+/// A request's head read piece by piece: the request line is kept, the headers are only counted
+/// until the blank line that ends them.
+#[derive(Debug, Default)]
+pub(super) struct RequestHead {
+    line: Vec<u8>,
+    line_done: bool,
+    bytes: usize,
+    /// How much of `\r\n\r\n` the bytes so far end with.
+    end: u8,
+}
+
+impl RequestHead {
+    /// Takes in the next bytes; what was asked once the head is complete (bytes after it are
+    /// ignored) or too large.
+    pub(super) fn feed(&mut self, bytes: &[u8]) -> Option<Asked> {
+        for &b in bytes {
+            self.bytes += 1;
+            if self.bytes > MAX_REQUEST_BYTES {
+                return Some(Asked::HeadersTooLarge);
+            }
+            if !self.line_done {
+                if b == b'\n' {
+                    self.line_done = true;
+                } else if self.line.len() >= MAX_REQUEST_LINE {
+                    return Some(Asked::UriTooLong);
+                } else {
+                    self.line.push(b);
+                }
+            }
+            const END: &[u8; 4] = b"\r\n\r\n";
+            self.end = match END.get(usize::from(self.end)) {
+                Some(&want) if want == b => self.end + 1,
+                _ if b == b'\r' => 1,
+                _ => 0,
+            };
+            if self.end == 4 {
+                return Some(self.asked());
+            }
+        }
+        None
+    }
+
+    /// What was asked by a client that closed its side before the end of the headers (a
+    /// request line and no blank line after it, as a hand-typed request often is); `None` when
+    /// it sent nothing.
+    pub(super) fn at_end_of_input(&self) -> Option<Asked> {
+        (self.bytes > 0).then(|| self.asked())
+    }
+
+    fn asked(&self) -> Asked {
+        let line = String::from_utf8_lossy(&self.line);
+        let mut parts = line.split_whitespace();
+        let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        let path = target.split('?').next().unwrap_or("");
+        match (method, path) {
+            ("GET", "/metrics") => Asked::Metrics,
+            ("GET", _) => Asked::NotFound,
+            _ => Asked::MethodNotAllowed,
+        }
+    }
+}
+
+enum State {
+    Reading(RequestHead),
+    Writing { answer: Arc<[u8]>, sent: usize },
+}
+
+struct Conn {
+    stream: TcpStream,
+    deadline: Instant,
+    state: State,
+}
+
+#[derive(Default)]
+struct Slot {
+    generation: u32,
+    conn: Option<Conn>,
+}
+
+/// The fixed answers, made once.
+struct Answers {
+    not_found: Arc<[u8]>,
+    method_not_allowed: Arc<[u8]>,
+    uri_too_long: Arc<[u8]>,
+    headers_too_large: Arc<[u8]>,
+}
+
+pub(super) struct EventLoop {
+    epoll: OwnedFd,
+    listener: TcpListener,
+    page: Page,
+    answers: Answers,
+    slots: Vec<Slot>,
+    free: Vec<usize>,
+    open: usize,
+    cap: usize,
+    /// (deadline, token) of every open connection: the first is the next to expire, and the
+    /// one closed when a new connection comes at the cap.
+    deadlines: BTreeSet<(Instant, u64)>,
+    accept_paused_until: Option<Instant>,
+    closed_at_cap: u64,
+    last_cap_warning: Option<Instant>,
+}
+
+impl EventLoop {
+    pub(super) fn new(listener: TcpListener, page: Page, cap: usize) -> io::Result<EventLoop> {
+        listener.set_nonblocking(true)?;
+        // listen() again on a listening socket sets its backlog anew
+        rustix::net::listen(&listener, LISTEN_BACKLOG)?;
+        let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+        epoll::add(
+            &epoll,
+            &listener,
+            epoll::EventData::new_u64(LISTENER),
+            epoll::EventFlags::IN,
+        )?;
+        Ok(EventLoop {
+            epoll,
+            listener,
+            page,
+            answers: Answers {
+                not_found: answer("404 Not Found", b"see /metrics\n"),
+                method_not_allowed: answer("405 Method Not Allowed", b""),
+                uri_too_long: answer("414 URI Too Long", b""),
+                headers_too_large: answer("431 Request Header Fields Too Large", b""),
+            },
+            slots: Vec::new(),
+            free: Vec::new(),
+            open: 0,
+            cap,
+            deadlines: BTreeSet::new(),
+            accept_paused_until: None,
+            closed_at_cap: 0,
+            last_cap_warning: None,
+        })
+    }
+
+    /// Serves for ever.
+    pub(super) fn run(mut self) {
+        let mut events: Vec<epoll::Event> = Vec::with_capacity(256);
+        loop {
+            let now = Instant::now();
+            let wake = [
+                self.deadlines.first().map(|(d, _)| *d),
+                self.accept_paused_until,
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            // epoll_wait counts whole milliseconds: one more, so as not to wake just before
+            // the deadline and spin
+            let timeout = wake.map(|w| {
+                Timespec::try_from(w.saturating_duration_since(now) + Duration::from_millis(1))
+                    .unwrap_or(Timespec {
+                        tv_sec: i64::from(i32::MAX),
+                        tv_nsec: 0,
+                    })
+            });
+            events.clear();
+            match epoll::wait(&self.epoll, spare_capacity(&mut events), timeout.as_ref()) {
+                Ok(_) | Err(Errno::INTR) => {}
+                Err(e) => {
+                    tracing::error!(error = %e, "prometheus: epoll_wait failed");
+                    std::thread::sleep(ACCEPT_PAUSE);
+                }
+            }
+            for ev in &events {
+                let (token, flags) = (ev.data.u64(), ev.flags);
+                if token == LISTENER {
+                    self.accept();
+                } else {
+                    self.ready(token, flags);
+                }
+            }
+            let now = Instant::now();
+            self.expire(now);
+            if self.accept_paused_until.is_some_and(|until| until <= now) {
+                self.accept_paused_until = None;
+                let _ = epoll::modify(
+                    &self.epoll,
+                    &self.listener,
+                    epoll::EventData::new_u64(LISTENER),
+                    epoll::EventFlags::IN,
+                );
+            }
+        }
+    }
+
+    fn accept(&mut self) {
+        for _ in 0..ACCEPT_BATCH {
+            match self.listener.accept() {
+                Ok((stream, _)) => self.admit(stream),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                    // out of file descriptors: the oldest connection makes room, else the
+                    // listen queue waits (level-triggered, it would wake the loop at once)
+                    if self.close_oldest() {
+                        self.note_closed_at_cap();
+                        continue;
+                    }
+                    tracing::warn!(error = %e, "prometheus: cannot accept a connection");
+                    self.accept_paused_until = Some(Instant::now() + ACCEPT_PAUSE);
+                    let _ = epoll::modify(
+                        &self.epoll,
+                        &self.listener,
+                        epoll::EventData::new_u64(LISTENER),
+                        epoll::EventFlags::empty(),
+                    );
+                    return;
+                }
+                // a connection reset while queued, and the like: the next one
+                Err(e) => tracing::debug!(error = %e, "prometheus: accept"),
+            }
+        }
+    }
+
+    fn admit(&mut self, stream: TcpStream) {
+        if self.open >= self.cap && self.close_oldest() {
+            self.note_closed_at_cap();
+        }
+        if let Err(e) = stream.set_nonblocking(true).and_then(|()| {
+            rustix::net::sockopt::set_socket_send_buffer_size(&stream, SEND_BUFFER)
+                .map_err(io::Error::from)
+        }) {
+            tracing::debug!(error = %e, "prometheus: new connection");
+            return;
+        }
+        let index = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push(Slot::default());
+                self.slots.len() - 1
+            }
+        };
+        let Some(slot) = self.slots.get_mut(index) else {
+            return;
+        };
+        let token = (u64::from(slot.generation) << 32) | index as u64;
+        if let Err(e) = epoll::add(
+            &self.epoll,
+            &stream,
+            epoll::EventData::new_u64(token),
+            epoll::EventFlags::IN | epoll::EventFlags::RDHUP,
+        ) {
+            tracing::debug!(error = %e, "prometheus: new connection");
+            self.free.push(index);
+            return;
+        }
+        let deadline = Instant::now() + CLIENT_TIMEOUT;
+        slot.conn = Some(Conn {
+            stream,
+            deadline,
+            state: State::Reading(RequestHead::default()),
+        });
+        self.deadlines.insert((deadline, token));
+        self.open += 1;
+    }
+
+    fn conn(&mut self, token: u64) -> Option<&mut Conn> {
+        conn_in(&mut self.slots, token)
+    }
+
+    fn ready(&mut self, token: u64, flags: epoll::EventFlags) {
+        let Some(conn) = self.conn(token) else {
+            return;
+        };
+        if flags.contains(epoll::EventFlags::ERR) {
+            self.close(token);
+            return;
+        }
+        if matches!(conn.state, State::Reading(_)) {
+            self.read(token);
+        } else {
+            self.write(token);
+        }
+    }
+
+    fn read(&mut self, token: u64) {
+        let mut buf = [0u8; 4096];
+        let asked = loop {
+            let Some(conn) = self.conn(token) else {
+                return;
+            };
+            let State::Reading(head) = &mut conn.state else {
+                return;
+            };
+            match conn.stream.read(&mut buf) {
+                Ok(0) => match head.at_end_of_input() {
+                    Some(asked) => break asked,
+                    None => {
+                        self.close(token);
+                        return;
+                    }
+                },
+                Ok(n) => {
+                    if let Some(asked) = head.feed(buf.get(..n).unwrap_or_default()) {
+                        break asked;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    tracing::debug!(error = %e, "prometheus: client went away");
+                    self.close(token);
+                    return;
+                }
+            }
+        };
+        let answer = match asked {
+            Asked::Metrics => Arc::clone(&self.page.lock().unwrap_or_else(PoisonError::into_inner)),
+            Asked::NotFound => Arc::clone(&self.answers.not_found),
+            Asked::MethodNotAllowed => Arc::clone(&self.answers.method_not_allowed),
+            Asked::UriTooLong => Arc::clone(&self.answers.uri_too_long),
+            Asked::HeadersTooLarge => Arc::clone(&self.answers.headers_too_large),
+        };
+        let deadline = Instant::now() + CLIENT_TIMEOUT;
+        let Some(conn) = self.conn(token) else {
+            return;
+        };
+        let old = std::mem::replace(&mut conn.deadline, deadline);
+        conn.state = State::Writing { answer, sent: 0 };
+        self.deadlines.remove(&(old, token));
+        self.deadlines.insert((deadline, token));
+        self.write(token);
+    }
+
+    fn write(&mut self, token: u64) {
+        loop {
+            let Some(conn) = conn_in(&mut self.slots, token) else {
+                return;
+            };
+            let State::Writing { answer, sent } = &mut conn.state else {
+                return;
+            };
+            let rest = answer.get(*sent..).unwrap_or_default();
+            if rest.is_empty() {
+                self.close(token);
+                return;
+            }
+            match conn.stream.write(rest) {
+                Ok(0) => {
+                    self.close(token);
+                    return;
+                }
+                Ok(n) => *sent += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // the client reads slowly or not at all: on when its socket has room
+                    let _ = epoll::modify(
+                        &self.epoll,
+                        &conn.stream,
+                        epoll::EventData::new_u64(token),
+                        epoll::EventFlags::OUT,
+                    );
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    tracing::debug!(error = %e, "prometheus: client went away");
+                    self.close(token);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Closes a connection that was served, or a client that is gone.
+    fn close(&mut self, token: u64) {
+        self.close_as(token, false);
+    }
+
+    /// Closes a connection whose client ran out of time or room: with a reset, so that the
+    /// kernel drops at once what the client did not read rather than keep trying to deliver it.
+    fn cut(&mut self, token: u64) {
+        self.close_as(token, true);
+    }
+
+    fn close_as(&mut self, token: u64, reset: bool) {
+        let index = (token & 0xffff_ffff) as usize;
+        let Some(slot) = self.slots.get_mut(index) else {
+            return;
+        };
+        if u64::from(slot.generation) != token >> 32 {
+            return;
+        }
+        let Some(conn) = slot.conn.take() else {
+            return;
+        };
+        slot.generation = slot.generation.wrapping_add(1);
+        self.deadlines.remove(&(conn.deadline, token));
+        if reset {
+            let _ = rustix::net::sockopt::set_socket_linger(&conn.stream, Some(Duration::ZERO));
+        }
+        // closing the socket takes it out of the epoll set too (it has no other descriptor)
+        drop(conn);
+        self.free.push(index);
+        self.open -= 1;
+    }
+
+    /// Closes the connection nearest its deadline; whether there was one.
+    fn close_oldest(&mut self) -> bool {
+        match self.deadlines.first() {
+            Some(&(_, token)) => {
+                self.cut(token);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn expire(&mut self, now: Instant) {
+        while let Some(&(deadline, token)) = self.deadlines.first() {
+            if deadline > now {
+                break;
+            }
+            tracing::debug!("prometheus: a client too slow, connection closed");
+            self.cut(token);
+        }
+    }
+
+    fn note_closed_at_cap(&mut self) {
+        self.closed_at_cap += 1;
+        let now = Instant::now();
+        if self
+            .last_cap_warning
+            .is_none_or(|t| now.duration_since(t) >= WARN_EVERY)
+        {
+            tracing::warn!(
+                cap = self.cap,
+                closed = self.closed_at_cap,
+                "prometheus: connections at the cap; the oldest closed to take new ones"
+            );
+            self.last_cap_warning = Some(now);
+            self.closed_at_cap = 0;
+        }
+    }
+}
+
+/// The connection of `token`, unless it was closed since the event was queued.
+fn conn_in(slots: &mut [Slot], token: u64) -> Option<&mut Conn> {
+    let slot = slots.get_mut((token & 0xffff_ffff) as usize)?;
+    if u64::from(slot.generation) != token >> 32 {
+        return None;
+    }
+    slot.conn.as_mut()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn asked(chunks: &[&[u8]]) -> Option<Asked> {
+        let mut head = RequestHead::default();
+        chunks.iter().find_map(|c| head.feed(c))
+    }
+
+    #[test]
+    fn a_request_is_complete_at_its_blank_line_in_any_pieces() {
+        let req = b"GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\r\n";
+        assert_eq!(asked(&[req]), Some(Asked::Metrics));
+        for cut in 1..req.len() {
+            let (a, b) = req.split_at(cut);
+            assert_eq!(asked(&[a, b]), Some(Asked::Metrics), "cut at {cut}");
+        }
+        let bytes: Vec<&[u8]> = req.chunks(1).collect();
+        assert_eq!(asked(&bytes), Some(Asked::Metrics));
+        assert_eq!(asked(&[b"GET /metrics HTTP/1.1\r\nHost: a\r\n"]), None);
+        assert_eq!(asked(&[b"GET /metrics HTTP/1.1\r\n\r\r\n"]), None);
+    }
+
+    #[test]
+    fn other_paths_methods_and_oversized_requests() {
+        assert_eq!(asked(&[b"GET / HTTP/1.1\r\n\r\n"]), Some(Asked::NotFound));
+        assert_eq!(
+            asked(&[b"POST /metrics HTTP/1.1\r\n\r\n"]),
+            Some(Asked::MethodNotAllowed)
+        );
+        assert_eq!(asked(&[b"\r\n\r\n"]), Some(Asked::MethodNotAllowed));
+        let long_line = [b'a'; MAX_REQUEST_LINE + 1];
+        assert_eq!(asked(&[b"GET /", &long_line]), Some(Asked::UriTooLong));
+        let header = format!("X: {}\r\n", "b".repeat(100));
+        let mut many = b"GET /metrics HTTP/1.1\r\n".to_vec();
+        while many.len() <= MAX_REQUEST_BYTES {
+            many.extend_from_slice(header.as_bytes());
+        }
+        assert_eq!(asked(&[&many]), Some(Asked::HeadersTooLarge));
+    }
+
+    #[test]
+    fn a_request_line_without_its_blank_line_is_answered_at_end_of_input() {
+        let mut head = RequestHead::default();
+        assert_eq!(head.at_end_of_input(), None);
+        assert_eq!(head.feed(b"GET /metrics HTTP/1.0\n"), None);
+        assert_eq!(head.at_end_of_input(), Some(Asked::Metrics));
+    }
+
+    #[test]
+    fn the_cap_is_half_the_file_limit_at_most() {
+        assert_eq!(connection_cap(2048, Some(4096)), 2048);
+        assert_eq!(connection_cap(2048, Some(1024)), 512);
+        assert_eq!(connection_cap(2048, None), 2048);
+        assert_eq!(connection_cap(2048, Some(1)), 1);
+        assert_eq!(connection_cap(10, Some(1 << 20)), 10);
+    }
+
+    #[test]
+    fn an_answer_says_its_length_and_closes() {
+        let a = answer("200 OK", b"x 1\n");
+        let text = std::str::from_utf8(&a).unwrap();
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+        assert!(text.contains("Content-Length: 4\r\n"), "{text}");
+        assert!(text.contains("Connection: close\r\n"), "{text}");
+        assert!(text.ends_with("\r\n\r\nx 1\n"), "{text}");
+    }
+}
