@@ -24,7 +24,7 @@
 //! **Exit status.** smartctl's exit status is a bit mask (smartctl(8), EXIT STATUS): see
 //! [`ExitBits`]. With `-n standby` a drive in STANDBY or SLEEP is not touched: smartctl
 //! prints `Device is in STANDBY mode, exit(2)` (JSON: `smartctl.messages[]` with severity
-//! `information`, and `power_mode.name` since 7.x), and exits with 2 — bit 1, the same bit
+//! `information`, and for ATA `power_mode.{ata_value, name}`, `ataprint.cpp`), and exits with 2 — bit 1, the same bit
 //! as "device open failed" — unless `-n standby,STATUS` chose another status. So the
 //! standby case is recognised from the message or `power_mode`, never from the status
 //! alone: [`DriveHealth::low_power_mode`] is `Some` and the drive counts as "not read", not
@@ -33,7 +33,12 @@
 //! **smartd's cached state.** `smartd -j PREFIX` / `--jsonstate=PREFIX` writes one JSON file
 //! per drive (`PREFIX MODEL-SERIAL.ata.json`, `.scsi.json`, `.nvme.json`) with smartctl's
 //! field names; it is new in smartmontools 8.0 (unreleased as of 7.5, 2025-04-30;
-//! `doc/CHANGELOG.md`). Those files are read by this same parser. Released smartd versions
+//! `doc/CHANGELOG.md`). Those files are read by this same parser: they carry `device`,
+//! `smart_status`, `temperature`, the ATA attribute table, the SCSI error counter log (with
+//! the non-medium error count, `scsi_error_counter_log.non_medium_error.count`, which
+//! smartctl's JSON lacks) and the NVMe log, but no `smartctl` section, no exit status and no
+//! `model_name`/`serial_number`: the identity comes from smartd's `device_info` line
+//! (`write_dev_state_json` in `smartd.cpp`). Released smartd versions
 //! keep only `-s PREFIX` state files (`smartd.MODEL-SERIAL.ata.state`, its own key = value
 //! text) and `-A PREFIX` attribute logs (`attrlog.MODEL-SERIAL.ata.csv`), neither of which is
 //! smartctl JSON.
@@ -112,6 +117,10 @@ pub struct ScsiHealth {
     pub write_uncorrected: Option<u64>,
     /// Total uncorrected verify errors.
     pub verify_uncorrected: Option<u64>,
+    /// Non-medium error count: only smartd's JSON state carries it
+    /// (`scsi_error_counter_log.non_medium_error.count`); smartctl prints it as text, see
+    /// [`parse_scsi_text`].
+    pub non_medium_errors: Option<u64>,
 }
 
 /// NVMe SMART / Health Information log (log page 02h).
@@ -348,13 +357,18 @@ pub fn parse(json: &str) -> Result<DriveHealth, ParseError> {
         None => Protocol::Unknown,
     };
 
+    // smartd's JSON state names the drive only in `device_info`
+    let info = str_field(root, "device_info")
+        .map(|i| device_info(&i))
+        .unwrap_or_default();
     let model = str_field(root, "model_name")
         .or_else(|| str_field(root, "scsi_model_name"))
         .or_else(|| {
             let v = str_field(root, "vendor")?;
             let p = str_field(root, "product")?;
             Some(format!("{v} {p}"))
-        });
+        })
+        .or(info.model);
 
     let health = match root
         .get("smart_status")
@@ -388,11 +402,12 @@ pub fn parse(json: &str) -> Result<DriveHealth, ParseError> {
         device_type: dev.and_then(|d| str_at(d, &["type"])),
         protocol,
         model,
-        serial: str_field(root, "serial_number"),
-        wwn: wwn(root.get("wwn")),
+        serial: str_field(root, "serial_number").or(info.serial),
+        wwn: wwn(root.get("wwn")).or(info.wwn),
         firmware: str_field(root, "firmware_version")
             .or_else(|| str_field(root, "scsi_revision"))
-            .or_else(|| str_field(root, "revision")),
+            .or_else(|| str_field(root, "revision"))
+            .or(info.firmware),
         capacity_bytes: u64_at(root.get("user_capacity"), &["bytes"])
             .or_else(|| root.get("nvme_total_capacity").and_then(Value::as_u64)),
         rotation_rate_rpm: root
@@ -409,7 +424,12 @@ pub fn parse(json: &str) -> Result<DriveHealth, ParseError> {
                     .and_then(|n| n.get("temperature"))
                     .and_then(Value::as_i64)
             }),
-        power_on_hours: u64_at(root.get("power_on_time"), &["hours"]),
+        power_on_hours: u64_at(root.get("power_on_time"), &["hours"]).or_else(|| {
+            u64_at(
+                root.get("nvme_smart_health_information_log"),
+                &["power_on_hours"],
+            )
+        }),
         low_power_mode,
         ata,
         scsi,
@@ -545,6 +565,7 @@ fn scsi_health(root: &Map<String, Value>) -> Option<ScsiHealth> {
         read_uncorrected: unc("read"),
         write_uncorrected: unc("write"),
         verify_uncorrected: unc("verify"),
+        non_medium_errors: u64_at(log, &["non_medium_error", "count"]),
     })
 }
 
@@ -559,6 +580,56 @@ fn nvme_health(log: &Map<String, Value>) -> NvmeHealth {
         media_errors: n("media_errors"),
         unsafe_shutdowns: n("unsafe_shutdowns"),
     }
+}
+
+/// What smartd's `device_info` string names.
+#[derive(Debug, Default)]
+struct DeviceInfo {
+    model: Option<String>,
+    serial: Option<String>,
+    wwn: Option<String>,
+    firmware: Option<String>,
+}
+
+/// smartd's identity line (`smartd.cpp`): ATA `MODEL, S/N:SERIAL, WWN:5-000c50-0a1b2c3d4,
+/// FW:FW, 3.00 TB`; NVMe `MODEL, S/N:SERIAL, FW:FW, …`; SCSI `[VENDOR(8) PRODUCT(16)
+/// REV(4)], lu id: 0x5000c500…, S/N: SERIAL, 600 GB`.
+fn device_info(s: &str) -> DeviceInfo {
+    let mut out = DeviceInfo::default();
+    let rest = if let Some(inner) = s.strip_prefix('[') {
+        let Some((id, rest)) = inner.split_once(']') else {
+            return out;
+        };
+        let vendor = id.get(..8).unwrap_or(id).trim();
+        let product = id.get(9..25).unwrap_or_default().trim();
+        out.model = Some(format!("{vendor} {product}").trim().to_owned()).filter(|m| !m.is_empty());
+        out.firmware = id
+            .get(26..)
+            .map(|r| r.trim().to_owned())
+            .filter(|r| !r.is_empty());
+        rest
+    } else {
+        let (model, rest) = s.split_once(", ").unwrap_or((s, ""));
+        out.model = Some(model.trim().to_owned()).filter(|m| !m.is_empty());
+        rest
+    };
+    for part in rest.split(", ") {
+        let part = part.trim();
+        if let Some(v) = part.strip_prefix("S/N:") {
+            out.serial = Some(v.trim().to_owned()).filter(|v| !v.is_empty());
+        } else if let Some(v) = part.strip_prefix("FW:") {
+            out.firmware = Some(v.trim().to_owned()).filter(|v| !v.is_empty());
+        } else if let Some(v) = part.strip_prefix("WWN:") {
+            let hex: String = v.split('-').collect();
+            out.wwn = (hex.len() == 16 && hex.chars().all(|c| c.is_ascii_hexdigit()))
+                .then(|| hex.to_ascii_lowercase());
+        } else if let Some(v) = part.strip_prefix("lu id: ") {
+            let hex = v.trim().trim_start_matches("0x");
+            out.wwn = (!hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit()))
+                .then(|| hex.to_ascii_lowercase());
+        }
+    }
+    out
 }
 
 fn wwn(v: Option<&Value>) -> Option<String> {

@@ -340,6 +340,41 @@ fn standby_is_not_read_and_not_an_error() {
     }
 }
 
+/// smartd's `--jsonstate` files (smartmontools 8.0): smartctl's field names, no `smartctl`
+/// section, the identity only in `device_info`, and the SCSI non-medium count in JSON.
+#[test]
+fn smartd_json_state_files() {
+    let d = drive("synthetic-smartd-jsonstate-ata-seagate-pending-16.json");
+    assert_eq!(d.protocol, Protocol::Ata);
+    assert_eq!(d.model.as_deref(), Some("ST3000NM0033-9ZM178"));
+    assert_eq!(d.serial.as_deref(), Some("Z1Y00000"));
+    assert_eq!(d.wwn.as_deref(), Some("5000c500499602d2"));
+    assert_eq!(d.firmware.as_deref(), Some("SN04"));
+    assert_eq!((d.exit_status, d.outcome()), (None, Outcome::Read));
+    let a = d.ata.expect("ATA");
+    assert_eq!(a.pending_sectors, Some(16));
+    assert_eq!(a.command_timeout_words, Some([1, 1, 1]));
+
+    let d = drive("synthetic-smartd-jsonstate-scsi-seagate-non-medium-1445.json");
+    assert_eq!(d.model.as_deref(), Some("SEAGATE ST600MP0036"));
+    assert_eq!(d.firmware.as_deref(), Some("KT39"));
+    assert_eq!(d.serial.as_deref(), Some("W3F00000"));
+    assert_eq!(d.wwn.as_deref(), Some("5000c500a1b2c3d4"));
+    let s = d.scsi.expect("SCSI");
+    assert_eq!(
+        (s.non_medium_errors, s.read_uncorrected, s.grown_defects),
+        (Some(1445), Some(18), None)
+    );
+
+    let d = drive("synthetic-smartd-jsonstate-nvme-spare-below-threshold.json");
+    assert_eq!(d.power_on_hours, Some(12798));
+    assert_eq!(d.serial.as_deref(), Some("S466NX0M000000H"));
+    let n = d.nvme.expect("NVMe");
+    assert_eq!(n.spare_at_or_below_threshold(), Some(true));
+    assert!(n.warnings().expect("bits").spare_below_threshold);
+    assert_eq!(n.percentage_used, Some(97));
+}
+
 #[test]
 fn drives_behind_megaraid() {
     let d = drive("scrutiny-ata-wd4000fyyx-sat-megaraid-1-exit4.json");
@@ -441,6 +476,14 @@ proptest! {
     ) {
         let _ = parse(&format!("{{\"{key}\": {inner}}}"));
         let _ = parse(&format!("{{\"smartctl\": {{}}, \"{key}\": {{\"table\": [{inner}]}}}}"));
+    }
+
+    #[test]
+    fn never_panics_on_device_info(info in "\\PC{0,80}") {
+        let doc = serde_json::json!({"device": {"protocol": "SCSI"}, "device_info": info});
+        let _ = parse(&doc.to_string());
+        let doc = serde_json::json!({"device": {}, "device_info": format!("[{info}")});
+        let _ = parse(&doc.to_string());
     }
 
     #[test]
