@@ -290,6 +290,26 @@ fn text_tables_of_real_degraded_and_offline_controllers() {
     assert_eq!(c.batteries.len(), 1);
     assert_eq!(c.batteries[0].kind, BatteryKind::CacheVault);
     assert_eq!(c.batteries[0].temperature_c, Some(37));
+    let all = parse_text(&fixture(
+        "mtik00-text-call-show-all-3-controllers-c2-raid10-dgrd.txt",
+    ))
+    .expect("parses");
+    assert_eq!(
+        all.iter().map(|c| c.controller).collect::<Vec<_>>(),
+        vec![Some(0), Some(1), Some(2)]
+    );
+    let c2 = &all[2];
+    assert_eq!(
+        c2.virtual_drive(0, 0).expect("c2 VD 0/0").state,
+        VdState::Degraded
+    );
+    assert_eq!(
+        c2.drive(slot(88, 9)).expect("c2 88:9").state,
+        PdState::Offline
+    );
+    assert!(all[..2]
+        .iter()
+        .all(|c| c.virtual_drives.iter().all(|v| v.state == VdState::Optimal)));
     let c = parse_text(&fixture("mtik00-text-c2-show-all-offline.txt")).expect("parses");
     assert_eq!(
         c[0].virtual_drive(0, 0).expect("VD 0/0").state,
