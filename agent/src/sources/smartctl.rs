@@ -19,16 +19,17 @@
 //!   text only (`pout`, not `jout`, in `scsiprint.cpp`), so [`parse_scsi_text`] reads it from
 //!   `smartctl -a|-x` text output.
 //! * NVMe: `nvme_smart_health_information_log.{critical_warning, available_spare,
-//!   available_spare_threshold, percentage_used, media_errors, unsafe_shutdowns}`.
+//!   available_spare_threshold, percentage_used, media_errors, unsafe_shutdowns}` (and its
+//!   `power_on_hours`/`temperature` where the top-level fields are absent).
 //!
 //! **Exit status.** smartctl's exit status is a bit mask (smartctl(8), EXIT STATUS): see
 //! [`ExitBits`]. With `-n standby` a drive in STANDBY or SLEEP is not touched: smartctl
 //! prints `Device is in STANDBY mode, exit(2)` (JSON: `smartctl.messages[]` with severity
-//! `information`, and for ATA `power_mode.{ata_value, name}`, `ataprint.cpp`), and exits with 2 — bit 1, the same bit
-//! as "device open failed" — unless `-n standby,STATUS` chose another status. So the
-//! standby case is recognised from the message or `power_mode`, never from the status
-//! alone: [`DriveHealth::low_power_mode`] is `Some` and the drive counts as "not read", not
-//! as an error.
+//! `information`, and for ATA `power_mode.{ata_value, name}`, `ataprint.cpp`), and exits
+//! with 2 — bit 1, the same bit as "device open failed" — unless `-n standby,STATUS` chose
+//! another status. So the standby case is recognised from the message or `power_mode`,
+//! never from the status alone: [`DriveHealth::low_power_mode`] is `Some`, and
+//! [`DriveHealth::outcome`] says the drive was not read without it being an error.
 //!
 //! **smartd's cached state.** `smartd -j PREFIX` / `--jsonstate=PREFIX` writes one JSON file
 //! per drive (`PREFIX MODEL-SERIAL.ata.json`, `.scsi.json`, `.nvme.json`) with smartctl's
@@ -350,7 +351,8 @@ pub fn parse(json: &str) -> Result<DriveHealth, ParseError> {
 
     let dev = root.get("device");
     let protocol = match dev.and_then(|d| d.get("protocol")).and_then(Value::as_str) {
-        Some("ATA") => Protocol::Ata,
+        // smartd's JSON state says "ATA+SCSI" for ATA drives behind a SAT layer
+        Some("ATA" | "ATA+SCSI") => Protocol::Ata,
         Some("SCSI") => Protocol::Scsi,
         Some("NVMe") => Protocol::Nvme,
         Some(other) => Protocol::Other(other.to_owned()),

@@ -444,6 +444,8 @@ fn odd_values_are_dropped_not_fatal() {
     assert_eq!(d.exit_status, None);
     assert_eq!(d.smartctl_version, None);
     assert_eq!(d.protocol, Protocol::Other("SAS-NEW".into()));
+    let sat = parse(r#"{"device": {"protocol": "ATA+SCSI"}}"#).expect("smartd's SAT form");
+    assert_eq!(sat.protocol, Protocol::Ata);
     assert_eq!(d.temperature_c, None);
     let n = d.nvme.expect("log");
     assert_eq!((n.critical_warning, n.available_spare_pct), (None, None));
