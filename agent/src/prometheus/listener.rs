@@ -82,8 +82,8 @@ pub(super) fn connection_cap(max: usize, file_limit: Option<u64>) -> usize {
 }
 
 /// Raises the soft open-file limit towards what `max` connections need (twice `max`, within the
-/// hard limit) and returns the cap that the resulting limit allows. Under a unit whose system
-/// call filter forbids `setrlimit` the limit stays as it is (`LimitNOFILE=` sets it).
+/// hard limit) and returns the cap that the resulting limit allows. Under systemd the hard limit
+/// is the unit's `LimitNOFILE=`.
 pub(super) fn cap_within_file_limit(max: usize) -> usize {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
     let want = u64::try_from(max).unwrap_or(u64::MAX).saturating_mul(2);
