@@ -131,7 +131,7 @@ log_level = "info"
 # role = "disk-server"
 # cluster = "dcache-pool"
 
-# Rebuild-risk model for MD arrays and zpools (see docs/metrics.md).
+# Rebuild-risk model for MD arrays and zpools (see docs/metrics.md and docs/drive-risk.md).
 [risk]
 # Per-disk annual failure rate.
 afr = 0.02
@@ -139,6 +139,31 @@ afr = 0.02
 ure_per_bit = 1e-15
 # Hours assumed for a degraded set with no rebuild running.
 open_window_h = 168.0
+
+# Each drive's own rate from its SMART condition and age (docs/drive-risk.md): afr times a
+# hazard multiplier, the largest of the conditions' below (a count n above 1 multiplies it by
+# 1 + count_growth * log10(n)) times the hard-disk age factor, capped at max_multiplier. A drive
+# not read or asleep keeps afr.
+[risk.drive]
+reallocated_multiplier = 14.0              # ATA 5 > 0 (Pinheiro et al. 2007)
+reported_uncorrectable_multiplier = 14.0   # ATA 187 > 0
+command_timeout_multiplier = 4.0           # ATA 188 > 0
+pending_multiplier = 16.0                  # ATA 197 > 0 (Pinheiro: probational counts)
+offline_uncorrectable_multiplier = 39.0    # ATA 198 > 0 (Pinheiro: scan errors)
+grown_defects_multiplier = 14.0            # SAS grown defect list > 0
+uncorrected_errors_multiplier = 14.0       # SAS uncorrected read/write/verify errors > 0
+media_errors_multiplier = 14.0             # NVMe media errors > 0
+spare_below_threshold_multiplier = 16.0    # NVMe available spare at or below its threshold
+worn_out_multiplier = 4.0                  # NVMe percentage_used >= 100
+failed_multiplier = 100.0                  # SMART health FAILED, NVMe critical warning bits 2-5
+count_growth = 0.5
+# Hard disks' bathtub over power-on hours.
+infant_hours = 2190.0
+infant_multiplier = 1.75
+wearout_start_hours = 26298.0
+wearout_per_year = 0.5
+wearout_max = 4.0
+max_multiplier = 100.0
 
 # MD RAID arrays (/proc/mdstat, /sys/block/mdX/md): state, rebuild progress and ETA, risk.
 [md]

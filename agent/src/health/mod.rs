@@ -7,6 +7,7 @@
 //! and the tools, feed the detectors and write the report lines. [`risk`] is the probability of
 //! losing data before redundancy is restored, shared by MD and zpool.
 
+pub mod drive;
 pub mod md;
 pub mod mpath;
 pub mod risk;

@@ -11,6 +11,14 @@
 //! A degraded set with no rebuild running has no end to its window; it is evaluated over
 //! [`RiskModel::open_window_h`] (default one week: the time it typically takes a site to notice
 //! and act), so the figure still ranks arrays by how exposed they are.
+//!
+//! **Each member's own rate.** Where the drives' health is known, the survivors do not share one
+//! rate: member `i` fails within the window with its own `p_i = 1 − exp(−AFR_i·T/8766)`, `AFR_i`
+//! from [`crate::health::drive`] (its condition and age), and the number of survivors that fail
+//! is Poisson-binomial. [`loss_probability_members`] computes its tail exactly
+//! ([`poisson_binomial_tail_above`], a dynamic programme over the members, O(m·r)); a member
+//! without data keeps the flat [`RiskModel::afr`]. With every rate equal it is the binomial of
+//! [`loss_probability`], which callers with only the flat rate keep using.
 
 /// Hours in a year (365.25 days), the unit of AFR.
 pub const HOURS_PER_YEAR: f64 = 8766.0;
@@ -25,6 +33,8 @@ pub struct RiskModel {
     pub ure_per_bit: f64,
     /// Window, in hours, assumed for a degraded set with no rebuild running (default 168 h).
     pub open_window_h: f64,
+    /// Each drive's own rate from its condition and age (`[risk.drive]`, docs/drive-risk.md).
+    pub drive: crate::health::drive::DriveRiskModel,
 }
 
 impl Default for RiskModel {
@@ -33,6 +43,7 @@ impl Default for RiskModel {
             afr: 0.02,
             ure_per_bit: 1e-15,
             open_window_h: 168.0,
+            drive: Default::default(),
         }
     }
 }
@@ -81,11 +92,68 @@ pub fn binomial_tail_above(n: u32, p: f64, k: u32) -> f64 {
     tail.clamp(0.0, 1.0)
 }
 
-/// The probability of losing data before redundancy is restored.
+/// `P(more than k of the independent events with probabilities ps happen)`: the upper tail of
+/// the Poisson-binomial distribution.
+///
+/// Exact, by a dynamic programme over the members that keeps `P(exactly j so far)` for
+/// `j = 0..=k` and one absorbing cell for "more than k": O(len·k) time, O(k) space. The tail is
+/// accumulated directly in the absorbing cell (never as `1 − CDF`), so probabilities far below
+/// machine epsilon survive. Values outside 0–1 (and NaN) are clamped into it (NaN counts as 0).
+pub fn poisson_binomial_tail_above(ps: &[f64], k: u32) -> f64 {
+    let k = k as usize;
+    if k >= ps.len() {
+        return 0.0;
+    }
+    // dist[j] = P(exactly j failures among the members seen so far), j ≤ k; above = P(> k)
+    let mut dist = vec![0.0_f64; k + 1];
+    dist[0] = 1.0;
+    let mut above = 0.0_f64;
+    for &p in ps {
+        let p = if p.is_nan() { 0.0 } else { p.clamp(0.0, 1.0) };
+        let q = 1.0 - p;
+        above += dist[k] * p;
+        for j in (1..=k).rev() {
+            dist[j] = dist[j] * q + dist[j - 1] * p;
+        }
+        dist[0] *= q;
+    }
+    above.clamp(0.0, 1.0)
+}
+
+/// The probability of losing data before redundancy is restored, every survivor at the flat
+/// [`RiskModel::afr`] (the binomial model).
 pub fn loss_probability(model: &RiskModel, e: &Exposure) -> f64 {
     let window = e.window_h.unwrap_or(model.open_window_h);
     let p = disk_failure_probability(model.afr, window);
     let p_disk = binomial_tail_above(e.surviving, p, e.redundancy_left);
+    with_ure(model, e, p_disk)
+}
+
+/// The probability of losing data before redundancy is restored, each survivor at its own
+/// annual failure rate.
+///
+/// `member_afr[i]` is survivor `i`'s rate ([`crate::health::drive::DriveRisk::afr`]); `None`, and
+/// any survivor beyond the slice (`e.surviving` counts them), takes the flat
+/// [`RiskModel::afr`]. Rates beyond `e.surviving` are ignored. With every rate equal this is
+/// [`loss_probability`].
+pub fn loss_probability_members(
+    model: &RiskModel,
+    e: &Exposure,
+    member_afr: &[Option<f64>],
+) -> f64 {
+    let window = e.window_h.unwrap_or(model.open_window_h);
+    let ps: Vec<f64> = (0..e.surviving as usize)
+        .map(|i| {
+            let afr = member_afr.get(i).copied().flatten().unwrap_or(model.afr);
+            disk_failure_probability(afr, window)
+        })
+        .collect();
+    let p_disk = poisson_binomial_tail_above(&ps, e.redundancy_left);
+    with_ure(model, e, p_disk)
+}
+
+/// Adds the unrecoverable-read term when no redundancy is left.
+fn with_ure(model: &RiskModel, e: &Exposure, p_disk: f64) -> f64 {
     if e.redundancy_left > 0 {
         return p_disk;
     }
@@ -167,5 +235,108 @@ mod tests {
             },
         );
         assert!(close(r, 3.832_17e-4, 1e-4), "{r}");
+    }
+    #[test]
+    fn poisson_binomial_by_hand() {
+        // p = 0.1, 0.2, 0.3: P(3) = 0.006; P(2) = 0.1·0.2·0.7 + 0.1·0.8·0.3 + 0.9·0.2·0.3 = 0.092
+        assert!(close(
+            poisson_binomial_tail_above(&[0.1, 0.2, 0.3], 1),
+            0.098,
+            1e-12
+        ));
+        // P(> 0) = 1 − 0.9·0.8·0.7 = 0.496
+        assert!(close(
+            poisson_binomial_tail_above(&[0.1, 0.2, 0.3], 0),
+            0.496,
+            1e-12
+        ));
+        assert!(close(
+            poisson_binomial_tail_above(&[0.1, 0.2, 0.3], 2),
+            0.006,
+            1e-12
+        ));
+        assert_eq!(poisson_binomial_tail_above(&[0.1, 0.2, 0.3], 3), 0.0);
+        assert_eq!(poisson_binomial_tail_above(&[], 0), 0.0);
+        assert_eq!(poisson_binomial_tail_above(&[1.0, 1.0], 1), 1.0);
+        // out-of-range inputs are clamped, NaN counts as 0
+        assert_eq!(poisson_binomial_tail_above(&[f64::NAN, 2.0, -1.0], 0), 1.0);
+        assert_eq!(poisson_binomial_tail_above(&[f64::NAN, -1.0], 0), 0.0);
+    }
+
+    #[test]
+    fn poisson_binomial_with_equal_rates_is_the_binomial() {
+        for n in [1_u32, 2, 3, 5, 12, 13, 24, 60] {
+            for p in [1e-9, 5.475_55e-5, 1e-3, 0.05, 0.3, 0.5, 0.9] {
+                for k in 0..=n.min(4) {
+                    let b = binomial_tail_above(n, p, k);
+                    let pb = poisson_binomial_tail_above(&vec![p; n as usize], k);
+                    assert!(close(pb, b, 1e-9), "n={n} p={p} k={k}: {pb} vs {b}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn poisson_binomial_keeps_tiny_tails() {
+        // 13 members at p = 1e-12, more than 1 failing: C(13,2)·1e-24 = 7.8e-23 (1 − CDF is 0)
+        let t = poisson_binomial_tail_above(&[1e-12; 13], 1);
+        assert!(close(t, 7.8e-23, 1e-9), "{t}");
+    }
+
+    #[test]
+    fn members_at_the_flat_rate_give_the_binomial_answer() {
+        let model = RiskModel::default();
+        for e in [
+            Exposure {
+                surviving: 13,
+                redundancy_left: 1,
+                window_h: Some(24.0),
+                bytes_to_read: Some(16_000_000_000_000),
+            },
+            Exposure {
+                surviving: 12,
+                redundancy_left: 0,
+                window_h: Some(24.0),
+                bytes_to_read: Some(192_000_000_000_000),
+            },
+            Exposure {
+                surviving: 1,
+                redundancy_left: 0,
+                window_h: None,
+                bytes_to_read: None,
+            },
+        ] {
+            let flat = loss_probability(&model, &e);
+            // no member known, all known at the flat rate, a slice too short or too long
+            for rates in [
+                vec![],
+                vec![Some(model.afr); e.surviving as usize],
+                vec![None; 1],
+                vec![Some(model.afr); e.surviving as usize + 5],
+            ] {
+                let r = loss_probability_members(&model, &e, &rates);
+                assert!(close(r, flat, 1e-9), "{e:?} {rates:?}: {r} vs {flat}");
+            }
+        }
+    }
+
+    #[test]
+    fn one_bad_member_raises_the_risk_by_hand() {
+        // RAID6 12+2 with one member failed, 24 h: 12 survivors at p = 5.47554e-5 and one at
+        // 16 × the rate, p' = 1 − e^(−16·0.02·24/8766) = 8.75729e-4.
+        // P(X > 1) ≈ C(12,2)·p² + 12·p·p' = 66·2.99817e-9 + 12·4.79509e-8 = 7.7329e-7;
+        // exactly (1 − P(0) − P(1), 30 digits) 7.72872e-7.
+        let model = RiskModel::default();
+        let e = Exposure {
+            surviving: 13,
+            redundancy_left: 1,
+            window_h: Some(24.0),
+            bytes_to_read: None,
+        };
+        let mut rates = vec![None; 12];
+        rates.push(Some(16.0 * model.afr));
+        let r = loss_probability_members(&model, &e, &rates);
+        assert!(close(r, 7.728_72e-7, 1e-5), "{r}");
+        assert!(r > 3.0 * loss_probability(&model, &e));
     }
 }
