@@ -4,6 +4,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub mod cgroup;
 pub mod diskstats;
 pub mod dmmultipath;
 pub mod mdstat;

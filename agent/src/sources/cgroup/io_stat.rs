@@ -1,0 +1,262 @@
+//! `io.stat` of a cgroup v2 directory: block I/O per device by the cgroup and its descendants.
+//!
+//! Kernel documentation: `Documentation/admin-guide/cgroup-v2.rst`, "IO Interface Files"; the
+//! line is printed by `blkcg_print_one_stat()` in `block/blk-cgroup.c`. Nested-keyed: one line
+//! per device, keyed by `MAJ:MIN`, not ordered:
+//!
+//! ```text
+//! 8:16 rbytes=1459200 wbytes=314773504 rios=192 wios=353 dbytes=0 dios=0
+//! 259:0 rbytes=4085926524416 wbytes=1036680064512 rios=185034771 wios=40358485 dbytes=1013982564352 dios=199959 cost.vrate=100.00 cost.usage=1532009788 cost.wait=1477289869 cost.indebt=0 cost.indelay=0
+//! ```
+//!
+//! Bytes and I/O counts are cumulative. `dbytes`/`dios` (discards) came with 5.0; before, a line
+//! ends after `wios`. A device appears only once the cgroup has done I/O on it, so a device
+//! missing from one reading had zero counters then. The I/O controllers append their own keys:
+//! io.cost (`cost.vrate=` on the top level, `cost.usage=`, and with `blkcg_debug_stats`
+//! `cost.wait= cost.indebt= cost.indelay=`), io.latency (`depth= avg_lat= win=`) and the
+//! debug `use_delay= delay_nsec=`. When the byte and I/O counters are all zero but a controller
+//! has something to say, the line holds only the controller's keys (with two spaces after the
+//! device). Those keys are kept as text in [`IoDevice::other`]: `cost.vrate` is a decimal, and
+//! the set changes with the kernel.
+//!
+//! The file shows block devices only: reads from network filesystems (xrootd, NFS, CephFS)
+//! are not here, and writes through the page cache are charged when written back.
+//! One malformed line costs only that device ([`Rows`]).
+
+use super::super::Rows;
+use super::{fields, parse_u64, ParseError};
+
+/// One device line.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IoDevice {
+    /// Device major number.
+    pub major: u32,
+    /// Device minor number.
+    pub minor: u32,
+    /// Bytes read.
+    pub rbytes: Option<u64>,
+    /// Bytes written.
+    pub wbytes: Option<u64>,
+    /// Read I/Os.
+    pub rios: Option<u64>,
+    /// Write I/Os.
+    pub wios: Option<u64>,
+    /// Bytes discarded (5.0+).
+    pub dbytes: Option<u64>,
+    /// Discard I/Os (5.0+).
+    pub dios: Option<u64>,
+    /// Controller keys (`cost.usage`, `avg_lat`, …) with their values as printed, in order.
+    pub other: Vec<(String, String)>,
+}
+
+/// Splits `MAJ:MIN` into numbers.
+fn device(field: &str) -> Option<(u32, u32)> {
+    let (major, minor) = field.split_once(':')?;
+    let major = u32::try_from(parse_u64(major)?).ok()?;
+    let minor = u32::try_from(parse_u64(minor)?).ok()?;
+    Some((major, minor))
+}
+
+/// Parses one line.
+fn line(line: &str, line_no: usize) -> Result<IoDevice, ParseError> {
+    let err = |why: std::fmt::Arguments<'_>| ParseError::new(line_no, line, why);
+    let mut f = fields(line);
+    let dev = f.next().unwrap_or_default();
+    let (major, minor) =
+        device(dev).ok_or_else(|| err(format_args!("{dev:?} is not a MAJ:MIN device")))?;
+    let mut out = IoDevice {
+        major,
+        minor,
+        ..IoDevice::default()
+    };
+    let mut any = false;
+    for pair in f {
+        any = true;
+        let Some((key, value)) = pair.split_once('=') else {
+            return Err(err(format_args!("{pair:?} is not key=value")));
+        };
+        let slot = match key {
+            "rbytes" => &mut out.rbytes,
+            "wbytes" => &mut out.wbytes,
+            "rios" => &mut out.rios,
+            "wios" => &mut out.wios,
+            "dbytes" => &mut out.dbytes,
+            "dios" => &mut out.dios,
+            _ => {
+                if key.is_empty() || value.is_empty() {
+                    return Err(err(format_args!("{pair:?} is not key=value")));
+                }
+                out.other.push((key.to_owned(), value.to_owned()));
+                continue;
+            }
+        };
+        if slot.is_some() {
+            return Err(err(format_args!("second {key}")));
+        }
+        *slot = Some(parse_u64(value).ok_or_else(|| {
+            err(format_args!(
+                "{key} ({value:?}) is not an unsigned 64-bit integer"
+            ))
+        })?);
+    }
+    if !any {
+        return Err(err(format_args!("no key=value after the device")));
+    }
+    Ok(out)
+}
+
+/// Parses `io.stat`: the device lines that parse, and the ones that did not.
+pub fn parse(text: &str) -> Rows<IoDevice> {
+    let mut out = Rows::default();
+    for (i, l) in text.lines().enumerate() {
+        if l.trim().is_empty() {
+            continue;
+        }
+        match line(l, i + 1) {
+            Ok(d) => out.rows.push(d),
+            Err(e) => out.errors.push(e),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn fixture(name: &str) -> Vec<IoDevice> {
+        let path = format!(
+            "{}/fixtures/cgroup/io-stat/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let rows = parse(&std::fs::read_to_string(&path).expect("fixture"));
+        assert_eq!(rows.errors, vec![], "{name}");
+        rows.rows
+    }
+
+    fn dev(rows: &[IoDevice], major: u32, minor: u32) -> &IoDevice {
+        rows.iter()
+            .find(|d| (d.major, d.minor) == (major, minor))
+            .expect("device present")
+    }
+
+    #[test]
+    fn snapshot_real_fixtures() {
+        insta::glob!("../../../fixtures/cgroup/io-stat", "*.txt", |path| {
+            let text = std::fs::read_to_string(path).expect("fixture");
+            let parsed = parse(&text);
+            assert_eq!(parsed.errors, vec![], "{}", path.display());
+            insta::assert_debug_snapshot!(parsed);
+        });
+    }
+
+    #[test]
+    fn facts_per_fixture() {
+        let slurm = fixture("cgroup-exporter-slurmstepd-scope-4-devices-dm-and-sd.txt");
+        assert_eq!(slurm.len(), 4);
+        let order: Vec<(u32, u32)> = slurm.iter().map(|d| (d.major, d.minor)).collect();
+        assert_eq!(
+            order,
+            [(253, 2), (253, 3), (8, 0), (253, 0)],
+            "file order kept"
+        );
+        // the dm device on top of sda carries the same reads
+        assert_eq!(dev(&slurm, 8, 0).rbytes, dev(&slurm, 253, 0).rbytes);
+        assert_eq!(dev(&slurm, 253, 2).wbytes, Some(24576));
+
+        let old = fixture("kernel-doc-4.x-no-discard-keys.txt");
+        assert_eq!(dev(&old, 8, 0).wios, Some(1252));
+        assert_eq!((dev(&old, 8, 0).dbytes, dev(&old, 8, 0).dios), (None, None));
+        let new = fixture("kernel-doc-5.x-two-disks-with-discard.txt");
+        assert_eq!(dev(&new, 8, 0).dbytes, Some(50_331_648));
+        assert_eq!(dev(&new, 8, 0).dios, Some(3021));
+
+        let cost = fixture("opencontainers-cgroups-iocost-debug-cost-keys-on-259-0.txt");
+        let nvme = dev(&cost, 259, 0);
+        assert_eq!(nvme.rbytes, Some(4_085_926_524_416));
+        let keys: Vec<&str> = nvme.other.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "cost.vrate",
+                "cost.usage",
+                "cost.wait",
+                "cost.indebt",
+                "cost.indelay"
+            ]
+        );
+        assert_eq!(nvme.other[0].1, "100.00");
+        assert!(dev(&cost, 251, 0).other.is_empty());
+
+        let partial = fixture("synthetic-iolatency-iocost-and-cost-only-line.txt");
+        let only_cost = dev(&partial, 8, 16);
+        assert_eq!((only_cost.rbytes, only_cost.wios), (None, None));
+        assert_eq!(
+            only_cost.other,
+            [("cost.usage".to_owned(), "1532".to_owned())]
+        );
+        assert_eq!(
+            dev(&partial, 8, 0).other[0],
+            ("depth".to_owned(), "max".to_owned())
+        );
+
+        let telegraf = fixture("telegraf-v2-one-nvme-259-8-with-discard.txt");
+        assert_eq!(telegraf.len(), 1);
+        assert_eq!(dev(&telegraf, 259, 8).wios, Some(181_928));
+    }
+
+    #[test]
+    fn a_bad_line_costs_only_its_device() {
+        let rows = parse(
+            "8:0 rbytes=1 wbytes=2 rios=3 wios=4\n\
+             8:x rbytes=1\n\
+             8:16 rbytes=1 rbytes=2\n\
+             8:32 rbytes=-1\n\
+             8:48 rbytes\n\
+             8:64\n\
+             8:80 =5\n\
+             4294967296:0 rbytes=1\n\
+             259:0 rbytes=9 wbytes=0 rios=1 wios=0 dbytes=0 dios=0\n\
+             8:96 rbytes=1 wbyt",
+        );
+        let kept: Vec<(u32, u32)> = rows.rows.iter().map(|d| (d.major, d.minor)).collect();
+        assert_eq!(kept, [(8, 0), (259, 0)]);
+        let errors: Vec<(usize, &str)> = rows
+            .errors
+            .iter()
+            .map(|e| (e.line, e.reason.as_str()))
+            .collect();
+        assert_eq!(
+            errors,
+            [
+                (2, "\"8:x\" is not a MAJ:MIN device"),
+                (3, "second rbytes"),
+                (4, "rbytes (\"-1\") is not an unsigned 64-bit integer"),
+                (5, "\"rbytes\" is not key=value"),
+                (6, "no key=value after the device"),
+                (7, "\"=5\" is not key=value"),
+                (8, "\"4294967296:0\" is not a MAJ:MIN device"),
+                (10, "\"wbyt\" is not key=value"),
+            ]
+        );
+        assert_eq!(parse(""), Rows::default());
+        assert_eq!(parse("\n\n").rows, vec![]);
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(text in "\\PC{0,300}") {
+            let _ = parse(&text);
+        }
+
+        #[test]
+        fn never_panics_on_near_misses(
+            dev in "[0-9]{0,11}:[0-9]{0,11}|:|x",
+            pairs in proptest::collection::vec(("rbytes|wios|dios|cost.usage|x|", "[0-9.]{0,21}|max|-1|"), 0..8),
+        ) {
+            let line = pairs.iter().fold(dev, |acc, (k, v)| format!("{acc} {k}={v}"));
+            let _ = parse(&line);
+        }
+    }
+}

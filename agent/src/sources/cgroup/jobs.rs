@@ -1,0 +1,455 @@
+//! Which cgroup v2 directories are batch jobs: HTCondor and Slurm job cgroups and configured
+//! globs, found in a listing of the directories under `/sys/fs/cgroup`.
+//!
+//! [`discover`] is pure: it takes the directories' paths relative to the cgroup mount (as
+//! `find /sys/fs/cgroup -type d` prints them, see [`paths_from_find`], or as `systemd-cgls` /
+//! `systemctl status` draw them, see [`paths_from_systemd_cgls`]) and returns one
+//! [`JobCgroup`] per job with the directory whose counters are the job's ([`JobCgroup::root`]).
+//! A job's counters include every directory below its root, so everything below a job's root
+//! belongs to the job and is never a job of its own: Slurm's `step_*`, `slurm`, `user`,
+//! `task_*` directories, HTCondor's `.scope`, and what a pilot or glidein running inside the job
+//! creates (PanDA's pilot makes `control` and `subprocesses` inside its job's cgroup; ALICE's
+//! JAliEn makes per-payload groups; a glidein's own HTCondor makes a nested `htcondor/…`).
+//!
+//! ## HTCondor (cgroup v2 support since 9.x; `ProcFamilyDirectCgroupV2`)
+//!
+//! The starter puts the job in a new child of its own parent cgroup, under `BASE_CGROUP`
+//! (default `htcondor`), named after the execute directory with `/` turned into `_`, then `_`,
+//! then the slot's name (`src/condor_starter.V6.1/vanilla_proc.cpp`):
+//!
+//! * before 24.8: `system.slice/htcondor/condor_var_lib_condor_execute_slot1_1@wn042.example.org`,
+//!   the job's processes in it; `condor_ssh_to_job` adds `…/sshd` inside it.
+//! * 24.8 and later (HTCONDOR-3008, version history "24.8.1 features"): the job's directory
+//!   gets `.slice` and the processes live in a leaf `.scope` of the same base name:
+//!   `htcondor/<execute>_<slot>.slice/<execute>_<slot>.scope`, so that a pilot can make its own
+//!   sub-cgroups beside the scope. `condor_ssh_to_job`'s sshd goes to
+//!   `htcondor/<execute>_<slot>/sshd.slice/sshd.scope`, a sibling directory without `.slice`,
+//!   reported as part of the same job ([`JobCgroup::also`]).
+//!
+//! The path shows the slot (`slot1_1@wn042.example.org`), not the cluster.proc id nor the
+//! owner: the slot is the job's identity on the node ([`JobCgroup::job_id`]).
+//! The `htcondor` directory holds every job's counters, including jobs that ended since the
+//! last reading ([`Discovery::parents`]).
+//!
+//! ## Slurm (`cgroup/v2` plugin, 22.05+; `src/plugins/cgroup/v2/cgroup_v2.c`)
+//!
+//! slurmd asks systemd for `system.slice/slurmstepd.scope` (`<nodename>_slurmstepd.scope` when
+//! built with `--enable-multiple-slurmd`); in it `system` holds idle slurmstepds and each job
+//! has a directory with `step_<id>` (`step_0`, `step_batch`, `step_extern`,
+//! `step_interactive`) below, each with `slurm` and `user/task_<n>` (`task_special`):
+//!
+//! * up to 25.11: `slurmstepd.scope/job_<jobid>` (doc `cgroup_v2.shtml`).
+//! * 26.05 and later: the job directory is the job's SLUID, `s` and 13 Crockford base-32
+//!   characters (`slurmstepd.scope/s5K1KKYAYG5D00`), which the numeric job id cannot be read
+//!   from (`src/common/sluid.h`); `CgroupJobIdPaths=yes` in `cgroup.conf` restores `job_<jobid>`
+//!   (CHANGELOG/slurm-26.05.md). [`JobId::Sluid`] says which one a job has.
+//!
+//! No owner is in a cgroup v2 Slurm path (v1 had `uid_<uid>`).
+//!
+//! ## Configured globs
+//!
+//! `*` matches any run of characters within one path component, `?` one character;
+//! a pattern matches a directory whose path has exactly as many components
+//! (`machine.slice/*.scope`, `user.slice/user-*.slice/session-*.scope`). A glob directory
+//! that holds or is a batch-system job (or batch parent) is not taken, so a wide glob cannot
+//! count a job twice; one inside a job is part of that job.
+//!
+//! Where a path shows a systemd user slice (`user-1000.slice`), its uid is the owner.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The batch system that made a job's cgroup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum BatchSystem {
+    /// HTCondor's starter.
+    Htcondor,
+    /// Slurm's slurmstepd.
+    Slurm,
+    /// A configured glob.
+    Glob,
+}
+
+impl BatchSystem {
+    /// Lower-case name for tags.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Htcondor => "htcondor",
+            Self::Slurm => "slurm",
+            Self::Glob => "glob",
+        }
+    }
+}
+
+/// How the path names the job, which tells the layout and the version it comes from.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum JobId {
+    /// HTCondor before 24.8: `htcondor/<execute>_<slot>`; the slot's name.
+    HtcondorSlot(String),
+    /// HTCondor 24.8+: `htcondor/<execute>_<slot>.slice`; the slot's name.
+    HtcondorSlotSlice(String),
+    /// Slurm up to 25.11, or 26.05+ with `CgroupJobIdPaths=yes`: `job_<id>`.
+    SlurmJobId(u64),
+    /// Slurm 26.05+: the SLUID as the directory shows it (`s5K1KKYAYG5D00`).
+    Sluid(String),
+    /// A configured glob (its index in the configuration) and the matched path.
+    Glob(usize, String),
+}
+
+impl JobId {
+    /// The id as a tag value: slot name, job id, SLUID or path.
+    pub fn tag(&self) -> String {
+        match self {
+            Self::HtcondorSlot(s) | Self::HtcondorSlotSlice(s) | Self::Sluid(s) => s.clone(),
+            Self::SlurmJobId(n) => n.to_string(),
+            Self::Glob(_, p) => p.clone(),
+        }
+    }
+}
+
+/// One job's cgroup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobCgroup {
+    /// Who made it.
+    pub system: BatchSystem,
+    /// How the path names it.
+    pub job_id: JobId,
+    /// Slurm: the steps below the job (`0`, `batch`, `extern`), sorted; empty otherwise.
+    pub steps: Vec<String>,
+    /// The uid of a `user-<uid>.slice` in the root's path, if any.
+    pub owner_uid: Option<u32>,
+    /// The job's directory, relative to the cgroup mount: its counters are the job's.
+    pub root: String,
+    /// Other top directories of the same job beside `root` (HTCondor 24.8+'s
+    /// `condor_ssh_to_job` directory); add their counters to the root's.
+    pub also: Vec<String>,
+    /// Directories below `root` and `also` (steps, tasks, scopes, pilots' groups).
+    pub sub_cgroups: usize,
+}
+
+/// What [`discover`] found.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Discovery {
+    /// Jobs, sorted by root.
+    pub jobs: Vec<JobCgroup>,
+    /// The batch systems' own directories (`system.slice/htcondor`,
+    /// `system.slice/slurmstepd.scope`), sorted: their counters include all their jobs, those
+    /// that ended between two readings too.
+    pub parents: Vec<(BatchSystem, String)>,
+}
+
+/// What to look for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiscoveryConfig {
+    /// HTCondor's `BASE_CGROUP` names (default `["htcondor"]`).
+    pub htcondor_base: Vec<String>,
+    /// Extra job patterns, relative to the cgroup mount (default none).
+    pub globs: Vec<String>,
+}
+
+impl Default for DiscoveryConfig {
+    fn default() -> Self {
+        Self {
+            htcondor_base: vec!["htcondor".to_owned()],
+            globs: Vec::new(),
+        }
+    }
+}
+
+/// A job found at one path: where its root is and what it is.
+struct Found {
+    system: BatchSystem,
+    job_id: JobId,
+    /// Number of components of the root.
+    root_len: usize,
+    /// Number of components of the batch parent, if there is one.
+    parent_len: Option<usize>,
+}
+
+/// HTCondor's slot name out of `<execute>_<slot>`: from the last `_slot<digit>`.
+fn htcondor_slot(name: &str) -> String {
+    let bytes = name.as_bytes();
+    let mut at = None;
+    for (i, _) in name.match_indices("_slot") {
+        if bytes.get(i + 5).is_some_and(u8::is_ascii_digit) {
+            at = Some(i + 1);
+        }
+    }
+    // A starter whose slot has no usual name falls back to its pid: the whole name is the id.
+    at.and_then(|i| name.get(i..)).unwrap_or(name).to_owned()
+}
+
+/// Whether `name` is a SLUID as `print_sluid()` writes it (`str2sluid()` also takes lower case
+/// and O/I/L).
+fn is_sluid(name: &str) -> bool {
+    let b = name.as_bytes();
+    b.len() == 14
+        && matches!(b.first(), Some(b's' | b'S'))
+        && b.iter().skip(1).all(|c| {
+            c.is_ascii_digit() || (c.is_ascii_alphabetic() && !c.eq_ignore_ascii_case(&b'u'))
+        })
+}
+
+fn is_slurmstepd_scope(c: &str) -> bool {
+    c == "slurmstepd.scope" || c.ends_with("_slurmstepd.scope")
+}
+
+/// What the path of a directory (its components) says, by batch system.
+fn classify(c: &[&str], cfg: &DiscoveryConfig) -> Option<Found> {
+    for (k, comp) in c.iter().enumerate() {
+        if cfg.htcondor_base.iter().any(|b| b == comp) {
+            let Some(dir) = c.get(k + 1) else {
+                return Some(Found {
+                    system: BatchSystem::Htcondor,
+                    job_id: JobId::HtcondorSlot(String::new()),
+                    root_len: 0,
+                    parent_len: Some(k + 1),
+                });
+            };
+            let job_id = match dir.strip_suffix(".slice") {
+                Some(base) => JobId::HtcondorSlotSlice(htcondor_slot(base)),
+                None => JobId::HtcondorSlot(htcondor_slot(dir)),
+            };
+            return Some(Found {
+                system: BatchSystem::Htcondor,
+                job_id,
+                root_len: k + 2,
+                parent_len: Some(k + 1),
+            });
+        }
+        if is_slurmstepd_scope(comp) {
+            let parent = Some(k + 1);
+            let job_id = match c.get(k + 1) {
+                Some(dir) => match dir.strip_prefix("job_").and_then(super::parse_u64) {
+                    Some(id) => Some(JobId::SlurmJobId(id)),
+                    None if is_sluid(dir) => Some(JobId::Sluid((*dir).to_owned())),
+                    // `system` (idle slurmstepds) and anything else is not a job.
+                    None => None,
+                },
+                None => None,
+            };
+            return Some(Found {
+                system: BatchSystem::Slurm,
+                root_len: if job_id.is_some() { k + 2 } else { 0 },
+                job_id: job_id.unwrap_or(JobId::SlurmJobId(0)),
+                parent_len: parent,
+            });
+        }
+    }
+    None
+}
+
+/// Matches one path component against one glob component.
+fn glob_component(pattern: &[u8], text: &[u8]) -> bool {
+    // Iterative wildcard matching with backtracking to the last `*`; linear in practice.
+    let (mut p, mut t) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pattern.get(p) {
+            Some(b'*') => {
+                star = Some((p, t));
+                p += 1;
+            }
+            Some(&c) if c == b'?' || text.get(t) == Some(&c) => {
+                p += 1;
+                t += 1;
+            }
+            _ => match star {
+                Some((sp, st)) => {
+                    p = sp + 1;
+                    t = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern
+        .get(p..)
+        .is_some_and(|rest| rest.iter().all(|&c| c == b'*'))
+}
+
+/// The uid of the first `user-<uid>.slice` component.
+fn owner_uid(components: &[&str]) -> Option<u32> {
+    components.iter().find_map(|c| {
+        let uid = c.strip_prefix("user-")?.strip_suffix(".slice")?;
+        u32::try_from(super::parse_u64(uid)?).ok()
+    })
+}
+
+/// Normalises a listed path: no leading `./` or `/`, no trailing `/`, no empty components.
+fn components(path: &str) -> Vec<&str> {
+    path.split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect()
+}
+
+/// Finds the jobs among cgroup directories (paths relative to the cgroup mount). The order
+/// of `dirs` does not matter and duplicates are harmless.
+pub fn discover<'a>(dirs: impl IntoIterator<Item = &'a str>, cfg: &DiscoveryConfig) -> Discovery {
+    let all: BTreeSet<Vec<&str>> = dirs
+        .into_iter()
+        .map(components)
+        .filter(|c| !c.is_empty())
+        .collect();
+
+    // Batch-system jobs and parents first.
+    let mut jobs: BTreeMap<Vec<&str>, (BatchSystem, JobId)> = BTreeMap::new();
+    let mut parents: BTreeSet<(BatchSystem, Vec<&str>)> = BTreeSet::new();
+    for c in &all {
+        let Some(found) = classify(c, cfg) else {
+            continue;
+        };
+        if let Some(n) = found.parent_len {
+            parents.insert((found.system, c.iter().take(n).copied().collect()));
+        }
+        if found.root_len > 0 {
+            let root: Vec<&str> = c.iter().take(found.root_len).copied().collect();
+            jobs.entry(root).or_insert((found.system, found.job_id));
+        }
+    }
+    // Globs: not over a batch job or parent (they would count it twice).
+    let patterns: Vec<Vec<&str>> = cfg.globs.iter().map(|g| components(g)).collect();
+    let batch_roots: Vec<Vec<&str>> = jobs
+        .keys()
+        .cloned()
+        .chain(parents.iter().map(|(_, p)| p.clone()))
+        .collect();
+    for c in &all {
+        for (i, pat) in patterns.iter().enumerate() {
+            if pat.len() > c.len() || pat.is_empty() {
+                continue;
+            }
+            let root = c.get(..pat.len()).unwrap_or_default();
+            let matches = pat
+                .iter()
+                .zip(root)
+                .all(|(p, t)| glob_component(p.as_bytes(), t.as_bytes()));
+            let covers_batch = batch_roots.iter().any(|b| b.starts_with(root));
+            if matches && !covers_batch {
+                jobs.entry(root.to_vec())
+                    .or_insert((BatchSystem::Glob, JobId::Glob(i, root.join("/"))));
+                break;
+            }
+        }
+    }
+
+    // A job inside another job is part of it (pilots, glideins); parents inside jobs likewise.
+    let roots: Vec<Vec<&str>> = jobs.keys().cloned().collect();
+    let inside_other = |r: &[&str]| roots.iter().any(|o| o.len() < r.len() && r.starts_with(o));
+    jobs.retain(|r, _| !inside_other(r));
+    parents.retain(|(_, p)| !inside_other(p));
+
+    // HTCondor 24.8+: `<name>` beside `<name>.slice` is the job's ssh_to_job directory.
+    let joined: BTreeSet<String> = jobs.keys().map(|r| r.join("/")).collect();
+    let mut also: BTreeMap<String, Vec<Vec<&str>>> = BTreeMap::new();
+    jobs.retain(|r, (_, id)| {
+        let slice = format!("{}.slice", r.join("/"));
+        if matches!(id, JobId::HtcondorSlot(_)) && joined.contains(&slice) {
+            also.entry(slice).or_default().push(r.clone());
+            return false;
+        }
+        true
+    });
+
+    let out_jobs = jobs
+        .into_iter()
+        .map(|(root, (system, job_id))| {
+            let extra = also.remove(&root.join("/")).unwrap_or_default();
+            let below = |top: &Vec<&str>| {
+                all.iter()
+                    .filter(|c| c.len() > top.len() && c.starts_with(top))
+                    .count()
+            };
+            let sub_cgroups = below(&root) + extra.iter().map(below).sum::<usize>();
+            let mut steps: Vec<String> = Vec::new();
+            if system == BatchSystem::Slurm {
+                steps = all
+                    .iter()
+                    .filter(|c| c.len() == root.len() + 1 && c.starts_with(&root))
+                    .filter_map(|c| c.last()?.strip_prefix("step_"))
+                    .map(str::to_owned)
+                    .collect();
+            }
+            JobCgroup {
+                system,
+                job_id,
+                steps,
+                owner_uid: owner_uid(&root),
+                root: root.join("/"),
+                also: extra.iter().map(|e| e.join("/")).collect(),
+                sub_cgroups,
+            }
+        })
+        .collect();
+    Discovery {
+        jobs: out_jobs,
+        parents: parents.into_iter().map(|(s, p)| (s, p.join("/"))).collect(),
+    }
+}
+
+/// Paths relative to `mount` from `find <mount> -type d` output (one path per line). Lines
+/// outside `mount` are taken as already relative; the mount itself is dropped.
+pub fn paths_from_find<'a>(text: &'a str, mount: &str) -> Vec<&'a str> {
+    let mount = mount.trim_end_matches('/');
+    text.lines()
+        .map(str::trim)
+        .map(|l| match l.strip_prefix(mount) {
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
+            _ => l,
+        })
+        .map(|l| l.trim_start_matches("./").trim_matches('/'))
+        .filter(|l| !l.is_empty() && *l != ".")
+        .collect()
+}
+
+/// Directory paths from a `systemd-cgls` or `systemctl status` tree. The tree's top is the
+/// `CGroup: /path` line of `systemctl status` (or the root for `systemd-cgls`); entries are
+/// drawn with `├─`/`└─`, two columns per level; process lines (`113630 slurmstepd: …`) are
+/// skipped.
+pub fn paths_from_systemd_cgls(text: &str) -> Vec<String> {
+    let mut base: Vec<String> = Vec::new();
+    let mut stack: Vec<(usize, String)> = Vec::new();
+    let mut top_col: Option<usize> = None;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if let Some((_, path)) = line.split_once("CGroup: ") {
+            base = components(path.trim())
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
+            if !base.is_empty() {
+                out.push(base.join("/"));
+            }
+            stack.clear();
+            top_col = None;
+            continue;
+        }
+        let glyph = ["├─", "└─"].iter().filter_map(|g| line.find(g)).min();
+        let Some(byte_at) = glyph else {
+            continue;
+        };
+        let col = line.get(..byte_at).map_or(0, |s| s.chars().count());
+        let item = line.get(byte_at + "├─".len()..).unwrap_or_default().trim();
+        let top = *top_col.get_or_insert(col);
+        let depth = col.saturating_sub(top) / 2;
+        // A process: "<pid> <command>". Directories never start with a pid and a space.
+        let first = item.split(' ').next().unwrap_or_default();
+        if item.contains(' ') && !first.is_empty() && first.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        while stack.last().is_some_and(|(d, _)| *d >= depth) {
+            stack.pop();
+        }
+        stack.push((depth, item.to_owned()));
+        let path: Vec<&str> = base
+            .iter()
+            .map(String::as_str)
+            .chain(stack.iter().map(|(_, n)| n.as_str()))
+            .collect();
+        out.push(path.join("/"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

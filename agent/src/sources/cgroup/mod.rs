@@ -1,0 +1,133 @@
+//! cgroup v2 interface files of one cgroup directory, and the batch-system job cgroups found in a
+//! listing of `/sys/fs/cgroup`.
+//!
+//! Kernel documentation: `Documentation/admin-guide/cgroup-v2.rst` (the interface files and
+//! their formats: "flat keyed" `key value` lines, "nested keyed" `KEY k=v k=v` lines, single
+//! values) and `Documentation/accounting/psi.rst` (the `*.pressure` files). One module per file
+//! kind:
+//!
+//! | file | module | unit |
+//! | --- | --- | --- |
+//! | `cpu.stat` | [`cpu_stat`] | µs, counts |
+//! | `io.stat` | [`io_stat`] | bytes, I/Os, per `MAJ:MIN` device |
+//! | `memory.stat`, `memory.current`, `memory.peak` | [`memory`] | bytes (and page counts) |
+//! | `cpuset.cpus.effective`, `cpuset.cpus` | [`cpuset`] | CPU numbers |
+//! | `cpu.max`, `cpu.weight` | [`cpu_max`] | µs per period; weight 1–10000 |
+//! | `cpu.pressure`, `io.pressure`, `memory.pressure` | [`super::pressure`] (same format as `/proc/pressure/*`) | µs stalled, % |
+//!
+//! Every counter is cumulative since the cgroup was created, and a cgroup's counters include
+//! its descendants (living and, for `cpu.stat` and `io.stat`, removed ones): a job's own
+//! directory is the one to read, and the batch system's parent directory (`htcondor/`,
+//! `slurmstepd.scope/`) still counts a job that came and went between two readings.
+//! [`jobs`] tells which directories are jobs.
+//!
+//! Reads from network storage (xrootd, NFS, CephFS) are not block I/O and never show in
+//! `io.stat`; a job waiting on them shows as low CPU efficiency and, for NFS/CephFS page-cache
+//! misses, as `io.pressure`.
+
+pub mod cpu_max;
+pub mod cpu_stat;
+pub mod cpuset;
+pub mod io_stat;
+pub mod jobs;
+pub mod memory;
+
+use super::{fields, parse_u64, ParseError};
+
+/// Parses a single-value file (`memory.current`, `memory.peak`, `cpu.weight`): one unsigned
+/// integer and a newline. `what` names the file for the error.
+pub(crate) fn single_u64(text: &str, what: &str) -> Result<u64, ParseError> {
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let Some((i, line)) = lines.next() else {
+        return Err(ParseError::new(1, text, format_args!("{what} is empty")));
+    };
+    let mut f = fields(line);
+    let (Some(value), None) = (f.next(), f.next()) else {
+        return Err(ParseError::new(
+            i + 1,
+            line,
+            format_args!("{what} holds more than one value"),
+        ));
+    };
+    let v = parse_u64(value).ok_or_else(|| {
+        ParseError::new(
+            i + 1,
+            line,
+            format_args!("{what} ({value:?}) is not an unsigned 64-bit integer"),
+        )
+    })?;
+    if let Some((j, extra)) = lines.next() {
+        return Err(ParseError::new(
+            j + 1,
+            extra,
+            format_args!("{what} has a second line"),
+        ));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::pressure;
+    use super::single_u64;
+
+    /// The cgroup `*.pressure` files are parsed by the `/proc/pressure` parser: same format,
+    /// with the `full` line of `cpu.pressure` missing before 5.13.
+    #[test]
+    fn snapshot_pressure_fixtures() {
+        insta::glob!("../../../fixtures/cgroup/pressure", "*.txt", |path| {
+            let text = std::fs::read_to_string(path).expect("fixture");
+            let parsed = pressure::parse(&text);
+            assert!(parsed.is_ok(), "{}: {parsed:?}", path.display());
+            insta::assert_debug_snapshot!(parsed);
+        });
+    }
+
+    #[test]
+    fn pressure_facts() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/cgroup/pressure/");
+        let read = |name: &str| {
+            let text = std::fs::read_to_string(format!("{dir}{name}")).expect("fixture");
+            pressure::parse(&text).expect("parses")
+        };
+        let cpu = read("telegraf-v2-cpu.pressure-some-and-full.txt");
+        assert_eq!(cpu.some.map(|l| l.total_us), Some(293_391_454));
+        assert_eq!(cpu.full.map(|l| l.total_us), Some(277_111_656));
+        let old = read("procfs-cpu-some-only-pre-5.13.txt");
+        assert!(old.some.is_some() && old.full.is_none());
+        let busy = read("build-machine-linux-6.18-root-cpu.pressure-some-98pct-full-zero.txt");
+        assert_eq!(busy.some.map(|l| l.avg10), Some(98.05));
+        assert_eq!(busy.full.map(|l| l.total_us), Some(0));
+    }
+
+    #[test]
+    fn single_values() {
+        assert_eq!(
+            single_u64("13071106048\n", "memory.current"),
+            Ok(13_071_106_048)
+        );
+        assert_eq!(single_u64("0", "memory.peak"), Ok(0));
+        let e = single_u64("", "memory.current").expect_err("empty");
+        assert_eq!(e.reason, "memory.current is empty");
+        let e = single_u64("max\n", "memory.current").expect_err("max");
+        assert_eq!(
+            (e.line, e.reason.as_str()),
+            (
+                1,
+                "memory.current (\"max\") is not an unsigned 64-bit integer"
+            )
+        );
+        let e = single_u64("1 2\n", "cpu.weight").expect_err("two");
+        assert_eq!(e.reason, "cpu.weight holds more than one value");
+        let e = single_u64("1\n2\n", "cpu.weight").expect_err("two lines");
+        assert_eq!(
+            (e.line, e.reason.as_str()),
+            (2, "cpu.weight has a second line")
+        );
+        let e = single_u64("-5\n", "cpu.weight").expect_err("negative");
+        assert_eq!(e.line, 1);
+    }
+}
