@@ -1,0 +1,376 @@
+//! Per-job CPU efficiency and I/O stall over a report interval, from two readings of a job's
+//! cgroup v2 files ([`crate::sources::cgroup`]). No I/O: the collector reads, this computes.
+//!
+//! * **Allocated cores** ([`allocated_cores`]): the smallest of the figures that apply —
+//!   `cpu.max` quota ÷ period (a hard limit), the number of CPUs in `cpuset.cpus.effective`
+//!   (Slurm's `ConstrainCores=yes` puts the job's cores there), and for HTCondor jobs
+//!   `cpu.weight` ÷ 100 (HTCondor writes 100 × the slot's `Cpus`,
+//!   `src/condor_starter.V6.1/vanilla_proc.cpp`). [`Cores::from`] says which one was used.
+//!   A weight is a share, not a limit: an HTCondor job on an idle machine can run above 100 %.
+//! * **CPU efficiency** ([`cpu_efficiency`]): Δ`usage_usec` ÷ (Δwall × allocated cores), as a
+//!   fraction (0.5 = half the allocated cores busy); not clamped.
+//! * **I/O rates** ([`io_rates`]): per device, the deltas of `io.stat`'s counters per second. A
+//!   device line absent from the earlier reading had zero counters (the kernel prints a device
+//!   once it has done I/O), and so did the counters missing from a line holding only a
+//!   controller's keys. A counter that went down (a device removed and added again, a cgroup
+//!   recreated under the same name) gives no rate, never a negative or a wrapped one.
+//! * **Pressure share** ([`pressure_share`]): Δ`total` ÷ Δwall of a `*.pressure` line, the share
+//!   of the interval in which some (or all) of the job's tasks were stalled. Clamped to 1:
+//!   reading the file and the clock are not one instant, so a fully stalled job can come out a
+//!   hair above.
+//! * **A job that came or went** ([`interval`]): a job first seen in this interval started from
+//!   zero counters, so its counters are its deltas, over the time since it was created (when
+//!   known) or since the interval began ([`JobInterval::wall_usec`], an upper bound then, which
+//!   makes its efficiency a lower bound). A job that vanished has no last reading: its rates
+//!   are unknown, and what it did since its last reading is still in the batch system's parent
+//!   cgroup counters ([`crate::sources::cgroup::jobs::Discovery::parents`]).
+//!
+//! Reads from network storage (xrootd, NFS, CephFS) never show in `io.stat`: for those jobs,
+//! low efficiency and `io.pressure` are the stall signal.
+
+use crate::sources::cgroup::cpu_max::CpuMax;
+use crate::sources::cgroup::cpu_stat::CpuStat;
+use crate::sources::cgroup::cpuset::CpuSet;
+use crate::sources::cgroup::io_stat::IoDevice;
+use crate::sources::cgroup::jobs::BatchSystem;
+use crate::sources::pressure::{Pressure, PsiLine};
+
+/// Where the allocated cores came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CoresFrom {
+    /// `cpu.max` quota ÷ period.
+    CpuMax,
+    /// The CPUs in `cpuset.cpus.effective`.
+    Cpuset,
+    /// HTCondor's `cpu.weight` ÷ 100.
+    HtcondorCpuWeight,
+}
+
+/// The cores a job was given, and from which file.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cores {
+    /// Cores, possibly fractional (`cpu.max` 50000 100000 is 0.5).
+    pub cores: f64,
+    /// Which figure it is.
+    pub from: CoresFrom,
+}
+
+/// The job's allocated cores: the smallest figure that applies; `None` when none does (no
+/// quota, no cpuset, not HTCondor or no weight).
+pub fn allocated_cores(
+    system: BatchSystem,
+    cpu_max: Option<&CpuMax>,
+    cpuset: Option<&CpuSet>,
+    cpu_weight: Option<u64>,
+) -> Option<Cores> {
+    let candidates = [
+        cpu_max
+            .and_then(CpuMax::cores)
+            .map(|c| (c, CoresFrom::CpuMax)),
+        cpuset
+            .filter(|s| !s.is_empty())
+            .map(|s| (s.count() as f64, CoresFrom::Cpuset)),
+        cpu_weight
+            .filter(|_| system == BatchSystem::Htcondor)
+            .map(|w| (w as f64 / 100.0, CoresFrom::HtcondorCpuWeight)),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .filter(|(c, _)| c.is_finite() && *c > 0.0)
+        // First of equals wins: the order above is the preference.
+        .fold(
+            None,
+            |best: Option<(f64, CoresFrom)>, (c, from)| match best {
+                Some((b, _)) if b <= c => best,
+                _ => Some((c, from)),
+            },
+        )
+        .map(|(cores, from)| Cores { cores, from })
+}
+
+/// CPU efficiency: `cpu_usec` of CPU time over `wall_usec` of wall time on `cores` cores, as
+/// a fraction. `None` for no wall time or no cores.
+pub fn cpu_efficiency(cpu_usec: u64, wall_usec: u64, cores: f64) -> Option<f64> {
+    if wall_usec == 0 || !cores.is_finite() || cores <= 0.0 {
+        return None;
+    }
+    // A vanishingly small core count (a corrupt `cpu.max`) must not become infinity.
+    Some(cpu_usec as f64 / (wall_usec as f64 * cores)).filter(|e| e.is_finite())
+}
+
+/// A counter's increase, `None` when it went down.
+fn delta(prev: u64, cur: u64) -> Option<u64> {
+    cur.checked_sub(prev)
+}
+
+/// Per-second rates of one device's `io.stat` counters over an interval.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct DeviceRates {
+    /// Device major number.
+    pub major: u32,
+    /// Device minor number.
+    pub minor: u32,
+    /// Bytes read per second.
+    pub read_bytes_per_s: Option<f64>,
+    /// Bytes written per second.
+    pub write_bytes_per_s: Option<f64>,
+    /// Reads per second.
+    pub reads_per_s: Option<f64>,
+    /// Writes per second.
+    pub writes_per_s: Option<f64>,
+    /// Bytes discarded per second (5.0+).
+    pub discard_bytes_per_s: Option<f64>,
+    /// Discards per second (5.0+).
+    pub discards_per_s: Option<f64>,
+}
+
+/// Rates per device between two `io.stat` readings `wall_usec` apart; `prev` is `None` for a
+/// job first seen now (all counters from zero). Devices in `cur` order; a device only in `prev`
+/// (removed) gets no rates.
+pub fn io_rates(prev: Option<&[IoDevice]>, cur: &[IoDevice], wall_usec: u64) -> Vec<DeviceRates> {
+    if wall_usec == 0 {
+        return Vec::new();
+    }
+    let secs = wall_usec as f64 / 1e6;
+    cur.iter()
+        .map(|c| {
+            let p = prev.and_then(|p| p.iter().find(|p| (p.major, p.minor) == (c.major, c.minor)));
+            let rate = |field: fn(&IoDevice) -> Option<u64>| {
+                let now = field(c)?;
+                let before = p.and_then(field).unwrap_or(0);
+                delta(before, now).map(|d| d as f64 / secs)
+            };
+            DeviceRates {
+                major: c.major,
+                minor: c.minor,
+                read_bytes_per_s: rate(|d| d.rbytes),
+                write_bytes_per_s: rate(|d| d.wbytes),
+                reads_per_s: rate(|d| d.rios),
+                writes_per_s: rate(|d| d.wios),
+                discard_bytes_per_s: rate(|d| d.dbytes),
+                discards_per_s: rate(|d| d.dios),
+            }
+        })
+        .collect()
+}
+
+/// Share of `wall_usec` stalled between two `total=` readings (µs), 0–1; `None` when the total
+/// went down or there is no wall time. `prev` is `None` for a job first seen now.
+pub fn pressure_share(prev: Option<&PsiLine>, cur: &PsiLine, wall_usec: u64) -> Option<f64> {
+    if wall_usec == 0 {
+        return None;
+    }
+    let d = delta(prev.map_or(0, |p| p.total_us), cur.total_us)?;
+    Some((d as f64 / wall_usec as f64).min(1.0))
+}
+
+/// `some` and `full` shares of one pressure file over an interval.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct PressureShares {
+    /// Share of the interval with at least one task stalled.
+    pub some: Option<f64>,
+    /// Share with all non-idle tasks stalled (`None` for `cpu` before 5.13).
+    pub full: Option<f64>,
+}
+
+fn shares(prev: Option<&Pressure>, cur: Option<&Pressure>, wall_usec: u64) -> PressureShares {
+    let Some(cur) = cur else {
+        return PressureShares::default();
+    };
+    // A job seen before but whose earlier file was unreadable has no baseline: no share.
+    let line = |pick: fn(&Pressure) -> Option<PsiLine>, prev: Option<&Pressure>| {
+        let now = pick(cur)?;
+        match prev {
+            Some(p) => pressure_share(Some(&pick(p)?), &now, wall_usec),
+            None => pressure_share(None, &now, wall_usec),
+        }
+    };
+    PressureShares {
+        some: line(|p| p.some, prev),
+        full: line(|p| p.full, prev),
+    }
+}
+
+/// One reading of a job's files, taken at `at_usec` on a monotonic clock.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JobReading {
+    /// When the files were read, µs on a monotonic clock.
+    pub at_usec: u64,
+    /// When the job's cgroup was created on the same clock, if known.
+    pub created_usec: Option<u64>,
+    /// `cpu.stat`.
+    pub cpu: Option<CpuStat>,
+    /// `io.stat` device lines.
+    pub io: Option<Vec<IoDevice>>,
+    /// `cpu.pressure`.
+    pub cpu_pressure: Option<Pressure>,
+    /// `io.pressure`.
+    pub io_pressure: Option<Pressure>,
+    /// `memory.pressure`.
+    pub memory_pressure: Option<Pressure>,
+    /// `memory.current`, bytes.
+    pub memory_current: Option<u64>,
+    /// `memory.peak`, bytes (5.19+).
+    pub memory_peak: Option<u64>,
+    /// Allocated cores ([`allocated_cores`]).
+    pub cores: Option<Cores>,
+}
+
+/// Whether a job lasted through the interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Presence {
+    /// Seen at both ends.
+    Throughout,
+    /// First seen at the end: created within the interval.
+    Appeared,
+    /// Seen at the start only: ended within the interval.
+    Vanished,
+}
+
+/// What a job did over one interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobInterval {
+    /// Whether it lasted through.
+    pub presence: Presence,
+    /// Wall time the deltas cover, µs (0 for a vanished job).
+    pub wall_usec: u64,
+    /// Whether `wall_usec` runs from the interval's start because the job's creation time is
+    /// unknown: the job ran for at most that long, and its efficiency is a lower bound.
+    pub wall_is_upper_bound: bool,
+    /// CPU time used, µs.
+    pub cpu_usec: Option<u64>,
+    /// The cores used for the efficiency.
+    pub cores: Option<Cores>,
+    /// CPU efficiency ([`cpu_efficiency`]).
+    pub efficiency: Option<f64>,
+    /// Block I/O rates per device.
+    pub io: Vec<DeviceRates>,
+    /// I/O pressure.
+    pub io_pressure: PressureShares,
+    /// CPU pressure.
+    pub cpu_pressure: PressureShares,
+    /// Memory pressure.
+    pub memory_pressure: PressureShares,
+    /// `memory.current` at the end, bytes.
+    pub memory_current: Option<u64>,
+    /// `memory.peak` at the end, bytes.
+    pub memory_peak: Option<u64>,
+}
+
+/// A job's interval from its reading at the start (`prev`) and at the end (`cur`) of a report
+/// interval that began at `start_usec`. `None` when the job was seen at neither end.
+pub fn interval(
+    prev: Option<&JobReading>,
+    cur: Option<&JobReading>,
+    start_usec: u64,
+) -> Option<JobInterval> {
+    let (presence, wall_usec, upper) = match (prev, cur) {
+        (None, None) => return None,
+        (Some(_), None) => (Presence::Vanished, 0, false),
+        (Some(p), Some(c)) => (
+            Presence::Throughout,
+            c.at_usec.saturating_sub(p.at_usec),
+            false,
+        ),
+        (None, Some(c)) => {
+            let since = c.created_usec.unwrap_or(start_usec);
+            (
+                Presence::Appeared,
+                c.at_usec.saturating_sub(since),
+                c.created_usec.is_none(),
+            )
+        }
+    };
+    let mut out = JobInterval {
+        presence,
+        wall_usec,
+        wall_is_upper_bound: upper,
+        cpu_usec: None,
+        cores: None,
+        efficiency: None,
+        io: Vec::new(),
+        io_pressure: PressureShares::default(),
+        cpu_pressure: PressureShares::default(),
+        memory_pressure: PressureShares::default(),
+        memory_current: None,
+        memory_peak: None,
+    };
+    let Some(c) = cur else {
+        return Some(out);
+    };
+    // For a job seen throughout, a file unreadable at the start leaves no baseline: no delta
+    // rather than a delta from zero. For a job that appeared, zero is the baseline.
+    out.cpu_usec = match (prev.map(|p| p.cpu), c.cpu) {
+        (None, Some(now)) => Some(now.usage_usec),
+        (Some(Some(before)), Some(now)) => delta(before.usage_usec, now.usage_usec),
+        _ => None,
+    };
+    out.cores = c.cores;
+    out.efficiency = out
+        .cpu_usec
+        .zip(c.cores)
+        .and_then(|(cpu, cores)| cpu_efficiency(cpu, wall_usec, cores.cores));
+    if let Some(now) = &c.io {
+        match prev.map(|p| p.io.as_deref()) {
+            None => out.io = io_rates(None, now, wall_usec),
+            Some(Some(before)) => out.io = io_rates(Some(before), now, wall_usec),
+            Some(None) => {}
+        }
+    }
+    let pair = |pick: fn(&JobReading) -> Option<Pressure>| -> PressureShares {
+        match prev.map(pick) {
+            Some(None) => PressureShares::default(),
+            before => shares(before.flatten().as_ref(), pick(c).as_ref(), wall_usec),
+        }
+    };
+    out.io_pressure = pair(|r| r.io_pressure);
+    out.cpu_pressure = pair(|r| r.cpu_pressure);
+    out.memory_pressure = pair(|r| r.memory_pressure);
+    out.memory_current = c.memory_current;
+    out.memory_peak = c.memory_peak;
+    Some(out)
+}
+
+/// The node's jobs over one interval: what all of them together did.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NodeJobs {
+    /// Jobs counted.
+    pub jobs: usize,
+    /// Σ CPU time ÷ Σ (wall × cores) over the jobs with both: the node's job efficiency.
+    pub efficiency: Option<f64>,
+    /// Σ (io `some` share × wall) ÷ Σ wall over the jobs with an io `some` share: the share of
+    /// job time stalled on I/O.
+    pub io_stalled_share: Option<f64>,
+    /// Indexes of the jobs by io `some` share, highest first (ties by index), at most `top`.
+    pub top_by_io_stall: Vec<usize>,
+}
+
+/// Sums a node's job intervals; `top` bounds the ranking.
+pub fn node_jobs(intervals: &[JobInterval], top: usize) -> NodeJobs {
+    let (mut cpu, mut capacity, mut stalled, mut wall) = (0.0, 0.0, 0.0, 0.0);
+    let mut ranked: Vec<(usize, f64)> = Vec::new();
+    for (i, j) in intervals.iter().enumerate() {
+        if let (Some(c), Some(cores)) = (j.cpu_usec, j.cores) {
+            if j.wall_usec > 0 {
+                cpu += c as f64;
+                capacity += j.wall_usec as f64 * cores.cores;
+            }
+        }
+        if let Some(s) = j.io_pressure.some {
+            stalled += s * j.wall_usec as f64;
+            wall += j.wall_usec as f64;
+            ranked.push((i, s));
+        }
+    }
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    NodeJobs {
+        jobs: intervals.len(),
+        efficiency: (capacity > 0.0).then(|| cpu / capacity),
+        io_stalled_share: (wall > 0.0).then(|| stalled / wall),
+        top_by_io_stall: ranked.into_iter().take(top).map(|(i, _)| i).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests;
