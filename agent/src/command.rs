@@ -181,6 +181,232 @@ impl CommandRunner for SystemRunner {
     }
 }
 
+/// What a command that ran to its end left: its exit status and what it printed. A tool whose
+/// exit status is a bit mask with output worth reading either way (`smartctl`) is run through
+/// [`Spawned`], which hands both back instead of calling a non-zero status a failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// Its exit code (-1 when it was ended by a signal).
+    pub status: i32,
+    /// Its standard output, lossily decoded.
+    pub stdout: String,
+    /// The first 300 characters of its standard error, lines joined with ` / `.
+    pub stderr: String,
+}
+
+/// A command started and not waited for: its owner polls it ([`Spawned::poll`]) and kills it
+/// ([`Spawned::kill`]) when it passes the owner's deadline, so that one thread can keep several
+/// running and none of them can hold it up.
+///
+/// The command runs in a process group of its own, and killing it kills the group: a tool
+/// started through a wrapper script (or one that forks helpers) leaves no child behind holding
+/// the output pipe open, and the threads draining the pipes end with it. Standard output is
+/// read up to `limit` bytes; past that the group is killed and the run is
+/// [`CommandError::TooMuchOutput`]. Dropping a `Spawned` that has not finished kills it.
+#[derive(Debug)]
+pub struct Spawned {
+    program: PathBuf,
+    child: std::process::Child,
+    limit: usize,
+    overflow: Arc<AtomicBool>,
+    out_reader: Option<std::thread::JoinHandle<Vec<u8>>>,
+    err_reader: Option<std::thread::JoinHandle<Vec<u8>>>,
+    /// The exit status, once reaped.
+    status: Option<std::process::ExitStatus>,
+    done: bool,
+}
+
+impl Spawned {
+    /// Starts `program args…` with standard input closed, in a new process group.
+    pub fn start(program: &Path, args: &[&str], limit: usize) -> Result<Self, CommandError> {
+        use std::os::unix::process::CommandExt;
+        let mut child = match Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env("LC_ALL", "C")
+            .process_group(0)
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(CommandError::NotFound(program.to_owned()))
+            }
+            Err(source) => {
+                return Err(CommandError::Io {
+                    program: program.to_owned(),
+                    source,
+                })
+            }
+        };
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
+        let overflow = Arc::new(AtomicBool::new(false));
+        let overflowed = Arc::clone(&overflow);
+        let spawn_reader = |f: Box<dyn FnOnce() -> Vec<u8> + Send>| {
+            std::thread::Builder::new()
+                .name("storwatch-cmd-out".into())
+                .spawn(f)
+                .ok()
+        };
+        let out_reader = spawn_reader(Box::new(move || {
+            let mut buf = Vec::new();
+            if let Some(s) = stdout {
+                let _ = s.take(limit as u64 + 1).read_to_end(&mut buf);
+                if buf.len() > limit {
+                    // Stop reading (the pipe closes here) and have the owner kill the group.
+                    overflowed.store(true, Ordering::Relaxed);
+                    buf = Vec::new();
+                }
+            }
+            buf
+        }));
+        let err_reader = spawn_reader(Box::new(move || {
+            let mut buf = Vec::new();
+            if let Some(mut s) = stderr {
+                let _ = s.by_ref().take(4096).read_to_end(&mut buf);
+                // Keep draining so a chatty tool does not block on a full pipe.
+                let _ = std::io::copy(&mut s, &mut std::io::sink());
+            }
+            buf
+        }));
+        let mut s = Self {
+            program: program.to_owned(),
+            child,
+            limit,
+            overflow,
+            out_reader,
+            err_reader,
+            status: None,
+            done: false,
+        };
+        if s.out_reader.is_none() || s.err_reader.is_none() {
+            s.kill();
+            return Err(CommandError::Io {
+                program: program.to_owned(),
+                source: std::io::Error::other("no thread to read its output"),
+            });
+        }
+        Ok(s)
+    }
+
+    /// The process id of the command (and of its process group).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `None` while it runs; its result once it has exited and its output is read, or once it
+    /// printed more than the limit (then it is killed). Never blocks.
+    pub fn poll(&mut self) -> Option<Result<Finished, CommandError>> {
+        if self.done {
+            return None;
+        }
+        if self.overflow.load(Ordering::Relaxed) {
+            self.kill();
+            return Some(Err(CommandError::TooMuchOutput {
+                program: self.program.clone(),
+                limit: self.limit,
+            }));
+        }
+        if self.status.is_none() {
+            match self.child.try_wait() {
+                Ok(Some(st)) => self.status = Some(st),
+                Ok(None) => return None,
+                Err(source) => {
+                    self.kill();
+                    return Some(Err(CommandError::Io {
+                        program: self.program.clone(),
+                        source,
+                    }));
+                }
+            }
+        }
+        // Exited; its output is complete when the pipe is closed (a helper it left behind may
+        // still hold it: then this waits for the owner's deadline like a hung command).
+        let out_done = self.out_reader.as_ref().is_none_or(|h| h.is_finished());
+        let err_done = self.err_reader.as_ref().is_none_or(|h| h.is_finished());
+        if !(out_done && err_done) {
+            return None;
+        }
+        self.done = true;
+        let out = self
+            .out_reader
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        if self.overflow.load(Ordering::Relaxed) {
+            return Some(Err(CommandError::TooMuchOutput {
+                program: self.program.clone(),
+                limit: self.limit,
+            }));
+        }
+        let err = self
+            .err_reader
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        let status = self.status.and_then(|s| s.code()).unwrap_or(-1);
+        Some(Ok(Finished {
+            status,
+            stdout: String::from_utf8_lossy(&out).into_owned(),
+            stderr: short_stderr(&err),
+        }))
+    }
+
+    /// Kills the command's whole process group and reaps the command. The threads draining its
+    /// pipes end when the pipes close (they are not waited for).
+    pub fn kill(&mut self) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                // While the leader is unreaped, or any member of its group lives (a helper
+                // holding the pipe after the leader exited), the kernel does not hand its id
+                // to another process: the group signalled is ours.
+                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.out_reader = None;
+        self.err_reader = None;
+    }
+
+    /// The error a caller reports when it kills the command at its deadline.
+    pub fn timeout_error(&self, timeout: Duration) -> CommandError {
+        CommandError::Timeout {
+            program: self.program.clone(),
+            timeout,
+        }
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A tool's standard error as one log line: its first 300 characters, lines joined.
+fn short_stderr(err: &[u8]) -> String {
+    let mut stderr = String::from_utf8_lossy(err).into_owned();
+    stderr.truncate(
+        stderr
+            .char_indices()
+            .nth(300)
+            .map_or(stderr.len(), |(i, _)| i),
+    );
+    stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
 /// Answers from captured output, keyed by `"program arg arg"` (program by file name only).
 /// For tests of collectors that use commands.
 #[derive(Debug, Default, Clone)]
@@ -398,6 +624,97 @@ mod tests {
     fn hung_program_is_killed_at_the_deadline() {
         let r = SystemRunner.run(Path::new("/bin/sleep"), &["30"], Duration::from_millis(200));
         assert!(matches!(r, Err(CommandError::Timeout { .. })));
+    }
+
+    /// Polls until `s` answers or `within` passes.
+    fn poll_until(s: &mut Spawned, within: Duration) -> Option<Result<Finished, CommandError>> {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Some(r) = s.poll() {
+                return Some(r);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        None
+    }
+
+    #[test]
+    fn spawned_hands_back_output_and_a_nonzero_status() {
+        let mut s = Spawned::start(
+            Path::new("/bin/sh"),
+            &["-c", "echo '{\"a\":1}'; echo warned >&2; exit 64"],
+            1024,
+        )
+        .expect("started");
+        let r = poll_until(&mut s, Duration::from_secs(10)).expect("finished");
+        assert_eq!(
+            r.expect("ran"),
+            Finished {
+                status: 64,
+                stdout: "{\"a\":1}\n".into(),
+                stderr: "warned".into()
+            }
+        );
+        assert!(s.poll().is_none(), "answers once");
+        assert!(matches!(
+            Spawned::start(Path::new("/nonexistent/smartctl"), &[], 10),
+            Err(CommandError::NotFound(_))
+        ));
+    }
+
+    /// Whether process `pid` exists (a zombie counts).
+    fn alive(pid: u32) -> bool {
+        Path::new(&format!("/proc/{pid}")).exists()
+    }
+
+    #[test]
+    fn killing_a_spawned_script_kills_what_it_started() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pidfile = dir.path().join("pid");
+        // The shell waits on a sleep that holds the output pipe: killing the shell alone
+        // would leave the sleep, and the thread reading the pipe, for 1000 s.
+        let script = format!("sleep 1000 & echo $! > {}; wait", pidfile.display());
+        let mut s = Spawned::start(Path::new("/bin/sh"), &["-c", &script], 1024).expect("started");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let sleep_pid = loop {
+            if let Some(p) = std::fs::read_to_string(&pidfile)
+                .ok()
+                .and_then(|t| t.trim().parse::<u32>().ok())
+            {
+                break p;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the script never started its sleep"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        assert!(s.poll().is_none(), "still running");
+        s.kill();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while alive(sleep_pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            !alive(sleep_pid),
+            "the sleep the script started was killed too"
+        );
+        assert!(s.poll().is_none(), "a killed command answers nothing");
+    }
+
+    #[test]
+    fn a_spawned_flood_is_cut_at_its_limit() {
+        let mut s = Spawned::start(
+            Path::new("/bin/sh"),
+            &["-c", "yes | head -c 2147483648"],
+            1 << 20,
+        )
+        .expect("started");
+        let r = poll_until(&mut s, Duration::from_secs(30)).expect("answered");
+        assert!(
+            matches!(r, Err(CommandError::TooMuchOutput { limit, .. }) if limit == 1 << 20),
+            "{r:?}"
+        );
     }
 
     #[test]

@@ -60,6 +60,8 @@ pub struct Config {
     pub prometheus: crate::prometheus::PrometheusConfig,
     /// Filesystem capacity.
     pub fs: crate::collect::fs::FsConfig,
+    /// Drive health (smartctl).
+    pub drive: crate::collect::drive::DriveConfig,
 }
 
 impl Default for Config {
@@ -87,6 +89,7 @@ impl Default for Config {
             mpath: Default::default(),
             prometheus: Default::default(),
             fs: Default::default(),
+            drive: Default::default(),
         }
     }
 }
@@ -228,6 +231,25 @@ exclude_mounts = ["/proc/*", "/sys/*", "/dev/*", "/run/credentials/*", "/var/lib
 rootfs = "/"
 # The simulator's stand-in for statvfs(3) (numbers per mount point in a file); empty: statvfs.
 statvfs_file = ""
+
+# Drive health: `smartctl --json -a -n standby /dev/X` for every whole disk (sd*, nvme*n*) on
+# a thread of its own, each disk once per `interval`, the calls spread evenly over it, and the
+# members of an MD array that degrades at once. A call is killed (with its process group) after
+# `timeout` or when it prints more than max_output_bytes, and reported; at most max_running run
+# at once. A sleeping disk is not woken (it keeps its last reading, asleep=true). Without
+# smartctl: one info line, nothing else. See docs/metrics-drive.md.
+[drive]
+enabled = true
+# The smartctl program (a name looked up in PATH, or a path); smartmontools >= 7.0. With a
+# sys_root other than /sys (a fixture tree, or the host's /sys seen from a container) only a
+# smartctl given by path is run.
+smartctl = "smartctl"
+interval = "30m"
+timeout = "60s"
+max_output_bytes = 1048576
+max_running = 4
+# Disks not read (globs on kernel names).
+exclude = []
 
 # Delivery when `output` is an http(s):// URL: the collector (/write or /api/v2/write) or InfluxDB
 # itself (v1 /write?db=, v2 /api/v2/write?org=&bucket=, v3 /api/v3/write_lp?db=). Reports are

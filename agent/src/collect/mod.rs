@@ -19,6 +19,7 @@
 //! sample goes on.
 
 pub mod disk;
+pub mod drive;
 pub mod fs;
 pub mod host;
 pub mod md;
@@ -281,8 +282,8 @@ impl SourceErrors {
     }
 }
 
-/// The storage collectors the configuration enables (multipath, MD, zpool, filesystem
-/// capacity), in report order. `inline` (for `once` and stepped tests) runs slow commands on the sampling thread so
+/// The storage collectors the configuration enables (multipath, MD, zpool, drive health,
+/// filesystem capacity), in report order. `inline` (for `once` and stepped tests) runs slow commands on the sampling thread so
 /// that one report interval already has their answers.
 pub fn storage(cfg: &Config, inline: bool) -> Vec<Box<dyn Collector>> {
     let mut v: Vec<Box<dyn Collector>> = Vec::new();
@@ -307,6 +308,19 @@ pub fn storage(cfg: &Config, inline: bool) -> Vec<Box<dyn Collector>> {
             ))
         } else {
             Box::new(ZpoolMonitor::new(cfg.zpool.clone(), cfg.risk, runner))
+        });
+    }
+    // The disks are named by the sys root, and smartctl reads this machine's /dev: on another
+    // tree (a fixture, the simulator) only a smartctl given by path (a stand-in) is run.
+    let own_disks =
+        cfg.sys_root == std::path::Path::new("/sys") || cfg.drive.smartctl.components().count() > 1;
+    if cfg.drive.enabled && own_disks {
+        // After md: a degraded array's event of this sample has its members read at once.
+        let root = crate::root::Root::new(&cfg.proc_root, &cfg.sys_root);
+        v.push(if inline {
+            Box::new(drive::DriveMonitor::new_inline(cfg.drive.clone(), root))
+        } else {
+            Box::new(drive::DriveMonitor::new(cfg.drive.clone(), root))
         });
     }
     if cfg.fs.enabled {

@@ -1,0 +1,541 @@
+//! The drive monitor's worker: which disks, when each is read, and running `smartctl` for them
+//! without any one call holding up another.
+//!
+//! Every `interval` a round starts: the whole disks are listed from `/sys/block` (`sd*`,
+//! `nvme*n*`; partitions, dm, md and loop devices are not drives) and their place in the
+//! block-device stack is read, and disk *i* of *n* is due `i × interval / n` after the round's
+//! start, so a 100-disk server runs one `smartctl` every 18 s instead of 100 at once. A due call
+//! is started without waiting for the ones still running (at most `max_running` at a time);
+//! each is polled, and killed with its process group once it has run `timeout`. Disks asked for
+//! out of schedule (the members of an MD array that degraded) go first.
+//!
+//! Inline (`once`, stepped tests), a round's disks are all due when it starts and the poll that
+//! starts them waits for them, each still bounded by `timeout`.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::collect::fs::Placement;
+use crate::command::{CommandError, CommandJob, Finished, Spawned};
+use crate::config::glob_match;
+use crate::root::{list_dir, read_optional, Root};
+use crate::sources::smartctl::{self, DriveHealth, Outcome};
+use crate::sources::sysblock::{self, DeviceKind};
+use crate::sources::ParseError;
+
+/// How often running calls are looked at (their exit, their output, their deadline).
+const POLL_S: f64 = 0.025;
+
+/// Devices visited at most when walking up one disk's device stack.
+const MAX_STACK: usize = 256;
+
+/// Disks whose reading is wanted at once, shared by the collector (which adds) and the worker
+/// (which takes).
+pub(super) type Urgent = Arc<Mutex<Vec<String>>>;
+
+/// Why a drive was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum DriveError {
+    /// smartctl could not be run, hung, or printed too much.
+    #[error("smartctl {device}: {source}")]
+    Command {
+        /// `/dev/sdX`.
+        device: String,
+        /// What went wrong.
+        source: CommandError,
+    },
+    /// Its output was not smartctl JSON (garbage, or cut short).
+    #[error("smartctl {device}: exit status {status}: {source}")]
+    Parse {
+        /// `/dev/sdX`.
+        device: String,
+        /// smartctl's exit status.
+        status: i32,
+        /// What was wrong.
+        source: ParseError,
+    },
+    /// smartctl answered but read nothing: the command line was refused (exit bit 0) or the
+    /// device could not be opened (bit 1 without a low-power message).
+    #[error("smartctl {device}: not read (exit status {status}): {why}")]
+    NotRead {
+        /// `/dev/sdX`.
+        device: String,
+        /// smartctl's exit status.
+        status: i32,
+        /// smartctl's messages, or its standard error.
+        why: String,
+    },
+}
+
+/// What one call amounted to.
+#[derive(Debug)]
+pub(super) enum ReadResult {
+    /// The drive was read.
+    Read(Box<DriveHealth>),
+    /// `-n standby` left it asleep in this mode: not read, not an error.
+    Asleep(String),
+    /// Not read.
+    Failed(DriveError),
+}
+
+/// One disk and where it sits.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Disk {
+    /// Kernel name (`sda`, `nvme0n1`).
+    pub(super) name: String,
+    /// The MD arrays and multipath maps above it.
+    pub(super) place: Placement,
+}
+
+/// What the worker hands the collector.
+#[derive(Debug)]
+pub(super) enum Update {
+    /// A round started with these disks (the others are gone).
+    Disks(Vec<Disk>),
+    /// A call ended, `at` that instant.
+    Read {
+        name: String,
+        at: Instant,
+        result: ReadResult,
+    },
+}
+
+/// One call running.
+#[derive(Debug)]
+struct Running {
+    name: String,
+    started: Instant,
+    child: Spawned,
+}
+
+/// The settings the worker needs, resolved.
+#[derive(Debug, Clone)]
+pub(super) struct JobConfig {
+    pub(super) smartctl: PathBuf,
+    pub(super) interval_s: f64,
+    pub(super) timeout: Duration,
+    pub(super) max_output_bytes: usize,
+    pub(super) max_running: usize,
+    pub(super) exclude: Vec<String>,
+    /// Calls of a round all at its start, and waited for (`once`, stepped tests).
+    pub(super) inline: bool,
+}
+
+/// The drive monitor's [`CommandJob`].
+#[derive(Debug)]
+pub(super) struct DriveJob {
+    cfg: JobConfig,
+    root: Root,
+    urgent: Urgent,
+    /// The disks of the current round.
+    disks: BTreeSet<String>,
+    /// Scheduled calls of this round: (due, disk), in order.
+    queue: VecDeque<(f64, String)>,
+    /// Disks asked for out of schedule, not yet started.
+    asked: VecDeque<String>,
+    running: Vec<Running>,
+    next_round_s: f64,
+    last_now_s: f64,
+    /// smartctl was looked for and not found (said once, at the first round).
+    missing_told: bool,
+    missing: bool,
+}
+
+impl DriveJob {
+    pub(super) fn new(cfg: JobConfig, root: Root, urgent: Urgent) -> Self {
+        Self {
+            cfg,
+            root,
+            urgent,
+            disks: BTreeSet::new(),
+            queue: VecDeque::new(),
+            asked: VecDeque::new(),
+            running: Vec::new(),
+            next_round_s: f64::NEG_INFINITY,
+            last_now_s: 0.0,
+            missing_told: false,
+            missing: false,
+        }
+    }
+
+    fn start_round(&mut self, now_s: f64, out: &mut Vec<Update>) {
+        self.next_round_s = now_s + self.cfg.interval_s;
+        let names = whole_disks(&self.root, &self.cfg.exclude);
+        let disks: Vec<Disk> = names
+            .iter()
+            .map(|n| Disk {
+                name: n.clone(),
+                place: above(&self.root, n),
+            })
+            .collect();
+        self.disks = names.iter().cloned().collect();
+        out.push(Update::Disks(disks));
+        self.queue.clear();
+        self.missing = !found(&self.cfg.smartctl);
+        if self.missing {
+            if !self.missing_told {
+                self.missing_told = true;
+                tracing::info!(
+                    source = "smartctl",
+                    "{}: not found; drive health is not read (install smartmontools ≥ 7.0, or set [drive] smartctl)",
+                    self.cfg.smartctl.display()
+                );
+            }
+            return;
+        }
+        let n = names.len().max(1) as f64;
+        let spacing = if self.cfg.inline {
+            0.0
+        } else {
+            self.cfg.interval_s / n
+        };
+        for (i, name) in names.into_iter().enumerate() {
+            self.queue.push_back((now_s + i as f64 * spacing, name));
+        }
+    }
+
+    /// Collects what the running calls answered, and kills those past their deadline.
+    fn reap(&mut self, out: &mut Vec<Update>) {
+        let timeout = self.cfg.timeout;
+        let mut i = 0;
+        while i < self.running.len() {
+            let r = &mut self.running[i];
+            let result = match r.child.poll() {
+                Some(Ok(fin)) => Some(interpret(&device_path(&r.name), fin)),
+                Some(Err(e)) => Some(ReadResult::Failed(DriveError::Command {
+                    device: device_path(&r.name),
+                    source: e,
+                })),
+                None if r.started.elapsed() >= timeout => {
+                    r.child.kill();
+                    Some(ReadResult::Failed(DriveError::Command {
+                        device: device_path(&r.name),
+                        source: r.child.timeout_error(timeout),
+                    }))
+                }
+                None => None,
+            };
+            match result {
+                Some(result) => {
+                    let r = self.running.swap_remove(i);
+                    out.push(Update::Read {
+                        name: r.name,
+                        at: Instant::now(),
+                        result,
+                    });
+                }
+                None => i += 1,
+            }
+        }
+    }
+
+    /// Starts what is due, asked-for disks first, while fewer than `max_running` run.
+    fn start_due(&mut self, now_s: f64, out: &mut Vec<Update>) {
+        if self.missing {
+            self.asked.clear();
+            return;
+        }
+        while self.running.len() < self.cfg.max_running.max(1) {
+            let name = if let Some(n) = self.asked.pop_front() {
+                n
+            } else if self.queue.front().is_some_and(|(due, _)| *due <= now_s) {
+                match self.queue.pop_front() {
+                    Some((_, n)) => n,
+                    None => break,
+                }
+            } else {
+                break;
+            };
+            // A disk still being read is not started twice.
+            if self.running.iter().any(|r| r.name == name) {
+                continue;
+            }
+            let dev = device_path(&name);
+            let args = ["--json", "-a", "-n", "standby", dev.as_str()];
+            match Spawned::start(&self.cfg.smartctl, &args, self.cfg.max_output_bytes) {
+                Ok(child) => self.running.push(Running {
+                    name,
+                    started: Instant::now(),
+                    child,
+                }),
+                Err(CommandError::NotFound(_)) => {
+                    // Removed since the round started: quiet until it is back.
+                    self.missing = true;
+                    self.queue.clear();
+                    self.asked.clear();
+                    return;
+                }
+                Err(e) => out.push(Update::Read {
+                    name,
+                    at: Instant::now(),
+                    result: ReadResult::Failed(DriveError::Command {
+                        device: dev,
+                        source: e,
+                    }),
+                }),
+            }
+        }
+    }
+}
+
+impl CommandJob for DriveJob {
+    type Output = Vec<Update>;
+
+    fn run_due(&mut self, now_s: f64, woken: bool) -> Option<Vec<Update>> {
+        self.last_now_s = now_s;
+        let mut out = Vec::new();
+        if now_s >= self.next_round_s {
+            self.start_round(now_s, &mut out);
+        }
+        if woken {
+            let asked =
+                std::mem::take(&mut *self.urgent.lock().unwrap_or_else(PoisonError::into_inner));
+            for name in asked {
+                if self.disks.contains(&name) && !self.asked.contains(&name) {
+                    self.asked.push_back(name);
+                }
+            }
+        }
+        loop {
+            self.reap(&mut out);
+            self.start_due(now_s, &mut out);
+            // Inline, the poll that starts calls waits for them (each bounded by its timeout).
+            if !self.cfg.inline || self.running.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_secs_f64(POLL_S));
+        }
+        (!out.is_empty()).then_some(out)
+    }
+
+    fn next_due_s(&self) -> f64 {
+        if !self.running.is_empty() || !self.asked.is_empty() {
+            return self.last_now_s + POLL_S;
+        }
+        let next_call = self.queue.front().map_or(f64::INFINITY, |(due, _)| *due);
+        next_call.min(self.next_round_s)
+    }
+}
+
+/// `/dev/<name>`.
+pub(super) fn device_path(name: &str) -> String {
+    format!("/dev/{name}")
+}
+
+/// Whether `program` can be run: an existing file when it names a path, else a file of that
+/// name in a `PATH` directory.
+fn found(program: &Path) -> bool {
+    if program.components().count() > 1 {
+        return program.is_file();
+    }
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths)
+            .any(|d| !d.as_os_str().is_empty() && d.join(program).is_file())
+    })
+}
+
+/// What a finished call amounts to. The process's own exit status stands in for the JSON's
+/// when smartctl did not print one.
+pub(super) fn interpret(device: &str, fin: Finished) -> ReadResult {
+    let mut health = match smartctl::parse(&fin.stdout) {
+        Ok(h) => h,
+        Err(source) => {
+            return ReadResult::Failed(DriveError::Parse {
+                device: device.to_owned(),
+                status: fin.status,
+                source,
+            })
+        }
+    };
+    if health.exit_status.is_none() {
+        health.exit_status = u8::try_from(fin.status).ok();
+    }
+    match health.outcome() {
+        Outcome::Read => ReadResult::Read(Box::new(health)),
+        Outcome::LowPower(mode) => ReadResult::Asleep(mode),
+        Outcome::NotRead => {
+            let said: Vec<&str> = health.messages.iter().map(|m| m.text.as_str()).collect();
+            let why = if said.is_empty() {
+                fin.stderr
+            } else {
+                said.join(" / ")
+            };
+            ReadResult::Failed(DriveError::NotRead {
+                device: device.to_owned(),
+                status: fin.status,
+                why,
+            })
+        }
+    }
+}
+
+/// Whether a `/sys/block` name is a drive smartctl can read: `sd*` (SCSI, SATA, SAS) and NVMe
+/// namespaces `nvme<ctrl>n<ns>`. Partitions are not listed in `/sys/block`; dm, md, loop,
+/// zram and virtio disks are not drives with a SMART log.
+fn is_drive(name: &str) -> bool {
+    if let Some(rest) = name.strip_prefix("sd") {
+        return !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_lowercase());
+    }
+    if let Some(rest) = name.strip_prefix("nvme") {
+        let Some((ctrl, ns)) = rest.split_once('n') else {
+            return false;
+        };
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        return digits(ctrl) && digits(ns);
+    }
+    false
+}
+
+/// The whole disks of `/sys/block`, sorted, without the excluded ones. An unreadable
+/// `/sys/block` is no disks.
+fn whole_disks(root: &Root, exclude: &[String]) -> Vec<String> {
+    let mut names: Vec<String> = list_dir(&root.sys("block"))
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| is_drive(n) && !exclude.iter().any(|p| glob_match(p, n)))
+        .collect();
+    names.sort_by(|a, b| (a.len(), a).cmp(&(b.len(), b)));
+    names
+}
+
+/// `major:minor` of a whole device of `/sys/block`.
+fn devt(root: &Root, name: &str) -> Option<(u32, u32)> {
+    let text = read_optional(&root.sys(&format!("block/{name}/dev"))).ok()??;
+    let (a, b) = text.trim().split_once(':')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+/// The MD arrays and multipath maps built on disk `name` (or on its partitions), found by
+/// walking up sysfs `holders/`: the same tags, in the same form (sorted, comma-separated; a map
+/// by its dm name), as [`crate::collect::fs::place`] finds walking down from a filesystem.
+fn above(root: &Root, name: &str) -> Placement {
+    let mut place = Placement {
+        device: name.to_owned(),
+        kind: "disk".to_owned(),
+        ..Placement::default()
+    };
+    if name.starts_with("nvme") {
+        place.kind = DeviceKind::Nvme.as_str().to_owned();
+    }
+    let mut md = BTreeSet::new();
+    let mut mpath = BTreeSet::new();
+    // The disk's partitions hold arrays as the disk itself does.
+    let mut todo: Vec<String> = vec![name.to_owned()];
+    let disk_dir = root.sys(&format!("block/{name}"));
+    for entry in list_dir(&disk_dir).ok().flatten().unwrap_or_default() {
+        if entry.starts_with(name) && disk_dir.join(&entry).join("partition").is_file() {
+            todo.push(entry);
+        }
+    }
+    let mut seen = BTreeSet::new();
+    while let Some(n) = todo.pop() {
+        if !seen.insert(n.clone()) || seen.len() > MAX_STACK {
+            continue;
+        }
+        let numbers = devt(root, &n).or_else(|| {
+            // a partition: its `dev` is in its disk's directory
+            let text = read_optional(&disk_dir.join(&n).join("dev")).ok()??;
+            let (a, b) = text.trim().split_once(':')?;
+            Some((a.parse().ok()?, b.parse().ok()?))
+        });
+        let Some((major, minor)) = numbers else {
+            continue;
+        };
+        let Ok(Some(info)) = sysblock::read_info(root, &n, major, minor) else {
+            continue;
+        };
+        if n != name {
+            match sysblock::classify(&n, info.dm_uuid.as_deref(), info.partition) {
+                DeviceKind::Md => {
+                    md.insert(n.clone());
+                }
+                DeviceKind::Mpath => {
+                    mpath.insert(info.dm_name.clone().unwrap_or_else(|| n.clone()));
+                }
+                _ => {}
+            }
+        }
+        todo.extend(info.holders.iter().cloned());
+    }
+    place.md = md.into_iter().collect::<Vec<_>>().join(",");
+    place.mpath = mpath.into_iter().collect::<Vec<_>>().join(",");
+    place
+}
+
+/// The whole disks under MD array `array` (its `slaves/`, a partition counted as its disk),
+/// among `disks`.
+pub(super) fn array_disks<'a>(
+    root: &Root,
+    array: &str,
+    disks: impl Iterator<Item = &'a String> + Clone,
+) -> Vec<String> {
+    let members = list_dir(&root.sys(&format!("block/{array}/slaves")))
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let mut out = BTreeSet::new();
+    for m in members {
+        // The disk a partition is on: the longest disk name that starts its name.
+        if let Some(d) = disks
+            .clone()
+            .filter(|d| m.starts_with(d.as_str()))
+            .max_by_key(|d| d.len())
+        {
+            out.insert(d.clone());
+        }
+    }
+    out.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drives_are_whole_sd_and_nvme_namespaces() {
+        for yes in ["sda", "sdz", "sdaa", "nvme0n1", "nvme12n3"] {
+            assert!(is_drive(yes), "{yes}");
+        }
+        for no in [
+            "sda1",
+            "sd",
+            "nvme0n1p1",
+            "nvme0",
+            "nvme0c0n1",
+            "dm-0",
+            "md127",
+            "loop0",
+            "vda",
+            "zram0",
+            "sr0",
+        ] {
+            assert!(!is_drive(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn the_disk_server_tree_places_its_disks() {
+        let sys = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sysfs/disk-server/sys");
+        let root = Root::new("/nonexistent", sys);
+        assert_eq!(
+            whole_disks(&root, &[]),
+            ["sda", "sdb", "sdc", "nvme0n1"].map(String::from)
+        );
+        assert_eq!(
+            whole_disks(&root, &["sdc".into()]),
+            ["sda", "sdb", "nvme0n1"].map(String::from)
+        );
+        let sda = above(&root, "sda");
+        assert_eq!((sda.md.as_str(), sda.mpath.as_str()), ("md0", ""));
+        let sdb = above(&root, "sdb");
+        assert_eq!((sdb.md.as_str(), sdb.mpath.as_str()), ("", "mpatha"));
+        let nvme = above(&root, "nvme0n1");
+        assert_eq!((nvme.kind.as_str(), nvme.md.as_str()), ("nvme", ""));
+        let disks = ["sda", "sdb", "sdc", "nvme0n1"].map(String::from);
+        assert_eq!(array_disks(&root, "md0", disks.iter()), ["sda"]);
+    }
+}

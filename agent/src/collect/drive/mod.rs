@@ -1,0 +1,390 @@
+//! Drive health: `smartctl --json -a -n standby /dev/X` for every whole disk, on the monitor's
+//! own thread, spread over a long interval; the `drive` lines.
+//!
+//! **When.** A round every `[drive] interval` (default 30 min) reads each disk once, the calls
+//! spread evenly over the round ([`job`]): a SMART read costs the drive a few commands and
+//! smartctl some CPU, and a disk server's 100 disks need not be read in the same second. Each
+//! call is killed with its process group after `timeout` (default 60 s) and its output is read
+//! up to `max_output_bytes` (default 1 MiB; a real `-a` document is 5–60 kB); a call that hangs
+//! is reported (a source error naming the device, `read_ok=false` on its line) and holds up no
+//! other disk: the calls are polled, not waited for, and the next one starts on schedule.
+//!
+//! **Out of schedule.** When the MD monitor reports an array degraded (its `md` event to
+//! `degraded`, `recovering` or `failed`, which this collector sees in the same sample, after
+//! it), the array's member disks (`/sys/block/mdX/slaves`) are read at once: the drives that
+//! must carry the rebuild are the ones whose condition matters now.
+//!
+//! **Standby.** `-n standby` keeps smartctl from spinning up a sleeping disk: it exits with
+//! status 2 and says so, and the disk keeps its last reading, marked `asleep=true`. Not an
+//! error.
+//!
+//! **Bad answers.** Output that is not smartctl JSON, or JSON cut short, is a source error and
+//! the last good reading stays (its age grows in `last_read_age_s`). smartctl not installed (or
+//! not at the configured path): one info line at the first round, no error, no lines.
+//!
+//! Every report interval each disk's line is written from its latest reading, whether or not it
+//! was read in that interval. Fields and tags: docs/metrics-drive.md.
+
+mod job;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde::Deserialize;
+use storwatch_wire::lp::LineWriter;
+
+use super::fs::Placement;
+use super::{Collector, ReportCx, SampleCx};
+use crate::command::CommandWorker;
+use crate::root::Root;
+use crate::sources::smartctl::{DriveHealth, OverallHealth, Protocol};
+use job::{DriveJob, JobConfig, ReadResult, Update, Urgent};
+
+pub use job::DriveError;
+
+/// The source name errors are counted under.
+const SOURCE: &str = "smartctl";
+
+/// `[drive]` in the agent's configuration.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DriveConfig {
+    /// Read drive health at all (default true; without smartctl nothing is read either way).
+    pub enabled: bool,
+    /// The smartctl program: a name looked up in `PATH` or a path (default `smartctl`).
+    pub smartctl: PathBuf,
+    /// Every disk is read once per interval, the calls spread evenly over it (default 30m).
+    #[serde(with = "crate::config::duration")]
+    pub interval: Duration,
+    /// A call still running after this long is killed with its process group and reported
+    /// (default 60s).
+    #[serde(with = "crate::config::duration")]
+    pub timeout: Duration,
+    /// Standard output read from one call at most; past it the call is killed and reported
+    /// (default 1 MiB).
+    pub max_output_bytes: usize,
+    /// Calls running at once at most (default 4): hung calls beyond this many delay the next
+    /// ones until they are killed.
+    pub max_running: usize,
+    /// Disks not read: shell-style globs on kernel names (`sd*`, `nvme1n1`).
+    pub exclude: Vec<String>,
+}
+
+impl Default for DriveConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            smartctl: PathBuf::from("smartctl"),
+            interval: Duration::from_secs(1800),
+            timeout: Duration::from_secs(60),
+            max_output_bytes: 1 << 20,
+            max_running: 4,
+            exclude: Vec::new(),
+        }
+    }
+}
+
+/// What is known of one disk.
+#[derive(Debug, Clone, Default)]
+struct DriveState {
+    place: Placement,
+    /// The latest good reading, and when it was taken (collector seconds).
+    health: Option<DriveHealth>,
+    read_at_s: Option<f64>,
+    /// The last call ended without an error: the drive was read, or found asleep (`None`
+    /// before the first call ended).
+    read_ok: Option<bool>,
+    /// The last call found it asleep.
+    asleep: bool,
+    /// Why the last call failed, while `read_ok` is false.
+    error: Option<String>,
+}
+
+/// The drive monitor.
+pub struct DriveMonitor {
+    cfg: DriveConfig,
+    root: Root,
+    inline: bool,
+    worker: Option<CommandWorker<DriveJob>>,
+    urgent: Urgent,
+    drives: BTreeMap<String, DriveState>,
+    /// Events of this report interval already looked at.
+    events_seen: usize,
+}
+
+impl std::fmt::Debug for DriveMonitor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DriveMonitor")
+            .field("cfg", &self.cfg)
+            .field("running", &self.worker.is_some())
+            .field("drives", &self.drives.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl DriveMonitor {
+    /// A monitor running smartctl on a thread of its own (started at the first sample).
+    pub fn new(cfg: DriveConfig, root: Root) -> Self {
+        Self {
+            cfg,
+            root,
+            inline: false,
+            worker: None,
+            urgent: Arc::new(Mutex::new(Vec::new())),
+            drives: BTreeMap::new(),
+            events_seen: 0,
+        }
+    }
+
+    /// A monitor that runs a round's calls in the sample that finds the round due, all at once,
+    /// waiting for them (each still bounded by the timeout): for `once` and stepped tests.
+    pub fn new_inline(cfg: DriveConfig, root: Root) -> Self {
+        Self {
+            inline: true,
+            ..Self::new(cfg, root)
+        }
+    }
+
+    fn start_worker(&mut self) -> Result<(), std::io::Error> {
+        let job = DriveJob::new(
+            JobConfig {
+                smartctl: self.cfg.smartctl.clone(),
+                interval_s: self.cfg.interval.as_secs_f64().max(1.0),
+                timeout: self.cfg.timeout.max(Duration::from_millis(100)),
+                max_output_bytes: self.cfg.max_output_bytes.max(4096),
+                max_running: self.cfg.max_running.max(1),
+                exclude: self.cfg.exclude.clone(),
+                inline: self.inline,
+            },
+            self.root.clone(),
+            Arc::clone(&self.urgent),
+        );
+        self.worker = Some(if self.inline {
+            CommandWorker::inline(job)
+        } else {
+            CommandWorker::spawn("storwatch-drive", job)?
+        });
+        Ok(())
+    }
+
+    /// Asks for the members of arrays that degraded in this sample's events to be read now.
+    fn watch_arrays(&mut self, cx: &SampleCx<'_>) {
+        let new = cx.events.get(self.events_seen..).unwrap_or_default();
+        self.events_seen = cx.events.len();
+        let mut asked = Vec::new();
+        for e in new {
+            let bad = matches!(e.to_state.as_str(), "degraded" | "recovering" | "failed");
+            let was_bad = matches!(e.from_state.as_str(), "degraded" | "recovering" | "failed");
+            // `md0`, not `md0/sdc` (a member's event)
+            if e.source == "md" && !e.object.contains('/') && bad && !was_bad {
+                asked.extend(job::array_disks(&self.root, &e.object, self.drives.keys()));
+            }
+        }
+        if asked.is_empty() {
+            return;
+        }
+        tracing::info!(
+            source = SOURCE,
+            "reading {} at once: members of a degraded array",
+            asked.join(", ")
+        );
+        self.urgent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(asked);
+        if let Some(w) = &mut self.worker {
+            w.wake();
+        }
+    }
+
+    fn apply(&mut self, u: Update, now_s: f64, errors: &mut super::SourceErrors) {
+        match u {
+            Update::Disks(disks) => {
+                self.drives
+                    .retain(|name, _| disks.iter().any(|d| &d.name == name));
+                for d in disks {
+                    self.drives.entry(d.name).or_default().place = d.place;
+                }
+            }
+            Update::Read { name, at, result } => {
+                // Inline, the answer belongs to this sample; from the thread, to when it came.
+                let t = if self.inline {
+                    now_s
+                } else {
+                    now_s - at.elapsed().as_secs_f64()
+                };
+                let Some(s) = self.drives.get_mut(&name) else {
+                    return;
+                };
+                match result {
+                    ReadResult::Read(h) => {
+                        s.health = Some(*h);
+                        s.read_at_s = Some(t);
+                        s.read_ok = Some(true);
+                        s.asleep = false;
+                        s.error = None;
+                    }
+                    ReadResult::Asleep(mode) => {
+                        tracing::debug!(source = SOURCE, "{name}: in {mode} mode, not read");
+                        // not an error: the call did what it was asked, and the last
+                        // reading stays
+                        s.asleep = true;
+                        s.read_ok = Some(true);
+                        s.error = None;
+                    }
+                    ReadResult::Failed(e) => {
+                        s.read_ok = Some(false);
+                        s.asleep = false;
+                        s.error = Some(e.to_string());
+                        errors.count(SOURCE, &e);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Collector for DriveMonitor {
+    fn sources(&self) -> &'static [&'static str] {
+        &[SOURCE]
+    }
+
+    fn sample(&mut self, cx: &mut SampleCx<'_>) {
+        if !self.cfg.enabled {
+            return;
+        }
+        if self.worker.is_none() {
+            if let Err(e) = self.start_worker() {
+                cx.errors
+                    .count(SOURCE, &format_args!("drive worker thread: {e}"));
+                return;
+            }
+        }
+        self.watch_arrays(cx);
+        let mut updates = Vec::new();
+        if let Some(w) = &mut self.worker {
+            if !w.take(cx.now_s, &mut updates) {
+                self.worker = None; // the thread is gone: a new one at the next sample
+            }
+        }
+        for u in updates.into_iter().flatten() {
+            self.apply(u, cx.now_s, cx.errors);
+        }
+    }
+
+    fn report(&mut self, w: &mut LineWriter, cx: &mut ReportCx<'_>) {
+        // The scheduler empties the events after the report.
+        self.events_seen = 0;
+        for (name, s) in &self.drives {
+            if s.read_ok.is_none() {
+                continue; // no call has ended yet: nothing to say
+            }
+            write_line(w, cx.ts_ns, cx.now_s, name, s);
+        }
+    }
+}
+
+/// The decoded attribute 188 count. Seagate packs three 16-bit counters into its raw value
+/// (smartmontools prints it `-v 188,raw16`): the count is the largest of the three (the total
+/// of command timeouts, the others counting only the slow ones). Other makers' raw value is the
+/// count itself.
+pub fn command_timeouts(h: &DriveHealth) -> Option<u64> {
+    let ata = h.ata.as_ref()?;
+    let raw = ata.command_timeout_raw?;
+    let seagate = h.model.as_deref().is_some_and(|m| {
+        let m = m.trim_start();
+        m.starts_with("ST") || m.to_ascii_lowercase().starts_with("seagate")
+    });
+    match ata.command_timeout_words {
+        Some(words) if seagate => words.iter().copied().max().map(u64::from),
+        _ => Some(raw),
+    }
+}
+
+/// The `protocol` tag.
+fn protocol(p: &Protocol) -> Option<String> {
+    match p {
+        Protocol::Ata => Some("ata".into()),
+        Protocol::Scsi => Some("scsi".into()),
+        Protocol::Nvme => Some("nvme".into()),
+        Protocol::Other(o) => Some(o.to_ascii_lowercase()),
+        Protocol::Unknown => None,
+    }
+}
+
+fn write_line(w: &mut LineWriter, ts_ns: i64, now_s: f64, name: &str, s: &DriveState) {
+    let h = s.health.as_ref();
+    let proto = h.and_then(|h| protocol(&h.protocol)).unwrap_or_default();
+    let mut line = w
+        .line("drive", ts_ns)
+        .tag("device", name)
+        .tag(
+            "serial",
+            h.and_then(|h| h.serial.as_deref()).unwrap_or_default(),
+        )
+        .tag("wwn", h.and_then(|h| h.wwn.as_deref()).unwrap_or_default())
+        .tag(
+            "model",
+            h.and_then(|h| h.model.as_deref()).unwrap_or_default(),
+        )
+        .tag("protocol", &proto)
+        .tag("md", &s.place.md)
+        .tag("mpath", &s.place.mpath)
+        .tag("pool", &s.place.pool);
+    if let Some(h) = h {
+        line = line
+            .field_opt(
+                "health_ok",
+                match h.health {
+                    OverallHealth::Passed => Some(true),
+                    OverallHealth::Failed => Some(false),
+                    OverallHealth::Unknown => None,
+                },
+            )
+            .field_opt("temperature_c", h.temperature_c)
+            .field_opt("power_on_hours", h.power_on_hours)
+            .field_opt("exit_status", h.exit_status.map(u32::from));
+        if let Some(a) = &h.ata {
+            line = line
+                .field_opt("reallocated_sectors", a.reallocated_sectors)
+                .field_opt("reported_uncorrect", a.reported_uncorrectable)
+                .field_opt("command_timeout", command_timeouts(h))
+                .field_opt("pending_sectors", a.pending_sectors)
+                .field_opt("offline_uncorrectable", a.offline_uncorrectable)
+                .field_opt("udma_crc_errors", a.udma_crc_errors);
+        }
+        if let Some(sc) = &h.scsi {
+            line = line
+                .field_opt("grown_defects", sc.grown_defects)
+                .field_opt("uncorrected_read_errors", sc.read_uncorrected)
+                .field_opt("uncorrected_write_errors", sc.write_uncorrected)
+                .field_opt("uncorrected_verify_errors", sc.verify_uncorrected)
+                .field_opt("non_medium_errors", sc.non_medium_errors);
+        }
+        if let Some(n) = &h.nvme {
+            line = line
+                .field_opt("critical_warning", n.critical_warning.map(u32::from))
+                .field_opt("available_spare_pct", n.available_spare_pct.map(u32::from))
+                .field_opt(
+                    "available_spare_threshold_pct",
+                    n.available_spare_threshold_pct.map(u32::from),
+                )
+                .field_opt("percentage_used_pct", n.percentage_used.map(u32::from))
+                .field_opt("media_errors", n.media_errors)
+                .field_opt("unsafe_shutdowns", n.unsafe_shutdowns);
+        }
+    }
+    line.field("read_ok", s.read_ok == Some(true))
+        .field("asleep", s.asleep)
+        .field_opt(
+            "last_read_age_s",
+            s.read_at_s.map(|t| (now_s - t).max(0.0).round() as i64),
+        )
+        .field_opt("read_error", s.error.as_deref())
+        .write();
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,562 @@
+//! The drive monitor with the real parser, the real process handling and a fake `smartctl`: a
+//! shell script written by each test that prints real fixtures, exits with smartctl's real
+//! statuses, hangs, or floods.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::collect::SourceErrors;
+use crate::command::Finished;
+use crate::event::Event;
+use crate::sources::smartctl;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/smartctl")
+        .join(name)
+}
+
+/// A host with whole disks `disks`, `md0` built on `sdb1` and `sdc`, and a fake smartctl.
+struct Host {
+    dir: tempfile::TempDir,
+}
+
+impl Host {
+    fn new(disks: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let h = Host { dir };
+        for (i, d) in disks.iter().enumerate() {
+            h.write(&format!("sys/block/{d}/dev"), &format!("8:{}\n", i * 16));
+            h.write(&format!("sys/block/{d}/size"), "1000\n");
+        }
+        h.write("sys/block/md0/dev", "9:0\n");
+        fs::create_dir_all(h.path("sys/block/md0/slaves")).unwrap();
+        if disks.contains(&"sdb") {
+            h.write("sys/block/sdb/sdb1/dev", "8:17\n");
+            h.write("sys/block/sdb/sdb1/partition", "1\n");
+            fs::create_dir_all(h.path("sys/block/sdb/sdb1/holders/md0")).unwrap();
+            fs::create_dir_all(h.path("sys/block/md0/slaves/sdb1")).unwrap();
+        }
+        if disks.contains(&"sdc") {
+            fs::create_dir_all(h.path("sys/block/sdc/holders/md0")).unwrap();
+            fs::create_dir_all(h.path("sys/block/md0/slaves/sdc")).unwrap();
+        }
+        h
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        let p = self.path(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, text).unwrap();
+    }
+
+    fn root(&self) -> Root {
+        Root::new(self.path("proc"), self.path("sys"))
+    }
+
+    /// Writes the fake smartctl: `cases` is the body of a `case "$dev" in … esac`. Every call
+    /// is logged (`seconds device`) to `calls`.
+    fn smartctl(&self, cases: &str) -> PathBuf {
+        let p = self.path("bin/smartctl");
+        let log = self.path("calls");
+        self.write(
+            "bin/smartctl",
+            &format!(
+                "#!/bin/sh\nfor dev; do :; done\necho \"$(date +%s.%N) $dev\" >> {}\ncase \"$dev\" in\n{cases}\nesac\n",
+                log.display()
+            ),
+        );
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    /// The calls made so far: (seconds since the epoch, device).
+    fn calls(&self) -> Vec<(f64, String)> {
+        fs::read_to_string(self.path("calls"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| {
+                let (t, d) = l.split_once(' ')?;
+                Some((t.parse().ok()?, d.to_owned()))
+            })
+            .collect()
+    }
+}
+
+/// A case printing fixture `name` and exiting with `status`.
+fn prints(dev: &str, name: &str, status: i32) -> String {
+    format!(
+        "{dev}) cat '{}'; exit {status};;\n",
+        fixture(name).display()
+    )
+}
+
+fn cfg(smartctl: PathBuf, interval_ms: u64, timeout_ms: u64) -> DriveConfig {
+    DriveConfig {
+        smartctl,
+        interval: Duration::from_millis(interval_ms),
+        timeout: Duration::from_millis(timeout_ms),
+        ..DriveConfig::default()
+    }
+}
+
+/// Drives a collector the way the scheduler does.
+struct Driver {
+    root: Root,
+    events: Vec<Event>,
+    errors: SourceErrors,
+}
+
+impl Driver {
+    fn new(root: Root) -> Self {
+        Self {
+            root,
+            events: Vec::new(),
+            errors: SourceErrors::new(&["smartctl"]),
+        }
+    }
+
+    fn sample(&mut self, m: &mut DriveMonitor, now_s: f64) {
+        let mut cx = SampleCx {
+            root: &self.root,
+            now_s,
+            itv_cs: Some(100),
+            uptime_cs: 0,
+            events: &mut self.events,
+            errors: &mut self.errors,
+        };
+        m.sample(&mut cx);
+    }
+
+    fn report(&mut self, m: &mut DriveMonitor, now_s: f64) -> String {
+        let mut w = LineWriter::new("ds01", &[]);
+        let mut cx = ReportCx {
+            root: &self.root,
+            ts_ns: 1_700_000_000_000_000_000,
+            now_s,
+            uptime_cs: 0,
+            errors: &mut self.errors,
+        };
+        Collector::report(m, &mut w, &mut cx);
+        self.events.clear();
+        String::from_utf8(w.take()).unwrap()
+    }
+
+    /// Errors counted since start, for the smartctl source.
+    fn error_total(&self) -> u64 {
+        self.errors
+            .totals()
+            .iter()
+            .find(|(n, _)| n == "smartctl")
+            .map_or(0, |(_, t)| *t)
+    }
+}
+
+fn line<'a>(text: &'a str, device: &str) -> &'a str {
+    let prefix = format!("drive,host=ds01,device={device},");
+    let bare = format!("drive,host=ds01,device={device} ");
+    text.lines()
+        .find(|l| l.starts_with(&prefix) || l.starts_with(&bare))
+        .unwrap_or_else(|| panic!("no line for {device} in\n{text}"))
+}
+
+fn field(line: &str, key: &str) -> Option<String> {
+    // the fields: after the first space that is not escaped, before the timestamp
+    let mut prev = ' ';
+    let start = line.char_indices().find_map(|(i, c)| {
+        let hit = c == ' ' && prev != '\\';
+        prev = c;
+        hit.then_some(i + 1)
+    })?;
+    let fields = line.get(start..)?.rsplit_once(' ')?.0;
+    split_fields(fields)
+        .into_iter()
+        .find_map(|kv| kv.strip_prefix(&format!("{key}=")).map(str::to_owned))
+}
+
+/// Splits a field set on the commas outside quoted strings.
+fn split_fields(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut escaped = false;
+    for c in s.chars() {
+        match c {
+            '\\' if quoted && !escaped => escaped = true,
+            '"' if !escaped => quoted = !quoted,
+            ',' if !quoted => {
+                out.push(std::mem::take(&mut cur));
+                continue;
+            }
+            _ => escaped = false,
+        }
+        cur.push(c);
+    }
+    out.push(cur);
+    out
+}
+
+#[test]
+fn lines_of_real_fixtures() {
+    let mut text = String::new();
+    for (device, name, md) in [
+        (
+            "sda",
+            "sce-ata-seagate-st3000nm0033-188-packed-4-4-4.json",
+            "md0",
+        ),
+        (
+            "sdb",
+            "scrutiny-ata-hitachi-usbjmicron-FAILED-exit216.json",
+            "",
+        ),
+        ("sdc", "sce-ata-ssd-micron-5300-188-29-crc-24.json", ""),
+        (
+            "sdd",
+            "sce-scsi-seagate-st373453lc-grown-260-uncorrected-read-1.json",
+            "",
+        ),
+        (
+            "sde",
+            "libblockdev-scsi-hgst-husmr3280-sas-ssd-no-grown-defect-list.json",
+            "",
+        ),
+        (
+            "sdf",
+            "synthetic-smartd-jsonstate-scsi-seagate-non-medium-1445.json",
+            "",
+        ),
+        (
+            "nvme0n1",
+            "scrutiny-nvme-samsung-970-evo-media-errors.json",
+            "",
+        ),
+        (
+            "nvme1n1",
+            "sce-nvme-samsung-pm1725a-critical-warning-16-failed-exit8.json",
+            "",
+        ),
+    ] {
+        let json = fs::read_to_string(fixture(name)).unwrap();
+        let health = smartctl::parse(&json).unwrap();
+        let s = DriveState {
+            place: Placement {
+                md: md.into(),
+                ..Placement::default()
+            },
+            health: Some(health),
+            read_at_s: Some(100.0),
+            read_ok: Some(true),
+            ..DriveState::default()
+        };
+        let mut w = LineWriter::new("ds01", &[]);
+        write_line(&mut w, 1_700_000_000_000_000_000, 130.0, device, &s);
+        text.push_str(&String::from_utf8(w.take()).unwrap());
+    }
+    insta::assert_snapshot!(text);
+    // The facts, not only the snapshot: Seagate's packed 188 decoded, another maker's raw.
+    assert_eq!(
+        field(line(&text, "sda"), "command_timeout").as_deref(),
+        Some("4i")
+    );
+    assert_eq!(
+        field(line(&text, "sdc"), "command_timeout").as_deref(),
+        Some("29i")
+    );
+    assert_eq!(
+        field(line(&text, "sdb"), "health_ok").as_deref(),
+        Some("false")
+    );
+    assert_eq!(
+        field(line(&text, "sdb"), "pending_sectors").as_deref(),
+        Some("8i")
+    );
+    assert_eq!(
+        field(line(&text, "sdd"), "grown_defects").as_deref(),
+        Some("260i")
+    );
+    // A vendor-format defect list: the field is absent, not 0.
+    assert_eq!(field(line(&text, "sde"), "grown_defects"), None);
+    assert_eq!(
+        field(line(&text, "sdf"), "non_medium_errors").as_deref(),
+        Some("1445i")
+    );
+    assert_eq!(
+        field(line(&text, "nvme0n1"), "media_errors").as_deref(),
+        Some("7i")
+    );
+    assert_eq!(
+        field(line(&text, "nvme1n1"), "critical_warning").as_deref(),
+        Some("16i")
+    );
+    assert_eq!(
+        field(line(&text, "sda"), "last_read_age_s").as_deref(),
+        Some("30i")
+    );
+    for l in text.lines() {
+        let parsed: Vec<_> = influxdb_line_protocol::parse_lines(l).collect();
+        assert!(parsed.len() == 1 && parsed[0].is_ok(), "{l}");
+    }
+}
+
+#[test]
+fn standby_is_not_read_and_not_an_error() {
+    let json = fs::read_to_string(fixture(
+        "synthetic-ata-n-standby-power-mode-standby-exit2.json",
+    ))
+    .unwrap();
+    let fin = Finished {
+        status: 2,
+        stdout: json,
+        stderr: String::new(),
+    };
+    assert!(matches!(
+        job::interpret("/dev/sdb", fin),
+        ReadResult::Asleep(m) if m == "STANDBY"
+    ));
+    // Exit 2 without the standby message: the device could not be opened.
+    let json =
+        fs::read_to_string(fixture("scrutiny-open-failed-windows-exit2-no-device.json")).unwrap();
+    let r = job::interpret(
+        "/dev/sdx",
+        Finished {
+            status: 2,
+            stdout: json,
+            stderr: String::new(),
+        },
+    );
+    match r {
+        ReadResult::Failed(e @ DriveError::NotRead { .. }) => {
+            assert!(
+                e.to_string()
+                    .starts_with("smartctl /dev/sdx: not read (exit status 2)"),
+                "{e}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Five disks over a 3 s round (one call every 0.6 s): `sda` answers, `sdb` is asleep, `sdc`
+/// hangs (`sleep 1000` under the script) past its 1.5 s timeout, `sdd` prints 2 GB, `nvme0n1`
+/// answers. The sampling thread is never held up, `nvme0n1` is read on schedule while `sdc`
+/// still hangs, the hung call and everything it started are killed at the timeout, and the
+/// flood is cut at the bound.
+#[test]
+fn a_hung_disk_and_a_flood_delay_nobody() {
+    let h = Host::new(&["sda", "sdb", "sdc", "sdd", "nvme0n1"]);
+    let sleep_pid = h.path("sleep.pid");
+    let smartctl =
+        h.smartctl(&format!(
+        "{}{}/dev/sdc) sleep 1000 & echo $! > {}; wait;;\n/dev/sdd) yes | head -c 2147483648;;\n{}",
+        prints("/dev/sda", "sce-ata-seagate-st3000nm0033-188-packed-4-4-4.json", 0),
+        prints(
+            "/dev/sdb",
+            "synthetic-ata-n-standby-power-mode-standby-exit2.json",
+            2
+        ),
+        sleep_pid.display(),
+        prints("/dev/nvme0n1", "sce-nvme-intel-p4510.json", 0),
+    ));
+    let mut m = DriveMonitor::new(cfg(smartctl, 3000, 1500), h.root());
+    let mut d = Driver::new(h.root());
+    let start = Instant::now();
+    let epoch_start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let mut slowest = Duration::ZERO;
+    while start.elapsed() < Duration::from_millis(4000) {
+        let t = Instant::now();
+        d.sample(&mut m, start.elapsed().as_secs_f64());
+        slowest = slowest.max(t.elapsed());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let text = d.report(&mut m, start.elapsed().as_secs_f64());
+    // The sampling thread only picks up answers (a generous bound, for a loaded machine).
+    assert!(
+        slowest < Duration::from_millis(500),
+        "a sample took {slowest:?}"
+    );
+
+    let calls = h.calls();
+    let at = |dev: &str| {
+        calls
+            .iter()
+            .find(|(_, d)| d == dev)
+            .map(|(t, _)| t - epoch_start)
+            .unwrap_or_else(|| panic!("{dev} never called: {calls:?}"))
+    };
+    let sdc = at("/dev/sdc");
+    let nvme = at("/dev/nvme0n1");
+    assert!(
+        nvme - sdc < 1.5,
+        "nvme0n1 waited for the hung sdc: {calls:?}"
+    );
+    assert!(
+        (1.0..2.0).contains(&(at("/dev/sdd") - at("/dev/sda"))),
+        "{calls:?}"
+    );
+
+    let sda = line(&text, "sda");
+    assert_eq!(field(sda, "read_ok").as_deref(), Some("true"), "{sda}");
+    assert_eq!(field(sda, "command_timeout").as_deref(), Some("4i"));
+    let sdb = line(&text, "sdb");
+    assert_eq!(field(sdb, "asleep").as_deref(), Some("true"), "{sdb}");
+    assert_eq!(field(sdb, "read_ok").as_deref(), Some("true"));
+    let sdc = line(&text, "sdc");
+    assert_eq!(field(sdc, "read_ok").as_deref(), Some("false"), "{sdc}");
+    let err = field(sdc, "read_error").unwrap();
+    assert!(
+        err.contains("smartctl /dev/sdc") && err.contains("no answer within 1.5s"),
+        "{err}"
+    );
+    let sdd = line(&text, "sdd");
+    let err = field(sdd, "read_error").unwrap();
+    assert!(err.contains("more than 1048576 bytes"), "{err}");
+    let nvme = line(&text, "nvme0n1");
+    assert!(nvme.contains(",protocol=nvme "), "{nvme}");
+    assert_eq!(field(nvme, "unsafe_shutdowns").as_deref(), Some("8i"));
+    assert_eq!(d.error_total(), 2, "the hang and the flood");
+
+    // What the hung script started is gone with it.
+    let pid = fs::read_to_string(&sleep_pid).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Path::new(&format!("/proc/{}", pid.trim())).exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !Path::new(&format!("/proc/{}", pid.trim())).exists(),
+        "the hung call's sleep still runs"
+    );
+    // The worker thread ends with the monitor, without waiting for anything.
+    let t = Instant::now();
+    drop(m);
+    assert!(t.elapsed() < Duration::from_secs(1));
+}
+
+/// Inline rounds on a stepped clock: a good reading, then garbage, then JSON cut short: the
+/// good reading stays with its age, each bad answer is a source error.
+#[test]
+fn garbage_and_truncated_output_keep_the_last_good_reading() {
+    let h = Host::new(&["sda"]);
+    let n = h.path("n");
+    let smartctl = h.smartctl(&format!(
+        "/dev/sda) n=$(cat {n} 2>/dev/null || echo 0); echo $((n+1)) > {n}\n  case $n in\n  0) cat '{}';;\n  1) cat '{}';;\n  *) cat '{}';;\n  esac;;\n",
+        fixture("sce-ata-seagate-st3500418as-reallocated-304.json").display(),
+        fixture("garbage-text-output-without-json-flag.json").display(),
+        fixture("truncated-sce-ata-seagate-st3500418as-at-4096-bytes.json").display(),
+        n = n.display(),
+    ));
+    let mut m = DriveMonitor::new_inline(cfg(smartctl, 60_000, 5000), h.root());
+    let mut d = Driver::new(h.root());
+    d.sample(&mut m, 0.0);
+    let text = d.report(&mut m, 10.0);
+    let sda = line(&text, "sda");
+    assert_eq!(
+        field(sda, "reallocated_sectors").as_deref(),
+        Some("304i"),
+        "{sda}"
+    );
+    assert_eq!(field(sda, "last_read_age_s").as_deref(), Some("10i"));
+    assert_eq!(d.error_total(), 0);
+    // Reported every interval from the latest reading, read or not.
+    d.sample(&mut m, 30.0);
+    let text = d.report(&mut m, 40.0);
+    assert_eq!(
+        field(line(&text, "sda"), "last_read_age_s").as_deref(),
+        Some("40i")
+    );
+
+    for (t, what) in [(60.0, "malformed JSON"), (120.0, "truncated JSON")] {
+        d.sample(&mut m, t);
+        let text = d.report(&mut m, t + 5.0);
+        let sda = line(&text, "sda");
+        assert_eq!(field(sda, "read_ok").as_deref(), Some("false"), "{sda}");
+        assert_eq!(field(sda, "reallocated_sectors").as_deref(), Some("304i"));
+        assert_eq!(
+            field(sda, "last_read_age_s").as_deref(),
+            Some(format!("{}i", t + 5.0).as_str())
+        );
+        assert!(field(sda, "read_error").unwrap().contains(what), "{sda}");
+    }
+    assert_eq!(d.error_total(), 2);
+}
+
+#[test]
+fn without_smartctl_nothing_is_said() {
+    let h = Host::new(&["sda", "sdb"]);
+    let mut m = DriveMonitor::new_inline(cfg(h.path("bin/no-smartctl"), 60_000, 1000), h.root());
+    let mut d = Driver::new(h.root());
+    for t in [0.0, 1.0, 61.0] {
+        d.sample(&mut m, t);
+    }
+    assert_eq!(d.report(&mut m, 62.0), "");
+    assert_eq!(d.error_total(), 0);
+    // A name looked up in PATH that is not there: the same.
+    let mut m = DriveMonitor::new_inline(
+        cfg(PathBuf::from("storwatch-no-such-smartctl"), 60_000, 1000),
+        h.root(),
+    );
+    d.sample(&mut m, 0.0);
+    assert_eq!(d.report(&mut m, 1.0), "");
+    assert_eq!(d.error_total(), 0);
+}
+
+/// An MD array's degraded event in a sample has its member disks read in that sample, out of
+/// their schedule; the other disks wait for theirs.
+#[test]
+fn members_of_a_degraded_array_are_read_at_once() {
+    let h = Host::new(&["sda", "sdb", "sdc"]);
+    let fx = "sce-ata-seagate-st3000nm0033-188-packed-4-4-4.json";
+    let smartctl = h.smartctl(&format!(
+        "{}{}{}",
+        prints("/dev/sda", fx, 0),
+        prints("/dev/sdb", fx, 0),
+        prints("/dev/sdc", fx, 0)
+    ));
+    let mut m = DriveMonitor::new_inline(cfg(smartctl, 1_800_000, 5000), h.root());
+    let mut d = Driver::new(h.root());
+    d.sample(&mut m, 0.0);
+    assert_eq!(h.calls().len(), 3, "the first round reads every disk");
+    let text = d.report(&mut m, 10.0);
+    assert!(line(&text, "sdb").contains(",md=md0"), "{text}");
+    assert!(line(&text, "sdc").contains(",md=md0"), "{text}");
+    assert!(!line(&text, "sda").contains(",md="), "{text}");
+    d.sample(&mut m, 11.0);
+    assert_eq!(h.calls().len(), 3, "nothing due before the next round");
+    d.events.push(Event::new(
+        "md",
+        "md0",
+        "clean",
+        "degraded",
+        "md0 degraded".into(),
+    ));
+    d.sample(&mut m, 12.0);
+    let mut again: Vec<String> = h.calls().into_iter().skip(3).map(|(_, d)| d).collect();
+    again.sort();
+    assert_eq!(again, ["/dev/sdb", "/dev/sdc"]);
+    // The same event is not acted on twice, nor a member's own event.
+    d.events
+        .push(Event::new("md", "md0/sdc", "active", "failed", "x".into()));
+    d.sample(&mut m, 13.0);
+    assert_eq!(h.calls().len(), 5);
+    let text = d.report(&mut m, 20.0);
+    assert_eq!(
+        field(line(&text, "sdb"), "last_read_age_s").as_deref(),
+        Some("8i")
+    );
+    assert_eq!(
+        field(line(&text, "sda"), "last_read_age_s").as_deref(),
+        Some("20i")
+    );
+}
