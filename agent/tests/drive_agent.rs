@@ -1,0 +1,165 @@
+//! The whole agent binary reading drive health on the disk-server fixture tree
+//! (`agent/fixtures/sysfs/disk-server`: `sda` whose `sda1` is in `md0`, `sdb` and `sdc` the
+//! paths of multipath map `mpatha`, `nvme0n1`) with a stand-in `smartctl` that prints real
+//! fixtures, says a disk is asleep, and hangs for another.
+
+#![allow(clippy::unwrap_used)]
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn agent_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn smartctl_fixture(name: &str) -> String {
+    agent_dir()
+        .join("fixtures/smartctl")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// A proc root of real captured files, the disk-server sys tree, and a config naming the
+/// stand-in smartctl.
+fn setup(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let fx = agent_dir().join("fixtures");
+    let proc_root = dir.join("proc");
+    fs::create_dir_all(proc_root.join("net")).unwrap();
+    fs::create_dir_all(proc_root.join("pressure")).unwrap();
+    for (from, to) in [
+        (
+            "diskstats/build-machine-linux-6.18-20-field.txt",
+            "diskstats",
+        ),
+        ("netdev/build-machine-linux-6.18.txt", "net/dev"),
+        ("stat/build-machine-linux-6.18-2cpu.txt", "stat"),
+        ("meminfo/build-machine-linux-6.18.txt", "meminfo"),
+        ("pressure/build-machine-linux-6.18-io.txt", "pressure/io"),
+        ("uptime/build-machine-linux-6.18.txt", "uptime"),
+    ] {
+        fs::copy(fx.join(from), proc_root.join(to)).unwrap();
+    }
+    let smartctl = dir.join("smartctl");
+    let sleep_pid = dir.join("sleep.pid");
+    fs::write(
+        &smartctl,
+        format!(
+            "#!/bin/sh\nfor dev; do :; done\ncase \"$dev\" in\n\
+             /dev/sda) cat '{}';;\n\
+             /dev/sdb) cat '{}'; exit 2;;\n\
+             /dev/sdc) sleep 1000 & echo $! > '{}'; wait;;\n\
+             /dev/nvme0n1) cat '{}';;\n\
+             *) echo \"unexpected $dev\" >&2; exit 1;;\n\
+             esac\n",
+            smartctl_fixture("sce-ata-seagate-st3000nm0033-188-packed-4-4-4.json"),
+            smartctl_fixture("synthetic-ata-n-standby-power-mode-standby-exit2.json"),
+            sleep_pid.display(),
+            smartctl_fixture("sce-nvme-intel-p4510.json"),
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&smartctl, fs::Permissions::from_mode(0o755)).unwrap();
+    let config = dir.join("agent.toml");
+    fs::write(
+        &config,
+        format!(
+            "[drive]\nsmartctl = \"{}\"\ntimeout = \"1s\"\n",
+            smartctl.display()
+        ),
+    )
+    .unwrap();
+    (proc_root, fx.join("sysfs/disk-server/sys"), config)
+}
+
+fn line<'a>(text: &'a str, device: &str) -> &'a str {
+    let prefix = format!("drive,host=ds01,device={device},");
+    text.lines()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no drive line for {device} in\n{text}"))
+}
+
+#[test]
+fn once_reports_every_disk_of_the_fixture_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let (proc_root, sys_root, config) = setup(dir.path());
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_storwatch-agent"))
+        .args([
+            "once",
+            "--sample-interval",
+            "1s",
+            "--report-interval",
+            "1s",
+            "--host",
+            "ds01",
+        ])
+        .arg("--proc-root")
+        .arg(&proc_root)
+        .arg("--sys-root")
+        .arg(&sys_root)
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // One hung disk costs its timeout once, not the run.
+    assert!(started.elapsed() < Duration::from_secs(30));
+
+    let sda = line(&text, "sda");
+    assert!(
+        sda.starts_with(
+            "drive,host=ds01,device=sda,serial=REDACTED,wwn=5000c500499602d2,model=ST3000NM0033-9ZM178,protocol=ata,md=md0 "
+        ),
+        "{sda}"
+    );
+    assert!(sda.contains(",command_timeout=4i,"), "{sda}");
+    assert!(
+        sda.contains(",read_ok=true,asleep=false,last_read_age_s="),
+        "{sda}"
+    );
+    let sdb = line(&text, "sdb");
+    assert!(
+        sdb.starts_with("drive,host=ds01,device=sdb,mpath=mpatha read_ok=true,asleep=true "),
+        "{sdb}"
+    );
+    let sdc = line(&text, "sdc");
+    assert!(
+        sdc.contains("read_ok=false,asleep=false,read_error=\"smartctl /dev/sdc: "),
+        "{sdc}"
+    );
+    assert!(sdc.contains("no answer within 1s, killed"), "{sdc}");
+    let nvme = line(&text, "nvme0n1");
+    assert!(nvme.contains(",protocol=nvme "), "{nvme}");
+    assert!(nvme.contains(",unsafe_shutdowns=8i,"), "{nvme}");
+    let errors = text
+        .lines()
+        .find(|l| l.starts_with("agent_source,host=ds01,source=smartctl "))
+        .unwrap_or_else(|| panic!("no smartctl errors counted in\n{text}"));
+    assert!(errors.contains("errors=1i"), "{errors}");
+    assert!(
+        err.contains("smartctl /dev/sdc"),
+        "the hang is logged: {err}"
+    );
+
+    // The hung call's child is gone with it.
+    let pid = fs::read_to_string(dir.path().join("sleep.pid")).unwrap();
+    let proc_pid = format!("/proc/{}", pid.trim());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Path::new(&proc_pid).exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !Path::new(&proc_pid).exists(),
+        "the hung smartctl's sleep still runs"
+    );
+    for l in text.lines() {
+        let parsed: Vec<_> = influxdb_line_protocol::parse_lines(l).collect();
+        assert!(parsed.len() == 1 && parsed[0].is_ok(), "{l}");
+    }
+}
