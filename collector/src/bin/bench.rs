@@ -1,14 +1,15 @@
 //! Benchmark of the collector (not a test): durable acknowledgements per second from concurrent
 //! senders with the collector's peak RSS, and the drain rate of a backlog into a local influxd
-//! compared with influxd's own ingest rate for the same lines (two writers, measured before and
-//! after the drain on the same influxd, the mean taken, so that a change of the machine's load
-//! during the run moves both sides of the ratio).
+//! compared with influxd's own ingest rate for the same lines (two writers). The lines are cut in
+//! `--rounds` parts, each written by influxd's own ingest and then drained by the collector (its
+//! time counted from its start), so that a change of the machine's load during the run falls on
+//! both sides of the ratio alike.
 //!
 //! ```text
 //! cargo build --release -p storwatch-collector
 //! target/release/storwatch-collector-bench [--senders 8] [--seconds 10] [--lines-per-request 5000]
 //!                                          [--drain-lines 1000000] [--gzip] [--skip-drain]
-//!                                          [--port-base 18500]
+//!                                          [--port-base 18500] [--max-in-flight N] [--rounds 4]
 //! ```
 //!
 //! It starts `storwatch-collector` from the same directory as itself and influxd through
@@ -34,15 +35,22 @@ struct Args {
     gzip: bool,
     skip_drain: bool,
     port_base: u16,
+    /// The draining output's `max_in_flight` (default: the collector's).
+    max_in_flight: Option<usize>,
+    /// Parts the drain lines are cut in, each ingested directly and then drained.
+    rounds: usize,
 }
 
 const USAGE: &str = "\
 usage: storwatch-collector-bench [--senders N] [--seconds S] [--lines-per-request N]
                                  [--drain-lines N] [--gzip] [--skip-drain] [--port-base PORT]
+                                 [--max-in-flight N] [--rounds N]
 
 Durable acknowledgements per second from N concurrent senders (the collector's output
 unreachable), then the drain of a backlog of --drain-lines lines into a local influxd against
-influxd's own ingest of the same lines. Ports PORT..PORT+3 on 127.0.0.1 (default 18500).
+influxd's own ingest of the same lines, in --rounds parts (default 4) each ingested directly
+and then drained (--max-in-flight: the draining output's max_in_flight, default the
+collector's). Ports PORT..PORT+3 on 127.0.0.1 (default 18500).
 ";
 
 fn args() -> anyhow::Result<Args> {
@@ -54,6 +62,8 @@ fn args() -> anyhow::Result<Args> {
         gzip: false,
         skip_drain: false,
         port_base: 18500,
+        max_in_flight: None,
+        rounds: 4,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -70,6 +80,8 @@ fn args() -> anyhow::Result<Args> {
             "--drain-lines" => a.drain_lines = num()?,
             "--gzip" => a.gzip = true,
             "--skip-drain" => a.skip_drain = true,
+            "--max-in-flight" => a.max_in_flight = Some(num()?),
+            "--rounds" => a.rounds = num()?,
             "--port-base" => {
                 a.port_base = u16::try_from(num()?)
                     .ok()
@@ -136,7 +148,9 @@ impl Drop for Proc {
     }
 }
 
-fn collector(dir: &Path, port: u16, output: &str, extra: &str) -> anyhow::Result<Proc> {
+/// The collector on `port` with one output to `output`; `output_extra` adds settings of that
+/// output (TOML lines).
+fn collector(dir: &Path, port: u16, output: &str, output_extra: &str) -> anyhow::Result<Proc> {
     let bin = std::env::current_exe()?
         .parent()
         .context("no parent")?
@@ -145,10 +159,10 @@ fn collector(dir: &Path, port: u16, output: &str, extra: &str) -> anyhow::Result
     std::fs::write(
         &cfg,
         format!(
-            "listen = \"127.0.0.1:{port}\"\nqueue_dir = \"{}\"\ntoken_file = \"{}\"\n{extra}\n\
+            "listen = \"127.0.0.1:{port}\"\nqueue_dir = \"{}\"\ntoken_file = \"{}\"\n\
              [limits]\nrate_limit_lines_per_s = 0\n[heartbeat]\ninterval_s = 0\n\
              [[outputs]]\nname = \"influx\"\nurl = \"{output}\"\ndb = \"bench\"\ngzip = false\n\
-             backoff_min_ms = 50\nbackoff_max_s = 1\n",
+             backoff_min_ms = 50\nbackoff_max_s = 1\n{output_extra}\n",
             dir.join("queue").display(),
             dir.join("tokens").display()
         ),
@@ -168,6 +182,20 @@ fn collector(dir: &Path, port: u16, output: &str, extra: &str) -> anyhow::Result
         .spawn()
         .context("start storwatch-collector (build it with --release first)")?;
     Ok(Proc(child))
+}
+
+/// User and system CPU seconds of process `pid` so far (`/proc/PID/stat`, 100 ticks a second).
+fn cpu_s(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command's closing parenthesis: state is the first, utime the 12th.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    f.iter().sum::<u64>() as f64 / 100.0
 }
 
 fn vm_hwm_kib(pid: u32) -> u64 {
@@ -398,55 +426,48 @@ async fn direct_ingest(
     Ok(total as f64 / t.elapsed().as_secs_f64())
 }
 
-async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
-    let client = reqwest::Client::new();
-    let idir = dir.join("influx");
-    let influxd = Influxd::start(&idir, a.port_base + 2)?;
-    let influx = &format!("http://127.0.0.1:{}", a.port_base + 2);
-    for db in ["bench", "direct", "direct_after"] {
-        client
-            .post(format!("{influx}/query"))
-            .form(&[("q", format!("CREATE DATABASE {db}"))])
+/// Fills the collector's queue in `qdir` with `bodies` while its output is unreachable.
+async fn fill(
+    client: &reqwest::Client,
+    a: &Args,
+    qdir: &Path,
+    bodies: &[Vec<u8>],
+) -> anyhow::Result<()> {
+    let mut proc = collector(qdir, a.port_base + 1, "http://127.0.0.1:9", "")?;
+    let base = &format!("http://127.0.0.1:{}", a.port_base + 1);
+    wait_ping(client, base, &mut proc).await?;
+    for b in bodies {
+        let r = client
+            .post(format!("{base}/write?db=bench"))
+            .header("Authorization", "Token bench-token-0123456789")
+            .body(b.clone())
             .send()
             .await?;
-    }
-    let per = 5000;
-    let count = a.drain_lines.div_ceil(per);
-    let ts0 = now_ns() - 3_600_000_000_000;
-    let bodies = bodies(count, per, ts0, false);
-    let total = (count * per) as u64;
-
-    // influxd's own ingest of the same batches, before and after the drain (into databases of
-    // their own), so that a machine whose load changes during the run moves both sides.
-    let bodies = Arc::new(bodies);
-    let before = direct_ingest(&client, influx, "direct", &bodies).await?;
-
-    // Fill the collector's queue while its output is down, then let it drain.
-    let qdir = dir.join("drain");
-    std::fs::create_dir_all(&qdir)?;
-    {
-        let mut proc = collector(&qdir, a.port_base + 1, "http://127.0.0.1:9", "")?;
-        let base = &format!("http://127.0.0.1:{}", a.port_base + 1);
-        wait_ping(&client, base, &mut proc).await?;
-        for b in bodies.iter() {
-            let r = client
-                .post(format!("{base}/write?db=bench"))
-                .header("Authorization", "Token bench-token-0123456789")
-                .body(b.clone())
-                .send()
-                .await?;
-            if r.status().as_u16() != 204 {
-                bail!("fill failed: {}", r.status());
-            }
+        if r.status().as_u16() != 204 {
+            bail!("fill failed: {}", r.status());
         }
-        drop(proc);
     }
-    let mut proc = collector(&qdir, a.port_base + 1, influx, "")?;
+    Ok(())
+}
+
+/// Starts the collector on the queue in `qdir` with its output to `influx` and waits until it
+/// has delivered its whole backlog: the time from its start, its peak RSS and its CPU seconds.
+async fn drain(
+    client: &reqwest::Client,
+    a: &Args,
+    qdir: &Path,
+    influx: &str,
+) -> anyhow::Result<(Duration, u64, f64)> {
+    let extra = match a.max_in_flight {
+        Some(n) => format!("max_in_flight = {n}"),
+        None => String::new(),
+    };
+    let mut proc = collector(qdir, a.port_base + 1, influx, &extra)?;
     let base = &format!("http://127.0.0.1:{}", a.port_base + 1);
     let t = Instant::now();
-    wait_ping(&client, base, &mut proc).await?;
+    wait_ping(client, base, &mut proc).await?;
     loop {
-        let backlog = metric(&client, base, "output_backlog_bytes{output=\"influx\"}").await;
+        let backlog = metric(client, base, "output_backlog_bytes{output=\"influx\"}").await;
         if backlog == 0 {
             break;
         }
@@ -458,11 +479,55 @@ async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let drain = total as f64 / t.elapsed().as_secs_f64();
-    let hwm = vm_hwm_kib(proc.0.id());
-    drop(proc);
-    let after = direct_ingest(&client, influx, "direct_after", &bodies).await?;
-    let direct = (before + after) / 2.0;
+    Ok((t.elapsed(), vm_hwm_kib(proc.0.id()), cpu_s(proc.0.id())))
+}
+
+async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
+    let client = reqwest::Client::new();
+    let idir = dir.join("influx");
+    let influxd = Influxd::start(&idir, a.port_base + 2)?;
+    let influx = &format!("http://127.0.0.1:{}", a.port_base + 2);
+    for db in ["bench", "direct"] {
+        client
+            .post(format!("{influx}/query"))
+            .form(&[("q", format!("CREATE DATABASE {db}"))])
+            .send()
+            .await?;
+    }
+    let per = 5000;
+    let count = a.drain_lines.div_ceil(per);
+    let ts0 = now_ns() - 3_600_000_000_000;
+    let all = bodies(count, per, ts0, false);
+    let total = (count * per) as u64;
+    // The lines in `rounds` parts; each part is written by influxd's own ingest and then
+    // drained by the collector, part after part, so that a change of the machine's load during
+    // the run falls on both sides alike.
+    let rounds = a.rounds.clamp(1, count);
+    let parts: Vec<Arc<Vec<Vec<u8>>>> = all
+        .chunks(count.div_ceil(rounds))
+        .map(|c| Arc::new(c.to_vec()))
+        .collect();
+    drop(all);
+    let qdir = dir.join("drain");
+    std::fs::create_dir_all(&qdir)?;
+    let (mut t_direct, mut t_drain) = (Duration::ZERO, Duration::ZERO);
+    let (mut hwm, mut cpu) = (0, 0.0);
+    let mut ratios = Vec::new();
+    for part in &parts {
+        let lines = (part.len() * per) as f64;
+        let t = Instant::now();
+        direct_ingest(&client, influx, "direct", part).await?;
+        let d = t.elapsed();
+        fill(&client, a, &qdir, part).await?;
+        let (c, h, u) = drain(&client, a, &qdir, influx).await?;
+        ratios.push(100.0 * (lines / c.as_secs_f64()) / (lines / d.as_secs_f64()));
+        t_direct += d;
+        t_drain += c;
+        hwm = hwm.max(h);
+        cpu += u;
+    }
+    let direct = total as f64 / t_direct.as_secs_f64();
+    let drain = total as f64 / t_drain.as_secs_f64();
     let q: serde_json::Value = serde_json::from_str(
         &client
             .post(format!("{influx}/query"))
@@ -476,11 +541,15 @@ async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
         .pointer("/results/0/series/0/values/0/1")
         .and_then(|v| v.as_u64())
         .unwrap_or(0);
+    let (lo, hi) = ratios
+        .iter()
+        .fold((f64::MAX, 0f64), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
     println!(
-        "drain: {total} lines; influxd direct ingest {direct:.0} lines/s (2 writers, 5000-line batches; \
-         {before:.0} before the drain, {after:.0} after); collector drain {drain:.0} lines/s = {:.0}% of direct; \
-         collector peak RSS while draining {hwm} KiB; stored in influxd: {stored} lines",
-        100.0 * drain / direct
+        "drain: {total} lines; influxd direct ingest {direct:.0} lines/s (2 writers, 5000-line batches); \
+         collector drain {drain:.0} lines/s = {:.0}% of direct ({} rounds alternating the two, {lo:.0}-{hi:.0}% \
+         per round); collector peak RSS while draining {hwm} KiB, CPU {cpu:.2} s; stored in influxd: {stored} lines",
+        100.0 * drain / direct,
+        parts.len(),
     );
     if stored != total {
         bail!("influxd holds {stored} of the {total} lines the collector drained");
