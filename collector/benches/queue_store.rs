@@ -10,7 +10,7 @@
 //! the same group commit the segment log does (one transaction for every request waiting).
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
@@ -20,11 +20,16 @@ use storwatch_collector::queue::{Queue, QueueOptions};
 
 const TABLE: TableDefinition<u64, &[u8]> = TableDefinition::new("queue");
 const WRITERS: usize = 8;
-const PER_WRITER: usize = 500;
+/// Requests per writer: 500 in a benchmark run, 10 in the test suite's smoke run.
+static PER_WRITER: AtomicUsize = AtomicUsize::new(500);
+
+fn per_writer() -> usize {
+    PER_WRITER.load(Ordering::Relaxed)
+}
 const PAYLOAD: usize = 50_000;
 
 fn report(name: &str, t: Instant) {
-    let n = (WRITERS * PER_WRITER) as f64;
+    let n = (WRITERS * per_writer()) as f64;
     let s = t.elapsed().as_secs_f64();
     println!(
         "{name:<28} {:>8.0} requests/s {:>7.1} MB/s ({n} x {PAYLOAD} B in {s:.2} s)",
@@ -46,7 +51,7 @@ fn segment_log(dir: &Path) {
             .map(|_| {
                 let q = q.clone();
                 tokio::spawn(async move {
-                    for _ in 0..PER_WRITER {
+                    for _ in 0..per_writer() {
                         q.append(vec![b'x'; PAYLOAD]).await.expect("append");
                     }
                 })
@@ -68,7 +73,7 @@ fn redb_per_request(dir: &Path) {
             let (db, key) = (db.clone(), key.clone());
             std::thread::spawn(move || {
                 let payload = vec![b'x'; PAYLOAD];
-                for _ in 0..PER_WRITER {
+                for _ in 0..per_writer() {
                     let tx = db.begin_write().expect("begin");
                     {
                         let mut table = tx.open_table(TABLE).expect("table");
@@ -115,7 +120,7 @@ fn redb_grouped(dir: &Path) {
         .map(|_| {
             let tx = tx.clone();
             std::thread::spawn(move || {
-                for _ in 0..PER_WRITER {
+                for _ in 0..per_writer() {
                     let (done, wait) = mpsc::channel();
                     tx.send((vec![b'x'; PAYLOAD], done)).expect("send");
                     wait.recv().expect("ack");
@@ -132,10 +137,13 @@ fn redb_grouped(dir: &Path) {
 }
 
 fn main() {
-    // Benchmarks run with `cargo bench`; `cargo test --benches` passes --bench too, so run
-    // only when asked, keeping the test suite fast.
-    if !std::env::args().any(|a| a == "--bench") || std::env::args().any(|a| a == "--list") {
+    // `cargo bench` passes --bench; `cargo test` (this bench has `test = true`) passes nothing:
+    // then a smoke run of a few requests per writer, so that the bench cannot break unnoticed.
+    if std::env::args().any(|a| a == "--list") {
         return;
+    }
+    if !std::env::args().any(|a| a == "--bench") {
+        PER_WRITER.store(10, Ordering::Relaxed);
     }
     let base = std::env::var_os("BENCH_DIR")
         .map(std::path::PathBuf::from)
