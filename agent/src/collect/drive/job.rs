@@ -76,6 +76,9 @@ pub(super) enum ReadResult {
     Read(Box<DriveHealth>),
     /// `-n standby` left it asleep in this mode: not read, not an error.
     Asleep(String),
+    /// The device is a hardware RAID controller's virtual drive: smartctl asks for
+    /// `-d megaraid,N`. Not a drive, not an error (the message).
+    BehindController(String),
     /// Not read.
     Failed(DriveError),
 }
@@ -357,6 +360,10 @@ pub(super) fn interpret(device: &str, fin: Finished) -> ReadResult {
         Outcome::LowPower(mode) => ReadResult::Asleep(mode),
         Outcome::NotRead => {
             let said: Vec<&str> = health.messages.iter().map(|m| m.text.as_str()).collect();
+            // os_linux.cpp: "DELL or MegaRaid controller, please try adding '-d megaraid,N'"
+            if let Some(m) = said.iter().find(|m| m.contains("-d megaraid")) {
+                return ReadResult::BehindController((*m).to_owned());
+            }
             let why = if said.is_empty() {
                 fin.stderr
             } else {

@@ -100,6 +100,8 @@ struct DriveState {
     asleep: bool,
     /// Why the last call failed, while `read_ok` is false.
     error: Option<String>,
+    /// smartctl said this is a RAID controller's virtual drive (no line is written).
+    behind_controller: bool,
 }
 
 /// The drive monitor.
@@ -233,6 +235,13 @@ impl DriveMonitor {
                         s.asleep = true;
                         s.read_ok = Some(true);
                         s.error = None;
+                    }
+                    ReadResult::BehindController(why) => {
+                        // Said once: the virtual drive is no drive, and stays without a line.
+                        if !s.behind_controller {
+                            s.behind_controller = true;
+                            tracing::info!(source = SOURCE, "{name}: not a drive: {why}");
+                        }
                     }
                     ReadResult::Failed(e) => {
                         s.read_ok = Some(false);

@@ -346,6 +346,49 @@ fn standby_is_not_read_and_not_an_error() {
     }
 }
 
+/// A MegaRAID virtual drive answers as smartctl does on Linux: not a drive, not an error.
+#[test]
+fn a_raid_controllers_virtual_drive_is_not_an_error() {
+    let json = r#"{
+  "json_format_version": [1, 0],
+  "smartctl": {
+    "version": [7, 3],
+    "argv": ["smartctl", "--json", "-a", "-n", "standby", "/dev/sda"],
+    "messages": [
+      {
+        "string": "Smartctl open device: /dev/sda failed: DELL or MegaRaid controller, please try adding '-d megaraid,N'",
+        "severity": "error"
+      }
+    ],
+    "exit_status": 2
+  }
+}"#;
+    let r = job::interpret(
+        "/dev/sda",
+        Finished {
+            status: 2,
+            stdout: json.into(),
+            stderr: String::new(),
+        },
+    );
+    assert!(
+        matches!(&r, ReadResult::BehindController(m) if m.contains("-d megaraid,N")),
+        "{r:?}"
+    );
+    let h = Host::new(&["sda"]);
+    h.write("megaraid.json", json);
+    let smartctl = h.smartctl(&format!(
+        "/dev/sda) cat '{}'; exit 2;;\n",
+        h.path("megaraid.json").display()
+    ));
+    let mut m = DriveMonitor::new_inline(cfg(smartctl, 60_000, 5000), h.root());
+    let mut d = Driver::new(h.root());
+    d.sample(&mut m, 0.0);
+    assert_eq!(h.calls().len(), 1);
+    assert_eq!(d.report(&mut m, 10.0), "");
+    assert_eq!(d.error_total(), 0);
+}
+
 /// Five disks over a 3 s round (one call every 0.6 s): `sda` answers, `sdb` is asleep, `sdc`
 /// hangs (`sleep 1000` under the script) past its 1.5 s timeout, `sdd` prints 2 GB, `nvme0n1`
 /// answers. The sampling thread is never held up, `nvme0n1` is read on schedule while `sdc`
