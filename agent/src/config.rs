@@ -285,8 +285,11 @@ keep_files = 5
 
 # Prometheus exposition: the latest reports at http://<listen>/metrics in the text format, for
 # sites that scrape (names storwatch_<measurement>_<field>, tags as labels). Empty: off.
+# max_connections: open at once (at most half the open-file limit); a new one beyond resets the
+# oldest that has not finished its request.
 [prometheus]
 listen = ""
+max_connections = 2048
 "#;
 
 /// A configuration problem, with the file it came from.
@@ -356,6 +359,7 @@ impl Config {
                 "saturation_threshold_pct must be between 0 and 100".into(),
             ));
         }
+        self.risk.drive.validate().map_err(ConfigError::Invalid)?;
         for (k, v) in &self.tags {
             if k.is_empty() || v.is_empty() || k == "host" {
                 return Err(ConfigError::Invalid(format!(

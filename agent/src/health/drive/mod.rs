@@ -49,7 +49,7 @@
 //! A drive without data — not read, asleep in a low-power mode (`-n standby`), or unknown to
 //! the caller — keeps the flat rate: `M = 1` ([`DriveRisk::flat`]).
 
-use crate::health::risk::{disk_failure_probability, HOURS_PER_YEAR};
+use crate::health::risk::{disk_failure_probability, RiskModel, HOURS_PER_YEAR};
 use crate::sources::smartctl::{DriveHealth, Outcome, OverallHealth, Protocol};
 
 /// Hazard multipliers and the age curve (agent config `[risk.drive]`).
@@ -311,6 +311,75 @@ pub fn assess(model: &DriveRiskModel, base_afr: f64, drive: Option<&DriveHealth>
         capped,
         read: true,
         conditions,
+    }
+}
+
+/// One survivor's entry for [`crate::health::risk::loss_probability_members`]: its own rate
+/// when its health was read, `None` (the flat rate) when there is no reading or it was not read.
+pub fn member_afr(model: &RiskModel, drive: Option<&DriveHealth>) -> Option<f64> {
+    let r = assess(&model.drive, model.afr, drive);
+    r.read.then_some(r.afr)
+}
+
+impl DriveRiskModel {
+    /// Checks what serde cannot: every number finite and not negative, a cap of at least 1,
+    /// infancy ending before wear-out starts. The message names the key.
+    pub fn validate(&self) -> Result<(), String> {
+        let keys = [
+            ("reallocated_multiplier", self.reallocated_multiplier),
+            (
+                "reported_uncorrectable_multiplier",
+                self.reported_uncorrectable_multiplier,
+            ),
+            (
+                "command_timeout_multiplier",
+                self.command_timeout_multiplier,
+            ),
+            ("pending_multiplier", self.pending_multiplier),
+            (
+                "offline_uncorrectable_multiplier",
+                self.offline_uncorrectable_multiplier,
+            ),
+            ("grown_defects_multiplier", self.grown_defects_multiplier),
+            (
+                "uncorrected_errors_multiplier",
+                self.uncorrected_errors_multiplier,
+            ),
+            ("media_errors_multiplier", self.media_errors_multiplier),
+            (
+                "spare_below_threshold_multiplier",
+                self.spare_below_threshold_multiplier,
+            ),
+            ("worn_out_multiplier", self.worn_out_multiplier),
+            ("failed_multiplier", self.failed_multiplier),
+            ("count_growth", self.count_growth),
+            ("infant_hours", self.infant_hours),
+            ("infant_multiplier", self.infant_multiplier),
+            ("wearout_start_hours", self.wearout_start_hours),
+            ("wearout_per_year", self.wearout_per_year),
+            ("wearout_max", self.wearout_max),
+            ("max_multiplier", self.max_multiplier),
+        ];
+        for (key, v) in keys {
+            if !v.is_finite() || v < 0.0 {
+                return Err(format!(
+                    "[risk.drive] {key} = {v}: must be a finite number, not negative"
+                ));
+            }
+        }
+        if self.max_multiplier < 1.0 {
+            return Err(format!(
+                "[risk.drive] max_multiplier = {}: must be at least 1",
+                self.max_multiplier
+            ));
+        }
+        if self.infant_hours > self.wearout_start_hours {
+            return Err(format!(
+                "[risk.drive] infant_hours ({}) must not exceed wearout_start_hours ({})",
+                self.infant_hours, self.wearout_start_hours
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -452,3 +452,61 @@ fn default_config_section_matches_the_defaults() {
         .expect_err("typo rejected");
     assert!(err.to_string().contains("pending_multiplyer"), "{err}");
 }
+
+#[test]
+fn member_rates_for_the_array() {
+    let model = RiskModel::default();
+    let clean = drive(CLEAN);
+    let asleep = drive("synthetic-ata-n-standby-power-mode-standby-exit2.json");
+    let pending = with_raw(CLEAN, 197, 1);
+    assert_eq!(member_afr(&model, Some(&clean)), Some(0.02));
+    assert_eq!(member_afr(&model, Some(&asleep)), None);
+    assert_eq!(member_afr(&model, None), None);
+    assert_eq!(member_afr(&model, Some(&pending)), Some(0.32));
+}
+
+#[test]
+fn bad_numbers_are_refused_with_their_key() {
+    assert_eq!(m().validate(), Ok(()));
+    for (bad, key) in [
+        (
+            DriveRiskModel {
+                pending_multiplier: -1.0,
+                ..m()
+            },
+            "pending_multiplier",
+        ),
+        (
+            DriveRiskModel {
+                count_growth: f64::NAN,
+                ..m()
+            },
+            "count_growth",
+        ),
+        (
+            DriveRiskModel {
+                max_multiplier: 0.5,
+                ..m()
+            },
+            "max_multiplier",
+        ),
+        (
+            DriveRiskModel {
+                infant_hours: 30000.0,
+                ..m()
+            },
+            "infant_hours",
+        ),
+    ] {
+        let err = bad.validate().expect_err("refused");
+        assert!(err.contains(key), "{err}");
+    }
+}
+
+#[test]
+fn the_agent_config_refuses_a_bad_risk_drive_value() {
+    let c =
+        crate::config::Config::parse("[risk.drive]\npending_multiplier = -16.0\n").expect("parses");
+    let err = c.validate().expect_err("refused").to_string();
+    assert!(err.contains("pending_multiplier"), "{err}");
+}
