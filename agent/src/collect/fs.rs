@@ -9,9 +9,9 @@
 //! returned after `timeout_s` is counted as an error naming the mount point, that mount point is
 //! skipped from then on until the call returns, and the round starts over at once on a fresh
 //! thread without it, so the other filesystems are still in this round's lines (the stuck
-//! thread ends when its call returns: at most one thread per hung mount). The call itself is
-//! made in a child process (`statvfs::stat_apart`): a thread stuck in a FUSE request cannot be
-//! killed, and would keep the agent from exiting. `run` and `top` pick a round up in a later
+//! thread ends when its call returns). The calls themselves are made in a child process, one
+//! per round (`statvfs::stat_apart_each`): a thread stuck in a FUSE request cannot be killed,
+//! and would keep the agent from exiting. `run` and `top` pick a round up in a later
 //! sample; `once` and stepped tests wait for it in the sample that started it (inline), which
 //! is the same round on the same thread with the same deadline: each hung mount point costs
 //! `timeout_s` once.
@@ -146,6 +146,20 @@ pub trait Statfs: Send + Sync {
     /// Capacity of the filesystem mounted at `path` (of the host's namespace), whose mount point
     /// mountinfo prints as `mount_point` (escaped, as in the `mount` tag).
     fn statvfs(&self, mount_point: &str, path: &Path) -> io::Result<FsStat>;
+
+    /// Each of `mounts` (mount point as printed, path) in order, `each(i, result)` called with
+    /// every answer as it comes and saying whether to go on. By default one call after another.
+    fn statvfs_each(
+        &self,
+        mounts: &[(&str, &Path)],
+        each: &mut dyn FnMut(usize, io::Result<FsStat>) -> bool,
+    ) {
+        for (i, (mp, path)) in mounts.iter().enumerate() {
+            if !each(i, self.statvfs(mp, path)) {
+                return;
+            }
+        }
+    }
 }
 
 /// `statvfs(3)` under `rootfs`.
@@ -159,8 +173,24 @@ impl Statfs for SystemStatfs {
     fn statvfs(&self, _mount_point: &str, path: &Path) -> io::Result<FsStat> {
         // In a child process: a hung FUSE mount would otherwise hold a thread of the agent in
         // an uninterruptible wait, and the agent could not exit (see sources/statvfs.rs).
-        let rel = path.strip_prefix("/").unwrap_or(path);
-        statvfs::stat_apart(&self.rootfs.join(rel))
+        statvfs::stat_apart(&self.under_rootfs(path))
+    }
+
+    fn statvfs_each(
+        &self,
+        mounts: &[(&str, &Path)],
+        each: &mut dyn FnMut(usize, io::Result<FsStat>) -> bool,
+    ) {
+        // One child for the round: a fork costs far more than the calls.
+        let paths: Vec<PathBuf> = mounts.iter().map(|(_, p)| self.under_rootfs(p)).collect();
+        let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+        statvfs::stat_apart_each(&refs, each);
+    }
+}
+
+impl SystemStatfs {
+    fn under_rootfs(&self, path: &Path) -> PathBuf {
+        self.rootfs.join(path.strip_prefix("/").unwrap_or(path))
     }
 }
 
@@ -322,19 +352,20 @@ pub fn place(root: &Root, name: &str, names: &BTreeMap<(u32, u32), String>) -> P
 type Stuck = Arc<Mutex<BTreeSet<String>>>;
 
 /// Where a round's thread is: in `statvfs` on a mount point (`Some`) or elsewhere (`None`), and
-/// since when. One per thread: a thread given up on must not move its successor's clock.
+/// since when; and whether it was given up on. One per thread: a thread given up on must not
+/// move its successor's clock.
 #[derive(Debug)]
 struct Progress {
     mount: Option<String>,
     since: Instant,
+    abandoned: bool,
 }
 type Busy = Arc<Mutex<Progress>>;
 
 fn progress(busy: &Busy, mount: Option<String>) {
-    *lock(busy) = Progress {
-        mount,
-        since: Instant::now(),
-    };
+    let mut p = lock(busy);
+    p.mount = mount;
+    p.since = Instant::now();
 }
 
 /// Everything a round needs, cloned into its thread.
@@ -381,15 +412,34 @@ fn run_round(cx: &RoundCx, busy: &Busy, at_s: f64) -> Round {
     } else {
         BTreeMap::new()
     };
-    for m in chosen {
-        if lock(&cx.stuck).contains(&m.mount_point) {
-            continue;
-        }
-        progress(busy, Some(m.mount_point.clone()));
-        let result = cx.statfs.statvfs(&m.mount_point, &m.path());
-        progress(busy, None);
+    let todo: Vec<&Mount> = {
+        let stuck = lock(&cx.stuck);
+        chosen
+            .into_iter()
+            .filter(|m| !stuck.contains(&m.mount_point))
+            .collect()
+    };
+    let paths: Vec<PathBuf> = todo.iter().map(|m| m.path()).collect();
+    let args: Vec<(&str, &Path)> = todo
+        .iter()
+        .zip(&paths)
+        .map(|(m, p)| (m.mount_point.as_str(), p.as_path()))
+        .collect();
+    let mut results = Vec::with_capacity(todo.len());
+    progress(busy, todo.first().map(|m| m.mount_point.clone()));
+    cx.statfs.statvfs_each(&args, &mut |i, r| {
         // A call that was given up on came back: the mount point is measured again.
-        lock(&cx.stuck).remove(&m.mount_point);
+        lock(&cx.stuck).remove(&todo[i].mount_point);
+        results.push(r);
+        if lock(busy).abandoned {
+            // Another thread measures the rest.
+            return false;
+        }
+        progress(busy, todo.get(i + 1).map(|m| m.mount_point.clone()));
+        true
+    });
+    progress(busy, None);
+    for (m, result) in todo.into_iter().zip(results) {
         let stat = match result {
             Ok(s) => s,
             // Unmounted between reading the table and the call.
@@ -442,6 +492,7 @@ impl Worker {
         let busy = Arc::new(Mutex::new(Progress {
             mount: None,
             since: Instant::now(),
+            abandoned: false,
         }));
         let theirs = Arc::clone(&busy);
         std::thread::Builder::new()
@@ -639,6 +690,7 @@ impl FsCollector {
             return;
         }
         // The stuck thread's channels go with it: it ends when its call returns.
+        lock(&w.busy).abandoned = true;
         self.worker = None;
         self.in_flight = false;
         match mount {

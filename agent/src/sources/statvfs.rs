@@ -11,10 +11,11 @@
 //! A thread is not far enough: once a FUSE daemon has read a request, the kernel waits for its
 //! answer uninterruptibly (`request_wait_answer`, D state), deaf to SIGTERM and SIGKILL, and a
 //! process does not finish exiting while one of its threads is in that wait. So the agent makes
-//! the call in a child process of its own ([`stat_apart`]): a forked copy that closes every
-//! inherited descriptor, calls `statvfs`, writes the numbers into a pipe and exits. A child
-//! stuck for ever holds nothing of the agent's (no socket, no output, no lock), and the agent
-//! exits whenever it is told to.
+//! the calls in a child process of its own ([`stat_apart_each`]): a forked copy that closes
+//! every inherited descriptor, calls `statvfs` on each mount point of the round in turn, writes
+//! each one's numbers into a pipe as it returns, and exits. One fork a round, not one a mount:
+//! the fork costs far more than the calls. A child stuck for ever holds nothing of the agent's
+//! (no socket, no output, no lock), and the agent exits whenever it is told to.
 //!
 //! A host simulated under `--proc-root` has no real filesystems behind its mount table, so the
 //! simulator writes the numbers into a file (`[fs] statvfs_file`), one line per mount point:
@@ -126,14 +127,71 @@ const RECORD_BYTES: usize = RECORD_WORDS * 8;
 /// `statvfs(3)` on `path` in a forked child process, so that a call that never returns (a hung
 /// FUSE or NFS mount) leaves a stuck child behind instead of a thread the agent cannot exit
 /// without. Blocks the calling thread until the child answers: the wait is an ordinary read of
-/// a pipe, which any signal that ends the process interrupts. The child ends by itself when its
-/// call returns, whether anyone still reads its answer or not.
+/// a pipe, which any signal that ends the process interrupts.
 pub fn stat_apart(path: &Path) -> io::Result<FsStat> {
-    use std::io::Read;
+    let mut out = Err(io::Error::other("no answer"));
+    stat_apart_each(&[path], &mut |_, r| {
+        out = r;
+        true
+    });
+    out
+}
+
+/// [`stat_apart`] on each of `paths`, in order, all in one child (one fork a round, not one a
+/// mount). `each(i, result)` gets every answer as it arrives, before the next call is waited
+/// for, and says whether to go on; told to stop, the child is killed (it dies when its call in
+/// progress returns). The child ends by itself after the last call, or at its next answer once
+/// nobody reads any more.
+pub fn stat_apart_each(paths: &[&Path], each: &mut dyn FnMut(usize, io::Result<FsStat>) -> bool) {
+    let fail_all =
+        |each: &mut dyn FnMut(usize, io::Result<FsStat>) -> bool, from: usize, e: &io::Error| {
+            for i in from..paths.len() {
+                if !each(i, Err(io::Error::new(e.kind(), e.to_string()))) {
+                    return;
+                }
+            }
+        };
+    let (pid, rd) = match spawn_child(paths) {
+        Ok(c) => c,
+        Err(e) => return fail_all(each, 0, &e),
+    };
+    let mut rd = std::fs::File::from(rd);
+    let mut stopped = false;
+    for i in 0..paths.len() {
+        let mut rec = [0u8; RECORD_BYTES];
+        if let Err(e) = io::Read::read_exact(&mut rd, &mut rec) {
+            let e = io::Error::new(e.kind(), format!("statvfs in a child process: {e}"));
+            fail_all(each, i, &e);
+            break;
+        }
+        if !each(i, decode(&rec)) {
+            stopped = true;
+            break;
+        }
+    }
+    drop(rd);
+    if stopped {
+        // SAFETY: signals our own child, not yet reaped (its pid cannot have been reused).
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+    reap(pid);
+}
+
+/// Forks the child that calls `statvfs` on each of `paths`; its pid and the reading end of the
+/// pipe its records come through.
+fn spawn_child(paths: &[&Path]) -> io::Result<(libc::pid_t, std::os::fd::OwnedFd)> {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))?;
+    let c: Vec<std::ffi::CString> = paths
+        .iter()
+        .map(|p| {
+            std::ffi::CString::new(p.as_os_str().as_bytes())
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))
+        })
+        .collect::<io::Result<_>>()?;
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 writes.
     #[allow(unsafe_code)]
@@ -159,11 +217,11 @@ pub fn stat_apart(path: &Path) -> io::Result<FsStat> {
             child(&c, wr.as_raw_fd(), max_fd)
         }
     }
-    drop(wr);
-    let mut rec = [0u8; RECORD_BYTES];
-    let read = std::fs::File::from(rd).read_exact(&mut rec);
-    reap(pid);
-    read.map_err(|e| io::Error::new(e.kind(), format!("statvfs in a child process: {e}")))?;
+    Ok((pid, rd))
+}
+
+/// One record of the child's.
+fn decode(rec: &[u8; RECORD_BYTES]) -> io::Result<FsStat> {
     let w = |i: usize| {
         let mut b = [0u8; 8];
         b.copy_from_slice(&rec[i * 8..i * 8 + 8]);
@@ -216,10 +274,10 @@ fn reap(pid: libc::pid_t) {
     }
 }
 
-/// The forked child: closes everything inherited but `out`, makes the call, writes the record,
-/// exits. Async-signal-safe calls only, and no allocation.
+/// The forked child: closes everything inherited but `out`, makes the calls, writes a record for
+/// each as it returns, exits. Async-signal-safe calls only, and no allocation.
 #[allow(unsafe_code)]
-unsafe fn child(path: &std::ffi::CStr, out: libc::c_int, max_fd: libc::c_int) -> ! {
+unsafe fn child(paths: &[std::ffi::CString], out: libc::c_int, max_fd: libc::c_int) -> ! {
     // The agent's output, sockets and files must not stay open in a child that may be stuck
     // for days.
     let close_all = |first: libc::c_int, last: libc::c_int| {
@@ -234,44 +292,41 @@ unsafe fn child(path: &std::ffi::CStr, out: libc::c_int, max_fd: libc::c_int) ->
     };
     close_all(0, out - 1);
     close_all(out + 1, libc::c_int::MAX);
-    // statvfs(3) is statfs(2) and a conversion of its result: glibc reads the mount table
-    // only on kernels older than 2.6.36 (no ST_VALID in f_flags), musl never.
-    let mut buf: libc::statvfs = std::mem::zeroed();
-    let mut words = [0u64; RECORD_WORDS];
-    if libc::statvfs(path.as_ptr(), &mut buf) != 0 {
-        words[0] = u64::try_from(*libc::__errno_location()).unwrap_or(libc::EIO as u64);
-    } else {
-        // The field types differ between targets; every value fits u64.
-        #[allow(clippy::useless_conversion)]
-        {
-            words[1] = u64::from(buf.f_frsize);
-            words[2] = u64::from(buf.f_blocks);
-            words[3] = u64::from(buf.f_bfree);
-            words[4] = u64::from(buf.f_bavail);
-            words[5] = u64::from(buf.f_files);
-            words[6] = u64::from(buf.f_ffree);
-            words[7] = u64::from(buf.f_flag);
-        }
-    }
-    let mut rec = [0u8; RECORD_BYTES];
-    for (i, w) in words.iter().enumerate() {
-        let b = w.to_ne_bytes();
-        let mut k = 0;
-        while k < 8 {
-            rec[i * 8 + k] = b[k];
-            k += 1;
-        }
-    }
-    let mut done = 0;
-    while done < RECORD_BYTES {
-        let n = libc::write(out, rec.as_ptr().add(done).cast(), RECORD_BYTES - done);
-        if n > 0 {
-            done += n as usize;
-        } else if n < 0 && *libc::__errno_location() == libc::EINTR {
-            continue;
+    for path in paths {
+        // statvfs(3) is statfs(2) and a conversion of its result: glibc reads the mount table
+        // only on kernels older than 2.6.36 (no ST_VALID in f_flags), musl never.
+        let mut buf: libc::statvfs = std::mem::zeroed();
+        let mut words = [0u64; RECORD_WORDS];
+        if libc::statvfs(path.as_ptr(), &mut buf) != 0 {
+            words[0] = u64::try_from(*libc::__errno_location()).unwrap_or(libc::EIO as u64);
         } else {
-            // Nobody reads any more (the agent gave up or exited): done all the same.
-            break;
+            // The field types differ between targets; every value fits u64.
+            #[allow(clippy::useless_conversion)]
+            {
+                words[1] = u64::from(buf.f_frsize);
+                words[2] = u64::from(buf.f_blocks);
+                words[3] = u64::from(buf.f_bfree);
+                words[4] = u64::from(buf.f_bavail);
+                words[5] = u64::from(buf.f_files);
+                words[6] = u64::from(buf.f_ffree);
+                words[7] = u64::from(buf.f_flag);
+            }
+        }
+        let mut rec = [0u8; RECORD_BYTES];
+        for (i, w) in words.iter().enumerate() {
+            rec[i * 8..i * 8 + 8].copy_from_slice(&w.to_ne_bytes());
+        }
+        let mut done = 0;
+        while done < RECORD_BYTES {
+            let n = libc::write(out, rec.as_ptr().add(done).cast(), RECORD_BYTES - done);
+            if n > 0 {
+                done += n as usize;
+            } else if n < 0 && *libc::__errno_location() == libc::EINTR {
+                continue;
+            } else {
+                // Nobody reads any more (the agent gave up or exited): done.
+                libc::_exit(0);
+            }
         }
     }
     libc::_exit(0)
@@ -368,6 +423,28 @@ mod tests {
         let e = stat_apart(Path::new("/nonexistent/storwatch")).expect_err("no such path");
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
         assert!(stat_apart(Path::new("/a\0b")).is_err());
+    }
+
+    #[test]
+    fn one_child_for_many_paths_each_answer_as_it_comes() {
+        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let missing = Path::new("/nonexistent/storwatch");
+        let mut got = Vec::new();
+        stat_apart_each(&[here, missing, Path::new("/")], &mut |i, r| {
+            got.push((i, r.map_err(|e| e.kind())));
+            true
+        });
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert!(got[0].1.as_ref().is_ok_and(|s| s.blocks > 0), "{got:?}");
+        assert_eq!(got[1], (1, Err(io::ErrorKind::NotFound)));
+        assert_eq!(got[2].0, 2);
+        // Told to stop: no more answers.
+        let mut n = 0;
+        stat_apart_each(&[here, here, here], &mut |_, _| {
+            n += 1;
+            false
+        });
+        assert_eq!(n, 1);
     }
 
     #[test]
