@@ -8,7 +8,8 @@
 # Everything lives in .quickstart/ at the top of the repository (QUICKSTART_DIR overrides it): pid
 # files, logs, InfluxDB's data, the collector's queue, the agents' spools, the simulated trees, the
 # token. Nothing listens beyond 127.0.0.1. `start` is safe to run again: what runs is left alone,
-# what died is started again. See docs/quickstart.md.
+# what died is started again. QUICKSTART_BIN=DIR uses the binaries already built in DIR instead
+# of building the release ones (the test suite's smoke run does). See docs/quickstart.md.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +20,8 @@ run=$state/run   # pid files
 logs=$state/logs
 target=${CARGO_TARGET_DIR:-$repo/target}
 case $target in /*) ;; *) target=$repo/$target ;; esac
-bin=$target/release
+bin=${QUICKSTART_BIN:-$target/release}
+case $bin in /*) ;; *) bin=$repo/$bin ;; esac
 db=storwatch
 
 die() { echo "quickstart: $*" >&2; exit 1; }
@@ -144,12 +146,16 @@ cmd_start() {
   started=0
   local t0=$SECONDS
 
-  say "building the release binaries (cargo build --release; the first build takes a few minutes)"
-  cargo build --release -p storwatch-agent -p storwatch-collector -p storwatch-sim \
-    || die "cargo build failed"
+  if [ -n "${QUICKSTART_BIN:-}" ]; then
+    say "using the binaries in $bin (QUICKSTART_BIN)"
+  else
+    say "building the release binaries (cargo build --release; the first build takes a few minutes)"
+    cargo build --release -p storwatch-agent -p storwatch-collector -p storwatch-sim \
+      || die "cargo build failed"
+  fi
   local b
   for b in storwatch-agent storwatch-collector storwatch-sim; do
-    [ -x "$bin/$b" ] || die "$bin/$b missing after the build (CARGO_TARGET_DIR=$target?)"
+    [ -x "$bin/$b" ] || die "$bin/$b missing (CARGO_TARGET_DIR=$target? QUICKSTART_BIN=${QUICKSTART_BIN:-}?)"
   done
 
   # Ports: those of a previous start while its processes run, else 8086 / 8186 or the next free ones.

@@ -2,6 +2,8 @@
 //! with the real binaries: a bench or a script nobody runs breaks unnoticed. Each asserts what the
 //! tool is for (the figures it prints, the verdicts it gives), not only that it started.
 //!
+//! `scripts/quickstart.sh` runs here too (start, status, stop of a whole fleet: about 30 s).
+//!
 //! Run elsewhere: `storwatch-collector-bench` (collector/tests/bench_smoke.rs), the criterion
 //! benches (`test = true` in their crates' Cargo.toml: `cargo test` runs each benchmark once),
 //! `scripts/check-packages.sh` and `scripts/build-rpm.sh` (tests/packages.rs),
@@ -9,7 +11,9 @@
 //! v2/v3 rollup generators (collector/tests/influx_setup.rs, tests/dashboards).
 #![allow(clippy::unwrap_used)]
 
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 use storwatch_test_support::{binary, scratch, workspace};
 
@@ -102,4 +106,131 @@ fn compare_agents_script_gives_every_host_a_verdict() {
     // Its scratch directory is removed when the outputs agree.
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// `scripts/quickstart.sh` on the workspace's binaries (`QUICKSTART_BIN`) in a scratch state
+/// directory, one host per scenario.
+struct Quickstart {
+    state: PathBuf,
+    bin: PathBuf,
+}
+
+impl Quickstart {
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("bash")
+            .arg(workspace().join("scripts/quickstart.sh"))
+            .args(args)
+            .env("QUICKSTART_DIR", &self.state)
+            .env("QUICKSTART_BIN", &self.bin)
+            .output()
+            .expect("run scripts/quickstart.sh")
+    }
+}
+
+impl Drop for Quickstart {
+    /// Whatever the test's fate, nothing it started keeps running.
+    fn drop(&mut self) {
+        let _ = self.run(&["stop"]);
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The `rows` and `hosts` columns of measurement `m` in the status table.
+fn status_row(status: &str, m: &str) -> Option<(u64, u64)> {
+    let line = status
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(m))?;
+    let cols: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|c| c.parse().ok())
+        .collect();
+    Some((*cols.first()?, *cols.get(1)?))
+}
+
+/// `scripts/quickstart.sh start`, `status` and `stop`: InfluxDB, the collector, the simulator
+/// and an agent per simulated host and one on this host start; every host's `disk` lines reach
+/// InfluxDB through the collector; `stop` leaves nothing of the state directory running.
+#[test]
+fn quickstart_starts_a_reporting_fleet_and_stops_it() {
+    let bins = scratch();
+    for (package, name) in [
+        ("storwatch-agent", "storwatch-agent"),
+        ("storwatch-collector", "storwatch-collector"),
+        ("storwatch-sim", "storwatch-sim"),
+    ] {
+        std::os::unix::fs::symlink(binary(package, name), bins.path().join(name)).unwrap();
+    }
+    let sim = bins.path().join("storwatch-sim");
+    let list = Command::new(&sim).arg("--list").output().unwrap();
+    let scenarios = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count() as u64;
+    assert!(scenarios > 0, "{list:?}");
+    let state = scratch();
+    let qs = Quickstart {
+        state: state.path().join("qs"),
+        bin: bins.path().to_path_buf(),
+    };
+    let start = qs.run(&["start", "--hosts-per-scenario", "1"]);
+    let out = text(&start);
+    assert!(start.status.success(), "start failed:\n{out}");
+    assert!(
+        out.contains(&format!("{} agents report every 10 s", scenarios + 1)),
+        "{out}"
+    );
+    // Every host's first report: 10-20 s after start.
+    let t = Instant::now();
+    let status = loop {
+        let st = qs.run(&["status"]);
+        let out = text(&st);
+        if status_row(&out, "disk").is_some_and(|(_, hosts)| hosts == scenarios + 1) {
+            break out;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "not every host's disk lines in InfluxDB after 60 s:\n{out}"
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    };
+    assert!(status.contains(" running, 0 not"), "{status}");
+    for m in ["net", "cpu", "agent"] {
+        assert!(
+            status_row(&status, m).is_some_and(|(rows, hosts)| rows > 0 && hosts == scenarios + 1),
+            "{m}: {status}"
+        );
+    }
+    let stop = qs.run(&["stop"]);
+    let out = text(&stop);
+    assert!(stop.status.success(), "stop failed:\n{out}");
+    assert!(out.contains("nothing of"), "{out}");
+    let after = qs.run(&["status"]);
+    assert_eq!(after.status.code(), Some(3), "{}", text(&after));
+    assert!(!any_process_under(&qs.state), "processes left after stop");
+}
+
+/// Whether a process's command line names `dir`.
+fn any_process_under(dir: &Path) -> bool {
+    let needle = format!("{}/", dir.display());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .any(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .map(|c| {
+                    String::from_utf8_lossy(&c)
+                        .replace('\0', " ")
+                        .contains(&needle)
+                })
+                .unwrap_or(false)
+        })
 }
