@@ -11,7 +11,7 @@
 //! creates (PanDA's pilot makes `control` and `subprocesses` inside its job's cgroup; ALICE's
 //! JAliEn makes per-payload groups; a glidein's own HTCondor makes a nested `htcondor/…`).
 //!
-//! ## HTCondor (cgroup v2 support since 9.x; `ProcFamilyDirectCgroupV2`)
+//! ## HTCondor (cgroup v2 since the 10.x series, HTCONDOR-1457; `ProcFamilyDirectCgroupV2`)
 //!
 //! The starter puts the job in a new child of its own parent cgroup, under `BASE_CGROUP`
 //! (default `htcondor`), named after the execute directory with `/` turned into `_`, then `_`,
@@ -25,6 +25,11 @@
 //!   sub-cgroups beside the scope. `condor_ssh_to_job`'s sshd goes to
 //!   `htcondor/<execute>_<slot>/sshd.slice/sshd.scope`, a sibling directory without `.slice`,
 //!   reported as part of the same job ([`JobCgroup::also`]).
+//!
+//! With `CGROUP_ALL_DAEMONS` (24.8+) each starter runs in its own cgroup below the startd's
+//! (`src/condor_startd.V6/Starter.cpp`: `STARTER_<slot>`), so each has its own `htcondor`
+//! directory: `system.slice/STARTD_for_<config>.slice/STARTER_slot1_1.slice/htcondor/<execute>_<slot>.slice`;
+//! every one of them is a parent.
 //!
 //! The path shows the slot (`slot1_1@wn042.example.org`), not the cluster.proc id nor the
 //! owner: the slot is the job's identity on the node ([`JobCgroup::job_id`]).

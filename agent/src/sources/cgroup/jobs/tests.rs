@@ -186,6 +186,37 @@ fn htcondor_24_8_slice_scope_glidein_and_ssh_to_job() {
 }
 
 #[test]
+fn htcondor_one_base_per_starter_with_cgroup_all_daemons() {
+    let startd = "system.slice/STARTD_for__etc_condor_condor_config.slice";
+    let e = "condor_var_lib_condor_execute";
+    let dirs: Vec<String> = [
+        String::new(),
+        "/STARTD_for__etc_condor_condor_config.scope".to_owned(),
+        "/STARTER_slot1_1.slice".to_owned(),
+        "/STARTER_slot1_1.slice/STARTER_slot1_1.scope".to_owned(),
+        "/STARTER_slot1_1.slice/htcondor".to_owned(),
+        format!("/STARTER_slot1_1.slice/htcondor/{e}_slot1_1@wn.slice"),
+        format!("/STARTER_slot1_1.slice/htcondor/{e}_slot1_1@wn.slice/{e}_slot1_1@wn.scope"),
+        "/STARTER_slot1_2.slice/htcondor".to_owned(),
+        format!("/STARTER_slot1_2.slice/htcondor/{e}_slot1_2@wn.slice"),
+    ]
+    .iter()
+    .map(|d| format!("{startd}{d}"))
+    .collect();
+    let d = discover(dirs.iter().map(String::as_str), &DiscoveryConfig::default());
+    let ids: Vec<String> = d.jobs.iter().map(|j| j.job_id.tag()).collect();
+    assert_eq!(ids, ["slot1_1@wn", "slot1_2@wn"]);
+    let parents: Vec<&str> = d.parents.iter().map(|(_, p)| p.as_str()).collect();
+    assert_eq!(
+        parents,
+        [
+            format!("{startd}/STARTER_slot1_1.slice/htcondor"),
+            format!("{startd}/STARTER_slot1_2.slice/htcondor"),
+        ]
+    );
+}
+
+#[test]
 fn htcondor_slot_names() {
     assert_eq!(
         htcondor_slot("condor_var_lib_condor_execute_slot1_1@wn042.example.org"),
@@ -225,10 +256,16 @@ fn globs() {
     assert!(glob_component(b"*a*b*", b"xxaxxbxx"));
     assert!(!glob_component(b"a", b"ab"));
 
-    // A glob over the batch systems' directories takes nothing of theirs.
+    // A glob over the batch systems' directories takes nothing of theirs, one inside a job is
+    // part of the job, and one inside another glob's directory is part of that.
     let dirs = tree("cgroup-exporter-slurm-job_4-steps-0-extern-find.txt");
     let wide = DiscoveryConfig {
-        globs: vec!["system.slice/*".to_owned(), "*".to_owned()],
+        globs: vec![
+            "system.slice/*".to_owned(),
+            "*/*/*/*".to_owned(),
+            "user.slice/*/*".to_owned(),
+            "*".to_owned(),
+        ],
         ..DiscoveryConfig::default()
     };
     let d = discover(dirs.iter().map(String::as_str), &wide);
@@ -267,12 +304,27 @@ proptest! {
     fn never_panics_and_no_job_inside_another(
         dirs in proptest::collection::vec(
             proptest::collection::vec(
-                "htcondor|slurmstepd.scope|n1_slurmstepd.scope|job_[0-9]{1,3}|s5K1KKYAYG5D0[0-9]|system|step_[0-9a-z]{1,5}|x_slot[0-9]_[0-9]@h(\\.slice)?|user-[0-9]{1,4}\\.slice|[a-z.]{0,6}|\\PC{0,4}",
+                prop_oneof![
+                    4 => proptest::sample::select(vec![
+                        "htcondor", "slurmstepd.scope", "n1_slurmstepd.scope", "job_7", "job_x",
+                        "s5K1KKYAYG5D00", "system", "step_0", "step_batch", "user", "task_0",
+                        "x_slot1_1@h", "x_slot1_1@h.slice", "x_slot1_1@h.scope", "sshd.slice",
+                        "user-1000.slice", "user.slice", "system.slice", ".", "",
+                    ]).prop_map(str::to_owned),
+                    1 => "\\PC{0,4}",
+                ],
                 1..6,
             ),
             0..30,
         ),
-        globs in proptest::collection::vec("[a-z*?/.-]{0,12}", 0..3),
+        globs in proptest::collection::vec(
+            prop_oneof![
+                proptest::sample::select(vec!["*", "*/*", "*/*/*", "*/*/*/*", "*/*/*/*/*", "system.slice/*", "user.slice/*/*"])
+                    .prop_map(str::to_owned),
+                "[a-z*?/.-]{0,12}",
+            ],
+            0..4,
+        ),
     ) {
         let paths: Vec<String> = dirs.iter().map(|c| c.join("/")).collect();
         let cfg = DiscoveryConfig { globs, ..DiscoveryConfig::default() };
