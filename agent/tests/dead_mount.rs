@@ -77,6 +77,8 @@ struct DeadMount {
     dir: tempfile::TempDir,
     /// Where it is mounted, as mountinfo prints it (the path has no characters to escape).
     mount: String,
+    /// The agent's `[fs] timeout_s`.
+    timeout_s: f64,
 }
 
 impl DeadMount {
@@ -86,7 +88,11 @@ impl DeadMount {
         fs::create_dir(&mnt).unwrap();
         let mount = mnt.to_str().unwrap().to_owned();
         assert!(!mount.contains([' ', '\t', '\n', '\\']), "{mount}");
-        DeadMount { dir, mount }
+        DeadMount {
+            dir,
+            mount,
+            timeout_s: TIMEOUT_S,
+        }
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -119,7 +125,10 @@ impl DeadMount {
             exec "$@"
         "#;
         let config = self.path("agent.toml");
-        write(&config, &format!("[fs]\ntimeout_s = {TIMEOUT_S}\n"));
+        write(
+            &config,
+            &format!("[fs]\ntimeout_s = {:?}\n", self.timeout_s),
+        );
         let child = Command::new("unshare")
             .args([
                 "--mount",
@@ -286,18 +295,22 @@ fn once_reports_the_rest_and_the_dead_mounts() {
     );
 }
 
-/// SIGTERM ends `once` while its statvfs is stuck in the dead mount.
+/// SIGTERM and SIGINT end `once` while its statvfs is stuck in the dead mount (a deadline of a
+/// minute: the signal comes while `once` is still waiting for the call).
 #[test]
-fn sigterm_ends_once_stuck_on_a_dead_mount() {
+fn sigterm_and_sigint_end_once_stuck_on_a_dead_mount() {
     if no_fuse() {
         return;
     }
-    let m = DeadMount::new();
-    let mut agent = m.agent(&["once", "--report-interval", "60s"], false);
-    m.wait_statfs(1);
-    signal(agent.id(), "TERM");
-    let st = exits_within(&mut agent, 10, "once after SIGTERM", &m);
-    assert_eq!(st.signal(), Some(libc::SIGTERM), "{st}");
+    for (name, number) in [("TERM", libc::SIGTERM), ("INT", libc::SIGINT)] {
+        let mut m = DeadMount::new();
+        m.timeout_s = 60.0;
+        let mut agent = m.agent(&["once", "--report-interval", "60s"], false);
+        m.wait_statfs(1);
+        signal(agent.id(), name);
+        let st = exits_within(&mut agent, 10, &format!("once after SIG{name}"), &m);
+        assert_eq!(st.signal(), Some(number), "{st}");
+    }
 }
 
 /// `top` draws its screens and exits, a dead mount or not.
