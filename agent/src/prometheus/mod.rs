@@ -89,3 +89,19 @@ impl Exporter {
         *self.page.lock().unwrap_or_else(PoisonError::into_inner) = page;
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_connections_defaults_to_2048_and_refuses_0() {
+        let cfg: PrometheusConfig = toml::from_str("listen = \"127.0.0.1:9634\"\n").unwrap();
+        assert_eq!(cfg.max_connections, DEFAULT_MAX_CONNECTIONS);
+        let cfg: PrometheusConfig = toml::from_str("max_connections = 10\n").unwrap();
+        assert_eq!(cfg.max_connections, 10);
+        let err = toml::from_str::<PrometheusConfig>("max_connections = 0\n").unwrap_err();
+        assert!(err.to_string().contains("at least 1"), "{err}");
+    }
+}
