@@ -332,7 +332,9 @@ pub fn interval(
     Some(out)
 }
 
-/// The node's jobs over one interval: what all of them together did.
+/// The node's jobs over one interval: what the jobs seen at either end did. A job that began
+/// and ended between two readings is in none of them; the batch system's parent cgroup
+/// (`Discovery::parents`), put through [`interval`] like a job, counts it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct NodeJobs {
     /// Jobs counted.

@@ -160,14 +160,13 @@ impl Default for DiscoveryConfig {
     }
 }
 
-/// A job found at one path: where its root is and what it is.
+/// What one path lies in: a batch system's parent directory and, below it, maybe a job.
 struct Found {
     system: BatchSystem,
-    job_id: JobId,
-    /// Number of components of the root.
-    root_len: usize,
-    /// Number of components of the batch parent, if there is one.
-    parent_len: Option<usize>,
+    /// Number of components of the batch system's parent directory.
+    parent_len: usize,
+    /// The job, if the path is in one: its id and the number of components of its root.
+    job: Option<(JobId, usize)>,
 }
 
 /// HTCondor's slot name out of `<execute>_<slot>`: from the last `_slot<digit>`.
@@ -198,45 +197,39 @@ fn is_slurmstepd_scope(c: &str) -> bool {
     c == "slurmstepd.scope" || c.ends_with("_slurmstepd.scope")
 }
 
-/// What the path of a directory (its components) says, by batch system.
+/// What the path of a directory (its components) says, by batch system. The first batch
+/// directory on the path decides: whatever is below a job is the job's.
 fn classify(c: &[&str], cfg: &DiscoveryConfig) -> Option<Found> {
     for (k, comp) in c.iter().enumerate() {
+        let below = c.get(k + 1);
         if cfg.htcondor_base.iter().any(|b| b == comp) {
-            let Some(dir) = c.get(k + 1) else {
-                return Some(Found {
-                    system: BatchSystem::Htcondor,
-                    job_id: JobId::HtcondorSlot(String::new()),
-                    root_len: 0,
-                    parent_len: Some(k + 1),
-                });
-            };
-            let job_id = match dir.strip_suffix(".slice") {
-                Some(base) => JobId::HtcondorSlotSlice(htcondor_slot(base)),
-                None => JobId::HtcondorSlot(htcondor_slot(dir)),
-            };
+            let job = below.map(|dir| {
+                let id = match dir.strip_suffix(".slice") {
+                    Some(base) => JobId::HtcondorSlotSlice(htcondor_slot(base)),
+                    None => JobId::HtcondorSlot(htcondor_slot(dir)),
+                };
+                (id, k + 2)
+            });
             return Some(Found {
                 system: BatchSystem::Htcondor,
-                job_id,
-                root_len: k + 2,
-                parent_len: Some(k + 1),
+                parent_len: k + 1,
+                job,
             });
         }
         if is_slurmstepd_scope(comp) {
-            let parent = Some(k + 1);
-            let job_id = match c.get(k + 1) {
-                Some(dir) => match dir.strip_prefix("job_").and_then(super::parse_u64) {
-                    Some(id) => Some(JobId::SlurmJobId(id)),
-                    None if is_sluid(dir) => Some(JobId::Sluid((*dir).to_owned())),
-                    // `system` (idle slurmstepds) and anything else is not a job.
-                    None => None,
-                },
-                None => None,
-            };
+            // `system` (idle slurmstepds) and anything else that is no job id is not a job.
+            let job = below.and_then(|dir| {
+                let id = match dir.strip_prefix("job_").and_then(super::parse_u64) {
+                    Some(id) => JobId::SlurmJobId(id),
+                    None if is_sluid(dir) => JobId::Sluid((*dir).to_owned()),
+                    None => return None,
+                };
+                Some((id, k + 2))
+            });
             return Some(Found {
                 system: BatchSystem::Slurm,
-                root_len: if job_id.is_some() { k + 2 } else { 0 },
-                job_id: job_id.unwrap_or(JobId::SlurmJobId(0)),
-                parent_len: parent,
+                parent_len: k + 1,
+                job,
             });
         }
     }
@@ -304,12 +297,13 @@ pub fn discover<'a>(dirs: impl IntoIterator<Item = &'a str>, cfg: &DiscoveryConf
         let Some(found) = classify(c, cfg) else {
             continue;
         };
-        if let Some(n) = found.parent_len {
-            parents.insert((found.system, c.iter().take(n).copied().collect()));
-        }
-        if found.root_len > 0 {
-            let root: Vec<&str> = c.iter().take(found.root_len).copied().collect();
-            jobs.entry(root).or_insert((found.system, found.job_id));
+        parents.insert((
+            found.system,
+            c.iter().take(found.parent_len).copied().collect(),
+        ));
+        if let Some((id, n)) = found.job {
+            let root: Vec<&str> = c.iter().take(n).copied().collect();
+            jobs.entry(root).or_insert((found.system, id));
         }
     }
     // Globs: not over a batch job or parent (they would count it twice).
