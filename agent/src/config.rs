@@ -248,8 +248,11 @@ interval = "30m"
 timeout = "60s"
 max_output_bytes = 1048576
 max_running = 4
-# Disks not read (globs on kernel names).
+# Disks not read (globs on kernel names, or bus/N:megaraid,ID for disks behind a controller).
 exclude = []
+# Disks behind a MegaRAID/PERC controller (listed by `smartctl --scan`, read with
+# -d megaraid,N /dev/bus/N) when /proc/devices shows one.
+megaraid = true
 
 # Delivery when `output` is an http(s):// URL: the collector (/write or /api/v2/write) or InfluxDB
 # itself (v1 /write?db=, v2 /api/v2/write?org=&bucket=, v3 /api/v3/write_lp?db=). Reports are

@@ -51,6 +51,8 @@ use serde_json::{Map, Value};
 
 use super::ParseError;
 
+pub mod scan;
+
 /// Which command set the drive speaks (`device.protocol`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Protocol {

@@ -12,7 +12,7 @@
 //! Inline (`once`, stepped tests), a round's disks are all due when it starts and the poll that
 //! starts them waits for them, each still bounded by `timeout`.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -21,6 +21,7 @@ use crate::collect::fs::Placement;
 use crate::command::{CommandError, CommandJob, Finished, Spawned};
 use crate::config::glob_match;
 use crate::root::{list_dir, read_optional, Root};
+use crate::sources::smartctl::scan::{self, ScanEntry};
 use crate::sources::smartctl::{self, DriveHealth, Outcome};
 use crate::sources::sysblock::{self, DeviceKind};
 use crate::sources::ParseError;
@@ -86,7 +87,8 @@ pub(super) enum ReadResult {
 /// One disk and where it sits.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Disk {
-    /// Kernel name (`sda`, `nvme0n1`).
+    /// Kernel name (`sda`, `nvme0n1`); for a disk behind a MegaRAID controller its bus and
+    /// type (`bus/0:megaraid,1`).
     pub(super) name: String,
     /// The MD arrays and multipath maps above it.
     pub(super) place: Placement,
@@ -97,6 +99,8 @@ pub(super) struct Disk {
 pub(super) enum Update {
     /// A round started with these disks (the others are gone).
     Disks(Vec<Disk>),
+    /// Listing the disks behind a RAID controller failed.
+    ScanFailed(DriveError),
     /// A call ended, `at` that instant.
     Read {
         name: String,
@@ -109,6 +113,8 @@ pub(super) enum Update {
 #[derive(Debug)]
 struct Running {
     name: String,
+    /// How errors name it: `/dev/sda`, `-d megaraid,1 /dev/bus/0`.
+    label: String,
     started: Instant,
     child: Spawned,
 }
@@ -122,6 +128,8 @@ pub(super) struct JobConfig {
     pub(super) max_output_bytes: usize,
     pub(super) max_running: usize,
     pub(super) exclude: Vec<String>,
+    /// Look for disks behind MegaRAID controllers (`smartctl --scan`) when the kernel has one.
+    pub(super) megaraid: bool,
     /// Calls of a round all at its start, and waited for (`once`, stepped tests).
     pub(super) inline: bool,
 }
@@ -132,8 +140,8 @@ pub(super) struct DriveJob {
     cfg: JobConfig,
     root: Root,
     urgent: Urgent,
-    /// The disks of the current round.
-    disks: BTreeSet<String>,
+    /// The disks of the current round, with the device and `-d` type smartctl reads each by.
+    disks: BTreeMap<String, Target>,
     /// Scheduled calls of this round: (due, disk), in order.
     queue: VecDeque<(f64, String)>,
     /// Disks asked for out of schedule, not yet started.
@@ -152,7 +160,7 @@ impl DriveJob {
             cfg,
             root,
             urgent,
-            disks: BTreeSet::new(),
+            disks: BTreeMap::new(),
             queue: VecDeque::new(),
             asked: VecDeque::new(),
             running: Vec::new(),
@@ -165,18 +173,49 @@ impl DriveJob {
 
     fn start_round(&mut self, now_s: f64, out: &mut Vec<Update>) {
         self.next_round_s = now_s + self.cfg.interval_s;
-        let names = whole_disks(&self.root, &self.cfg.exclude);
-        let disks: Vec<Disk> = names
+        self.missing = !found(&self.cfg.smartctl);
+        let mut names = whole_disks(&self.root, &self.cfg.exclude);
+        let mut disks: Vec<Disk> = names
             .iter()
             .map(|n| Disk {
                 name: n.clone(),
                 place: above(&self.root, n),
             })
             .collect();
-        self.disks = names.iter().cloned().collect();
+        self.disks = names
+            .iter()
+            .map(|n| {
+                let t = Target {
+                    path: device_path(n),
+                    device_type: None,
+                };
+                (n.clone(), t)
+            })
+            .collect();
+        if !self.missing && self.cfg.megaraid && has_megaraid(&self.root) {
+            match self.scan() {
+                Ok(found) => {
+                    for (name, t) in found {
+                        if self.cfg.exclude.iter().any(|p| glob_match(p, &name)) {
+                            continue;
+                        }
+                        disks.push(Disk {
+                            name: name.clone(),
+                            place: Placement {
+                                device: name.clone(),
+                                kind: "disk".into(),
+                                ..Placement::default()
+                            },
+                        });
+                        names.push(name.clone());
+                        self.disks.insert(name, t);
+                    }
+                }
+                Err(e) => out.push(Update::ScanFailed(e)),
+            }
+        }
         out.push(Update::Disks(disks));
         self.queue.clear();
-        self.missing = !found(&self.cfg.smartctl);
         if self.missing {
             if !self.missing_told {
                 self.missing_told = true;
@@ -199,6 +238,45 @@ impl DriveJob {
         }
     }
 
+    /// The disks behind MegaRAID controllers, from `smartctl --scan` (which lists them without
+    /// opening any device, so no sleeping disk is woken), waited for at most `timeout`.
+    fn scan(&self) -> Result<Vec<(String, Target)>, DriveError> {
+        let err = |source| DriveError::Command {
+            device: "--scan".into(),
+            source,
+        };
+        let mut child = Spawned::start(&self.cfg.smartctl, &["--scan"], self.cfg.max_output_bytes)
+            .map_err(err)?;
+        let started = Instant::now();
+        let fin = loop {
+            if let Some(r) = child.poll() {
+                break r.map_err(err)?;
+            }
+            if started.elapsed() >= self.cfg.timeout {
+                child.kill();
+                return Err(err(child.timeout_error(self.cfg.timeout)));
+            }
+            std::thread::sleep(Duration::from_secs_f64(POLL_S));
+        };
+        let entries = scan::parse(&fin.stdout).map_err(|source| DriveError::Parse {
+            device: "--scan".into(),
+            status: fin.status,
+            source,
+        })?;
+        Ok(entries
+            .into_iter()
+            .filter(ScanEntry::is_megaraid)
+            .map(|e| {
+                let name = format!("{}:{}", e.device.trim_start_matches("/dev/"), e.device_type);
+                let t = Target {
+                    path: e.device,
+                    device_type: Some(e.device_type),
+                };
+                (name, t)
+            })
+            .collect())
+    }
+
     /// Collects what the running calls answered, and kills those past their deadline.
     fn reap(&mut self, out: &mut Vec<Update>) {
         let timeout = self.cfg.timeout;
@@ -206,15 +284,15 @@ impl DriveJob {
         while i < self.running.len() {
             let r = &mut self.running[i];
             let result = match r.child.poll() {
-                Some(Ok(fin)) => Some(interpret(&device_path(&r.name), fin)),
+                Some(Ok(fin)) => Some(interpret(&r.label, fin)),
                 Some(Err(e)) => Some(ReadResult::Failed(DriveError::Command {
-                    device: device_path(&r.name),
+                    device: r.label.clone(),
                     source: e,
                 })),
                 None if r.started.elapsed() >= timeout => {
                     r.child.kill();
                     Some(ReadResult::Failed(DriveError::Command {
-                        device: device_path(&r.name),
+                        device: r.label.clone(),
                         source: r.child.timeout_error(timeout),
                     }))
                 }
@@ -255,11 +333,19 @@ impl DriveJob {
             if self.running.iter().any(|r| r.name == name) {
                 continue;
             }
-            let dev = device_path(&name);
-            let args = ["--json", "-a", "-n", "standby", dev.as_str()];
+            let Some(target) = self.disks.get(&name).cloned() else {
+                continue;
+            };
+            let mut args = vec!["--json", "-a", "-n", "standby"];
+            if let Some(t) = &target.device_type {
+                args.extend(["-d", t.as_str()]);
+            }
+            args.push(target.path.as_str());
+            let dev = target.label();
             match Spawned::start(&self.cfg.smartctl, &args, self.cfg.max_output_bytes) {
                 Ok(child) => self.running.push(Running {
                     name,
+                    label: dev,
                     started: Instant::now(),
                     child,
                 }),
@@ -296,7 +382,7 @@ impl CommandJob for DriveJob {
             let asked =
                 std::mem::take(&mut *self.urgent.lock().unwrap_or_else(PoisonError::into_inner));
             for name in asked {
-                if self.disks.contains(&name) && !self.asked.contains(&name) {
+                if self.disks.contains_key(&name) && !self.asked.contains(&name) {
                     self.asked.push_back(name);
                 }
             }
@@ -320,6 +406,39 @@ impl CommandJob for DriveJob {
         let next_call = self.queue.front().map_or(f64::INFINITY, |(due, _)| *due);
         next_call.min(self.next_round_s)
     }
+}
+
+/// What smartctl is pointed at for one disk.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Target {
+    /// `/dev/sda`, `/dev/bus/0`.
+    path: String,
+    /// `-d` when smartctl cannot find the type itself (`megaraid,1`).
+    device_type: Option<String>,
+}
+
+impl Target {
+    /// How errors name it.
+    fn label(&self) -> String {
+        match &self.device_type {
+            Some(t) => format!("-d {t} {}", self.path),
+            None => self.path.clone(),
+        }
+    }
+}
+
+/// Whether the kernel has a MegaRAID/PERC management device (`/proc/devices` lists
+/// `megaraid_sas_ioctl` or `megadev`): what smartctl's `-d megaraid` needs.
+fn has_megaraid(root: &Root) -> bool {
+    read_optional(&root.proc("devices"))
+        .ok()
+        .flatten()
+        .is_some_and(|t| {
+            t.lines().any(|l| {
+                let name = l.split_whitespace().nth(1).unwrap_or_default();
+                name.starts_with("megaraid_sas_ioctl") || name.starts_with("megadev")
+            })
+        })
 }
 
 /// `/dev/<name>`.

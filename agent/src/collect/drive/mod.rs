@@ -68,8 +68,12 @@ pub struct DriveConfig {
     /// Calls running at once at most (default 4): hung calls beyond this many delay the next
     /// ones until they are killed.
     pub max_running: usize,
-    /// Disks not read: shell-style globs on kernel names (`sd*`, `nvme1n1`).
+    /// Disks not read: shell-style globs on kernel names (`sd*`, `nvme1n1`), or on the names
+    /// of disks behind a MegaRAID controller (`bus/0:megaraid,*`).
     pub exclude: Vec<String>,
+    /// Read the disks behind MegaRAID/PERC controllers (found with `smartctl --scan`, read with
+    /// `-d megaraid,N`) when the kernel has one (default true).
+    pub megaraid: bool,
 }
 
 impl Default for DriveConfig {
@@ -82,6 +86,7 @@ impl Default for DriveConfig {
             max_output_bytes: 1 << 20,
             max_running: 4,
             exclude: Vec::new(),
+            megaraid: true,
         }
     }
 }
@@ -158,6 +163,7 @@ impl DriveMonitor {
                 max_output_bytes: self.cfg.max_output_bytes.max(4096),
                 max_running: self.cfg.max_running.max(1),
                 exclude: self.cfg.exclude.clone(),
+                megaraid: self.cfg.megaraid,
                 inline: self.inline,
             },
             self.root.clone(),
@@ -210,6 +216,7 @@ impl DriveMonitor {
                     self.drives.entry(d.name).or_default().place = d.place;
                 }
             }
+            Update::ScanFailed(e) => errors.count(SOURCE, &e),
             Update::Read { name, at, result } => {
                 // Inline, the answer belongs to this sample; from the thread, to when it came.
                 let t = if self.inline {

@@ -389,6 +389,74 @@ fn a_raid_controllers_virtual_drive_is_not_an_error() {
     assert_eq!(d.error_total(), 0);
 }
 
+/// A node with a MegaRAID controller: its disks are listed by `smartctl --scan` and read
+/// through it, `-d megaraid,N /dev/bus/0`, beside the node's own disks.
+#[test]
+fn disks_behind_a_megaraid_controller_are_read_through_it() {
+    let h = Host::new(&["sda"]);
+    h.write(
+        "proc/devices",
+        "Character devices:\n  1 mem\n250 megaraid_sas_ioctl\n\nBlock devices:\n  8 sd\n",
+    );
+    let scan = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/smartctl-scan/scrutiny-issue267-scan-megaraid-bus0.txt");
+    let p = h.path("bin/smartctl");
+    h.write(
+        "bin/smartctl",
+        &format!(
+            "#!/bin/sh\necho \"$*\" >> {log}\ncase \"$*\" in\n--scan) cat '{scan}';;\n\
+             *'-d megaraid,1 /dev/bus/0') cat '{one}'; exit 4;;\n\
+             *'-d megaraid,'*' /dev/bus/0') cat '{zero}'; exit 4;;\n\
+             *' /dev/sda') cat '{sda}';;\n*) exit 1;;\nesac\n",
+            log = h.path("calls").display(),
+            scan = scan.display(),
+            one = fixture("scrutiny-ata-wd4000fyyx-sat-megaraid-1-exit4.json").display(),
+            zero = fixture("scrutiny-ata-wd4000fyyx-sat-megaraid-0-exit4.json").display(),
+            sda = fixture("sce-ata-seagate-st3000nm0033-188-packed-4-4-4.json").display(),
+        ),
+    );
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+    let mut c = cfg(p, 60_000, 5000);
+    c.exclude = vec!["bus/0:megaraid,8".into()];
+    let mut m = DriveMonitor::new_inline(c, h.root());
+    let mut d = Driver::new(h.root());
+    d.sample(&mut m, 0.0);
+    let text = d.report(&mut m, 1.0);
+    let calls = fs::read_to_string(h.path("calls")).unwrap();
+    assert!(calls.starts_with("--scan\n"), "{calls}");
+    assert!(
+        calls.contains("--json -a -n standby -d megaraid,1 /dev/bus/0\n"),
+        "{calls}"
+    );
+    assert!(!calls.contains("megaraid,8"), "excluded: {calls}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 6, "sda and megaraid 1, 2, 3, 6, 7: {text}");
+    let one = lines
+        .iter()
+        .find(|l| l.starts_with("drive,host=ds01,device=bus/0:megaraid\\,1,"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(
+        field(one, "reallocated_sectors").as_deref(),
+        Some("387i"),
+        "{one}"
+    );
+    assert_eq!(field(one, "exit_status").as_deref(), Some("4i"));
+    assert!(one.contains(",protocol=ata "), "{one}");
+    assert_eq!(d.error_total(), 0);
+    // Without the controller in /proc/devices, no scan.
+    fs::remove_file(h.path("proc/devices")).unwrap();
+    d.sample(&mut m, 61.0);
+    let text = d.report(&mut m, 62.0);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert_eq!(
+        fs::read_to_string(h.path("calls"))
+            .unwrap()
+            .matches("--scan")
+            .count(),
+        1
+    );
+}
+
 /// Five disks over a 3 s round (one call every 0.6 s): `sda` answers, `sdb` is asleep, `sdc`
 /// hangs (`sleep 1000` under the script) past its 1.5 s timeout, `sdd` prints 2 GB, `nvme0n1`
 /// answers. The sampling thread is never held up, `nvme0n1` is read on schedule while `sdc`
