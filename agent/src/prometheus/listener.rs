@@ -11,9 +11,9 @@
 //!   (the client sees the connection end, with no answer or a cut one). Writes never block: a
 //!   client that does not read holds a socket buffer, not the loop.
 //! * At most `max_connections` connections are open (`[prometheus] max_connections`, default
-//!   [`DEFAULT_MAX_CONNECTIONS`]); a new one beyond the cap closes the one nearest its deadline —
-//!   the longest-waiting client that has not finished its request — so that the newest (the
-//!   scrape) is served. The cap is also held below half of the agent's open-file limit, so that
+//!   [`DEFAULT_MAX_CONNECTIONS`]); a new one beyond the cap resets the one nearest its deadline —
+//!   mostly the longest-waiting client that has not finished its request, since an answer being
+//!   sent has 5 s from its request — so that the newest (the scrape) is served. The cap is also held below half of the agent's open-file limit, so that
 //!   connections never take the files the sampling needs.
 //! * The page is rendered once per report on the sampling thread, head and body together, and
 //!   shared by every answer until the next report; the lock around it is held only to take a
