@@ -300,7 +300,7 @@ impl Default for OutputConfig {
             token_file: None,
             ca_file: None,
             batch_lines: 5000,
-            batch_bytes: 1 << 20,
+            batch_bytes: 2 << 20,
             timeout_s: 30,
             gzip: true,
             backoff_min_ms: 250,
@@ -451,7 +451,7 @@ allow = []
 # token_file = "/etc/storwatch/influx.token"  # "Authorization: Token …"; v1 "user:password" sends Basic
 # ca_file = "/etc/storwatch/influx-ca.pem"    # extra CA to trust for https
 # batch_lines = 5000              # most lines per request
-# batch_bytes = 1048576           # most bytes per request (before gzip)
+# batch_bytes = 2097152           # most bytes per request (before gzip)
 # timeout_s = 30                  # per request
 # gzip = true                     # compress request bodies
 # backoff_min_ms = 250            # first retry delay; doubles with full jitter
