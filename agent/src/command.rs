@@ -1,7 +1,8 @@
 //! Running external tools (`zpool`, `dmsetup`, `multipathd`) with a timeout.
 //!
 //! `zpool status` can hang for minutes on a pool with a dead device, so every command runs with a
-//! deadline and is killed when it passes it; the sampling loop never waits on one: collectors that
+//! deadline and is killed when it passes it, with its whole process group (a tool run through a
+//! wrapper script leaves nothing behind); the sampling loop never waits on one: collectors that
 //! use commands run them through a [`CommandWorker`], on a thread of its own at the job's own
 //! interval (or, for `once` and tests stepping simulated time, inline in the poll that finds them
 //! due). Tests replace the tool with captured output through [`CapturedRunner`], and whole-agent
@@ -82,102 +83,28 @@ impl CommandRunner for SystemRunner {
         args: &[&str],
         timeout: Duration,
     ) -> Result<String, CommandError> {
-        let io = |source| CommandError::Io {
-            program: program.to_owned(),
-            source,
-        };
-        let mut child = match Command::new(program)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .env("LC_ALL", "C")
-            .spawn()
-        {
-            Ok(c) => c,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(CommandError::NotFound(program.to_owned()))
-            }
-            Err(e) => return Err(io(e)),
-        };
-        // Drain the pipes on their own threads so a chatty tool cannot block on a full pipe
-        // while we wait for it to exit.
-        let mut stdout = child.stdout.take();
-        let mut stderr = child.stderr.take();
-        let overflow = Arc::new(AtomicBool::new(false));
-        let overflowed = Arc::clone(&overflow);
-        let out_reader = std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(s) = stdout.take() {
-                let _ = s.take(MAX_OUTPUT_BYTES as u64 + 1).read_to_end(&mut buf);
-                if buf.len() > MAX_OUTPUT_BYTES {
-                    // Stop reading (the pipe closes with `s`) and have the caller kill it.
-                    overflowed.store(true, Ordering::Relaxed);
-                    buf = Vec::new();
-                }
-            }
-            buf
-        });
-        let err_reader = std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(s) = stderr.as_mut() {
-                let _ = s.take(4096).read_to_end(&mut buf);
-            }
-            buf
-        });
+        // In a process group of its own, killed whole at the deadline: a tool run through a
+        // wrapper script leaves nothing behind holding the pipe (see [`Spawned`]).
+        let mut child = Spawned::start(program, args, MAX_OUTPUT_BYTES)?;
         let deadline = Instant::now() + timeout;
-        let status = loop {
-            if overflow.load(Ordering::Relaxed) {
-                let _ = child.kill();
-                let _ = child.wait();
-                let _ = out_reader.join();
-                return Err(CommandError::TooMuchOutput {
-                    program: program.to_owned(),
-                    limit: MAX_OUTPUT_BYTES,
-                });
+        let fin = loop {
+            if let Some(r) = child.poll() {
+                break r?;
             }
-            match child.try_wait().map_err(io)? {
-                Some(status) => break status,
-                None if Instant::now() >= deadline => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(CommandError::Timeout {
-                        program: program.to_owned(),
-                        timeout,
-                    });
-                }
-                None => std::thread::sleep(Duration::from_millis(10)),
+            if Instant::now() >= deadline {
+                child.kill();
+                return Err(child.timeout_error(timeout));
             }
+            std::thread::sleep(Duration::from_millis(10));
         };
-        let out = out_reader.join().unwrap_or_default();
-        if overflow.load(Ordering::Relaxed) {
-            return Err(CommandError::TooMuchOutput {
-                program: program.to_owned(),
-                limit: MAX_OUTPUT_BYTES,
-            });
-        }
-        let err = err_reader.join().unwrap_or_default();
-        if !status.success() {
-            let mut stderr = String::from_utf8_lossy(&err).into_owned();
-            stderr.truncate(
-                stderr
-                    .char_indices()
-                    .nth(300)
-                    .map_or(stderr.len(), |(i, _)| i),
-            );
+        if fin.status != 0 {
             return Err(CommandError::Failed {
                 program: program.to_owned(),
-                status: status.code().unwrap_or(-1),
-                // One log line per failure: the tool's lines joined.
-                stderr: stderr
-                    .lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .collect::<Vec<_>>()
-                    .join(" / "),
+                status: fin.status,
+                stderr: fin.stderr,
             });
         }
-        Ok(String::from_utf8_lossy(&out).into_owned())
+        Ok(fin.stdout)
     }
 }
 
@@ -714,6 +641,28 @@ mod tests {
         assert!(
             matches!(r, Err(CommandError::TooMuchOutput { limit, .. }) if limit == 1 << 20),
             "{r:?}"
+        );
+    }
+
+    #[test]
+    fn a_hung_wrapper_script_is_killed_with_what_it_started() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pidfile = dir.path().join("pid");
+        let script = format!("sleep 1000 & echo $! > {}; wait", pidfile.display());
+        let r = SystemRunner.run(
+            Path::new("/bin/sh"),
+            &["-c", &script],
+            Duration::from_millis(500),
+        );
+        assert!(matches!(r, Err(CommandError::Timeout { .. })), "{r:?}");
+        let pid = std::fs::read_to_string(&pidfile).expect("the script ran");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while alive(pid.trim().parse().expect("a pid")) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            !alive(pid.trim().parse().expect("a pid")),
+            "the script's sleep outlived the timeout"
         );
     }
 
