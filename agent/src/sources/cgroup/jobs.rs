@@ -62,6 +62,7 @@
 //! Where a path shows a systemd user slice (`user-1000.slice`), its uid is the owner.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound::{Excluded, Unbounded};
 
 /// The batch system that made a job's cgroup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -290,20 +291,26 @@ pub fn discover<'a>(dirs: impl IntoIterator<Item = &'a str>, cfg: &DiscoveryConf
         .filter(|c| !c.is_empty())
         .collect();
 
-    // Batch-system jobs and parents first.
+    // Batch-system jobs and parents first. In sorted order a job's root comes before everything
+    // below it, and everything below it is the job's: those paths need no second look.
     let mut jobs: BTreeMap<Vec<&str>, (BatchSystem, JobId)> = BTreeMap::new();
     let mut parents: BTreeSet<(BatchSystem, Vec<&str>)> = BTreeSet::new();
+    let mut last_root: Option<&[&str]> = None;
     for c in &all {
+        if last_root.is_some_and(|r| c.starts_with(r)) {
+            continue;
+        }
         let Some(found) = classify(c, cfg) else {
             continue;
         };
-        parents.insert((
-            found.system,
-            c.iter().take(found.parent_len).copied().collect(),
-        ));
+        let parent = c.get(..found.parent_len).unwrap_or_default();
+        if !parents.iter().any(|(_, p)| p[..] == *parent) {
+            parents.insert((found.system, parent.to_vec()));
+        }
         if let Some((id, n)) = found.job {
-            let root: Vec<&str> = c.iter().take(n).copied().collect();
-            jobs.entry(root).or_insert((found.system, id));
+            let root = c.get(..n).unwrap_or_default();
+            jobs.insert(root.to_vec(), (found.system, id));
+            last_root = Some(root);
         }
     }
     // Globs: not over a batch job or parent (they would count it twice).
@@ -323,8 +330,7 @@ pub fn discover<'a>(dirs: impl IntoIterator<Item = &'a str>, cfg: &DiscoveryConf
                 .iter()
                 .zip(root)
                 .all(|(p, t)| glob_component(p.as_bytes(), t.as_bytes()));
-            let covers_batch = batch_roots.iter().any(|b| b.starts_with(root));
-            if matches && !covers_batch {
+            if matches && !batch_roots.iter().any(|b| b.starts_with(root)) {
                 jobs.entry(root.to_vec())
                     .or_insert((BatchSystem::Glob, JobId::Glob(i, root.join("/"))));
                 break;
@@ -333,10 +339,18 @@ pub fn discover<'a>(dirs: impl IntoIterator<Item = &'a str>, cfg: &DiscoveryConf
     }
 
     // A job inside another job is part of it (pilots, glideins); parents inside jobs likewise.
-    let roots: Vec<Vec<&str>> = jobs.keys().cloned().collect();
-    let inside_other = |r: &[&str]| roots.iter().any(|o| o.len() < r.len() && r.starts_with(o));
-    jobs.retain(|r, _| !inside_other(r));
-    parents.retain(|(_, p)| !inside_other(p));
+    // In sorted order a root's descendants follow it, so the last root kept is the only one
+    // to compare with.
+    let mut outer: Option<Vec<&str>> = None;
+    jobs.retain(|r, _| {
+        if outer.as_ref().is_some_and(|o| r.starts_with(o)) {
+            return false;
+        }
+        outer = Some(r.clone());
+        true
+    });
+    let roots: Vec<&Vec<&str>> = jobs.keys().collect();
+    parents.retain(|(_, p)| !roots.iter().any(|o| o.len() < p.len() && p.starts_with(o)));
 
     // HTCondor 24.8+: `<name>` beside `<name>.slice` is the job's ssh_to_job directory.
     let joined: BTreeSet<String> = jobs.keys().map(|r| r.join("/")).collect();
@@ -354,17 +368,12 @@ pub fn discover<'a>(dirs: impl IntoIterator<Item = &'a str>, cfg: &DiscoveryConf
         .into_iter()
         .map(|(root, (system, job_id))| {
             let extra = also.remove(&root.join("/")).unwrap_or_default();
-            let below = |top: &Vec<&str>| {
-                all.iter()
-                    .filter(|c| c.len() > top.len() && c.starts_with(top))
-                    .count()
-            };
-            let sub_cgroups = below(&root) + extra.iter().map(below).sum::<usize>();
+            let sub_cgroups = below(&all, &root).count()
+                + extra.iter().map(|e| below(&all, e).count()).sum::<usize>();
             let mut steps: Vec<String> = Vec::new();
             if system == BatchSystem::Slurm {
-                steps = all
-                    .iter()
-                    .filter(|c| c.len() == root.len() + 1 && c.starts_with(&root))
+                steps = below(&all, &root)
+                    .filter(|c| c.len() == root.len() + 1)
                     .filter_map(|c| c.last()?.strip_prefix("step_"))
                     .map(str::to_owned)
                     .collect();
@@ -384,6 +393,15 @@ pub fn discover<'a>(dirs: impl IntoIterator<Item = &'a str>, cfg: &DiscoveryConf
         jobs: out_jobs,
         parents: parents.into_iter().map(|(s, p)| (s, p.join("/"))).collect(),
     }
+}
+
+/// The directories below `top`: in sorted order, the ones right after it.
+fn below<'a, 'b>(
+    all: &'a BTreeSet<Vec<&'b str>>,
+    top: &'a Vec<&'b str>,
+) -> impl Iterator<Item = &'a Vec<&'b str>> + 'a {
+    all.range::<Vec<&str>, _>((Excluded(top), Unbounded))
+        .take_while(move |c| c.starts_with(top))
 }
 
 /// Paths relative to `mount` from `find <mount> -type d` output (one path per line). Lines
