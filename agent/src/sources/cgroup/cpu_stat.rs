@@ -16,11 +16,12 @@
 //! ```
 //!
 //! `usage_usec`, `user_usec` and `system_usec` (µs) are always there, whether the `cpu`
-//! controller is enabled for the cgroup or not. The rest depend on kernel and configuration:
+//! controller is enabled for the cgroup or not (early 4.x kernels printed the file only with the
+//! controller). The rest depend on kernel and configuration:
 //! `nr_periods`, `nr_throttled`, `throttled_usec` (bandwidth control, printed only where the
 //! `cpu` controller is enabled), `nr_bursts`/`burst_usec` (5.14+), `core_sched.force_idle_usec`
-//! (5.18+, `CONFIG_SCHED_CORE` only) and `nice_usec` (newer 6.x kernels, printed before
-//! `core_sched`). Those are `Option`. Keys this parser does not know (`run_delay_usec` on the
+//! (5.18+, `CONFIG_SCHED_CORE` only) and `nice_usec` (6.13+, commit aefa398d93d5, printed
+//! before `core_sched`). Those are `Option`. Keys this parser does not know (`run_delay_usec` on the
 //! newest kernels) are ignored, value and all, so a new kernel does not blind the agent; a known
 //! key with a malformed value or more than one value, given twice, or missing is an error.
 
@@ -35,7 +36,7 @@ pub struct CpuStat {
     pub user_usec: u64,
     /// System CPU time, µs.
     pub system_usec: u64,
-    /// User time at a positive nice value, µs (newer 6.x kernels).
+    /// User time at a positive nice value, µs (6.13+).
     pub nice_usec: Option<u64>,
     /// Time a sibling hyperthread was forced idle by core scheduling, µs (5.18+,
     /// `CONFIG_SCHED_CORE`).
