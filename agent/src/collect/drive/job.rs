@@ -99,8 +99,9 @@ pub(super) struct Disk {
 pub(super) enum Update {
     /// A round started with these disks (the others are gone).
     Disks(Vec<Disk>),
-    /// Listing the disks behind a RAID controller failed.
-    ScanFailed(DriveError),
+    /// A call that was not a disk's reading failed (listing the disks behind a RAID controller;
+    /// a SAS disk's text error log).
+    Error(DriveError),
     /// A call ended, `at` that instant.
     Read {
         name: String,
@@ -117,6 +118,9 @@ struct Running {
     label: String,
     started: Instant,
     child: Spawned,
+    /// This is the `-l error` text call of a SAS disk, for its non-medium error count: the
+    /// reading its JSON call gave, handed on when this one ends.
+    text_for: Option<Box<DriveHealth>>,
 }
 
 /// The settings the worker needs, resolved.
@@ -211,7 +215,7 @@ impl DriveJob {
                         self.disks.insert(name, t);
                     }
                 }
-                Err(e) => out.push(Update::ScanFailed(e)),
+                Err(e) => out.push(Update::Error(e)),
             }
         }
         out.push(Update::Disks(disks));
@@ -283,31 +287,98 @@ impl DriveJob {
         let mut i = 0;
         while i < self.running.len() {
             let r = &mut self.running[i];
-            let result = match r.child.poll() {
-                Some(Ok(fin)) => Some(interpret(&r.label, fin)),
-                Some(Err(e)) => Some(ReadResult::Failed(DriveError::Command {
-                    device: r.label.clone(),
-                    source: e,
-                })),
+            let polled = match r.child.poll() {
+                Some(p) => p,
                 None if r.started.elapsed() >= timeout => {
                     r.child.kill();
-                    Some(ReadResult::Failed(DriveError::Command {
-                        device: r.label.clone(),
-                        source: r.child.timeout_error(timeout),
-                    }))
+                    Err(r.child.timeout_error(timeout))
                 }
-                None => None,
+                None => {
+                    i += 1;
+                    continue;
+                }
             };
-            match result {
-                Some(result) => {
-                    let r = self.running.swap_remove(i);
-                    out.push(Update::Read {
-                        name: r.name,
-                        at: Instant::now(),
-                        result,
-                    });
+            let r = self.running.swap_remove(i);
+            if let Some(mut h) = r.text_for {
+                // The reading stands whatever becomes of the text call.
+                match polled {
+                    Ok(fin) => match smartctl::parse_scsi_text(&fin.stdout) {
+                        Ok(t) => {
+                            if let Some(sc) = h.scsi.as_mut() {
+                                sc.non_medium_errors = t.non_medium_errors.or(sc.non_medium_errors);
+                            }
+                        }
+                        Err(source) => out.push(Update::Error(DriveError::Parse {
+                            device: format!("-l error {}", r.label),
+                            status: fin.status,
+                            source,
+                        })),
+                    },
+                    Err(source) => out.push(Update::Error(DriveError::Command {
+                        device: format!("-l error {}", r.label),
+                        source,
+                    })),
                 }
-                None => i += 1,
+                out.push(Update::Read {
+                    name: r.name,
+                    at: Instant::now(),
+                    result: ReadResult::Read(h),
+                });
+                continue;
+            }
+            let result = match polled {
+                Ok(fin) => interpret(&r.label, fin),
+                Err(source) => ReadResult::Failed(DriveError::Command {
+                    device: r.label.clone(),
+                    source,
+                }),
+            };
+            let result = match result {
+                ReadResult::Read(h) if wants_text(&h) => match self.start_text(&r, h, out) {
+                    Some(h) => ReadResult::Read(h),
+                    None => continue, // handed on to the text call
+                },
+                other => other,
+            };
+            out.push(Update::Read {
+                name: r.name,
+                at: Instant::now(),
+                result,
+            });
+        }
+    }
+
+    /// Starts the `-l error` text call of a SAS disk read as `h`; `Some(h)` back when it could
+    /// not be started (the reading is then reported without the count).
+    fn start_text(
+        &mut self,
+        r: &Running,
+        h: Box<DriveHealth>,
+        out: &mut Vec<Update>,
+    ) -> Option<Box<DriveHealth>> {
+        let target = self.disks.get(&r.name)?;
+        let mut args = vec!["-l", "error", "-n", "standby"];
+        if let Some(t) = &target.device_type {
+            args.extend(["-d", t.as_str()]);
+        }
+        args.push(target.path.as_str());
+        match Spawned::start(&self.cfg.smartctl, &args, self.cfg.max_output_bytes) {
+            Ok(child) => {
+                self.running.push(Running {
+                    name: r.name.clone(),
+                    label: r.label.clone(),
+                    started: Instant::now(),
+                    child,
+                    text_for: Some(h),
+                });
+                None
+            }
+            Err(source) => {
+                out.push(Update::Error(DriveError::Command {
+                    device: format!("-l error {}", r.label),
+                    source,
+                }));
+                Some(h)
             }
         }
     }
@@ -348,6 +419,7 @@ impl DriveJob {
                     label: dev,
                     started: Instant::now(),
                     child,
+                    text_for: None,
                 }),
                 Err(CommandError::NotFound(_)) => {
                     // Removed since the round started: quiet until it is back.
@@ -456,6 +528,15 @@ fn found(program: &Path) -> bool {
         std::env::split_paths(&paths)
             .any(|d| !d.as_os_str().is_empty() && d.join(program).is_file())
     })
+}
+
+/// Whether a reading is a SAS/SCSI disk's without the non-medium error count, which smartctl
+/// prints only as text (`smartctl -l error`): then a second, text call is made for it.
+fn wants_text(h: &DriveHealth) -> bool {
+    h.protocol == smartctl::Protocol::Scsi
+        && h.scsi
+            .as_ref()
+            .is_some_and(|s| s.non_medium_errors.is_none())
 }
 
 /// What a finished call amounts to. The process's own exit status stands in for the JSON's

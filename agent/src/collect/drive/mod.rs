@@ -216,7 +216,7 @@ impl DriveMonitor {
                     self.drives.entry(d.name).or_default().place = d.place;
                 }
             }
-            Update::ScanFailed(e) => errors.count(SOURCE, &e),
+            Update::Error(e) => errors.count(SOURCE, &e),
             Update::Read { name, at, result } => {
                 // Inline, the answer belongs to this sample; from the thread, to when it came.
                 let t = if self.inline {

@@ -457,6 +457,43 @@ fn disks_behind_a_megaraid_controller_are_read_through_it() {
     );
 }
 
+/// A SAS disk's non-medium error count comes from a second, text call (`-l error`): smartctl
+/// prints it only as text.
+#[test]
+fn a_sas_disks_non_medium_errors_come_from_its_text_error_log() {
+    let h = Host::new(&["sda"]);
+    let p = h.path("bin/smartctl");
+    h.write(
+        "bin/smartctl",
+        &format!(
+            "#!/bin/sh\necho \"$*\" >> {log}\ncase \"$*\" in\n\
+             '-l error -n standby /dev/sda') cat '{text}';;\n\
+             '--json -a -n standby /dev/sda') cat '{json}';;\n*) exit 1;;\nesac\n",
+            log = h.path("calls").display(),
+            text = fixture("karlsbakk-sas-text-a-error-counter-log-non-medium-3-fragment.txt")
+                .display(),
+            json = fixture("sce-scsi-hitachi-h109060-sas-clean.json").display(),
+        ),
+    );
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+    let mut m = DriveMonitor::new_inline(cfg(p, 60_000, 5000), h.root());
+    let mut d = Driver::new(h.root());
+    d.sample(&mut m, 0.0);
+    let text = d.report(&mut m, 1.0);
+    let sda = line(&text, "sda");
+    assert_eq!(
+        field(sda, "non_medium_errors").as_deref(),
+        Some("3i"),
+        "{sda}"
+    );
+    assert_eq!(field(sda, "grown_defects").as_deref(), Some("0i"), "{sda}");
+    assert_eq!(
+        fs::read_to_string(h.path("calls")).unwrap(),
+        "--json -a -n standby /dev/sda\n-l error -n standby /dev/sda\n"
+    );
+    assert_eq!(d.error_total(), 0);
+}
+
 /// Five disks over a 3 s round (one call every 0.6 s): `sda` answers, `sdb` is asleep, `sdc`
 /// hangs (`sleep 1000` under the script) past its 1.5 s timeout, `sdd` prints 2 GB, `nvme0n1`
 /// answers. The sampling thread is never held up, `nvme0n1` is read on schedule while `sdc`
