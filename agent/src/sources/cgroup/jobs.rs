@@ -421,8 +421,8 @@ pub fn paths_from_find<'a>(text: &'a str, mount: &str) -> Vec<&'a str> {
 
 /// Directory paths from a `systemd-cgls` or `systemctl status` tree. The tree's top is the
 /// `CGroup: /path` line of `systemctl status` (or the root for `systemd-cgls`); entries are
-/// drawn with `├─`/`└─`, two columns per level; process lines (`113630 slurmstepd: …`) are
-/// skipped.
+/// drawn with `├─`/`└─`, two columns per level, a cgroup id (`(#1119)`) after a name is dropped;
+/// process lines (`113630 slurmstepd: …`) are skipped.
 pub fn paths_from_systemd_cgls(text: &str) -> Vec<String> {
     let mut base: Vec<String> = Vec::new();
     let mut stack: Vec<(usize, String)> = Vec::new();
@@ -454,6 +454,17 @@ pub fn paths_from_systemd_cgls(text: &str) -> Vec<String> {
         if item.contains(' ') && !first.is_empty() && first.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
+        // Newer systemd-cgls prints the cgroup id after the name: `user.slice (#1119)`.
+        let item = match item.rsplit_once(" (#") {
+            Some((name, id))
+                if id
+                    .strip_suffix(')')
+                    .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())) =>
+            {
+                name
+            }
+            _ => item,
+        };
         while stack.last().is_some_and(|(d, _)| *d >= depth) {
             stack.pop();
         }

@@ -287,7 +287,7 @@ fn listings() {
         paths_from_find(find, "/sys/fs/cgroup/"),
         ["a", "a/b", "c", "d", "sys/fs/cgroupx"]
     );
-    let cgls = "Control group /:\n-.slice\n├─user.slice\n│ └─user-1000.slice\n│   └─session-2.scope\n│     └─1234 sshd: me\n└─system.slice\n  └─2 3\n";
+    let cgls = "Control group /:\n-.slice\n├─user.slice (#1119)\n│ └─user-1000.slice\n│   └─session-2.scope (#4242)\n│     └─1234 sshd: me\n└─system.slice\n  └─2 3\n";
     assert_eq!(
         paths_from_systemd_cgls(cgls),
         [
