@@ -146,7 +146,9 @@ pub struct Discovery {
 /// What to look for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiscoveryConfig {
-    /// HTCondor's `BASE_CGROUP` names (default `["htcondor"]`).
+    /// HTCondor's `BASE_CGROUP` values, one per slot type that sets its own
+    /// (`SLOT_TYPE_1.BASE_CGROUP`); a value may name a nested directory (`jobs/htcondor`).
+    /// Default `["htcondor"]`.
     pub htcondor_base: Vec<String>,
     /// Extra job patterns, relative to the cgroup mount (default none).
     pub globs: Vec<String>,
@@ -202,8 +204,18 @@ fn is_slurmstepd_scope(c: &str) -> bool {
 /// directory on the path decides: whatever is below a job is the job's.
 fn classify(c: &[&str], cfg: &DiscoveryConfig) -> Option<Found> {
     for (k, comp) in c.iter().enumerate() {
-        let below = c.get(k + 1);
-        if cfg.htcondor_base.iter().any(|b| b == comp) {
+        // BASE_CGROUP may name a nested directory (`jobs/htcondor`).
+        let base_len = cfg.htcondor_base.iter().find_map(|b| {
+            let mut n = 0;
+            for want in b.split('/').filter(|w| !w.is_empty()) {
+                (c.get(k + n) == Some(&want)).then_some(())?;
+                n += 1;
+            }
+            (n > 0).then_some(n)
+        });
+        if let Some(n) = base_len {
+            let k = k + n - 1;
+            let below = c.get(k + 1);
             let job = below.map(|dir| {
                 let id = match dir.strip_suffix(".slice") {
                     Some(base) => JobId::HtcondorSlotSlice(htcondor_slot(base)),
@@ -219,7 +231,7 @@ fn classify(c: &[&str], cfg: &DiscoveryConfig) -> Option<Found> {
         }
         if is_slurmstepd_scope(comp) {
             // `system` (idle slurmstepds) and anything else that is no job id is not a job.
-            let job = below.and_then(|dir| {
+            let job = c.get(k + 1).and_then(|dir| {
                 let id = match dir.strip_prefix("job_").and_then(super::parse_u64) {
                     Some(id) => JobId::SlurmJobId(id),
                     None if is_sluid(dir) => JobId::Sluid((*dir).to_owned()),

@@ -217,6 +217,41 @@ fn htcondor_one_base_per_starter_with_cgroup_all_daemons() {
 }
 
 #[test]
+fn htcondor_base_cgroup_per_slot_type_and_nested() {
+    let dirs = [
+        "system.slice/hiprio",
+        "system.slice/hiprio/x_slot1_1@wn.slice",
+        "system.slice/jobs/htcondor/x_slot2_1@wn.slice",
+        "system.slice/jobs/htcondor/x_slot2_1@wn.slice/x_slot2_1@wn.scope",
+        "system.slice/jobs/other/x_slot3_1@wn.slice",
+        "system.slice/htcondor/x_slot4_1@wn",
+    ];
+    let cfg = DiscoveryConfig {
+        htcondor_base: vec![
+            "hiprio".to_owned(),
+            "/jobs/htcondor/".to_owned(),
+            String::new(),
+        ],
+        globs: Vec::new(),
+    };
+    let d = discover(dirs, &cfg);
+    let found: Vec<(String, usize)> = d
+        .jobs
+        .iter()
+        .map(|j| (j.job_id.tag(), j.sub_cgroups))
+        .collect();
+    assert_eq!(
+        found,
+        [("slot1_1@wn".to_owned(), 0), ("slot2_1@wn".to_owned(), 1)]
+    );
+    let parents: Vec<&str> = d.parents.iter().map(|(_, p)| p.as_str()).collect();
+    assert_eq!(
+        parents,
+        ["system.slice/hiprio", "system.slice/jobs/htcondor"]
+    );
+}
+
+#[test]
 fn htcondor_slot_names() {
     assert_eq!(
         htcondor_slot("condor_var_lib_condor_execute_slot1_1@wn042.example.org"),
