@@ -8,8 +8,10 @@
 //! A job's counters include every directory below its root, so everything below a job's root
 //! belongs to the job and is never a job of its own: Slurm's `step_*`, `slurm`, `user`,
 //! `task_*` directories, HTCondor's `.scope`, and what a pilot or glidein running inside the job
-//! creates (PanDA's pilot makes `control` and `subprocesses` inside its job's cgroup; ALICE's
-//! JAliEn makes per-payload groups; a glidein's own HTCondor makes a nested `htcondor/…`).
+//! creates (PanDA's pilot makes `control` and `subprocesses` inside its job's cgroup,
+//! PanDAWMS/pilot3 `pilot/util/cgroups.py`; ALICE's job agent makes sub-cgroups of its slot's
+//! cgroup, CHEP 2024 as cited in DIRACGrid/DIRAC#7853; a glidein's own HTCondor makes a nested
+//! `htcondor/…`).
 //!
 //! ## HTCondor (cgroup v2 since the 10.x series, HTCONDOR-1457; `ProcFamilyDirectCgroupV2`)
 //!
