@@ -22,8 +22,9 @@
 //!   zero counters, so its counters are its deltas, over the time since it was created (when
 //!   known) or since the interval began ([`JobInterval::wall_usec`], an upper bound then, which
 //!   makes its efficiency a lower bound). A job that vanished has no last reading: its rates
-//!   are unknown, and what it did since its last reading is still in the batch system's parent
-//!   cgroup counters ([`crate::sources::cgroup::jobs::Discovery::parents`]).
+//!   are unknown, and the CPU time it used since its last reading is still in the batch
+//!   system's parent cgroup's `cpu.stat`
+//!   ([`crate::sources::cgroup::jobs::Discovery::parents`]).
 //!
 //! Reads from network storage (xrootd, NFS, CephFS) never show in `io.stat`: for those jobs,
 //! low efficiency and `io.pressure` are the stall signal.

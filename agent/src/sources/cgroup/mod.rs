@@ -16,9 +16,11 @@
 //! | `cpu.pressure`, `io.pressure`, `memory.pressure` | [`super::pressure`] (same format as `/proc/pressure/*`) | µs stalled, % |
 //!
 //! Every counter is cumulative since the cgroup was created, and a cgroup's counters include
-//! its descendants (living and, for `cpu.stat` and `io.stat`, removed ones): a job's own
-//! directory is the one to read, and the batch system's parent directory (`htcondor/`,
-//! `slurmstepd.scope/`) still counts a job that came and went between two readings.
+//! its descendants', living and removed: a removed child's CPU time stays in its parent's
+//! `cpu.stat` (for `io.stat` only on recent kernels, which flush a removed group's I/O
+//! statistics into its parent first). So a job's own directory is the one to read, and the
+//! batch system's parent directory (`htcondor/`, `slurmstepd.scope/`) still counts the CPU
+//! time of a job that came and went between two readings.
 //! [`jobs`] tells which directories are jobs.
 //!
 //! Reads from network storage (xrootd, NFS, CephFS) are not block I/O and never show in
