@@ -197,7 +197,7 @@ impl DriveJob {
             })
             .collect();
         if !self.missing && self.cfg.megaraid && has_megaraid(&self.root) {
-            match self.scan() {
+            match self.scan(out) {
                 Ok(found) => {
                     for (name, t) in found {
                         if self.cfg.exclude.iter().any(|p| glob_match(p, &name)) {
@@ -243,8 +243,9 @@ impl DriveJob {
     }
 
     /// The disks behind MegaRAID controllers, from `smartctl --scan` (which lists them without
-    /// opening any device, so no sleeping disk is woken), waited for at most `timeout`.
-    fn scan(&self) -> Result<Vec<(String, Target)>, DriveError> {
+    /// opening any device, so no sleeping disk is woken), waited for at most `timeout` — while
+    /// the calls still running from the last round are looked after as usual.
+    fn scan(&mut self, out: &mut Vec<Update>) -> Result<Vec<(String, Target)>, DriveError> {
         let err = |source| DriveError::Command {
             device: "--scan".into(),
             source,
@@ -260,6 +261,7 @@ impl DriveJob {
                 child.kill();
                 return Err(err(child.timeout_error(self.cfg.timeout)));
             }
+            self.reap(out);
             std::thread::sleep(Duration::from_secs_f64(POLL_S));
         };
         let entries = scan::parse(&fin.stdout).map_err(|source| DriveError::Parse {
