@@ -1057,8 +1057,9 @@ fn soak(plan: &Plan) {
     );
     let _ = writeln!(
         w,
-        "sinks: {} failed requests retried; spools drained {:.0} s after the last report, \
-         collector queues {:.0} s after",
+        "sinks: {} failed requests retried; collector B refused {refusals_b} writes while its \
+         queue disk was full; spools drained {:.0} s after the last report, collector queues \
+         {:.0} s after",
         status["failed_requests"], drained_after, queue_drained_after
     );
     let _ = writeln!(
