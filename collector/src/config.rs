@@ -306,7 +306,7 @@ impl Default for OutputConfig {
             backoff_min_ms: 250,
             backoff_max_s: 60,
             auth_retry_s: 60,
-            max_in_flight: 2,
+            max_in_flight: 3,
         }
     }
 }
@@ -457,7 +457,7 @@ allow = []
 # backoff_min_ms = 250            # first retry delay; doubles with full jitter
 # backoff_max_s = 60              # longest retry delay, and cap on Retry-After
 # auth_retry_s = 60               # retry delay after 401/403/404 (data kept)
-# max_in_flight = 2               # write requests in flight at once (1 to 8)
+# max_in_flight = 3               # write requests in flight at once (1 to 8)
 "##;
 
 #[cfg(test)]
