@@ -8,7 +8,8 @@
 # (real InfluxDB and HTTP clients against the collector), faketime (a collector whose clock is set back, in the dashboards
 # test), prometheus (promtool and a real Prometheus scraping the agent), rpm (rpmbuild for the
 # packaging test), fuse3, libfuse3-dev and pkg-config (a hung FUSE mount for the agent's
-# dead-mount tests) and InfluxDB 1.x (every test that stores data runs a real influxd on
+# dead-mount tests), procps and gcc (smoke runs of the quickstart and bench/read-walk.c) and
+# InfluxDB 1.x (every test that stores data runs a real influxd on
 # 127.0.0.1); from PyPI influxdb-client and datafusion (the InfluxDB 3 plugin's SQL runs on it);
 # with Go (when installed) Telegraf from the Go module proxy — then checks formatting and lints,
 # builds the tests and runs the whole workspace's tests. Snapshots are never rewritten here. Each
@@ -35,8 +36,9 @@ phase() {
 phase "prerequisites"
 missing=()
 # tool:package — promtool and prometheus check the agent's Prometheus exposition, rpmbuild
-# builds the rpms tests/tests/packages.rs installs into a scratch root
-for pair in curl:curl python3:python3 pip3:python3-pip openssl:openssl faketime:faketime promtool:prometheus rpmbuild:rpm; do
+# builds the rpms tests/tests/packages.rs installs into a scratch root, pgrep and cc serve the
+# smoke runs of scripts/quickstart.sh and bench/read-walk.c (tests/tests/smoke_scripts.rs)
+for pair in curl:curl python3:python3 pip3:python3-pip openssl:openssl faketime:faketime promtool:prometheus rpmbuild:rpm pgrep:procps cc:gcc; do
   command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
 done
 # real InfluxDB clients against the collector (collector/tests/clients.rs): the influx CLI, the

@@ -2,13 +2,19 @@
 //! with the real binaries: a bench or a script nobody runs breaks unnoticed. Each asserts what the
 //! tool is for (the figures it prints, the verdicts it gives), not only that it started.
 //!
-//! `scripts/quickstart.sh` runs here too (start, status, stop of a whole fleet: about 30 s).
+//! `scripts/quickstart.sh` runs here too (start, status, stop of a whole fleet: about 20 s).
 //!
 //! Run elsewhere: `storwatch-collector-bench` (collector/tests/bench_smoke.rs), the criterion
-//! benches (`test = true` in their crates' Cargo.toml: `cargo test` runs each benchmark once),
-//! `scripts/check-packages.sh` and `scripts/build-rpm.sh` (tests/packages.rs),
-//! `scripts/influxd-test.sh` (every test with an influxd), the InfluxDB setup scripts and the
-//! v2/v3 rollup generators (collector/tests/influx_setup.rs, tests/dashboards).
+//! benches and the queue store bench (`test = true` in their crates' Cargo.toml: `cargo test`
+//! runs each once), `scripts/check-packages.sh` and `scripts/build-rpm.sh` (tests/packages.rs;
+//! the deb maintainer scripts only where cargo-deb is installed), `scripts/influxd-test.sh`
+//! (every test with an influxd), the InfluxDB setup scripts, `deploy/grafana/install.sh` and the
+//! v2/v3 rollup generators and their tests (collector/tests/influx_setup.rs, tests/dashboards).
+//!
+//! Not run by any test: `bench/run-agent-bench.sh` (it needs the shared bench harness, which is
+//! not part of this repository), `deploy/influxdb/v2/check-flux.sh` (it fetches Flux with Go
+//! and builds libflux, minutes on a fresh machine), `deploy/compose/Dockerfile` (needs a
+//! container engine) and `scripts/test.sh` itself.
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
