@@ -13,11 +13,13 @@
 #![allow(clippy::unwrap_used)]
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use storwatch_test_support::{http, now_s, wait_for, workspace, Collector, Influxd, Proc};
+use storwatch_test_support::{
+    http, now_s, telegraf, wait_for, workspace, Collector, Influxd, Proc,
+};
 
 const TOKEN: &str = "clients-token-0123456789";
 
@@ -230,16 +232,6 @@ with InfluxDBClient(url="http://127.0.0.1:" + os.environ["PORT"], token=os.envir
     let out = run("python influxdb-client (v2 client)", &mut python(v2, port));
     assert!(out.contains("is not allowed"), "{out}");
     s.landed("pyv2", "pyv2_m", 3);
-}
-
-/// The telegraf binary to run: `STORWATCH_TELEGRAF`, else `telegraf` on `PATH`.
-fn telegraf() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("STORWATCH_TELEGRAF") {
-        return Some(PathBuf::from(p));
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join("telegraf"))
-        .find(|p| p.is_file())
 }
 
 #[test]

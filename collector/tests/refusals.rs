@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use storwatch_test_support::{http, wait_for, Collector, Proc};
+use storwatch_test_support::{http, telegraf, wait_for, Collector, Proc};
 
 const TOKEN: &str = "refusals-agents-token-0123456789";
 const STRANGER: &str = "not-a-token-of-this-collector-00";
@@ -372,16 +372,6 @@ fn what_a_refused_client_still_sends_is_read_only_up_to_a_bound() {
     );
     // and the collector still answers
     assert_eq!(http(&c.url("/ping"), "GET", &[], b"").0, 204);
-}
-
-/// The telegraf binary to run: `STORWATCH_TELEGRAF`, else `telegraf` on `PATH`.
-fn telegraf() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("STORWATCH_TELEGRAF") {
-        return Some(PathBuf::from(p));
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join("telegraf"))
-        .find(|p| p.is_file())
 }
 
 /// Telegraf's `influxdb` and `influxdb_v2` outputs against a full collector and with a token it

@@ -110,6 +110,17 @@ pub fn libfaketime() -> PathBuf {
         .expect("libfaketime is not installed (apt-get install faketime; scripts/test.sh does)")
 }
 
+/// The Telegraf binary the real-client tests run: `STORWATCH_TELEGRAF` (`scripts/test.sh` sets it
+/// to the one it builds from the Go module proxy), else `telegraf` on `PATH`; `None` when neither.
+pub fn telegraf() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("STORWATCH_TELEGRAF") {
+        return Some(PathBuf::from(p));
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join("telegraf"))
+        .find(|p| p.is_file())
+}
+
 /// Sends signal `sig` (a name: `TERM`, `HUP`, `USR1`) to process `pid` with kill(1), failing the
 /// test when it cannot.
 pub fn signal(pid: u32, sig: &str) {
