@@ -8,7 +8,8 @@
 # The harness is read-only where it is shared, so it is copied to a scratch directory; results land
 # in bench/out/ (table.txt, results.jsonl). To compare with Telegraf, node_exporter and collectd,
 # run `./run.sh install` in the scratch copy first (it builds Telegraf with Go: ~10 min) and add them
-# to --only.
+# to --only. STORWATCH_AGENT_BIN names an agent binary to measure instead of building the release
+# one (the test suite's smoke run passes its debug build).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -17,14 +18,18 @@ work=${STORWATCH_BENCH_DIR:-/tmp/storwatch-bench}
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(--duration 60 --rounds 2 --only storwatch,storwatch-core,floor-full)
 
-cargo build --release -p storwatch-agent --manifest-path "$repo/Cargo.toml"
-target=$(cargo metadata --format-version 1 --no-deps --manifest-path "$repo/Cargo.toml" \
-  | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+agent_bin=${STORWATCH_AGENT_BIN:-}
+if [ -z "$agent_bin" ]; then
+  cargo build --release -p storwatch-agent --manifest-path "$repo/Cargo.toml"
+  target=$(cargo metadata --format-version 1 --no-deps --manifest-path "$repo/Cargo.toml" \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+  agent_bin=$target/release/storwatch-agent
+fi
 mkdir -p "$work"
 cp -r "$harness"/. "$work"/
 chmod -R u+w "$work"
 mkdir -p "$work/bin"
-cp "$target/release/storwatch-agent" "$work/bin/"
+cp "$agent_bin" "$work/bin/storwatch-agent"
 [ -x "$work/bin/floor" ] || gcc -O2 -Wall -o "$work/bin/floor" "$work/floor.c"
 # storwatch-core: the same agent with the storage-health monitors off (block devices, NICs, CPU,
 # memory and PSI only), to show what the core sampling costs on its own.

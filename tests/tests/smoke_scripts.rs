@@ -11,8 +11,10 @@
 //! (every test with an influxd), the InfluxDB setup scripts, `deploy/grafana/install.sh` and the
 //! v2/v3 rollup generators and their tests (collector/tests/influx_setup.rs, tests/dashboards).
 //!
-//! Not run by any test: `bench/run-agent-bench.sh` (it needs the shared bench harness, which is
-//! not part of this repository), `deploy/influxdb/v2/check-flux.sh` (it fetches Flux with Go
+//! `bench/run-agent-bench.sh` runs on the shared bench harness (`../shared/bench` beside the
+//! checkout, as CI has it; skipped, saying so, where it is not there) for one 11 s window.
+//!
+//! Not run by any test: `deploy/influxdb/v2/check-flux.sh` (it fetches Flux with Go
 //! and builds libflux, minutes on a fresh machine), `deploy/compose/Dockerfile` (needs a
 //! container engine) and `scripts/test.sh` itself.
 #![allow(clippy::unwrap_used)]
@@ -58,6 +60,46 @@ fn read_walk_bench_builds_and_prints_four_costs() {
         .output()
         .unwrap();
     assert_eq!(gone.status.code(), Some(1), "{gone:?}");
+}
+
+/// `bench/run-agent-bench.sh` on the shared harness's synthetic 200-disk host, with the test
+/// build of the agent (`STORWATCH_AGENT_BIN`, so no release build) for one round of 11 s: the
+/// harness writes a result row for the agent with the collections it measured, their CPU and
+/// the lines each report wrote.
+#[test]
+fn agent_bench_script_measures_the_agent_on_the_bench_host() {
+    let harness = workspace().join("../shared/bench");
+    if !harness.join("run.sh").is_file() {
+        eprintln!(
+            "SKIPPED agent_bench_script_measures_the_agent_on_the_bench_host: no bench harness at {}",
+            harness.display()
+        );
+        return;
+    }
+    let agent = binary("storwatch-agent", "storwatch-agent");
+    let dir = scratch();
+    let work = dir.path().join("work");
+    let out = Command::new("bash")
+        .arg(workspace().join("bench/run-agent-bench.sh"))
+        .args(["--duration", "11", "--warmup", "1", "--rounds", "1"])
+        .args(["--only", "storwatch", "--root"])
+        .arg(dir.path().join("host"))
+        .env("STORWATCH_AGENT_BIN", &agent)
+        .env("STORWATCH_BENCH_DIR", &work)
+        .output()
+        .expect("run bench/run-agent-bench.sh");
+    assert!(out.status.success(), "{}", text(&out));
+    let results = std::fs::read_to_string(work.join("out/results.jsonl")).unwrap();
+    let row: serde_json::Value = results
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|r| r["name"] == "storwatch")
+        .unwrap_or_else(|| panic!("no storwatch row in results.jsonl:\n{results}"));
+    let num = |k: &str| row[k].as_f64().unwrap_or_else(|| panic!("{k} in {row}"));
+    assert!(num("collections") >= 10.0, "{row}");
+    assert!(num("sched_ms_per_coll") > 0.0, "{row}");
+    // one 10 s report of a 200-disk host: hundreds of lines, spread over the window's collections
+    assert!(num("lines_per_coll") > 10.0, "{row}");
 }
 
 /// `scripts/compare-agents.py`: the same agent as "old" and "new" on five simulator scenarios
