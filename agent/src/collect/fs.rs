@@ -160,6 +160,12 @@ pub trait Statfs: Send + Sync {
             }
         }
     }
+
+    /// Whether an earlier call on this mount point is known to be still stuck, so that it is
+    /// not tried again (`statvfs_each` gave up on it itself). By default none is.
+    fn still_stuck(&self, _mount_point: &str, _path: &Path) -> bool {
+        false
+    }
 }
 
 /// `statvfs(3)` under `rootfs`.
@@ -167,13 +173,15 @@ pub trait Statfs: Send + Sync {
 pub struct SystemStatfs {
     /// Where the host's `/` is.
     pub rootfs: PathBuf,
+    /// How long one call is waited for (`timeout_s`).
+    pub timeout: Duration,
 }
 
 impl Statfs for SystemStatfs {
     fn statvfs(&self, _mount_point: &str, path: &Path) -> io::Result<FsStat> {
         // In a child process: a hung FUSE mount would otherwise hold a thread of the agent in
         // an uninterruptible wait, and the agent could not exit (see sources/statvfs.rs).
-        statvfs::stat_apart(&self.under_rootfs(path))
+        statvfs::stat_apart(&self.under_rootfs(path), self.timeout)
     }
 
     fn statvfs_each(
@@ -184,7 +192,11 @@ impl Statfs for SystemStatfs {
         // One child for the round: a fork costs far more than the calls.
         let paths: Vec<PathBuf> = mounts.iter().map(|(_, p)| self.under_rootfs(p)).collect();
         let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
-        statvfs::stat_apart_each(&refs, each);
+        statvfs::stat_apart_each(&refs, self.timeout, each);
+    }
+
+    fn still_stuck(&self, _mount_point: &str, path: &Path) -> bool {
+        statvfs::still_stuck(&self.under_rootfs(path))
     }
 }
 
@@ -368,6 +380,41 @@ fn progress(busy: &Busy, mount: Option<String>) {
     p.since = Instant::now();
 }
 
+/// The round's thread got the answer for `mount`; `next` is the call it waits for now. Whether
+/// to go on: not once the thread has been given up on (another one measures the rest).
+///
+/// Under the progress lock, which [`give_up`] holds from its look at the clock to putting the
+/// mount point in `stuck`: either the thread was given up on first, and the mount point it put
+/// in `stuck` is taken out here (it answered), or the progress moved first and it is not given
+/// up on. With two locks a mount point that had answered could stay in `stuck` for ever.
+fn answered(busy: &Busy, stuck: &Stuck, mount: &str, next: Option<String>) -> bool {
+    let mut p = lock(busy);
+    // A call that was given up on came back: the mount point is measured again.
+    lock(stuck).remove(mount);
+    if p.abandoned {
+        return false;
+    }
+    p.mount = next;
+    p.since = Instant::now();
+    true
+}
+
+/// Gives up on a round's thread that made no progress for `timeout`: marks it abandoned and
+/// puts the mount point it is stuck on into `stuck`, in one hold of the progress lock (see
+/// [`answered`]). `None` while it is making progress; else where it was stuck (`Some(None)`:
+/// not in a `statvfs`).
+fn give_up(busy: &Busy, stuck: &Stuck, timeout: Duration) -> Option<Option<String>> {
+    let mut p = lock(busy);
+    if p.since.elapsed() <= timeout {
+        return None;
+    }
+    p.abandoned = true;
+    if let Some(mp) = &p.mount {
+        lock(stuck).insert(mp.clone());
+    }
+    Some(p.mount.clone())
+}
+
 /// Everything a round needs, cloned into its thread.
 #[derive(Clone)]
 struct RoundCx {
@@ -416,7 +463,9 @@ fn run_round(cx: &RoundCx, busy: &Busy, at_s: f64) -> Round {
         let stuck = lock(&cx.stuck);
         chosen
             .into_iter()
-            .filter(|m| !stuck.contains(&m.mount_point))
+            .filter(|m| {
+                !stuck.contains(&m.mount_point) && !cx.statfs.still_stuck(&m.mount_point, &m.path())
+            })
             .collect()
     };
     let paths: Vec<PathBuf> = todo.iter().map(|m| m.path()).collect();
@@ -428,15 +477,13 @@ fn run_round(cx: &RoundCx, busy: &Busy, at_s: f64) -> Round {
     let mut results = Vec::with_capacity(todo.len());
     progress(busy, todo.first().map(|m| m.mount_point.clone()));
     cx.statfs.statvfs_each(&args, &mut |i, r| {
-        // A call that was given up on came back: the mount point is measured again.
-        lock(&cx.stuck).remove(&todo[i].mount_point);
         results.push(r);
-        if lock(busy).abandoned {
-            // Another thread measures the rest.
-            return false;
-        }
-        progress(busy, todo.get(i + 1).map(|m| m.mount_point.clone()));
-        true
+        answered(
+            busy,
+            &cx.stuck,
+            &todo[i].mount_point,
+            todo.get(i + 1).map(|m| m.mount_point.clone()),
+        )
     });
     progress(busy, None);
     for (m, result) in todo.into_iter().zip(results) {
@@ -448,6 +495,15 @@ fn run_round(cx: &RoundCx, busy: &Busy, at_s: f64) -> Round {
                     && cx.cfg.statvfs_file.as_os_str().is_empty() =>
             {
                 continue
+            }
+            // Given up on by `statvfs_each` itself (the child's deadline): skipped until the
+            // call returns.
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                round.errors.push((
+                    STATVFS,
+                    format!("statvfs {}: {e}; skipped until it answers", m.mount_point),
+                ));
+                continue;
             }
             Err(e) => {
                 round
@@ -586,6 +642,7 @@ impl FsCollector {
         let statfs: Arc<dyn Statfs> = if cfg.statvfs_file.as_os_str().is_empty() {
             Arc::new(SystemStatfs {
                 rootfs: cfg.rootfs.clone(),
+                timeout: Duration::from_secs_f64(cfg.timeout_s.clamp(0.1, 3600.0)),
             })
         } else {
             Arc::new(FileStatfs {
@@ -682,15 +739,13 @@ impl FsCollector {
         let Some(w) = &self.worker else {
             return;
         };
-        let (mount, since) = {
-            let p = lock(&w.busy);
-            (p.mount.clone(), p.since)
-        };
-        if since.elapsed() <= self.timeout {
+        // `statvfs(3)` in a child answers by its own deadline (`timeout`, a `TimedOut` error);
+        // this one, twice as long, is for what has none: the mount table or sysfs on a hung
+        // filesystem, a stand-in file, a `Statfs` of the tests.
+        let Some(mount) = give_up(&w.busy, &self.cx.stuck, self.timeout * 2) else {
             return;
-        }
+        };
         // The stuck thread's channels go with it: it ends when its call returns.
-        lock(&w.busy).abandoned = true;
         self.worker = None;
         self.in_flight = false;
         match mount {
@@ -699,17 +754,16 @@ impl FsCollector {
                     STATVFS,
                     &format!(
                         "statvfs {mp}: no answer within {:?}; skipped until it answers",
-                        self.timeout
+                        self.timeout * 2
                     ),
                 );
-                lock(&self.cx.stuck).insert(mp);
                 self.start(self.round_at_s, errors);
             }
             None => errors.count(
                 MOUNTINFO,
                 &format!(
                     "the filesystem round made no progress within {:?}; dropped",
-                    self.timeout
+                    self.timeout * 2
                 ),
             ),
         }
@@ -1134,6 +1188,51 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert!(!lock(&c.cx.stuck).contains("/net/home"));
+    }
+
+    #[test]
+    fn an_answer_racing_the_give_up_never_leaves_its_mount_stuck() {
+        // The round's thread answers for /net/home just as the sampling thread finds it late.
+        // Whichever comes first, a mount point that answered is not skipped afterwards: given
+        // up on first, the answer takes it out of `stuck` and stops the thread; answered first,
+        // the give-up finds progress (or blames the next call, which is the one in flight).
+        let busy = || {
+            Arc::new(Mutex::new(Progress {
+                mount: Some("/net/home".into()),
+                since: Instant::now() - Duration::from_secs(60),
+                abandoned: false,
+            }))
+        };
+        // In order, both ways.
+        let (b, stuck) = (busy(), Stuck::default());
+        assert_eq!(
+            give_up(&b, &stuck, Duration::from_secs(1)),
+            Some(Some("/net/home".into()))
+        );
+        assert!(lock(&stuck).contains("/net/home"));
+        assert!(!answered(&b, &stuck, "/net/home", Some("/srv".into())));
+        assert!(lock(&stuck).is_empty());
+        let (b, stuck) = (busy(), Stuck::default());
+        assert!(answered(&b, &stuck, "/net/home", Some("/srv".into())));
+        assert_eq!(give_up(&b, &stuck, Duration::from_secs(1)), None);
+        assert!(lock(&stuck).is_empty());
+        // Racing: the answer is never lost whatever the interleaving.
+        for _ in 0..2000 {
+            let (b, stuck) = (busy(), Stuck::default());
+            let go = Arc::new(std::sync::Barrier::new(2));
+            let racer = {
+                let (b, stuck, go) = (b.clone(), stuck.clone(), go.clone());
+                std::thread::spawn(move || {
+                    go.wait();
+                    answered(&b, &stuck, "/net/home", None)
+                })
+            };
+            go.wait();
+            let gave_up = give_up(&b, &stuck, Duration::from_secs(1));
+            let went_on = racer.join().expect("racer");
+            assert!(!lock(&stuck).contains("/net/home"), "{gave_up:?} {went_on}");
+            assert_eq!(went_on, !lock(&b).abandoned);
+        }
     }
 
     #[test]

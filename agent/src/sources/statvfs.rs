@@ -26,7 +26,8 @@
 //! ```
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use super::{fields, parse_u64, ParseError, Rows};
 
@@ -89,7 +90,9 @@ impl FsStat {
     }
 }
 
-/// `statvfs(3)` on `path`.
+/// `statvfs(3)` on `path`, in this process: it blocks for as long as the filesystem does, so
+/// only the tests use it (to compare with the child's numbers); the agent calls [`stat_apart`].
+#[cfg(test)]
 pub fn stat(path: &Path) -> io::Result<FsStat> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes())
@@ -124,13 +127,56 @@ pub fn stat(path: &Path) -> io::Result<FsStat> {
 const RECORD_WORDS: usize = 8;
 const RECORD_BYTES: usize = RECORD_WORDS * 8;
 
+/// Children abandoned with SIGKILL, and the path each was stuck in.
+///
+/// Process-wide on purpose: they are children of the process, not of a collector, and a
+/// collector rebuilt on SIGHUP must still skip a path whose call has not returned (a child in
+/// an uninterruptible FUSE wait lives until the mount answers; forking another there each
+/// reload would leak one process a reload). Bounded by [`MAX_ABANDONED`].
+static ABANDONED: std::sync::Mutex<Vec<(libc::pid_t, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+
+/// Abandoned children kept at most; with that many still stuck, no further child is forked
+/// (each one is a task of the unit's `TasksMax`).
+pub const MAX_ABANDONED: usize = 16;
+
+fn abandoned() -> std::sync::MutexGuard<'static, Vec<(libc::pid_t, PathBuf)>> {
+    ABANDONED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Reaps the abandoned children that have exited (`WNOHANG`: never waits).
+fn reap_abandoned() {
+    abandoned().retain(|&(pid, _)| {
+        let mut status = 0;
+        // SAFETY: polls our own child; `status` is written by the call.
+        #[allow(unsafe_code)]
+        let rc = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        // 0: still running; -1 (ECHILD): reaped elsewhere or not ours any more.
+        rc == 0
+    });
+}
+
+/// Whether a child abandoned on `path` is still stuck in its call: the path is not tried again
+/// until it has returned (a killed child of a hung FUSE mount exits when the mount answers; one
+/// of a killable NFS wait at once, and the path is tried again in the next round).
+pub fn still_stuck(path: &Path) -> bool {
+    reap_abandoned();
+    abandoned().iter().any(|(_, p)| p == path)
+}
+
+/// The abandoned children still running (tests, and the count a site may ask about).
+pub fn stuck_children() -> usize {
+    reap_abandoned();
+    abandoned().len()
+}
+
 /// `statvfs(3)` on `path` in a forked child process, so that a call that never returns (a hung
 /// FUSE or NFS mount) leaves a stuck child behind instead of a thread the agent cannot exit
-/// without. Blocks the calling thread until the child answers: the wait is an ordinary read of
-/// a pipe, which any signal that ends the process interrupts.
-pub fn stat_apart(path: &Path) -> io::Result<FsStat> {
+/// without; given up on after `deadline`.
+pub fn stat_apart(path: &Path, deadline: Duration) -> io::Result<FsStat> {
     let mut out = Err(io::Error::other("no answer"));
-    stat_apart_each(&[path], &mut |_, r| {
+    stat_apart_each(&[path], deadline, &mut |_, r| {
         out = r;
         true
     });
@@ -139,45 +185,178 @@ pub fn stat_apart(path: &Path) -> io::Result<FsStat> {
 
 /// [`stat_apart`] on each of `paths`, in order, all in one child (one fork a round, not one a
 /// mount). `each(i, result)` gets every answer as it arrives, before the next call is waited
-/// for, and says whether to go on; told to stop, the child is killed (it dies when its call in
-/// progress returns). The child ends by itself after the last call, or at its next answer once
-/// nobody reads any more.
-pub fn stat_apart_each(paths: &[&Path], each: &mut dyn FnMut(usize, io::Result<FsStat>) -> bool) {
-    let fail_all =
-        |each: &mut dyn FnMut(usize, io::Result<FsStat>) -> bool, from: usize, e: &io::Error| {
-            for i in from..paths.len() {
-                if !each(i, Err(io::Error::new(e.kind(), e.to_string()))) {
-                    return;
+/// for, and says whether to go on; told to stop, the child is killed.
+///
+/// The answer to each call is waited for with `poll(2)` for at most `deadline` (from the
+/// previous answer): a call that has not answered by then gets a `TimedOut` error, its child is
+/// SIGKILLed and left to be reaped later (`WNOHANG`, [`still_stuck`]), and a new child measures
+/// the paths after it. No thread ever waits longer than `deadline` for one call.
+pub fn stat_apart_each(
+    paths: &[&Path],
+    deadline: Duration,
+    each: &mut dyn FnMut(usize, io::Result<FsStat>) -> bool,
+) {
+    let mut from = 0;
+    while from < paths.len() {
+        match stat_child_round(&paths[from..]) {
+            Err(e) => {
+                for i in from..paths.len() {
+                    if !each(i, Err(io::Error::new(e.kind(), e.to_string()))) {
+                        return;
+                    }
+                }
+                return;
+            }
+            Ok(mut child) => {
+                let mut next = None;
+                for i in from..paths.len() {
+                    match child.answer(deadline) {
+                        Answer::Record(r) => {
+                            if !each(i, r) {
+                                return; // `child` dropped: killed and reaped
+                            }
+                        }
+                        Answer::Late => {
+                            child.abandon(paths[i]);
+                            let e = io::Error::new(
+                                io::ErrorKind::TimedOut,
+                                format!("no answer within {deadline:?}"),
+                            );
+                            if !each(i, Err(e)) {
+                                return;
+                            }
+                            next = Some(i + 1);
+                            break;
+                        }
+                        Answer::Failed(e) => {
+                            let e = io::Error::new(
+                                e.kind(),
+                                format!("statvfs in a child process: {e}"),
+                            );
+                            for j in i..paths.len() {
+                                if !each(j, Err(io::Error::new(e.kind(), e.to_string()))) {
+                                    return;
+                                }
+                            }
+                            return;
+                        }
+                    }
+                }
+                match next {
+                    Some(n) => from = n,
+                    None => return,
                 }
             }
-        };
-    let (pid, rd) = match spawn_child(paths) {
-        Ok(c) => c,
-        Err(e) => return fail_all(each, 0, &e),
-    };
-    let mut rd = std::fs::File::from(rd);
-    let mut stopped = false;
-    for i in 0..paths.len() {
+        }
+    }
+}
+
+/// What came out of the pipe.
+enum Answer {
+    Record(io::Result<FsStat>),
+    /// Nothing within the deadline.
+    Late,
+    /// The child died or the pipe failed.
+    Failed(io::Error),
+}
+
+/// A child measuring paths, SIGKILLed and reaped when dropped (unless abandoned).
+struct Child {
+    pid: libc::pid_t,
+    rd: std::fs::File,
+    abandoned: bool,
+}
+
+impl Child {
+    /// The next record, waiting for it at most `deadline`.
+    fn answer(&mut self, deadline: Duration) -> Answer {
+        let end = Instant::now() + deadline;
         let mut rec = [0u8; RECORD_BYTES];
-        if let Err(e) = io::Read::read_exact(&mut rd, &mut rec) {
-            let e = io::Error::new(e.kind(), format!("statvfs in a child process: {e}"));
-            fail_all(each, i, &e);
-            break;
+        let mut got = 0;
+        while got < RECORD_BYTES {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Answer::Late;
+            }
+            let timeout = rustix::event::Timespec {
+                tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+                tv_nsec: i64::from(left.subsec_nanos()),
+            };
+            let mut fds = [rustix::event::PollFd::new(
+                &self.rd,
+                rustix::event::PollFlags::IN,
+            )];
+            match rustix::event::poll(&mut fds, Some(&timeout)) {
+                Ok(0) | Err(rustix::io::Errno::INTR) => continue,
+                Ok(_) => {}
+                Err(e) => return Answer::Failed(e.into()),
+            }
+            match io::Read::read(&mut self.rd, &mut rec[got..]) {
+                Ok(0) => {
+                    return Answer::Failed(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the child exited without answering",
+                    ))
+                }
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Answer::Failed(e),
+            }
         }
-        if !each(i, decode(&rec)) {
-            stopped = true;
-            break;
-        }
+        Answer::Record(decode(&rec))
     }
-    drop(rd);
-    if stopped {
-        // SAFETY: signals our own child, not yet reaped (its pid cannot have been reused).
+
+    /// Kills the child stuck on `path` and leaves it to be reaped later.
+    fn abandon(&mut self, path: &Path) {
+        kill(self.pid);
+        self.abandoned = true;
+        abandoned().push((self.pid, path.to_owned()));
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if self.abandoned {
+            return;
+        }
+        // Done (it is exiting) or told to stop (it may be in a call that never returns):
+        // killed, and reaped now if it has gone, else later with the abandoned ones — never
+        // waited for here.
+        kill(self.pid);
+        let mut status = 0;
+        // SAFETY: polls our own child; `status` is written by the call.
         #[allow(unsafe_code)]
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
+        let rc = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
+        if rc == 0 {
+            abandoned().push((self.pid, PathBuf::new()));
         }
     }
-    reap(pid);
+}
+
+fn kill(pid: libc::pid_t) {
+    // SAFETY: signals our own child, not yet reaped (its pid cannot have been reused).
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+}
+
+/// Forks a child for `paths`, unless too many abandoned ones are still stuck.
+fn stat_child_round(paths: &[&Path]) -> io::Result<Child> {
+    reap_abandoned();
+    let stuck = abandoned().len();
+    if stuck >= MAX_ABANDONED {
+        return Err(io::Error::other(format!(
+            "{stuck} statvfs children still stuck in earlier calls; no further one is started \
+             until one ends"
+        )));
+    }
+    let (pid, rd) = spawn_child(paths)?;
+    Ok(Child {
+        pid,
+        rd: std::fs::File::from(rd),
+        abandoned: false,
+    })
 }
 
 /// Forks the child that calls `statvfs` on each of `paths`; its pid and the reading end of the
@@ -261,21 +440,9 @@ fn open_files_limit() -> libc::c_int {
     libc::c_int::try_from(lim.rlim_cur.min(1 << 20)).unwrap_or(65_536)
 }
 
-/// Waits for the child (it has answered or closed its pipe: it is exiting).
-fn reap(pid: libc::pid_t) {
-    loop {
-        let mut status = 0;
-        // SAFETY: waits for our own child; `status` is written by the call.
-        #[allow(unsafe_code)]
-        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if rc >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return;
-        }
-    }
-}
-
 /// The forked child: closes everything inherited but `out`, makes the calls, writes a record for
-/// each as it returns, exits. Async-signal-safe calls only, and no allocation.
+/// each as it returns, exits. Async-signal-safe calls only (sigaction, sigprocmask, close,
+/// statfs, write, _exit), and no allocation.
 #[allow(unsafe_code)]
 unsafe fn child(paths: &[std::ffi::CString], out: libc::c_int, max_fd: libc::c_int) -> ! {
     // The agent's output, sockets and files must not stay open in a child that may be stuck
@@ -290,6 +457,24 @@ unsafe fn child(paths: &[std::ffi::CString], out: libc::c_int, max_fd: libc::c_i
             }
         }
     };
+    // The agent's handlers for SIGTERM, SIGINT, SIGHUP (and SIGUSR1/2) only set flags in this
+    // copy's memory that nobody reads: back to the default action, so that SIGTERM (systemctl
+    // stop signals the whole cgroup) ends a child in a killable wait, and with nothing blocked.
+    let mut dfl: libc::sigaction = std::mem::zeroed();
+    dfl.sa_sigaction = libc::SIG_DFL;
+    libc::sigemptyset(&mut dfl.sa_mask);
+    for sig in [
+        libc::SIGTERM,
+        libc::SIGINT,
+        libc::SIGHUP,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+    ] {
+        libc::sigaction(sig, &dfl, std::ptr::null_mut());
+    }
+    let mut none: libc::sigset_t = std::mem::zeroed();
+    libc::sigemptyset(&mut none);
+    libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
     close_all(0, out - 1);
     close_all(out + 1, libc::c_int::MAX);
     for path in paths {
@@ -377,6 +562,9 @@ pub fn parse_file(text: &str) -> Rows<(String, FsStat)> {
 mod tests {
     use super::*;
 
+    /// A deadline no call on a healthy filesystem comes near.
+    const T: Duration = Duration::from_secs(30);
+
     #[test]
     fn df_arithmetic() {
         // 1000 blocks of 4 KiB, 300 free of which 250 for users: df shows 700 used, 250
@@ -416,13 +604,13 @@ mod tests {
         // must agree, the free counts only roughly.
         let here = Path::new(env!("CARGO_MANIFEST_DIR"));
         let a = stat(here).expect("statvfs in process");
-        let b = stat_apart(here).expect("statvfs in a child");
+        let b = stat_apart(here, T).expect("statvfs in a child");
         assert_eq!((a.frsize, a.blocks, a.files), (b.frsize, b.blocks, b.files));
         assert_eq!(a.read_only, b.read_only);
         assert!(b.bavail <= b.bfree && b.bfree <= b.blocks, "{b:?}");
-        let e = stat_apart(Path::new("/nonexistent/storwatch")).expect_err("no such path");
+        let e = stat_apart(Path::new("/nonexistent/storwatch"), T).expect_err("no such path");
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
-        assert!(stat_apart(Path::new("/a\0b")).is_err());
+        assert!(stat_apart(Path::new("/a\0b"), T).is_err());
     }
 
     #[test]
@@ -430,7 +618,7 @@ mod tests {
         let here = Path::new(env!("CARGO_MANIFEST_DIR"));
         let missing = Path::new("/nonexistent/storwatch");
         let mut got = Vec::new();
-        stat_apart_each(&[here, missing, Path::new("/")], &mut |i, r| {
+        stat_apart_each(&[here, missing, Path::new("/")], T, &mut |i, r| {
             got.push((i, r.map_err(|e| e.kind())));
             true
         });
@@ -440,7 +628,7 @@ mod tests {
         assert_eq!(got[2].0, 2);
         // Told to stop: no more answers.
         let mut n = 0;
-        stat_apart_each(&[here, here, here], &mut |_, _| {
+        stat_apart_each(&[here, here, here], T, &mut |_, _| {
             n += 1;
             false
         });
