@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Why a command produced no usable output.
@@ -48,6 +48,17 @@ pub enum CommandError {
         /// The cap it passed.
         limit: usize,
     },
+    /// Not started: [`MAX_DYING`] commands killed earlier have not exited yet (stuck in the
+    /// kernel on a hung device); a new one would most likely hang with them.
+    #[error(
+        "{program}: not started: {dying} killed commands have not exited yet (a hung device?)"
+    )]
+    TooManyDying {
+        /// The program.
+        program: PathBuf,
+        /// The killed commands not yet exited.
+        dying: usize,
+    },
     /// It exited non-zero.
     #[error("{program}: exit status {status}: {stderr}")]
     Failed {
@@ -64,6 +75,73 @@ pub enum CommandError {
 /// a 1,000-disk pool. A tool printing more (a broken build, a loop) is killed rather than read
 /// into the agent's memory (its unit allows 128 MiB).
 pub const MAX_OUTPUT_BYTES: usize = 8 << 20;
+
+/// Killed commands that have not exited yet, at most. A process stuck in the kernel (`smartctl`
+/// in an `SG_IO` ioctl on a hung disk, `zpool status` on a dead pool: state `D`) does not end
+/// at `SIGKILL` until the kernel gives up on the device, a minute or more: [`Spawned::kill`]
+/// does not wait for it but keeps it here, and later polls reap it. While this many are still
+/// there no new command is started ([`CommandError::TooManyDying`]).
+pub const MAX_DYING: usize = 64;
+
+/// From this many killed commands not yet exited on, each new one is logged as a warning.
+const DYING_WARN: usize = 8;
+
+/// One command killed and not yet reaped.
+#[derive(Debug)]
+struct Dying {
+    pid: rustix::process::Pid,
+    program: PathBuf,
+    killed: Instant,
+}
+
+/// The killed commands not yet reaped, of the whole process (commands are killed from several
+/// threads, and from `Drop`).
+static DYING: Mutex<Vec<Dying>> = Mutex::new(Vec::new());
+
+/// Reaps the killed commands that have exited since (never blocks); how many are left.
+pub fn reap_dying() -> usize {
+    let mut dying = DYING.lock().unwrap_or_else(PoisonError::into_inner);
+    dying.retain(|d| {
+        match rustix::process::waitpid(Some(d.pid), rustix::process::WaitOptions::NOHANG) {
+            Ok(None) => true,
+            Ok(Some(_)) => {
+                let waited = d.killed.elapsed();
+                if waited >= Duration::from_secs(1) {
+                    tracing::info!(
+                        "{} (pid {}): exited {waited:.1?} after it was killed",
+                        d.program.display(),
+                        d.pid.as_raw_nonzero()
+                    );
+                }
+                false
+            }
+            // ECHILD: not ours to wait for any more; nothing else can fail with a valid pid.
+            Err(_) => false,
+        }
+    });
+    dying.len()
+}
+
+/// Keeps a killed command that has not exited yet, for [`reap_dying`].
+fn keep_dying(pid: rustix::process::Pid, program: &Path) {
+    let mut dying = DYING.lock().unwrap_or_else(PoisonError::into_inner);
+    dying.push(Dying {
+        pid,
+        program: program.to_owned(),
+        killed: Instant::now(),
+    });
+    if dying.len() >= DYING_WARN {
+        tracing::warn!(
+            "{} killed commands have not exited yet (stuck on a hung device?); no new command starts at {MAX_DYING}",
+            dying.len()
+        );
+    }
+}
+
+/// Killed commands that have not exited yet (after reaping those that have).
+pub fn dying() -> usize {
+    reap_dying()
+}
 
 /// Runs a program and returns its standard output.
 pub trait CommandRunner: Send + Sync {
@@ -138,8 +216,10 @@ pub struct Spawned {
     overflow: Arc<AtomicBool>,
     out_reader: Option<std::thread::JoinHandle<Vec<u8>>>,
     err_reader: Option<std::thread::JoinHandle<Vec<u8>>>,
-    /// The exit status, once reaped.
-    status: Option<std::process::ExitStatus>,
+    /// The command has exited: seen with `WNOWAIT`, so that it stays a zombie, unreaped, and
+    /// its process id (the group's id) cannot be given to another process until `done`.
+    exited: bool,
+    /// It answered or was killed; it is reaped (or left to [`reap_dying`]).
     done: bool,
 }
 
@@ -147,6 +227,13 @@ impl Spawned {
     /// Starts `program args…` with standard input closed, in a new process group.
     pub fn start(program: &Path, args: &[&str], limit: usize) -> Result<Self, CommandError> {
         use std::os::unix::process::CommandExt;
+        let dying = reap_dying();
+        if dying >= MAX_DYING {
+            return Err(CommandError::TooManyDying {
+                program: program.to_owned(),
+                dying,
+            });
+        }
         let mut child = match Command::new(program)
             .args(args)
             .stdin(Stdio::null())
@@ -205,7 +292,7 @@ impl Spawned {
             overflow,
             out_reader,
             err_reader,
-            status: None,
+            exited: false,
             done: false,
         };
         if s.out_reader.is_none() || s.err_reader.is_none() {
@@ -236,15 +323,24 @@ impl Spawned {
                 limit: self.limit,
             }));
         }
-        if self.status.is_none() {
-            match self.child.try_wait() {
-                Ok(Some(st)) => self.status = Some(st),
+        if !self.exited {
+            use rustix::process::{waitid, WaitId, WaitIdOptions};
+            let Some(pid) = self.pid() else {
+                self.kill();
+                return Some(Err(CommandError::Io {
+                    program: self.program.clone(),
+                    source: std::io::Error::other("no process id"),
+                }));
+            };
+            let opts = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+            match waitid(WaitId::Pid(pid), opts) {
+                Ok(Some(_)) => self.exited = true,
                 Ok(None) => return None,
-                Err(source) => {
+                Err(e) => {
                     self.kill();
                     return Some(Err(CommandError::Io {
                         program: self.program.clone(),
-                        source,
+                        source: e.into(),
                     }));
                 }
             }
@@ -257,6 +353,13 @@ impl Spawned {
             return None;
         }
         self.done = true;
+        // Exited (seen above): this reaps the zombie at once.
+        let status = self.child.try_wait().ok().flatten();
+        if status.is_none() {
+            if let Some(pid) = self.pid() {
+                keep_dying(pid, &self.program);
+            }
+        }
         let out = self
             .out_reader
             .take()
@@ -273,7 +376,7 @@ impl Spawned {
             .take()
             .and_then(|h| h.join().ok())
             .unwrap_or_default();
-        let status = self.status.and_then(|s| s.code()).unwrap_or(-1);
+        let status = status.and_then(|s| s.code()).unwrap_or(-1);
         Some(Ok(Finished {
             status,
             stdout: String::from_utf8_lossy(&out).into_owned(),
@@ -281,25 +384,39 @@ impl Spawned {
         }))
     }
 
-    /// Kills the command's whole process group and reaps the command. The threads draining its
-    /// pipes end when the pipes close (they are not waited for).
+    /// Kills the command's whole process group, without waiting for it: a command stuck in the
+    /// kernel on a hung device does not end at `SIGKILL` until the kernel gives up on the
+    /// device, and the caller (the drive monitor's one thread, a collector's deadline) must not
+    /// wait for that. A command not ended yet is kept to be reaped by later polls
+    /// ([`reap_dying`], called by [`Spawned::start`] and [`Spawned::poll`]). The threads
+    /// draining its pipes end when the pipes close (they are not waited for).
     pub fn kill(&mut self) {
         if self.done {
             return;
         }
         self.done = true;
-        if let Ok(pid) = i32::try_from(self.child.id()) {
-            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-                // While the leader is unreaped, or any member of its group lives (a helper
-                // holding the pipe after the leader exited), the kernel does not hand its id
-                // to another process: the group signalled is ours.
-                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-            }
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
         self.out_reader = None;
         self.err_reader = None;
+        let Some(pid) = self.pid() else {
+            return;
+        };
+        // The command is unreaped until `done` (its exit is only looked at with `WNOWAIT`), so
+        // its id, the group's id, is still ours: the kernel does not hand the id of a process
+        // that is not reaped to another process. Killing the group also ends a helper left
+        // holding the pipe after the command itself exited.
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        match rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG) {
+            Ok(Some(_)) | Err(_) => {}
+            Ok(None) => keep_dying(pid, &self.program),
+        }
+        reap_dying();
+    }
+
+    /// The command's id as a [`rustix::process::Pid`].
+    fn pid(&self) -> Option<rustix::process::Pid> {
+        i32::try_from(self.child.id())
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
     }
 
     /// The error a caller reports when it kills the command at its deadline.
@@ -664,6 +781,110 @@ mod tests {
             !alive(pid.trim().parse().expect("a pid")),
             "the script's sleep outlived the timeout"
         );
+    }
+
+    /// The state letter of process `pid` (`Z` for a zombie), `None` once it is reaped.
+    fn state(pid: u32) -> Option<char> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit_once(')')?.1.trim_start().chars().next()
+    }
+
+    #[test]
+    fn an_exited_command_stays_unreaped_while_its_group_may_be_signalled() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pidfile = dir.path().join("pid");
+        // The shell exits at once; the sleep it leaves holds the output pipe.
+        let script = format!("sleep 1000 & echo $! > {}; exit 0", pidfile.display());
+        let mut s = Spawned::start(Path::new("/bin/sh"), &["-c", &script], 1024).expect("started");
+        let leader = s.id();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while state(leader) != Some('Z') && Instant::now() < deadline {
+            assert!(s.poll().is_none(), "the pipe is still held");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(s.poll().is_none(), "the pipe is still held");
+        // Polled after its exit and still a zombie: its id (the group's) is not reused before
+        // the kill below signals the group.
+        assert_eq!(
+            state(leader),
+            Some('Z'),
+            "the exited leader is left unreaped"
+        );
+        let sleep_pid: u32 = std::fs::read_to_string(&pidfile)
+            .expect("the script ran")
+            .trim()
+            .parse()
+            .expect("a pid");
+        s.kill();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while (alive(sleep_pid) || alive(leader)) && Instant::now() < deadline {
+            reap_dying();
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(!alive(sleep_pid), "the helper holding the pipe was killed");
+        assert!(!alive(leader), "the leader was reaped");
+    }
+
+    /// Holds `pid` traced (`PTRACE_SEIZE`) until its standard input closes: a killed tracee
+    /// is a zombie only its tracer can reap until then, so its parent cannot reap it — as it
+    /// cannot reap a process stuck in the kernel on a hung disk until the kernel lets go.
+    const TRACER: &str = r#"
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.restype = ctypes.c_long
+PTRACE_SEIZE = 0x4206
+if libc.ptrace(ctypes.c_long(PTRACE_SEIZE), ctypes.c_long(int(sys.argv[1])), None, None) != 0:
+    sys.exit("PTRACE_SEIZE: errno %d" % ctypes.get_errno())
+print("seized", flush=True)
+sys.stdin.read()
+"#;
+
+    #[test]
+    fn kill_does_not_wait_for_a_command_that_cannot_be_reaped_yet() {
+        use std::io::BufRead;
+        let mut s = Spawned::start(Path::new("sleep"), &["1000"], 1024).expect("started");
+        let pid = s.id();
+        let mut tracer = Command::new("python3")
+            .args(["-c", TRACER, &pid.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        let mut out = std::io::BufReader::new(tracer.stdout.take().expect("piped"));
+        out.read_line(&mut line).expect("the tracer answers");
+        assert_eq!(line.trim(), "seized", "the tracer holds the command");
+        // Let the tracer go after 10 s whatever happens, so that a kill that waits ends.
+        let stdin = tracer.stdin.take().expect("piped");
+        let released = Arc::new(AtomicBool::new(false));
+        let (release, release_rx) = mpsc::channel::<()>();
+        let releaser = {
+            let released = Arc::clone(&released);
+            std::thread::spawn(move || {
+                let _ = release_rx.recv_timeout(Duration::from_secs(10));
+                released.store(true, Ordering::SeqCst);
+                drop(stdin);
+            })
+        };
+        s.kill();
+        assert!(
+            !released.load(Ordering::SeqCst),
+            "kill() returned only once the command could be reaped"
+        );
+        assert!(alive(pid), "the command is not reaped yet");
+        assert!(dying() >= 1, "it is counted among the dying");
+        assert!(s.poll().is_none(), "a killed command answers nothing");
+        let _ = release.send(());
+        releaser.join().expect("released");
+        let _ = tracer.wait();
+        // Later polls reap it: no zombie is left behind.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while alive(pid) && Instant::now() < deadline {
+            reap_dying();
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(!alive(pid), "reaped by a later poll, no zombie left");
+        drop(s);
     }
 
     #[test]
