@@ -311,8 +311,19 @@ where
     // The limits in force now: `max_body_bytes` and `body_timeout_s` are applied on reload.
     let now = app.limits();
     let time = Duration::from_secs(now.body_timeout_s.max(1)).min(LINGER_MAX);
-    let io = parts.io.into_inner().inner;
-    match linger(io, parts.read_buf.len(), now.max_body_bytes, time).await {
+    // Only the socket and a count are kept across the linger (up to `LINGER_MAX` per
+    // connection): hyper's read buffer, which may hold the start of a refused body (up to
+    // twice `max_line_bytes`), and the service are freed now.
+    let hyper::server::conn::http1::Parts {
+        io,
+        read_buf,
+        service,
+        ..
+    } = parts;
+    let already = read_buf.len();
+    drop((read_buf, service));
+    let io = io.into_inner().inner;
+    match linger(io, already, now.max_body_bytes, time).await {
         Lingered::Closed => {}
         cut => tracing::debug!(why = ?cut, "connection closed with the client still sending"),
     }
