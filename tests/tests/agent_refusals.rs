@@ -1,6 +1,6 @@
 //! The agent's HTTP output against a collector that refuses it: the queue above its high
 //! watermark, answered 503 with `Retry-After: 1`. The agent sends its whole body before it reads
-//! the answer; with a body larger than the socket buffers (12 MiB, gzip off) it reads the 503 and
+//! the answer; with a body larger than the socket buffers (8 MiB, gzip off) it reads the 503 and
 //! its Retry-After all the same, and retries no sooner than that. When the body is larger than
 //! the collector will read after a refusal, the agent meets a reset instead of an answer, and
 //! still backs off (capped exponential, with jitter) instead of retrying at once.
@@ -42,7 +42,14 @@ fn full_collector(dir: &Path, port: u16, max_body_bytes: usize) -> Collector {
     c
 }
 
-/// The sink with one 12 MiB batch to deliver, uncompressed and in one request.
+/// The batch: 8 MiB, twice what can be in flight when the collector stops reading. The agent's
+/// send buffer autotunes up to `net.ipv4.tcp_wmem`'s maximum (4 MiB by default), the collector's
+/// receive buffer stays at its first size (128 KiB) since nothing reads it, and hyper buffers
+/// 64 KiB: some 4.2 MiB. So the agent is still writing when the collector closes, and a
+/// collector that closes without reading the rest resets it (a broken pipe, not the 503).
+const BATCH_BYTES: usize = 8 << 20;
+
+/// The sink with one [`BATCH_BYTES`] batch to deliver, uncompressed and in one request.
 fn sink(dir: &Path, port: u16, backoff_min_s: f64, backoff_max_s: f64) -> HttpSink {
     std::fs::write(dir.join("token"), format!("{TOKEN}\n")).unwrap();
     let cfg = HttpConfig {
@@ -57,9 +64,9 @@ fn sink(dir: &Path, port: u16, backoff_min_s: f64, backoff_max_s: f64) -> HttpSi
     };
     let mut s = HttpSink::open(&format!("http://127.0.0.1:{port}/write?db=refused"), &cfg).unwrap();
     let t = now_s();
-    let mut batch = Vec::with_capacity(12 << 20);
+    let mut batch = Vec::with_capacity(BATCH_BYTES + 64);
     let mut i = 0u64;
-    while batch.len() < 12 << 20 {
+    while batch.len() < BATCH_BYTES {
         batch.extend_from_slice(
             format!("refused,host=node{} v={i}i {t}000000000\n", i % 1000).as_bytes(),
         );
@@ -97,14 +104,15 @@ fn the_agent_reads_a_503_behind_a_large_body_and_waits_for_its_retry_after() {
     let c = full_collector(dir.path(), 18970, 16 << 20);
     // a backoff of its own far shorter than the Retry-After: only the answer can hold it back
     let s = sink(dir.path(), c.port, 0.05, 0.2);
-    let (at, statuses) = attempts(&s, Duration::from_secs(7));
+    // long enough for three attempts of a debug build on a loaded machine
+    let (at, statuses) = attempts(&s, Duration::from_secs(12));
     assert!(
         statuses.len() >= 3 && statuses.iter().all(|&st| st == 503),
         "statuses seen: {statuses:?}"
     );
     for gap in gaps(&at) {
-        // Retry-After is a floor, with up to a quarter more of jitter; sending 12 MiB again
-        // (0.3-0.5 s here) comes on top, the 5 ms of polling is the margin below
+        // Retry-After is a floor, with up to a quarter more of jitter; sending 8 MiB again
+        // (0.2-0.4 s here) comes on top, the 5 ms of polling is the margin below
         assert!(
             gap >= Duration::from_millis(990) && gap < Duration::from_secs(5),
             "retried after {gap:?}: {:?}",
@@ -118,7 +126,7 @@ fn the_agent_reads_a_503_behind_a_large_body_and_waits_for_its_retry_after() {
 #[test]
 fn the_agent_backs_off_when_the_refusal_cannot_be_read() {
     let dir = tempfile::tempdir().unwrap();
-    // 1 MiB read after the refusal, 12 MiB sent: the agent meets a reset, not the 503
+    // 1 MiB read after the refusal, 8 MiB sent: the agent meets a reset, not the 503
     let c = full_collector(dir.path(), 18972, 1 << 20);
     let s = sink(dir.path(), c.port, 0.2, 1.0);
     let (at, statuses) = attempts(&s, Duration::from_secs(5));
