@@ -551,3 +551,65 @@ fn the_connection_cap_and_the_deadlines_close_the_oldest_and_the_slowest() {
     );
     drop(conns);
 }
+
+/// The agent's receive queue (bytes) of its connection from the client at `peer_port`.
+fn server_recv_queue(port: u16, peer_port: u16) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let (local, remote) = (
+        format!("0100007F:{port:04X}"),
+        format!("0100007F:{peer_port:04X}"),
+    );
+    text.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.get(1) != Some(&local.as_str()) || f.get(2) != Some(&remote.as_str()) {
+            return None;
+        }
+        let rx = f.get(4)?.split(':').nth(1)?;
+        u64::from_str_radix(rx, 16).ok()
+    })
+}
+
+/// A client that sends its request, does not read the answer and keeps sending: while the
+/// answer waits, what it sends is left in the agent's receive buffer, which holds some 16 KiB and
+/// not the 128 KiB the kernel's default lets it grow to (times `max_connections`).
+#[test]
+fn a_client_that_keeps_sending_fills_only_a_small_receive_buffer() {
+    let agent = Agent::start("");
+    let fd = rustix::net::socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
+    // a small window of its own, so that the answer stays unsent and the agent keeps writing
+    rustix::net::sockopt::set_socket_recv_buffer_size(&fd, 1024).unwrap();
+    rustix::net::connect(&fd, &agent.addr).unwrap();
+    let s = TcpStream::from(fd);
+    let peer_port = s.local_addr().unwrap().port();
+    (&s).write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+    assert!(
+        wait_for(Duration::from_secs(2), || server_sockets(agent.port).1 >= 1),
+        "the answer did not wait for the client"
+    );
+    s.set_nonblocking(true).unwrap();
+    let chunk = [b'x'; 16 << 10];
+    let mut sent = 0usize;
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < deadline && sent < 4 << 20 {
+        match (&s).write(&chunk) {
+            Ok(n) => sent += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Err(e) => panic!("sending after the request: {e}"),
+        }
+    }
+    // what the window let through has arrived by now (loopback)
+    std::thread::sleep(Duration::from_millis(200));
+    let queued =
+        server_recv_queue(agent.port, peer_port).expect("the agent's side of the connection");
+    eprintln!("{sent} bytes sent after the request; {queued} held in the agent's receive queue");
+    assert!(
+        queued <= 32 << 10,
+        "the agent's receive queue holds {queued} bytes of a client that does not stop sending"
+    );
+    assert!(
+        queued > 0,
+        "nothing sent after the request reached the agent"
+    );
+}

@@ -47,6 +47,11 @@ const LISTEN_BACKLOG: i32 = 1024;
 /// read can make the kernel hold for it, instead of the megabytes autotuning grows a buffer to.
 /// At 50 ms of round trip it still carries some 1.3 MB/s, a second for a big server's page.
 pub const SEND_BUFFER: usize = 32 << 10;
+/// Each connection's socket receive buffer (the kernel doubles it, and keeps at least its own
+/// minimum): a request is at most a few KiB, and a client that keeps sending after it while its
+/// answer is written would otherwise fill the default (autotuned to some 128 KiB), charged to the
+/// agent's memory for each of up to `max_connections` connections.
+pub const RECV_BUFFER: usize = 4 << 10;
 /// Connections taken from the listen queue per wake-up, so that the open ones are served too.
 const ACCEPT_BATCH: usize = 64;
 /// How long accepting pauses when the agent is out of file descriptors and has no connection to
@@ -345,8 +350,9 @@ impl EventLoop {
             self.note_closed_at_cap();
         }
         if let Err(e) = stream.set_nonblocking(true).and_then(|()| {
-            rustix::net::sockopt::set_socket_send_buffer_size(&stream, SEND_BUFFER)
-                .map_err(io::Error::from)
+            rustix::net::sockopt::set_socket_send_buffer_size(&stream, SEND_BUFFER)?;
+            rustix::net::sockopt::set_socket_recv_buffer_size(&stream, RECV_BUFFER)?;
+            Ok(())
         }) {
             tracing::debug!(error = %e, "prometheus: new connection");
             return;

@@ -15,7 +15,8 @@ use serde::{Deserialize, Deserializer};
 
 pub use exposition::{Exposition, KEEP_REPORTS};
 pub use listener::{
-    CLIENT_TIMEOUT, DEFAULT_MAX_CONNECTIONS, MAX_REQUEST_BYTES, MAX_REQUEST_LINE, SEND_BUFFER,
+    CLIENT_TIMEOUT, DEFAULT_MAX_CONNECTIONS, MAX_REQUEST_BYTES, MAX_REQUEST_LINE, RECV_BUFFER,
+    SEND_BUFFER,
 };
 
 /// `[prometheus]` in the agent's configuration.
@@ -24,8 +25,9 @@ pub use listener::{
 pub struct PrometheusConfig {
     /// Address to serve `/metrics` on (`"0.0.0.0:9634"`); empty: no listener.
     pub listen: String,
-    /// Connections open at once, at least 1 (default 2048); a new one beyond closes the oldest
-    /// that has not finished its request. Held below half the open-file limit.
+    /// Connections open at once, at least 1 (default 2048); a new one beyond resets the open
+    /// connection nearest its deadline (mostly the longest-waiting client that has not finished
+    /// its request). Held below half the open-file limit.
     #[serde(deserialize_with = "at_least_one")]
     pub max_connections: usize,
 }
