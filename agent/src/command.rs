@@ -606,6 +606,61 @@ impl<J: CommandJob> CommandWorker<J> {
     }
 }
 
+/// For tests: a process its parent cannot reap for a while after it is killed, as one stuck in
+/// the kernel on a hung disk.
+#[cfg(test)]
+pub(crate) mod held {
+    use std::io::BufRead;
+    use std::process::{Child, ChildStdin, Command, Stdio};
+
+    /// Holds a process traced (`PTRACE_SEIZE`) until its standard input closes.
+    const TRACER: &str = r#"
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.restype = ctypes.c_long
+PTRACE_SEIZE = 0x4206
+if libc.ptrace(ctypes.c_long(PTRACE_SEIZE), ctypes.c_long(int(sys.argv[1])), None, None) != 0:
+    sys.exit("PTRACE_SEIZE: errno %d" % ctypes.get_errno())
+print("seized", flush=True)
+sys.stdin.read()
+"#;
+
+    /// A process held traced by a `python3` tracer that never waits for it: once killed it is
+    /// a zombie only the tracer may reap, so its parent cannot reap it (and a blocking `wait`
+    /// blocks) until the tracer lets go, when this is dropped.
+    pub(crate) struct Held {
+        tracer: Child,
+        stdin: Option<ChildStdin>,
+    }
+
+    impl Held {
+        /// Starts holding `pid` (a child of this process); panics when it cannot.
+        pub(crate) fn new(pid: u32) -> Self {
+            let mut tracer = Command::new("python3")
+                .args(["-c", TRACER, &pid.to_string()])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("python3 runs");
+            let mut line = String::new();
+            let out = tracer.stdout.take().expect("piped");
+            std::io::BufReader::new(out)
+                .read_line(&mut line)
+                .expect("the tracer answers");
+            assert_eq!(line.trim(), "seized", "the tracer holds {pid}");
+            let stdin = tracer.stdin.take();
+            Self { tracer, stdin }
+        }
+    }
+
+    impl Drop for Held {
+        fn drop(&mut self) {
+            self.stdin = None;
+            let _ = self.tracer.wait();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -825,37 +880,12 @@ mod tests {
         assert!(!alive(leader), "the leader was reaped");
     }
 
-    /// Holds `pid` traced (`PTRACE_SEIZE`) until its standard input closes: a killed tracee
-    /// is a zombie only its tracer can reap until then, so its parent cannot reap it — as it
-    /// cannot reap a process stuck in the kernel on a hung disk until the kernel lets go.
-    const TRACER: &str = r#"
-import ctypes, sys
-libc = ctypes.CDLL(None, use_errno=True)
-libc.ptrace.restype = ctypes.c_long
-PTRACE_SEIZE = 0x4206
-if libc.ptrace(ctypes.c_long(PTRACE_SEIZE), ctypes.c_long(int(sys.argv[1])), None, None) != 0:
-    sys.exit("PTRACE_SEIZE: errno %d" % ctypes.get_errno())
-print("seized", flush=True)
-sys.stdin.read()
-"#;
-
     #[test]
     fn kill_does_not_wait_for_a_command_that_cannot_be_reaped_yet() {
-        use std::io::BufRead;
         let mut s = Spawned::start(Path::new("sleep"), &["1000"], 1024).expect("started");
         let pid = s.id();
-        let mut tracer = Command::new("python3")
-            .args(["-c", TRACER, &pid.to_string()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 runs");
-        let mut line = String::new();
-        let mut out = std::io::BufReader::new(tracer.stdout.take().expect("piped"));
-        out.read_line(&mut line).expect("the tracer answers");
-        assert_eq!(line.trim(), "seized", "the tracer holds the command");
+        let held = held::Held::new(pid);
         // Let the tracer go after 10 s whatever happens, so that a kill that waits ends.
-        let stdin = tracer.stdin.take().expect("piped");
         let released = Arc::new(AtomicBool::new(false));
         let (release, release_rx) = mpsc::channel::<()>();
         let releaser = {
@@ -863,7 +893,7 @@ sys.stdin.read()
             std::thread::spawn(move || {
                 let _ = release_rx.recv_timeout(Duration::from_secs(10));
                 released.store(true, Ordering::SeqCst);
-                drop(stdin);
+                drop(held);
             })
         };
         s.kill();
@@ -876,7 +906,6 @@ sys.stdin.read()
         assert!(s.poll().is_none(), "a killed command answers nothing");
         let _ = release.send(());
         releaser.join().expect("released");
-        let _ = tracer.wait();
         // Later polls reap it: no zombie is left behind.
         let deadline = Instant::now() + Duration::from_secs(10);
         while alive(pid) && Instant::now() < deadline {

@@ -747,4 +747,102 @@ mod tests {
         let disks = ["sda", "sdb", "sdc", "nvme0n1"].map(String::from);
         assert_eq!(array_disks(&root, "md0", disks.iter()), ["sda"]);
     }
+
+    /// `sda`'s smartctl hangs past its 1 s timeout and, once killed, cannot be reaped for 6 s
+    /// (held by a tracer, as a process stuck in the kernel on a hung disk is held until the
+    /// kernel gives up). `sdb`, due 1 s into the round, is read on schedule all the same, and
+    /// the killed call is reaped once it can be.
+    #[test]
+    fn a_killed_call_that_cannot_be_reaped_yet_holds_up_no_other_disk() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sys = dir.path().join("sys");
+        for (d, dev) in [("sda", "8:0"), ("sdb", "8:16")] {
+            std::fs::create_dir_all(sys.join("block").join(d)).expect("sys");
+            std::fs::write(sys.join("block").join(d).join("dev"), dev).expect("dev");
+        }
+        let pidfile = dir.path().join("sda.pid");
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/smartctl/sce-ata-seagate-st3000nm0033-188-packed-4-4-4.json");
+        let smartctl = dir.path().join("smartctl");
+        std::fs::write(
+            &smartctl,
+            format!(
+                "#!/bin/sh\nfor dev; do :; done\ncase \"$dev\" in\n/dev/sda) echo $$ > {}; exec sleep 1000;;\n/dev/sdb) cat '{}';;\nesac\n",
+                pidfile.display(),
+                fixture.display()
+            ),
+        )
+        .expect("script");
+        std::fs::set_permissions(&smartctl, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let cfg = JobConfig {
+            smartctl,
+            interval_s: 2.0,
+            timeout: Duration::from_secs(1),
+            max_output_bytes: 1 << 20,
+            max_running: 4,
+            exclude: Vec::new(),
+            megaraid: false,
+            inline: false,
+        };
+        let root = Root::new(dir.path().join("proc"), sys);
+        let mut job = DriveJob::new(cfg, root, Urgent::default());
+
+        let start = Instant::now();
+        let mut held = false;
+        let mut sda_pid = 0;
+        let mut sda_failed = None;
+        let mut sdb_read = None;
+        // Runs the job as its worker thread does, until both disks answered (or 20 s).
+        while (sda_failed.is_none() || sdb_read.is_none())
+            && start.elapsed() < Duration::from_secs(20)
+        {
+            for u in job
+                .run_due(start.elapsed().as_secs_f64(), false)
+                .unwrap_or_default()
+            {
+                if let Update::Read { name, result, .. } = u {
+                    let at = start.elapsed();
+                    match (name.as_str(), result) {
+                        ("sda", ReadResult::Failed(e)) => sda_failed = Some((at, e.to_string())),
+                        ("sdb", ReadResult::Read(_)) => sdb_read = Some(at),
+                        (n, r) => panic!("{n}: {r:?}"),
+                    }
+                }
+            }
+            if !held {
+                if let Some(pid) = std::fs::read_to_string(&pidfile)
+                    .ok()
+                    .and_then(|t| t.trim().parse::<u32>().ok())
+                {
+                    sda_pid = pid;
+                    let h = crate::command::held::Held::new(pid);
+                    held = true;
+                    // Let go after 6 s, whatever the job does.
+                    std::thread::spawn(move || {
+                        std::thread::sleep(Duration::from_secs(6));
+                        drop(h);
+                    });
+                }
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(held, "sda's call never started");
+        let (sda_at, err) = sda_failed.expect("sda answered");
+        assert!(err.contains("no answer within 1s"), "{err}");
+        let sdb_at = sdb_read.expect("sdb read");
+        // Due at 1 s: read well before the hung call could be reaped (6 s).
+        assert!(
+            sdb_at < Duration::from_secs(4) && sda_at < Duration::from_secs(4),
+            "sdb read at {sdb_at:?}, sda's timeout at {sda_at:?}: held up by the killed call"
+        );
+        // Once the tracer lets go, a later poll reaps it.
+        let proc_dir = PathBuf::from(format!("/proc/{sda_pid}"));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while proc_dir.exists() && Instant::now() < deadline {
+            crate::command::reap_dying();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!proc_dir.exists(), "the killed call was never reaped");
+    }
 }
