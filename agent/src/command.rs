@@ -311,8 +311,10 @@ impl Spawned {
     }
 
     /// `None` while it runs; its result once it has exited and its output is read, or once it
-    /// printed more than the limit (then it is killed). Never blocks.
+    /// printed more than the limit (then it is killed). Never blocks. Also reaps the killed
+    /// commands that have exited since ([`reap_dying`]).
     pub fn poll(&mut self) -> Option<Result<Finished, CommandError>> {
+        reap_dying();
         if self.done {
             return None;
         }
@@ -405,6 +407,8 @@ impl Spawned {
         // that is not reaped to another process. Killing the group also ends a helper left
         // holding the pipe after the command itself exited.
         let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        // And the command itself, should it have left the group (`setsid`).
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
         match rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG) {
             Ok(Some(_)) | Err(_) => {}
             Ok(None) => keep_dying(pid, &self.program),
