@@ -53,22 +53,7 @@ fn full_collector(dir: &Path, port: u16) -> Collector {
         "max_body_bytes = 16777216",
         "high_watermark_bytes = 0\nretry_after_s = 3",
     );
-    let auth = format!("Token {TOKEN}");
-    let write = c.url("/write?db=refusals");
-    let (code, text) = http(
-        &write,
-        "POST",
-        &[("Authorization", &auth)],
-        b"m,host=a v=1i",
-    );
-    assert_eq!(code, 204, "{text}");
-    let (code, text) = http(
-        &write,
-        "POST",
-        &[("Authorization", &auth)],
-        b"m,host=a v=2i",
-    );
-    assert_eq!(code, 503, "{text}");
+    c.fill_above_watermark("refusals", TOKEN);
     c
 }
 

@@ -133,6 +133,20 @@ impl Collector {
         self.stop();
         self.start_again();
     }
+    /// With `high_watermark_bytes = 0` in its config and its output unreachable: writes one line
+    /// for `db` with `token` and checks the next write is refused with 503 (the queue is above
+    /// its watermark). The backlog is the queue's end less the outputs' cursor, which a fresh
+    /// collector's output moves past the first segment's header only when it first reads the
+    /// queue: until then even the first line is refused, so it is sent until accepted.
+    pub fn fill_above_watermark(&self, db: &str, token: &str) {
+        let auth = format!("Token {token}");
+        let write = self.url(&format!("/write?db={db}"));
+        let post = |line: &[u8]| http(&write, "POST", &[("Authorization", &auth)], line);
+        let accepted = crate::wait_for(Duration::from_secs(10), || post(b"m,host=a v=1i").0 == 204);
+        assert!(accepted, "the collector never accepted its first line");
+        let (code, text) = post(b"m,host=a v=2i");
+        assert_eq!(code, 503, "{text}");
+    }
 
     /// A value from its /metrics, `name` without the `storwatch_collector_` prefix and with
     /// its labels, e.g. `output_retries_total{output="influx"}` (0 when it is not there).

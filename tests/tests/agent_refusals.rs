@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use storwatch_agent::sink::http::{HttpConfig, HttpSink};
 use storwatch_agent::sink::Sink;
-use storwatch_test_support::{binary, http, now_s, Collector};
+use storwatch_test_support::{binary, now_s, Collector};
 
 const TOKEN: &str = "refused-agents-token-0123456789";
 
@@ -33,12 +33,7 @@ fn full_collector(dir: &Path, port: u16, max_body_bytes: usize) -> Collector {
         &config,
         port,
     );
-    let auth = format!("Token {TOKEN}");
-    let write = c.url("/write?db=refused");
-    for (line, want) in [(&b"m,host=a v=1i"[..], 204), (b"m,host=a v=2i", 503)] {
-        let (code, text) = http(&write, "POST", &[("Authorization", &auth)], line);
-        assert_eq!(code, want, "{text}");
-    }
+    c.fill_above_watermark("refused", TOKEN);
     c
 }
 
