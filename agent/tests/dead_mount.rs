@@ -79,6 +79,8 @@ struct DeadMount {
     mount: String,
     /// The agent's `[fs] timeout_s`.
     timeout_s: f64,
+    /// More of the agent's configuration: top-level settings, then more of `[fs]`.
+    config: (String, String),
 }
 
 impl DeadMount {
@@ -92,6 +94,7 @@ impl DeadMount {
             dir,
             mount,
             timeout_s: TIMEOUT_S,
+            config: (String::new(), String::new()),
         }
     }
 
@@ -125,10 +128,7 @@ impl DeadMount {
             exec "$@"
         "#;
         let config = self.path("agent.toml");
-        write(
-            &config,
-            &format!("[fs]\ntimeout_s = {:?}\n", self.timeout_s),
-        );
+        self.write_config();
         let child = Command::new("unshare")
             .args([
                 "--mount",
@@ -161,6 +161,17 @@ impl DeadMount {
             .spawn()
             .expect("run unshare (util-linux)");
         Agent(child)
+    }
+
+    /// Writes the agent's configuration file (read again on SIGHUP).
+    fn write_config(&self) {
+        write(
+            &self.path("agent.toml"),
+            &format!(
+                "{}\n[fs]\ntimeout_s = {:?}\n{}\n",
+                self.config.0, self.timeout_s, self.config.1
+            ),
+        );
     }
 
     /// The daemons' process ids (written before the agent starts).
@@ -375,4 +386,169 @@ fn run_reports_and_ends_on_sigterm() {
     let st = exits_within(&mut agent, 10, "run after SIGTERM", &m);
     assert!(st.success(), "{st}: {}", m.log("stderr"));
     assert!(!read().contains("fstype=fuse.hangfs"), "{}", read());
+}
+
+/// Threads of process `pid`.
+fn threads(pid: u32) -> usize {
+    fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// The child processes of `pid` forked for `statvfs`, other than those in `except`.
+fn children_now(pid: u32, except: &[u32]) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").unwrap().flatten() {
+        let Some(child) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let status = fs::read_to_string(e.path().join("status")).unwrap_or_default();
+        let ppid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("PPid:"))
+            .and_then(|v| v.trim().parse::<u32>().ok());
+        // Forked by the round's thread, whose name a child keeps (the drive and multipath
+        // monitors run smartctl and dmsetup, which are not counted).
+        let forked_for_fs = status.lines().any(|l| l == "Name:\tstorwatch-fs");
+        if ppid == Some(pid) && forked_for_fs && !except.contains(&child) {
+            out.push(child);
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// The children that stay: in each of five looks 50 ms apart (a round's child that answers
+/// comes and goes within milliseconds).
+fn children(pid: u32, except: &[u32]) -> Vec<u32> {
+    let mut out = children_now(pid, except);
+    for _ in 0..4 {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = children_now(pid, except);
+        out.retain(|c| now.contains(c));
+    }
+    out
+}
+
+/// A signal mask line of /proc/PID/status (`SigCgt`, `ShdPnd`, …) as bits.
+fn sig_mask(pid: u32, name: &str) -> u64 {
+    fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|v| u64::from_str_radix(v.trim_start_matches(':').trim(), 16).ok())
+        .unwrap_or(0)
+}
+
+fn bit(sig: libc::c_int) -> u64 {
+    1 << (sig - 1)
+}
+
+/// SIGHUP with a changed configuration, again and again, while a mount is dead: the agent's
+/// threads and child processes do not grow (each reload used to leave a round thread blocked
+/// for ever on a pipe and one more child hung in the mount). The one child stuck in the mount
+/// has been sent SIGKILL, does not catch SIGTERM, SIGINT or SIGHUP (the agent's handlers, which
+/// would only set a flag in its memory), and is reaped once the mount answers.
+#[test]
+fn reloads_add_no_thread_and_no_child() {
+    if no_fuse() {
+        return;
+    }
+    let mut m = DeadMount::new();
+    m.config = ("host = \"r0\"".into(), "interval = \"1s\"".into());
+    let out = m.path("out.lp");
+    let output = format!("file:{}", out.display());
+    let mut agent = m.agent(
+        &[
+            "run",
+            "--sample-interval",
+            "250ms",
+            "--report-interval",
+            "1s",
+            "--output",
+            &output,
+        ],
+        false,
+    );
+    let pid = agent.id();
+    let read = || fs::read_to_string(&out).unwrap_or_default();
+    assert!(
+        wait_for(Duration::from_secs(20), || read().lines().any(|l| l
+            .starts_with("agent_source,")
+            && l.contains("source=statvfs"))),
+        "the dead mount was not counted:\n{}\n{}\n{}",
+        read(),
+        m.log("stderr"),
+        m.log("hangfs.log")
+    );
+    // A round after the one that gave up (fs interval 1 s), settled.
+    std::thread::sleep(Duration::from_millis(1500));
+    let daemons = m.daemons();
+    let (threads0, children0) = (threads(pid), children(pid, &daemons));
+    assert_eq!(
+        children0.len(),
+        1,
+        "one child stuck in the mount: {children0:?}"
+    );
+    let mut seen = Vec::new();
+    for k in 1..=4 {
+        m.config.0 = format!("host = \"r{k}\"");
+        m.write_config();
+        signal(pid, "HUP");
+        let host = format!("host=r{k}");
+        assert!(
+            wait_for(Duration::from_secs(20), || read().contains(&host)),
+            "reload {k} not applied:\n{}",
+            m.log("stderr")
+        );
+        // Long enough for a round after the reload to hang on the mount and be given up on.
+        std::thread::sleep(Duration::from_millis(2500));
+        seen.push((threads(pid), children(pid, &daemons).len()));
+    }
+    let (threads1, children1) = (threads(pid), children(pid, &daemons));
+    eprintln!(
+        "threads {threads0} -> {seen:?} -> {threads1}; children {}",
+        children1.len()
+    );
+    assert!(
+        threads1 <= threads0,
+        "threads grew over 4 reloads: {threads0} -> {seen:?}"
+    );
+    assert_eq!(children1, children0, "children after 4 reloads: {seen:?}");
+    let stuck = children0[0];
+    let caught = sig_mask(stuck, "SigCgt");
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        assert_eq!(
+            caught & bit(sig),
+            0,
+            "the child catches signal {sig}: {caught:x}"
+        );
+    }
+    let pending = sig_mask(stuck, "ShdPnd") | sig_mask(stuck, "SigPnd");
+    assert_ne!(
+        pending & bit(libc::SIGKILL),
+        0,
+        "no SIGKILL sent: {pending:x}"
+    );
+    // The mount answers (the connection aborted): the killed child exits and is reaped, no
+    // zombie kept.
+    for d in &daemons {
+        let _ = Command::new("nsenter")
+            .args(["-t", &d.to_string(), "-m", "umount", "-l", &m.mount])
+            .stderr(Stdio::null())
+            .status();
+        let _ = Command::new("kill")
+            .args(["-KILL", &d.to_string()])
+            .stderr(Stdio::null())
+            .status();
+    }
+    assert!(
+        wait_for(Duration::from_secs(10), || children(pid, &daemons)
+            .is_empty()),
+        "the killed child was not reaped: {:?}",
+        children(pid, &daemons)
+    );
+    signal(pid, "TERM");
+    let st = exits_within(&mut agent, 10, "run after SIGTERM", &m);
+    assert!(st.success(), "{st}: {}", m.log("stderr"));
 }

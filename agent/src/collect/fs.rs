@@ -720,6 +720,11 @@ impl FsCollector {
         };
         match got {
             Ok(r) => {
+                // Counted when the round comes in, not when it is reported: a later round
+                // (without the stuck mount) may replace it before the report.
+                for (src, msg) in &r.errors {
+                    errors.count(src, msg);
+                }
                 self.latest = Some(r);
                 self.in_flight = false;
             }
@@ -795,9 +800,6 @@ impl Collector for FsCollector {
         let Some(round) = self.latest.take() else {
             return;
         };
-        for (src, msg) in &round.errors {
-            cx.errors.count(src, msg);
-        }
         let window_s = self.cx.cfg.fill_window.as_secs_f64();
         let mut seen = BTreeSet::new();
         for r in &round.readings {

@@ -265,6 +265,8 @@ struct Child {
     pid: libc::pid_t,
     rd: std::fs::File,
     abandoned: bool,
+    /// Calls it has not answered yet.
+    left: usize,
 }
 
 impl Child {
@@ -303,6 +305,7 @@ impl Child {
                 Err(e) => return Answer::Failed(e),
             }
         }
+        self.left = self.left.saturating_sub(1);
         Answer::Record(decode(&rec))
     }
 
@@ -319,9 +322,20 @@ impl Drop for Child {
         if self.abandoned {
             return;
         }
-        // Done (it is exiting) or told to stop (it may be in a call that never returns):
-        // killed, and reaped now if it has gone, else later with the abandoned ones — never
-        // waited for here.
+        if self.left == 0 {
+            // It has answered everything and is exiting: reaped now.
+            loop {
+                let mut status = 0;
+                // SAFETY: waits for our own child; `status` is written by the call.
+                #[allow(unsafe_code)]
+                let rc = unsafe { libc::waitpid(self.pid, &mut status, 0) };
+                if rc >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                    return;
+                }
+            }
+        }
+        // Told to stop (it may be in a call that never returns): killed, and reaped now if it
+        // has gone, else later with the abandoned ones — never waited for here.
         kill(self.pid);
         let mut status = 0;
         // SAFETY: polls our own child; `status` is written by the call.
@@ -356,6 +370,7 @@ fn stat_child_round(paths: &[&Path]) -> io::Result<Child> {
         pid,
         rd: std::fs::File::from(rd),
         abandoned: false,
+        left: paths.len(),
     })
 }
 
