@@ -5,13 +5,17 @@
 //! mount table, map each filesystem to its block devices, `statvfs` each — runs every
 //! `[fs] interval` (default 60 s, never more often than the report interval), not every second.
 //! The round runs on a thread of its own: on a network filesystem whose server is gone, or a
-//! FUSE mount whose daemon hangs, `statvfs` blocks, possibly for ever. A call that has not
-//! returned after `timeout_s` is counted as an error naming the mount point, that mount point is
-//! skipped from then on until the call returns, and the round starts over at once on a fresh
-//! thread without it, so the other filesystems are still in this round's lines (the stuck
-//! thread ends when its call returns). The calls themselves are made in a child process, one
-//! per round (`statvfs::stat_apart_each`): a thread stuck in a FUSE request cannot be killed,
-//! and would keep the agent from exiting. `run` and `top` pick a round up in a later
+//! FUSE mount whose daemon hangs, `statvfs` blocks, possibly for ever. The calls are made in a
+//! child process, one per round (`statvfs::stat_apart_each`): a thread stuck in a FUSE request
+//! cannot be killed, and would keep the agent from exiting. The round's thread waits for each
+//! answer with `poll(2)` for `timeout_s`; a call that has not answered by then is counted as an
+//! error naming the mount point, its child is SIGKILLed (reaped later, never waited for), and a
+//! new child measures the rest, so the other filesystems are still in this round's lines. The
+//! mount point is skipped while its killed child is still stuck (process-wide: a collector
+//! rebuilt on SIGHUP skips it too). What has no deadline of its own (the mount table and sysfs,
+//! a stand-in file) is watched from the sampling thread: a round's thread that made no progress
+//! for twice `timeout_s` is given up on, its mount point skipped until the call returns, and the
+//! round starts over at once on a fresh thread. `run` and `top` pick a round up in a later
 //! sample; `once` and stepped tests wait for it in the sample that started it (inline), which
 //! is the same round on the same thread with the same deadline: each hung mount point costs
 //! `timeout_s` once.

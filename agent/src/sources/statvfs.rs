@@ -15,7 +15,10 @@
 //! every inherited descriptor, calls `statvfs` on each mount point of the round in turn, writes
 //! each one's numbers into a pipe as it returns, and exits. One fork a round, not one a mount:
 //! the fork costs far more than the calls. A child stuck for ever holds nothing of the agent's
-//! (no socket, no output, no lock), and the agent exits whenever it is told to.
+//! (no socket, no output, no lock), and the agent exits whenever it is told to. The agent waits
+//! for each answer with `poll(2)` up to a deadline; a late child is SIGKILLed (it dies at once
+//! in a killable wait, when the mount answers in a FUSE one), reaped later with `WNOHANG`, and
+//! its path not tried again until then.
 //!
 //! A host simulated under `--proc-root` has no real filesystems behind its mount table, so the
 //! simulator writes the numbers into a file (`[fs] statvfs_file`), one line per mount point:
