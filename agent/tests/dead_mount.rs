@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use storwatch_test_support::files::write_replacing as write;
-use storwatch_test_support::process::signal;
+use storwatch_test_support::process::{in_private_mounts, signal};
 use storwatch_test_support::wait::wait_for;
 
 /// Seconds a statvfs may take before its mount is skipped, in these tests (default 5).
@@ -129,16 +129,7 @@ impl DeadMount {
         "#;
         let config = self.path("agent.toml");
         self.write_config();
-        let child = Command::new("unshare")
-            .args([
-                "--mount",
-                "--propagation",
-                "private",
-                "sh",
-                "-c",
-                script,
-                "sh",
-            ])
+        let child = in_private_mounts(script)
             .arg(env!("CARGO_BIN_EXE_storwatch-agent"))
             .args(args)
             .arg("--config")

@@ -7,11 +7,11 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::PathBuf;
-use std::process::Command;
 
 use storwatch_agent::collect::fs::DEFAULT_EXCLUDE_FSTYPES;
 use storwatch_agent::sources::mountinfo::unescape;
 use storwatch_test_support::files::write_replacing as write;
+use storwatch_test_support::in_private_mounts;
 use storwatch_wire::lp::{parse_line, Backend, FieldValue};
 
 #[test]
@@ -49,16 +49,7 @@ fn newline_space_tab_and_backslash_mount_points_are_four_series() {
         exec "$@"
     "#;
     let path = |i: usize| dir.path().join(mounts[i].0);
-    let out = Command::new("unshare")
-        .args([
-            "--mount",
-            "--propagation",
-            "private",
-            "sh",
-            "-c",
-            script,
-            "sh",
-        ])
+    let out = in_private_mounts(script)
         .arg(env!("CARGO_BIN_EXE_storwatch-agent"))
         .args(["once", "--report-interval", "1s", "--config"])
         .arg(&config)

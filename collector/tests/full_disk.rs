@@ -11,10 +11,10 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use storwatch_test_support::{now_s, wait_for, Collector};
+use storwatch_test_support::{in_private_mounts, now_s, wait_for, Collector};
 
 const PORT: u16 = 18290;
 const TOKEN: &str = "agents-token-0123456789";
@@ -55,28 +55,11 @@ fn start_on_small_fs(dir: &Path, ctl: &Path) -> Option<Child> {
     let config = Collector::write_config(dir, PORT, "http://127.0.0.1:9", "full", TOKEN);
     let queue = dir.join("queue");
     std::fs::create_dir_all(&queue).unwrap();
-    let root = std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
     let script = r#"mount -t tmpfs -o size=16m storwatch-test "$1" || exit 97
 dd if=/dev/zero of="$1/filler" bs=1M count=8 2>/dev/null || exit 98
 (while [ ! -e "$2/free" ]; do sleep 0.1; done; rm -f "$1/filler") &
 exec "$3" --config "$4""#;
-    let mut cmd = Command::new("unshare");
-    if !root {
-        cmd.args(["--user", "--map-root-user"]);
-    }
-    let mut child = cmd
-        .args([
-            "--mount",
-            "--propagation",
-            "private",
-            "sh",
-            "-c",
-            script,
-            "sh",
-        ])
+    let mut child = in_private_mounts(script)
         .arg(&queue)
         .arg(ctl)
         .arg(Collector::bin())

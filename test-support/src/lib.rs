@@ -32,5 +32,5 @@ pub use collector::Collector;
 pub use files::{fixture_roots, scratch, workspace};
 pub use http::{gzip, http, post_form, urlencode};
 pub use influxd::Influxd;
-pub use process::{binary, telegraf, Proc};
+pub use process::{binary, in_private_mounts, telegraf, Proc};
 pub use wait::{now_ns, now_s, wait_for, wait_until};

@@ -121,6 +121,31 @@ pub fn telegraf() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// `sh -c script sh ARGS…` in a mount namespace of its own with private propagation (`unshare
+/// --mount`; for a user other than root in a user namespace too, `--user --map-root-user`), so
+/// the mounts the script makes are seen by it and what it runs, never by the rest of the machine.
+/// The caller adds the script's arguments and runs it.
+pub fn in_private_mounts(script: &str) -> Command {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
+    let mut cmd = Command::new("unshare");
+    if !root {
+        cmd.args(["--user", "--map-root-user"]);
+    }
+    cmd.args([
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        script,
+        "sh",
+    ]);
+    cmd
+}
+
 /// Sends signal `sig` (a name: `TERM`, `HUP`, `USR1`) to process `pid` with kill(1), failing the
 /// test when it cannot.
 pub fn signal(pid: u32, sig: &str) {

@@ -454,10 +454,6 @@ fn spawn_collector_on_small_fs(
 ) -> Option<Killed> {
     let queue = dir.join("queue");
     std::fs::create_dir_all(&queue).unwrap();
-    let root = std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
     // $$ stays the collector's pid after the exec: the filler loop ends with it
     let script = r#"mount -t tmpfs -o size="$5"m storwatch-soak "$1" || exit 97
 (while kill -0 $$ 2>/dev/null; do
@@ -473,20 +469,7 @@ exec "$3" --config "$4""#;
         .append(true)
         .open(dir.join("collector.log"))
         .unwrap();
-    let mut cmd = Command::new("unshare");
-    if !root {
-        cmd.args(["--user", "--map-root-user"]);
-    }
-    let child = cmd
-        .args([
-            "--mount",
-            "--propagation",
-            "private",
-            "sh",
-            "-c",
-            script,
-            "sh",
-        ])
+    let child = in_private_mounts(script)
         .arg(&queue)
         .arg(ctl)
         .arg(binary("storwatch-collector", "storwatch-collector"))
