@@ -8,6 +8,7 @@
 //! losing data before redundancy is restored, shared by MD and zpool.
 
 pub mod drive;
+pub mod hwraid;
 pub mod jobs;
 pub mod md;
 pub mod mpath;

@@ -1,0 +1,619 @@
+//! Successive readings of the controllers → statuses with rebuild rate, ETA and stall, and
+//! events: a controller's status, a battery/CacheVault, a VD's or PD's state changing, a rebuild
+//! starting, finishing, stalling or moving again, a VD's cache falling from write-back to
+//! write-through or coming back.
+//!
+//! No I/O: [`HwraidDetector::observe`] takes storcli's answers, parsed and merged, and the block
+//! device each VD was tied to. The first reading is the baseline and announces nothing.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use super::derive::{
+    base_redundancy, battery_word, is_parity, pd_failed, pd_ok, pd_risk, pd_state_word,
+    vd_state_word,
+};
+use super::model::{ControllerStatus, PdStatus, VdStatus};
+use crate::event::Event;
+use crate::health::risk::{loss_probability_members, Exposure, RiskModel};
+use crate::sources::storcli::{Controller, PdState, Slot, VdState, VirtualDrive};
+
+/// The source of the events.
+const SOURCE: &str = "hwraid";
+
+/// How the detector judges rebuilds and risk.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Params {
+    /// A rebuild whose progress has not moved for this many seconds is stalled.
+    pub stall_after_s: f64,
+    /// Seconds of progress samples the ETA's rate is measured over, when storcli gives none.
+    pub eta_window_s: f64,
+    /// The rebuild-risk model.
+    pub risk: RiskModel,
+}
+
+/// One rebuilding drive's progress over time.
+#[derive(Debug, Clone, PartialEq)]
+struct Progress {
+    /// (seconds, percent), oldest first, within `eta_window_s`.
+    samples: VecDeque<(f64, f64)>,
+    /// When the percentage last moved (or was first seen).
+    moved_s: f64,
+}
+
+/// The hardware RAID state machine: feed it one round of storcli answers per round.
+#[derive(Debug)]
+pub struct HwraidDetector {
+    params: Params,
+    polled: bool,
+    controllers: Vec<ControllerStatus>,
+    vds: Vec<VdStatus>,
+    pds: Vec<PdStatus>,
+    /// By `c0/252:3`, the drives rebuilding.
+    progress: BTreeMap<String, Progress>,
+}
+
+impl HwraidDetector {
+    /// A detector with these parameters and nothing seen.
+    pub fn new(params: Params) -> Self {
+        Self {
+            params,
+            polled: false,
+            controllers: Vec::new(),
+            vds: Vec::new(),
+            pds: Vec::new(),
+            progress: BTreeMap::new(),
+        }
+    }
+
+    /// Controllers as last observed, by number.
+    pub fn controllers(&self) -> &[ControllerStatus] {
+        &self.controllers
+    }
+
+    /// Virtual drives as last observed, by controller and number.
+    pub fn vds(&self) -> &[VdStatus] {
+        &self.vds
+    }
+
+    /// Physical drives as last observed, by controller and slot.
+    pub fn pds(&self) -> &[PdStatus] {
+        &self.pds
+    }
+
+    /// Takes one round's answers at monotonic time `now_s`; `devices` maps `c0/v1` to the block
+    /// device it was tied to. State changes go to `events`.
+    pub fn observe(
+        &mut self,
+        ctls: &[Controller],
+        devices: &BTreeMap<String, String>,
+        now_s: f64,
+        events: &mut Vec<Event>,
+    ) {
+        let mut controllers = Vec::new();
+        let mut vds = Vec::new();
+        let mut pds = Vec::new();
+        let mut rebuilding = Vec::new();
+        for c in ctls {
+            let Some(n) = c.controller else { continue };
+            let ctl = format!("c{n}");
+            let mut pd_by_slot: BTreeMap<Slot, PdStatus> = BTreeMap::new();
+            for d in &c.physical_drives {
+                let key = format!("{ctl}/{}", d.slot);
+                let row = c
+                    .rebuilds
+                    .iter()
+                    .find(|r| r.slot == d.slot && r.in_progress);
+                let (mut pct, mut eta) = (None, None);
+                if d.state == PdState::Rebuild {
+                    rebuilding.push(key.clone());
+                    pct = row.and_then(|r| r.progress_pct).map(f64::from);
+                    eta = row.and_then(|r| r.time_left_s).map(|s| s as f64);
+                    if let Some(p) = pct {
+                        eta = eta.or_else(|| self.track(&key, p, now_s));
+                        if self.track_stalled(&key, now_s) {
+                            eta = None;
+                        }
+                    }
+                }
+                let risk = pd_risk(&self.params.risk, d);
+                let vd: Vec<String> = c
+                    .virtual_drives
+                    .iter()
+                    .filter(|v| member_of(v, d.slot, d.dg))
+                    .map(|v| format!("{ctl}/v{}", v.vd))
+                    .collect();
+                pd_by_slot.insert(
+                    d.slot,
+                    PdStatus {
+                        controller: ctl.clone(),
+                        slot: d.slot.to_string(),
+                        did: d.did,
+                        vd: vd.join(","),
+                        serial: d.serial.clone(),
+                        model: d.model.clone(),
+                        medium: d.medium.clone(),
+                        interface: d.interface.clone(),
+                        state: pd_state_word(&d.state),
+                        ok: pd_ok(&d.state),
+                        media_errors: d.media_errors,
+                        other_errors: d.other_errors,
+                        predictive_failures: d.predictive_failures,
+                        smart_alert: d.smart_alert,
+                        temperature_c: d.temperature_c,
+                        rebuild_progress_pct: pct,
+                        rebuild_eta_s: eta,
+                        failure_probability: risk
+                            .read
+                            .then(|| risk.failure_probability(self.params.risk.open_window_h)),
+                        afr: risk.read.then_some(risk.afr),
+                        at_risk: risk.read && risk.condition_multiplier > 1.0,
+                    },
+                );
+            }
+            let mut ctl_vds = Vec::new();
+            for v in &c.virtual_drives {
+                let key = format!("{ctl}/v{}", v.vd);
+                let stalled = c.physical_drives.iter().any(|d| {
+                    d.state == PdState::Rebuild
+                        && member_of(v, d.slot, d.dg)
+                        && self.is_stalled(&format!("{ctl}/{}", d.slot), now_s)
+                });
+                ctl_vds.push(self.vd_status(
+                    &ctl,
+                    key.clone(),
+                    v,
+                    c,
+                    &pd_by_slot,
+                    devices.get(&key).cloned(),
+                    stalled,
+                ));
+            }
+            let (bbu_state, bbu_ok) = match c.batteries.first() {
+                Some(b) => {
+                    let (w, ok) = battery_word(&b.state);
+                    (Some(w), Some(ok))
+                }
+                None => (None, None),
+            };
+            controllers.push(ControllerStatus {
+                controller: ctl.clone(),
+                model: c.model.clone(),
+                serial: c.serial.clone(),
+                status: c.controller_status.clone(),
+                ok: c.controller_status.as_deref() == Some("Optimal"),
+                vds: to_u32(ctl_vds.len()),
+                vds_degraded: to_u32(ctl_vds.iter().filter(|v| v.degraded).count()),
+                vds_offline: to_u32(ctl_vds.iter().filter(|v| v.state == "OfLn").count()),
+                pds: to_u32(c.physical_drives.len()),
+                pds_failed: to_u32(
+                    c.physical_drives
+                        .iter()
+                        .filter(|d| pd_failed(&d.state))
+                        .count(),
+                ),
+                bbu_present: !c.batteries.is_empty(),
+                bbu_state,
+                bbu_ok,
+            });
+            vds.extend(ctl_vds);
+            pds.extend(pd_by_slot.into_values());
+        }
+        // Drives no longer rebuilding forget their progress.
+        self.progress.retain(|k, _| rebuilding.contains(k));
+        if self.polled {
+            self.transitions(&controllers, &vds, &pds, events);
+        }
+        self.polled = true;
+        self.controllers = controllers;
+        self.vds = vds;
+        self.pds = pds;
+    }
+
+    /// Records a rebuilding drive's percentage; the ETA from its rate over the window, once it
+    /// has moved.
+    fn track(&mut self, key: &str, pct: f64, now_s: f64) -> Option<f64> {
+        let window = self.params.eta_window_s.max(1.0);
+        let p = self
+            .progress
+            .entry(key.to_owned())
+            .or_insert_with(|| Progress {
+                samples: VecDeque::new(),
+                moved_s: now_s,
+            });
+        if p.samples.back().is_none_or(|&(_, last)| last != pct) {
+            p.moved_s = now_s;
+        }
+        p.samples.push_back((now_s, pct));
+        while p.samples.len() > 2 && p.samples.front().is_some_and(|&(t, _)| now_s - t > window) {
+            p.samples.pop_front();
+        }
+        let (&(t0, p0), &(t1, p1)) = (p.samples.front()?, p.samples.back()?);
+        let rate = (p1 - p0) / (t1 - t0);
+        (rate.is_finite() && rate > 0.0).then(|| (100.0 - p1).max(0.0) / rate)
+    }
+
+    fn track_stalled(&self, key: &str, now_s: f64) -> bool {
+        self.is_stalled(key, now_s)
+    }
+
+    fn is_stalled(&self, key: &str, now_s: f64) -> bool {
+        self.progress
+            .get(key)
+            .is_some_and(|p| now_s - p.moved_s >= self.params.stall_after_s)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn vd_status(
+        &self,
+        ctl: &str,
+        key: String,
+        v: &VirtualDrive,
+        c: &Controller,
+        pds: &BTreeMap<Slot, PdStatus>,
+        device: Option<String>,
+        stalled: bool,
+    ) -> VdStatus {
+        let members: Vec<&PdStatus> = c
+            .physical_drives
+            .iter()
+            .filter(|d| member_of(v, d.slot, d.dg))
+            .filter_map(|d| pds.get(&d.slot))
+            .collect();
+        let online: Vec<&PdStatus> = members
+            .iter()
+            .copied()
+            .filter(|d| d.state == "Onln")
+            .collect();
+        let rebuilding: Vec<&PdStatus> = members
+            .iter()
+            .copied()
+            .filter(|d| d.state == "Rbld")
+            .collect();
+        let degraded = matches!(v.state, VdState::Degraded | VdState::PartiallyDegraded);
+        let offline = v.state == VdState::Offline;
+        let mut missing = members.len() - online.len();
+        let mut count = members.len();
+        // A drive pulled from its slot is in no list: storcli's state still says one is gone.
+        if (degraded || offline) && missing == 0 {
+            missing = 1;
+            count += 1;
+        }
+        let count = to_u32(count);
+        let base = base_redundancy(&v.raid_level, count);
+        let redundancy_left = if offline {
+            Some(0)
+        } else {
+            base.map(|b| b.saturating_sub(to_u32(missing)))
+        };
+        let progress = rebuilding
+            .iter()
+            .filter_map(|d| d.rebuild_progress_pct)
+            .reduce(f64::min);
+        let eta = rebuilding
+            .iter()
+            .filter_map(|d| d.rebuild_eta_s)
+            .reduce(f64::max);
+        let at_risk = online.iter().filter(|d| d.at_risk).count();
+        let rebuild_risk = if offline {
+            Some(1.0)
+        } else if missing == 0 {
+            Some(0.0)
+        } else {
+            redundancy_left.map(|left| {
+                let member_bytes = members
+                    .iter()
+                    .filter_map(|d| c.drive(parse_slot(&d.slot)?).and_then(|p| p.size_bytes))
+                    .max();
+                let rebuilding_now = !rebuilding.is_empty() && !stalled;
+                let remaining = progress.map_or(1.0, |p| (100.0 - p).max(0.0) / 100.0);
+                let reads = if is_parity(&v.raid_level) {
+                    online.len() as f64
+                } else {
+                    1.0
+                };
+                let exposure = Exposure {
+                    surviving: to_u32(online.len()),
+                    redundancy_left: left,
+                    window_h: if rebuilding_now {
+                        eta.map(|e| e / 3600.0)
+                    } else {
+                        None
+                    },
+                    bytes_to_read: member_bytes.map(|b| (b as f64 * remaining * reads) as u64),
+                };
+                let afr: Vec<Option<f64>> = online.iter().map(|d| d.afr).collect();
+                loss_probability_members(&self.params.risk, &exposure, &afr)
+            })
+        };
+        let write_back_active = v
+            .cache
+            .as_ref()
+            .and_then(|c| c.write)
+            .map(|w| w.is_write_back());
+        VdStatus {
+            controller: ctl.to_owned(),
+            vd: key,
+            name: v.name.clone(),
+            level: v.raid_level.clone(),
+            device,
+            state: vd_state_word(&v.state),
+            ok: v.state == VdState::Optimal,
+            degraded,
+            redundancy_left,
+            members: count,
+            members_online: to_u32(online.len()),
+            members_rebuilding: to_u32(rebuilding.len()),
+            rebuild_progress_pct: progress,
+            rebuild_eta_s: if stalled { None } else { eta },
+            rebuild_stalled: stalled,
+            rebuild_risk,
+            members_at_risk: to_u32(at_risk),
+            cache: v.cache.as_ref().map(|c| c.text.clone()),
+            write_back_configured: v.write_cache_configured.map(|w| w.is_write_back()),
+            write_back_active,
+            size_bytes: v.size_bytes,
+            member_slots: members
+                .iter()
+                .map(|d| (d.slot.clone(), d.state.clone()))
+                .collect(),
+        }
+    }
+
+    fn transitions(
+        &self,
+        controllers: &[ControllerStatus],
+        vds: &[VdStatus],
+        pds: &[PdStatus],
+        events: &mut Vec<Event>,
+    ) {
+        for c in controllers {
+            let prev = self
+                .controllers
+                .iter()
+                .find(|p| p.controller == c.controller);
+            let Some(p) = prev else {
+                events.push(Event::new(
+                    SOURCE,
+                    c.controller.clone(),
+                    "",
+                    c.status.clone().unwrap_or_default(),
+                    format!(
+                        "controller {} appeared: {}",
+                        c.controller,
+                        c.model.as_deref().unwrap_or("unknown model")
+                    ),
+                ));
+                continue;
+            };
+            if p.status != c.status {
+                events.push(Event::new(
+                    SOURCE,
+                    c.controller.clone(),
+                    p.status.clone().unwrap_or_default(),
+                    c.status.clone().unwrap_or_default(),
+                    format!(
+                        "controller {} status {} → {}",
+                        c.controller,
+                        p.status.as_deref().unwrap_or("?"),
+                        c.status.as_deref().unwrap_or("?")
+                    ),
+                ));
+            }
+            if p.bbu_state != c.bbu_state {
+                let to = c.bbu_state.clone().unwrap_or_default();
+                let text = match c.bbu_ok {
+                    Some(false) => format!(
+                        "{} battery/CacheVault {}: write-back VDs fall to write-through",
+                        c.controller,
+                        if to.is_empty() { "gone" } else { to.as_str() }
+                    ),
+                    _ => format!(
+                        "{} battery/CacheVault {}",
+                        c.controller,
+                        if to.is_empty() { "gone" } else { to.as_str() }
+                    ),
+                };
+                events.push(Event::new(
+                    SOURCE,
+                    format!("{}/bbu", c.controller),
+                    p.bbu_state.clone().unwrap_or_default(),
+                    to,
+                    text,
+                ));
+            }
+        }
+        for p in &self.controllers {
+            if !controllers.iter().any(|c| c.controller == p.controller) {
+                events.push(Event::new(
+                    SOURCE,
+                    p.controller.clone(),
+                    p.status.clone().unwrap_or_default(),
+                    "",
+                    format!("controller {} no longer answers storcli", p.controller),
+                ));
+            }
+        }
+        for v in vds {
+            let Some(p) = self.vds.iter().find(|p| p.vd == v.vd) else {
+                events.push(Event::new(
+                    SOURCE,
+                    v.vd.clone(),
+                    "",
+                    v.state.clone(),
+                    format!("{} appeared: {} {}", v.vd, v.level, v.state),
+                ));
+                continue;
+            };
+            if p.state != v.state {
+                let text = if v.state == "OfLn" {
+                    format!("{} {} is offline: its data is unavailable", v.vd, v.level)
+                } else if v.degraded {
+                    format!(
+                        "{} {} {}: {} of {} members online, {} more failure(s) absorbed",
+                        v.vd,
+                        v.level,
+                        if v.state == "Pdgd" {
+                            "partially degraded"
+                        } else {
+                            "degraded"
+                        },
+                        v.members_online,
+                        v.members,
+                        v.redundancy_left.map_or("?".into(), |r| r.to_string())
+                    )
+                } else if v.ok {
+                    format!("{} {} optimal again", v.vd, v.level)
+                } else {
+                    format!("{} {} {} → {}", v.vd, v.level, p.state, v.state)
+                };
+                events.push(Event::new(
+                    SOURCE,
+                    v.vd.clone(),
+                    p.state.clone(),
+                    v.state.clone(),
+                    text,
+                ));
+            }
+            let obj = format!("{}/rebuild", v.vd);
+            match (p.members_rebuilding > 0, v.members_rebuilding > 0) {
+                (false, true) => events.push(Event::new(
+                    SOURCE,
+                    obj.clone(),
+                    "idle",
+                    "rebuilding",
+                    format!("{}: rebuild started", v.vd),
+                )),
+                (true, false) => events.push(Event::new(
+                    SOURCE,
+                    obj.clone(),
+                    if p.rebuild_stalled {
+                        "stalled"
+                    } else {
+                        "rebuilding"
+                    },
+                    "idle",
+                    format!("{}: rebuild ended, VD {}", v.vd, v.state),
+                )),
+                _ => {}
+            }
+            if v.members_rebuilding > 0 && p.members_rebuilding > 0 {
+                match (p.rebuild_stalled, v.rebuild_stalled) {
+                    (false, true) => events.push(Event::new(
+                        SOURCE,
+                        obj.clone(),
+                        "rebuilding",
+                        "stalled",
+                        format!(
+                            "{}: rebuild stalled at {}%",
+                            v.vd,
+                            v.rebuild_progress_pct.map_or("?".into(), |p| p.to_string())
+                        ),
+                    )),
+                    (true, false) => events.push(Event::new(
+                        SOURCE,
+                        obj,
+                        "stalled",
+                        "rebuilding",
+                        format!("{}: rebuild moving again", v.vd),
+                    )),
+                    _ => {}
+                }
+            }
+            if let (Some(was), Some(now)) = (p.write_back_active, v.write_back_active) {
+                if was != now {
+                    let word = |wb: bool| if wb { "write-back" } else { "write-through" };
+                    let text = if now {
+                        format!("{}: write cache back to write-back", v.vd)
+                    } else if v.write_back_configured != Some(false) {
+                        format!(
+                            "{}: write-back cache fell to write-through (battery/CacheVault?): every write now waits for the disks",
+                            v.vd
+                        )
+                    } else {
+                        format!("{}: write cache now write-through", v.vd)
+                    };
+                    events.push(Event::new(
+                        SOURCE,
+                        format!("{}/cache", v.vd),
+                        word(was),
+                        word(now),
+                        text,
+                    ));
+                }
+            }
+        }
+        for p in &self.vds {
+            if !vds.iter().any(|v| v.vd == p.vd) {
+                events.push(Event::new(
+                    SOURCE,
+                    p.vd.clone(),
+                    p.state.clone(),
+                    "",
+                    format!("{} vanished", p.vd),
+                ));
+            }
+        }
+        for d in pds {
+            let key = |x: &PdStatus| (x.controller.clone(), x.slot.clone());
+            let obj = format!("{}/{}", d.controller, d.slot);
+            match self.pds.iter().find(|p| key(p) == key(d)) {
+                Some(p) if p.state != d.state => events.push(Event::new(
+                    SOURCE,
+                    obj.clone(),
+                    p.state.clone(),
+                    d.state.clone(),
+                    format!(
+                        "drive {obj}{} {} → {}",
+                        d.serial
+                            .as_deref()
+                            .map(|s| format!(" ({s})"))
+                            .unwrap_or_default(),
+                        p.state,
+                        d.state
+                    ),
+                )),
+                Some(_) => {}
+                None => events.push(Event::new(
+                    SOURCE,
+                    obj.clone(),
+                    "",
+                    d.state.clone(),
+                    format!("drive {obj} appeared: {}", d.state),
+                )),
+            }
+        }
+        for p in &self.pds {
+            if !pds
+                .iter()
+                .any(|d| d.controller == p.controller && d.slot == p.slot)
+            {
+                let obj = format!("{}/{}", p.controller, p.slot);
+                events.push(Event::new(
+                    SOURCE,
+                    obj.clone(),
+                    p.state.clone(),
+                    "",
+                    format!("drive {obj} removed"),
+                ));
+            }
+        }
+    }
+}
+
+/// Whether the drive in `slot` (of drive group `dg`) is a member of `v`: listed in its
+/// `PDs for VD n`, or, without that list, in its drive group.
+fn member_of(v: &VirtualDrive, slot: Slot, dg: Option<u32>) -> bool {
+    if v.members.is_empty() {
+        dg == Some(v.dg)
+    } else {
+        v.members.contains(&slot)
+    }
+}
+
+fn parse_slot(s: &str) -> Option<Slot> {
+    Slot::parse_eid_slt(s)
+}
+
+fn to_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}

@@ -1,0 +1,269 @@
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::*;
+use crate::health::risk::RiskModel;
+use crate::sources::storcli::{self, Controller};
+
+fn fixture(name: &str) -> Vec<Controller> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/storcli")
+        .join(name);
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    storcli::parse(&text).expect("parses")
+}
+
+/// The degraded RAID6 with its rebuild rows merged in, as the collector merges them.
+fn rebuilding() -> Vec<Controller> {
+    let mut c = fixture("edited-netdata-c0-show-all-raid6-dgrd-pd-252-3-rbld.json");
+    let r = fixture("synthetic-c0-eall-sall-show-rebuild-252-3-37pct.json");
+    c[0].rebuilds = r[0].rebuilds.clone();
+    c
+}
+
+fn params() -> Params {
+    Params {
+        stall_after_s: 7200.0,
+        eta_window_s: 3600.0,
+        risk: RiskModel::default(),
+    }
+}
+
+#[test]
+fn redundancy_by_level() {
+    assert_eq!(base_redundancy("RAID0", 4), Some(0));
+    assert_eq!(base_redundancy("RAID1", 2), Some(1));
+    assert_eq!(base_redundancy("RAID5", 4), Some(1));
+    assert_eq!(base_redundancy("RAID6", 6), Some(2));
+    assert_eq!(base_redundancy("RAID10", 8), Some(1));
+    assert_eq!(base_redundancy("RAID50", 8), Some(1));
+    assert_eq!(base_redundancy("RAID60", 12), Some(2));
+    assert_eq!(base_redundancy("JBOD", 1), None);
+}
+
+#[test]
+fn an_optimal_raid6_has_two_left_and_no_risk() {
+    let mut d = HwraidDetector::new(params());
+    let mut ev = Vec::new();
+    d.observe(
+        &fixture("netdata-c0-show-all-raid6-optl-ibbu-optimal.json"),
+        &BTreeMap::new(),
+        0.0,
+        &mut ev,
+    );
+    let v = &d.vds()[0];
+    assert_eq!(v.vd, "c0/v0");
+    assert_eq!((v.state.as_str(), v.ok, v.degraded), ("Optl", true, false));
+    assert_eq!(
+        (v.members, v.members_online, v.redundancy_left),
+        (6, 6, Some(2))
+    );
+    assert_eq!(v.rebuild_risk, Some(0.0));
+    assert_eq!(v.write_back_active, Some(true));
+    let c = &d.controllers()[0];
+    assert_eq!(
+        (c.bbu_present, c.bbu_state.as_deref(), c.bbu_ok, c.ok),
+        (true, Some("Optimal"), Some(true), true)
+    );
+    assert!(ev.is_empty(), "the first reading is the baseline");
+}
+
+#[test]
+fn a_rebuilding_raid6_reports_progress_eta_risk_and_events() {
+    let mut d = HwraidDetector::new(params());
+    let mut ev = Vec::new();
+    d.observe(
+        &fixture("netdata-c0-show-all-raid6-optl-ibbu-optimal.json"),
+        &BTreeMap::new(),
+        0.0,
+        &mut ev,
+    );
+    d.observe(&rebuilding(), &BTreeMap::new(), 60.0, &mut ev);
+    let v = &d.vds()[0];
+    assert_eq!((v.state.as_str(), v.degraded), ("Dgrd", true));
+    assert_eq!(
+        (v.members, v.members_online, v.members_rebuilding),
+        (6, 5, 1)
+    );
+    assert_eq!(v.redundancy_left, Some(1));
+    assert_eq!(v.rebuild_progress_pct, Some(37.0));
+    // storcli's own estimate: 5 Hours 12 Minutes
+    assert_eq!(v.rebuild_eta_s, Some(18_720.0));
+    let risk = v.rebuild_risk.expect("risk");
+    assert!(risk > 0.0 && risk < 1e-5, "{risk}");
+    let pd = d.pds().iter().find(|p| p.slot == "252:3").expect("252:3");
+    assert_eq!(pd.state, "Rbld");
+    assert_eq!(pd.vd, "c0/v0");
+    let objs: Vec<(&str, &str, &str)> = ev
+        .iter()
+        .map(|e| {
+            (
+                e.object.as_str(),
+                e.from_state.as_str(),
+                e.to_state.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        objs,
+        [
+            ("c0/v0", "Optl", "Dgrd"),
+            ("c0/v0/rebuild", "idle", "rebuilding"),
+            ("c0/252:3", "Onln", "Rbld"),
+        ]
+    );
+}
+
+#[test]
+fn without_storcli_s_estimate_the_eta_comes_from_the_rate_and_a_still_rebuild_stalls() {
+    let mut d = HwraidDetector::new(params());
+    let mut ev = Vec::new();
+    let at = |pct: u8| {
+        let mut c = rebuilding();
+        for r in &mut c[0].rebuilds {
+            if r.in_progress {
+                r.progress_pct = Some(pct);
+                r.time_left_s = None;
+            }
+        }
+        c
+    };
+    d.observe(&at(10), &BTreeMap::new(), 0.0, &mut ev);
+    assert_eq!(d.vds()[0].rebuild_eta_s, None, "one sample: no rate yet");
+    d.observe(&at(20), &BTreeMap::new(), 600.0, &mut ev);
+    // 10 % in 600 s: 80 % left takes 4800 s
+    let eta = d.vds()[0].rebuild_eta_s.expect("eta");
+    assert!((eta - 4800.0).abs() < 1e-6, "{eta}");
+    assert!(!d.vds()[0].rebuild_stalled);
+    d.observe(&at(20), &BTreeMap::new(), 600.0 + 7200.0, &mut ev);
+    let v = &d.vds()[0];
+    assert!(v.rebuild_stalled);
+    assert_eq!(v.rebuild_eta_s, None);
+    assert!(ev
+        .iter()
+        .any(|e| e.object == "c0/v0/rebuild" && e.to_state == "stalled"));
+    d.observe(&at(21), &BTreeMap::new(), 600.0 + 7260.0, &mut ev);
+    assert!(!d.vds()[0].rebuild_stalled);
+    assert!(ev
+        .iter()
+        .any(|e| e.object == "c0/v0/rebuild" && e.from_state == "stalled"));
+}
+
+#[test]
+fn a_survivor_with_media_errors_raises_the_risk_and_is_counted_at_risk() {
+    let clean = {
+        let mut c = rebuilding();
+        for d in &mut c[0].physical_drives {
+            d.media_errors = Some(0);
+            d.other_errors = Some(0);
+            d.predictive_failures = Some(0);
+            d.smart_alert = Some(false);
+        }
+        c
+    };
+    let mut bad = clean.clone();
+    if let Some(d) = bad[0].physical_drives.iter_mut().find(|d| d.slot.slot == 5) {
+        d.media_errors = Some(12);
+    }
+    let mut pfa = clean.clone();
+    if let Some(d) = pfa[0].physical_drives.iter_mut().find(|d| d.slot.slot == 5) {
+        d.predictive_failures = Some(1);
+    }
+    let risk = |c: &[Controller]| {
+        let mut d = HwraidDetector::new(params());
+        d.observe(c, &BTreeMap::new(), 0.0, &mut Vec::new());
+        (
+            d.vds()[0].rebuild_risk.unwrap_or(f64::NAN),
+            d.vds()[0].members_at_risk,
+        )
+    };
+    let (r_clean, n_clean) = risk(&clean);
+    let (r_bad, n_bad) = risk(&bad);
+    let (r_pfa, n_pfa) = risk(&pfa);
+    assert_eq!((n_clean, n_bad, n_pfa), (0, 1, 1));
+    assert!(
+        r_clean < r_bad && r_bad < r_pfa,
+        "{r_clean} {r_bad} {r_pfa}"
+    );
+    // the flat rate for every clean survivor: the binomial of risk.rs
+    let flat = crate::health::risk::loss_probability(
+        &RiskModel::default(),
+        &crate::health::risk::Exposure {
+            surviving: 5,
+            redundancy_left: 1,
+            window_h: Some(18_720.0 / 3600.0),
+            bytes_to_read: None,
+        },
+    );
+    assert!(
+        (r_clean - flat).abs() <= 1e-12 * flat,
+        "{r_clean} vs {flat}"
+    );
+}
+
+#[test]
+fn pd_counters_map_onto_the_drive_model() {
+    let m = RiskModel::default();
+    let mut pd = fixture("netdata-c0-eall-sall-show-all-6-sata-media-other-predictive.json")[0]
+        .physical_drives[0]
+        .clone();
+    let r = pd_risk(&m, &pd);
+    assert!(r.read);
+    assert_eq!(r.multiplier, 1.0);
+    pd.other_errors = Some(1);
+    assert_eq!(pd_risk(&m, &pd).multiplier, 4.0);
+    pd.media_errors = Some(1);
+    assert_eq!(pd_risk(&m, &pd).multiplier, 14.0);
+    pd.smart_alert = Some(true);
+    assert_eq!(pd_risk(&m, &pd).multiplier, 100.0);
+    pd.media_errors = None;
+    pd.predictive_failures = None;
+    pd.smart_alert = None;
+    assert!(!pd_risk(&m, &pd).read, "no counters: the flat rate");
+}
+
+#[test]
+fn an_offline_vd_is_certain_loss_and_a_cache_fall_is_an_event() {
+    let mut d = HwraidDetector::new(params());
+    let mut ev = Vec::new();
+    d.observe(
+        &fixture("cloudpods-c0-vall-show-all-7-vds-os-drive-name-wb-wt.json"),
+        &BTreeMap::new(),
+        0.0,
+        &mut ev,
+    );
+    d.observe(
+        &fixture("edited-cloudpods-c0-vall-show-all-v0-write-back-fell-to-rwtd.json"),
+        &BTreeMap::new(),
+        10.0,
+        &mut ev,
+    );
+    let v0 = &d.vds()[0];
+    assert_eq!(
+        (v0.write_back_configured, v0.write_back_active),
+        (Some(true), Some(false))
+    );
+    assert_eq!(
+        ev.iter()
+            .map(|e| (
+                e.object.as_str(),
+                e.from_state.as_str(),
+                e.to_state.as_str()
+            ))
+            .collect::<Vec<_>>(),
+        [("c0/v0/cache", "write-back", "write-through")]
+    );
+
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/storcli/mtik00-text-c2-show-all-offline.txt"),
+    )
+    .expect("fixture");
+    let c = storcli::parse_text(&text).expect("parses");
+    let mut d = HwraidDetector::new(params());
+    d.observe(&c, &BTreeMap::new(), 0.0, &mut Vec::new());
+    let v = &d.vds()[0];
+    assert_eq!(v.state, "OfLn");
+    assert_eq!((v.redundancy_left, v.rebuild_risk), (Some(0), Some(1.0)));
+    assert_eq!(d.controllers()[0].vds_offline, 1);
+}
