@@ -22,6 +22,7 @@ pub mod disk;
 pub mod drive;
 pub mod fs;
 pub mod host;
+pub mod jobs;
 pub mod md;
 pub mod mpath;
 pub mod net;
@@ -42,6 +43,7 @@ use zpool::ZpoolMonitor;
 
 pub use disk::{DiskCollector, DiskNow};
 pub use host::HostCollector;
+pub use jobs::{JobNow, JobsNow};
 pub use md::MdNow;
 pub use mpath::MpathNow;
 pub use net::{NetCollector, NetNow};
@@ -126,6 +128,8 @@ pub struct Live {
     pub maps: Vec<MpathNow>,
     /// Pools as last read (the health pane), by name.
     pub pools: Vec<PoolNow>,
+    /// Batch jobs as last read (the jobs pane); `None` on a node without job cgroups read.
+    pub jobs: Option<JobsNow>,
 }
 
 impl Live {
@@ -136,6 +140,7 @@ impl Live {
         self.arrays.clear();
         self.maps.clear();
         self.pools.clear();
+        self.jobs = None;
     }
 }
 
@@ -283,10 +288,13 @@ impl SourceErrors {
 }
 
 /// The storage collectors the configuration enables (multipath, MD, zpool, drive health,
-/// filesystem capacity), in report order. `inline` (for `once` and stepped tests) runs slow commands on the sampling thread so
+/// batch jobs, filesystem capacity), in report order. `inline` (for `once` and stepped tests) runs slow commands on the sampling thread so
 /// that one report interval already has their answers.
 pub fn storage(cfg: &Config, inline: bool) -> Vec<Box<dyn Collector>> {
     let mut v: Vec<Box<dyn Collector>> = Vec::new();
+    // The drive monitor's readings, for the rebuild risks of the arrays and pools (see
+    // drive::book); the zpool monitor's vdev leaves, for the drives' `pool` tag.
+    let book = drive::DriveBook::new(cfg.sys_root == std::path::Path::new("/sys"));
     if cfg.mpath.enabled {
         let runner = Arc::new(SystemRunner);
         v.push(if inline {
@@ -318,10 +326,22 @@ pub fn storage(cfg: &Config, inline: bool) -> Vec<Box<dyn Collector>> {
         // After md: a degraded array's event of this sample has its members read at once.
         let root = crate::root::Root::new(&cfg.proc_root, &cfg.sys_root);
         v.push(if inline {
-            Box::new(drive::DriveMonitor::new_inline(cfg.drive.clone(), root))
+            Box::new(
+                drive::DriveMonitor::new_inline(cfg.drive.clone(), root)
+                    .with_book(book.clone(), cfg.risk),
+            )
         } else {
-            Box::new(drive::DriveMonitor::new(cfg.drive.clone(), root))
+            Box::new(
+                drive::DriveMonitor::new(cfg.drive.clone(), root).with_book(book.clone(), cfg.risk),
+            )
         });
+    }
+    if cfg.jobs.enabled {
+        v.push(Box::new(jobs::JobsCollector::new(
+            cfg.jobs.clone(),
+            cfg.sample_interval,
+            cfg.report_interval,
+        )));
     }
     if cfg.fs.enabled {
         v.push(Box::new(fs::FsCollector::new(

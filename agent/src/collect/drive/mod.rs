@@ -25,6 +25,7 @@
 //! Every report interval each disk's line is written from its latest reading, whether or not it
 //! was read in that interval. Fields and tags: docs/metrics-drive.md.
 
+pub mod book;
 mod job;
 
 use std::collections::BTreeMap;
@@ -38,10 +39,12 @@ use storwatch_wire::lp::LineWriter;
 use super::fs::Placement;
 use super::{Collector, ReportCx, SampleCx};
 use crate::command::CommandWorker;
+use crate::health::risk::RiskModel;
 use crate::root::Root;
 use crate::sources::smartctl::{DriveHealth, OverallHealth, Protocol};
 use job::{DriveJob, JobConfig, ReadResult, Update, Urgent};
 
+pub use book::{BookEntry, BookView, DriveBook};
 pub use job::DriveError;
 
 /// The source name errors are counted under.
@@ -119,6 +122,12 @@ pub struct DriveMonitor {
     drives: BTreeMap<String, DriveState>,
     /// Events of this report interval already looked at.
     events_seen: usize,
+    /// Where the readings are published for the rebuild risks, and the pools read back.
+    book: DriveBook,
+    /// Each drive's rate and probability.
+    risk: RiskModel,
+    /// A reading changed since the book was last published.
+    dirty: bool,
 }
 
 impl std::fmt::Debug for DriveMonitor {
@@ -142,7 +151,37 @@ impl DriveMonitor {
             urgent: Arc::new(Mutex::new(Vec::new())),
             drives: BTreeMap::new(),
             events_seen: 0,
+            book: DriveBook::new(false),
+            risk: RiskModel::default(),
+            dirty: false,
         }
+    }
+
+    /// Publishes the readings in `book`, each drive's rate from `risk` (by default a book of
+    /// its own and the default model).
+    pub fn with_book(mut self, book: DriveBook, risk: RiskModel) -> Self {
+        self.book = book;
+        self.risk = risk;
+        self
+    }
+
+    /// The book the readings are published in.
+    pub fn book(&self) -> &DriveBook {
+        &self.book
+    }
+
+    /// Publishes every read drive's entry.
+    fn publish(&mut self) {
+        let entries = self
+            .drives
+            .iter()
+            .filter_map(|(name, s)| {
+                let h = s.health.as_ref()?;
+                Some(BookEntry::assess(name, h, &self.risk))
+            })
+            .collect();
+        self.book.publish(entries);
+        self.dirty = false;
     }
 
     /// A monitor that runs a round's calls in the sample that finds the round due, all at once,
@@ -210,6 +249,7 @@ impl DriveMonitor {
     fn apply(&mut self, u: Update, now_s: f64, errors: &mut super::SourceErrors) {
         match u {
             Update::Disks(disks) => {
+                self.dirty = true;
                 self.drives
                     .retain(|name, _| disks.iter().any(|d| &d.name == name));
                 for d in disks {
@@ -229,6 +269,7 @@ impl DriveMonitor {
                 };
                 match result {
                     ReadResult::Read(h) => {
+                        self.dirty = true;
                         s.health = Some(*h);
                         s.read_at_s = Some(t);
                         s.read_ok = Some(true);
@@ -288,16 +329,25 @@ impl Collector for DriveMonitor {
         for u in updates.into_iter().flatten() {
             self.apply(u, cx.now_s, cx.errors);
         }
+        if self.dirty {
+            self.publish();
+        }
     }
 
     fn report(&mut self, w: &mut LineWriter, cx: &mut ReportCx<'_>) {
         // The scheduler empties the events after the report.
         self.events_seen = 0;
+        let book = self.book.view();
         for (name, s) in &self.drives {
             if s.read_ok.is_none() {
                 continue; // no call has ended yet: nothing to say
             }
-            write_line(w, cx.ts_ns, cx.now_s, name, s);
+            let entry = s
+                .health
+                .as_ref()
+                .map(|h| BookEntry::assess(name, h, &self.risk));
+            let pool = book.pools_of(name);
+            write_line(w, cx.ts_ns, cx.now_s, name, s, entry.as_ref(), &pool);
         }
     }
 }
@@ -330,7 +380,15 @@ fn protocol(p: &Protocol) -> Option<String> {
     }
 }
 
-fn write_line(w: &mut LineWriter, ts_ns: i64, now_s: f64, name: &str, s: &DriveState) {
+fn write_line(
+    w: &mut LineWriter,
+    ts_ns: i64,
+    now_s: f64,
+    name: &str,
+    s: &DriveState,
+    entry: Option<&BookEntry>,
+    pool: &str,
+) {
     let h = s.health.as_ref();
     let proto = h.and_then(|h| protocol(&h.protocol)).unwrap_or_default();
     let mut line = w
@@ -348,7 +406,7 @@ fn write_line(w: &mut LineWriter, ts_ns: i64, now_s: f64, name: &str, s: &DriveS
         .tag("protocol", &proto)
         .tag("md", &s.place.md)
         .tag("mpath", &s.place.mpath)
-        .tag("pool", &s.place.pool);
+        .tag("pool", if pool.is_empty() { &s.place.pool } else { pool });
     if let Some(h) = h {
         line = line
             .field_opt(
@@ -392,7 +450,8 @@ fn write_line(w: &mut LineWriter, ts_ns: i64, now_s: f64, name: &str, s: &DriveS
                 .field_opt("unsafe_shutdowns", n.unsafe_shutdowns);
         }
     }
-    line.field("read_ok", s.read_ok == Some(true))
+    line.field_opt("failure_probability", entry.map(|e| e.failure_probability))
+        .field("read_ok", s.read_ok == Some(true))
         .field("asleep", s.asleep)
         .field_opt(
             "last_read_age_s",

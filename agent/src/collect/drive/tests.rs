@@ -258,8 +258,20 @@ fn lines_of_real_fixtures() {
             read_ok: Some(true),
             ..DriveState::default()
         };
+        let entry = s
+            .health
+            .as_ref()
+            .map(|h| book::BookEntry::assess(device, h, &RiskModel::default()));
         let mut w = LineWriter::new("ds01", &[]);
-        write_line(&mut w, 1_700_000_000_000_000_000, 130.0, device, &s);
+        write_line(
+            &mut w,
+            1_700_000_000_000_000_000,
+            130.0,
+            device,
+            &s,
+            entry.as_ref(),
+            "",
+        );
         text.push_str(&String::from_utf8(w.take()).unwrap());
     }
     insta::assert_snapshot!(text);
