@@ -163,7 +163,8 @@ fn parse_metrics_doc(text: &str, c: &mut Contract) {
             if first.starts_with("---") {
                 continue;
             }
-            if !first.contains('`') {
+            // a bold row inside a table (`| **NVMe** | | |`) heads a group of its rows
+            if !first.contains('`') && !first.starts_with("**") {
                 mode = match first {
                     "tag" => "tag",
                     "field" => "field",
@@ -346,6 +347,12 @@ fn contract_is_read_from_the_docs() {
         &["rebuild_risk", "sync_eta_s", "stalled"],
     );
     expect("md_member", &["array", "member"], &["state", "errors"]);
+    // fields after a bold row of the table (`| **NVMe** | | |`)
+    expect(
+        "drive",
+        &["device", "serial", "md", "pool"],
+        &["health_ok", "pending_sectors", "media_errors", "read_ok"],
+    );
     expect(
         "mpath",
         &["map", "wwid", "vendor"],
