@@ -12,4 +12,5 @@
 
 pub mod log;
 pub mod lp;
+pub mod prom;
 pub mod rotate;

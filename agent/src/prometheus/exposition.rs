@@ -1,5 +1,6 @@
 //! The exposition: the latest reports in the Prometheus text format (version 0.0.4).
 //!
+//! The names are [`storwatch_wire::prom`]'s, shared with the collector's remote-write output.
 //! Every numeric field of a report line becomes one sample: metric
 //! `storwatch_<measurement>_<field>`, labels from the line's tags, booleans as 0/1. Field names
 //! are spelt the Prometheus way, in base units, as `promtool check metrics` asks: `_ms`, `_us`,
@@ -21,7 +22,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use storwatch_wire::lp::{parse_line, Backend, FieldValue};
+use storwatch_wire::lp::{parse_line, Backend};
+use storwatch_wire::prom::{metric_name, prom_line, PromLine};
 
 /// How many reports a series outlives the last report that carried it.
 pub const KEEP_REPORTS: u64 = 6;
@@ -58,31 +60,15 @@ impl Exposition {
             if SKIPPED.contains(&p.measurement.as_ref()) {
                 continue;
             }
-            let mut labels: Vec<(String, String)> = p
-                .tags
-                .iter()
-                .map(|(k, v)| (label_name(k), v.to_string()))
-                .collect();
-            labels.sort();
+            let PromLine {
+                labels,
+                values,
+                info,
+                ..
+            } = prom_line(&p);
             let mut key = p.measurement.to_string();
             for (k, v) in &labels {
                 let _ = write!(key, ",{k}={v}");
-            }
-            let mut values = Vec::new();
-            let mut info = Vec::new();
-            for (field, value) in &p.fields {
-                let v = match value {
-                    FieldValue::Float(f) => *f,
-                    FieldValue::Integer(i) => *i as f64,
-                    FieldValue::Unsigned(u) => *u as f64,
-                    FieldValue::Boolean(b) => f64::from(u8::from(*b)),
-                    FieldValue::String(s) => {
-                        info.push((label_name(field), s.to_string()));
-                        continue;
-                    }
-                };
-                let (name, scale) = prom_field(field);
-                values.push((name, field.to_string(), v * scale));
             }
             self.series.insert(
                 key,
@@ -150,86 +136,6 @@ impl Exposition {
     }
 }
 
-/// A field's name in Prometheus's conventions and the factor to its base unit.
-fn prom_field(field: &str) -> (String, f64) {
-    let mut parts: Vec<&str> = Vec::new();
-    let mut scale = 1.0;
-    let mut total = false;
-    let tokens: Vec<String> = name_part(field).split('_').map(str::to_owned).collect();
-    for (i, t) in tokens.iter().enumerate() {
-        let after_per = i > 0 && tokens.get(i - 1).is_some_and(|p| p == "per");
-        match t.as_str() {
-            "total" => total = true,
-            "s" if after_per => parts.push("second"),
-            "s" | "sec" => parts.push("seconds"),
-            "ms" => {
-                parts.push("seconds");
-                scale *= 1e-3;
-            }
-            "us" => {
-                parts.push("seconds");
-                scale *= 1e-6;
-            }
-            "ns" => {
-                parts.push("seconds");
-                scale *= 1e-9;
-            }
-            "kb" => {
-                parts.push("bytes");
-                scale *= 1024.0;
-            }
-            "mb" => {
-                parts.push("bytes");
-                scale *= 1024.0 * 1024.0;
-            }
-            "rkb" | "wkb" | "dkb" => {
-                parts.push(direction(&t[..1]));
-                parts.push("bytes");
-                scale *= 1024.0;
-            }
-            "r" | "w" | "d" | "f" => parts.push(direction(t)),
-            "pct" => parts.push("percent"),
-            other => parts.push(other),
-        }
-    }
-    if total {
-        parts.push("total");
-    }
-    (parts.join("_"), scale)
-}
-
-fn direction(letter: &str) -> &'static str {
-    match letter {
-        "r" => "read",
-        "w" => "write",
-        "d" => "discard",
-        _ => "flush",
-    }
-}
-
-/// `storwatch_<measurement>` with anything but `[a-zA-Z0-9_]` made `_`.
-fn metric_name(measurement: &str) -> String {
-    format!("storwatch_{}", name_part(measurement))
-}
-
-fn name_part(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect()
-}
-
-/// A label name: `[a-zA-Z_][a-zA-Z0-9_]*`, never starting with `__` (reserved).
-fn label_name(s: &str) -> String {
-    let mut n = name_part(s);
-    if n.starts_with(|c: char| c.is_ascii_digit()) || n.is_empty() {
-        n.insert(0, '_');
-    }
-    while n.starts_with("__") {
-        n.remove(0);
-    }
-    n
-}
-
 fn escape_label(v: &str, out: &mut String) {
     for c in v.chars() {
         match c {
@@ -277,6 +183,7 @@ fn sample(name: &str, labels: &[(String, String)], extra: &[(String, String)], v
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use storwatch_wire::prom::prom_field;
 
     const REPORT: &str = "\
 disk,host=node1,device=sda,name=sda util_pct=12.5,r_per_s=3i,saturated_s=0i 1700000000000000000

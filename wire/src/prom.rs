@@ -1,0 +1,191 @@
+//! Prometheus names for storwatch's lines: one function for the agent's `/metrics` exposition
+//! and the collector's remote-write output, so that a series is named the same whether it was
+//! scraped from the agent or written by the collector.
+//!
+//! Every numeric field of a line becomes one sample: metric `storwatch_<measurement>_<field>`,
+//! labels from the line's tags, booleans as 0/1. Field names are spelt the Prometheus way, in
+//! base units, as `promtool check metrics` asks: `_ms`, `_us`, `_s` become `_seconds` (values
+//! scaled), `_kb` `_bytes` (×1024, the kernel's KiB), `_per_s` `_per_second`, `_pct` `_percent`,
+//! and iostat's one-letter directions are written out (`r` read, `w` write, `d` discard, `f`
+//! flush; `rkb_per_s` is `read_bytes_per_second`). Fields with `total` in their name are counters
+//! and end in `_total`. String fields are labels of the measurement's `_info` metric (value 1).
+
+use crate::lp::{FieldValue, Point};
+
+/// One line in Prometheus's terms.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromLine {
+    /// `storwatch_<measurement>`: the prefix of every metric of the line.
+    pub base: String,
+    /// Labels from the line's tags (valid label names), sorted.
+    pub labels: Vec<(String, String)>,
+    /// Numeric fields: (Prometheus name without the base, the field as written, value in base
+    /// units), in the order written.
+    pub values: Vec<(String, String, f64)>,
+    /// String fields as (label name, value), for the `<base>_info` metric, in the order written.
+    pub info: Vec<(String, String)>,
+}
+
+impl PromLine {
+    /// The metric name of one of [`PromLine::values`].
+    pub fn metric(&self, prom_field: &str) -> String {
+        format!("{}_{prom_field}", self.base)
+    }
+
+    /// The name of the `_info` metric.
+    pub fn info_metric(&self) -> String {
+        format!("{}_info", self.base)
+    }
+}
+
+/// A parsed line in Prometheus's terms.
+pub fn prom_line(p: &Point<'_>) -> PromLine {
+    let mut labels: Vec<(String, String)> = p
+        .tags
+        .iter()
+        .map(|(k, v)| (label_name(k), v.to_string()))
+        .collect();
+    labels.sort();
+    let mut values = Vec::new();
+    let mut info = Vec::new();
+    for (field, value) in &p.fields {
+        let v = match value {
+            FieldValue::Float(f) => *f,
+            FieldValue::Integer(i) => *i as f64,
+            FieldValue::Unsigned(u) => *u as f64,
+            FieldValue::Boolean(b) => f64::from(u8::from(*b)),
+            FieldValue::String(s) => {
+                info.push((label_name(field), s.to_string()));
+                continue;
+            }
+        };
+        let (name, scale) = prom_field(field);
+        values.push((name, field.to_string(), v * scale));
+    }
+    PromLine {
+        base: metric_name(&p.measurement),
+        labels,
+        values,
+        info,
+    }
+}
+
+/// A field's name in Prometheus's conventions and the factor to its base unit.
+pub fn prom_field(field: &str) -> (String, f64) {
+    let mut parts: Vec<&str> = Vec::new();
+    let mut scale = 1.0;
+    let mut total = false;
+    let tokens: Vec<String> = name_part(field).split('_').map(str::to_owned).collect();
+    for (i, t) in tokens.iter().enumerate() {
+        let after_per = i > 0 && tokens.get(i - 1).is_some_and(|p| p == "per");
+        match t.as_str() {
+            "total" => total = true,
+            "s" if after_per => parts.push("second"),
+            "s" | "sec" => parts.push("seconds"),
+            "ms" => {
+                parts.push("seconds");
+                scale *= 1e-3;
+            }
+            "us" => {
+                parts.push("seconds");
+                scale *= 1e-6;
+            }
+            "ns" => {
+                parts.push("seconds");
+                scale *= 1e-9;
+            }
+            "kb" => {
+                parts.push("bytes");
+                scale *= 1024.0;
+            }
+            "mb" => {
+                parts.push("bytes");
+                scale *= 1024.0 * 1024.0;
+            }
+            "rkb" | "wkb" | "dkb" => {
+                parts.push(direction(t.get(..1).unwrap_or("")));
+                parts.push("bytes");
+                scale *= 1024.0;
+            }
+            "r" | "w" | "d" | "f" => parts.push(direction(t)),
+            "pct" => parts.push("percent"),
+            other => parts.push(other),
+        }
+    }
+    if total {
+        parts.push("total");
+    }
+    (parts.join("_"), scale)
+}
+
+fn direction(letter: &str) -> &'static str {
+    match letter {
+        "r" => "read",
+        "w" => "write",
+        "d" => "discard",
+        _ => "flush",
+    }
+}
+
+/// `storwatch_<measurement>` with anything but `[a-zA-Z0-9_]` made `_`.
+pub fn metric_name(measurement: &str) -> String {
+    format!("storwatch_{}", name_part(measurement))
+}
+
+fn name_part(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+/// A label name: `[a-zA-Z_][a-zA-Z0-9_]*`, never starting with `__` (reserved).
+pub fn label_name(s: &str) -> String {
+    let mut n = name_part(s);
+    if n.starts_with(|c: char| c.is_ascii_digit()) || n.is_empty() {
+        n.insert(0, '_');
+    }
+    while n.starts_with("__") {
+        n.remove(0);
+    }
+    n
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::lp::{parse_line, Backend};
+
+    #[test]
+    fn a_line_in_prometheus_terms() {
+        let line = "md,host=n1,array=md0,9x=y state=\"recovering\",sync_eta_s=5,stalled=true,r_await_ms=2i 1";
+        let p = prom_line(&parse_line(line, Backend::V1).unwrap());
+        assert_eq!(p.base, "storwatch_md");
+        assert_eq!(
+            p.labels,
+            vec![
+                ("_9x".into(), "y".into()),
+                ("array".into(), "md0".into()),
+                ("host".into(), "n1".into())
+            ]
+        );
+        assert_eq!(
+            p.values,
+            vec![
+                ("sync_eta_seconds".into(), "sync_eta_s".into(), 5.0),
+                ("stalled".into(), "stalled".into(), 1.0),
+                ("read_await_seconds".into(), "r_await_ms".into(), 0.002),
+            ]
+        );
+        assert_eq!(p.info, vec![("state".into(), "recovering".into())]);
+        assert_eq!(p.metric("stalled"), "storwatch_md_stalled");
+        assert_eq!(p.info_metric(), "storwatch_md_info");
+    }
+
+    #[test]
+    fn label_names_are_valid() {
+        assert_eq!(label_name("__x"), "_x");
+        assert_eq!(label_name(""), "_");
+        assert_eq!(label_name("a-b.c"), "a_b_c");
+    }
+}
