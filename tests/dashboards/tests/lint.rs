@@ -511,6 +511,9 @@ const KEYWORDS: &[&str] = &[
 #[derive(Debug, Default)]
 struct QueryNames {
     measurement: Option<String>,
+    /// every measurement of the FROM clause (`FROM "md", "zpool_vdev", "raid_vd"`: an alert
+    /// rule over arrays of three kinds at once, each series its own alert instance)
+    measurements: Vec<String>,
     /// the retention policy named before the measurement (`$rp` for the variable), if any
     retention_policy: Option<String>,
     group_by_tags: Vec<String>,
@@ -601,9 +604,8 @@ fn check_query(q: &str, c: &Contract) -> Result<QueryNames, Vec<String>> {
                 }
                 match clause {
                     "from" => {
-                        if names.measurement.replace(id.clone()).is_some() {
-                            errs.push("more than one measurement".to_string());
-                        }
+                        names.measurement.get_or_insert_with(|| id.clone());
+                        names.measurements.push(id.clone());
                     }
                     "select" => names.selected.push((function_around(&toks, i), id.clone())),
                     "where" => names.filtered.push(id.clone()),
@@ -615,33 +617,50 @@ fn check_query(q: &str, c: &Contract) -> Result<QueryNames, Vec<String>> {
             _ => {}
         }
     }
-    let Some(m) = names.measurement.clone() else {
+    if names.measurements.is_empty() {
         errs.push("no measurement (FROM \"...\")".to_string());
         return Err(errs);
-    };
-    if !c.measurements.contains_key(&m) {
+    }
+    let undocumented: Vec<&String> = names
+        .measurements
+        .iter()
+        .filter(|m| !c.measurements.contains_key(*m))
+        .collect();
+    for m in &undocumented {
         errs.push(format!(
             "measurement \"{m}\" is not in the documented contract"
         ));
+    }
+    if !undocumented.is_empty() {
         return Err(errs);
     }
-    let selected = names.selected.iter().map(|(_, s)| s);
-    for s in selected.chain(&names.filtered) {
-        if !c.is_field(&m, s) && !c.is_tag(&m, s) {
-            errs.push(format!("\"{s}\" is neither a field nor a tag of \"{m}\""));
+    // what the query selects and compares must be in each measurement it reads (a series
+    // without it would be empty); a GROUP BY tag in one of them at least
+    for m in &names.measurements {
+        let selected = names.selected.iter().map(|(_, s)| s);
+        for s in selected.chain(&names.filtered) {
+            if !c.is_field(m, s) && !c.is_tag(m, s) {
+                errs.push(format!("\"{s}\" is neither a field nor a tag of \"{m}\""));
+            }
         }
-    }
-    for (f, s) in &names.selected {
-        if !f.is_empty() && c.is_tag(&m, s) && !c.is_field(&m, s) {
-            errs.push(format!(
-                "{f}(\"{s}\"): \"{s}\" is a tag of \"{m}\" and InfluxQL functions read fields only (the column stays empty); GROUP BY it instead"
-            ));
+        for (f, s) in &names.selected {
+            if !f.is_empty() && c.is_tag(m, s) && !c.is_field(m, s) {
+                errs.push(format!(
+                    "{f}(\"{s}\"): \"{s}\" is a tag of \"{m}\" and InfluxQL functions read fields only (the column stays empty); GROUP BY it instead"
+                ));
+            }
         }
     }
     for t in names.group_by_tags.iter().chain(&key) {
-        if !c.is_tag(&m, t) {
+        if !names.measurements.iter().any(|m| c.is_tag(m, t)) {
             errs.push(format!(
-                "\"{t}\" is not a tag of \"{m}\" (GROUP BY / WITH KEY)"
+                "\"{t}\" is not a tag of {} (GROUP BY / WITH KEY)",
+                names
+                    .measurements
+                    .iter()
+                    .map(|m| format!("\"{m}\""))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
             ));
         }
     }
@@ -784,6 +803,10 @@ fn query_check_rejects_what_the_agent_does_not_emit() {
     );
     let names = check_query(&ok.replace(r#"FROM "disk""#, r#"FROM "rp_1h"."disk""#), &c).unwrap();
     assert_eq!(names.retention_policy.as_deref(), Some("rp_1h"));
+    // several measurements: what is read must be in each, a GROUP BY tag in one at least
+    let both = r#"SELECT max("rebuild_risk") FROM "md", "zpool_vdev" WHERE "rebuild_risk" > 0 AND $timeFilter GROUP BY "host", "array", "pool", "vdev""#;
+    let names = check_query(both, &c).unwrap();
+    assert_eq!(names.measurements, ["md", "zpool_vdev"]);
     let bad = |q: &str, needle: &str| {
         let errs = check_query(q, &c).expect_err(q);
         assert!(errs.iter().any(|e| e.contains(needle)), "{q}: {errs:?}");
@@ -803,6 +826,22 @@ fn query_check_rejects_what_the_agent_does_not_emit() {
     bad(
         r#"SELECT mean(util_pct) FROM "disk""#,
         "unquoted identifier util_pct",
+    );
+    bad(
+        r#"SELECT max("sync_pct") FROM "md", "zpool_vdev" WHERE $timeFilter"#,
+        "\"sync_pct\" is neither a field nor a tag of \"zpool_vdev\"",
+    );
+    bad(
+        r#"SELECT max("rebuild_risk") FROM "md", "zpool_vdev" WHERE "scan" = 'none' AND $timeFilter"#,
+        "\"scan\" is neither a field nor a tag of \"md\"",
+    );
+    bad(
+        r#"SELECT max("rebuild_risk") FROM "md", "zpool_vdev" GROUP BY "iface""#,
+        "\"iface\" is not a tag of \"md\" or \"zpool_vdev\"",
+    );
+    bad(
+        r#"SELECT max("rebuild_risk") FROM "md", "disks" GROUP BY "array""#,
+        "measurement \"disks\"",
     );
     bad(
         r#"SELECT mean("age_s") FROM "collector_heartbeat" GROUP BY "iface""#,
@@ -1001,6 +1040,9 @@ fn dashboards_are_valid_and_name_only_documented_metrics() {
             queries += 1;
             match check_query(q, &c) {
                 Ok(names) => {
+                    if names.measurements.len() > 1 {
+                        errs.push(format!("{at}: reads {:?}: a dashboard query reads one measurement (its Resolution level is picked per measurement)\n    query: {q}", names.measurements));
+                    }
                     if panel {
                         errs.extend(
                             rollup_problems(&names, &c)
