@@ -16,10 +16,11 @@ use std::collections::BTreeMap;
 
 use storwatch_wire::lp::LineWriter;
 
+use crate::collect::drive::{BookView, DriveBook};
 use crate::collect::{Collector, Live, ReportCx, SampleCx};
 use crate::event::Event;
 use crate::health::md::{ArrayStatus, MdDetector, MemberStatus};
-use crate::health::risk::RiskModel;
+use crate::health::risk::{MemberRate, RiskModel};
 use crate::root::{read_into, Dir, Root};
 use crate::sources::mdstat::{self, MdArray};
 use crate::sources::mdsys::{self, MdSys};
@@ -151,6 +152,8 @@ pub struct MdMonitor {
     buf: String,
     /// The arrays of the last mdstat, reused when their lines did not change.
     reuse: mdstat::Reuse,
+    /// The drives' readings: each survivor's own rate in `rebuild_risk`.
+    book: Option<DriveBook>,
 }
 
 impl MdMonitor {
@@ -163,6 +166,33 @@ impl MdMonitor {
             dirs: BTreeMap::new(),
             buf: String::new(),
             reuse: mdstat::Reuse::default(),
+            book: None,
+        }
+    }
+
+    /// Takes each surviving member's own failure rate from `book` (the drive monitor's
+    /// readings) for `rebuild_risk` and `members_at_risk`; without one, every member has the
+    /// flat rate.
+    pub fn with_book(mut self, book: DriveBook) -> Self {
+        self.book = Some(book);
+        self
+    }
+
+    /// Array `name`'s rebuild risk with its members' own rates, and its members at risk
+    /// (`None` for the count when no survivor's drive has been read).
+    fn member_risk(&self, view: Option<&BookView>, s: &ArrayStatus) -> (Option<f64>, Option<u32>) {
+        let Some(view) = view else {
+            return (s.rebuild_risk, None);
+        };
+        let rate = |member: &str| {
+            view.resolve(member).map(|e| MemberRate {
+                afr: e.afr,
+                at_risk: e.at_risk,
+            })
+        };
+        match self.detector.member_risk(&s.array, &rate) {
+            Some((risk, n)) => (risk, Some(n)),
+            None => (s.rebuild_risk, None),
         }
     }
 
@@ -280,7 +310,9 @@ impl MdMonitor {
 
     /// Writes this report interval's lines, stamped `ts_ns`.
     pub fn report(&mut self, w: &mut LineWriter, ts_ns: i64) {
+        let view = self.book.as_ref().map(DriveBook::view);
         for (s, members) in self.detector.arrays() {
+            let (rebuild_risk, members_at_risk) = self.member_risk(view.as_deref(), s);
             w.line("md", ts_ns)
                 .tag("array", &s.array)
                 .tag("level", &s.level)
@@ -296,7 +328,8 @@ impl MdMonitor {
                 .field_opt("sync_eta_s", s.sync_eta_s)
                 .field_opt("mismatch_cnt", s.mismatch_cnt)
                 .field_opt("redundancy_left", s.redundancy_left)
-                .field_opt("rebuild_risk", s.rebuild_risk)
+                .field_opt("rebuild_risk", rebuild_risk)
+                .field_opt("members_at_risk", members_at_risk)
                 .field("stalled", s.stalled)
                 .write();
             for m in members {
@@ -329,9 +362,14 @@ impl Collector for MdMonitor {
     }
 
     fn live(&self, live: &mut Live) {
-        live.arrays.extend(self.arrays().map(|(s, m)| MdNow {
-            status: s.clone(),
-            members: m.to_vec(),
+        let view = self.book.as_ref().map(DriveBook::view);
+        live.arrays.extend(self.arrays().map(|(s, m)| {
+            let mut status = s.clone();
+            status.rebuild_risk = self.member_risk(view.as_deref(), s).0;
+            MdNow {
+                status,
+                members: m.to_vec(),
+            }
         }));
     }
 }

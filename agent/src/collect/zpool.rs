@@ -20,10 +20,11 @@ use std::time::{Duration, Instant};
 
 use storwatch_wire::lp::LineWriter;
 
+use crate::collect::drive::{BookView, DriveBook};
 use crate::collect::{Collector, Live, ReportCx, SampleCx};
 use crate::command::{CommandError, CommandJob, CommandRunner, CommandWorker};
 use crate::event::Event;
-use crate::health::risk::RiskModel;
+use crate::health::risk::{MemberRate, RiskModel};
 use crate::health::zpool::{PoolReport, ZpoolDetector};
 use crate::root::Root;
 use crate::sources::zpool::{self, json, list, status, PoolList, ZpoolStatus};
@@ -201,6 +202,9 @@ pub struct ZpoolMonitor {
     inline: bool,
     detector: ZpoolDetector,
     command_errors: u64,
+    /// The drives' readings (each survivor's own rate in `rebuild_risk`), and where the pools'
+    /// leaves are published for the drives' `pool` tag.
+    book: Option<DriveBook>,
 }
 
 impl std::fmt::Debug for ZpoolMonitor {
@@ -226,7 +230,16 @@ impl ZpoolMonitor {
             inline: false,
             detector,
             command_errors: 0,
+            book: None,
         }
+    }
+
+    /// Takes each surviving member's own failure rate from `book` (the drive monitor's
+    /// readings) for `rebuild_risk` and `members_at_risk`, and publishes the pools' vdev leaves
+    /// in it for the drives' `pool` tag.
+    pub fn with_book(mut self, book: DriveBook) -> Self {
+        self.book = Some(book);
+        self
     }
 
     /// A monitor that runs `zpool` on the polling thread whenever a poll finds a run due
@@ -349,7 +362,11 @@ impl ZpoolMonitor {
 
     /// Writes this report interval's lines, stamped `ts_ns`.
     pub fn report(&mut self, w: &mut LineWriter, ts_ns: i64) {
-        write_lines(&self.detector, w, ts_ns);
+        let view = self.book.as_ref().map(|b| {
+            b.publish_pools(self.detector.leaves());
+            b.view()
+        });
+        write_lines(&self.detector, view.as_deref(), w, ts_ns);
     }
 }
 
@@ -369,17 +386,31 @@ impl Collector for ZpoolMonitor {
     }
 
     fn live(&self, live: &mut Live) {
-        live.pools
-            .extend(self.detector.reports().map(|(name, report)| PoolNow {
-                pool: name.clone(),
-                report,
-            }));
+        let view = self.book.as_ref().map(DriveBook::view);
+        let rate = |leaf: &str| member_rate(view.as_deref(), leaf);
+        live.pools.extend(
+            self.detector
+                .reports_with(&rate)
+                .map(|(name, report)| PoolNow {
+                    pool: name.clone(),
+                    report,
+                }),
+        );
     }
 }
 
-/// Writes the `zpool` and `zpool_vdev` lines of every pool.
-fn write_lines(detector: &ZpoolDetector, w: &mut LineWriter, ts_ns: i64) {
-    for (name, d) in detector.reports() {
+/// A vdev leaf's own rate, when its drive was read.
+fn member_rate(view: Option<&BookView>, leaf: &str) -> Option<MemberRate> {
+    view?.resolve(leaf).map(|e| MemberRate {
+        afr: e.afr,
+        at_risk: e.at_risk,
+    })
+}
+
+/// Writes the `zpool` and `zpool_vdev` lines of every pool, each survivor's rate from `view`.
+fn write_lines(detector: &ZpoolDetector, view: Option<&BookView>, w: &mut LineWriter, ts_ns: i64) {
+    let rate = |leaf: &str| member_rate(view, leaf);
+    for (name, d) in detector.reports_with(&rate) {
         let mut line = w.line("zpool", ts_ns).tag("pool", name);
         line = line
             .field_opt("health", d.health.as_deref())
@@ -419,6 +450,7 @@ fn write_lines(detector: &ZpoolDetector, w: &mut LineWriter, ts_ns: i64) {
                 .field_opt("note", v.note.as_deref())
                 .field_opt("redundancy_left", v.redundancy_left)
                 .field_opt("rebuild_risk", v.rebuild_risk)
+                .field_opt("members_at_risk", v.members_at_risk)
                 .write();
         }
     }
@@ -446,7 +478,7 @@ mod tests {
 
     fn report(tr: &ZpoolDetector) -> String {
         let mut w = LineWriter::new("ds01", &[]);
-        write_lines(tr, &mut w, TS);
+        write_lines(tr, None, &mut w, TS);
         String::from_utf8(w.take()).expect("utf8")
     }
 

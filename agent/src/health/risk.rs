@@ -152,6 +152,44 @@ pub fn loss_probability_members(
     with_ure(model, e, p_disk)
 }
 
+/// What the drive health says of one surviving member: its own annual failure rate, and whether
+/// a condition of the drive (not its age alone) raised it above the flat rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemberRate {
+    /// [`crate::health::drive::DriveRisk::afr`].
+    pub afr: f64,
+    /// The drive counts in `members_at_risk`.
+    pub at_risk: bool,
+}
+
+/// A set's rebuild risk from its survivors' own rates, and how many of them are at risk.
+///
+/// `rates` has one entry per survivor (`None`: no reading, the flat rate). When there are more
+/// entries than `e.surviving` (the caller cannot tell which member is the one being rebuilt),
+/// the highest rates are taken: the figure errs on the side of risk. Returns `None` when no
+/// survivor has a reading: the caller keeps its flat-rate figure.
+pub fn loss_with_members(
+    model: &RiskModel,
+    e: &Exposure,
+    rates: &[Option<MemberRate>],
+) -> Option<(f64, u32)> {
+    if rates.iter().all(Option::is_none) {
+        return None;
+    }
+    let mut afr: Vec<Option<f64>> = rates.iter().map(|r| r.map(|r| r.afr)).collect();
+    let mut at_risk: Vec<bool> = rates.iter().map(|r| r.is_some_and(|r| r.at_risk)).collect();
+    if afr.len() > e.surviving as usize {
+        let mut order: Vec<usize> = (0..afr.len()).collect();
+        let key = |i: usize| afr[i].unwrap_or(model.afr);
+        order.sort_by(|&a, &b| key(b).total_cmp(&key(a)));
+        order.truncate(e.surviving as usize);
+        afr = order.iter().map(|&i| afr[i]).collect();
+        at_risk = order.iter().map(|&i| at_risk[i]).collect();
+    }
+    let n = u32::try_from(at_risk.iter().filter(|&&r| r).count()).unwrap_or(u32::MAX);
+    Some((loss_probability_members(model, e, &afr), n))
+}
+
 /// Adds the unrecoverable-read term when no redundancy is left.
 fn with_ure(model: &RiskModel, e: &Exposure, p_disk: f64) -> f64 {
     if e.redundancy_left > 0 {

@@ -680,6 +680,7 @@ mod tests {
             note: note.map(str::to_owned),
             redundancy_left: None,
             rebuild_risk: None,
+            members_at_risk: None,
         };
         Live {
             arrays: vec![MdNow {

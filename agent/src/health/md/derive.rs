@@ -24,7 +24,7 @@
 use std::collections::VecDeque;
 
 use super::model::{ArrayState, ArrayStatus, MemberStatus};
-use crate::health::risk::{loss_probability, Exposure, RiskModel};
+use crate::health::risk::{loss_probability, loss_with_members, Exposure, MemberRate, RiskModel};
 use crate::sources::mdstat::{MdArray, SyncAction, WaitReason};
 use crate::sources::mdsys::{MdSys, Slot, SyncCompleted};
 
@@ -66,7 +66,7 @@ pub(super) fn derive(
     run: &mut Option<Run>,
     now_s: f64,
     params: &Params,
-) -> ArrayStatus {
+) -> (ArrayStatus, Option<Exposure>) {
     let level = s
         .and_then(|s| s.level.clone())
         .or_else(|| a.level.clone())
@@ -188,6 +188,7 @@ pub(super) fn derive(
     } else {
         0
     };
+    let mut exposure = None;
     let rebuild_risk = match state {
         ArrayState::Inactive => None,
         ArrayState::Failed => Some(1.0),
@@ -208,18 +209,17 @@ pub(super) fn derive(
                 ArrayState::Recovering => eta.map(|e| e / 3600.0),
                 _ => None,
             };
-            loss_probability(
-                &params.risk,
-                &Exposure {
-                    surviving: active,
-                    redundancy_left: left,
-                    window_h,
-                    bytes_to_read: bytes,
-                },
-            )
+            let e = Exposure {
+                surviving: active,
+                redundancy_left: left,
+                window_h,
+                bytes_to_read: bytes,
+            };
+            exposure = Some(e);
+            loss_probability(&params.risk, &e)
         }),
     };
-    ArrayStatus {
+    let status = ArrayStatus {
         array: a.name.clone(),
         level,
         members: slots,
@@ -236,6 +236,43 @@ pub(super) fn derive(
         redundancy_left,
         rebuild_risk,
         stalled,
+    };
+    (status, exposure)
+}
+
+/// The members that hold the array's data now: in a slot, not failed, not being rebuilt, not a
+/// spare, journal or replacement still being written.
+pub(super) fn is_survivor(m: &MemberStatus) -> bool {
+    m.role() == "active"
+}
+
+/// The array's rebuild risk with each survivor's own rate from `rate` (by member name), and how
+/// many survivors are at risk. `None` when no survivor's drive has a reading: the flat-rate
+/// figure of the status stands and the count is unknown.
+pub(super) fn member_risk(
+    status: &ArrayStatus,
+    members: &[MemberStatus],
+    exposure: Option<&Exposure>,
+    risk: &RiskModel,
+    rate: &dyn Fn(&str) -> Option<MemberRate>,
+) -> Option<(Option<f64>, u32)> {
+    if status.state == ArrayState::Inactive {
+        return None;
+    }
+    let rates: Vec<Option<MemberRate>> = members
+        .iter()
+        .filter(|m| is_survivor(m))
+        .map(|m| rate(&m.name))
+        .collect();
+    match exposure {
+        Some(e) => loss_with_members(risk, e, &rates).map(|(p, n)| (Some(p), n)),
+        None => {
+            if rates.iter().all(Option::is_none) {
+                return None;
+            }
+            let n = rates.iter().flatten().filter(|r| r.at_risk).count();
+            Some((status.rebuild_risk, u32::try_from(n).unwrap_or(u32::MAX)))
+        }
     }
 }
 

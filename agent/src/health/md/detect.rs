@@ -7,10 +7,10 @@
 
 use std::collections::BTreeMap;
 
-use super::derive::{derive, derive_members, Params, Run};
+use super::derive::{derive, derive_members, member_risk, Params, Run};
 use super::model::{ArrayState, ArrayStatus, MemberStatus};
 use crate::event::Event;
-use crate::health::risk::RiskModel;
+use crate::health::risk::{Exposure, MemberRate, RiskModel};
 use crate::sources::mdstat::{MdArray, Mdstat};
 use crate::sources::mdsys::MdSys;
 
@@ -28,6 +28,8 @@ struct Tracked {
     seen_in: u64,
     /// The mdstat and sysfs reading this state was derived from.
     input: (MdArray, Option<MdSys>),
+    /// What the rebuild risk was computed from, while degraded or recovering.
+    exposure: Option<Exposure>,
 }
 
 /// The MD state machine: feed it one poll's mdstat and sysfs per poll.
@@ -68,6 +70,25 @@ impl MdDetector {
         self.arrays.get(name).map(|t| &t.status)
     }
 
+    /// Array `name`'s rebuild risk from each surviving member's own rate, `rate` giving a
+    /// member's (by its kernel name, `sdc1`; `None`: no reading, the flat rate), and the number
+    /// of survivors at risk. `None` when the array is unknown or inactive, or none of its
+    /// survivors has a reading: its status' flat-rate risk stands.
+    pub fn member_risk(
+        &self,
+        name: &str,
+        rate: &dyn Fn(&str) -> Option<MemberRate>,
+    ) -> Option<(Option<f64>, u32)> {
+        let t = self.arrays.get(name)?;
+        member_risk(
+            &t.status,
+            &t.members,
+            t.exposure.as_ref(),
+            &self.params.risk,
+            rate,
+        )
+    }
+
     /// Takes one poll's view at monotonic time `now_s`: mdstat and the sysfs of the arrays
     /// whose sysfs could be read. State changes go to `events`; the first poll is the baseline
     /// and announces nothing.
@@ -100,7 +121,7 @@ impl MdDetector {
             let members = derive_members(&a, s);
             let prev = self.arrays.remove(&a.name);
             let mut run = prev.as_ref().and_then(|p| p.run.clone());
-            let status = derive(&a, s, &members, &mut run, now_s, &self.params);
+            let (status, exposure) = derive(&a, s, &members, &mut run, now_s, &self.params);
             match &prev {
                 Some(p) => transitions(p, &status, &members, events),
                 None if !first => events.push(Event::new(
@@ -136,6 +157,7 @@ impl MdDetector {
                     mismatch_told_in_run,
                     seen_in: poll_no,
                     input: (a, s.cloned()),
+                    exposure,
                 },
             );
         }

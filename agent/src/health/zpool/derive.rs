@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 
 use super::model::{scan_key, PoolReport, PoolState, VdevReport};
-use crate::health::risk::{loss_probability, Exposure, RiskModel};
+use crate::health::risk::{loss_probability, loss_with_members, Exposure, MemberRate, RiskModel};
 use crate::sources::zpool::{is_failed_state, Pool, Scan, ScanKind, ScanState, Vdev, VdevKind};
 
 /// Walks the config with each vdev's path (`tank/raidz2-0/sdk`) and parent name.
@@ -92,9 +92,28 @@ fn member_ok(v: &Vdev, cx: GroupCx, in_group: bool) -> bool {
     }
 }
 
+/// The leaf that holds a surviving member's data: the member itself, or within a spare or
+/// replacing group the first device that holds it.
+fn data_leaf(v: &Vdev, cx: GroupCx) -> &Vdev {
+    if v.children.is_empty() {
+        return v;
+    }
+    v.children
+        .iter()
+        .find(|c| member_ok(c, cx, true))
+        .map_or(v, |c| data_leaf(c, cx))
+}
+
 /// What the report says about pool `t` at `now_s`: capacity over `threshold` percent, and the
-/// risk by `risk`.
-pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel) -> PoolReport {
+/// risk by `risk`, each surviving member of a redundancy vdev at its own rate from `rate` (by
+/// leaf name as `zpool status` prints it; `None`: no reading, the flat rate).
+pub(super) fn derive(
+    t: &PoolState,
+    now_s: f64,
+    threshold: f64,
+    risk: &RiskModel,
+    rate: &dyn Fn(&str) -> Option<MemberRate>,
+) -> PoolReport {
     let mut d = PoolReport {
         scan_kind: "none",
         scan_state: "none",
@@ -197,7 +216,7 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
     let health = d.health.clone().unwrap_or_default();
     let mut min_left: Option<u32> = None;
     let mut max_risk: Option<f64> = None;
-    let mut tops: BTreeMap<*const Vdev, (u32, f64)> = BTreeMap::new();
+    let mut tops: BTreeMap<*const Vdev, (u32, f64, Option<u32>)> = BTreeMap::new();
     // Log vdevs get their own figures on their `zpool_vdev` lines; only data vdevs make the
     // pool's (a lost log device loses in-flight synchronous writes, not the pool).
     let logs = p
@@ -247,11 +266,24 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
         let surviving = u32::try_from(members.len())
             .unwrap_or(u32::MAX)
             .saturating_sub(failed);
-        let (left, p_loss) = if failed > design {
+        // Each surviving member's own rate, where its drive was read.
+        let rates: Vec<Option<MemberRate>> = if grouped {
+            members
+                .iter()
+                .filter(|m| member_ok(m, cx, false))
+                .map(|m| rate(&data_leaf(m, cx).name))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let at_risk = (!rates.iter().all(Option::is_none)).then(|| {
+            u32::try_from(rates.iter().flatten().filter(|r| r.at_risk).count()).unwrap_or(0)
+        });
+        let (left, p_loss, at_risk) = if failed > design {
             // More members gone than the parity covers: the vdev's data is not all readable.
-            (0, 1.0)
+            (0, 1.0, at_risk)
         } else if failed == 0 {
-            (design, 0.0)
+            (design, 0.0, at_risk)
         } else {
             let scan = rebuild.or(pool_resilver);
             let exposure = Exposure {
@@ -260,13 +292,16 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
                 window_h: scan.and_then(window),
                 bytes_to_read: scan.and_then(remaining).or(v.alloc_bytes).or(d.alloc_bytes),
             };
-            (design - failed, loss_probability(risk, &exposure))
+            match loss_with_members(risk, &exposure, &rates) {
+                Some((p, n)) => (design - failed, p, Some(n)),
+                None => (design - failed, loss_probability(risk, &exposure), None),
+            }
         };
         if holds_data {
             min_left = Some(min_left.map_or(left, |m| m.min(left)));
             max_risk = Some(max_risk.map_or(p_loss, |m| m.max(p_loss)));
         }
-        tops.insert(v as *const Vdev, (left, p_loss));
+        tops.insert(v as *const Vdev, (left, p_loss, at_risk));
     }
     d.redundancy_left = min_left;
     d.rebuild_risk = max_risk;
@@ -297,6 +332,7 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
             note: v.note.clone(),
             redundancy_left: top.map(|t| t.0),
             rebuild_risk: top.map(|t| t.1),
+            members_at_risk: top.and_then(|t| t.2),
         });
     });
     if let Some(r) = root {
@@ -313,6 +349,7 @@ pub(super) fn derive(t: &PoolState, now_s: f64, threshold: f64, risk: &RiskModel
                 note: r.note.clone(),
                 redundancy_left: None,
                 rebuild_risk: None,
+                members_at_risk: None,
             },
         );
     }

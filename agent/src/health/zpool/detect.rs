@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, VecDeque};
 use super::derive::{derive, walk};
 use super::model::{scan_key, PoolReport, PoolState, ScanProgress};
 use crate::event::Event;
-use crate::health::risk::RiskModel;
+use crate::health::risk::{MemberRate, RiskModel};
 use crate::sources::zpool::{is_bad_state, Pool, PoolList, ScanState, VdevKind, ZpoolStatus};
 
 /// Samples of a running scan kept for its rate: the last ten minutes.
@@ -144,11 +144,42 @@ impl ZpoolDetector {
         self.pools.keys()
     }
 
-    /// What the report says about each pool now, by name.
+    /// What the report says about each pool now, by name, every member at the flat rate.
     pub fn reports(&self) -> impl Iterator<Item = (&String, PoolReport)> + '_ {
-        self.pools
-            .iter()
-            .map(|(name, t)| (name, derive(t, self.now_s, self.threshold_pct, &self.risk)))
+        self.reports_with(&|_| None)
+    }
+
+    /// What the report says about each pool now, by name, each surviving member of a
+    /// redundancy vdev at its own rate from `rate` (by leaf name as `zpool status` prints it).
+    pub fn reports_with<'a>(
+        &'a self,
+        rate: &'a dyn Fn(&str) -> Option<MemberRate>,
+    ) -> impl Iterator<Item = (&'a String, PoolReport)> + 'a {
+        self.pools.iter().map(move |(name, t)| {
+            (
+                name,
+                derive(t, self.now_s, self.threshold_pct, &self.risk, rate),
+            )
+        })
+    }
+
+    /// Every pool's vdev leaves as `zpool status` names them (devices, spares, cache and log
+    /// devices), by pool: what names a drive's `pool`.
+    pub fn leaves(&self) -> BTreeMap<String, Vec<String>> {
+        let mut out = BTreeMap::new();
+        for (name, t) in &self.pools {
+            let Some(p) = t.status.as_ref() else {
+                continue;
+            };
+            let mut leaves = Vec::new();
+            walk(p, &mut |v, _path, _parent, _depth| {
+                if v.children.is_empty() && v.kind != VdevKind::Root && !v.kind.is_section() {
+                    leaves.push(v.name.clone());
+                }
+            });
+            out.insert(name.clone(), leaves);
+        }
+        out
     }
 }
 

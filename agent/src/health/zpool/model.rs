@@ -69,6 +69,9 @@ pub struct VdevReport {
     pub redundancy_left: Option<u32>,
     /// Probability of losing the top-level vdev's data before redundancy is restored.
     pub rebuild_risk: Option<f64>,
+    /// Surviving members of a redundancy vdev whose drive shows a condition that raises its
+    /// failure rate; `None` on other vdevs and when none of the survivors' drives was read.
+    pub members_at_risk: Option<u32>,
 }
 
 /// Everything reported for one pool.
