@@ -62,6 +62,8 @@ pub struct Config {
     pub fs: crate::collect::fs::FsConfig,
     /// Drive health (smartctl).
     pub drive: crate::collect::drive::DriveConfig,
+    /// Hardware RAID controllers (storcli/perccli).
+    pub hwraid: crate::collect::hwraid::HwraidConfig,
 }
 
 impl Default for Config {
@@ -90,6 +92,7 @@ impl Default for Config {
             prometheus: Default::default(),
             fs: Default::default(),
             drive: Default::default(),
+            hwraid: Default::default(),
         }
     }
 }
@@ -253,6 +256,23 @@ exclude = []
 # Disks behind a MegaRAID/PERC controller (listed by `smartctl --scan`, read with
 # -d megaraid,N /dev/bus/N) when /proc/devices shows one.
 megaraid = true
+
+# Hardware RAID controllers (MegaRAID/PERC): every `interval`, on a thread of its own,
+# `storcli /call show all J`, `/call/vall show all J`, `/call/eall/sall show all J` and, while a
+# drive rebuilds, `/call/eall/sall show rebuild J`; each call killed (with its process group)
+# after `timeout` or past max_output_bytes, and reported. A rebuild whose progress has not moved
+# for stall_after is reported stalled. Without storcli: one info line, nothing else. Needs root
+# (the controller's ioctl node). See docs/metrics-hwraid.md.
+[hwraid]
+enabled = true
+# The program (a name looked up in PATH, or a path); empty: storcli64, storcli, perccli64,
+# perccli in PATH, then /opt/MegaRAID/storcli/storcli64, /opt/MegaRAID/perccli/perccli64. With a
+# sys_root other than /sys only a storcli given by path is run.
+storcli = ""
+interval = "60s"
+timeout = "60s"
+max_output_bytes = 4194304
+stall_after = "2h"
 
 # Delivery when `output` is an http(s):// URL: the collector (/write or /api/v2/write) or InfluxDB
 # itself (v1 /write?db=, v2 /api/v2/write?org=&bucket=, v3 /api/v3/write_lp?db=). Reports are

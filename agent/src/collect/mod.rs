@@ -22,6 +22,7 @@ pub mod disk;
 pub mod drive;
 pub mod fs;
 pub mod host;
+pub mod hwraid;
 pub mod jobs;
 pub mod md;
 pub mod mpath;
@@ -43,6 +44,7 @@ use zpool::ZpoolMonitor;
 
 pub use disk::{DiskCollector, DiskNow};
 pub use host::HostCollector;
+pub use hwraid::VdNow;
 pub use jobs::{JobNow, JobsNow};
 pub use md::MdNow;
 pub use mpath::MpathNow;
@@ -130,6 +132,8 @@ pub struct Live {
     pub pools: Vec<PoolNow>,
     /// Batch jobs as last read (the jobs pane); `None` on a node without job cgroups read.
     pub jobs: Option<JobsNow>,
+    /// Hardware RAID virtual drives as last read (the health pane), by controller and number.
+    pub raid_vds: Vec<VdNow>,
 }
 
 impl Live {
@@ -140,6 +144,7 @@ impl Live {
         self.arrays.clear();
         self.maps.clear();
         self.pools.clear();
+        self.raid_vds.clear();
         self.jobs = None;
     }
 }
@@ -287,7 +292,7 @@ impl SourceErrors {
     }
 }
 
-/// The storage collectors the configuration enables (multipath, MD, zpool, drive health,
+/// The storage collectors the configuration enables (multipath, MD, zpool, hardware RAID, drive health,
 /// batch jobs, filesystem capacity), in report order. `inline` (for `once` and stepped tests) runs slow commands on the sampling thread so
 /// that one report interval already has their answers.
 pub fn storage(cfg: &Config, inline: bool) -> Vec<Box<dyn Collector>> {
@@ -304,19 +309,31 @@ pub fn storage(cfg: &Config, inline: bool) -> Vec<Box<dyn Collector>> {
         });
     }
     if cfg.md.enabled {
-        v.push(Box::new(
-            MdMonitor::new(cfg.md.clone(), cfg.risk).with_book(book.clone()),
-        ));
+        v.push(Box::new(MdMonitor::new(cfg.md.clone(), cfg.risk)));
     }
     if cfg.zpool.enabled {
         let runner = Arc::new(SystemRunner);
         v.push(if inline {
-            Box::new(
-                ZpoolMonitor::new_inline(cfg.zpool.clone(), cfg.risk, runner)
-                    .with_book(book.clone()),
-            )
+            Box::new(ZpoolMonitor::new_inline(
+                cfg.zpool.clone(),
+                cfg.risk,
+                runner,
+            ))
         } else {
-            Box::new(ZpoolMonitor::new(cfg.zpool.clone(), cfg.risk, runner).with_book(book.clone()))
+            Box::new(ZpoolMonitor::new(cfg.zpool.clone(), cfg.risk, runner))
+        });
+    }
+    // storcli reads this machine's controllers: on another sys root (a fixture, the simulator)
+    // only a storcli given by path (a stand-in) is run.
+    let own_controllers =
+        cfg.sys_root == std::path::Path::new("/sys") || cfg.hwraid.storcli.components().count() > 1;
+    if cfg.hwraid.enabled && own_controllers {
+        let root = crate::root::Root::new(&cfg.proc_root, &cfg.sys_root);
+        let (c, r) = (cfg.hwraid.clone(), cfg.risk);
+        v.push(if inline {
+            Box::new(hwraid::HwraidMonitor::new_inline(c, r, root))
+        } else {
+            Box::new(hwraid::HwraidMonitor::new(c, r, root))
         });
     }
     // The disks are named by the sys root, and smartctl reads this machine's /dev: on another
