@@ -64,6 +64,8 @@ pub struct Config {
     pub drive: crate::collect::drive::DriveConfig,
     /// Hardware RAID controllers (storcli/perccli).
     pub hwraid: crate::collect::hwraid::HwraidConfig,
+    /// Batch jobs' cgroups (per-job CPU efficiency and I/O stall).
+    pub jobs: crate::collect::jobs::JobsConfig,
 }
 
 impl Default for Config {
@@ -93,6 +95,7 @@ impl Default for Config {
             fs: Default::default(),
             drive: Default::default(),
             hwraid: Default::default(),
+            jobs: Default::default(),
         }
     }
 }
@@ -274,6 +277,23 @@ timeout = "60s"
 max_output_bytes = 4194304
 stall_after = "2h"
 
+# Batch jobs: per-job CPU efficiency, block I/O, pressure and memory from the cgroup v2
+# directories of HTCondor and Slurm jobs (and of the globs below) under <sys_root>/fs/cgroup,
+# read once per report interval. A host without cgroup v2 logs one line and stays silent.
+# See docs/metrics-jobs.md.
+[jobs]
+enabled = true
+# Jobs read one by one at most; those over it get no job line and are counted in the jobs
+# line's count, dropped and totals (one warning the first time).
+max_jobs = 500
+# io_some_pct at or above which a job counts in the jobs line's `stalled`.
+stall_threshold_pct = 20.0
+# HTCondor's BASE_CGROUP (one value per slot type that sets its own).
+htcondor_base_cgroup = ["htcondor"]
+# More job directories, relative to the cgroup mount; * and ? within one path component.
+globs = []
+# globs = ["machine.slice/*.scope", "system.slice/docker-*.scope"]
+
 # Delivery when `output` is an http(s):// URL: the collector (/write or /api/v2/write) or InfluxDB
 # itself (v1 /write?db=, v2 /api/v2/write?org=&bucket=, v3 /api/v3/write_lp?db=). Reports are
 # spooled on disk first and deleted only after the server acknowledged them.
@@ -383,6 +403,7 @@ impl Config {
             ));
         }
         self.risk.drive.validate().map_err(ConfigError::Invalid)?;
+        self.jobs.validate().map_err(ConfigError::Invalid)?;
         for (k, v) in &self.tags {
             if k.is_empty() || v.is_empty() || k == "host" {
                 return Err(ConfigError::Invalid(format!(

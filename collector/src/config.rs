@@ -238,10 +238,27 @@ impl Version {
     }
 }
 
-/// One InfluxDB output.
+/// What an output speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OutputType {
+    /// An InfluxDB write API (v1, v2 or v3: see `api`).
+    #[default]
+    #[serde(rename = "influxdb")]
+    Influxdb,
+    /// Prometheus remote write 1.0 (protobuf `WriteRequest`, snappy): Prometheus with
+    /// `--web.enable-remote-write-receiver`, VictoriaMetrics, Mimir, Thanos Receive. Every line
+    /// becomes samples named as the agent's `/metrics` names them (docs/collector.md).
+    #[serde(rename = "prometheus_remote_write")]
+    PrometheusRemoteWrite,
+}
+
+/// One output: an InfluxDB server or a Prometheus remote-write receiver.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OutputConfig {
+    /// What it speaks: "influxdb" (the default) or "prometheus_remote_write".
+    #[serde(rename = "type")]
+    pub kind: OutputType,
     /// Name used for the cursor file, dead-letter file and metrics (default: derived from the URL).
     pub name: Option<String>,
     /// Base URL (`http://influx:8086`) or full write URL (`…/write`, `…/api/v2/write`,
@@ -254,7 +271,8 @@ pub struct OutputConfig {
     /// API `api` is — set it for a 2.x or 3.x server written through its v1 API). Decides which
     /// lines the collector accepts and how it answers.
     pub version: Option<Version>,
-    /// Database (v1, v3).
+    /// Database (v1, v3). On a remote-write output: the database name that requests may name
+    /// as this output's own (the agents' `?db=storwatch`); every line goes to the one URL.
     pub db: Option<String>,
     /// Retention policy (v1).
     pub rp: Option<String>,
@@ -262,7 +280,8 @@ pub struct OutputConfig {
     pub org: Option<String>,
     /// Bucket (v2).
     pub bucket: Option<String>,
-    /// File holding the token sent as `Authorization: Token …` (v1: `user:password` sends Basic).
+    /// File holding the token sent as `Authorization: Token …` (v1: `user:password` sends Basic;
+    /// remote write: `Bearer …`, or Basic for `user:password`).
     pub token_file: Option<PathBuf>,
     /// PEM CA bundle to trust for an https URL, in addition to the system's web roots.
     pub ca_file: Option<PathBuf>,
@@ -280,15 +299,17 @@ pub struct OutputConfig {
     pub backoff_max_s: u64,
     /// Delay between retries after 401/403/404 (credentials or database wrong), in seconds.
     pub auth_retry_s: u64,
-    /// Write requests in flight at once to this output: 1 to 8 (more is taken as 8). The
-    /// cursor moves only over batches delivered with every one before them, whatever the order
-    /// the answers come in.
-    pub max_in_flight: usize,
+    /// Write requests in flight at once to this output: 1 to 8 (more is taken as 8; default 3,
+    /// and 1 for remote write, whose receivers refuse a series' samples that arrive out of
+    /// order). The cursor moves only over batches delivered with every one before them, whatever
+    /// the order the answers come in.
+    pub max_in_flight: Option<usize>,
 }
 
 impl Default for OutputConfig {
     fn default() -> Self {
         Self {
+            kind: OutputType::Influxdb,
             name: None,
             url: String::new(),
             api: None,
@@ -306,7 +327,7 @@ impl Default for OutputConfig {
             backoff_min_ms: 250,
             backoff_max_s: 60,
             auth_retry_s: 60,
-            max_in_flight: 3,
+            max_in_flight: None,
         }
     }
 }
@@ -458,6 +479,17 @@ allow = []
 # backoff_max_s = 60              # longest retry delay, and cap on Retry-After
 # auth_retry_s = 60               # retry delay after 401/403/404 (data kept)
 # max_in_flight = 3               # write requests in flight at once (1 to 8)
+#
+## A Prometheus remote-write receiver (Prometheus --web.enable-remote-write-receiver,
+## VictoriaMetrics, Mimir, Thanos Receive): samples named as the agent's /metrics names them.
+# [[outputs]]
+# type = "prometheus_remote_write"
+# name = "prometheus"
+# url = "http://127.0.0.1:9090/api/v1/write"   # VictoriaMetrics: http://host:8428/api/v1/write
+# db = "storwatch"                # the database requests may name as this output's own
+# token_file = "/etc/storwatch/prometheus.token"  # "Authorization: Bearer …"; "user:password" sends Basic
+# batch_lines = 5000
+# max_in_flight = 1               # keep 1 unless the receiver accepts out-of-order samples
 "##;
 
 #[cfg(test)]
@@ -487,9 +519,12 @@ mod tests {
             .collect::<Vec<_>>()
             .join("\n");
         let cfg: Config = toml::from_str(&text).unwrap();
-        assert_eq!(cfg.outputs.len(), 1);
+        assert_eq!(cfg.outputs.len(), 2);
         assert_eq!(cfg.outputs[0].api, Some(Api::V1));
+        assert_eq!(cfg.outputs[0].kind, OutputType::Influxdb);
         assert_eq!(cfg.outputs[0].batch_lines, 5000);
+        assert_eq!(cfg.outputs[1].kind, OutputType::PrometheusRemoteWrite);
+        assert_eq!(cfg.outputs[1].max_in_flight, Some(1));
     }
 
     #[test]

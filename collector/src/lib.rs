@@ -299,7 +299,15 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
         }
         outputs.push(out);
     }
-    let backends = Backends::of(&outputs.iter().map(|o| o.backend).collect::<Vec<_>>());
+    // A remote-write output takes whatever an InfluxDB output takes: only those decide the rules
+    // (none but remote-write outputs: 1.x's).
+    let backends = Backends::of(
+        &outputs
+            .iter()
+            .filter(|o| o.kind == config::OutputType::Influxdb)
+            .map(|o| o.backend)
+            .collect::<Vec<_>>(),
+    );
     tracing::info!(versions = %backends.names(), "lines are validated by the rules of InfluxDB");
     let targets = Targets::new(
         &cfg.targets.allow,

@@ -77,6 +77,11 @@ pub struct OutputMetrics {
     pub dead_letter_rotations: AtomicU64,
     /// Batches split in two after a 413.
     pub splits: AtomicU64,
+    /// Samples a remote-write output's receiver acknowledged.
+    pub samples_sent: AtomicU64,
+    /// Lines a remote-write receiver refused for their time (out of order, duplicate
+    /// timestamp, too old, out of bounds): dead-lettered, also counted in `dead_lettered`.
+    pub out_of_order: AtomicU64,
     /// Queue position acknowledged by this output.
     pub cursor: AtomicU64,
 }
@@ -305,6 +310,16 @@ impl Metrics {
                 "counter",
             ),
             (
+                "output_samples_sent_total",
+                "Samples acknowledged by a remote-write output (0 for InfluxDB outputs).",
+                "counter",
+            ),
+            (
+                "output_out_of_order_total",
+                "Lines a remote-write receiver refused as out of order, duplicate or too old (dead-lettered).",
+                "counter",
+            ),
+            (
                 "output_backlog_bytes",
                 "Queue bytes not yet acknowledged by the output.",
                 "gauge",
@@ -322,6 +337,8 @@ impl Metrics {
                     "output_dead_lettered_total" => c(&o.dead_lettered),
                     "output_dead_letter_rotations_total" => c(&o.dead_letter_rotations),
                     "output_splits_total" => c(&o.splits),
+                    "output_samples_sent_total" => c(&o.samples_sent),
+                    "output_out_of_order_total" => c(&o.out_of_order),
                     _ => end.saturating_sub(c(&o.cursor)),
                 };
                 let _ = writeln!(s, "storwatch_collector_{name}{{output=\"{}\"}} {v}", o.name);

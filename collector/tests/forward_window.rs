@@ -167,7 +167,7 @@ async fn three_batches_in_flight_across_records() {
         &url,
         |c| {
             c.batch_lines = 100;
-            c.max_in_flight = 3;
+            c.max_in_flight = Some(3);
         },
         dir.path(),
     );
@@ -207,7 +207,7 @@ async fn cursor_waits_for_a_batch_held_back_and_a_crash_resends_from_it() {
     let tweak = |c: &mut OutputConfig| {
         c.batch_lines = 40;
         c.batch_bytes = 1000;
-        c.max_in_flight = 3;
+        c.max_in_flight = Some(3);
     };
     let (_stop_tx, stop) = watch::channel(false);
     let task = tokio::spawn(forwarder(&s, &url, tweak, dir.path()).run(

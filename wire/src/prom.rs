@@ -8,7 +8,8 @@
 //! scaled), `_kb` `_bytes` (×1024, the kernel's KiB), `_per_s` `_per_second`, `_pct` `_percent`,
 //! and iostat's one-letter directions are written out (`r` read, `w` write, `d` discard, `f`
 //! flush; `rkb_per_s` is `read_bytes_per_second`). Fields with `total` in their name are counters
-//! and end in `_total`. String fields are labels of the measurement's `_info` metric (value 1).
+//! and end in `_total`; a gauge never ends in `_count`, `_sum` or `_bucket`, the parts of a
+//! histogram or summary (`count` is written `number`). String fields are labels of the measurement's `_info` metric (value 1).
 
 use crate::lp::{FieldValue, Point};
 
@@ -114,6 +115,21 @@ pub fn prom_field(field: &str) -> (String, f64) {
     }
     if total {
         parts.push("total");
+    } else if let Some(last) = parts.last_mut() {
+        // `_count`, `_sum` and `_bucket` belong to histograms and summaries (promtool rejects
+        // them on a gauge): `jobs.count` is `storwatch_jobs_number`,
+        // `mpath_path.fail_count` `storwatch_mpath_path_fail_number`.
+        match *last {
+            "count" => *last = "number",
+            "sum" | "bucket" => {
+                *last = if *last == "sum" {
+                    "sum_value"
+                } else {
+                    "bucket_value"
+                }
+            }
+            _ => {}
+        }
     }
     (parts.join("_"), scale)
 }
@@ -180,6 +196,16 @@ mod tests {
         assert_eq!(p.info, vec![("state".into(), "recovering".into())]);
         assert_eq!(p.metric("stalled"), "storwatch_md_stalled");
         assert_eq!(p.info_metric(), "storwatch_md_info");
+    }
+
+    #[test]
+    fn no_gauge_ends_as_a_histogram_or_summary_part_does() {
+        assert_eq!(prom_field("count").0, "number");
+        assert_eq!(prom_field("fail_count").0, "fail_number");
+        assert_eq!(prom_field("count_total").0, "count_total");
+        assert_eq!(prom_field("cpu_sum").0, "cpu_sum_value");
+        assert_eq!(prom_field("le_bucket").0, "le_bucket_value");
+        assert_eq!(prom_field("counted").0, "counted");
     }
 
     #[test]

@@ -36,6 +36,15 @@ impl Forwarder {
         self.metrics
             .dead_lettered
             .fetch_add(entries.len() as u64, Ordering::Relaxed);
+        if self.output.kind == crate::config::OutputType::PrometheusRemoteWrite {
+            let late = entries
+                .iter()
+                .filter(|(_, r)| super::remote_write::refused_for_time(r))
+                .count();
+            self.metrics
+                .out_of_order
+                .fetch_add(late as u64, Ordering::Relaxed);
+        }
         tracing::error!(output = %self.output.name, lines = entries.len(), file = %file.path().display(), "lines refused by the output written to the dead-letter file");
         Ok(())
     }

@@ -12,11 +12,14 @@ use tokio::sync::watch;
 
 use super::answer::{classify, Verdict};
 use super::{ForwardError, Forwarder};
-use crate::config::Api;
+use crate::config::{Api, OutputType};
 use crate::target::Target;
 
 impl Forwarder {
     async fn send(&self, url: &reqwest::Url, lines: &[&str]) -> Verdict {
+        if self.output.kind == OutputType::PrometheusRemoteWrite {
+            return self.send_remote_write(url, lines).await;
+        }
         let mut body = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
         for l in lines {
             body.extend_from_slice(l.as_bytes());
@@ -196,6 +199,7 @@ impl Forwarder {
                         if !created
                             && !target.is_default()
                             && self.output.api == Api::V1
+                            && self.output.kind == OutputType::Influxdb
                             && msg.starts_with("404")
                             && msg.contains("database not found") =>
                     {

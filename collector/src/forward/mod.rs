@@ -1,5 +1,7 @@
 //! Forwarding the queue to InfluxDB outputs (v1 `/write`, v2 `/api/v2/write`, v3
-//! `/api/v3/write_lp`).
+//! `/api/v3/write_lp`) and Prometheus remote-write receivers ([`remote_write`]: the same queue,
+//! cursor, window, retries and dead letters; only the request and the reading of its answer
+//! differ).
 //!
 //! Each output has its own cursor into the queue and advances it only after the output
 //! acknowledged everything up to it (or the lines it refused went to the dead-letter file), so
@@ -25,13 +27,15 @@
 //! configured database, a named one to that database (see [`Output::url_for`]).
 //!
 //! Files: `output` (configuration → URL and credentials), `answer` (status and body → verdict),
-//! `deliver` (batching, retries, splits), `dead_letter` (lines refused for good), and here the
+//! `deliver` (batching, retries, splits), `dead_letter` (lines refused for good),
+//! `remote_write` (lines as remote-write requests, their answers), and here the
 //! loop that follows the queue from the output's cursor.
 
 mod answer;
 mod dead_letter;
 mod deliver;
 mod output;
+pub mod remote_write;
 
 use std::collections::VecDeque;
 use std::ops::Range;

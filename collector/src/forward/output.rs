@@ -9,13 +9,17 @@ use reqwest::Url;
 
 use storwatch_wire::lp::Backend;
 
-use crate::config::{Api, ConfigError, OutputConfig, Version};
+use crate::config::{Api, ConfigError, OutputConfig, OutputType, Version};
 use crate::target::Target;
 
 /// An output ready to be written to.
 #[derive(Debug, Clone)]
 pub struct Output {
     pub name: String,
+    /// What it speaks.
+    pub kind: OutputType,
+    /// A remote-write output's own database name (`db`): requests naming it are its own.
+    pub own_db: String,
     pub api: Api,
     /// The InfluxDB version behind it: its rules decide what the collector accepts.
     pub backend: Backend,
@@ -47,6 +51,9 @@ impl Output {
     /// Its own database (v1, v3) or bucket (v2) and retention policy, as the write URL names
     /// them: a request naming it goes to the default target.
     pub fn own_target(&self) -> (String, String) {
+        if self.kind == OutputType::PrometheusRemoteWrite {
+            return (self.own_db.clone(), String::new());
+        }
         let key = if self.api == Api::V2 { "bucket" } else { "db" };
         let get = |k: &str| {
             self.url
@@ -67,7 +74,8 @@ impl Output {
     /// with the database replaced — v1 `db` and `rp`, v2 `bucket` (`db/rp` with a retention
     /// policy, as 2.x's DBRP mapping names it), v3 `db` (3.x has no retention policies).
     pub fn url_for(&self, target: &Target) -> Url {
-        if target.is_default() {
+        // A remote-write receiver has one URL: every database's lines go there.
+        if target.is_default() || self.kind == OutputType::PrometheusRemoteWrite {
             return self.url.clone();
         }
         let (drop, set): (&[&str], Vec<(&str, String)>) = match self.api {
@@ -116,6 +124,9 @@ impl Output {
         let mut url = Url::parse(&cfg.url).map_err(|e| out_err(&cfg.url, e.to_string()))?;
         if url.scheme() != "http" && url.scheme() != "https" {
             return Err(out_err(&cfg.url, "scheme must be http or https"));
+        }
+        if cfg.kind == OutputType::PrometheusRemoteWrite {
+            return Output::resolve_remote_write(cfg, url);
         }
         let path = url.path().trim_end_matches('/').to_string();
         let from_path = if path.ends_with("/api/v2/write") {
@@ -209,24 +220,12 @@ impl Output {
                 )
             }
         };
-        let name: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        if cfg.batch_lines == 0 || cfg.batch_bytes == 0 {
-            return Err(out_err(
-                &cfg.url,
-                "batch_lines and batch_bytes must be positive",
-            ));
-        }
+        let name = clean_output_name(&name);
+        check_batches(cfg)?;
         Ok(Output {
             name,
+            kind: OutputType::Influxdb,
+            own_db: String::new(),
             api,
             backend: cfg.version.unwrap_or(Version::of_api(api)).backend(),
             url,
@@ -239,9 +238,94 @@ impl Output {
             backoff_max: Duration::from_secs(cfg.backoff_max_s.max(1)),
             auth_retry: Duration::from_secs(cfg.auth_retry_s.max(1)),
             ca_file: cfg.ca_file.clone(),
-            max_in_flight: cfg.max_in_flight.clamp(1, MAX_IN_FLIGHT),
+            max_in_flight: cfg.max_in_flight.unwrap_or(3).clamp(1, MAX_IN_FLIGHT),
         })
     }
+
+    /// A remote-write output: the URL as given (`…/api/v1/write`), `Bearer` or Basic
+    /// credentials, one request in flight unless told otherwise.
+    fn resolve_remote_write(cfg: &OutputConfig, url: Url) -> Result<Output, ConfigError> {
+        if cfg.api.is_some() || cfg.org.is_some() || cfg.bucket.is_some() || cfg.rp.is_some() {
+            return Err(out_err(
+                &cfg.url,
+                "api, org, bucket and rp are InfluxDB settings: a prometheus_remote_write output takes none",
+            ));
+        }
+        let auth = match &cfg.token_file {
+            Some(path) => {
+                let token = std::fs::read_to_string(path).map_err(|e| {
+                    out_err(&cfg.url, format!("token file {}: {e}", path.display()))
+                })?;
+                crate::http::auth::check_secret_file(path).map_err(|e| {
+                    out_err(&cfg.url, format!("token file {}: {e}", path.display()))
+                })?;
+                let token = token.trim();
+                let value = if token.contains(':') {
+                    format!("Basic {}", base64_encode(token.as_bytes()))
+                } else {
+                    format!("Bearer {token}")
+                };
+                let mut v = HeaderValue::from_str(&value).map_err(|_| {
+                    out_err(&cfg.url, "token holds characters not allowed in a header")
+                })?;
+                v.set_sensitive(true);
+                Some(v)
+            }
+            None => None,
+        };
+        let name = match &cfg.name {
+            Some(n) => n.clone(),
+            None => format!(
+                "{}_{}_remote_write",
+                url.host_str().unwrap_or("host"),
+                url.port_or_known_default().unwrap_or(0)
+            ),
+        };
+        check_batches(cfg)?;
+        Ok(Output {
+            name: clean_output_name(&name),
+            kind: OutputType::PrometheusRemoteWrite,
+            own_db: cfg.db.clone().unwrap_or_default(),
+            api: Api::V1,
+            // Not used to validate lines (see `start`): any line InfluxDB outputs take becomes
+            // samples.
+            backend: cfg.version.unwrap_or(Version::V1).backend(),
+            url,
+            auth,
+            gzip: false,
+            batch_lines: cfg.batch_lines,
+            batch_bytes: cfg.batch_bytes,
+            timeout: Duration::from_secs(cfg.timeout_s.max(1)),
+            backoff_min: Duration::from_millis(cfg.backoff_min_ms.max(1)),
+            backoff_max: Duration::from_secs(cfg.backoff_max_s.max(1)),
+            auth_retry: Duration::from_secs(cfg.auth_retry_s.max(1)),
+            ca_file: cfg.ca_file.clone(),
+            max_in_flight: cfg.max_in_flight.unwrap_or(1).clamp(1, MAX_IN_FLIGHT),
+        })
+    }
+}
+
+/// An output's name as used in file names and metric labels: `[A-Za-z0-9-]`, the rest `_`.
+fn clean_output_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn check_batches(cfg: &OutputConfig) -> Result<(), ConfigError> {
+    if cfg.batch_lines == 0 || cfg.batch_bytes == 0 {
+        return Err(out_err(
+            &cfg.url,
+            "batch_lines and batch_bytes must be positive",
+        ));
+    }
+    Ok(())
 }
 
 fn base64_encode(input: &[u8]) -> String {
@@ -315,6 +399,37 @@ mod tests {
         assert!(Output::resolve(&cfg("ftp://h/write?db=x")).is_err());
         assert_eq!(base64_encode(b"user:secret"), "dXNlcjpzZWNyZXQ=");
         assert_eq!(base64_encode(b"ab"), "YWI=");
+    }
+
+    #[test]
+    fn remote_write_outputs() {
+        let mut c = cfg("http://prom:9090/api/v1/write");
+        c.kind = OutputType::PrometheusRemoteWrite;
+        c.db = Some("storwatch".into());
+        let o = Output::resolve(&c).unwrap();
+        assert_eq!(o.kind, OutputType::PrometheusRemoteWrite);
+        assert_eq!(o.url.as_str(), "http://prom:9090/api/v1/write");
+        assert_eq!(o.name, "prom_9090_remote_write");
+        assert_eq!(o.max_in_flight, 1);
+        assert_eq!(o.own_target(), ("storwatch".into(), String::new()));
+        let t = Target {
+            db: "telegraf".into(),
+            rp: String::new(),
+        };
+        assert_eq!(o.url_for(&t), o.url, "one URL for every database");
+        c.max_in_flight = Some(4);
+        assert_eq!(Output::resolve(&c).unwrap().max_in_flight, 4);
+        c.bucket = Some("b".into());
+        assert!(
+            Output::resolve(&c).is_err(),
+            "bucket is an InfluxDB setting"
+        );
+        assert_eq!(
+            Output::resolve(&cfg("http://h:8086/write?db=x"))
+                .unwrap()
+                .max_in_flight,
+            3
+        );
     }
 
     #[test]

@@ -1,0 +1,958 @@
+//! Batch jobs on a worker node: per-job CPU efficiency, block I/O and pressure from the job
+//! cgroups of HTCondor, Slurm and configured globs under `<sys_root>/fs/cgroup` (cgroup v2); the
+//! `job`, `job_io` and `jobs` lines. Layouts, fields and limits: `docs/metrics-jobs.md`.
+//!
+//! The tree is read **once per report interval**, not every second: at the sample that completes
+//! the interval (and at the first sample, as the baseline), or at the report itself when it comes
+//! early (a stop or a reload). Each reading walks the cgroup tree (not below the jobs already
+//! known), finds the jobs with [`crate::sources::cgroup::jobs::discover`], reads each job's
+//! files through a directory kept open per job, and computes the interval from the previous
+//! reading with [`crate::health::jobs`]. `top`, which never reports, gets a fresh reading every
+//! report interval the same way.
+//!
+//! Allocated cores come from `cpu.max`, `cpuset.cpus.effective` and (HTCondor) `cpu.weight`,
+//! read at a job's first two readings only: the batch system writes them just after it creates
+//! the cgroup, and they do not change while the job runs.
+//!
+//! A job whose directory disappears while it is read (ENOENT, ENODEV) has ended: not an error.
+//! Any other failure to read or parse is counted under the `cgroup` source. A host without
+//! cgroup v2, and one whose kernel has PSI off (`psi=1` missing on RHEL 8), each get one log
+//! line naming the cause and the fix; without PSI the rest goes on without the pressure fields.
+//!
+//! The clock is `/proc/uptime`, as for every other rate of the agent; on a tree without it, the
+//! monotonic clock.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use storwatch_wire::lp::LineWriter;
+
+use super::{r3, Collector, Live, ReportCx, SampleCx, SourceErrors};
+use crate::health::jobs::{self as model, Cores, CoresFrom, JobInterval, JobReading, Presence};
+use crate::root::{Dir, JoinSized, Root};
+use crate::sources::cgroup::jobs::{discover, BatchSystem, DiscoveryConfig, JobCgroup, JobId};
+use crate::sources::cgroup::{cpu_max, cpu_stat, cpuset, io_stat, memory};
+use crate::sources::pressure::{self, Pressure};
+use crate::sources::SourceError;
+
+/// The source name errors are counted under (`agent_source,source=cgroup`).
+const CGROUP: &str = "cgroup";
+/// Directory levels walked below the cgroup mount at most: HTCondor with `CGROUP_ALL_DAEMONS`
+/// puts jobs 5 deep, a glidein inside a job a few more.
+const MAX_DEPTH: usize = 12;
+/// Jobs kept for `top`'s pane, by I/O stall.
+pub const TOP_JOBS: usize = 10;
+/// A job's cores are read at this many of its first readings.
+const STATIC_READS: u8 = 2;
+
+/// The `[jobs]` section.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JobsConfig {
+    /// Watch batch jobs' cgroups (default true). A host without cgroup v2 logs one line and
+    /// stays silent.
+    pub enabled: bool,
+    /// Jobs read one by one at most (default 500). Jobs over the cap (the newest, in path order)
+    /// get no `job` line; they are counted in `jobs.count` and `jobs.dropped`, their cores and
+    /// wall time in the node's efficiency and their CPU time through the batch system's parent
+    /// cgroup; one warning is logged the first time the cap is reached.
+    pub max_jobs: usize,
+    /// A job whose `io_some_pct` is at least this is counted in `jobs.stalled` (default 20).
+    pub stall_threshold_pct: f64,
+    /// HTCondor's `BASE_CGROUP` values (default `["htcondor"]`); one per slot type that sets
+    /// its own.
+    pub htcondor_base_cgroup: Vec<String>,
+    /// More job directories: globs relative to the cgroup mount, `*` and `?` within one path
+    /// component (`machine.slice/*.scope`); default none.
+    pub globs: Vec<String>,
+}
+
+impl Default for JobsConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_jobs: 500,
+            stall_threshold_pct: 20.0,
+            htcondor_base_cgroup: vec!["htcondor".to_owned()],
+            globs: Vec::new(),
+        }
+    }
+}
+
+impl JobsConfig {
+    /// Checks what serde cannot.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(0.0..=100.0).contains(&self.stall_threshold_pct) {
+            return Err("[jobs] stall_threshold_pct must be between 0 and 100".into());
+        }
+        if self
+            .htcondor_base_cgroup
+            .iter()
+            .any(|b| b.trim_matches('/').is_empty())
+        {
+            return Err("[jobs] htcondor_base_cgroup: a value is empty".into());
+        }
+        if self.globs.iter().any(|g| g.trim_matches('/').is_empty()) {
+            return Err("[jobs] globs: a pattern is empty".into());
+        }
+        Ok(())
+    }
+}
+
+/// One job as `top` shows it, from the last reading.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobNow {
+    /// `htcondor`, `slurm` or `glob`.
+    pub batch: &'static str,
+    /// The `job` tag.
+    pub job: String,
+    /// Share of the interval with some task stalled on I/O, %.
+    pub io_some_pct: Option<f64>,
+    /// CPU efficiency, %.
+    pub cpu_efficiency_pct: Option<f64>,
+    /// Allocated cores.
+    pub cores: Option<f64>,
+    /// Block I/O, bytes per second, read and written.
+    pub read_bytes_per_s: f64,
+    /// Written.
+    pub write_bytes_per_s: f64,
+    /// `memory.current`, bytes.
+    pub memory_current_bytes: Option<u64>,
+}
+
+/// The node's jobs as `top` shows them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JobsNow {
+    /// Jobs running.
+    pub count: usize,
+    /// All jobs' CPU efficiency, %.
+    pub cpu_efficiency_pct: Option<f64>,
+    /// Share of job time stalled on I/O, %.
+    pub io_stall_pct: Option<f64>,
+    /// Jobs at or above the stall threshold.
+    pub stalled: usize,
+    /// The jobs most stalled on I/O, worst first (at most [`TOP_JOBS`]).
+    pub top: Vec<JobNow>,
+}
+
+/// A job being followed.
+#[derive(Debug)]
+struct Tracked {
+    system: BatchSystem,
+    job: String,
+    slot: Option<String>,
+    owner: Option<String>,
+    dir: Dir,
+    /// Other directories of the job (HTCondor's ssh_to_job), their CPU time added.
+    also: Vec<Dir>,
+    cores: Option<Cores>,
+    static_reads: u8,
+    /// The last reading; `None` while the job is over the cap.
+    prev: Option<JobReading>,
+    /// Over the cap: not read, only counted.
+    dropped: bool,
+    /// Back under the cap: its next reading is a baseline, not an interval.
+    needs_baseline: bool,
+    /// The clock (µs) of the last reading without this job, when the agent saw it appear.
+    absent_at: Option<u64>,
+    /// Seen in the current reading.
+    seen: bool,
+}
+
+/// What one interval of one job gave, for its lines.
+struct Done {
+    root: String,
+    iv: JobInterval,
+}
+
+/// What the last reading computed, kept for the report.
+#[derive(Default)]
+struct Pending {
+    /// Whether this holds a reading not yet reported.
+    fresh: bool,
+    /// Intervals of the jobs read, by root (vanished ones included).
+    done: Vec<Done>,
+    count: usize,
+    started: usize,
+    ended: usize,
+    dropped: usize,
+    /// The batch systems' parents' CPU time over the interval, µs (`None`: no parent read at
+    /// both ends).
+    parents_cpu_usec: Option<u64>,
+    /// Σ wall × cores of jobs not read (over the cap), µs.
+    dropped_capacity_usec: f64,
+    /// The interval's length, µs: this reading's clock minus the last one's.
+    interval_usec: u64,
+}
+
+/// The jobs collector.
+pub struct JobsCollector {
+    cfg: JobsConfig,
+    discovery: DiscoveryConfig,
+    samples_per_report: u32,
+    samples: u32,
+    /// `<sys_root>/fs/cgroup`, set at the first reading.
+    mount: Option<PathBuf>,
+    /// Checked at the first reading: whether the mount is cgroup v2.
+    v2: Option<bool>,
+    jobs: BTreeMap<String, Tracked>,
+    /// Parent directories' `usage_usec`, by path.
+    parents: BTreeMap<String, u64>,
+    /// The clock of the last reading, µs.
+    last_at: Option<u64>,
+    /// Device names by `major:minor`.
+    devices: BTreeMap<(u32, u32), String>,
+    pending: Pending,
+    live: Option<JobsNow>,
+    buf: String,
+    paths: Vec<String>,
+    paths_used: usize,
+    warned_cap: bool,
+    warned_psi: bool,
+    start: std::time::Instant,
+}
+
+impl JobsCollector {
+    /// A collector reading once every `report_interval ÷ sample_interval` samples.
+    pub fn new(cfg: JobsConfig, sample: std::time::Duration, report: std::time::Duration) -> Self {
+        let samples_per_report = (report.as_nanos() / sample.as_nanos().max(1)).max(1);
+        let discovery = DiscoveryConfig {
+            htcondor_base: cfg.htcondor_base_cgroup.clone(),
+            globs: cfg.globs.clone(),
+        };
+        Self {
+            cfg,
+            discovery,
+            samples_per_report: u32::try_from(samples_per_report).unwrap_or(u32::MAX),
+            samples: 0,
+            mount: None,
+            v2: None,
+            jobs: BTreeMap::new(),
+            parents: BTreeMap::new(),
+            last_at: None,
+            devices: BTreeMap::new(),
+            pending: Pending::default(),
+            live: None,
+            buf: String::with_capacity(4096),
+            paths: Vec::new(),
+            paths_used: 0,
+            warned_cap: false,
+            warned_psi: false,
+            start: std::time::Instant::now(),
+        }
+    }
+
+    /// The clock of a reading, µs: `/proc/uptime` when readable, else monotonic.
+    fn clock(&self, uptime_cs: u64) -> u64 {
+        if uptime_cs > 0 {
+            uptime_cs.saturating_mul(10_000)
+        } else {
+            u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX)
+        }
+    }
+
+    /// Whether the mount is cgroup v2; logs once when it is not.
+    fn check_v2(&mut self, root: &Root) -> bool {
+        if let Some(v2) = self.v2 {
+            return v2;
+        }
+        let mount = root.sys("fs/cgroup");
+        let v2 = mount.join_sized("cgroup.controllers").exists();
+        if !v2 {
+            tracing::info!(
+                "no cgroup v2 at {} (cgroup.controllers missing): per-job metrics off; \
+                 boot with systemd.unified_cgroup_hierarchy=1 (the default from RHEL 9 and \
+                 Debian 11) to have them, or set [jobs] enabled = false to silence this",
+                mount.display()
+            );
+        }
+        self.mount = Some(mount);
+        self.v2 = Some(v2);
+        v2
+    }
+
+    /// Lists the directories below the mount into `self.paths` (relative, reusing the
+    /// strings), not descending into jobs already known.
+    fn walk(&mut self, mount: &Path, errors: &mut SourceErrors) {
+        self.paths_used = 0;
+        let mut stack: Vec<(String, usize)> = vec![(String::new(), 0)];
+        while let Some((rel, depth)) = stack.pop() {
+            let dir = if rel.is_empty() {
+                mount.to_owned()
+            } else {
+                mount.join_sized(&rel)
+            };
+            let rd = match std::fs::read_dir(&dir) {
+                Ok(rd) => rd,
+                Err(e) if gone(&e) => continue,
+                Err(e) => {
+                    errors.count(CGROUP, &SourceError::io(&dir, e));
+                    continue;
+                }
+            };
+            for entry in rd {
+                let Ok(entry) = entry else { continue };
+                // cgroupfs gives the kind with the listing: no stat per entry.
+                if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    continue;
+                }
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else { continue };
+                let slot = if self.paths_used < self.paths.len() {
+                    let s = &mut self.paths[self.paths_used];
+                    s.clear();
+                    s
+                } else {
+                    self.paths.push(String::new());
+                    self.paths.last_mut().expect("just pushed")
+                };
+                if !rel.is_empty() {
+                    slot.push_str(&rel);
+                    slot.push('/');
+                }
+                slot.push_str(name);
+                self.paths_used += 1;
+                let known = self.jobs.contains_key(slot.as_str());
+                if depth + 1 < MAX_DEPTH && !known {
+                    stack.push((slot.clone(), depth + 1));
+                }
+            }
+        }
+    }
+
+    /// Takes one reading of every job and computes the interval since the previous one.
+    fn read(&mut self, root: &Root, uptime_cs: u64, errors: &mut SourceErrors) {
+        if !self.check_v2(root) {
+            return;
+        }
+        let Some(mount) = self.mount.clone() else {
+            return;
+        };
+        let at = self.clock(uptime_cs);
+        self.walk(&mount, errors);
+        let found = discover(
+            self.paths[..self.paths_used].iter().map(String::as_str),
+            &self.discovery,
+        );
+        let start_usec = self.last_at.unwrap_or(at);
+        let baseline = self.last_at.is_none();
+
+        // The batch systems' parents: all jobs' CPU time, those that came and went too.
+        let mut parents_cpu: Option<u64> = None;
+        let mut parents_now = BTreeMap::new();
+        for (_, parent) in &found.parents {
+            let path = mount.join_sized(parent);
+            if let Some(cpu) = read_parsed(
+                &path.join_sized("cpu.stat"),
+                &mut self.buf,
+                errors,
+                cpu_stat::parse,
+            ) {
+                if let Some(before) = self.parents.get(parent) {
+                    if let Some(d) = cpu.usage_usec.checked_sub(*before) {
+                        parents_cpu = Some(parents_cpu.unwrap_or(0) + d);
+                    }
+                }
+                parents_now.insert(parent.clone(), cpu.usage_usec);
+            }
+        }
+        self.parents = parents_now;
+
+        for t in self.jobs.values_mut() {
+            t.seen = false;
+        }
+        for job in &found.jobs {
+            if let Some(t) = self.jobs.get_mut(&job.root) {
+                t.seen = true;
+            }
+        }
+        let mut p = Pending {
+            fresh: !baseline,
+            interval_usec: at.saturating_sub(start_usec),
+            ..Pending::default()
+        };
+        // Jobs over the cap take the places freed by jobs that ended, oldest first; each needs
+        // a reading of its own before it has an interval.
+        let mut read_jobs = self.jobs.values().filter(|t| t.seen && !t.dropped).count();
+        for t in self.jobs.values_mut().filter(|t| t.seen && t.dropped) {
+            if read_jobs >= self.cfg.max_jobs {
+                break;
+            }
+            t.dropped = false;
+            t.needs_baseline = true;
+            read_jobs += 1;
+        }
+        for job in &found.jobs {
+            if self.jobs.contains_key(&job.root) {
+                continue;
+            }
+            let dropped = read_jobs >= self.cfg.max_jobs;
+            if !dropped {
+                read_jobs += 1;
+            }
+            if !baseline {
+                p.started += 1;
+            }
+            let absent_at = (!baseline).then_some(start_usec);
+            self.jobs.insert(
+                job.root.clone(),
+                Tracked::new(job, &mount, dropped, absent_at),
+            );
+        }
+
+        let mut vanished = Vec::new();
+        let mut psi_missing: Option<PathBuf> = None;
+        for (root_path, t) in &mut self.jobs {
+            if !t.seen {
+                if !baseline {
+                    p.ended += 1;
+                }
+                vanished.push(root_path.clone());
+                if let Some(prev) = &t.prev {
+                    if let Some(mut iv) = model::interval(Some(prev), None, start_usec) {
+                        // Its cores, for the node's capacity over the interval it ended in.
+                        iv.cores = prev.cores;
+                        p.done.push(Done {
+                            root: root_path.clone(),
+                            iv,
+                        });
+                    }
+                }
+                continue;
+            }
+            p.count += 1;
+            if t.static_reads < STATIC_READS {
+                t.read_cores(&mut self.buf, errors);
+            }
+            if t.dropped {
+                p.dropped += 1;
+                if let Some(c) = t.cores {
+                    let since = t.absent_at.map_or(start_usec, |a| a.max(start_usec));
+                    p.dropped_capacity_usec += at.saturating_sub(since) as f64 * c.cores;
+                }
+                continue;
+            }
+            match t.reading(at, &mut self.buf, errors, &mut psi_missing) {
+                Some(r) => {
+                    if !baseline && !std::mem::take(&mut t.needs_baseline) {
+                        if let Some(iv) = model::interval(t.prev.as_ref(), Some(&r), start_usec) {
+                            p.done.push(Done {
+                                root: root_path.clone(),
+                                iv,
+                            });
+                        }
+                    }
+                    t.prev = Some(r);
+                }
+                // Gone while read: it ended (its CPU time is in the parent's).
+                None => {
+                    t.seen = false;
+                    p.count -= 1;
+                    if !baseline {
+                        p.ended += 1;
+                    }
+                    vanished.push(root_path.clone());
+                }
+            }
+        }
+        for v in vanished {
+            self.jobs.remove(&v);
+        }
+        if p.dropped > 0 && !self.warned_cap {
+            self.warned_cap = true;
+            tracing::warn!(
+                "{} jobs on this node, over [jobs] max_jobs = {}: {} are not read one by one \
+                 (no job lines; counted in the jobs line's count, dropped and totals)",
+                p.count,
+                self.cfg.max_jobs,
+                p.dropped
+            );
+        }
+        if let (Some(path), false) = (psi_missing, self.warned_psi) {
+            self.warned_psi = true;
+            tracing::warn!(
+                "no cgroup pressure ({}): the kernel has PSI off; boot with psi=1 (RHEL 8 \
+                 leaves it off by default) for the io/cpu/memory pressure fields; CPU \
+                 efficiency, I/O rates and memory go on without them",
+                path.display()
+            );
+        }
+        p.parents_cpu_usec = parents_cpu;
+        self.last_at = Some(at);
+        self.live = Some(self.live_of(&p));
+        self.pending = p;
+    }
+
+    /// The device name of `major:minor`: the kernel name `/sys/dev/block` links to.
+    fn device_name(&mut self, root: &Root, major: u32, minor: u32) -> String {
+        if let Some(n) = self.devices.get(&(major, minor)) {
+            return n.clone();
+        }
+        let link = root.sys(&format!("dev/block/{major}:{minor}"));
+        let name = std::fs::read_link(&link)
+            .ok()
+            .and_then(|t| t.file_name().and_then(|n| n.to_str()).map(str::to_owned))
+            .unwrap_or_else(|| format!("{major}:{minor}"));
+        self.devices.insert((major, minor), name.clone());
+        name
+    }
+
+    fn live_of(&self, p: &Pending) -> JobsNow {
+        let node = self.node(p);
+        let mut top: Vec<JobNow> = Vec::new();
+        for i in &node.ranked {
+            let Some(d) = p.done.get(*i) else { continue };
+            let Some(t) = self.jobs.get(&d.root) else {
+                continue;
+            };
+            let (rb, wb, _, _) = io_sums(&d.iv);
+            top.push(JobNow {
+                batch: t.system.as_str(),
+                job: t.job.clone(),
+                io_some_pct: d.iv.io_pressure.some.map(|s| s * 100.0),
+                cpu_efficiency_pct: d.iv.efficiency.map(|e| e * 100.0),
+                cores: d.iv.cores.map(|c| c.cores),
+                read_bytes_per_s: rb,
+                write_bytes_per_s: wb,
+                memory_current_bytes: d.iv.memory_current,
+            });
+        }
+        JobsNow {
+            count: p.count,
+            cpu_efficiency_pct: node.efficiency.map(|e| e * 100.0),
+            io_stall_pct: node.io_some.map(|s| s * 100.0),
+            stalled: node.stalled,
+            top,
+        }
+    }
+
+    /// The node's figures over the jobs of `p`.
+    fn node(&self, p: &Pending) -> NodeFigures {
+        let present: Vec<JobInterval> = p
+            .done
+            .iter()
+            .filter(|d| d.iv.presence != Presence::Vanished)
+            .map(|d| d.iv.clone())
+            .collect();
+        let n = model::node_jobs(&present, TOP_JOBS);
+        // node_jobs ranks the present jobs; map back to indexes of `p.done`.
+        let present_idx: Vec<usize> = p
+            .done
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.iv.presence != Presence::Vanished)
+            .map(|(i, _)| i)
+            .collect();
+        let ranked = n
+            .top_by_io_stall
+            .iter()
+            .filter_map(|i| present_idx.get(*i).copied())
+            .collect();
+        let (mut full, mut full_wall) = (0.0, 0.0);
+        let (mut cpu, mut capacity) = (0u64, p.dropped_capacity_usec);
+        let mut stalled = 0;
+        for j in &present {
+            if let Some(f) = j.io_pressure.full {
+                full += f * j.wall_usec as f64;
+                full_wall += j.wall_usec as f64;
+            }
+            if j.io_pressure
+                .some
+                .is_some_and(|s| s * 100.0 >= self.cfg.stall_threshold_pct)
+            {
+                stalled += 1;
+            }
+            if let (Some(c), Some(cores)) = (j.cpu_usec, j.cores) {
+                if j.wall_usec > 0 {
+                    cpu += c;
+                    capacity += j.wall_usec as f64 * cores.cores;
+                }
+            }
+        }
+        // A job that ended in the interval ran from the last reading that saw it until at most
+        // this one: its cores over the interval count as capacity (an upper bound).
+        for d in p
+            .done
+            .iter()
+            .filter(|d| d.iv.presence == Presence::Vanished)
+        {
+            if let Some(c) = d.iv.cores {
+                capacity += p.interval_usec as f64 * c.cores;
+            }
+        }
+        // All jobs' CPU time: the parents' when they were read at both ends (it holds the jobs
+        // that ended and those over the cap); else the jobs read.
+        let cpu_usec = p.parents_cpu_usec.map_or(cpu, |pc| pc.max(cpu));
+        NodeFigures {
+            cpu_usec,
+            efficiency: (capacity > 0.0).then(|| cpu_usec as f64 / capacity),
+            io_some: n.io_stalled_share,
+            io_full: (full_wall > 0.0).then(|| full / full_wall),
+            stalled,
+            ranked,
+        }
+    }
+
+    /// Writes the lines of the pending reading.
+    fn write(&mut self, w: &mut LineWriter, root: &Root, ts: i64) {
+        let p = std::mem::take(&mut self.pending);
+        if !p.fresh {
+            self.pending = p;
+            return;
+        }
+        let node = self.node(&p);
+        for d in &p.done {
+            if d.iv.presence == Presence::Vanished {
+                continue; // the series ends with its job
+            }
+            let Some(t) = self.jobs.get(&d.root) else {
+                continue;
+            };
+            let (system, job, slot, owner) =
+                (t.system, t.job.clone(), t.slot.clone(), t.owner.clone());
+            let age = t
+                .absent_at
+                .and_then(|a| self.last_at.map(|now| now.saturating_sub(a) as f64 / 1e6));
+            let iv = &d.iv;
+            let (rb, wb, ro, wo) = io_sums(iv);
+            let has_io = !iv.io.is_empty();
+            let pct = |v: Option<f64>| v.map(|v| r3(v * 100.0));
+            w.line("job", ts)
+                .tag("batch", system.as_str())
+                .tag("job", &job)
+                .tag("slot", slot.as_deref().unwrap_or(""))
+                .tag("owner", owner.as_deref().unwrap_or(""))
+                .field_opt("cpu_efficiency_pct", pct(iv.efficiency))
+                .field_opt("cores", iv.cores.map(|c| r3(c.cores)))
+                .field_opt("cores_from", iv.cores.map(|c| cores_from(c.from)))
+                .field_opt("cpu_s", iv.cpu_usec.map(|u| r3(u as f64 / 1e6)))
+                .field("interval_s", r3(iv.wall_usec as f64 / 1e6))
+                .field_opt("io_some_pct", pct(iv.io_pressure.some))
+                .field_opt("io_full_pct", pct(iv.io_pressure.full))
+                .field_opt("cpu_some_pct", pct(iv.cpu_pressure.some))
+                .field_opt("memory_some_pct", pct(iv.memory_pressure.some))
+                .field_opt("memory_full_pct", pct(iv.memory_pressure.full))
+                .field_opt("memory_current_bytes", iv.memory_current)
+                .field_opt("memory_peak_bytes", iv.memory_peak)
+                .field_opt("read_bytes_per_s", has_io.then(|| r3(rb)))
+                .field_opt("write_bytes_per_s", has_io.then(|| r3(wb)))
+                .field_opt("read_ops_per_s", has_io.then(|| r3(ro)))
+                .field_opt("write_ops_per_s", has_io.then(|| r3(wo)))
+                .field_opt("age_s", age.map(r3))
+                .write();
+            for dev in &iv.io {
+                let v = |x: Option<f64>| x.unwrap_or(0.0);
+                if v(dev.read_bytes_per_s)
+                    + v(dev.write_bytes_per_s)
+                    + v(dev.reads_per_s)
+                    + v(dev.writes_per_s)
+                    <= 0.0
+                {
+                    continue;
+                }
+                let name = self.device_name(root, dev.major, dev.minor);
+                w.line("job_io", ts)
+                    .tag("batch", system.as_str())
+                    .tag("job", &job)
+                    .tag("device", &name)
+                    .field_opt("read_bytes_per_s", dev.read_bytes_per_s.map(r3))
+                    .field_opt("write_bytes_per_s", dev.write_bytes_per_s.map(r3))
+                    .field_opt("read_ops_per_s", dev.reads_per_s.map(r3))
+                    .field_opt("write_ops_per_s", dev.writes_per_s.map(r3))
+                    .write();
+            }
+        }
+        w.line("jobs", ts)
+            .field("count", p.count as u64)
+            .field("started", p.started as u64)
+            .field("ended", p.ended as u64)
+            .field("dropped", p.dropped as u64)
+            .field_opt("cpu_efficiency_pct", node.efficiency.map(|e| r3(e * 100.0)))
+            .field_opt("io_stall_pct", node.io_some.map(|s| r3(s * 100.0)))
+            .field_opt("io_full_pct", node.io_full.map(|s| r3(s * 100.0)))
+            .field("stalled", node.stalled as u64)
+            .field("cpu_s", r3(node.cpu_usec as f64 / 1e6))
+            .write();
+    }
+}
+
+struct NodeFigures {
+    cpu_usec: u64,
+    efficiency: Option<f64>,
+    io_some: Option<f64>,
+    io_full: Option<f64>,
+    stalled: usize,
+    ranked: Vec<usize>,
+}
+
+/// Bytes and operations per second, read and written, summed over the devices.
+fn io_sums(iv: &JobInterval) -> (f64, f64, f64, f64) {
+    let mut s = (0.0, 0.0, 0.0, 0.0);
+    for d in &iv.io {
+        s.0 += d.read_bytes_per_s.unwrap_or(0.0);
+        s.1 += d.write_bytes_per_s.unwrap_or(0.0);
+        s.2 += d.reads_per_s.unwrap_or(0.0);
+        s.3 += d.writes_per_s.unwrap_or(0.0);
+    }
+    s
+}
+
+fn cores_from(f: CoresFrom) -> &'static str {
+    match f {
+        CoresFrom::CpuMax => "cpu_max",
+        CoresFrom::Cpuset => "cpuset",
+        CoresFrom::HtcondorCpuWeight => "cpu_weight",
+    }
+}
+
+/// The directory vanished (the job ended) while it was read.
+fn gone(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound
+        || matches!(e.raw_os_error(), Some(libc::ENODEV) | Some(libc::ENXIO))
+}
+
+/// A pressure file the kernel refuses to show: PSI off on a kernel that still lists the files
+/// (RHEL 8's 4.18 without `psi=1`).
+fn psi_off(e: &SourceError) -> bool {
+    matches!(e, SourceError::Io { source, .. } if source.raw_os_error() == Some(libc::EOPNOTSUPP))
+}
+
+/// Reads and parses one file by path; `None` when absent, unreadable or malformed (the last two
+/// counted).
+fn read_parsed<T>(
+    path: &Path,
+    buf: &mut String,
+    errors: &mut SourceErrors,
+    parse: fn(&str) -> Result<T, crate::sources::ParseError>,
+) -> Option<T> {
+    match crate::root::read_into(path, buf) {
+        Ok(true) => match parse(buf) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                errors.count(CGROUP, &SourceError::parse(path, e));
+                None
+            }
+        },
+        Ok(false) => None,
+        Err(e) => {
+            errors.count(CGROUP, &e);
+            None
+        }
+    }
+}
+
+impl Tracked {
+    fn new(job: &JobCgroup, mount: &Path, dropped: bool, absent_at: Option<u64>) -> Self {
+        let (tag, slot) = job_tags(&job.job_id, &job.root);
+        Self {
+            system: job.system,
+            job: tag,
+            slot,
+            owner: job.owner_uid.map(|u| u.to_string()),
+            dir: Dir::new(mount.join_sized(&job.root)),
+            also: job
+                .also
+                .iter()
+                .map(|a| Dir::new(mount.join_sized(a)))
+                .collect(),
+            cores: None,
+            static_reads: 0,
+            prev: None,
+            dropped,
+            needs_baseline: false,
+            absent_at,
+            seen: true,
+        }
+    }
+
+    /// Reads one value file of the job; `None` when absent (or gone), errors counted.
+    fn value<T>(
+        dir: &mut Dir,
+        name: &str,
+        buf: &mut String,
+        errors: &mut SourceErrors,
+        parse: fn(&str) -> Result<T, crate::sources::ParseError>,
+    ) -> Option<T> {
+        match dir.parse_value(name, buf, parse) {
+            Ok(v) => v,
+            Err(e) => {
+                errors.count(CGROUP, &e);
+                None
+            }
+        }
+    }
+
+    /// Reads the job's allocated cores.
+    fn read_cores(&mut self, buf: &mut String, errors: &mut SourceErrors) {
+        self.static_reads = self.static_reads.saturating_add(1);
+        let max = Self::value(&mut self.dir, "cpu.max", buf, errors, cpu_max::parse);
+        let set = Self::value(
+            &mut self.dir,
+            "cpuset.cpus.effective",
+            buf,
+            errors,
+            cpuset::parse,
+        );
+        let weight = if self.system == BatchSystem::Htcondor {
+            Self::value(
+                &mut self.dir,
+                "cpu.weight",
+                buf,
+                errors,
+                cpu_max::parse_weight,
+            )
+        } else {
+            None
+        };
+        self.cores = model::allocated_cores(self.system, max.as_ref(), set.as_ref(), weight);
+    }
+
+    /// One reading of the job's counters at `at`; `None` when the job is gone (no `cpu.stat`).
+    fn reading(
+        &mut self,
+        at: u64,
+        buf: &mut String,
+        errors: &mut SourceErrors,
+        psi_missing: &mut Option<PathBuf>,
+    ) -> Option<JobReading> {
+        // cpu.stat is there in every cgroup v2 directory: without it the job has ended.
+        let mut cpu = match self.dir.read_value("cpu.stat", buf) {
+            Ok(true) => match cpu_stat::parse(buf) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    errors.count(
+                        CGROUP,
+                        &SourceError::parse(&self.dir.path().join_sized("cpu.stat"), e),
+                    );
+                    None
+                }
+            },
+            Ok(false) => return None,
+            Err(e) => {
+                errors.count(CGROUP, &e);
+                None
+            }
+        };
+        for a in &mut self.also {
+            if let (Some(c), Ok(Some(extra))) = (
+                cpu.as_mut(),
+                a.parse_value("cpu.stat", buf, cpu_stat::parse),
+            ) {
+                c.usage_usec = c.usage_usec.saturating_add(extra.usage_usec);
+            }
+        }
+        let io = match self.dir.read_value("io.stat", buf) {
+            Ok(true) => {
+                let rows = io_stat::parse(buf);
+                if let Some(e) = rows.errors.into_iter().next() {
+                    errors.count(
+                        CGROUP,
+                        &SourceError::parse(&self.dir.path().join_sized("io.stat"), e),
+                    );
+                }
+                Some(rows.rows)
+            }
+            Ok(false) => None,
+            Err(e) => {
+                errors.count(CGROUP, &e);
+                None
+            }
+        };
+        let mut psi = |dir: &mut Dir, name: &str, buf: &mut String| -> Option<Pressure> {
+            match dir.parse_value(name, buf, pressure::parse) {
+                Ok(Some(p)) => Some(p),
+                Ok(None) => {
+                    psi_missing.get_or_insert_with(|| dir.path().join_sized(name));
+                    None
+                }
+                Err(e) if psi_off(&e) => {
+                    psi_missing.get_or_insert_with(|| dir.path().join_sized(name));
+                    None
+                }
+                Err(e) => {
+                    errors.count(CGROUP, &e);
+                    None
+                }
+            }
+        };
+        let io_pressure = psi(&mut self.dir, "io.pressure", buf);
+        let cpu_pressure = psi(&mut self.dir, "cpu.pressure", buf);
+        let memory_pressure = psi(&mut self.dir, "memory.pressure", buf);
+        let memory_current = Self::value(
+            &mut self.dir,
+            "memory.current",
+            buf,
+            errors,
+            memory::parse_current,
+        );
+        let memory_peak = Self::value(
+            &mut self.dir,
+            "memory.peak",
+            buf,
+            errors,
+            memory::parse_peak,
+        );
+        Some(JobReading {
+            at_usec: at,
+            created_usec: None,
+            cpu,
+            io,
+            cpu_pressure,
+            io_pressure,
+            memory_pressure,
+            memory_current,
+            memory_peak,
+            cores: self.cores,
+        })
+    }
+}
+
+/// The `job` and `slot` tags of a job: Slurm's job id or SLUID; for HTCondor the job's directory
+/// name as the starter made it (`<execute dir>_<slot>`, without `.slice`) and the slot's name
+/// before the `@` (`slot1_3`); for a glob the matched path.
+fn job_tags(id: &JobId, root: &str) -> (String, Option<String>) {
+    match id {
+        JobId::HtcondorSlot(slot) | JobId::HtcondorSlotSlice(slot) => {
+            let name = root.rsplit('/').next().unwrap_or(root);
+            let name = name.strip_suffix(".slice").unwrap_or(name);
+            let slot = slot.split('@').next().unwrap_or(slot);
+            (name.to_owned(), Some(slot.to_owned()))
+        }
+        other => (other.tag(), None),
+    }
+}
+
+impl Collector for JobsCollector {
+    fn sources(&self) -> &'static [&'static str] {
+        &[CGROUP]
+    }
+
+    fn sample(&mut self, cx: &mut SampleCx<'_>) {
+        // The first sample takes the baseline; then one reading per report interval, at the
+        // sample that completes it (a `top` that never reports gets one as well).
+        self.samples += 1;
+        if self.last_at.is_none() || self.samples >= self.samples_per_report {
+            self.samples = 0;
+            self.read(cx.root, cx.uptime_cs, cx.errors);
+        }
+    }
+
+    fn report(&mut self, w: &mut LineWriter, cx: &mut ReportCx<'_>) {
+        if !self.pending.fresh {
+            // An early report (the first one, aligned on the clock; a stop; a reload): read now.
+            self.samples = 0;
+            self.read(cx.root, cx.uptime_cs, cx.errors);
+        }
+        if self.v2 == Some(true) {
+            self.write(w, cx.root, cx.ts_ns);
+        }
+    }
+
+    fn live(&self, live: &mut Live) {
+        live.jobs.clone_from(&self.live);
+    }
+}
+
+#[cfg(test)]
+mod tests;

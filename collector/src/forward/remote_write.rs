@@ -1,0 +1,393 @@
+//! The `prometheus_remote_write` output: queue lines as Prometheus remote-write 1.0 requests —
+//! a protobuf `WriteRequest` (`prometheus/prompb/remote.proto`, `types.proto`), snappy block
+//! compression, `Content-Encoding: snappy`, `Content-Type: application/x-protobuf`,
+//! `X-Prometheus-Remote-Write-Version: 0.1.0`.
+//!
+//! Each line becomes samples named by [`storwatch_wire::prom`], the naming of the agent's own
+//! `/metrics`: one per numeric field, at the line's timestamp (ms), plus one `<measurement>_info`
+//! sample (value 1) carrying the string fields as labels. `event` lines are kept the same way:
+//! `storwatch_event_info{host,source,object,text,from_state,to_state} 1` at the event's time
+//! (a series per event — events are rare). A batch's samples are grouped per series and sorted
+//! by time; two samples of one series at one millisecond keep the later line's value, as
+//! InfluxDB keeps the later point.
+//!
+//! Answers ([`classify`]): 2xx delivered; 400, 422 and other 4xx but 401/403/404/408/429 are
+//! refusals of the data, and so is any answer whose text says the samples are out of order, a
+//! duplicate, too old or out of bounds (Prometheus 2.x answers 500 to a sample older than its
+//! out-of-order window): the batch is bisected down to the lines refused, which go to the
+//! dead-letter file; 413 splits the batch; 401/403/404 keep the data and retry slowly; 408,
+//! 429 and 5xx are retried with backoff, honouring `Retry-After`.
+//!
+//! The protobuf is written by hand: four small messages, no code generation in the build.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+use reqwest::header::{AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::StatusCode;
+use storwatch_wire::lp::{parse_line, Backend, Point};
+use storwatch_wire::prom::prom_line;
+
+use super::answer::Verdict;
+use super::Forwarder;
+
+/// The remote-write protocol version header of 1.0.
+pub const VERSION_HEADER: &str = "0.1.0";
+
+/// Labels of one series, `__name__` included, sorted by name.
+type Labels = Vec<(String, String)>;
+
+/// A batch of lines as one `WriteRequest`.
+#[derive(Debug, Default)]
+pub struct Samples {
+    series: BTreeMap<Labels, BTreeMap<i64, f64>>,
+}
+
+impl Samples {
+    /// The samples of `lines`; `now_ms` stamps a line without a timestamp. The lines that
+    /// cannot be read (the queue holds only validated lines, so none in practice) are
+    /// returned as (index, reason) instead.
+    pub fn of_lines(lines: &[&str], now_ms: i64) -> Result<Samples, Vec<(usize, String)>> {
+        let mut out = Samples::default();
+        let mut bad = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            match parse_any(line) {
+                Ok(p) => out.add(&p, now_ms),
+                Err(e) => bad.push((i, format!("not line protocol: {e}"))),
+            }
+        }
+        if bad.is_empty() {
+            Ok(out)
+        } else {
+            Err(bad)
+        }
+    }
+
+    fn add(&mut self, p: &Point<'_>, now_ms: i64) {
+        let ts = p
+            .timestamp
+            .map(|ns| ns.div_euclid(1_000_000))
+            .unwrap_or(now_ms);
+        let line = prom_line(p);
+        for (name, _, v) in &line.values {
+            let labels = with_name(line.labels.clone(), line.metric(name));
+            self.series.entry(labels).or_default().insert(ts, *v);
+        }
+        if !line.info.is_empty() {
+            let mut labels = line.labels.clone();
+            labels.extend(line.info.iter().cloned());
+            let labels = with_name(labels, line.info_metric());
+            self.series.entry(labels).or_default().insert(ts, 1.0);
+        }
+    }
+
+    /// Series in the batch.
+    pub fn series(&self) -> usize {
+        self.series.len()
+    }
+
+    /// Samples in the batch.
+    pub fn samples(&self) -> usize {
+        self.series.values().map(BTreeMap::len).sum()
+    }
+
+    /// The `WriteRequest` protobuf, uncompressed.
+    pub fn protobuf(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 * self.samples());
+        let mut ts_buf = Vec::new();
+        let mut msg = Vec::new();
+        for (labels, samples) in &self.series {
+            ts_buf.clear();
+            for (k, v) in labels {
+                msg.clear();
+                put_bytes(&mut msg, 1, k.as_bytes());
+                put_bytes(&mut msg, 2, v.as_bytes());
+                put_bytes(&mut ts_buf, 1, &msg);
+            }
+            for (t, v) in samples {
+                msg.clear();
+                // Sample { double value = 1; int64 timestamp = 2; }
+                msg.push(0x09);
+                msg.extend_from_slice(&v.to_le_bytes());
+                msg.push(0x10);
+                put_varint(&mut msg, *t as u64);
+                put_bytes(&mut ts_buf, 2, &msg);
+            }
+            put_bytes(&mut out, 1, &ts_buf);
+        }
+        out
+    }
+
+    /// The request body: the protobuf in snappy's block format.
+    pub fn body(&self) -> Result<Vec<u8>, snap::Error> {
+        snap::raw::Encoder::new().compress_vec(&self.protobuf())
+    }
+}
+
+/// Sorted labels with `__name__`; a label written twice (a string field named as a tag)
+/// keeps the tag's value, the first.
+fn with_name(mut labels: Labels, name: String) -> Labels {
+    labels.insert(0, ("__name__".to_string(), name));
+    labels.sort_by(|a, b| a.0.cmp(&b.0));
+    labels.dedup_by(|b, a| a.0 == b.0);
+    labels
+}
+
+/// A queue line by the grammar of the InfluxDB versions in turn: the collector took it under
+/// the rules of its InfluxDB outputs, whichever they are.
+fn parse_any(line: &str) -> Result<Point<'_>, String> {
+    parse_line(line, Backend::V2)
+        .or_else(|_| parse_line(line, Backend::V1))
+        .or_else(|_| parse_line(line, Backend::V3))
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A length-delimited field (wire type 2).
+fn put_bytes(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
+    put_varint(out, u64::from((field << 3) | 2));
+    put_varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+/// Whether a refusal is about the samples' time (counted as out of order): Prometheus's
+/// `out of order sample`, `out of bounds`, `duplicate sample for timestamp`, `too old sample`;
+/// Mimir's and Thanos's `out-of-order`, `too old`, `too far in the past`.
+pub fn refused_for_time(reason: &str) -> bool {
+    let r = reason.to_ascii_lowercase();
+    [
+        "out of order",
+        "out-of-order",
+        "out of bounds",
+        "out-of-bounds",
+        "duplicate sample",
+        "too old",
+        "too far in the past",
+    ]
+    .iter()
+    .any(|p| r.contains(p))
+}
+
+/// Reads a remote-write receiver's answer (see the module's comment).
+pub fn classify(status: StatusCode, retry_after: Option<&str>, body: &str) -> Verdict {
+    let retry_after = retry_after
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(std::time::Duration::from_secs);
+    let short: String = body.trim().chars().take(500).collect();
+    let bad = || Verdict::BadData {
+        reason: format!("{status}: {short}"),
+        named: Vec::new(),
+    };
+    match status.as_u16() {
+        200..=299 => Verdict::Done,
+        _ if refused_for_time(&short) => bad(),
+        401 | 403 | 404 => Verdict::Refused(format!("{status}: {short}")),
+        413 => Verdict::TooLarge,
+        408 | 429 | 500..=599 => Verdict::Retry(retry_after),
+        400..=499 => bad(),
+        _ => Verdict::Refused(format!("unexpected {status}: {short}")),
+    }
+}
+
+impl Forwarder {
+    /// Sends `lines` as one remote-write request.
+    pub(super) async fn send_remote_write(&self, url: &reqwest::Url, lines: &[&str]) -> Verdict {
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        let samples = match Samples::of_lines(lines, now_ms) {
+            Ok(s) => s,
+            Err(named) => {
+                return Verdict::BadData {
+                    reason: "not line protocol".into(),
+                    named,
+                }
+            }
+        };
+        let body = match samples.body() {
+            Ok(b) => b,
+            Err(e) => {
+                // Only an input over snappy's 4 GiB limit fails; batch_bytes keeps far below.
+                return Verdict::BadData {
+                    reason: format!("cannot compress the request: {e}"),
+                    named: Vec::new(),
+                };
+            }
+        };
+        let mut req = self
+            .client
+            .post(url.clone())
+            .header(CONTENT_TYPE, "application/x-protobuf")
+            .header(CONTENT_ENCODING, "snappy")
+            .header("X-Prometheus-Remote-Write-Version", VERSION_HEADER);
+        if let Some(auth) = &self.output.auth {
+            req = req.header(AUTHORIZATION, auth.clone());
+        }
+        match req.body(body).send().await {
+            Ok(resp) => {
+                let status = resp.status();
+                let retry_after = resp
+                    .headers()
+                    .get(RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string);
+                let text = resp.text().await.unwrap_or_default();
+                let verdict = classify(status, retry_after.as_deref(), &text);
+                if verdict == Verdict::Done {
+                    self.metrics
+                        .samples_sent
+                        .fetch_add(samples.samples() as u64, Ordering::Relaxed);
+                } else {
+                    tracing::warn!(output = %self.output.name, status = %status, answer = %text.trim(), lines = lines.len(), "remote write not accepted");
+                }
+                verdict
+            }
+            Err(e) => {
+                tracing::warn!(output = %self.output.name, error = %e, "write failed; will retry");
+                Verdict::Retry(None)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_become_sorted_series_named_as_the_agent_names_them() {
+        let lines = [
+            "disk,host=n1,device=sda r_await_ms=4,util_pct=50i 2000000000",
+            "disk,host=n1,device=sda r_await_ms=5,util_pct=60i 1000000000",
+            // the same point again, later in the batch: its value wins
+            "disk,host=n1,device=sda r_await_ms=6,util_pct=70i 1000000000",
+            "md,host=n1,array=md0 state=\"clean\",host=\"x\",degraded=false 1000000000",
+        ];
+        let s = Samples::of_lines(&lines, 0).unwrap();
+        let got: Vec<(Labels, Vec<(i64, f64)>)> = s
+            .series
+            .iter()
+            .map(|(l, v)| (l.clone(), v.iter().map(|(t, v)| (*t, *v)).collect()))
+            .collect();
+        let l = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert_eq!(
+            got,
+            vec![
+                (
+                    l(&[
+                        ("__name__", "storwatch_disk_read_await_seconds"),
+                        ("device", "sda"),
+                        ("host", "n1")
+                    ]),
+                    vec![(1000, 0.006), (2000, 0.004)]
+                ),
+                (
+                    l(&[
+                        ("__name__", "storwatch_disk_util_percent"),
+                        ("device", "sda"),
+                        ("host", "n1")
+                    ]),
+                    vec![(1000, 70.0), (2000, 50.0)]
+                ),
+                (
+                    l(&[
+                        ("__name__", "storwatch_md_degraded"),
+                        ("array", "md0"),
+                        ("host", "n1")
+                    ]),
+                    vec![(1000, 0.0)]
+                ),
+                (
+                    // the string field named like a tag does not replace it
+                    l(&[
+                        ("__name__", "storwatch_md_info"),
+                        ("array", "md0"),
+                        ("host", "n1"),
+                        ("state", "clean")
+                    ]),
+                    vec![(1000, 1.0)]
+                ),
+            ]
+        );
+        assert_eq!((s.series(), s.samples()), (4, 6));
+    }
+
+    #[test]
+    fn protobuf_bytes_of_one_sample() {
+        let s = Samples::of_lines(&["m v=1.5 3000000"], 0).unwrap();
+        let label = [&[0x0a, 8][..], b"__name__", &[0x12, 13], b"storwatch_m_v"].concat();
+        let mut sample = vec![0x09];
+        sample.extend_from_slice(&1.5f64.to_le_bytes());
+        sample.extend_from_slice(&[0x10, 3]);
+        let series = [
+            &[0x0a, label.len() as u8][..],
+            &label,
+            &[0x12, sample.len() as u8],
+            &sample,
+        ]
+        .concat();
+        let want = [&[0x0a, series.len() as u8][..], &series].concat();
+        assert_eq!(s.protobuf(), want);
+        let body = s.body().unwrap();
+        assert_eq!(
+            snap::raw::Decoder::new().decompress_vec(&body).unwrap(),
+            want
+        );
+        // negative times (before 1970) are two's complement varints, ten bytes
+        let s = Samples::of_lines(&["m v=1 -1000000"], 0).unwrap();
+        assert!(s
+            .protobuf()
+            .ends_with(&[0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]));
+    }
+
+    #[test]
+    fn lines_without_time_get_now_and_bad_lines_are_named() {
+        let s = Samples::of_lines(&["m v=1"], 42).unwrap();
+        assert_eq!(s.series.values().next().unwrap().keys().next(), Some(&42));
+        let bad = Samples::of_lines(&["m v=1 1", "not a line"], 0).unwrap_err();
+        assert_eq!(bad.len(), 1);
+        assert_eq!(bad[0].0, 1);
+    }
+
+    #[test]
+    fn answers() {
+        let s = |c: u16| StatusCode::from_u16(c).unwrap();
+        assert_eq!(classify(s(204), None, ""), Verdict::Done);
+        assert_eq!(
+            classify(s(429), Some("3"), ""),
+            Verdict::Retry(Some(std::time::Duration::from_secs(3)))
+        );
+        assert_eq!(classify(s(503), None, "down"), Verdict::Retry(None));
+        assert_eq!(classify(s(413), None, ""), Verdict::TooLarge);
+        assert!(matches!(classify(s(401), None, ""), Verdict::Refused(_)));
+        assert!(matches!(
+            classify(s(400), None, "out of order sample\n"),
+            Verdict::BadData { .. }
+        ));
+        assert!(matches!(
+            classify(s(409), None, "conflict"),
+            Verdict::BadData { .. }
+        ));
+        // Prometheus 2.x answers 500 to a sample older than its out-of-order window
+        assert!(matches!(
+            classify(s(500), None, "too old sample"),
+            Verdict::BadData { .. }
+        ));
+        assert!(refused_for_time("400 Bad Request: out of bounds"));
+        assert!(refused_for_time("duplicate sample for timestamp"));
+        assert!(!refused_for_time("invalid labels"));
+    }
+}
