@@ -180,7 +180,7 @@ impl HwraidDetector {
                 model: c.model.clone(),
                 serial: c.serial.clone(),
                 status: c.controller_status.clone(),
-                ok: c.controller_status.as_deref() == Some("Optimal"),
+                ok: c.controller_status.as_deref().map(|s| s == "Optimal"),
                 vds: to_u32(ctl_vds.len()),
                 vds_degraded: to_u32(ctl_vds.iter().filter(|v| v.degraded).count()),
                 vds_offline: to_u32(ctl_vds.iter().filter(|v| v.state == "OfLn").count()),

@@ -11,8 +11,8 @@ pub struct ControllerStatus {
     pub serial: Option<String>,
     /// storcli's `Controller Status` (`Optimal`, `Needs Attention`, …).
     pub status: Option<String>,
-    /// `Optimal`.
-    pub ok: bool,
+    /// `Optimal`; `None` when storcli gave no status.
+    pub ok: Option<bool>,
     /// Virtual drives.
     pub vds: u32,
     /// Virtual drives `Dgrd` or `Pdgd`.

@@ -63,7 +63,7 @@ fn an_optimal_raid6_has_two_left_and_no_risk() {
     let c = &d.controllers()[0];
     assert_eq!(
         (c.bbu_present, c.bbu_state.as_deref(), c.bbu_ok, c.ok),
-        (true, Some("Optimal"), Some(true), true)
+        (true, Some("Optimal"), Some(true), Some(true))
     );
     assert!(ev.is_empty(), "the first reading is the baseline");
 }

@@ -1,0 +1,341 @@
+//! The hardware RAID monitor's worker: finding storcli, running one round of calls with a
+//! deadline and a bound on their output, merging the answers, and tying each virtual drive to
+//! its block device.
+//!
+//! A round, every `interval`:
+//!
+//! 1. `storcli /call show all J` — every controller: status, `VD LIST`, `PD LIST`, `BBU_Info` /
+//!    `Cachevault_Info`. Without it nothing is known: the round fails and the last good state
+//!    stays.
+//! 2. `storcli /call/vall show all J` — each VD's members (`PDs for VD n`) and properties
+//!    (`Write Cache(initial setting)`, `OS Drive Name`, `SCSI NAA Id`).
+//! 3. `storcli /call/eall/sall show all J` — each drive's `Media Error Count`, `Other Error
+//!    Count`, `Predictive Failure Count`, S.M.A.R.T alert, serial, WWN, temperature.
+//! 4. `storcli /call/eall/sall show rebuild J` — only while a drive is `Rbld`: progress and
+//!    time left.
+//!
+//! Calls 2–4 add detail: when one fails, the detail of the last good round stays (a drive's
+//! counters, a VD's members) and the failure is reported with the round.
+//!
+//! **Exit status.** storcli exits 0 when the command succeeded and non-zero when it failed; its
+//! JSON says the same per controller (`Command Status.Status`, `Success` or `Failure`, with
+//! `ErrCd`/`ErrMsg`). The JSON is read whatever the status: a controller whose answer says
+//! `Failure` is reported with its message (its data used when it still gave some), and only
+//! output that is not storcli JSON makes the call fail, its exit status and standard error in
+//! the message.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::command::{CommandError, CommandJob, Spawned};
+use crate::root::Root;
+use crate::sources::storcli::{self, Controller, PdState};
+use crate::sources::ParseError;
+
+/// How often a running call is looked at.
+const POLL: Duration = Duration::from_millis(25);
+
+/// The programs tried, in this order, when `[hwraid] storcli` is empty: in `PATH`, then where
+/// Broadcom's and Dell's packages install them.
+pub(super) const PROGRAMS: &[&str] = &[
+    "storcli64",
+    "storcli",
+    "perccli64",
+    "perccli",
+    "/opt/MegaRAID/storcli/storcli64",
+    "/opt/MegaRAID/perccli/perccli64",
+];
+
+/// Why a round, or one call of it, gave nothing.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum HwraidError {
+    /// storcli could not be run, hung, or printed too much.
+    #[error("storcli {args}: {message}")]
+    Command {
+        /// The call's arguments.
+        args: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// Its output was not storcli JSON (garbage, or cut short).
+    #[error("storcli {args}: exit status {status}: {source}{}", stderr_note(.stderr))]
+    Parse {
+        /// The call's arguments.
+        args: String,
+        /// storcli's exit status.
+        status: i32,
+        /// The start of its standard error.
+        stderr: String,
+        /// What was wrong.
+        source: ParseError,
+    },
+}
+
+fn stderr_note(stderr: &str) -> String {
+    if stderr.is_empty() {
+        String::new()
+    } else {
+        format!(" (stderr: {stderr})")
+    }
+}
+
+/// One round's answers, merged.
+#[derive(Debug, Clone)]
+pub(super) struct Round {
+    /// Every controller that answered call 1, with the detail of calls 2–4.
+    pub(super) controllers: Vec<Controller>,
+    /// `c0/v1` → `sdb`.
+    pub(super) devices: BTreeMap<String, String>,
+    /// `c0` → storcli's message, for a controller whose answer said `Failure`.
+    pub(super) failed: BTreeMap<String, String>,
+    /// Calls 2–4 that failed (their detail is the last round's).
+    pub(super) errors: Vec<HwraidError>,
+}
+
+/// What the worker hands the collector.
+#[derive(Debug)]
+pub(super) enum Update {
+    /// A round ended, `at` that instant.
+    Round {
+        at: Instant,
+        result: Result<Round, HwraidError>,
+    },
+}
+
+/// The settings the worker needs, resolved.
+#[derive(Debug, Clone)]
+pub(super) struct JobConfig {
+    /// The program given, or `None` to look for [`PROGRAMS`].
+    pub(super) program: Option<PathBuf>,
+    pub(super) interval_s: f64,
+    pub(super) timeout: Duration,
+    pub(super) max_output_bytes: usize,
+}
+
+/// The hardware RAID monitor's [`crate::command::CommandJob`].
+#[derive(Debug)]
+pub(super) struct HwraidJob {
+    cfg: JobConfig,
+    root: Root,
+    next_round_s: f64,
+    /// The last merged answers, whose detail stands in for a failed call 2–4.
+    last: Vec<Controller>,
+    /// storcli was looked for and not found (said once).
+    missing_told: bool,
+}
+
+impl HwraidJob {
+    pub(super) fn new(cfg: JobConfig, root: Root) -> Self {
+        Self {
+            cfg,
+            root,
+            next_round_s: f64::NEG_INFINITY,
+            last: Vec::new(),
+            missing_told: false,
+        }
+    }
+
+    /// The program to run, when there is one.
+    fn program(&mut self) -> Option<PathBuf> {
+        let found = match &self.cfg.program {
+            Some(p) => found(p).then(|| p.clone()),
+            None => PROGRAMS.iter().map(PathBuf::from).find(|p| found(p)),
+        };
+        if found.is_none() && !self.missing_told {
+            self.missing_told = true;
+            let what = match &self.cfg.program {
+                Some(p) => p.display().to_string(),
+                None => PROGRAMS.join(", "),
+            };
+            tracing::info!(
+                source = "storcli",
+                "{what}: not found; hardware RAID controllers are not read (install storcli or perccli, or set [hwraid] storcli)"
+            );
+        }
+        if found.is_some() {
+            self.missing_told = false;
+        }
+        found
+    }
+
+    /// Runs `storcli args… J`, killed after the timeout, its output bounded.
+    fn call(&self, program: &Path, args: &[&str]) -> Result<Vec<Controller>, HwraidError> {
+        let label = args.join(" ");
+        let cmd_err = |e: CommandError| HwraidError::Command {
+            args: label.clone(),
+            message: e.to_string(),
+        };
+        let mut child =
+            Spawned::start(program, args, self.cfg.max_output_bytes).map_err(cmd_err)?;
+        let started = Instant::now();
+        let fin = loop {
+            if let Some(r) = child.poll() {
+                break r.map_err(cmd_err)?;
+            }
+            if started.elapsed() >= self.cfg.timeout {
+                child.kill();
+                return Err(cmd_err(child.timeout_error(self.cfg.timeout)));
+            }
+            std::thread::sleep(POLL);
+        };
+        let parse_err = |source| HwraidError::Parse {
+            args: label.clone(),
+            status: fin.status,
+            stderr: fin.stderr.clone(),
+            source,
+        };
+        let ctls = storcli::parse(&fin.stdout).map_err(parse_err)?;
+        if ctls.is_empty() {
+            return Err(parse_err(ParseError::new(
+                1,
+                "",
+                "no controller in storcli's answer",
+            )));
+        }
+        Ok(ctls)
+    }
+
+    fn round(&mut self, program: &Path) -> Result<Round, HwraidError> {
+        let mut ctls = self.call(program, &["/call", "show", "all", "J"])?;
+        let mut failed = BTreeMap::new();
+        for c in &mut ctls {
+            let Some(n) = c.controller else { continue };
+            if c.status.ok {
+                continue;
+            }
+            let mut msg = c
+                .status
+                .description
+                .clone()
+                .unwrap_or_else(|| "Failure".into());
+            if !c.status.errors.is_empty() {
+                msg = format!("{msg}: {}", c.status.errors.join("; "));
+            }
+            failed.insert(format!("c{n}"), msg);
+            // Nothing in it: the last good answer of that controller stands.
+            if c.virtual_drives.is_empty() && c.physical_drives.is_empty() {
+                if let Some(old) = self.last.iter().find(|o| o.controller == Some(n)) {
+                    *c = old.clone();
+                }
+            }
+        }
+        let mut errors = Vec::new();
+        match self.call(program, &["/call/vall", "show", "all", "J"]) {
+            Ok(vds) => merge_vds(&mut ctls, &vds),
+            Err(e) => {
+                errors.push(e);
+                merge_vds(&mut ctls, &self.last);
+            }
+        }
+        match self.call(program, &["/call/eall/sall", "show", "all", "J"]) {
+            Ok(pds) => merge_pds(&mut ctls, &pds),
+            Err(e) => {
+                errors.push(e);
+                merge_pds(&mut ctls, &self.last);
+            }
+        }
+        let rebuilding = ctls.iter().any(|c| {
+            c.physical_drives
+                .iter()
+                .any(|d| d.state == PdState::Rebuild)
+        });
+        if rebuilding {
+            match self.call(program, &["/call/eall/sall", "show", "rebuild", "J"]) {
+                Ok(r) => merge_rebuilds(&mut ctls, &r),
+                Err(e) => errors.push(e),
+            }
+        }
+        self.last = ctls.clone();
+        let devices = super::tie::devices(&self.root, &ctls);
+        Ok(Round {
+            controllers: ctls,
+            devices,
+            failed,
+            errors,
+        })
+    }
+}
+
+impl CommandJob for HwraidJob {
+    type Output = Vec<Update>;
+
+    fn run_due(&mut self, now_s: f64, _woken: bool) -> Option<Vec<Update>> {
+        if now_s < self.next_round_s {
+            return None;
+        }
+        self.next_round_s = now_s + self.cfg.interval_s;
+        let program = self.program()?;
+        let result = self.round(&program);
+        Some(vec![Update::Round {
+            at: Instant::now(),
+            result,
+        }])
+    }
+
+    fn next_due_s(&self) -> f64 {
+        self.next_round_s
+    }
+}
+
+/// Copies each VD's members and properties from `from` (call 2) into `into`.
+fn merge_vds(into: &mut [Controller], from: &[Controller]) {
+    for c in into.iter_mut() {
+        let Some(src) = from.iter().find(|f| f.controller == c.controller) else {
+            continue;
+        };
+        for v in &mut c.virtual_drives {
+            let Some(s) = src.virtual_drives.iter().find(|s| s.vd == v.vd) else {
+                continue;
+            };
+            if !s.members.is_empty() {
+                v.members = s.members.clone();
+            }
+            v.os_drive_name = s.os_drive_name.clone().or(v.os_drive_name.take());
+            v.naa_id = s.naa_id.clone().or(v.naa_id.take());
+            v.write_cache_configured = s.write_cache_configured.or(v.write_cache_configured);
+            v.active_operations = s.active_operations.clone().or(v.active_operations.take());
+        }
+    }
+}
+
+/// Copies each drive's counters and identity from `from` (call 3) into `into`.
+fn merge_pds(into: &mut [Controller], from: &[Controller]) {
+    for c in into.iter_mut() {
+        let Some(src) = from.iter().find(|f| f.controller == c.controller) else {
+            continue;
+        };
+        for d in &mut c.physical_drives {
+            let Some(s) = src.drive(d.slot) else { continue };
+            d.media_errors = s.media_errors.or(d.media_errors);
+            d.other_errors = s.other_errors.or(d.other_errors);
+            d.predictive_failures = s.predictive_failures.or(d.predictive_failures);
+            d.smart_alert = s.smart_alert.or(d.smart_alert);
+            d.serial = s.serial.clone().or(d.serial.take());
+            d.wwn = s.wwn.clone().or(d.wwn.take());
+            d.firmware = s.firmware.clone().or(d.firmware.take());
+            d.temperature_c = s.temperature_c.or(d.temperature_c);
+        }
+    }
+}
+
+/// Copies the `show rebuild` rows (call 4) into `into`.
+fn merge_rebuilds(into: &mut [Controller], from: &[Controller]) {
+    for c in into.iter_mut() {
+        if let Some(src) = from.iter().find(|f| f.controller == c.controller) {
+            c.rebuilds = src.rebuilds.clone();
+        }
+    }
+}
+
+/// Whether `program` can be run: an existing file when it names a path, else a file of that
+/// name in a `PATH` directory.
+fn found(program: &Path) -> bool {
+    if program.components().count() > 1 {
+        return program.is_file();
+    }
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths)
+            .any(|d| !d.as_os_str().is_empty() && d.join(program).is_file())
+    })
+}

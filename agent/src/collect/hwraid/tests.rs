@@ -1,0 +1,269 @@
+//! The monitor run inline with a stand-in `storcli` that prints corpus files (`exec cat`):
+//! the exact lines of a healthy, a rebuilding, a write-through and a battery-failed controller,
+//! and what garbage, a truncated answer and a missing program leave.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use storwatch_wire::lp::LineWriter;
+
+use super::*;
+use crate::collect::{ReportCx, SampleCx, SourceErrors};
+use crate::event::Event;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/storcli")
+        .join(name)
+}
+
+/// A directory with a stand-in storcli answering each call with the file of that name in the
+/// directory: `show-all.json`, `vall.json`, `pds.json`, `rebuild.json` (a missing file: `cat`
+/// fails, exit 1, no output).
+struct Stand {
+    dir: tempfile::TempDir,
+    root: Root,
+    events: Vec<Event>,
+    errors: SourceErrors,
+}
+
+impl Stand {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let script = dir.path().join("storcli64");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\nd='{}'\ncase \"$1 $2 $3 $4\" in\n\
+                 '/call show all J') exec cat \"$d/show-all.json\";;\n\
+                 '/call/vall show all J') exec cat \"$d/vall.json\";;\n\
+                 '/call/eall/sall show all J') exec cat \"$d/pds.json\";;\n\
+                 '/call/eall/sall show rebuild J') exec cat \"$d/rebuild.json\";;\n\
+                 *) echo \"unexpected: $*\" >&2; exit 1;;\n\
+                 esac\n",
+                dir.path().display()
+            ),
+        )
+        .expect("script");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let sys = dir.path().join("sys");
+        std::fs::create_dir_all(sys.join("block")).expect("sys");
+        let root = Root::new(dir.path().join("proc"), sys);
+        Self {
+            dir,
+            root,
+            events: Vec::new(),
+            errors: SourceErrors::new(&[SOURCE]),
+        }
+    }
+
+    /// Answers `call` (`show-all`, `vall`, `pds`, `rebuild`) with `text`.
+    fn answer(&self, call: &str, text: &str) {
+        std::fs::write(self.dir.path().join(format!("{call}.json")), text).expect("answer");
+    }
+
+    fn answer_file(&self, call: &str, name: &str) {
+        self.answer(
+            call,
+            &std::fs::read_to_string(fixture(name)).expect("fixture"),
+        );
+    }
+
+    fn monitor(&self, program: Option<PathBuf>) -> HwraidMonitor {
+        let cfg = HwraidConfig {
+            storcli: program.unwrap_or_else(|| self.dir.path().join("storcli64")),
+            interval: Duration::from_secs(60),
+            timeout: Duration::from_secs(5),
+            ..HwraidConfig::default()
+        };
+        HwraidMonitor::new_inline(cfg, RiskModel::default(), self.root.clone())
+    }
+
+    /// One sample at `now_s` and the report after it.
+    fn step(&mut self, m: &mut HwraidMonitor, now_s: f64) -> String {
+        let mut cx = SampleCx {
+            root: &self.root,
+            now_s,
+            itv_cs: Some(100),
+            uptime_cs: 0,
+            events: &mut self.events,
+            errors: &mut self.errors,
+        };
+        m.sample(&mut cx);
+        let mut w = LineWriter::new("ds01", &[]);
+        for e in &self.events {
+            e.emit(&mut w, 1_700_000_000_000_000_000, false);
+        }
+        self.events.clear();
+        let mut cx = ReportCx {
+            root: &self.root,
+            ts_ns: 1_700_000_000_000_000_000,
+            now_s,
+            uptime_cs: 0,
+            errors: &mut self.errors,
+        };
+        Collector::report(m, &mut w, &mut cx);
+        String::from_utf8(w.take()).expect("utf8")
+    }
+}
+
+/// No `/c0/vall show all` capture of the netdata controller exists: its `show all` answer
+/// stands in for it (the same VD rows, no properties).
+fn netdata(s: &Stand, show_all: &str) {
+    s.answer("show-all", show_all);
+    s.answer("vall", show_all);
+    s.answer_file(
+        "pds",
+        "netdata-c0-eall-sall-show-all-6-sata-media-other-predictive.json",
+    );
+}
+
+fn read(name: &str) -> String {
+    std::fs::read_to_string(fixture(name)).expect("fixture")
+}
+
+#[test]
+fn healthy_raid6_with_its_battery() {
+    let mut s = Stand::new();
+    netdata(
+        &s,
+        &read("netdata-c0-show-all-raid6-optl-ibbu-optimal.json"),
+    );
+    let mut m = s.monitor(None);
+    insta::assert_snapshot!(s.step(&mut m, 1.0));
+}
+
+#[test]
+fn raid6_rebuilding_after_a_healthy_round() {
+    let mut s = Stand::new();
+    netdata(
+        &s,
+        &read("netdata-c0-show-all-raid6-optl-ibbu-optimal.json"),
+    );
+    let mut m = s.monitor(None);
+    s.step(&mut m, 1.0);
+    netdata(
+        &s,
+        &read("edited-netdata-c0-show-all-raid6-dgrd-pd-252-3-rbld.json"),
+    );
+    s.answer_file(
+        "rebuild",
+        "synthetic-c0-eall-sall-show-rebuild-252-3-37pct.json",
+    );
+    let text = s.step(&mut m, 61.0);
+    assert!(
+        text.contains("rebuild_progress_pct=37,rebuild_eta_s=18720i,rebuild_stalled=false"),
+        "{text}"
+    );
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn write_back_fallen_to_write_through() {
+    let mut s = Stand::new();
+    let good = "cloudpods-c0-vall-show-all-7-vds-os-drive-name-wb-wt.json";
+    for c in ["show-all", "vall", "pds"] {
+        s.answer_file(c, good);
+    }
+    let mut m = s.monitor(None);
+    s.step(&mut m, 1.0);
+    for c in ["show-all", "vall", "pds"] {
+        s.answer_file(
+            c,
+            "edited-cloudpods-c0-vall-show-all-v0-write-back-fell-to-rwtd.json",
+        );
+    }
+    let text = s.step(&mut m, 61.0);
+    assert!(
+        text.contains("object=c0/v0/cache text=\"c0/v0: write-back cache fell to write-through"),
+        "{text}"
+    );
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn battery_failed() {
+    let mut s = Stand::new();
+    let healthy = read("netdata-c0-show-all-raid6-optl-ibbu-optimal.json");
+    netdata(&s, &healthy);
+    let mut m = s.monitor(None);
+    s.step(&mut m, 1.0);
+    // The same controller's answer with its BBU's `State` Failed (no real capture of one).
+    let failed = healthy.replace(
+        "\"Model\": \"iBBU08\",\n            \"State\": \"Optimal\"",
+        "\"Model\": \"iBBU08\",\n            \"State\": \"Failed\"",
+    );
+    assert_ne!(failed, healthy);
+    netdata(&s, &failed);
+    let text = s.step(&mut m, 61.0);
+    assert!(text.contains("bbu_state=\"Failed\",bbu_ok=false"), "{text}");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn garbage_or_truncated_json_keeps_the_last_good_state() {
+    let mut s = Stand::new();
+    let healthy = read("netdata-c0-show-all-raid6-optl-ibbu-optimal.json");
+    netdata(&s, &healthy);
+    let mut m = s.monitor(None);
+    let good = s.step(&mut m, 1.0);
+    for (bad, why) in [
+        ("garbage-not-json-error-line.json", "exit status 0: line 1"),
+        (
+            "truncated-netdata-c0-show-all-at-3000-bytes.json",
+            "exit status 0: line ",
+        ),
+    ] {
+        s.answer_file("show-all", bad);
+        let text = s.step(
+            &mut m,
+            61.0 + 60.0 * f64::from(u8::from(bad.starts_with('t'))),
+        );
+        let ctl = text
+            .lines()
+            .find(|l| l.starts_with("raid_controller,"))
+            .expect("controller line kept");
+        assert!(ctl.contains("read_ok=false,last_read_age_s="), "{ctl}");
+        assert!(
+            ctl.contains(&format!("read_error=\"storcli /call show all J: {why}")),
+            "{ctl}"
+        );
+        // the VD and drive lines are those of the last good round
+        let keep = |t: &str| {
+            t.lines()
+                .filter(|l| l.starts_with("raid_vd,") || l.starts_with("raid_pd,"))
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(keep(&text), keep(&good));
+    }
+    let totals = s.errors.totals();
+    assert_eq!(totals, vec![(SOURCE.to_owned(), 2)]);
+}
+
+#[test]
+fn no_storcli_no_lines_no_error() {
+    let mut s = Stand::new();
+    let mut m = s.monitor(Some(PathBuf::from("/nonexistent/storcli64")));
+    assert_eq!(s.step(&mut m, 1.0), "");
+    assert_eq!(s.step(&mut m, 61.0), "");
+    assert_eq!(s.errors.interval_sum(), 0);
+}
+
+#[test]
+fn a_failed_controller_answer_is_reported_with_its_message() {
+    let mut s = Stand::new();
+    let f = "pystorcli2-c0-show-status-failure-incomplete-foreign-config.json";
+    for c in ["show-all", "vall", "pds"] {
+        s.answer_file(c, f);
+    }
+    let mut m = s.monitor(None);
+    let text = s.step(&mut m, 1.0);
+    let ctl = text
+        .lines()
+        .find(|l| l.starts_with("raid_controller,"))
+        .expect("controller line");
+    assert!(ctl.contains("read_ok=false"), "{ctl}");
+    assert!(ctl.contains("Incomplete foreign configuration"), "{ctl}");
+    assert!(text.lines().any(|l| l.starts_with("raid_vd,")), "{text}");
+}
