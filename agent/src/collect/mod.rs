@@ -309,18 +309,19 @@ pub fn storage(cfg: &Config, inline: bool) -> Vec<Box<dyn Collector>> {
         });
     }
     if cfg.md.enabled {
-        v.push(Box::new(MdMonitor::new(cfg.md.clone(), cfg.risk)));
+        v.push(Box::new(
+            MdMonitor::new(cfg.md.clone(), cfg.risk).with_book(book.clone()),
+        ));
     }
     if cfg.zpool.enabled {
         let runner = Arc::new(SystemRunner);
         v.push(if inline {
-            Box::new(ZpoolMonitor::new_inline(
-                cfg.zpool.clone(),
-                cfg.risk,
-                runner,
-            ))
+            Box::new(
+                ZpoolMonitor::new_inline(cfg.zpool.clone(), cfg.risk, runner)
+                    .with_book(book.clone()),
+            )
         } else {
-            Box::new(ZpoolMonitor::new(cfg.zpool.clone(), cfg.risk, runner))
+            Box::new(ZpoolMonitor::new(cfg.zpool.clone(), cfg.risk, runner).with_book(book.clone()))
         });
     }
     // storcli reads this machine's controllers: on another sys root (a fixture, the simulator)
