@@ -14,6 +14,7 @@ pub mod agents;
 pub mod fs;
 pub mod model;
 pub mod render;
+pub mod render_drive;
 pub mod scenario;
 pub mod sim;
 pub mod tree;

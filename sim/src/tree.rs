@@ -111,7 +111,7 @@ impl Tree {
     }
 
     /// Writes an executable script.
-    fn script(&mut self, rel: &str, text: &str) -> io::Result<()> {
+    pub(crate) fn script(&mut self, rel: &str, text: &str) -> io::Result<()> {
         self.write(rel, text)?;
         let path = self.root.join(rel);
         let mut perm = fs::metadata(&path)?.permissions();
@@ -120,7 +120,7 @@ impl Tree {
     }
 
     /// A symlink `rel` → `target` (replaced if it exists).
-    fn link(&self, target: &str, rel: &str) -> io::Result<()> {
+    pub(crate) fn link(&self, target: &str, rel: &str) -> io::Result<()> {
         let path = self.root.join(rel);
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir)?;
@@ -161,6 +161,8 @@ esac
 /// holders, queue tunables, the NICs' link attributes, the host name and the tool stand-ins.
 pub fn write_static(t: &mut Tree, h: &Host) -> io::Result<()> {
     t.write("host", &format!("{}\n", h.name))?;
+    // first: a disk's `device/` may be a link to its SCSI device
+    crate::render_drive::write_static(t, h)?;
     t.script("bin/zpool", ZPOOL_SH)?;
     t.script("bin/dmsetup", DMSETUP_SH)?;
     for d in &h.devices {
@@ -274,6 +276,7 @@ pub fn write_dynamic(t: &mut Tree, h: &Host) -> io::Result<()> {
             t.write(&format!("sys/block/{}/md/{rel}", a.name), &text)?;
         }
     }
+    crate::render_drive::write_dynamic(t, h)?;
     t.write("run/dmsetup-status.txt", &render::dmsetup_status(&h.maps))?;
     t.write("run/dmsetup-table.txt", &render::dmsetup_table(&h.maps))?;
     t.write(

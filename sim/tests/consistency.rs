@@ -187,6 +187,9 @@ fn every_scenario_keeps_the_kernels_invariants() {
                 | Kind::MdStalled
                 | Kind::MdCheck
                 | Kind::WorkerStaging
+                | Kind::HwraidRebuild
+                | Kind::HwraidCacheWt
+                | Kind::NvmeWearout
         ) {
             let st = dmmultipath::parse_status(&run("dmsetup-status.txt"));
             assert!(st.errors.is_empty(), "{:?}", st.errors);

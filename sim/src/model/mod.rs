@@ -10,9 +10,11 @@
 //! traffic). The counters that result keep the kernel's invariants: `io_ms` ≤ 1000 per second,
 //! `time_in_queue` = the sum of the per-direction times, sectors = I/Os × request size, and every
 //! CPU's jiffies add up to 100 per second.
+mod drive;
 mod io;
 mod storage;
 
+pub use drive::*;
 pub use io::*;
 pub use storage::*;
 
@@ -162,6 +164,8 @@ pub struct Host {
     pub psi_some: Psi,
     pub psi_full: Psi,
     pub mem_total_kb: u64,
+    /// SMART data of the disks, and a hardware RAID controller (`drive.rs`).
+    pub drives: Drives,
     pub rng: Rand,
 }
 
@@ -189,6 +193,7 @@ impl Host {
             psi_some: Psi::default(),
             psi_full: Psi::default(),
             mem_total_kb: mem_gb * 1024 * 1024,
+            drives: Drives::default(),
             rng,
         }
     }

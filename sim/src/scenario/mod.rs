@@ -12,7 +12,7 @@ use crate::model::{
 };
 
 /// Every scenario, in `--list` order.
-pub const ALL: [Kind; 18] = [
+pub const ALL: [Kind; 21] = [
     Kind::Healthy,
     Kind::WriteStorm,
     Kind::MultipathFlap,
@@ -31,6 +31,9 @@ pub const ALL: [Kind; 18] = [
     Kind::WorkerStaging,
     Kind::ReadaheadDrift,
     Kind::FsFilling,
+    Kind::HwraidRebuild,
+    Kind::HwraidCacheWt,
+    Kind::NvmeWearout,
 ];
 
 /// A scenario's name.
@@ -54,6 +57,9 @@ pub enum Kind {
     WorkerStaging,
     ReadaheadDrift,
     FsFilling,
+    HwraidRebuild,
+    HwraidCacheWt,
+    NvmeWearout,
 }
 
 impl Kind {
@@ -78,6 +84,9 @@ impl Kind {
             Kind::WorkerStaging => "worker-staging",
             Kind::ReadaheadDrift => "readahead-drift",
             Kind::FsFilling => "fs-filling",
+            Kind::HwraidRebuild => "hwraid-rebuild",
+            Kind::HwraidCacheWt => "hwraid-cache-wt",
+            Kind::NvmeWearout => "nvme-wearout",
         }
     }
 
@@ -102,6 +111,9 @@ impl Kind {
             Kind::WorkerStaging => "worker node, 16 jobs staging input on one HDD: bursts of 100 % util, iowait and PSI io high",
             Kind::ReadaheadDrift => "healthy disk server whose devices have read_ahead_kb 64 (the fleet has 8192): small reads, util twice as high",
             Kind::FsFilling => "healthy disk server whose /srv/mpatha fills at ~300 MB/s net (full in ~10 h) and whose /srv/mpathb is 96.5 % full",
+            Kind::HwraidRebuild => "MegaRAID disk server, RAID6 VD degraded and rebuilding onto the hot spare; after 10 min another member of it grows pending sectors",
+            Kind::HwraidCacheWt => "MegaRAID disk server whose BBU fails after 2 min: both VDs' cache falls from write-back to write-through",
+            Kind::NvmeWearout => "NVMe node, one SSD past 100 % of its rated endurance, its spare falling below threshold (critical warning), media errors appearing",
         }
     }
 
@@ -112,6 +124,7 @@ impl Kind {
 }
 
 mod hardware;
+mod hwraid;
 mod zpool;
 
 use hardware::*;
@@ -188,6 +201,9 @@ impl Scenario {
             Kind::ZpoolCacheFaulted => build_zpool_cache_faulted(&mut h),
             Kind::ZpoolRaidz1Resilver => build_zpool_raidz1(&mut h),
             Kind::WorkerStaging => self.build_worker(&mut h),
+            Kind::HwraidRebuild => hwraid::build_hwraid(&mut h, true),
+            Kind::HwraidCacheWt => hwraid::build_hwraid(&mut h, false),
+            Kind::NvmeWearout => hwraid::build_nvme(&mut h),
             Kind::ReadaheadDrift => disk_server(&mut h, 64),
             Kind::MultipathDegraded => {
                 disk_server(&mut h, 8192);
@@ -220,6 +236,7 @@ impl Scenario {
         }
         self.drive(&mut h);
         h.backfill();
+        hwraid::default_smart(&mut h);
         h
     }
 
@@ -320,6 +337,7 @@ impl Scenario {
     /// Sets the host's demand and state for the coming second.
     pub fn drive(&mut self, h: &mut Host) {
         let t = self.t_s();
+        hwraid::tick_drives(h);
         match self.kind {
             Kind::Healthy | Kind::MultipathDegraded | Kind::FsFilling | Kind::MultipathHung => {
                 self.server_io(h, |k, rng| {
@@ -473,6 +491,7 @@ impl Scenario {
                 };
             }
             Kind::WorkerStaging => self.worker(h),
+            Kind::HwraidRebuild | Kind::HwraidCacheWt | Kind::NvmeWearout => self.drive_hw(h),
         }
         self.tick += 1;
     }

@@ -1,0 +1,474 @@
+//! Drive health and hardware RAID: the SMART data every simulated disk has, and the scenarios
+//! of a MegaRAID disk server (`hwraid-rebuild`, `hwraid-cache-wt`) and of an NVMe node wearing
+//! out (`nvme-wearout`).
+
+use super::*;
+use crate::model::{Bbu, Controller, DriveProtocol, NvmeLog, Pd, PdRebuild, Rand, Smart, Vd};
+
+/// An 8 TB SATA disk (Seagate Exos 7E8), bytes.
+const HDD_8TB: u64 = 8_001_563_222_016;
+/// A 3.84 TB NVMe SSD, bytes.
+const NVME_3T84: u64 = 3_840_755_982_336;
+/// An NVMe SSD: a few tens of µs per request, ~3 GB/s.
+const NVME: Service = Service {
+    overhead_ms: 0.02,
+    kb_per_ms: 3000.0,
+};
+/// Drives of the MegaRAID scenarios: enclosure 64 (an expander backplane), device id = 20 +
+/// slot.
+const EID: u32 = 64;
+const DID_BASE: u32 = 20;
+/// hwraid-rebuild: the failed slot (its hot spare rebuilds in its place), the hot spare, and
+/// the member of the same VD that grows pending sectors after 10 min.
+const FAILED_SLOT: u32 = 3;
+const SPARE_SLOT: u32 = 24;
+const WEAK_SLOT: u32 = 7;
+/// nvme-wearout: the drive that wears out.
+const WORN: &str = "nvme2n1";
+
+fn alnum(rng: &mut Rand, n: usize) -> String {
+    const A: &[u8] = b"0123456789ABCDEFGHJKLMNPQRSTVWXYZ";
+    (0..n)
+        .map(|_| char::from(A[rng.int(0, (A.len() - 1) as u64) as usize]))
+        .collect()
+}
+
+fn blank(protocol: DriveProtocol, rng: &mut Rand, up_s: u64) -> Smart {
+    // in service 1–4 years before this boot
+    let deployed = rng.int(365, 4 * 365) * 86_400;
+    Smart {
+        protocol,
+        vendor: String::new(),
+        model: String::new(),
+        serial: String::new(),
+        wwn: None,
+        lun_id: None,
+        firmware: String::new(),
+        capacity_bytes: 0,
+        rotation_rpm: 0,
+        power_on_s: deployed + up_s,
+        power_cycles: rng.int(8, 40),
+        temperature_c: rng.int(29, 36) as i64,
+        passed: true,
+        reallocated: 0,
+        reported_uncorrect: 0,
+        pending: 0,
+        offline_uncorrectable: 0,
+        crc_errors: 0,
+        error_log_entries: 0,
+        grown_defects: 0,
+        uncorrected_read: 0,
+        uncorrected_write: 0,
+        uncorrected_verify: 0,
+        non_medium: 0,
+        gb_read: 0.0,
+        gb_written: 0.0,
+        nvme: NvmeLog::default(),
+    }
+}
+
+fn seagate_wwn(rng: &mut Rand) -> u64 {
+    0x5000_c500_0000_0000 | rng.int(0x1000_0000, 0xffff_ffff)
+}
+
+/// Gives every disk without SMART data a healthy record: serial, WWN, power-on hours from its
+/// years in service, the bytes it moved since boot. Called once the host is built (and its
+/// counters filled with its uptime's history).
+pub(super) fn default_smart(h: &mut Host) {
+    let up_s = h.uptime_s();
+    let vds: Vec<String> = h
+        .drives
+        .controller
+        .iter()
+        .flat_map(|c| c.vds.iter().map(|v| v.dev.clone()))
+        .collect();
+    let seed = h
+        .name
+        .bytes()
+        .fold(h.uptime_cs, |a, b| a.rotate_left(7) ^ u64::from(b));
+    let mut rng = Rand::new(seed);
+    for d in &h.devices {
+        let sd = d.name.starts_with("sd");
+        if !(sd || d.name.starts_with("nvme"))
+            || vds.contains(&d.name)
+            || h.drives.disks.contains_key(&d.name)
+        {
+            continue;
+        }
+        let bytes = d.size_sectors * 512;
+        let mut m;
+        if !sd {
+            m = blank(DriveProtocol::Nvme, &mut rng, up_s);
+            m.model = "SAMSUNG MZQL23T8HCLS-00A07".into();
+            m.serial = format!("S64HNE0R{}", rng.int(100_000, 999_999));
+            m.firmware = "GDC5602Q".into();
+            m.nvme = NvmeLog {
+                percentage_used: rng.int(8, 30),
+                available_spare: 100,
+                available_spare_threshold: 10,
+                unsafe_shutdowns: rng.int(2, 12),
+                ..NvmeLog::default()
+            };
+        } else if d.vendor == "ATA" {
+            m = blank(DriveProtocol::Ata, &mut rng, up_s);
+            m.model = d.model.trim().to_owned();
+            m.serial = format!("S6{}", alnum(&mut rng, 12));
+            m.wwn = Some(0x5002_5388_0000_0000 | rng.int(0x1000_0000, 0xffff_ffff));
+            m.firmware = "GDC7302Q".into();
+            m.rotation_rpm = if d.rotational { 7200 } else { 0 };
+        } else if let Role::Path { map } = &d.role {
+            // a LUN of the external RAID: both paths name the same LUN
+            m = blank(DriveProtocol::Scsi, &mut rng, up_s);
+            m.vendor = d.vendor.clone();
+            m.model = d.model.clone();
+            let wwid = h
+                .maps
+                .iter()
+                .find(|x| &x.name == map)
+                .map_or("36d039ea0001a2b3c000004e165f3a1b2c", |x| x.wwid.as_str());
+            m.serial = format!(
+                "SV{}",
+                &wwid.get(wwid.len().saturating_sub(10)..).unwrap_or("0")
+            );
+            m.lun_id = Some(format!("0x{}", wwid.get(1..).unwrap_or(wwid)));
+            m.firmware = "0840".into();
+            m.rotation_rpm = 7200;
+            m.power_on_s = up_s + 900 * 86_400;
+            m.temperature_c = 0;
+        } else {
+            m = blank(DriveProtocol::Scsi, &mut rng, up_s);
+            m.vendor = d.vendor.clone();
+            m.model = d.model.clone();
+            m.serial = format!(
+                "ZL2{}0000C{}",
+                alnum(&mut rng, 5),
+                rng.int(1000_0000, 9999_9999)
+            );
+            m.wwn = Some(seagate_wwn(&mut rng));
+            m.firmware = "E004".into();
+            m.rotation_rpm = if d.rotational { 7200 } else { 0 };
+        }
+        m.capacity_bytes = if m.protocol == DriveProtocol::Nvme {
+            bytes.max(NVME_3T84 / 2)
+        } else {
+            bytes
+        };
+        m.gb_read = d.c.r_sect as f64 * 512.0 / 1e9;
+        m.gb_written = d.c.w_sect as f64 * 512.0 / 1e9;
+        m.nvme.data_units_read = d.c.r_sect / 1000;
+        m.nvme.data_units_written = d.c.w_sect / 1000;
+        m.nvme.host_reads = d.c.r_ios;
+        m.nvme.host_writes = d.c.w_ios;
+        h.drives.disks.insert(d.name.clone(), m);
+    }
+}
+
+/// One second of every drive: powered on a second longer, the bytes the disk moved in the last
+/// second counted (SCSI gigabytes processed, NVMe data units), rebuilds advance.
+pub(super) fn tick_drives(h: &mut Host) {
+    h.drives.tick();
+    let Host {
+        devices, drives, ..
+    } = h;
+    for d in devices.iter() {
+        if let Some(m) = drives.disks.get_mut(&d.name) {
+            let s = d.last;
+            m.gb_read += s.r_sect as f64 * 512.0 / 1e9;
+            m.gb_written += s.w_sect as f64 * 512.0 / 1e9;
+            if m.protocol == DriveProtocol::Nvme {
+                m.nvme.data_units_read += s.r_sect / 1000;
+                m.nvme.data_units_written += s.w_sect / 1000;
+                m.nvme.host_reads += s.r_ios;
+                m.nvme.host_writes += s.w_ios;
+            }
+        }
+    }
+}
+
+/// The MegaRAID disk server: an OS SSD `sda` on the chipset's AHCI port, a MegaRAID 9361-24i
+/// with 25 × 8 TB SATA disks in an expander backplane (enclosure 64): two RAID6 VDs of 12
+/// (`sdb`, `sdc`) and a global hot spare. `rebuild`: slot 3 of VD 0 failed (`UBad`) and the
+/// hot spare (slot 24) rebuilds in its place.
+pub(super) fn build_hwraid(h: &mut Host, rebuild: bool) {
+    let mut rng = Rand::new(h.uptime_cs ^ 0x9361);
+    let up_s = h.uptime_s();
+    let mut os = sd(0, Role::Disk, SSD_960_SECT, SSD);
+    os.rotational = false;
+    os.vendor = "ATA".to_owned();
+    os.model = "SAMSUNG MZ7L3960".to_owned();
+    os.tunables.read_ahead_kb = 128;
+    h.devices.push(os);
+    h.drives
+        .scsi
+        .insert("sda".into(), ((1, 0, 0, 0), "ahci".into()));
+
+    let mut pds = Vec::new();
+    for slot in 0..=SPARE_SLOT {
+        let mut m = blank(DriveProtocol::Ata, &mut rng, up_s);
+        m.model = "ST8000NM000A-2KE101".into();
+        m.serial = format!("WKD{}", alnum(&mut rng, 5));
+        m.wwn = Some(seagate_wwn(&mut rng));
+        m.firmware = "SN04".into();
+        m.capacity_bytes = HDD_8TB;
+        m.rotation_rpm = 7200;
+        m.gb_read = rng.range(180_000.0, 420_000.0);
+        m.gb_written = m.gb_read * 0.35;
+        let (dg, row, state) = match slot {
+            SPARE_SLOT if rebuild => (Some(0), Some(FAILED_SLOT), "Rbld"),
+            SPARE_SLOT => (None, None, "GHS"),
+            FAILED_SLOT if rebuild => (None, None, "UBad"),
+            s => (Some(s / 12), Some(s % 12), "Onln"),
+        };
+        let mut pd = Pd {
+            eid: EID,
+            slot,
+            did: DID_BASE + slot,
+            state: state.to_owned(),
+            dg,
+            row,
+            interface: "SATA".into(),
+            medium: "HDD".into(),
+            media_errors: 0,
+            other_errors: 0,
+            predictive_failures: 0,
+            smart_alert: false,
+            rebuild: None,
+            smart: m,
+        };
+        if slot == SPARE_SLOT && rebuild {
+            // a new disk: a few hours powered on
+            pd.smart.power_on_s = rng.int(2, 30) * 3600;
+            pd.smart.gb_read = 0.0;
+            pd.smart.gb_written = 0.0;
+            pd.rebuild = Some(PdRebuild {
+                done_bytes: HDD_8TB as f64 * rng.range(0.34, 0.40),
+                rate_bps: 180e6,
+            });
+        }
+        if slot == FAILED_SLOT && rebuild {
+            let s = &mut pd.smart;
+            s.passed = false;
+            s.reallocated = 3904;
+            s.pending = 2216;
+            s.offline_uncorrectable = 2216;
+            s.reported_uncorrect = 412;
+            s.error_log_entries = 412;
+            pd.media_errors = 1487;
+            pd.other_errors = 12;
+            pd.predictive_failures = 4;
+            pd.smart_alert = true;
+        }
+        pds.push(pd);
+    }
+    let mut vds = Vec::new();
+    for vd in 0..2u32 {
+        let members: Vec<usize> = (0..12u32)
+            .map(|row| {
+                let slot = vd * 12 + row;
+                if rebuild && slot == FAILED_SLOT {
+                    SPARE_SLOT as usize
+                } else {
+                    slot as usize
+                }
+            })
+            .collect();
+        let coerced = HDD_8TB / (1 << 30) * (1 << 30) - (1 << 30);
+        let dev = sd_name(1 + vd as usize);
+        let naa_id = format!("600605b00d1e2f30{:016x}", rng.int(1 << 60, u64::MAX));
+        let size = coerced * 10;
+        let mut d = sd(1 + vd as usize, Role::Disk, size / 512, RAID_LUN);
+        d.vendor = "AVAGO".into();
+        d.model = "MR9361-24i".into();
+        d.tunables.read_ahead_kb = 4096;
+        h.devices.push(d);
+        h.drives
+            .scsi
+            .insert(dev.clone(), ((0, 2, vd, 0), "megaraid_sas".into()));
+        vds.push(Vd {
+            dg: vd,
+            vd,
+            name: format!("data{vd}"),
+            level: "RAID6".into(),
+            parity: 2,
+            members,
+            dev,
+            naa_id,
+            write_back_configured: true,
+            size_bytes: size,
+            strip_kb: 256,
+        });
+    }
+    h.drives.controller = Some(Controller {
+        number: 0,
+        model: "AVAGO MegaRAID SAS 9361-24i".into(),
+        serial: format!("SK{}", rng.int(70_000_000, 99_999_999)),
+        firmware: "4.740.00-8452".into(),
+        scsi_host: 0,
+        roc_temperature_c: 68,
+        bbu: Some(Bbu {
+            model: "iBBU09".into(),
+            state: "Optimal".into(),
+            temperature_c: 31,
+        }),
+        vds,
+        pds,
+    });
+    nics(h, 10_000, 9000);
+}
+
+/// The NVMe node: an OS SSD `sda` and four 3.84 TB NVMe SSDs (`nvme0n1`…`nvme3n1`) taking a
+/// write-heavy load; `nvme2n1` is at the end of its rated endurance.
+pub(super) fn build_nvme(h: &mut Host) {
+    let mut rng = Rand::new(h.uptime_cs ^ 0x4e56);
+    let up_s = h.uptime_s();
+    let mut os = sd(0, Role::Disk, SSD_960_SECT, SSD);
+    os.rotational = false;
+    os.vendor = "ATA".to_owned();
+    os.model = "SAMSUNG MZ7L3960".to_owned();
+    os.tunables.read_ahead_kb = 128;
+    h.devices.push(os);
+    for i in 0..4u32 {
+        let name = format!("nvme{i}n1");
+        let mut d = Device::new(&name, 259, i, Role::Disk, NVME_3T84 / 512);
+        d.svc = NVME;
+        d.rotational = false;
+        d.tunables.read_ahead_kb = 128;
+        d.tunables.nr_requests = 1023;
+        d.vendor = String::new();
+        d.model = "SAMSUNG MZQL23T8HCLS-00A07".into();
+        h.devices.push(d);
+        let mut m = blank(DriveProtocol::Nvme, &mut rng, up_s);
+        m.model = "SAMSUNG MZQL23T8HCLS-00A07".into();
+        m.serial = format!("S64HNE0R{}", rng.int(100_000, 999_999));
+        m.firmware = "GDC5602Q".into();
+        m.capacity_bytes = NVME_3T84;
+        m.temperature_c = rng.int(38, 44) as i64;
+        m.nvme = NvmeLog {
+            percentage_used: rng.int(31, 47),
+            available_spare: 100,
+            available_spare_threshold: 10,
+            unsafe_shutdowns: rng.int(2, 9),
+            ..NvmeLog::default()
+        };
+        if name == WORN {
+            m.nvme.percentage_used = 99;
+            m.nvme.available_spare = 14;
+        }
+        h.drives.disks.insert(name, m);
+    }
+    nics(h, 25_000, 9000);
+}
+
+impl Scenario {
+    /// hwraid-rebuild, hwraid-cache-wt, nvme-wearout: the load and the incident's timeline.
+    pub(super) fn drive_hw(&mut self, h: &mut Host) {
+        let t = self.t_s();
+        let tick = self.tick;
+        match self.kind {
+            Kind::HwraidRebuild | Kind::HwraidCacheWt => {
+                let weak_from = self.ticks(600.0);
+                let every = self.ticks(20.0);
+                let bbu_fails = self.ticks(120.0);
+                let kind = self.kind;
+                let noise = h.rng.noise(0.08);
+                let roc = 67 + h.rng.int(0, 3) as i64;
+                let degraded = if let Some(c) = &mut h.drives.controller {
+                    c.roc_temperature_c = roc;
+                    for p in &mut c.pds {
+                        if let Some(r) = &mut p.rebuild {
+                            r.rate_bps = 180e6 * noise;
+                        }
+                    }
+                    if kind == Kind::HwraidRebuild
+                        && tick >= weak_from
+                        && (tick - weak_from) % every == 0
+                    {
+                        let n = (tick - weak_from) / every;
+                        if let Some(p) = c.pds.iter_mut().find(|p| p.slot == WEAK_SLOT) {
+                            let s = &mut p.smart;
+                            s.pending += 8;
+                            s.reported_uncorrect += 1;
+                            s.error_log_entries += 1;
+                            if n % 4 == 3 {
+                                s.offline_uncorrectable += 8;
+                            }
+                            p.media_errors += 1;
+                        }
+                    }
+                    if kind == Kind::HwraidCacheWt && tick == bbu_fails {
+                        if let Some(b) = &mut c.bbu {
+                            b.state = "Failed".into();
+                        }
+                    }
+                    c.vds.first().is_some_and(|v| c.vd_state(v) != "Optl")
+                } else {
+                    false
+                };
+                // Reads and writes on both VDs; the degraded one reconstructs from parity and
+                // shares its disks with the rebuild. Write-through makes every write wait.
+                let wt = h
+                    .drives
+                    .controller
+                    .as_ref()
+                    .and_then(|c| c.vds.first().map(|v| !c.write_back_active(v)))
+                    .unwrap_or(false);
+                let mut rx = 0.0;
+                let mut tx = 0.0;
+                for (k, dev) in ["sdb", "sdc"].iter().enumerate() {
+                    let f = wave(t) * h.rng.noise(0.2);
+                    let (r, w) = (260.0 * f, 90.0 * f);
+                    rx += w * 1e6;
+                    tx += r * 1e6;
+                    if let Some(d) = h.dev_mut(dev) {
+                        d.svc.overhead_ms = RAID_LUN.overhead_ms
+                            + if k == 0 && degraded { 1.5 } else { 0.0 }
+                            + if wt { 2.5 } else { 0.0 };
+                        d.demand = Demand::mbs(r, w, 1024.0, 512.0);
+                    }
+                }
+                os_io(h);
+                set_nic(h, "ens1f0", rx * 1.02, tx * 1.02, 0.0);
+                h.load = base_load();
+            }
+            Kind::NvmeWearout => {
+                let used_every = self.ticks(300.0);
+                let spare_every = self.ticks(60.0);
+                let media_from = self.ticks(240.0);
+                let media_every = self.ticks(45.0);
+                let burst = h.rng.int(1, 3);
+                if let Some(m) = h.drives.disks.get_mut(WORN) {
+                    let n = &mut m.nvme;
+                    if tick > 0 && tick % used_every == 0 {
+                        n.percentage_used = (n.percentage_used + 1).min(255);
+                    }
+                    if tick > 0 && tick % spare_every == 0 {
+                        n.available_spare = n.available_spare.saturating_sub(1);
+                    }
+                    if tick >= media_from && (tick - media_from) % media_every == 0 {
+                        n.media_errors += burst;
+                        m.error_log_entries += burst;
+                    }
+                }
+                for i in 0..4 {
+                    let f = wave(t) * h.rng.noise(0.15);
+                    h.demand(
+                        &format!("nvme{i}n1"),
+                        Demand {
+                            outstanding: 32.0,
+                            ..Demand::mbs(900.0 * f, 600.0 * f, 128.0, 128.0)
+                        },
+                    );
+                }
+                os_io(h);
+                let f = h.rng.noise(0.1);
+                set_nic(h, "ens1f0", 2.4e9 * f, 3.6e9 * f, 0.0);
+                h.load = HostLoad {
+                    system_pct: 9.0,
+                    softirq_pct: 4.0,
+                    ..base_load()
+                };
+            }
+            _ => {}
+        }
+    }
+}
