@@ -1,0 +1,80 @@
+//! The collector on trees written by the tests: what the whole-agent tests (agent/tests/jobs.rs)
+//! cannot time, a job whose directory goes while it is read.
+
+use super::*;
+
+fn tree() -> (tempfile::TempDir, Root) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sys = dir.path().join("sys");
+    let cg = sys.join("fs/cgroup");
+    std::fs::create_dir_all(cg.join("system.slice/slurmstepd.scope/job_7/step_0")).expect("mkdir");
+    std::fs::write(cg.join("cgroup.controllers"), "cpu io memory\n").expect("write");
+    let root = Root::new(dir.path().join("proc"), sys);
+    (dir, root)
+}
+
+fn job(root: &Root) -> PathBuf {
+    root.sys("fs/cgroup/system.slice/slurmstepd.scope/job_7")
+}
+
+#[test]
+fn a_job_whose_files_are_gone_when_read_has_ended_and_is_no_error() {
+    let (_dir, root) = tree();
+    let mut c = JobsCollector::new(
+        JobsConfig::default(),
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(10),
+    );
+    let mut errors = SourceErrors::new(&[CGROUP]);
+    // listed, but its files already gone (the kernel removed the directory after the walk)
+    c.read(&root, 100, &mut errors);
+    assert!(c.jobs.is_empty(), "{:?}", c.jobs.keys().collect::<Vec<_>>());
+    assert_eq!(errors.interval_sum(), 0);
+    // now with its files, then gone between two readings
+    std::fs::write(job(&root).join("cpu.stat"), "usage_usec 5\nuser_usec 3\nsystem_usec 2\n").expect("write");
+    c.read(&root, 200, &mut errors);
+    assert_eq!(c.jobs.len(), 1);
+    std::fs::remove_dir_all(job(&root)).expect("rm");
+    c.read(&root, 300, &mut errors);
+    assert!(c.jobs.is_empty());
+    assert_eq!((c.pending.ended, c.pending.count), (1, 0));
+    assert_eq!(errors.interval_sum(), 0);
+}
+
+#[test]
+fn a_malformed_file_is_a_source_error_and_the_job_goes_on() {
+    let (_dir, root) = tree();
+    let mut c = JobsCollector::new(
+        JobsConfig::default(),
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(10),
+    );
+    let mut errors = SourceErrors::new(&[CGROUP]);
+    std::fs::write(job(&root).join("cpu.stat"), "usage_usec 5\nuser_usec 3\nsystem_usec 2\n").expect("write");
+    std::fs::write(job(&root).join("memory.current"), "lots\n").expect("write");
+    c.read(&root, 100, &mut errors);
+    assert_eq!(c.jobs.len(), 1);
+    assert_eq!(errors.interval_sum(), 1, "{:?}", errors.take_interval());
+}
+
+#[test]
+fn job_and_slot_tags() {
+    let root =
+        "system.slice/htcondor/condor_var_lib_condor_execute_slot1_3@wn042.example.org.slice";
+    let id = JobId::HtcondorSlotSlice("slot1_3@wn042.example.org".into());
+    assert_eq!(
+        job_tags(&id, root),
+        (
+            "condor_var_lib_condor_execute_slot1_3@wn042.example.org".into(),
+            Some("slot1_3".into())
+        )
+    );
+    assert_eq!(
+        job_tags(&JobId::SlurmJobId(1234), "x/job_1234"),
+        ("1234".into(), None)
+    );
+    assert_eq!(
+        job_tags(&JobId::Sluid("s5K1KKYAYG5D00".into()), "x/s5K1KKYAYG5D00"),
+        ("s5K1KKYAYG5D00".into(), None)
+    );
+}
