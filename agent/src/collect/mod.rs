@@ -332,9 +332,9 @@ pub fn storage(cfg: &Config, inline: bool) -> Vec<Box<dyn Collector>> {
         let root = crate::root::Root::new(&cfg.proc_root, &cfg.sys_root);
         let (c, r) = (cfg.hwraid.clone(), cfg.risk);
         v.push(if inline {
-            Box::new(hwraid::HwraidMonitor::new_inline(c, r, root))
+            Box::new(hwraid::HwraidMonitor::new_inline(c, r, root).with_book(book.clone()))
         } else {
-            Box::new(hwraid::HwraidMonitor::new(c, r, root))
+            Box::new(hwraid::HwraidMonitor::new(c, r, root).with_book(book.clone()))
         });
     }
     // The disks are named by the sys root, and smartctl reads this machine's /dev: on another

@@ -28,9 +28,10 @@ use std::time::Duration;
 use serde::Deserialize;
 use storwatch_wire::lp::LineWriter;
 
+use super::drive::DriveBook;
 use super::{Collector, Live, ReportCx, SampleCx};
 use crate::command::CommandWorker;
-use crate::health::hwraid::{HwraidDetector, Params, VdStatus};
+use crate::health::hwraid::{HwraidDetector, MemberReading, Params, VdStatus};
 use crate::health::risk::RiskModel;
 use crate::root::Root;
 use job::{HwraidJob, JobConfig, Update};
@@ -103,6 +104,8 @@ pub struct HwraidMonitor {
     read_at_s: Option<f64>,
     /// `c0` → storcli's message, for controllers whose answer said `Failure`.
     failed: BTreeMap<String, String>,
+    /// The drive monitor's readings, whose rate of a drive is preferred over storcli's counters.
+    book: Option<DriveBook>,
 }
 
 impl std::fmt::Debug for HwraidMonitor {
@@ -133,7 +136,15 @@ impl HwraidMonitor {
             read_error: None,
             read_at_s: None,
             failed: BTreeMap::new(),
+            book: None,
         }
+    }
+
+    /// Takes each drive's own rate from `book` (the drive monitor's smartctl reading of it,
+    /// found by serial, then WWN) where it has one, rather than from storcli's counters.
+    pub fn with_book(mut self, book: DriveBook) -> Self {
+        self.book = Some(book);
+        self
     }
 
     /// A monitor that runs a due round in the sample that finds it due, waiting for it (each
@@ -173,8 +184,28 @@ impl HwraidMonitor {
         };
         match result {
             Ok(round) => {
-                self.detector
-                    .observe(&round.controllers, &round.devices, t, cx.events);
+                let view = self.book.as_ref().map(DriveBook::view);
+                let window_h = self.detector.params().risk.open_window_h;
+                let reading = |d: &crate::sources::storcli::PhysicalDrive| {
+                    let v = view.as_deref()?;
+                    let e = d
+                        .serial
+                        .as_deref()
+                        .and_then(|s| v.by_serial(s))
+                        .or_else(|| d.wwn.as_deref().and_then(|w| v.by_wwn(w)))?;
+                    Some(MemberReading {
+                        afr: e.afr,
+                        at_risk: e.at_risk,
+                        failure_probability: e.probability(window_h),
+                    })
+                };
+                self.detector.observe_with(
+                    &round.controllers,
+                    &round.devices,
+                    &reading,
+                    t,
+                    cx.events,
+                );
                 self.read_at_s = Some(t);
                 for e in &round.errors {
                     cx.errors.count(SOURCE, e);

@@ -267,3 +267,59 @@ fn a_failed_controller_answer_is_reported_with_its_message() {
     assert!(ctl.contains("Incomplete foreign configuration"), "{ctl}");
     assert!(text.lines().any(|l| l.starts_with("raid_vd,")), "{text}");
 }
+
+#[test]
+fn a_drive_s_smartctl_reading_is_preferred_to_storcli_s_counters() {
+    let mut s = Stand::new();
+    netdata(
+        &s,
+        &read("edited-netdata-c0-show-all-raid6-dgrd-pd-252-3-rbld.json"),
+    );
+    s.answer_file(
+        "rebuild",
+        "synthetic-c0-eall-sall-show-rebuild-252-3-37pct.json",
+    );
+    let vd = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with("raid_vd,"))
+            .expect("vd line")
+            .to_owned()
+    };
+    let field = |line: &str, key: &str| -> f64 {
+        line.split([' ', ','])
+            .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+            .map(|v| v.trim_end_matches('i'))
+            .and_then(|v| v.parse().ok())
+            .expect("field")
+    };
+    let mut plain = s.monitor(None);
+    let before = vd(&s.step(&mut plain, 1.0));
+    assert_eq!(field(&before, "members_at_risk"), 0.0);
+
+    // smartctl read 252:5 (serial ZL21DC50, clean in storcli's counters) with pending sectors
+    let book = DriveBook::new(false);
+    book.publish(vec![crate::collect::drive::BookEntry {
+        device: "bus/0:megaraid,31".into(),
+        serial: Some("ZL21DC50".into()),
+        wwn: None,
+        model: Some("ST16000NM001G-2KK103".into()),
+        afr: 0.32,
+        at_risk: true,
+        failure_probability: 0.006,
+    }]);
+    let mut joined = s.monitor(None).with_book(book);
+    let text = s.step(&mut joined, 1.0);
+    let after = vd(&text);
+    assert_eq!(field(&after, "members_at_risk"), 1.0, "{after}");
+    // one survivor of five at 16 times the flat rate: the pairs that lose the RAID6 go from
+    // 10 p² to 6 p² + 4 × 16 p², seven times as likely
+    let ratio = field(&after, "rebuild_risk") / field(&before, "rebuild_risk");
+    assert!((6.5..7.5).contains(&ratio), "{before}\n{after}");
+    let pd = text
+        .lines()
+        .find(|l| l.contains(",slot=252:5,"))
+        .expect("252:5");
+    let p = field(pd, "failure_probability");
+    let want = crate::health::risk::disk_failure_probability(0.32, 168.0);
+    assert!((p - want).abs() < 1e-12, "{pd}");
+}

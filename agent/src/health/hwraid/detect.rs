@@ -15,7 +15,7 @@ use super::derive::{
 use super::model::{ControllerStatus, PdStatus, VdStatus};
 use crate::event::Event;
 use crate::health::risk::{loss_probability_members, Exposure, RiskModel};
-use crate::sources::storcli::{Controller, PdState, Slot, VdState, VirtualDrive};
+use crate::sources::storcli::{Controller, PdState, PhysicalDrive, Slot, VdState, VirtualDrive};
 
 /// The source of the events.
 const SOURCE: &str = "hwraid";
@@ -29,6 +29,18 @@ pub struct Params {
     pub eta_window_s: f64,
     /// The rebuild-risk model.
     pub risk: RiskModel,
+}
+
+/// A drive's own rate from elsewhere — the drive monitor's smartctl reading of it — which is
+/// preferred over the rate from storcli's counters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemberReading {
+    /// Its annual failure rate.
+    pub afr: f64,
+    /// A condition raises its rate above the flat one.
+    pub at_risk: bool,
+    /// Its probability of failing within `[risk] open_window_h`.
+    pub failure_probability: f64,
 }
 
 /// One rebuilding drive's progress over time.
@@ -65,6 +77,11 @@ impl HwraidDetector {
         }
     }
 
+    /// The parameters it judges by.
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
     /// Controllers as last observed, by number.
     pub fn controllers(&self) -> &[ControllerStatus] {
         &self.controllers
@@ -86,6 +103,20 @@ impl HwraidDetector {
         &mut self,
         ctls: &[Controller],
         devices: &BTreeMap<String, String>,
+        now_s: f64,
+        events: &mut Vec<Event>,
+    ) {
+        self.observe_with(ctls, devices, &|_| None, now_s, events);
+    }
+
+    /// [`Self::observe`], with each drive's own reading from elsewhere where `reading` has one
+    /// (the smartctl reading of the same drive, found by serial or WWN): it stands in for the
+    /// rate storcli's counters give.
+    pub fn observe_with(
+        &mut self,
+        ctls: &[Controller],
+        devices: &BTreeMap<String, String>,
+        reading: &dyn Fn(&PhysicalDrive) -> Option<MemberReading>,
         now_s: f64,
         events: &mut Vec<Event>,
     ) {
@@ -116,6 +147,15 @@ impl HwraidDetector {
                     }
                 }
                 let risk = pd_risk(&self.params.risk, d);
+                let (afr, at_risk, failure_probability) = match reading(d) {
+                    Some(r) => (Some(r.afr), r.at_risk, Some(r.failure_probability)),
+                    None => (
+                        risk.read.then_some(risk.afr),
+                        risk.read && risk.condition_multiplier > 1.0,
+                        risk.read
+                            .then(|| risk.failure_probability(self.params.risk.open_window_h)),
+                    ),
+                };
                 let vd: Vec<String> = c
                     .virtual_drives
                     .iter()
@@ -142,11 +182,9 @@ impl HwraidDetector {
                         temperature_c: d.temperature_c,
                         rebuild_progress_pct: pct,
                         rebuild_eta_s: eta,
-                        failure_probability: risk
-                            .read
-                            .then(|| risk.failure_probability(self.params.risk.open_window_h)),
-                        afr: risk.read.then_some(risk.afr),
-                        at_risk: risk.read && risk.condition_multiplier > 1.0,
+                        failure_probability,
+                        afr,
+                        at_risk,
                     },
                 );
             }

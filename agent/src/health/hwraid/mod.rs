@@ -18,7 +18,7 @@ mod detect;
 mod model;
 
 pub use derive::{base_redundancy, pd_risk, pd_state_word, vd_state_word};
-pub use detect::{HwraidDetector, Params};
+pub use detect::{HwraidDetector, MemberReading, Params};
 pub use model::{ControllerStatus, PdStatus, VdStatus};
 
 #[cfg(test)]
