@@ -1336,7 +1336,10 @@ pub fn proc_devices(h: &Host) -> String {
 /// devices are written, so that `device/` is the link.
 pub fn write_static(t: &mut Tree, h: &Host) -> io::Result<()> {
     t.script("bin/smartctl", SMARTCTL_SH)?;
-    t.script("bin/storcli64", STORCLI_SH)?;
+    // storcli only where there is a controller: elsewhere it is not installed
+    if h.drives.controller.is_some() {
+        t.script("bin/storcli64", STORCLI_SH)?;
+    }
     t.write("proc/devices", &proc_devices(h))?;
     for (dev, ((host, ch, tg, lun), driver)) in &h.drives.scsi {
         let addr = format!("{host}:{ch}:{tg}:{lun}");

@@ -379,6 +379,13 @@ fn the_stand_ins_print_the_current_state_for_the_agents_command_lines() {
     );
     let devices = std::fs::read_to_string(root.join("proc/devices")).expect("devices");
     assert!(devices.contains(" megaraid_sas_ioctl\n"));
+    // no controller, no storcli
+    let other = dir.path().join("nvme");
+    let nv = crate::sim::Sim::new(&other, Kind::NvmeWearout, "n", 3, 1.0).expect("sim");
+    assert!(!nv.root().join("bin/storcli64").exists());
+    assert!(nv.root().join("bin/smartctl").exists());
+    let devices = std::fs::read_to_string(other.join("proc/devices")).expect("devices");
+    assert!(!devices.contains("megaraid"));
 }
 
 #[test]

@@ -442,7 +442,7 @@ impl Scenario {
                         n.percentage_used = (n.percentage_used + 1).min(255);
                     }
                     if tick > 0 && tick % spare_every == 0 {
-                        n.available_spare = n.available_spare.saturating_sub(1);
+                        n.available_spare = n.available_spare.saturating_sub(1).max(2);
                     }
                     if tick >= media_from && (tick - media_from) % media_every == 0 {
                         n.media_errors += burst;
