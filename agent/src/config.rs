@@ -259,6 +259,11 @@ exclude = []
 # Disks behind a MegaRAID/PERC controller (listed by `smartctl --scan`, read with
 # -d megaraid,N /dev/bus/N) when /proc/devices shows one.
 megaraid = true
+# smartd's JSON state files (smartmontools 8.0: `smartd -j /var/lib/smartmontools/smartd.`):
+# a disk whose file in this directory was written within smartd_state_max_age is read from it
+# instead of running smartctl; without a fresh file, smartctl reads it. Unset: always smartctl.
+# smartd_state_dir = "/var/lib/smartmontools"
+smartd_state_max_age = "1h"
 
 # Hardware RAID controllers (MegaRAID/PERC): every `interval`, on a thread of its own,
 # `storcli /call show all J`, `/call/vall show all J`, `/call/eall/sall show all J` and, while a

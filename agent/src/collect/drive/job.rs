@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::smartd::StateFiles;
 use crate::collect::fs::Placement;
 use crate::command::{CommandError, CommandJob, Finished, Spawned};
 use crate::config::glob_match;
@@ -136,6 +137,10 @@ pub(super) struct JobConfig {
     pub(super) megaraid: bool,
     /// Calls of a round all at its start, and waited for (`once`, stepped tests).
     pub(super) inline: bool,
+    /// smartd's `--jsonstate` directory, read before running smartctl ([`super::smartd`]).
+    pub(super) smartd_state_dir: Option<PathBuf>,
+    /// A state file older than this is stale: smartctl reads the disk.
+    pub(super) smartd_state_max_age: Duration,
 }
 
 /// The drive monitor's [`CommandJob`].
@@ -156,6 +161,8 @@ pub(super) struct DriveJob {
     /// smartctl was looked for and not found (said once, at the first round).
     missing_told: bool,
     missing: bool,
+    /// smartd's fresh state files of this round, by disk.
+    state: StateFiles,
 }
 
 impl DriveJob {
@@ -172,6 +179,7 @@ impl DriveJob {
             last_now_s: 0.0,
             missing_told: false,
             missing: false,
+            state: StateFiles::default(),
         }
     }
 
@@ -220,16 +228,42 @@ impl DriveJob {
         }
         out.push(Update::Disks(disks));
         self.queue.clear();
+        self.state = match &self.cfg.smartd_state_dir {
+            Some(dir) => {
+                let st = StateFiles::list(
+                    dir,
+                    self.cfg.smartd_state_max_age,
+                    std::time::SystemTime::now(),
+                );
+                tracing::debug!(
+                    source = "smartctl",
+                    "{}: fresh smartd state of {} disks",
+                    dir.display(),
+                    st.len()
+                );
+                st
+            }
+            None => StateFiles::default(),
+        };
         if self.missing {
             if !self.missing_told {
                 self.missing_told = true;
+                let what = if self.cfg.smartd_state_dir.is_some() {
+                    "only disks with a fresh smartd state are read"
+                } else {
+                    "drive health is not read"
+                };
                 tracing::info!(
                     source = "smartctl",
-                    "{}: not found; drive health is not read (install smartmontools ≥ 7.0, or set [drive] smartctl)",
+                    "{}: not found; {what} (install smartmontools ≥ 7.0, or set [drive] smartctl)",
                     self.cfg.smartctl.display()
                 );
             }
-            return;
+            // Without smartctl, the disks with a fresh smartd state are still read from it.
+            names.retain(|n| self.state.has(n));
+            if names.is_empty() {
+                return;
+            }
         }
         let n = names.len().max(1) as f64;
         let spacing = if self.cfg.inline {
@@ -387,7 +421,7 @@ impl DriveJob {
 
     /// Starts what is due, asked-for disks first, while fewer than `max_running` run.
     fn start_due(&mut self, now_s: f64, out: &mut Vec<Update>) {
-        if self.missing {
+        if self.missing && self.state.len() == 0 {
             self.asked.clear();
             return;
         }
@@ -409,6 +443,20 @@ impl DriveJob {
             let Some(target) = self.disks.get(&name).cloned() else {
                 continue;
             };
+            // smartd read it lately: its state file is the reading, no command run.
+            if target.device_type.is_none() {
+                if let Some(h) = self.state.reading(&name) {
+                    out.push(Update::Read {
+                        name,
+                        at: Instant::now(),
+                        result: ReadResult::Read(Box::new(h)),
+                    });
+                    continue;
+                }
+            }
+            if self.missing {
+                continue;
+            }
             let mut args = vec!["--json", "-a", "-n", "standby"];
             if let Some(t) = &target.device_type {
                 args.extend(["-d", t.as_str()]);
@@ -784,6 +832,8 @@ mod tests {
             exclude: Vec::new(),
             megaraid: false,
             inline: false,
+            smartd_state_dir: None,
+            smartd_state_max_age: Duration::from_secs(3600),
         };
         let root = Root::new(dir.path().join("proc"), sys);
         let mut job = DriveJob::new(cfg, root, Urgent::default());

@@ -27,6 +27,7 @@
 
 pub mod book;
 mod job;
+mod smartd;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -77,6 +78,14 @@ pub struct DriveConfig {
     /// Read the disks behind MegaRAID/PERC controllers (found with `smartctl --scan`, read with
     /// `-d megaraid,N`) when the kernel has one (default true).
     pub megaraid: bool,
+    /// smartd's `--jsonstate` directory (`smartd -j DIR/smartd.`, smartmontools 8.0): a disk
+    /// whose state file there is fresh is read from it instead of running smartctl (default
+    /// unset: always smartctl).
+    pub smartd_state_dir: Option<PathBuf>,
+    /// A state file modified longer ago than this is stale and smartctl reads the disk
+    /// (default 1h: twice smartd's default 30-minute check interval).
+    #[serde(with = "crate::config::duration")]
+    pub smartd_state_max_age: Duration,
 }
 
 impl Default for DriveConfig {
@@ -90,6 +99,8 @@ impl Default for DriveConfig {
             max_running: 4,
             exclude: Vec::new(),
             megaraid: true,
+            smartd_state_dir: None,
+            smartd_state_max_age: Duration::from_secs(3600),
         }
     }
 }
@@ -204,6 +215,8 @@ impl DriveMonitor {
                 exclude: self.cfg.exclude.clone(),
                 megaraid: self.cfg.megaraid,
                 inline: self.inline,
+                smartd_state_dir: self.cfg.smartd_state_dir.clone(),
+                smartd_state_max_age: self.cfg.smartd_state_max_age,
             },
             self.root.clone(),
             Arc::clone(&self.urgent),

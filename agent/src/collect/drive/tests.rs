@@ -720,3 +720,126 @@ fn members_of_a_degraded_array_are_read_at_once() {
         Some("20i")
     );
 }
+
+/// smartd's `--jsonstate` files, fresh, stand for smartctl on the disks they name; a stale one
+/// (or none) leaves the disk to smartctl. The three files are the corpus' smartd state files
+/// (`/dev/sdc` ATA with 16 pending sectors, `/dev/sdb` SAS with 1445 non-medium errors,
+/// `/dev/nvme0` with its spare below threshold).
+#[test]
+fn fresh_smartd_state_files_replace_smartctl_and_stale_ones_do_not() {
+    let h = Host::new(&["sda", "sdb", "sdc", "nvme0n1"]);
+    let state = h.path("smartd");
+    fs::create_dir_all(&state).unwrap();
+    for (file, kind) in [
+        (
+            "synthetic-smartd-jsonstate-ata-seagate-pending-16.json",
+            "ST3000NM0033-9ZM178-Z1Y00000.ata",
+        ),
+        (
+            "synthetic-smartd-jsonstate-scsi-seagate-non-medium-1445.json",
+            "SEAGATE-ST600MP0036-W3F00000.scsi",
+        ),
+        (
+            "synthetic-smartd-jsonstate-nvme-spare-below-threshold.json",
+            "Samsung_SSD_970_EVO_500GB-S466NX0M000000H.nvme",
+        ),
+    ] {
+        fs::copy(fixture(file), state.join(format!("smartd.{kind}.json"))).unwrap();
+    }
+    // not a state file: ignored
+    h.write(
+        "smartd/smartd.ST3000NM0033-9ZM178-Z1Y00000.ata.state",
+        "temperature-min = 17\n",
+    );
+    let fx = "sce-ata-toshiba-mg09aca18te.json";
+    let smartctl = h.smartctl(&format!(
+        "{}{}{}{}",
+        prints("/dev/sda", fx, 0),
+        prints("/dev/sdb", "libblockdev-scsi-seagate-st600mp0036.json", 0),
+        prints("/dev/sdc", fx, 0),
+        prints("/dev/nvme0n1", "sce-nvme-samsung-970-evo-plus.json", 0),
+    ));
+    let mut c = cfg(smartctl, 60_000, 5000);
+    c.smartd_state_dir = Some(state.clone());
+    c.smartd_state_max_age = Duration::from_secs(600);
+    let mut m = DriveMonitor::new_inline(c, h.root());
+    let mut d = Driver::new(h.root());
+    d.sample(&mut m, 0.0);
+    let called: Vec<String> = h.calls().into_iter().map(|(_, d)| d).collect();
+    assert_eq!(called, ["/dev/sda"], "only the disk without a state file");
+    let text = d.report(&mut m, 1.0);
+    let sdc = line(&text, "sdc");
+    assert_eq!(
+        field(sdc, "pending_sectors").as_deref(),
+        Some("16i"),
+        "{sdc}"
+    );
+    assert!(sdc.contains(",serial=Z1Y00000,"), "{sdc}");
+    let sdb = line(&text, "sdb");
+    assert_eq!(
+        field(sdb, "non_medium_errors").as_deref(),
+        Some("1445i"),
+        "{sdb}"
+    );
+    let nvme = line(&text, "nvme0n1");
+    assert_eq!(
+        field(nvme, "available_spare_pct").as_deref(),
+        Some("9i"),
+        "{nvme}"
+    );
+    assert_eq!(d.error_total(), 0);
+
+    // An hour later the files have not moved: stale, smartctl reads every disk.
+    let old = std::time::SystemTime::now() - Duration::from_secs(3600);
+    for e in fs::read_dir(&state).unwrap() {
+        let f = fs::File::options()
+            .write(true)
+            .open(e.unwrap().path())
+            .unwrap();
+        f.set_modified(old).unwrap();
+    }
+    d.sample(&mut m, 61.0);
+    let mut called: Vec<String> = h.calls().into_iter().skip(1).map(|(_, d)| d).collect();
+    called.sort();
+    // sdb's SAS JSON has no non-medium count: its `-l error` text call follows
+    assert_eq!(
+        called,
+        [
+            "/dev/nvme0n1",
+            "/dev/sda",
+            "/dev/sdb",
+            "/dev/sdb",
+            "/dev/sdc"
+        ]
+    );
+    let text = d.report(&mut m, 62.0);
+    assert_eq!(
+        field(line(&text, "sdc"), "pending_sectors").as_deref(),
+        Some("0i")
+    );
+}
+
+/// Without smartctl but with smartd's fresh state, the disks it names are still read.
+#[test]
+fn without_smartctl_the_smartd_state_is_still_read() {
+    let h = Host::new(&["sda", "sdc"]);
+    let state = h.path("smartd");
+    fs::create_dir_all(&state).unwrap();
+    fs::copy(
+        fixture("synthetic-smartd-jsonstate-ata-seagate-pending-16.json"),
+        state.join("smartd.ST3000NM0033-9ZM178-Z1Y00000.ata.json"),
+    )
+    .unwrap();
+    let mut c = cfg(h.path("bin/no-smartctl"), 60_000, 1000);
+    c.smartd_state_dir = Some(state);
+    let mut m = DriveMonitor::new_inline(c, h.root());
+    let mut d = Driver::new(h.root());
+    d.sample(&mut m, 0.0);
+    let text = d.report(&mut m, 1.0);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert_eq!(
+        field(line(&text, "sdc"), "pending_sectors").as_deref(),
+        Some("16i")
+    );
+    assert_eq!(d.error_total(), 0);
+}
