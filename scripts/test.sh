@@ -11,8 +11,8 @@
 # dead-mount tests), procps and gcc (smoke runs of the quickstart and bench/read-walk.c) and
 # InfluxDB 1.x (every test that stores data runs a real influxd on
 # 127.0.0.1); from PyPI influxdb-client and datafusion (the InfluxDB 3 plugin's SQL runs on it);
-# with Go (when installed) Telegraf from the Go module proxy — then checks formatting and lints,
-# builds the tests and runs the whole workspace's tests. Snapshots are never rewritten here. Each
+# with Go (when installed) Telegraf and VictoriaMetrics from the Go module proxy — then checks
+# formatting and lints, builds the tests and runs the whole workspace's tests. Snapshots are never rewritten here. Each
 # phase prints its time, and the end a summary with the slowest test binaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -80,6 +80,14 @@ if [ ! -x "$telegraf_bin" ] && [ -x "$go_bin" ]; then
   telegraf_pid=$!
 fi
 # --- end Telegraf
+# --- VictoriaMetrics single node for collector/tests/remote_write.rs, from the Go module proxy
+# into target/victoriametrics/ (scripts/victoriametrics-test.sh), built beside the Rust build
+vm_pid=""
+if [ ! -x target/victoriametrics/victoria-metrics ] && [ -x "$go_bin" ]; then
+  PATH=$(dirname "$go_bin"):$PATH scripts/victoriametrics-test.sh install &
+  vm_pid=$!
+fi
+# --- end VictoriaMetrics
 
 phase "cargo fmt --check"
 cargo fmt --all -- --check
@@ -95,6 +103,10 @@ if [ -n "$telegraf_pid" ]; then
   wait "$telegraf_pid" || { echo "Telegraf build failed:"; tail -20 target/telegraf/build.log; exit 1; }
 fi
 if [ -x "$telegraf_bin" ]; then export STORWATCH_TELEGRAF=$telegraf_bin; fi
+if [ -n "$vm_pid" ]; then
+  phase "wait for the VictoriaMetrics build"
+  wait "$vm_pid" || { echo "VictoriaMetrics build failed (target/victoriametrics/build.log)"; exit 1; }
+fi
 
 phase "run the tests"
 log=$(mktemp)
