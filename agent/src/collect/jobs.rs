@@ -107,6 +107,8 @@ pub struct JobNow {
     pub batch: &'static str,
     /// The `job` tag.
     pub job: String,
+    /// A short name for a screen: HTCondor's slot, Slurm's job id, a glob's last component.
+    pub label: String,
     /// Share of the interval with some task stalled on I/O, %.
     pub io_some_pct: Option<f64>,
     /// CPU efficiency, %.
@@ -132,6 +134,8 @@ pub struct JobsNow {
     pub io_stall_pct: Option<f64>,
     /// Jobs at or above the stall threshold.
     pub stalled: usize,
+    /// The threshold, `[jobs] stall_threshold_pct`.
+    pub stall_threshold_pct: f64,
     /// The jobs most stalled on I/O, worst first (at most [`TOP_JOBS`]).
     pub top: Vec<JobNow>,
 }
@@ -510,6 +514,10 @@ impl JobsCollector {
             top.push(JobNow {
                 batch: t.system.as_str(),
                 job: t.job.clone(),
+                label: t
+                    .slot
+                    .clone()
+                    .unwrap_or_else(|| t.job.rsplit('/').next().unwrap_or(&t.job).to_owned()),
                 io_some_pct: d.iv.io_pressure.some.map(|s| s * 100.0),
                 cpu_efficiency_pct: d.iv.efficiency.map(|e| e * 100.0),
                 cores: d.iv.cores.map(|c| c.cores),
@@ -523,6 +531,7 @@ impl JobsCollector {
             cpu_efficiency_pct: node.efficiency.map(|e| e * 100.0),
             io_stall_pct: node.io_some.map(|s| s * 100.0),
             stalled: node.stalled,
+            stall_threshold_pct: self.cfg.stall_threshold_pct,
             top,
         }
     }

@@ -2,11 +2,11 @@
 //! high the screen is, so that the screen of a 200-disk server at 80×24 can be checked without
 //! one.
 //!
-//! The title always has the first line and the health summary the next ones. Then, in this
-//! order, each part gets its least: one row for each kind of unhealthy object, three rows of
-//! the device table, one of the interface table, the line of keys. What is left goes to the
-//! unhealthy objects (one more row to each kind in turn), then to the devices, then to the
-//! interfaces. A table is drawn after a blank line and under its header; one cut short ends in
+//! The title always has the first line and the health summary the next ones (a worker node's
+//! jobs line among them). Then, in this order, each part gets its least: one row for each kind
+//! of unhealthy object, one of the jobs stalled on I/O, three rows of the device table, one of
+//! the interface table, the line of keys. What is left goes to the unhealthy objects (one more
+//! row to each kind in turn), then to the jobs, then to the devices, then to the interfaces. A table is drawn after a blank line and under its header; one cut short ends in
 //! a line saying how many rows are left out, which counts as one of its rows.
 
 /// What there is to show.
@@ -16,6 +16,8 @@ pub struct Wants {
     pub summary: usize,
     /// Unhealthy arrays, maps and pools (rows wanted per table; 0: no table).
     pub health: [usize; 3],
+    /// Jobs stalled on I/O (rows of the jobs table; 0: no table).
+    pub jobs: usize,
     /// Device rows wanted (the devices, at most `--devices` of them, plus the line saying how
     /// many more there are when there are).
     pub devices: usize,
@@ -32,6 +34,8 @@ pub struct Layout {
     pub summary: usize,
     /// Body lines of each health table (rows, the last one the "more" line when cut).
     pub health: [usize; 3],
+    /// Body lines of the jobs table.
+    pub jobs: usize,
     /// Body lines of the device table.
     pub devices: usize,
     /// Body lines of the interface table.
@@ -51,6 +55,7 @@ impl Layout {
         let table = |rows: usize| if rows > 0 { FRAME + rows } else { 0 };
         1 + self.summary
             + self.health.iter().map(|&r| table(r)).sum::<usize>()
+            + table(self.jobs)
             + table(self.devices)
             + table(self.nets)
             + if self.footer { 2 } else { 0 }
@@ -63,6 +68,7 @@ pub fn plan(w: &Wants, height: Option<usize>) -> Layout {
         return Layout {
             summary: w.summary,
             health: w.health,
+            jobs: w.jobs,
             devices: w.devices,
             nets: w.nets,
             footer: w.footer,
@@ -84,6 +90,7 @@ pub fn plan(w: &Wants, height: Option<usize>) -> Layout {
     for (got, &want) in l.health.iter_mut().zip(&w.health) {
         open(&mut left, got, want.min(1));
     }
+    open(&mut left, &mut l.jobs, w.jobs.min(1));
     open(&mut left, &mut l.devices, w.devices.min(MIN_DEVICES));
     open(&mut left, &mut l.nets, w.nets.min(1));
     if w.footer && left >= 2 {
@@ -108,7 +115,11 @@ pub fn plan(w: &Wants, height: Option<usize>) -> Layout {
             break;
         }
     }
-    for (got, want) in [(&mut l.devices, w.devices), (&mut l.nets, w.nets)] {
+    for (got, want) in [
+        (&mut l.jobs, w.jobs),
+        (&mut l.devices, w.devices),
+        (&mut l.nets, w.nets),
+    ] {
         if *got == 0 {
             open(&mut left, got, want);
         } else {
@@ -128,6 +139,7 @@ mod tests {
         Wants {
             summary: 1,
             health,
+            jobs: 0,
             devices: 41,
             nets: 9,
             footer: true,

@@ -13,6 +13,7 @@
 //! at or above 90 % of its link `LINE`, one dropping or erroring packets `DROP`/`ERR`.
 
 mod health;
+mod jobs;
 pub mod layout;
 mod table;
 pub mod term;
@@ -303,7 +304,8 @@ fn draw_cut(
 pub fn plan(live: &Live, view: &View) -> layout::Layout {
     let unhealthy = health::Unhealthy::of(live);
     let wants = layout::Wants {
-        summary: health::pack(&health::summary(live), view.width.max(1)).len(),
+        summary: health::pack(&health::summary(live), view.width.max(1)).len()
+            + usize::from(jobs::node_line(live).is_some()),
         health: if view.health {
             [
                 unhealthy.arrays.len(),
@@ -313,6 +315,7 @@ pub fn plan(live: &Live, view: &View) -> layout::Layout {
         } else {
             [0; 3]
         },
+        jobs: jobs::ranked(live).len(),
         // with no rates at all, one line says so
         devices: match wanted(live.disks.len(), view.max_devices) {
             0 if live.nets.is_empty() => 1,
@@ -337,10 +340,10 @@ pub fn render(host: &str, live: &Live, view: View) -> String {
     let plan = plan(live, &view);
     let mut out = String::with_capacity(16 * 1024);
     let _ = writeln!(out, "{}", title(host, &disks, nets.len(), &view, width));
-    for l in health::pack(&health::summary(live), width)
-        .iter()
-        .take(plan.summary)
-    {
+    let summary = health::pack(&health::summary(live), width)
+        .into_iter()
+        .chain(jobs::node_line(live).map(|l| table::ellipsize(&l, width)));
+    for l in summary.take(plan.summary) {
         let _ = writeln!(out, "{l}");
     }
     let unhealthy = health::Unhealthy::of(live);
@@ -352,6 +355,9 @@ pub fn render(host: &str, live: &Live, view: View) -> String {
     draw_cut(&mut out, t, maps.len(), mpath, "maps not ok", &view);
     let t = health::pool_table(pools);
     draw_cut(&mut out, t, pools.len(), pool, "pools not healthy", &view);
+    let stalled = jobs::ranked(live);
+    let t = jobs::table(live, &stalled);
+    draw_cut(&mut out, t, stalled.len(), plan.jobs, "jobs", &view);
     if disks.is_empty() && nets.is_empty() && plan.devices > 0 {
         // The first sample, or one taken before the counters moved (uptime unchanged): rates
         // need two readings apart in time.
