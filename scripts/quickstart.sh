@@ -251,7 +251,13 @@ TOML
     h=$(cat "$r/host")
     case $h in sim-worker-*) role=worker ;; *) role=disk-server ;; esac
     # the tree's filesystem numbers: its mount points have no real filesystem behind them
-    { cat "$state/agent-sim.toml"; printf '[fs]\nstatvfs_file = "%s/run/statvfs.txt"\n' "$r"; } >"$state/agent-$h.toml"
+    # smartctl (every host; each disk read every 5 min rather than 30) and storcli64 (hosts with
+    # a MegaRAID controller) by path: a smartctl found in PATH is never run on a tree other than
+    # /sys, so it cannot touch this machine's disks
+    { cat "$state/agent-sim.toml"; printf '[fs]\nstatvfs_file = "%s/run/statvfs.txt"\n' "$r"
+      printf '[drive]\nsmartctl = "%s/bin/smartctl"\ninterval = "5m"\n' "$r"
+      [ ! -x "$r/bin/storcli64" ] || printf '[hwraid]\nstorcli = "%s/bin/storcli64"\n' "$r"
+    } >"$state/agent-$h.toml"
     launch "agent-$h" "$logs/agent-$h.log" env PATH="$r/bin:$PATH" "$bin/storwatch-agent" run --config "$state/agent-$h.toml" \
       --proc-root "$r/proc" --sys-root "$r/sys" --host "$h" --tag site=quickstart --tag role="$role" \
       --output "$write_url" --token-file "$state/agent.token" --spool-dir "$state/spool/$h"

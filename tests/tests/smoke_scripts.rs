@@ -235,17 +235,28 @@ fn quickstart_starts_a_reporting_fleet_and_stops_it() {
         out.contains(&format!("{} agents report every 10 s", scenarios + 1)),
         "{out}"
     );
-    // Every host's first report: 10-20 s after start.
+    // The MegaRAID disk servers (hwraid-*) have a storcli64 stand-in as well as a smartctl.
+    let controllers = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .filter(|l| l.starts_with("hwraid-"))
+        .count() as u64;
+    // Every host's first report: 10-20 s after start. Each simulated host's agent reads its
+    // first disk through the smartctl stand-in at once, so its first report has a `drive` line.
     let t = Instant::now();
     let status = loop {
         let st = qs.run(&["status"]);
         let out = text(&st);
-        if status_row(&out, "disk").is_some_and(|(_, hosts)| hosts == scenarios + 1) {
+        let hosts = |m: &str| status_row(&out, m).map_or(0, |(_, hosts)| hosts);
+        if hosts("disk") == scenarios + 1
+            && hosts("drive") >= scenarios
+            && hosts("raid_vd") == controllers
+            && hosts("raid_controller") == controllers
+        {
             break out;
         }
         assert!(
             t.elapsed() < Duration::from_secs(60),
-            "not every host's disk lines in InfluxDB after 60 s:\n{out}"
+            "not every host's disk, drive and raid lines in InfluxDB after 60 s:\n{out}"
         );
         std::thread::sleep(Duration::from_secs(2));
     };
