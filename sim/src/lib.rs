@@ -15,6 +15,7 @@ pub mod fs;
 pub mod model;
 pub mod render;
 pub mod render_drive;
+pub mod render_cgroup;
 pub mod scenario;
 pub mod sim;
 pub mod tree;

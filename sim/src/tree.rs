@@ -110,6 +110,16 @@ impl Tree {
         Ok(())
     }
 
+    /// Removes the directory `rel` and everything below it (a cgroup the kernel removed).
+    pub fn remove_dir(&mut self, rel: &str) -> io::Result<()> {
+        let path = self.root.join(rel);
+        self.written.retain(|p, _| !p.starts_with(&path));
+        match fs::remove_dir_all(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
     /// Writes an executable script.
     pub(crate) fn script(&mut self, rel: &str, text: &str) -> io::Result<()> {
         self.write(rel, text)?;
@@ -289,6 +299,14 @@ pub fn write_dynamic(t: &mut Tree, h: &Host) -> io::Result<()> {
             &format!("proc/spl/kstat/zfs/{}/state", p.name),
             &format!("{}\n", p.health),
         )?;
+    }
+    if let Some(cg) = &h.cgroups {
+        for dir in &cg.removed {
+            t.remove_dir(&format!("{}/{dir}", crate::render_cgroup::MOUNT))?;
+        }
+        for (rel, text) in crate::render_cgroup::files(cg) {
+            t.write(&rel, &text)?;
+        }
     }
     Ok(())
 }

@@ -190,6 +190,9 @@ fn every_scenario_keeps_the_kernels_invariants() {
                 | Kind::HwraidRebuild
                 | Kind::HwraidCacheWt
                 | Kind::NvmeWearout
+                | Kind::WorkerHtcondor
+                | Kind::WorkerSlurm
+                | Kind::JobsIoStarved
         ) {
             let st = dmmultipath::parse_status(&run("dmsetup-status.txt"));
             assert!(st.errors.is_empty(), "{:?}", st.errors);

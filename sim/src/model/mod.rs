@@ -12,6 +12,7 @@
 //! CPU's jiffies add up to 100 per second.
 mod drive;
 mod io;
+pub mod jobs;
 mod storage;
 
 pub use drive::*;
@@ -166,6 +167,8 @@ pub struct Host {
     pub mem_total_kb: u64,
     /// SMART data of the disks, and a hardware RAID controller (`drive.rs`).
     pub drives: Drives,
+    /// The cgroup v2 hierarchy of a worker's batch jobs (`None`: no jobs written).
+    pub cgroups: Option<jobs::Cgroups>,
     pub rng: Rand,
 }
 
@@ -194,6 +197,7 @@ impl Host {
             psi_full: Psi::default(),
             mem_total_kb: mem_gb * 1024 * 1024,
             drives: Drives::default(),
+            cgroups: None,
             rng,
         }
     }
@@ -452,6 +456,10 @@ impl Host {
         for (d, s) in self.devices.iter_mut().zip(&seconds) {
             d.c.add(s);
             d.last = *s;
+        }
+        if let Some(cg) = &mut self.cgroups {
+            let disk = self.devices.iter().find(|d| d.name == cg.disk_name);
+            cg.tick(disk.map(|d| &d.last));
         }
         for nic in &mut self.nics {
             nic.tick(&mut rng);

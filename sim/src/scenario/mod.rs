@@ -12,7 +12,7 @@ use crate::model::{
 };
 
 /// Every scenario, in `--list` order.
-pub const ALL: [Kind; 21] = [
+pub const ALL: [Kind; 24] = [
     Kind::Healthy,
     Kind::WriteStorm,
     Kind::MultipathFlap,
@@ -34,6 +34,9 @@ pub const ALL: [Kind; 21] = [
     Kind::HwraidRebuild,
     Kind::HwraidCacheWt,
     Kind::NvmeWearout,
+    Kind::WorkerHtcondor,
+    Kind::WorkerSlurm,
+    Kind::JobsIoStarved,
 ];
 
 /// A scenario's name.
@@ -60,6 +63,9 @@ pub enum Kind {
     HwraidRebuild,
     HwraidCacheWt,
     NvmeWearout,
+    WorkerHtcondor,
+    WorkerSlurm,
+    JobsIoStarved,
 }
 
 impl Kind {
@@ -87,6 +93,9 @@ impl Kind {
             Kind::HwraidRebuild => "hwraid-rebuild",
             Kind::HwraidCacheWt => "hwraid-cache-wt",
             Kind::NvmeWearout => "nvme-wearout",
+            Kind::WorkerHtcondor => "worker-htcondor",
+            Kind::WorkerSlurm => "worker-slurm",
+            Kind::JobsIoStarved => "jobs-io-starved",
         }
     }
 
@@ -114,6 +123,9 @@ impl Kind {
             Kind::HwraidRebuild => "MegaRAID disk server, RAID6 VD degraded and rebuilding onto the hot spare; after 10 min another member of it grows pending sectors",
             Kind::HwraidCacheWt => "MegaRAID disk server whose BBU fails after 2 min: both VDs' cache falls from write-back to write-through",
             Kind::NvmeWearout => "NVMe node, one SSD past 100 % of its rated endurance, its spare falling below threshold (critical warning), media errors appearing",
+            Kind::WorkerHtcondor => "worker node, HTCondor 24.8 jobs in cgroup v2 (.slice/.scope), 1-8 cores each, coming and going: CPU efficiency 85-95 %, io.pressure low",
+            Kind::WorkerSlurm => "worker node, Slurm jobs in cgroup v2 (slurmstepd.scope/job_N/step_*), cores bound by cpuset: CPU efficiency 85-95 %, io.pressure low",
+            Kind::JobsIoStarved => "worker node whose HTCondor jobs read over NFS from a disk server in the write-storm (same timeline): efficiency falling under 30 %, io.pressure some/full high",
         }
     }
 
@@ -125,6 +137,7 @@ impl Kind {
 
 mod hardware;
 mod hwraid;
+mod jobs;
 mod zpool;
 
 use hardware::*;
@@ -145,6 +158,8 @@ pub struct Scenario {
     second_failure: u64,
     /// worker-staging: per job, `Some(end)` while staging, else the tick it next starts.
     jobs: Vec<(Option<u64>, u64)>,
+    /// worker-htcondor, worker-slurm, jobs-io-starved: the batch system and its jobs.
+    worker: Option<Box<jobs::Worker>>,
 }
 
 fn wave(t_s: f64) -> f64 {
@@ -167,6 +182,7 @@ impl Scenario {
             bursts: Vec::new(),
             second_failure: 0,
             jobs: Vec::new(),
+            worker: None,
         }
     }
 
@@ -187,7 +203,7 @@ impl Scenario {
 
     /// Builds the host for this scenario, its counters filled with the history of its uptime.
     pub fn build(&mut self, name: &str, seed: u64) -> Host {
-        let (ncpu, mem) = if self.kind == Kind::WorkerStaging {
+        let (ncpu, mem) = if self.kind == Kind::WorkerStaging || jobs::is_worker(self.kind) {
             (64, 256)
         } else {
             (32, 256)
@@ -204,6 +220,9 @@ impl Scenario {
             Kind::HwraidRebuild => hwraid::build_hwraid(&mut h, true),
             Kind::HwraidCacheWt => hwraid::build_hwraid(&mut h, false),
             Kind::NvmeWearout => hwraid::build_nvme(&mut h),
+            Kind::WorkerHtcondor | Kind::WorkerSlurm | Kind::JobsIoStarved => {
+                self.worker = Some(Box::new(jobs::Worker::build(self.kind, &mut h, self.speed)));
+            }
             Kind::ReadaheadDrift => disk_server(&mut h, 64),
             Kind::MultipathDegraded => {
                 disk_server(&mut h, 8192);
@@ -492,6 +511,12 @@ impl Scenario {
             }
             Kind::WorkerStaging => self.worker(h),
             Kind::HwraidRebuild | Kind::HwraidCacheWt | Kind::NvmeWearout => self.drive_hw(h),
+            Kind::WorkerHtcondor | Kind::WorkerSlurm | Kind::JobsIoStarved => {
+                let tick = self.tick;
+                if let Some(w) = &mut self.worker {
+                    w.drive(h, tick);
+                }
+            }
         }
         self.tick += 1;
     }
