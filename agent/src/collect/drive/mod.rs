@@ -259,7 +259,13 @@ impl DriveMonitor {
         }
     }
 
-    fn apply(&mut self, u: Update, now_s: f64, errors: &mut super::SourceErrors) {
+    fn apply(
+        &mut self,
+        u: Update,
+        now_s: f64,
+        errors: &mut super::SourceErrors,
+        events: &mut Vec<crate::event::Event>,
+    ) {
         match u {
             Update::Disks(disks) => {
                 self.dirty = true;
@@ -283,6 +289,9 @@ impl DriveMonitor {
                 match result {
                     ReadResult::Read(h) => {
                         self.dirty = true;
+                        if let Some(was) = &s.health {
+                            crate::health::drive::events::changes(&name, was, &h, events);
+                        }
                         s.health = Some(*h);
                         s.read_at_s = Some(t);
                         s.read_ok = Some(true);
@@ -340,7 +349,7 @@ impl Collector for DriveMonitor {
             }
         }
         for u in updates.into_iter().flatten() {
-            self.apply(u, cx.now_s, cx.errors);
+            self.apply(u, cx.now_s, cx.errors, cx.events);
         }
         if self.dirty {
             self.publish();

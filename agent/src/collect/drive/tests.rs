@@ -843,3 +843,46 @@ fn without_smartctl_the_smartd_state_is_still_read() {
     );
     assert_eq!(d.error_total(), 0);
 }
+
+/// A reading whose medium error counts grew since the disk's last one is an `event` of the
+/// sample that took it; the first reading is the baseline.
+#[test]
+fn growing_counts_are_events_of_the_sample_that_reads_them() {
+    let h = Host::new(&["sda"]);
+    let n = h.path("n");
+    // Two real captures of the same model (serials redacted alike): 1 reallocated sector, then
+    // 304.
+    let smartctl = h.smartctl(&format!(
+        "/dev/sda) n=$(cat {n} 2>/dev/null || echo 0); echo $((n+1)) > {n}\n  case $n in\n  0) cat '{}';;\n  *) cat '{}';;\n  esac;;\n",
+        fixture("sce-ata-seagate-st3500418as-188-packed-1-reallocated-1.json").display(),
+        fixture("sce-ata-seagate-st3500418as-reallocated-304.json").display(),
+        n = n.display(),
+    ));
+    let mut m = DriveMonitor::new_inline(cfg(smartctl, 60_000, 5000), h.root());
+    let mut d = Driver::new(h.root());
+    d.sample(&mut m, 0.0);
+    assert!(d.events.is_empty(), "{:?}", d.events);
+    d.report(&mut m, 10.0);
+    d.sample(&mut m, 61.0);
+    let got: Vec<(&str, &str, &str, &str)> = d
+        .events
+        .iter()
+        .map(|e| {
+            (
+                e.source,
+                e.object.as_str(),
+                e.from_state.as_str(),
+                e.to_state.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [(
+            "drive",
+            "sda",
+            "reallocated_sectors=1",
+            "reallocated_sectors=304"
+        )]
+    );
+}

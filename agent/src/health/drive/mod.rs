@@ -49,6 +49,8 @@
 //! A drive without data — not read, asleep in a low-power mode (`-n standby`), or unknown to
 //! the caller — keeps the flat rate: `M = 1` ([`DriveRisk::flat`]).
 
+pub mod events;
+
 use crate::health::risk::{disk_failure_probability, RiskModel, HOURS_PER_YEAR};
 use crate::sources::smartctl::{DriveHealth, Outcome, OverallHealth, Protocol};
 
