@@ -273,3 +273,103 @@ fn the_same_failing_disk_as_the_arrays_failed_member_changes_nothing() {
     assert_eq!(clean, other);
     assert_eq!(float(&text, "md", "array=md1", "members_at_risk"), 0.0);
 }
+
+/// A real `zpool status` of a raidz2 with one of its six disks OFFLINE while a resilver runs
+/// (3 days 01:35:30 to go), its leaves named by kernel name.
+const RAIDZ2: &str = "offf-ovh3-raidz2-offline-leaf-while-resilver-runs.txt";
+
+/// The same pool on a tree of six disks `sda`…`sdf`, a stand-in `zpool` printing it, and the
+/// stand-in smartctl printing the failing output for `at_risk` (none when empty).
+fn setup_pool(dir: &Path, at_risk: &str) -> Host {
+    let mut h = setup(dir, at_risk);
+    // no MD here: a pool of whole disks
+    fs::remove_file(h.proc_root.join("mdstat")).unwrap();
+    let kstat = h.proc_root.join("spl/kstat/zfs/rpool");
+    fs::create_dir_all(&kstat).unwrap();
+    fs::write(kstat.join("state"), "DEGRADED\n").unwrap();
+    let sys_root = dir.join("sys-pool");
+    for (i, d) in (0..6).map(sd).enumerate() {
+        let disk = sys_root.join("block").join(&d);
+        fs::create_dir_all(disk.join("holders")).unwrap();
+        fs::write(disk.join("dev"), format!("8:{}\n", i * 16)).unwrap();
+    }
+    h.sys_root = sys_root;
+    let zpool = dir.join("zpool");
+    fs::write(
+        &zpool,
+        format!(
+            "#!/bin/sh\ncase \"$1 $2\" in\n\
+             \"status -j\") echo \"invalid option 'j'\" >&2; exit 2;;\n\
+             \"status -p\") exec cat '{}';;\n\
+             \"list -Hp\") printf 'rpool\\t58498535866368\\t58498535866368\\t0\\t-\\t-\\t0\\t100\\t1.00\\tDEGRADED\\t-\\n';;\n\
+             *) exit 1;;\nesac\n",
+            agent_dir().join("fixtures/zpool-status").join(RAIDZ2).display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&zpool, fs::Permissions::from_mode(0o755)).unwrap();
+    let mut config = fs::read_to_string(&h.config).unwrap();
+    config.push_str(&format!("\n[zpool]\nzpool = \"{}\"\n", zpool.display()));
+    fs::write(&h.config, config).unwrap();
+    h
+}
+
+#[test]
+fn a_raidz2_survivor_with_pending_sectors_raises_the_vdevs_rebuild_risk() {
+    let dir = tempfile::tempdir().unwrap();
+    let clean_text = once(&setup_pool(&dir.path().join("clean"), "none"));
+    let risky_text = once(&setup_pool(&dir.path().join("risky"), "sdc"));
+    let vdev = "vdev=raidz2-0,";
+    let clean = float(&clean_text, "zpool_vdev", vdev, "rebuild_risk");
+    let risky = float(&risky_text, "zpool_vdev", vdev, "rebuild_risk");
+    assert_eq!(
+        float(&clean_text, "zpool_vdev", vdev, "members_at_risk"),
+        0.0
+    );
+    assert_eq!(
+        float(&risky_text, "zpool_vdev", vdev, "members_at_risk"),
+        1.0
+    );
+    assert_eq!(
+        float(&risky_text, "zpool_vdev", vdev, "redundancy_left"),
+        1.0
+    );
+    // The model: five survivors, one parity left, over zpool's own ETA (3 days 01:35:30).
+    let model = RiskModel::default();
+    let rate = |name: &str| {
+        let h = smartctl::parse(&fs::read_to_string(fixture(name)).unwrap()).unwrap();
+        member_afr(&model, Some(&h))
+    };
+    let e = Exposure {
+        surviving: 5,
+        redundancy_left: 1,
+        window_h: Some(264_930.0 / 3600.0),
+        bytes_to_read: None,
+    };
+    let want_clean = loss_probability_members(&model, &e, &[rate(CLEAN); 5]);
+    let mut rates = vec![rate(CLEAN); 5];
+    rates[2] = rate(FAILING);
+    let want_risky = loss_probability_members(&model, &e, &rates);
+    assert!(
+        (clean - want_clean).abs() <= 1e-9 * want_clean,
+        "{clean} vs {want_clean}"
+    );
+    assert!(
+        (risky - want_risky).abs() <= 1e-9 * want_risky,
+        "{risky} vs {want_risky}"
+    );
+    assert!(risky > 10.0 * clean, "{risky} vs {clean}");
+    // The pool's own figure is its worst vdev's.
+    assert_eq!(
+        float(&risky_text, "zpool", "pool=rpool", "rebuild_risk"),
+        risky
+    );
+    // Each disk of the pool carries its name.
+    for d in ["sda", "sdc", "sdf"] {
+        let l = risky_text
+            .lines()
+            .find(|l| l.starts_with(&format!("drive,host=ds01,device={d},")))
+            .unwrap_or_else(|| panic!("no drive line for {d}:\n{risky_text}"));
+        assert!(l.contains(",pool=rpool"), "{l}");
+    }
+}
