@@ -1379,6 +1379,7 @@ pub fn write_static(t: &mut Tree, h: &Host) -> io::Result<()> {
 /// What changes: every drive's smartctl answers, the controller's storcli documents and the
 /// scan.
 pub fn write_dynamic(t: &mut Tree, h: &Host) -> io::Result<()> {
+    let minute = h.epoch_s / 60 * 60;
     let vds: Vec<&str> = h
         .drives
         .controller
@@ -1392,16 +1393,21 @@ pub fn write_dynamic(t: &mut Tree, h: &Host) -> io::Result<()> {
         let path = format!("/dev/{}", d.name);
         let key = smartctl_key(&path, None);
         if vds.contains(&d.name.as_str()) {
-            t.write(
-                &format!("run/smartctl/{key}.json"),
-                &smartctl_vd_refused(&path),
-            )?;
-            t.write(&format!("run/smartctl/{key}.exit"), "2\n")?;
+            if changed(h, &key, 0) {
+                t.write(
+                    &format!("run/smartctl/{key}.json"),
+                    &smartctl_vd_refused(&path),
+                )?;
+                t.write(&format!("run/smartctl/{key}.exit"), "2\n")?;
+            }
             continue;
         }
         let Some(m) = h.drives.disks.get(&d.name) else {
             continue;
         };
+        if !changed(h, &key, fingerprint(m, minute)) {
+            continue;
+        }
         let dtype = match m.protocol {
             DriveProtocol::Ata => "sat",
             DriveProtocol::Scsi => "scsi",
@@ -1409,7 +1415,7 @@ pub fn write_dynamic(t: &mut Tree, h: &Host) -> io::Result<()> {
         };
         t.write(
             &format!("run/smartctl/{key}.json"),
-            &smartctl_json(m, &path, dtype, &path, h.epoch_s / 60 * 60),
+            &smartctl_json(m, &path, dtype, &path, minute),
         )?;
         t.write(
             &format!("run/smartctl/{key}.exit"),
@@ -1422,32 +1428,137 @@ pub fn write_dynamic(t: &mut Tree, h: &Host) -> io::Result<()> {
             )?;
         }
     }
-    t.write("run/smartctl/scan.txt", &smartctl_scan(h))?;
+    if changed(h, "scan", h.devices.len() as u64) {
+        t.write("run/smartctl/scan.txt", &smartctl_scan(h))?;
+    }
     if let Some(c) = &h.drives.controller {
         let bus = format!("/dev/bus/{}", c.scsi_host);
         for p in &c.pds {
             let key = smartctl_key(&bus, Some(p.did));
+            if !changed(h, &key, fingerprint(&p.smart, minute)) {
+                continue;
+            }
             let dtype = format!("sat+megaraid,{}", p.did);
             let info = format!("{bus} [megaraid_disk_{:02}] [SAT]", p.did);
             t.write(
                 &format!("run/smartctl/{key}.json"),
-                &smartctl_json(&p.smart, &bus, &dtype, &info, h.epoch_s / 60 * 60),
+                &smartctl_json(&p.smart, &bus, &dtype, &info, minute),
             )?;
             t.write(
                 &format!("run/smartctl/{key}.exit"),
                 &format!("{}\n", p.smart.exit_status()),
             )?;
         }
-        t.write("run/storcli/show-all.json", &storcli_show_all(c))?;
-        t.write("run/storcli/vall-show-all.json", &storcli_vall(c))?;
-        t.write("run/storcli/eall-sall-show-all.json", &storcli_pds(c))?;
-        t.write(
-            "run/storcli/eall-sall-show-rebuild.json",
-            &storcli_rebuild(c),
-        )?;
-        t.write("run/storcli/bbu-show-all.json", &storcli_bbu(c))?;
+        if changed(h, "storcli", controller_fingerprint(c)) {
+            t.write("run/storcli/show-all.json", &storcli_show_all(c))?;
+            t.write("run/storcli/vall-show-all.json", &storcli_vall(c))?;
+            t.write("run/storcli/eall-sall-show-all.json", &storcli_pds(c))?;
+            t.write(
+                "run/storcli/eall-sall-show-rebuild.json",
+                &storcli_rebuild(c),
+            )?;
+            t.write("run/storcli/bbu-show-all.json", &storcli_bbu(c))?;
+        }
     }
     Ok(())
+}
+
+/// Whether the output named `key` has to be rendered again: its inputs' fingerprint differs
+/// from the last one rendered (rendering 25 drives' JSON every second would cost a disk
+/// server's tree more than everything else).
+fn changed(h: &Host, key: &str, fp: u64) -> bool {
+    let mut seen = h.drives.rendered.borrow_mut();
+    if seen.get(key) == Some(&fp) {
+        return false;
+    }
+    seen.insert(key.to_owned(), fp);
+    true
+}
+
+/// What a drive's smartctl output shows, hashed: everything printed that can change.
+fn fingerprint(m: &Smart, minute: u64) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut s = std::collections::hash_map::DefaultHasher::new();
+    let n = &m.nvme;
+    (
+        minute,
+        m.power_on_s / 60,
+        m.temperature_c,
+        m.passed,
+        m.power_cycles,
+        (
+            m.reallocated,
+            m.reported_uncorrect,
+            m.pending,
+            m.offline_uncorrectable,
+        ),
+        (
+            m.crc_errors,
+            m.error_log_entries,
+            m.grown_defects,
+            m.non_medium,
+        ),
+        (
+            m.uncorrected_read,
+            m.uncorrected_write,
+            m.uncorrected_verify,
+        ),
+        (
+            (m.gb_read * 1e9 / 512.0) as u64,
+            (m.gb_written * 1e9 / 512.0) as u64,
+        ),
+    )
+        .hash(&mut s);
+    (
+        n.percentage_used,
+        n.available_spare,
+        n.available_spare_threshold,
+        n.media_errors,
+        n.unsafe_shutdowns,
+        (
+            n.data_units_read,
+            n.data_units_written,
+            n.host_reads,
+            n.host_writes,
+        ),
+        n.warning_bits,
+    )
+        .hash(&mut s);
+    s.finish()
+}
+
+/// What storcli shows of a controller, hashed: states, counters, temperatures, rebuild progress
+/// and time left as printed, the battery.
+fn controller_fingerprint(c: &Controller) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut s = std::collections::hash_map::DefaultHasher::new();
+    c.roc_temperature_c.hash(&mut s);
+    c.bbu
+        .as_ref()
+        .map(|b| (&b.state, b.temperature_c))
+        .hash(&mut s);
+    for p in &c.pds {
+        (
+            &p.state,
+            p.dg,
+            p.media_errors,
+            p.other_errors,
+            p.predictive_failures,
+            p.smart_alert,
+            p.smart.temperature_c,
+        )
+            .hash(&mut s);
+        if let Some(r) = p.rebuild {
+            let cap = p.smart.capacity_bytes as f64;
+            let pct = (r.done_bytes / cap * 100.0).floor() as u64;
+            let left_min = ((cap - r.done_bytes).max(0.0) / r.rate_bps.max(1.0) / 60.0) as u64;
+            (pct, left_min).hash(&mut s);
+        }
+    }
+    for v in &c.vds {
+        (&v.members, v.write_back_configured).hash(&mut s);
+    }
+    s.finish()
 }
 
 #[cfg(test)]

@@ -267,6 +267,9 @@ pub struct Drives {
     /// SCSI address (host, channel, target, lun) and driver of block devices that have one
     /// written to sysfs.
     pub scsi: BTreeMap<String, (ScsiAddr, String)>,
+    /// What the tree's drive and controller files were last rendered from (a fingerprint per
+    /// file), so that an unchanged drive is not rendered again (`render_drive::write_dynamic`).
+    pub rendered: std::cell::RefCell<std::collections::HashMap<String, u64>>,
 }
 
 impl Drives {
