@@ -181,6 +181,7 @@ pub(super) fn summary(live: &Live) -> Vec<String> {
             .count();
         parts.push(format!("zpool: {} ONLINE", of(online, n)));
     }
+    parts.extend(super::hwraid::summary(live));
     parts
 }
 
@@ -207,7 +208,7 @@ pub(super) fn pack(parts: &[String], width: usize) -> Vec<String> {
 const HEALTH_NOTES: usize = 16;
 
 /// A table of the health pane: rows named by array, map or pool, and notes last.
-fn health_table(
+pub(super) fn health_table(
     key_head: &'static str,
     cols: Vec<table::Column>,
     rows: Vec<Row>,
@@ -257,7 +258,7 @@ pub(super) fn risk(p: Option<f64>) -> Cell {
     Cell::Text(t, p >= 0.01)
 }
 
-fn pct(p: Option<f64>) -> Cell {
+pub(super) fn pct(p: Option<f64>) -> Cell {
     match p.filter(|p| p.is_finite()) {
         Some(p) => Cell::text(format!("{p:.1}%")),
         None => Cell::None,

@@ -14,8 +14,8 @@
 pub struct Wants {
     /// Summary lines of the health pane.
     pub summary: usize,
-    /// Unhealthy arrays, maps and pools (rows wanted per table; 0: no table).
-    pub health: [usize; 3],
+    /// Unhealthy arrays, maps, pools and hardware RAID VDs (rows wanted per table; 0: no table).
+    pub health: [usize; 4],
     /// Jobs stalled on I/O (rows of the jobs table; 0: no table).
     pub jobs: usize,
     /// Device rows wanted (the devices, at most `--devices` of them, plus the line saying how
@@ -33,7 +33,7 @@ pub struct Layout {
     /// Summary lines shown.
     pub summary: usize,
     /// Body lines of each health table (rows, the last one the "more" line when cut).
-    pub health: [usize; 3],
+    pub health: [usize; 4],
     /// Body lines of the jobs table.
     pub jobs: usize,
     /// Body lines of the device table.
@@ -135,7 +135,7 @@ pub fn plan(w: &Wants, height: Option<usize>) -> Layout {
 mod tests {
     use super::*;
 
-    fn bench(health: [usize; 3]) -> Wants {
+    fn bench(health: [usize; 4]) -> Wants {
         Wants {
             summary: 1,
             health,
@@ -148,31 +148,31 @@ mod tests {
 
     #[test]
     fn a_healthy_server_gives_the_devices_what_the_title_leaves() {
-        let l = plan(&bench([0; 3]), Some(24));
+        let l = plan(&bench([0; 4]), Some(24));
         assert_eq!(l.lines(), 24);
-        assert_eq!((l.summary, l.health), (1, [0; 3]));
+        assert_eq!((l.summary, l.health), (1, [0; 4]));
         assert_eq!((l.devices, l.nets, l.footer), (15, 1, true));
-        let l = plan(&bench([0; 3]), Some(60));
+        let l = plan(&bench([0; 4]), Some(60));
         assert_eq!((l.devices, l.nets, l.lines()), (41, 9, 58));
     }
 
     #[test]
     fn unhealthy_objects_come_first_but_leave_the_devices_their_least() {
-        let l = plan(&bench([3, 40, 1]), Some(24));
+        let l = plan(&bench([3, 40, 1, 0]), Some(24));
         assert_eq!(l.lines(), 24, "{l:?}");
         assert_eq!(l.devices, MIN_DEVICES, "{l:?}");
         assert_eq!(l.nets, 1, "{l:?}");
         // every kind has rows, shared in turn
-        assert_eq!(l.health, [3, 2, 1], "{l:?}");
-        let l = plan(&bench([3, 40, 1]), Some(60));
-        assert_eq!(l.health, [3, 38, 1], "{l:?}");
+        assert_eq!(l.health, [3, 2, 1, 0], "{l:?}");
+        let l = plan(&bench([3, 40, 1, 0]), Some(60));
+        assert_eq!(l.health, [3, 38, 1, 0], "{l:?}");
         assert_eq!(l.lines(), 60, "{l:?}");
     }
 
     #[test]
     fn no_height_is_too_small_and_the_title_stays() {
         for h in 0..80 {
-            for health in [[0; 3], [1, 1, 0], [8, 40, 2]] {
+            for health in [[0; 4], [1, 1, 0, 0], [8, 40, 2, 0]] {
                 let l = plan(&bench(health), Some(h));
                 assert!(l.lines() <= h.max(1), "{h}: {l:?}");
                 // past the title and summary, something is always shown
@@ -181,7 +181,7 @@ mod tests {
                 }
             }
         }
-        let all = plan(&bench([8, 40, 2]), None);
-        assert_eq!((all.health, all.devices, all.nets), ([8, 40, 2], 41, 9));
+        let all = plan(&bench([8, 40, 2, 0]), None);
+        assert_eq!((all.health, all.devices, all.nets), ([8, 40, 2, 0], 41, 9));
     }
 }

@@ -13,6 +13,7 @@
 //! at or above 90 % of its link `LINE`, one dropping or erroring packets `DROP`/`ERR`.
 
 mod health;
+mod hwraid;
 mod jobs;
 pub mod layout;
 mod table;
@@ -311,9 +312,10 @@ pub fn plan(live: &Live, view: &View) -> layout::Layout {
                 unhealthy.arrays.len(),
                 unhealthy.maps.len(),
                 unhealthy.pools.len(),
+                hwraid::unhealthy(live).len(),
             ]
         } else {
-            [0; 3]
+            [0; 4]
         },
         jobs: jobs::ranked(live).len(),
         // with no rates at all, one line says so
@@ -347,7 +349,7 @@ pub fn render(host: &str, live: &Live, view: View) -> String {
         let _ = writeln!(out, "{l}");
     }
     let unhealthy = health::Unhealthy::of(live);
-    let [md, mpath, pool] = plan.health;
+    let [md, mpath, pool, raid] = plan.health;
     let (arrays, maps, pools) = (&unhealthy.arrays, &unhealthy.maps, &unhealthy.pools);
     let t = health::md_table(arrays);
     draw_cut(&mut out, t, arrays.len(), md, "arrays not clean", &view);
@@ -355,6 +357,15 @@ pub fn render(host: &str, live: &Live, view: View) -> String {
     draw_cut(&mut out, t, maps.len(), mpath, "maps not ok", &view);
     let t = health::pool_table(pools);
     draw_cut(&mut out, t, pools.len(), pool, "pools not healthy", &view);
+    let vds = hwraid::unhealthy(live);
+    draw_cut(
+        &mut out,
+        hwraid::table(&vds),
+        vds.len(),
+        raid,
+        "VDs not optimal",
+        &view,
+    );
     let stalled = jobs::ranked(live);
     let t = jobs::table(live, &stalled);
     draw_cut(&mut out, t, stalled.len(), plan.jobs, "jobs", &view);
