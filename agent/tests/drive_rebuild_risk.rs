@@ -250,6 +250,10 @@ fn a_survivor_with_pending_sectors_raises_its_arrays_rebuild_risk() {
     // One failing survivor at the 100× cap multiplies a 13-survivor RAID6's risk about 16-fold
     // (its p ≈ 0.0376 over the week against ≈ 3.8e-4 for the others).
     assert!(risky > 10.0 * clean, "md1 {risky} vs md0 {clean}");
+    eprintln!(
+        "md rebuild_risk: clean survivors {clean:.4e}, one failing {risky:.4e} ({:.1}×)",
+        risky / clean
+    );
 
     // The drive lines carry each disk's own probability, the failing one far above the rest.
     let p_clean = float(&text, "drive", "device=sda,", "failure_probability");
@@ -359,6 +363,10 @@ fn a_raidz2_survivor_with_pending_sectors_raises_the_vdevs_rebuild_risk() {
         "{risky} vs {want_risky}"
     );
     assert!(risky > 10.0 * clean, "{risky} vs {clean}");
+    eprintln!(
+        "raidz2 rebuild_risk: clean survivors {clean:.4e}, one failing {risky:.4e} ({:.1}×)",
+        risky / clean
+    );
     // The pool's own figure is its worst vdev's.
     assert_eq!(
         float(&risky_text, "zpool", "pool=rpool", "rebuild_risk"),
