@@ -66,11 +66,16 @@ struct Receiver {
 
 impl Receiver {
     fn prometheus(dir: &Path) -> Receiver {
+        Receiver::prometheus_with(dir, "")
+    }
+
+    /// Prometheus with `config` added to its prometheus.yml.
+    fn prometheus_with(dir: &Path, config: &str) -> Receiver {
         let dir = dir.join("prometheus");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(
             dir.join("prometheus.yml"),
-            "global:\n  scrape_interval: 1h\n",
+            format!("global:\n  scrape_interval: 1h\n{config}"),
         )
         .unwrap();
         let mut r = Receiver {
@@ -484,4 +489,37 @@ fn out_of_order_samples_are_dead_lettered_counted_and_not_retried() {
         sent
     );
     assert_eq!(retries, 0);
+}
+
+#[test]
+fn a_sample_older_than_the_out_of_order_window_is_not_retried_for_ever() {
+    let dir = scratch();
+    // Prometheus 2.x answers 500 "too old sample" to a sample beyond its out-of-order window: a
+    // 5xx that retrying can never cure
+    let prom = Receiver::prometheus_with(
+        dir.path(),
+        "storage:\n  tsdb:\n    out_of_order_time_window: 10m\n",
+    );
+    let c = collector(dir.path(), &[&prom], "");
+    let now = now_ms();
+    let ns = |ms: i64| ms * 1_000_000;
+    post(&c, &format!("late,host=a v=1 {}\n", ns(now - 60_000)));
+    drained(&c);
+    // within the window: stored although older than the newest sample
+    post(&c, &format!("late,host=a v=2 {}\n", ns(now - 120_000)));
+    // beyond it: refused
+    post(&c, &format!("late,host=a v=3 {}\n", ns(now - 1_800_000)));
+    post(&c, &format!("late,host=a v=4 {}\n", ns(now - 30_000)));
+    drained(&c);
+    assert_eq!(
+        c.metric("output_out_of_order_total{output=\"prometheus\"}"),
+        1
+    );
+    assert_eq!(c.metric("output_retries_total{output=\"prometheus\"}"), 0);
+    let dead = std::fs::read_to_string(dir.path().join("queue/dead-letter/prometheus.lp")).unwrap();
+    assert!(dead.contains("too old sample"), "{dead}");
+    assert!(dead.contains("late,host=a v=3 "), "{dead}");
+    let got = prom.samples("storwatch_late_v[1h]", now);
+    let times: Vec<i64> = got.values().flatten().copied().collect();
+    assert_eq!(times, vec![now - 120_000, now - 60_000, now - 30_000]);
 }
