@@ -163,6 +163,19 @@ fn parse_metrics_doc(text: &str, c: &mut Contract) {
             if first.starts_with("---") {
                 continue;
             }
+            // a table whose rows say what they name (`| tag | \`controller\` | … |`)
+            let second = line.split('|').nth(2).unwrap_or("");
+            if matches!(first, "tag" | "field") && second.contains('`') {
+                if let Some(m) = &current {
+                    let entry = c.measurements.entry(m.clone()).or_default();
+                    let names = backticked(second);
+                    match first {
+                        "tag" => entry.tags.extend(names),
+                        _ => entry.fields.extend(names),
+                    }
+                }
+                continue;
+            }
             // a bold row inside a table (`| **NVMe** | | |`) heads a group of its rows
             if !first.contains('`') && !first.starts_with("**") {
                 mode = match first {
@@ -353,6 +366,23 @@ fn contract_is_read_from_the_docs() {
         &["device", "serial", "md", "pool"],
         &["health_ok", "pending_sectors", "media_errors", "read_ok"],
     );
+    // rows that say what they name (`| tag | \`vd\` |`), two names in a row
+    expect(
+        "raid_vd",
+        &["host", "site", "controller", "vd", "level", "device"],
+        &[
+            "state",
+            "rebuild_risk",
+            "members_at_risk",
+            "write_back_active",
+        ],
+    );
+    expect(
+        "raid_pd",
+        &["slot", "serial", "model"],
+        &["state", "media_errors"],
+    );
+    assert!(!c.is_field("raid_vd", "vd") && !c.is_tag("raid_vd", "state"));
     expect(
         "mpath",
         &["map", "wwid", "vendor"],
@@ -1158,6 +1188,29 @@ fn expression_inputs(model: &Yaml) -> Vec<String> {
     }
 }
 
+/// The series labels a label's template reads: every `.Labels.x` in it
+/// (`{{ .Labels.array }}{{ if .Labels.vdev }}…{{ end }}`).
+fn labels_used(v: &str) -> Vec<String> {
+    v.split(".Labels.")
+        .skip(1)
+        .map(|p| {
+            p.chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn labels_used_are_read_from_templates() {
+    assert_eq!(labels_used("{{ .Labels.host }}"), ["host"]);
+    assert_eq!(
+        labels_used("{{ .Labels.array }}{{ if .Labels.vdev }}{{ .Labels.pool }}/{{ end }}"),
+        ["array", "vdev", "pool"]
+    );
+    assert!(labels_used("critical").is_empty());
+}
+
 /// The rule fields Grafana's file provisioning puts through environment-variable expansion
 /// (`pkg/services/provisioning/alerting/rules_types.go`: every `values.StringValue`, and the
 /// labels map). The query models and the annotations are taken raw.
@@ -1304,11 +1357,8 @@ fn alert_rules_are_valid_and_name_only_documented_metrics() {
                                     for (k, v) in y(r, "labels").as_mapping().into_iter().flatten()
                                     {
                                         let v = v.as_str().unwrap_or("");
-                                        if let Some(tag) = v
-                                            .strip_prefix("{{ .Labels.")
-                                            .and_then(|t| t.strip_suffix(" }}"))
-                                        {
-                                            if !names.group_by_tags.iter().any(|t| t == tag) {
+                                        for tag in labels_used(v) {
+                                            if !names.group_by_tags.iter().any(|t| *t == tag) {
                                                 errs.push(format!("{qat}: label {k:?} uses .Labels.{tag}, which the query does not GROUP BY"));
                                             }
                                         }
