@@ -88,6 +88,10 @@ pub struct BookView {
     wwns: BTreeMap<String, String>,
     /// Each pool's vdev leaves as `zpool status` names them.
     pools: BTreeMap<String, Vec<String>>,
+    /// Normalized serial → the hardware virtual drive (`c0/v1`) the drive is a member of.
+    vd_by_serial: BTreeMap<String, String>,
+    /// Normalized WWN → the same.
+    vd_by_wwn: BTreeMap<String, String>,
     /// Leaves are resolved through this machine's `/dev` (the sys root is `/sys`).
     own_dev: bool,
 }
@@ -155,6 +159,29 @@ impl DriveBook {
     pub fn publish_pools(&self, pools: BTreeMap<String, Vec<String>>) {
         if self.view().pools != pools {
             self.update(|v| v.pools = pools);
+        }
+    }
+
+    /// Replaces the members of the hardware virtual drives (the RAID controller monitor, after
+    /// each read): `(serial, wwn, vd)` of each physical drive in a virtual drive (`vd` as
+    /// `c0/v1`). The `drive` line of a disk with that serial or WWN gets the `raid_vd` tag.
+    pub fn publish_raid_vds(&self, members: Vec<(Option<String>, Option<String>, String)>) {
+        let mut by_serial = BTreeMap::new();
+        let mut by_wwn = BTreeMap::new();
+        for (serial, wwn, vd) in members {
+            if let Some(s) = serial.as_deref().map(norm_serial).filter(|s| !s.is_empty()) {
+                by_serial.insert(s, vd.clone());
+            }
+            if let Some(w) = wwn.as_deref().map(norm_wwn).filter(|w| !w.is_empty()) {
+                by_wwn.insert(w, vd);
+            }
+        }
+        let v = self.view();
+        if v.vd_by_serial != by_serial || v.vd_by_wwn != by_wwn {
+            self.update(|v| {
+                v.vd_by_serial = by_serial;
+                v.vd_by_wwn = by_wwn;
+            });
         }
     }
 
@@ -264,6 +291,15 @@ impl BookView {
             }
         }
         None
+    }
+
+    /// The hardware virtual drive (`c0/v1`) a drive with this serial or WWN is a member of
+    /// (empty: none known). The serial decides when both are known.
+    pub fn raid_vd_of(&self, serial: Option<&str>, wwn: Option<&str>) -> &str {
+        serial
+            .and_then(|s| self.vd_by_serial.get(&norm_serial(s)))
+            .or_else(|| wwn.and_then(|w| self.vd_by_wwn.get(&norm_wwn(w))))
+            .map_or("", String::as_str)
     }
 
     /// The pools whose vdev leaves name drive `device`, comma-separated (empty: none).
@@ -418,5 +454,24 @@ mod tests {
         b.publish(vec![entry("sdc", "Z1Z3ABCD", "5000c500a1b2c3d4", 0.02)]);
         assert_eq!(b.view().pools_of("sdc"), "tank");
         assert_eq!(b.view().pools_of("sdcd"), "");
+    }
+
+    #[test]
+    fn a_controller_names_the_virtual_drive_of_its_disks() {
+        let b = book();
+        b.publish_raid_vds(vec![
+            (Some(" z1z3abcd".into()), None, "c0/v1".into()),
+            (None, Some("0x5000C500A1B2C3FF".into()), "c0/v2".into()),
+        ]);
+        let v = b.view();
+        assert_eq!(v.raid_vd_of(Some("Z1Z3ABCD"), None), "c0/v1");
+        assert_eq!(
+            v.raid_vd_of(Some("Z1Z3WXYZ"), Some("5000c500a1b2c3ff")),
+            "c0/v2"
+        );
+        assert_eq!(v.raid_vd_of(Some("PHLJ123"), None), "");
+        assert_eq!(v.raid_vd_of(None, None), "");
+        // the drives stay as published
+        assert_eq!(b.afr_by_serial("Z1Z3WXYZ"), Some(0.5));
     }
 }

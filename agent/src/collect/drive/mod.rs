@@ -369,7 +369,14 @@ impl Collector for DriveMonitor {
                 .as_ref()
                 .map(|h| BookEntry::assess(name, h, &self.risk));
             let pool = book.pools_of(name);
-            write_line(w, cx.ts_ns, cx.now_s, name, s, entry.as_ref(), &pool);
+            let vd = s.health.as_ref().map_or("", |h| {
+                book.raid_vd_of(h.serial.as_deref(), h.wwn.as_deref())
+            });
+            let place = Tags {
+                pool: &pool,
+                raid_vd: vd,
+            };
+            write_line(w, cx.ts_ns, cx.now_s, name, s, entry.as_ref(), &place);
         }
     }
 }
@@ -402,6 +409,15 @@ fn protocol(p: &Protocol) -> Option<String> {
     }
 }
 
+/// The tags other monitors know for a disk (from the book).
+#[derive(Debug, Clone, Copy, Default)]
+struct Tags<'a> {
+    /// Pools naming it.
+    pool: &'a str,
+    /// The hardware virtual drive it is a member of.
+    raid_vd: &'a str,
+}
+
 fn write_line(
     w: &mut LineWriter,
     ts_ns: i64,
@@ -409,7 +425,7 @@ fn write_line(
     name: &str,
     s: &DriveState,
     entry: Option<&BookEntry>,
-    pool: &str,
+    tags: &Tags<'_>,
 ) {
     let h = s.health.as_ref();
     let proto = h.and_then(|h| protocol(&h.protocol)).unwrap_or_default();
@@ -428,7 +444,15 @@ fn write_line(
         .tag("protocol", &proto)
         .tag("md", &s.place.md)
         .tag("mpath", &s.place.mpath)
-        .tag("pool", if pool.is_empty() { &s.place.pool } else { pool });
+        .tag(
+            "pool",
+            if tags.pool.is_empty() {
+                &s.place.pool
+            } else {
+                tags.pool
+            },
+        )
+        .tag("raid_vd", tags.raid_vd);
     if let Some(h) = h {
         line = line
             .field_opt(

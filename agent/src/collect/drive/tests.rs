@@ -270,7 +270,7 @@ fn lines_of_real_fixtures() {
             device,
             &s,
             entry.as_ref(),
-            "",
+            &Tags::default(),
         );
         text.push_str(&String::from_utf8(w.take()).unwrap());
     }
@@ -885,4 +885,33 @@ fn growing_counts_are_events_of_the_sample_that_reads_them() {
             "reallocated_sectors=304"
         )]
     );
+}
+
+/// The RAID controller monitor names the virtual drive of its physical drives in the book: the
+/// `drive` line of the disk with that serial or WWN carries it as `raid_vd`.
+#[test]
+fn a_disk_named_by_a_controller_carries_its_virtual_drive() {
+    let h = Host::new(&["sda", "sdd"]);
+    let smartctl = h.smartctl(&format!(
+        "{}{}",
+        prints("/dev/sda", "sce-ata-toshiba-mg09aca18te.json", 0),
+        prints("/dev/sdd", "sce-ata-wdc-wd20efrx-red.json", 0),
+    ));
+    let book = DriveBook::new(false);
+    // (the corpus' serials are redacted alike: by WWN, which storcli also gives)
+    let wwn =
+        smartctl::parse(&fs::read_to_string(fixture("sce-ata-toshiba-mg09aca18te.json")).unwrap())
+            .unwrap()
+            .wwn
+            .unwrap();
+    book.publish_raid_vds(vec![(None, Some(format!("0x{wwn}")), "c0/v1".into())]);
+    let mut m = DriveMonitor::new_inline(cfg(smartctl, 60_000, 5000), h.root())
+        .with_book(book.clone(), RiskModel::default());
+    let mut d = Driver::new(h.root());
+    d.sample(&mut m, 0.0);
+    let text = d.report(&mut m, 1.0);
+    assert!(line(&text, "sda").contains(",raid_vd=c0/v1 "), "{text}");
+    assert!(!line(&text, "sdd").contains("raid_vd="), "{text}");
+    // and the readings are in the book, by device
+    assert!(book.view().by_device("sda").is_some());
 }
