@@ -523,3 +523,72 @@ fn a_sample_older_than_the_out_of_order_window_is_not_retried_for_ever() {
     let times: Vec<i64> = got.values().flatten().copied().collect();
     assert_eq!(times, vec![now - 120_000, now - 60_000, now - 30_000]);
 }
+
+/// What real receivers here cannot be made to answer: 429 with `Retry-After` and a 503, from a
+/// scripted server that also shows the request as sent.
+#[test]
+fn retry_after_is_honoured_and_the_request_is_remote_write_1_0() {
+    use storwatch_collector::forward::remote_write::Samples;
+    use storwatch_test_support::http::{answer, no_decision, FakeServer};
+
+    let dir = scratch();
+    let mut too_many = answer(429, "slow down");
+    too_many.headers.push(("Retry-After", "1".to_string()));
+    let fake = FakeServer::start(vec![too_many, answer(503, "busy")], no_decision());
+    let port = free_port();
+    std::fs::write(dir.path().join("tokens"), format!("agents:{TOKEN}\n")).unwrap();
+    std::fs::set_permissions(
+        dir.path().join("tokens"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("rw.token"), "receiver-secret\n").unwrap();
+    std::fs::set_permissions(
+        dir.path().join("rw.token"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    let config = dir.path().join("collector.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:{port}\"\nqueue_dir = \"{q}\"\ntoken_file = \"{t}\"\n\
+             [heartbeat]\ninterval_s = 0\n\
+             [[outputs]]\ntype = \"prometheus_remote_write\"\nname = \"fake\"\n\
+             url = \"{u}/api/v1/write\"\ndb = \"storwatch\"\ntoken_file = \"{rt}\"\n\
+             backoff_min_ms = 50\nbackoff_max_s = 5\n",
+            q = dir.path().join("queue").display(),
+            t = dir.path().join("tokens").display(),
+            u = fake.url_base,
+            rt = dir.path().join("rw.token").display(),
+        ),
+    )
+    .unwrap();
+    let c = Collector::start_with_config(&Collector::bin(), &config, port);
+    let line = format!(
+        "disk,host=n1,device=sda util_pct=50,state=\"ok\" {}",
+        now_ms() * 1_000_000
+    );
+    let line = line.as_str();
+    post(&c, &format!("{line}\n"));
+    drained(&c);
+
+    let seen = fake.requests();
+    assert_eq!(seen.len(), 3, "429, 503, then 204");
+    assert!(
+        seen[1].at - seen[0].at >= Duration::from_secs(1),
+        "Retry-After: 1 waited for: {:?}",
+        seen[1].at - seen[0].at
+    );
+    let want = Samples::of_lines(&[line], 0).unwrap().protobuf();
+    for r in &seen {
+        assert_eq!(r.headers["content-encoding"], "snappy");
+        assert_eq!(r.headers["content-type"], "application/x-protobuf");
+        assert_eq!(r.headers["x-prometheus-remote-write-version"], "0.1.0");
+        assert_eq!(r.headers["authorization"], "Bearer receiver-secret");
+        let body = snap::raw::Decoder::new().decompress_vec(&r.body).unwrap();
+        assert_eq!(body, want);
+    }
+    assert_eq!(c.metric("output_retries_total{output=\"fake\"}"), 2);
+    assert_eq!(c.metric("output_samples_sent_total{output=\"fake\"}"), 2);
+}
