@@ -150,6 +150,23 @@ const SCENARIOS: &[Scenario] = &[
         speed: 1.0,
         fires: &["disk-saturated"],
     },
+    // batch workers: healthy jobs under HTCondor and Slurm, and jobs reading over NFS from a
+    // disk server in a write storm that runs on the same timeline
+    Scenario {
+        kind: Kind::WorkerHtcondor,
+        speed: 1.0,
+        fires: &[],
+    },
+    Scenario {
+        kind: Kind::WorkerSlurm,
+        speed: 1.0,
+        fires: &[],
+    },
+    Scenario {
+        kind: Kind::JobsIoStarved,
+        speed: 1.0,
+        fires: &["jobs-io-stall"],
+    },
     Scenario {
         kind: Kind::ReadaheadDrift,
         speed: 1.0,
@@ -732,6 +749,13 @@ fn dashboards_and_alert_rules_on_a_simulated_fleet() {
             "{CALM_THEN_STORM}: storwatch-disk-await-baseline does not fire"
         ));
     }
+    // the healthy workers' jobs wait on I/O a few % of their time: never a stall
+    for kind in [Kind::WorkerHtcondor, Kind::WorkerSlurm] {
+        let h = host(kind);
+        if states.contains_key(&("jobs-io-stall".to_string(), h.clone())) {
+            problems.insert(format!("storwatch-jobs-io-stall is true on {h}"));
+        }
+    }
     for s in SCENARIOS {
         let h = host(s.kind);
         for rule in s.fires {
@@ -781,6 +805,7 @@ fn dashboards_and_alert_rules_on_a_simulated_fleet() {
     );
     assert!(queries.len() > 50, "{}", queries.len());
 
+    jobs_panels(&influx);
     incident_panels(&influx);
     eprintln!("done in {:.1} s", t0.elapsed().as_secs_f64());
 }
@@ -889,4 +914,69 @@ fn incident_panels(influx: &Influxd) {
         !healthy.is_empty() && healthy.iter().all(|s| s.ends_with("/active")),
         "{healthy:?}"
     );
+}
+
+/// The Jobs row of the worker-node dashboard: the starved worker's jobs stall and lose their
+/// efficiency while the write-storm server next to them on the same axis is at 100 %; the
+/// healthy workers' jobs run at 85-95 % with little stall; the ranking tells them apart.
+fn jobs_panels(influx: &Influxd) {
+    let on = |q: &str, h: &str| expand(q, "time > now() - 1h", "raw", "10s", h);
+    let title = "Jobs' CPU efficiency and I/O stall vs the storage servers' %util";
+    let q = panel_query("worker-node.json", title, "A");
+    let mean = |h: &str, col: &str| -> f64 {
+        let v: Vec<f64> = column(influx, &on(&q, h), col)
+            .into_iter()
+            .flat_map(|(_, v)| v)
+            .filter_map(|x| x.as_f64())
+            .collect();
+        assert!(!v.is_empty(), "{h}: no {col} in {q}");
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    let starved = host(Kind::JobsIoStarved);
+    let (eff, stall) = (mean(&starved, "efficiency"), mean(&starved, "io_stall"));
+    assert!(
+        eff < 40.0 && stall > 50.0,
+        "{starved}: efficiency {eff}, io stall {stall}"
+    );
+    for kind in [Kind::WorkerHtcondor, Kind::WorkerSlurm] {
+        let h = host(kind);
+        let (eff, stall) = (mean(&h, "efficiency"), mean(&h, "io_stall"));
+        assert!(
+            (80.0..=96.0).contains(&eff) && stall < 10.0,
+            "{h}: efficiency {eff}, io stall {stall}"
+        );
+    }
+    // the storage servers on the same axis: the write-storm host pinned at 100 %
+    let q = panel_query("worker-node.json", title, "B");
+    let peak: BTreeMap<String, f64> = column(influx, &on(&q, &starved), "max")
+        .into_iter()
+        .map(|(t, v)| {
+            let m = v.iter().filter_map(Json::as_f64).fold(0.0, f64::max);
+            (t["host"].clone(), m)
+        })
+        .collect();
+    assert_eq!(peak.get(&host(Kind::WriteStorm)), Some(&100.0), "{peak:?}");
+    assert!(peak[&host(Kind::Healthy)] < 95.0, "{peak:?}");
+    // the ranking: the starved host's jobs at the top with io_some above 30 %, none of the
+    // healthy workers' jobs above 10 %
+    let q = panel_query("worker-node.json", "Jobs ranked by I/O stall", "A");
+    let some = |h: &str| -> Vec<f64> {
+        column(influx, &on(&q, h), "io_some_pct")
+            .into_iter()
+            .flat_map(|(_, v)| v)
+            .filter_map(|x| x.as_f64())
+            .collect()
+    };
+    // (a job that failed within seconds is seen over a whole interval: its share is a lower
+    // bound, so the median, not every job)
+    let mut s = some(&starved);
+    s.sort_by(f64::total_cmp);
+    assert!(!s.is_empty() && s[s.len() / 2] > 30.0, "{starved}: {s:?}");
+    for kind in [Kind::WorkerHtcondor, Kind::WorkerSlurm] {
+        let s = some(&host(kind));
+        assert!(
+            !s.is_empty() && s.iter().all(|v| *v < 10.0),
+            "{kind:?}: {s:?}"
+        );
+    }
 }
