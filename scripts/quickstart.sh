@@ -249,7 +249,8 @@ TOML
   local r h role
   for r in "${roots[@]}"; do
     h=$(cat "$r/host")
-    case $h in sim-worker-*) role=worker ;; *) role=disk-server ;; esac
+    # batch workers (worker-*, jobs-io-starved): their agents read the jobs' cgroup tree too
+    case $h in sim-worker-* | sim-jobs-*) role=worker ;; *) role=disk-server ;; esac
     # the tree's filesystem numbers: its mount points have no real filesystem behind them
     # smartctl (every host; each disk read every 5 min rather than 30) and storcli64 (hosts with
     # a MegaRAID controller) by path: a smartctl found in PATH is never run on a tree other than
@@ -300,6 +301,12 @@ The first reports arrive about 10-20 s after start. Then:
 Live iostat -x / sar -n DEV view of this host:   $bin/storwatch-agent top
 ... of a simulated host, e.g. the write storm:
   r=$state/fleet/sim-write-storm-01; PATH=\$r/bin:\$PATH $bin/storwatch-agent top --proc-root \$r/proc --sys-root \$r/sys
+... of the worker whose jobs read from a server in that storm (its jobs pane: efficiency, I/O stall):
+  r=$state/fleet/sim-jobs-io-starved-01; PATH=\$r/bin:\$PATH $bin/storwatch-agent top --proc-root \$r/proc --sys-root \$r/sys
+
+Batch jobs (worker-htcondor, worker-slurm, jobs-io-starved hosts), per node:
+  curl -sG '$url/query' --data-urlencode db=$db -H 'Accept: application/csv' \
+    --data-urlencode 'q=SELECT last(cpu_efficiency_pct), last(io_stall_pct), last(count) FROM jobs WHERE time > now() - 5m GROUP BY host'
 
 Grafana (9.1 or later, on this machine): datasource, dashboards and alert rules with their
 runbooks, from the repository:

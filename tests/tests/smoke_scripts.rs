@@ -240,6 +240,16 @@ fn quickstart_starts_a_reporting_fleet_and_stops_it() {
         .lines()
         .filter(|l| l.starts_with("hwraid-"))
         .count() as u64;
+    // The batch workers carry a cgroup v2 tree of jobs: their agents send a `jobs` line.
+    let batch_workers = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .filter(|l| {
+            ["worker-htcondor ", "worker-slurm ", "jobs-io-starved "]
+                .iter()
+                .any(|w| l.starts_with(w))
+        })
+        .count() as u64;
+    assert_eq!(batch_workers, 3, "{list:?}");
     // Every host's first report: 10-20 s after start. Each simulated host's agent reads its
     // first disk through the smartctl stand-in at once, so its first report has a `drive` line.
     let t = Instant::now();
@@ -251,12 +261,13 @@ fn quickstart_starts_a_reporting_fleet_and_stops_it() {
             && hosts("drive") >= scenarios
             && hosts("raid_vd") == controllers
             && hosts("raid_controller") == controllers
+            && hosts("jobs") == batch_workers
         {
             break out;
         }
         assert!(
             t.elapsed() < Duration::from_secs(60),
-            "not every host's disk, drive and raid lines in InfluxDB after 60 s:\n{out}"
+            "not every host's disk, drive, raid and jobs lines in InfluxDB after 60 s:\n{out}"
         );
         std::thread::sleep(Duration::from_secs(2));
     };
