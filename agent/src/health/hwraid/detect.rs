@@ -140,7 +140,10 @@ impl HwraidDetector {
                     pct = row.and_then(|r| r.progress_pct).map(f64::from);
                     eta = row.and_then(|r| r.time_left_s).map(|s| s as f64);
                     if let Some(p) = pct {
-                        eta = eta.or_else(|| self.track(&key, p, now_s));
+                        // Tracked whether or not storcli estimates the time left: the
+                        // samples also tell a stall.
+                        let from_rate = self.track(&key, p, now_s);
+                        eta = eta.or(from_rate);
                         if self.track_stalled(&key, now_s) {
                             eta = None;
                         }
@@ -191,9 +194,14 @@ impl HwraidDetector {
             let mut ctl_vds = Vec::new();
             for v in &c.virtual_drives {
                 let key = format!("{ctl}/v{}", v.vd);
+                // Judged only on progress read in this round: a failed `show rebuild` call is
+                // not a rebuild standing still.
                 let stalled = c.physical_drives.iter().any(|d| {
                     d.state == PdState::Rebuild
                         && member_of(v, d.slot, d.dg)
+                        && pd_by_slot
+                            .get(&d.slot)
+                            .is_some_and(|p| p.rebuild_progress_pct.is_some())
                         && self.is_stalled(&format!("{ctl}/{}", d.slot), now_s)
                 });
                 ctl_vds.push(self.vd_status(

@@ -267,3 +267,30 @@ fn an_offline_vd_is_certain_loss_and_a_cache_fall_is_an_event() {
     assert_eq!((v.redundancy_left, v.rebuild_risk), (Some(0), Some(1.0)));
     assert_eq!(d.controllers()[0].vds_offline, 1);
 }
+
+#[test]
+fn a_round_without_rebuild_progress_is_no_stall() {
+    let mut d = HwraidDetector::new(params());
+    let mut ev = Vec::new();
+    d.observe(&rebuilding(), &BTreeMap::new(), 0.0, &mut ev);
+    // `show rebuild` failed from then on: the drive is still Rbld, its progress unknown
+    let mut blind = rebuilding();
+    blind[0].rebuilds.clear();
+    d.observe(&blind, &BTreeMap::new(), 3.0 * 7200.0, &mut ev);
+    let v = &d.vds()[0];
+    assert!(!v.rebuild_stalled, "{v:?}");
+    assert_eq!((v.rebuild_progress_pct, v.members_rebuilding), (None, 1));
+    assert!(ev.iter().all(|e| e.to_state != "stalled"), "{ev:?}");
+}
+
+#[test]
+fn a_rebuild_storcli_still_gives_a_time_left_for_stalls_all_the_same() {
+    let mut d = HwraidDetector::new(params());
+    let mut ev = Vec::new();
+    d.observe(&rebuilding(), &BTreeMap::new(), 0.0, &mut ev);
+    d.observe(&rebuilding(), &BTreeMap::new(), 7200.0, &mut ev);
+    let v = &d.vds()[0];
+    assert!(v.rebuild_stalled, "37 % for two hours: {v:?}");
+    assert_eq!(v.rebuild_eta_s, None);
+    assert!(ev.iter().any(|e| e.to_state == "stalled"), "{ev:?}");
+}
