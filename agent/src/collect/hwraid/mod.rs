@@ -141,7 +141,9 @@ impl HwraidMonitor {
     }
 
     /// Takes each drive's own rate from `book` (the drive monitor's smartctl reading of it,
-    /// found by serial, then WWN) where it has one, rather than from storcli's counters.
+    /// found by serial, then WWN) where it has one, rather than from storcli's counters; and
+    /// publishes there which virtual drive each drive is a member of (the `drive` lines'
+    /// `raid_vd` tag).
     pub fn with_book(mut self, book: DriveBook) -> Self {
         self.book = Some(book);
         self
@@ -207,6 +209,17 @@ impl HwraidMonitor {
                     cx.events,
                 );
                 self.read_at_s = Some(t);
+                if let Some(book) = &self.book {
+                    // For the `raid_vd` tag of the drive monitor's lines of the same disks.
+                    book.publish_raid_vds(
+                        self.detector
+                            .pds()
+                            .iter()
+                            .filter(|d| !d.vd.is_empty())
+                            .map(|d| (d.serial.clone(), d.wwn.clone(), d.vd.clone()))
+                            .collect(),
+                    );
+                }
                 for e in &round.errors {
                     cx.errors.count(SOURCE, e);
                 }

@@ -307,7 +307,7 @@ fn a_drive_s_smartctl_reading_is_preferred_to_storcli_s_counters() {
         at_risk: true,
         failure_probability: 0.006,
     }]);
-    let mut joined = s.monitor(None).with_book(book);
+    let mut joined = s.monitor(None).with_book(book.clone());
     let text = s.step(&mut joined, 1.0);
     let after = vd(&text);
     assert_eq!(field(&after, "members_at_risk"), 1.0, "{after}");
@@ -322,4 +322,6 @@ fn a_drive_s_smartctl_reading_is_preferred_to_storcli_s_counters() {
     let p = field(pd, "failure_probability");
     let want = crate::health::risk::disk_failure_probability(0.32, 168.0);
     assert!((p - want).abs() < 1e-12, "{pd}");
+    // and the book learnt which VD the drive is in, for its `drive` line's raid_vd tag
+    assert_eq!(book.view().raid_vd_of(Some("ZL21DC50"), None), "c0/v0");
 }

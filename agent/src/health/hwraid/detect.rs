@@ -173,6 +173,7 @@ impl HwraidDetector {
                         did: d.did,
                         vd: vd.join(","),
                         serial: d.serial.clone(),
+                        wwn: d.wwn.clone(),
                         model: d.model.clone(),
                         medium: d.medium.clone(),
                         interface: d.interface.clone(),

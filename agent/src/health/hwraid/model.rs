@@ -93,6 +93,8 @@ pub struct PdStatus {
     pub vd: String,
     /// Serial number.
     pub serial: Option<String>,
+    /// World wide name.
+    pub wwn: Option<String>,
     /// Model.
     pub model: Option<String>,
     /// `HDD` / `SSD`.
