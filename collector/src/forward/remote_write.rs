@@ -20,7 +20,7 @@
 //!
 //! The protobuf is written by hand: four small messages, no code generation in the build.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 use reqwest::header::{AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER};
@@ -34,13 +34,20 @@ use super::Forwarder;
 /// The remote-write protocol version header of 1.0.
 pub const VERSION_HEADER: &str = "0.1.0";
 
-/// Labels of one series, `__name__` included, sorted by name.
+/// Labels of one series without `__name__`, sorted by name, each name once.
 type Labels = Vec<(String, String)>;
 
 /// A batch of lines as one `WriteRequest`.
+///
+/// The label set of a line is looked up once per line, not per field (a 200-disk report's
+/// ~450 lines carry ~9,000 samples): series are keyed by the label set's number and the metric
+/// name, and `__name__` joins the labels only when the request is written.
 #[derive(Debug, Default)]
 pub struct Samples {
-    series: BTreeMap<Labels, BTreeMap<i64, f64>>,
+    label_sets: Vec<Labels>,
+    label_ids: HashMap<Labels, u32>,
+    series: HashMap<(u32, String), Vec<(i64, f64)>>,
+    samples: usize,
 }
 
 impl Samples {
@@ -69,16 +76,33 @@ impl Samples {
             .map(|ns| ns.div_euclid(1_000_000))
             .unwrap_or(now_ms);
         let line = prom_line(p);
-        for (name, _, v) in &line.values {
-            let labels = with_name(line.labels.clone(), line.metric(name));
-            self.series.entry(labels).or_default().insert(ts, *v);
+        if !line.values.is_empty() {
+            let id = self.label_set(clean(line.labels.clone()));
+            for (name, _, v) in &line.values {
+                self.push(id, line.metric(name), ts, *v);
+            }
         }
         if !line.info.is_empty() {
             let mut labels = line.labels.clone();
             labels.extend(line.info.iter().cloned());
-            let labels = with_name(labels, line.info_metric());
-            self.series.entry(labels).or_default().insert(ts, 1.0);
+            let id = self.label_set(clean(labels));
+            self.push(id, line.info_metric(), ts, 1.0);
         }
+    }
+
+    fn label_set(&mut self, labels: Labels) -> u32 {
+        if let Some(id) = self.label_ids.get(&labels) {
+            return *id;
+        }
+        let id = self.label_sets.len() as u32;
+        self.label_sets.push(labels.clone());
+        self.label_ids.insert(labels, id);
+        id
+    }
+
+    fn push(&mut self, id: u32, name: String, ts: i64, v: f64) {
+        self.series.entry((id, name)).or_default().push((ts, v));
+        self.samples += 1;
     }
 
     /// Series in the batch.
@@ -86,48 +110,84 @@ impl Samples {
         self.series.len()
     }
 
-    /// Samples in the batch.
+    /// Samples in the batch, before a series' samples at one millisecond are made one.
     pub fn samples(&self) -> usize {
-        self.series.values().map(BTreeMap::len).sum()
+        self.samples
+    }
+
+    /// Every series: its labels with `__name__`, sorted, and its samples in time order, one per
+    /// millisecond (the later line's); series in the order their lines came.
+    pub fn timeseries(&self) -> Vec<(Labels, Vec<(i64, f64)>)> {
+        let mut keys: Vec<&(u32, String)> = self.series.keys().collect();
+        keys.sort();
+        keys.into_iter()
+            .map(|key| {
+                let base = self.label_sets.get(key.0 as usize).map_or(&[][..], |l| l);
+                let at = base.partition_point(|(k, _)| k.as_str() < "__name__");
+                let mut labels = Vec::with_capacity(base.len() + 1);
+                labels.extend_from_slice(&base[..at]);
+                labels.push(("__name__".to_string(), key.1.clone()));
+                labels.extend_from_slice(&base[at..]);
+                let mut samples = self.series.get(key).cloned().unwrap_or_default();
+                // stable: of two samples at one millisecond the later line's comes last
+                samples.sort_by_key(|(t, _)| *t);
+                samples.dedup_by(|later, earlier| {
+                    if later.0 == earlier.0 {
+                        earlier.1 = later.1;
+                        true
+                    } else {
+                        false
+                    }
+                });
+                (labels, samples)
+            })
+            .collect()
     }
 
     /// The `WriteRequest` protobuf, uncompressed.
     pub fn protobuf(&self) -> Vec<u8> {
+        self.encode().0
+    }
+
+    /// The protobuf and the number of samples it holds.
+    fn encode(&self) -> (Vec<u8>, usize) {
+        let mut count = 0;
         let mut out = Vec::with_capacity(64 * self.samples());
         let mut ts_buf = Vec::new();
         let mut msg = Vec::new();
-        for (labels, samples) in &self.series {
+        for (labels, samples) in self.timeseries() {
             ts_buf.clear();
-            for (k, v) in labels {
+            for (k, v) in &labels {
                 msg.clear();
                 put_bytes(&mut msg, 1, k.as_bytes());
                 put_bytes(&mut msg, 2, v.as_bytes());
                 put_bytes(&mut ts_buf, 1, &msg);
             }
+            count += samples.len();
             for (t, v) in samples {
                 msg.clear();
                 // Sample { double value = 1; int64 timestamp = 2; }
                 msg.push(0x09);
                 msg.extend_from_slice(&v.to_le_bytes());
                 msg.push(0x10);
-                put_varint(&mut msg, *t as u64);
+                put_varint(&mut msg, t as u64);
                 put_bytes(&mut ts_buf, 2, &msg);
             }
             put_bytes(&mut out, 1, &ts_buf);
         }
-        out
+        (out, count)
     }
 
-    /// The request body: the protobuf in snappy's block format.
-    pub fn body(&self) -> Result<Vec<u8>, snap::Error> {
-        snap::raw::Encoder::new().compress_vec(&self.protobuf())
+    /// The request body (the protobuf in snappy's block format) and the samples it holds.
+    pub fn body(&self) -> Result<(Vec<u8>, usize), snap::Error> {
+        let (proto, count) = self.encode();
+        Ok((snap::raw::Encoder::new().compress_vec(&proto)?, count))
     }
 }
 
-/// Sorted labels with `__name__`; a label written twice (a string field named as a tag)
-/// keeps the tag's value, the first.
-fn with_name(mut labels: Labels, name: String) -> Labels {
-    labels.insert(0, ("__name__".to_string(), name));
+/// Labels sorted by name, each name once: a string field named like a tag keeps the tag's
+/// value, the first.
+fn clean(mut labels: Labels) -> Labels {
     labels.sort_by(|a, b| a.0.cmp(&b.0));
     labels.dedup_by(|b, a| a.0 == b.0);
     labels
@@ -211,7 +271,7 @@ impl Forwarder {
                 }
             }
         };
-        let body = match samples.body() {
+        let (body, count) = match samples.body() {
             Ok(b) => b,
             Err(e) => {
                 // Only an input over snappy's 4 GiB limit fails; batch_bytes keeps far below.
@@ -243,7 +303,7 @@ impl Forwarder {
                 if verdict == Verdict::Done {
                     self.metrics
                         .samples_sent
-                        .fetch_add(samples.samples() as u64, Ordering::Relaxed);
+                        .fetch_add(count as u64, Ordering::Relaxed);
                 } else {
                     tracing::warn!(output = %self.output.name, status = %status, answer = %text.trim(), lines = lines.len(), "remote write not accepted");
                 }
@@ -272,11 +332,7 @@ mod tests {
             "md,host=n1,array=md0 state=\"clean\",host=\"x\",degraded=false 1000000000",
         ];
         let s = Samples::of_lines(&lines, 0).unwrap();
-        let got: Vec<(Labels, Vec<(i64, f64)>)> = s
-            .series
-            .iter()
-            .map(|(l, v)| (l.clone(), v.iter().map(|(t, v)| (*t, *v)).collect()))
-            .collect();
+        let got = s.timeseries();
         let l = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
             pairs
                 .iter()
@@ -322,7 +378,7 @@ mod tests {
                 ),
             ]
         );
-        assert_eq!((s.series(), s.samples()), (4, 6));
+        assert_eq!((s.series(), s.samples()), (4, 8));
     }
 
     #[test]
@@ -341,7 +397,8 @@ mod tests {
         .concat();
         let want = [&[0x0a, series.len() as u8][..], &series].concat();
         assert_eq!(s.protobuf(), want);
-        let body = s.body().unwrap();
+        let (body, count) = s.body().unwrap();
+        assert_eq!(count, 1);
         assert_eq!(
             snap::raw::Decoder::new().decompress_vec(&body).unwrap(),
             want
@@ -356,7 +413,7 @@ mod tests {
     #[test]
     fn lines_without_time_get_now_and_bad_lines_are_named() {
         let s = Samples::of_lines(&["m v=1"], 42).unwrap();
-        assert_eq!(s.series.values().next().unwrap().keys().next(), Some(&42));
+        assert_eq!(s.timeseries()[0].1, vec![(42, 1.0)]);
         let bad = Samples::of_lines(&["m v=1 1", "not a line"], 0).unwrap_err();
         assert_eq!(bad.len(), 1);
         assert_eq!(bad[0].0, 1);
