@@ -304,16 +304,29 @@ impl BookView {
 
     /// The pools whose vdev leaves name drive `device`, comma-separated (empty: none).
     pub fn pools_of(&self, device: &str) -> String {
-        let mut out: Vec<&str> = Vec::new();
+        self.pool_tags().remove(device).unwrap_or_default()
+    }
+
+    /// Every drive named by a pool's vdev leaves, with its pools comma-separated: each leaf
+    /// resolved once (for the `drive` lines of one report).
+    pub fn pool_tags(&self) -> BTreeMap<String, String> {
+        let mut out: BTreeMap<String, String> = BTreeMap::new();
         for (pool, leaves) in &self.pools {
-            let named = leaves
+            let mut devices: Vec<&str> = leaves
                 .iter()
-                .any(|l| self.resolve(l).is_some_and(|e| e.device == device));
-            if named {
-                out.push(pool);
+                .filter_map(|l| self.resolve(l).map(|e| e.device.as_str()))
+                .collect();
+            devices.sort_unstable();
+            devices.dedup();
+            for d in devices {
+                let tag = out.entry(d.to_owned()).or_default();
+                if !tag.is_empty() {
+                    tag.push(',');
+                }
+                tag.push_str(pool);
             }
         }
-        out.join(",")
+        out
     }
 }
 

@@ -360,6 +360,7 @@ impl Collector for DriveMonitor {
         // The scheduler empties the events after the report.
         self.events_seen = 0;
         let book = self.book.view();
+        let pools = book.pool_tags();
         for (name, s) in &self.drives {
             if s.read_ok.is_none() {
                 continue; // no call has ended yet: nothing to say
@@ -368,14 +369,11 @@ impl Collector for DriveMonitor {
                 .health
                 .as_ref()
                 .map(|h| BookEntry::assess(name, h, &self.risk));
-            let pool = book.pools_of(name);
+            let pool = pools.get(name).map_or("", String::as_str);
             let vd = s.health.as_ref().map_or("", |h| {
                 book.raid_vd_of(h.serial.as_deref(), h.wwn.as_deref())
             });
-            let place = Tags {
-                pool: &pool,
-                raid_vd: vd,
-            };
+            let place = Tags { pool, raid_vd: vd };
             write_line(w, cx.ts_ns, cx.now_s, name, s, entry.as_ref(), &place);
         }
     }
