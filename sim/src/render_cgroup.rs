@@ -211,11 +211,9 @@ pub fn files(cg: &Cgroups) -> Vec<(String, String)> {
             all,
         ],
     );
-    for (n, j) in cg.jobs.iter().enumerate() {
+    for j in &cg.jobs {
         let leaf = j.subdirs.last();
-        // the job's processes: a wrapper and one worker per core
-        let base = 100_000 + 1_000 * n as u32;
-        let pids: Vec<u32> = (0..=j.cores).map(|k| base + k).collect();
+        let pids: Vec<u32> = (0..=j.cores).map(|k| j.pid0 + k).collect();
         dir_files(&mut out, &j.dir, leaf.is_none().then_some(&pids[..]));
         counter_files(
             &mut out,

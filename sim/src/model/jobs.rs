@@ -74,6 +74,9 @@ pub struct Job {
     pub cores: u32,
     /// First CPU of the job's cpuset (Slurm binds a job to `cpu0..cpu0+cores-1`).
     pub cpu0: u32,
+    /// Its processes' pids: a wrapper (`condor_exec`, the batch script) and one worker per core
+    /// from this one on.
+    pub pid0: u32,
     /// `cpu.max` quota in µs per 100 000 µs period, if the batch system sets one.
     pub quota_usec: Option<u64>,
     /// The tick the job ends after (its directory is removed then).

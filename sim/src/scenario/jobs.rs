@@ -45,6 +45,8 @@ pub(super) struct Worker {
     speed: f64,
     /// The next slot number (HTCondor's dynamic slots count up) or job id.
     next_id: u64,
+    /// The next job's first pid.
+    next_pid: u32,
     /// `jobs-io-starved`: the disk server the jobs read from, and its scenario.
     server: Option<(Box<Scenario>, Host)>,
     /// The disk server's request latency last second, ms.
@@ -159,6 +161,7 @@ impl Worker {
             batch,
             speed,
             next_id,
+            next_pid: h.rng.int(20_000, 90_000) as u32,
             server,
             server_await_ms: 0.0,
         };
@@ -223,6 +226,12 @@ impl Worker {
         };
         let id = self.next_id;
         self.next_id += 1;
+        let pid0 = self.next_pid;
+        // a job's own processes, then a few the batch system forks for the next (wrappers)
+        self.next_pid = (self.next_pid + cores + 7) % 4_000_000;
+        if self.next_pid < 1000 {
+            self.next_pid += 1000;
+        }
         let exec = "condor_var_lib_condor_execute";
         let (dir, subdirs) = match self.batch {
             Batch::HtcondorSlice => {
@@ -301,6 +310,7 @@ impl Worker {
             subdirs,
             cores,
             cpu0,
+            pid0,
             quota_usec: None,
             ends_at: tick + life,
             base,
@@ -319,10 +329,12 @@ impl Worker {
         }
         self.fill(h, tick, false);
         if let Some((sc, server)) = &mut self.server {
+            // The server's scenario set its first second when it was built: from the next tick
+            // on it steps as its own host would, one second per tick.
             if tick > 0 {
                 server.tick();
+                sc.drive(server);
             }
-            sc.drive(server);
             // What a request to the server's LUNs took last second, the mean over the LUNs.
             let (mut ms, mut ios) = (0u64, 0u64);
             for d in server.devices.iter().filter(|d| d.role == Role::Map) {
