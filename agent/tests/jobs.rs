@@ -170,7 +170,7 @@ impl Node {
             }
         }
         Node {
-            dir: dir,
+            dir,
             proc,
             sys,
             jobs,

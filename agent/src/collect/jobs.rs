@@ -31,9 +31,10 @@ use storwatch_wire::lp::LineWriter;
 use super::{r3, Collector, Live, ReportCx, SampleCx, SourceErrors};
 use crate::health::jobs::{self as model, Cores, CoresFrom, JobInterval, JobReading, Presence};
 use crate::root::{Dir, JoinSized, Root};
+use crate::sources::cgroup::jobs::Discovery;
 use crate::sources::cgroup::jobs::{discover, BatchSystem, DiscoveryConfig, JobCgroup, JobId};
-use crate::sources::cgroup::{cpu_max, cpu_stat, cpuset, io_stat, memory};
-use crate::sources::pressure::{self, Pressure};
+use crate::sources::cgroup::{cpu_max, cpu_stat, cpuset, io_stat, memory, psi_totals};
+use crate::sources::pressure::{Pressure, PsiLine};
 use crate::sources::SourceError;
 
 /// The source name errors are counted under (`agent_source,source=cgroup`).
@@ -212,8 +213,15 @@ pub struct JobsCollector {
     buf: String,
     paths: Vec<String>,
     paths_used: usize,
+    /// The listing the last discovery was made from, and what it found: a listing unchanged
+    /// since (no job came or went) needs no new one.
+    found_paths: Vec<String>,
+    found: Discovery,
     warned_cap: bool,
     warned_psi: bool,
+    /// A batch system's directory or a job was seen since start: a worker node, which gets a
+    /// `jobs` line every report (a disk server gets none).
+    worker: bool,
     start: std::time::Instant,
 }
 
@@ -241,8 +249,11 @@ impl JobsCollector {
             buf: String::with_capacity(4096),
             paths: Vec::new(),
             paths_used: 0,
+            found_paths: Vec::new(),
+            found: Discovery::default(),
             warned_cap: false,
             warned_psi: false,
+            worker: false,
             start: std::time::Instant::now(),
         }
     }
@@ -335,10 +346,13 @@ impl JobsCollector {
         };
         let at = self.clock(uptime_cs);
         self.walk(&mount, errors);
-        let found = discover(
-            self.paths[..self.paths_used].iter().map(String::as_str),
-            &self.discovery,
-        );
+        let listed = self.paths.get(..self.paths_used).unwrap_or_default();
+        if listed != self.found_paths.as_slice() || self.last_at.is_none() {
+            self.found = discover(listed.iter().map(String::as_str), &self.discovery);
+            self.found_paths.clone_from(&listed.to_vec());
+        }
+        let found = std::mem::take(&mut self.found);
+        self.worker |= !found.parents.is_empty() || !found.jobs.is_empty();
         let start_usec = self.last_at.unwrap_or(at);
         let baseline = self.last_at.is_none();
 
@@ -483,8 +497,9 @@ impl JobsCollector {
             );
         }
         p.parents_cpu_usec = parents_cpu;
+        self.found = found;
         self.last_at = Some(at);
-        self.live = Some(self.live_of(&p));
+        self.live = self.worker.then(|| self.live_of(&p));
         self.pending = p;
     }
 
@@ -671,6 +686,9 @@ impl JobsCollector {
                     .field_opt("write_ops_per_s", dev.writes_per_s.map(r3))
                     .write();
             }
+        }
+        if !self.worker {
+            return;
         }
         w.line("jobs", ts)
             .field("count", p.count as u64)
@@ -869,8 +887,20 @@ impl Tracked {
             }
         };
         let mut psi = |dir: &mut Dir, name: &str, buf: &mut String| -> Option<Pressure> {
-            match dir.parse_value(name, buf, pressure::parse) {
-                Ok(Some(p)) => Some(p),
+            match dir.parse_value(name, buf, psi_totals::parse) {
+                // Only the totals count: the shares are over the interval, from two readings.
+                Ok(Some(t)) => {
+                    let line = |total_us: Option<u64>| {
+                        total_us.map(|total_us| PsiLine {
+                            total_us,
+                            ..PsiLine::default()
+                        })
+                    };
+                    Some(Pressure {
+                        some: line(t.some_us),
+                        full: line(t.full_us),
+                    })
+                }
                 Ok(None) => {
                     psi_missing.get_or_insert_with(|| dir.path().join_sized(name));
                     None

@@ -31,7 +31,11 @@ fn a_job_whose_files_are_gone_when_read_has_ended_and_is_no_error() {
     assert!(c.jobs.is_empty(), "{:?}", c.jobs.keys().collect::<Vec<_>>());
     assert_eq!(errors.interval_sum(), 0);
     // now with its files, then gone between two readings
-    std::fs::write(job(&root).join("cpu.stat"), "usage_usec 5\nuser_usec 3\nsystem_usec 2\n").expect("write");
+    std::fs::write(
+        job(&root).join("cpu.stat"),
+        "usage_usec 5\nuser_usec 3\nsystem_usec 2\n",
+    )
+    .expect("write");
     c.read(&root, 200, &mut errors);
     assert_eq!(c.jobs.len(), 1);
     std::fs::remove_dir_all(job(&root)).expect("rm");
@@ -50,7 +54,11 @@ fn a_malformed_file_is_a_source_error_and_the_job_goes_on() {
         std::time::Duration::from_secs(10),
     );
     let mut errors = SourceErrors::new(&[CGROUP]);
-    std::fs::write(job(&root).join("cpu.stat"), "usage_usec 5\nuser_usec 3\nsystem_usec 2\n").expect("write");
+    std::fs::write(
+        job(&root).join("cpu.stat"),
+        "usage_usec 5\nuser_usec 3\nsystem_usec 2\n",
+    )
+    .expect("write");
     std::fs::write(job(&root).join("memory.current"), "lots\n").expect("write");
     c.read(&root, 100, &mut errors);
     assert_eq!(c.jobs.len(), 1);
@@ -77,4 +85,36 @@ fn job_and_slot_tags() {
         job_tags(&JobId::Sluid("s5K1KKYAYG5D00".into()), "x/s5K1KKYAYG5D00"),
         ("s5K1KKYAYG5D00".into(), None)
     );
+}
+
+#[test]
+fn a_node_without_batch_jobs_writes_no_jobs_line_and_a_worker_always_does() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cg = dir.path().join("sys/fs/cgroup");
+    std::fs::create_dir_all(cg.join("system.slice/dcache.service")).expect("mkdir");
+    std::fs::write(cg.join("cgroup.controllers"), "cpu io memory\n").expect("write");
+    let root = Root::new(dir.path().join("proc"), dir.path().join("sys"));
+    let mut c = JobsCollector::new(
+        JobsConfig::default(),
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(10),
+    );
+    let mut errors = SourceErrors::new(&[CGROUP]);
+    c.read(&root, 100, &mut errors);
+    c.read(&root, 1100, &mut errors);
+    let mut w = LineWriter::new("ds01", &[]);
+    c.write(&mut w, &root, 1);
+    assert_eq!(w.lines(), 0);
+    // an idle worker node: Slurm's directory, no job running
+    std::fs::create_dir_all(cg.join("system.slice/slurmstepd.scope/system")).expect("mkdir");
+    c.read(&root, 2100, &mut errors);
+    c.write(&mut w, &root, 2);
+    let text = String::from_utf8_lossy(w.as_bytes()).into_owned();
+    assert!(
+        text.starts_with(
+            "jobs,host=ds01 count=0i,started=0i,ended=0i,dropped=0i,stalled=0i,cpu_s=0 2\n"
+        ),
+        "{text}"
+    );
+    assert_eq!(errors.interval_sum(), 0);
 }

@@ -13,7 +13,7 @@
 //! | `memory.stat`, `memory.current`, `memory.peak` | [`memory`] | bytes (and page counts) |
 //! | `cpuset.cpus.effective`, `cpuset.cpus` | [`cpuset`] | CPU numbers |
 //! | `cpu.max`, `cpu.weight` | [`cpu_max`] | µs per period; weight 1–10000 |
-//! | `cpu.pressure`, `io.pressure`, `memory.pressure` | [`super::pressure`] (same format as `/proc/pressure/*`) | µs stalled, % |
+//! | `cpu.pressure`, `io.pressure`, `memory.pressure` | [`super::pressure`] (same format as `/proc/pressure/*`); [`psi_totals`] for the `total=` counters only | µs stalled, % |
 //!
 //! Every counter is cumulative since the cgroup was created, and a cgroup's counters include
 //! its descendants', living and removed: a removed child's CPU time stays in its parent's
@@ -33,6 +33,7 @@ pub mod cpuset;
 pub mod io_stat;
 pub mod jobs;
 pub mod memory;
+pub mod psi_totals;
 
 use super::{fields, parse_u64, ParseError};
 
