@@ -287,3 +287,63 @@ fn starved_jobs_follow_the_write_storm() {
     let (id, _) = snaps[0].jobs.values().next().unwrap();
     assert!(matches!(id, JobId::HtcondorSlot(_)), "{id:?}");
 }
+
+/// Σ (read + write ms) and Σ (reads + writes) of the disk server's multipath maps.
+fn lun_ms_ios(root: &Path) -> (u64, u64) {
+    let text = fs::read_to_string(root.join("proc/diskstats")).unwrap();
+    let ds = diskstats::parse(&text);
+    ds.rows
+        .iter()
+        .filter(|r| r.name.starts_with("dm-"))
+        .fold((0, 0), |(ms, ios), r| {
+            (ms + r.read_ms + r.write_ms, ios + r.reads + r.writes)
+        })
+}
+
+/// Started together (a fleet, as the quickstart starts it), the starved worker's jobs wait what
+/// the write-storm host's LUNs take: the latency their I/O stall implies (a single-core job
+/// stalled `s = L / (L + 150 ms)` of the time) follows the storm host's own await, second for
+/// second of the same timeline.
+#[test]
+fn the_starved_worker_and_the_write_storm_share_one_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let kinds = [Kind::WriteStorm, Kind::JobsIoStarved];
+    let mut sims = storwatch_sim::sim::fleet(dir.path(), &kinds, 1, 3, 1.0).unwrap();
+    let mut before: Option<(Snapshot, (u64, u64))> = None;
+    let mut pairs = Vec::new();
+    for t in 1..=60u64 {
+        for s in sims.iter_mut() {
+            s.step().unwrap();
+        }
+        if t % 20 != 0 && t != 10 {
+            continue;
+        }
+        let now = (snapshot(&sims[1], t), lun_ms_ios(sims[0].root()));
+        if let Some((a, (ms0, ios0))) = &before {
+            let (b, (ms1, ios1)) = &now;
+            let storm_await = (ms1 - ms0) as f64 / (ios1 - ios0) as f64;
+            let (iv, _) = intervals(a, b, a.parent.at_usec);
+            // single-core jobs that ran through: their io some share is their stall
+            let s: Vec<f64> = iv
+                .iter()
+                .filter(|j| j.presence == Presence::Throughout)
+                .filter(|j| j.cores.map(|c| c.cores) == Some(1.0))
+                .filter_map(|j| j.io_pressure.some)
+                .collect();
+            assert!(!s.is_empty());
+            let s = s.iter().sum::<f64>() / s.len() as f64;
+            let implied = 150.0 * s / (1.0 - s) - 1.0;
+            pairs.push((t, storm_await, implied));
+        }
+        before = Some(now);
+    }
+    eprintln!("(t, write-storm LUN await ms, await the starved jobs wait ms): {pairs:.0?}");
+    for &(_, storm, implied) in &pairs {
+        let ratio = implied / storm;
+        assert!((0.7..1.4).contains(&ratio), "{pairs:.0?}");
+    }
+    assert!(
+        pairs.windows(2).all(|w| w[1].1 > w[0].1 && w[1].2 > w[0].2),
+        "{pairs:.0?}"
+    );
+}
