@@ -22,6 +22,16 @@
 //! the last good reading stays (its age grows in `last_read_age_s`). smartctl not installed (or
 //! not at the configured path): one info line at the first round, no error, no lines.
 //!
+//! **smartd's state.** With `[drive] smartd_state_dir`, a disk whose smartd `--jsonstate` file is
+//! fresh is read from it and no smartctl runs for it (`smartd.rs`).
+//!
+//! **Shared.** Each good reading, assessed by [`crate::health::drive`], is published in the
+//! [`DriveBook`] ([`book`]) that the MD, zpool and RAID controller monitors read for their
+//! `rebuild_risk` and `members_at_risk`; the pools' vdev names and the controllers' virtual
+//! drives come back through it as the `pool` and `raid_vd` tags. A reading that differs from the
+//! disk's previous one in health or medium error counts is an event
+//! ([`crate::health::drive::events`]).
+//!
 //! Every report interval each disk's line is written from its latest reading, whether or not it
 //! was read in that interval. Fields and tags: docs/metrics-drive.md.
 

@@ -1,5 +1,6 @@
 //! One drive's probability of failing within a window, from its condition and age as
 //! `smartctl --json` reports them ([`DriveHealth`], [`crate::sources::smartctl`]). No I/O.
+//! What changed between two readings of a drive (its `event`s) is [`events`].
 //!
 //! **Model.** A drive fails at a constant rate over a short window: its annual failure rate is
 //! the fleet's flat rate ([`crate::health::risk::RiskModel::afr`], 2 %/year by default) times a
