@@ -45,9 +45,10 @@ impl SteppedHost {
     /// in `root`, under an agent configured by `agent_toml` (the agent's config file). The
     /// host's own settings are added as a launcher passes them: `--proc-root`/`--sys-root` and
     /// `--host` for the tree, tag `site=lab`, the tree's filesystem numbers (`[fs] statvfs_file`),
-    /// and the tree's `dmsetup` and `zpool` stand-ins as
+    /// the tree's `dmsetup` and `zpool` stand-ins as
     /// the only multipath and ZFS sources (the device-mapper ioctl and multipathd's socket would
-    /// be this machine's), as in the quickstart.
+    /// be this machine's), and its `smartctl` and `storcli64` stand-ins for drive health and
+    /// hardware RAID (unless `agent_toml` names other programs), as in the quickstart.
     pub fn new(root: &Path, kind: Kind, name: &str, speed: f64, agent_toml: &str) -> SteppedHost {
         let sim = Sim::new(root, kind, name, 7, speed).unwrap();
         let mut cfg = Config::parse(agent_toml).unwrap();
@@ -60,6 +61,13 @@ impl SteppedHost {
         cfg.mpath.use_ioctl = false;
         cfg.mpath.use_multipathd = false;
         cfg.zpool.zpool = root.join("bin/zpool");
+        // the stand-ins, unless the configuration names another program
+        if cfg.drive.smartctl == Path::new("smartctl") {
+            cfg.drive.smartctl = root.join("bin/smartctl");
+        }
+        if cfg.hwraid.storcli.as_os_str().is_empty() {
+            cfg.hwraid.storcli = root.join("bin/storcli64");
+        }
         cfg.fs.statvfs_file = root.join("run/statvfs.txt");
         let mut scheduler = Scheduler::new(&cfg, collect::storage(&cfg, true));
         scheduler.sample(0.0);
@@ -105,12 +113,11 @@ impl SteppedHost {
 }
 
 /// `steps` seconds of scenario `kind` (seed 7, real speed) under the agent's library as host
-/// `name`, tag `site=lab`, with `dmsetup` run every `dmsetup_interval_s`: its reports, stamped
-/// 1, 2, 3 … report intervals from the epoch ([`shift`] moves them).
-pub fn history(kind: Kind, name: &str, steps: u32, dmsetup_interval_s: f64) -> Vec<String> {
+/// `name`, tag `site=lab`, configured by `agent_toml`: its reports, stamped 1, 2, 3 … report
+/// intervals from the epoch ([`shift`] moves them).
+pub fn history(kind: Kind, name: &str, steps: u32, agent_toml: &str) -> Vec<String> {
     let dir = scratch();
-    let toml = format!("[mpath]\ndmsetup_interval_s = {dmsetup_interval_s:?}\n");
-    let mut host = SteppedHost::new(dir.path(), kind, name, 1.0, &toml);
+    let mut host = SteppedHost::new(dir.path(), kind, name, 1.0, agent_toml);
     (1..=i64::from(steps) / 10)
         .map(|k| {
             let r = host.report(k * STEP_NS, SinkStats::default());
@@ -263,6 +270,26 @@ pub fn panel_query(file: &str, title: &str, ref_id: &str) -> String {
         .find(|q| q.file == file && q.what == what)
         .unwrap_or_else(|| panic!("{file}: no {what}"))
         .query
+}
+
+/// Grafana's expansion of the disk server's `$vd_device` (the block devices of the host's
+/// hardware virtual drives) on "All", as it writes a multi-value variable into a regex: the
+/// values its query finds for `host` in database `db`, `(sdb|sdc)`.
+pub fn expand_vd_device(influx: &Influxd, db: &str, q: &str, host: &str) -> String {
+    if !q.contains("$vd_device") {
+        return q.to_string();
+    }
+    let var = dashboard_queries()
+        .into_iter()
+        .find(|v| v.file == "disk-server.json" && v.what == "variable $vd_device")
+        .expect("disk-server.json: variable $vd_device");
+    let values: Vec<String> = series(influx, db, &expand(&var.query, "", "raw", "10s", host))
+        .unwrap_or_else(|e| panic!("{e}: {}", var.query))
+        .into_iter()
+        .flat_map(|s| s.column("value"))
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
+    q.replace("$vd_device", &format!("({})", values.join("|")))
 }
 
 /// Grafana's expansion of a dashboard query: the time range, the Resolution variable `rp`, the

@@ -41,7 +41,8 @@ use serde_json::Value as Json;
 use serde_norway::Value as Yaml;
 use storwatch_agent::sink::{self, OutputSpec, Sink, SinkStats};
 use storwatch_dashboards_tests::{
-    dashboard_queries, expand, panel_query, series, DashboardQuery, Labels, SteppedHost, STEP_NS,
+    dashboard_queries, expand, expand_vd_device, panel_query, series, DashboardQuery, Labels,
+    SteppedHost, STEP_NS,
 };
 use storwatch_sim::scenario::Kind;
 use storwatch_test_support::{now_ns, scratch, wait_for, workspace, Collector, Influxd};
@@ -183,7 +184,49 @@ const SCENARIOS: &[Scenario] = &[
         speed: 4.0,
         fires: &[],
     },
+    // the RAID6 VD rebuilds onto its hot spare; another member grows pending sectors and media
+    // errors from 150 s on instead of 10 min
+    Scenario {
+        kind: Kind::HwraidRebuild,
+        speed: 4.0,
+        fires: &[
+            "raid-vd-degraded",
+            "degraded-member-errors",
+            "drive-sectors-growing",
+            "drive-failing",
+        ],
+    },
+    // the BBU fails after 2 min: both VDs fall from write-back to write-through
+    Scenario {
+        kind: Kind::HwraidCacheWt,
+        speed: 1.0,
+        fires: &["raid-bbu-failed", "raid-cache-write-through"],
+    },
+    // nvme2n1's spare falls from 14 % below its 10 % threshold after 5 min
+    Scenario {
+        kind: Kind::NvmeWearout,
+        speed: 1.0,
+        fires: &["drive-nvme-spare", "drive-failing"],
+    },
 ];
+
+/// The host whose agent cannot read its drives, as one without the privilege to open them:
+/// its smartctl exits with status 1 and prints nothing.
+const DRIVES_UNREADABLE: Kind = Kind::ReadaheadDrift;
+
+/// The agent's `[drive]` section: every minute on the scenarios whose drives change within the
+/// quarter hour, else the default interval (one round, at the start); on
+/// [`DRIVES_UNREADABLE`]'s host a smartctl that fails.
+fn drive_toml(name: &str) -> &'static str {
+    let changing = [Kind::HwraidRebuild, Kind::HwraidCacheWt, Kind::NvmeWearout];
+    if changing.iter().any(|k| host(*k) == name) {
+        "[drive]\ninterval = \"1m\"\n"
+    } else if host(DRIVES_UNREADABLE) == name {
+        "[drive]\nsmartctl = \"/bin/false\"\n"
+    } else {
+        ""
+    }
+}
 
 /// The host whose agent stopped 20 minutes ago.
 const GONE: &str = "sim-gone";
@@ -195,14 +238,15 @@ fn host(kind: Kind) -> String {
 }
 
 /// The agents' configuration file: the collector's write URL and token, a spool per host, the
-/// quick backoff of a test, and a fill window of 10 min (the rate appears after 50 s) so that
-/// the quarter hour has time-to-full estimates.
+/// quick backoff of a test, a fill window of 10 min (the rate appears after 50 s) so that
+/// the quarter hour has time-to-full estimates, and the host's [`drive_toml`].
 fn agent_toml(dir: &Path, name: &str, url: &str) -> String {
     format!(
         "output = \"{url}\"\n[http]\ntoken_file = \"{}\"\nspool_dir = \"{}\"\n\
-         backoff_min_s = 0.2\nbackoff_max_s = 2.0\n[fs]\nfill_window = \"10m\"\n",
+         backoff_min_s = 0.2\nbackoff_max_s = 2.0\n[fs]\nfill_window = \"10m\"\n{}",
         dir.join("agent.token").display(),
-        dir.join(format!("{name}.spool")).display()
+        dir.join(format!("{name}.spool")).display(),
+        drive_toml(name)
     )
 }
 
@@ -260,9 +304,12 @@ fn query(influx: &Influxd, q: &str) -> Rows {
 }
 
 /// Grafana's expansion of a dashboard query for one host, with site and device on "All" and
-/// the 10 s retention policy.
-fn expand_dashboard(q: &str, host: &str) -> String {
-    expand(q, "time > now() - 1h", "raw", "10s", host)
+/// the 10 s retention policy. `$vd_device` (disk server: the block devices of the host's
+/// hardware virtual drives) on "All" is, as Grafana writes a multi-value variable into a
+/// regex, its values `(sdb|sdc)`: those its query finds for the host.
+fn expand_dashboard(influx: &Influxd, q: &str, host: &str) -> String {
+    let q = expand_vd_device(influx, DB, q, host);
+    expand(&q, "time > now() - 1h", "raw", "10s", host)
 }
 
 // ------------------------------------------------------------------------------------------
@@ -785,7 +832,7 @@ fn dashboards_and_alert_rules_on_a_simulated_fleet() {
     } in &queries
     {
         let has_data = SCENARIOS.iter().any(|s| {
-            let series = query(&influx, &expand_dashboard(q, &host(s.kind)));
+            let series = query(&influx, &expand_dashboard(&influx, q, &host(s.kind)));
             series.iter().any(|(_, rows)| {
                 rows.iter().any(|r| {
                     r.as_array()
@@ -824,7 +871,7 @@ fn column(influx: &Influxd, q: &str, col: &str) -> Vec<(Labels, Vec<Json>)> {
 
 /// The panels made for an incident show it on the scenario made for it, and not on `healthy`.
 fn incident_panels(influx: &Influxd) {
-    let site = |q: String, host: &str| expand_dashboard(&q, host);
+    let site = |q: String, host: &str| expand_dashboard(influx, &q, host);
 
     // readahead drift: the lowest read_ahead_kb of the fleet is 64, on the drifting host only
     let q = site(
@@ -914,11 +961,217 @@ fn incident_panels(influx: &Influxd) {
         !healthy.is_empty() && healthy.iter().all(|s| s.ends_with("/active")),
         "{healthy:?}"
     );
+
+    drives_and_hardware_raid(influx);
+}
+
+/// The last value of `col` of each series of a table query, by the series' tag `tag`.
+fn last_by(influx: &Influxd, q: &str, tag: &str, col: &str) -> BTreeMap<String, Json> {
+    column(influx, q, col)
+        .into_iter()
+        .filter_map(|(t, v)| Some((t.get(tag)?.clone(), v.last()?.clone())))
+        .collect()
+}
+
+/// The drive and hardware RAID panels show the incidents of their scenarios, and nothing of them
+/// on the hosts without one.
+fn drives_and_hardware_raid(influx: &Influxd) {
+    let q = |file: &str, title: &str, r: &str, h: &str| {
+        expand_dashboard(influx, &panel_query(file, title, r), h)
+    };
+    let (rebuild, cache_wt, nvme, healthy) = (
+        host(Kind::HwraidRebuild),
+        host(Kind::HwraidCacheWt),
+        host(Kind::NvmeWearout),
+        host(Kind::Healthy),
+    );
+
+    // the rebuild's VD is degraded with a member at risk; the other VD and the cache-wt host's
+    // are optimal
+    let vds = "Virtual drives";
+    let state = last_by(
+        influx,
+        &q("storage-health.json", vds, "A", &rebuild),
+        "vd",
+        "state",
+    );
+    assert!(
+        state.values().any(|s| s == "Pdgd" || s == "Dgrd"),
+        "{state:?}"
+    );
+    assert!(state.values().any(|s| s == "Optl"), "{state:?}");
+    let at_risk = last_by(
+        influx,
+        &q("storage-health.json", vds, "A", &rebuild),
+        "vd",
+        "members_at_risk",
+    );
+    assert!(
+        at_risk.values().any(|v| v.as_f64().unwrap_or(0.0) >= 1.0),
+        "{at_risk:?}"
+    );
+    let state = last_by(
+        influx,
+        &q("storage-health.json", vds, "A", &cache_wt),
+        "vd",
+        "state",
+    );
+    assert!(
+        !state.is_empty() && state.values().all(|s| s == "Optl"),
+        "{state:?}"
+    );
+
+    // physical drives: the rebuilding one is listed, none of the cache-wt host's healthy drives
+    let pds = "Physical drives not Onln/UGood, or with errors";
+    let listed = last_by(
+        influx,
+        &q("storage-health.json", pds, "A", &rebuild),
+        "slot",
+        "state",
+    );
+    assert!(listed.values().any(|s| s == "Rbld"), "{listed:?}");
+    let listed = last_by(
+        influx,
+        &q("storage-health.json", pds, "A", &cache_wt),
+        "slot",
+        "state",
+    );
+    assert!(listed.is_empty(), "{listed:?}");
+
+    // drives not healthy: the weak member of the rebuilding VD, read behind the controller; none
+    // on the healthy or cache-wt hosts, whose drives are all read
+    let bad = "Drives not healthy";
+    let pending = last_by(
+        influx,
+        &q("storage-health.json", bad, "A", &rebuild),
+        "device",
+        "pending_sectors",
+    );
+    assert!(
+        pending
+            .iter()
+            .any(|(d, p)| d.starts_with("bus/") && p.as_f64().unwrap_or(0.0) > 0.0),
+        "{pending:?}"
+    );
+    for h in [&healthy, &cache_wt] {
+        let rows = column(influx, &q("storage-health.json", bad, "A", h), "health_ok");
+        assert!(rows.is_empty(), "{h}: {rows:?}");
+        // and the host's drives were read: the disk server's table lists them
+        let read = column(influx, &q("disk-server.json", "Drives", "A", h), "read_ok");
+        assert!(
+            !read.is_empty()
+                && read
+                    .iter()
+                    .all(|(_, v)| v.last().and_then(Json::as_bool) == Some(true)),
+            "{h}: {read:?}"
+        );
+    }
+
+    // drives not read: every drive of the host whose smartctl fails, with smartctl's status
+    let unreadable = host(DRIVES_UNREADABLE);
+    let errors = last_by(
+        influx,
+        &q("storage-health.json", "Drives not read", "A", &unreadable),
+        "device",
+        "read_error",
+    );
+    let drives = last_by(
+        influx,
+        &q("disk-server.json", "Drives", "A", &unreadable),
+        "device",
+        "read_ok",
+    );
+    assert!(
+        !errors.is_empty()
+            && errors.len() == drives.len()
+            && errors
+                .values()
+                .all(|e| e.as_str().is_some_and(|e| e.contains("exit status 1"))),
+        "{errors:?} {drives:?}"
+    );
+    let errors = column(
+        influx,
+        &q("storage-health.json", "Drives not read", "A", &healthy),
+        "read_error",
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+
+    // NVMe wear-out: nvme2n1's spare below its threshold
+    let t = "NVMe spare against threshold, wear";
+    let spare = last_by(
+        influx,
+        &q("storage-health.json", t, "A", &nvme),
+        "device",
+        "available_spare_pct",
+    );
+    let threshold = last_by(
+        influx,
+        &q("storage-health.json", t, "A", &nvme),
+        "device",
+        "available_spare_threshold_pct",
+    );
+    assert!(
+        spare["nvme2n1"].as_f64().unwrap() < threshold["nvme2n1"].as_f64().unwrap(),
+        "{spare:?} {threshold:?}"
+    );
+
+    // the disk server's VD panels read the disk lines of the VDs' own block devices
+    let util = "%util of the virtual drives' block devices (peak 1 s)";
+    let devices = |h: &str| -> BTreeSet<String> {
+        column(influx, &q("disk-server.json", util, "A", h), "max")
+            .into_iter()
+            .map(|(t, _)| t["device"].clone())
+            .collect()
+    };
+    let vd_devices: BTreeSet<String> = column(
+        influx,
+        &q("disk-server.json", "Virtual drive state", "A", &rebuild),
+        "last",
+    )
+    .into_iter()
+    .map(|(t, _)| t["device"].clone())
+    .collect();
+    assert!(!vd_devices.is_empty(), "no VD tied to a block device");
+    assert_eq!(devices(&rebuild), vd_devices);
+    assert_eq!(devices(&healthy), BTreeSet::new());
+
+    // write-back configured, write-through in effect once the BBU failed
+    let cache = "Cache policy (configured write-back, in effect)";
+    let active = column(
+        influx,
+        &q("disk-server.json", cache, "C", &cache_wt),
+        "last",
+    );
+    assert!(
+        !active.is_empty()
+            && active.iter().all(|(_, v)| {
+                let v: Vec<bool> = v.iter().filter_map(Json::as_bool).collect();
+                v.first() == Some(&true) && v.last() == Some(&false)
+            }),
+        "{active:?}"
+    );
+
+    // the site's arrays table has the rebuilding VD next to the MD arrays
+    let arrays = "Arrays (MD and hardware RAID): degraded, rebuilding, at risk";
+    let risk = column(
+        influx,
+        &q("site-overview.json", arrays, "B", ""),
+        "rebuild_risk",
+    );
+    let on = |h: &str| {
+        risk.iter()
+            .filter(|(t, _)| t["host"] == h)
+            .flat_map(|(_, v)| v.iter().filter_map(Json::as_f64))
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
+    };
+    assert!(on(&rebuild).is_some_and(|r| r > 0.0), "{risk:?}");
+    assert_eq!(on(&cache_wt), Some(0.0), "{risk:?}");
 }
 
 /// The Jobs row of the worker-node dashboard: the starved worker's jobs stall and lose their
 /// efficiency while the write-storm server next to them on the same axis is at 100 %; the
-/// healthy workers' jobs run at 85-95 % with little stall; the ranking tells them apart.
+/// healthy workers' jobs run at 85-95 % with little stall; the ranking tells them apart, and
+/// the site overview lists the starved worker worst.
 fn jobs_panels(influx: &Influxd) {
     let on = |q: &str, h: &str| expand(q, "time > now() - 1h", "raw", "10s", h);
     let title = "Jobs' CPU efficiency and I/O stall vs the storage servers' %util";
@@ -978,5 +1231,19 @@ fn jobs_panels(influx: &Influxd) {
             !s.is_empty() && s.iter().all(|v| *v < 10.0),
             "{kind:?}: {s:?}"
         );
+    }
+    // the site overview: the worker nodes by their jobs' stall, the starved one worst
+    let q = panel_query(
+        "site-overview.json",
+        "Worker nodes by jobs' I/O stall (worst first)",
+        "A",
+    );
+    let by_host: BTreeMap<String, f64> = column(influx, &on(&q, ""), "io_stall_pct")
+        .into_iter()
+        .filter_map(|(t, v)| Some((t["host"].clone(), v.first()?.as_f64()?)))
+        .collect();
+    assert!(by_host[&starved] > 50.0, "{by_host:?}");
+    for kind in [Kind::WorkerHtcondor, Kind::WorkerSlurm] {
+        assert!(by_host[&host(kind)] < 10.0, "{by_host:?}");
     }
 }

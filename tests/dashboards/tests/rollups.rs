@@ -20,7 +20,8 @@ use std::time::Instant;
 
 use serde_json::Value as Json;
 use storwatch_dashboards_tests::{
-    dashboard_queries, expand, history, panel_query, series, shift, DashboardQuery, Labels, STEP_NS,
+    dashboard_queries, expand, expand_vd_device, history, panel_query, series, shift,
+    DashboardQuery, Labels, STEP_NS,
 };
 use storwatch_sim::scenario::Kind;
 use storwatch_test_support::{now_ns, workspace, Influxd};
@@ -41,19 +42,34 @@ const HOSTS: &[Kind] = &[
     Kind::MultipathFlap,
     Kind::NicSaturation,
     Kind::ZpoolResilver,
+    // a MegaRAID RAID6 rebuilding, a member growing pending sectors: drive and RAID lines
+    Kind::HwraidRebuild,
+    // NVMe drives, one wearing out
+    Kind::NvmeWearout,
 ];
+
+/// The host whose agent cannot read its drives (smartctl exits 1, as without the privilege to
+/// open them): the drives not read.
+const DRIVES_UNREADABLE: Kind = Kind::NicSaturation;
 
 fn host(kind: Kind) -> String {
     format!("rp-{}", kind.name())
 }
 
-/// `dmsetup` every 5 s on the flapping host (its path stays down 5–20 s), every report elsewhere.
-fn dmsetup_interval_s(kind: Kind) -> f64 {
-    if kind == Kind::MultipathFlap {
+/// The host's agent configuration: `dmsetup` every 5 s on the flapping host (its path stays
+/// down 5–20 s), every report elsewhere; a failing smartctl on [`DRIVES_UNREADABLE`].
+fn agent_toml(kind: Kind) -> String {
+    let dmsetup = if kind == Kind::MultipathFlap {
         5.0
     } else {
         10.0
-    }
+    };
+    let drive = if kind == DRIVES_UNREADABLE {
+        "[drive]\nsmartctl = \"/bin/false\"\n"
+    } else {
+        ""
+    };
+    format!("[mpath]\ndmsetup_interval_s = {dmsetup:?}\n{drive}")
 }
 
 /// The collector's heartbeat for `name` over its stamped reports, as `docs/collector.md` gives
@@ -119,9 +135,7 @@ fn dashboards_read_the_rollups() {
     // ---- an hour per host, stepped in parallel, stamped after all ran so that it ends now
     let threads: Vec<_> = HOSTS
         .iter()
-        .map(|&k| {
-            std::thread::spawn(move || (k, history(k, &host(k), STEPS, dmsetup_interval_s(k))))
-        })
+        .map(|&k| std::thread::spawn(move || (k, history(k, &host(k), STEPS, &agent_toml(k)))))
         .collect();
     let histories: Vec<(Kind, Vec<String>)> =
         threads.into_iter().map(|t| t.join().unwrap()).collect();
@@ -190,7 +204,7 @@ fn dashboards_read_the_rollups() {
             checked += 1;
             let mut has_data = false;
             for &k in HOSTS {
-                let e = expand_at(q, rp, &host(k));
+                let e = expand_at(&expand_vd_device(&influx, DB, q, &host(k)), rp, &host(k));
                 match series(&influx, DB, &e) {
                     Ok(answer) => {
                         has_data |= answer.iter().any(|s| {

@@ -17,7 +17,7 @@ rollup = (tables=<-, fields, fn) =>
 union(
     tables: [
         data |> rollup(fields: ["sync_speed_kbps"], fn: mean),
-        data |> rollup(fields: ["failed", "degraded", "mismatch_cnt", "rebuild_risk"], fn: max),
+        data |> rollup(fields: ["failed", "degraded", "mismatch_cnt", "rebuild_risk", "members_at_risk"], fn: max),
         data |> rollup(fields: ["active", "redundancy_left"], fn: min),
         data |> rollup(fields: ["members", "spare", "state", "sync_action", "sync_pct", "sync_eta_s", "stalled"], fn: last),
     ],

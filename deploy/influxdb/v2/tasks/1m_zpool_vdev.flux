@@ -16,7 +16,7 @@ rollup = (tables=<-, fields, fn) =>
 
 union(
     tables: [
-        data |> rollup(fields: ["read_errors", "write_errors", "cksum_errors", "rebuild_risk"], fn: max),
+        data |> rollup(fields: ["read_errors", "write_errors", "cksum_errors", "rebuild_risk", "members_at_risk"], fn: max),
         data |> rollup(fields: ["redundancy_left"], fn: min),
         data |> rollup(fields: ["state"], fn: last),
     ],
