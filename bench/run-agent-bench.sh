@@ -35,13 +35,14 @@ args=()
 for a in "$@"; do
   case $a in --drives) drives=1 ;; *) args+=("$a") ;; esac
 done
-if [ ${#args[@]} -eq 0 ]; then
-  if [ "$drives" = 1 ]; then
-    args=(--duration 60 --rounds 2 --only storwatch,storwatch-drives,storwatch-drives-fast)
-  else
-    args=(--duration 60 --rounds 2 --only storwatch,storwatch-core,floor-full)
-  fi
+if [ "$drives" = 1 ]; then
+  # the agents with and without the drive monitors, unless --only names others
+  case " ${args[*]} " in
+    *" --only "*) ;;
+    *) args+=(--only storwatch,storwatch-drives,storwatch-drives-fast) ;;
+  esac
 fi
+[ ${#args[@]} -gt 0 ] || args=(--duration 60 --rounds 2 --only storwatch,storwatch-core,floor-full)
 
 agent_bin=${STORWATCH_AGENT_BIN:-}
 if [ -z "$agent_bin" ]; then

@@ -65,7 +65,8 @@ fn read_walk_bench_builds_and_prints_four_costs() {
 /// `bench/run-agent-bench.sh` on the shared harness's synthetic 200-disk host, with the test
 /// build of the agent (`STORWATCH_AGENT_BIN`, so no release build) for one round of 11 s: the
 /// harness writes a result row for the agent with the collections it measured, their CPU and
-/// the lines each report wrote.
+/// the lines each report wrote. With `--drives`, the agent that reads its disks through the fake
+/// smartctl and storcli64 every 60 s / 10 s has a row too, and its children's CPU is counted.
 #[test]
 fn agent_bench_script_measures_the_agent_on_the_bench_host() {
     let harness = workspace().join("../shared/bench");
@@ -82,7 +83,12 @@ fn agent_bench_script_measures_the_agent_on_the_bench_host() {
     let out = Command::new("bash")
         .arg(workspace().join("bench/run-agent-bench.sh"))
         .args(["--duration", "11", "--warmup", "1", "--rounds", "1"])
-        .args(["--only", "storwatch", "--root"])
+        .args([
+            "--drives",
+            "--only",
+            "storwatch,storwatch-drives-fast",
+            "--root",
+        ])
         .arg(dir.path().join("host"))
         .env("STORWATCH_AGENT_BIN", &agent)
         .env("STORWATCH_BENCH_DIR", &work)
@@ -90,16 +96,29 @@ fn agent_bench_script_measures_the_agent_on_the_bench_host() {
         .expect("run bench/run-agent-bench.sh");
     assert!(out.status.success(), "{}", text(&out));
     let results = std::fs::read_to_string(work.join("out/results.jsonl")).unwrap();
-    let row: serde_json::Value = results
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|r| r["name"] == "storwatch")
-        .unwrap_or_else(|| panic!("no storwatch row in results.jsonl:\n{results}"));
-    let num = |k: &str| row[k].as_f64().unwrap_or_else(|| panic!("{k} in {row}"));
-    assert!(num("collections") >= 10.0, "{row}");
-    assert!(num("sched_ms_per_coll") > 0.0, "{row}");
+    let row_of = |name: &str| -> serde_json::Value {
+        results
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} row in results.jsonl:\n{results}"))
+    };
+    let num = |row: &serde_json::Value, k: &str| {
+        row[k].as_f64().unwrap_or_else(|| panic!("{k} in {row}"))
+    };
+    let row = row_of("storwatch");
+    assert!(num(&row, "collections") >= 10.0, "{row}");
+    assert!(num(&row, "sched_ms_per_coll") > 0.0, "{row}");
     // one 10 s report of a 200-disk host: hundreds of lines, spread over the window's collections
-    assert!(num("lines_per_coll") > 10.0, "{row}");
+    assert!(num(&row, "lines_per_coll") > 10.0, "{row}");
+    // 200 disks read once a minute through a shell stand-in: ~7 children a second, whose CPU
+    // the agent's live process tree never shows
+    let drives = row_of("storwatch-drives-fast");
+    let children = num(&drives, "children_ms_per_coll");
+    assert!(children > 0.0, "{drives}");
+    let total = num(&drives, "total_ms_per_coll");
+    let sched = num(&drives, "sched_ms_per_coll");
+    assert!((total - sched - children).abs() < 0.01, "{drives}");
 }
 
 /// `scripts/compare-agents.py`: the same agent as "old" and "new" on five simulator scenarios
