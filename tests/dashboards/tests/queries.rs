@@ -1246,18 +1246,4 @@ fn jobs_panels(influx: &Influxd) {
     for kind in [Kind::WorkerHtcondor, Kind::WorkerSlurm] {
         assert!(by_host[&host(kind)] < 10.0, "{by_host:?}");
     }
-    // the site overview: the worker nodes by their jobs' stall, the starved one worst
-    let q = panel_query(
-        "site-overview.json",
-        "Worker nodes by jobs' I/O stall (worst first)",
-        "A",
-    );
-    let by_host: BTreeMap<String, f64> = column(influx, &on(&q, ""), "io_stall_pct")
-        .into_iter()
-        .filter_map(|(t, v)| Some((t["host"].clone(), v.first()?.as_f64()?)))
-        .collect();
-    assert!(by_host[&starved] > 50.0, "{by_host:?}");
-    for kind in [Kind::WorkerHtcondor, Kind::WorkerSlurm] {
-        assert!(by_host[&host(kind)] < 10.0, "{by_host:?}");
-    }
 }
