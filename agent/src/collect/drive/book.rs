@@ -17,7 +17,8 @@
 //!   `/dev/disk/by-id/ata-ST4000NM0033-9ZM170_Z1Z3ABCD-part1`, `scsi-35000c500…`,
 //!   `nvme-…_SERIAL`): the partition suffix dropped, `wwn-0x…` and `scsi-3…` by world wide name,
 //!   `ata-`/`scsi-SATA_`/`nvme-`/`usb-` names by the serial after the last `_`; any other path
-//!   (`/dev/disk/by-vdev/…`, `/dev/mapper/…`) through its symbolic link, on the node's own `/dev`
+//!   (`/dev/disk/by-vdev/…`) through its symbolic link, and any other bare name through
+//!   `/dev/disk/by-vdev`, `by-partuuid` (TrueNAS), `by-id` and `by-path`, on the node's own `/dev`
 //!   only (the sys root is `/sys`);
 //! * its serial number or world wide name ([`DriveBook::by_serial`], [`DriveBook::by_wwn`],
 //!   [`DriveBook::probability_by_serial`], …): the physical drives a RAID controller lists.
@@ -26,7 +27,7 @@
 //! A disk that was never read is not in the book: its caller keeps the flat rate for it.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::health::drive::{assess, DriveRisk};
@@ -92,8 +93,9 @@ pub struct BookView {
     vd_by_serial: BTreeMap<String, String>,
     /// Normalized WWN → the same.
     vd_by_wwn: BTreeMap<String, String>,
-    /// Leaves are resolved through this machine's `/dev` (the sys root is `/sys`).
-    own_dev: bool,
+    /// Leaves are resolved through the links of this `/dev` (the node's own, when the sys root
+    /// is `/sys`; none on a fixture tree).
+    dev: Option<PathBuf>,
 }
 
 /// The shared handle (see the module).
@@ -107,9 +109,15 @@ impl DriveBook {
     /// are resolved through their links in this machine's `/dev` (true when the sys root is
     /// the node's own `/sys`).
     pub fn new(own_dev: bool) -> Self {
+        Self::with_dev(own_dev.then(|| PathBuf::from("/dev")))
+    }
+
+    /// An empty book resolving leaves through the links under `dev` (a `/dev` tree), or
+    /// through none.
+    pub fn with_dev(dev: Option<PathBuf>) -> Self {
         Self {
             inner: Arc::new(Mutex::new(Arc::new(BookView {
-                own_dev,
+                dev,
                 ..BookView::default()
             }))),
         }
@@ -280,13 +288,29 @@ impl BookView {
                 }
             }
         }
-        if self.own_dev && leaf.starts_with("/dev/") {
-            // by-vdev, by-path, by-uuid, …: the link's target names the kernel device
-            if let Ok(target) = std::fs::canonicalize(Path::new(leaf)) {
-                if let Some(name) = target.file_name().and_then(|n| n.to_str()) {
-                    if name != base {
-                        return self.by_device(name);
-                    }
+        // by-vdev, by-path, by-partuuid (TrueNAS names its leaves by partition UUID), …: the
+        // link's target names the kernel device
+        let dev = self.dev.as_deref()?;
+        let links: Vec<PathBuf> = match leaf.strip_prefix("/dev/") {
+            Some(rel) => vec![dev.join(rel)],
+            None if !leaf.contains('/') && !leaf.is_empty() => [
+                "disk/by-vdev",
+                "disk/by-partuuid",
+                "disk/by-id",
+                "disk/by-path",
+            ]
+            .iter()
+            .map(|d| dev.join(d).join(leaf))
+            .collect(),
+            None => Vec::new(),
+        };
+        for link in links {
+            let Ok(target) = std::fs::canonicalize(&link) else {
+                continue;
+            };
+            if let Some(name) = target.file_name().and_then(|n| n.to_str()) {
+                if name != base {
+                    return self.by_device(name);
                 }
             }
         }
@@ -424,6 +448,39 @@ mod tests {
         ] {
             assert_eq!(dev(none), None, "{none}");
         }
+    }
+
+    #[test]
+    fn other_names_through_the_links_of_dev() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dev = dir.path().join("dev");
+        let mk = |rel: &str, target: &str| {
+            let p = dev.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap_or(&dev)).unwrap_or_else(|e| panic!("{e}"));
+            std::os::unix::fs::symlink(target, &p).unwrap_or_else(|e| panic!("{e}"));
+        };
+        std::fs::create_dir_all(&dev).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dev.join("sdcd2"), "").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dev.join("sdc1"), "").unwrap_or_else(|e| panic!("{e}"));
+        mk(
+            "disk/by-partuuid/dad98d96-3cbe-469e-b262-b8416dfc72ec",
+            "../../sdcd2",
+        );
+        mk("disk/by-vdev/A3", "../../sdc1");
+        let b = DriveBook::with_dev(Some(dev.clone()));
+        b.publish(book().view().drives().cloned().collect());
+        let v = b.view();
+        let dev_of = |leaf: &str| v.resolve(leaf).map(|e| e.device.clone());
+        assert_eq!(
+            dev_of("dad98d96-3cbe-469e-b262-b8416dfc72ec").as_deref(),
+            Some("sdcd")
+        );
+        assert_eq!(dev_of("A3").as_deref(), Some("sdc"));
+        assert_eq!(dev_of("/dev/disk/by-vdev/A3").as_deref(), Some("sdc"));
+        assert_eq!(dev_of("B7"), None);
+        // without a /dev to look in, none of them
+        let v = book().view();
+        assert!(v.resolve("A3").is_none());
     }
 
     #[test]
