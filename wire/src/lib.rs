@@ -7,6 +7,8 @@
 //!   under the agent's spool and the collector's queue;
 //! * [`rotate`]: an append-only file rotated by size, under the agent's `file:` output and the
 //!   collector's dead-letter files.
+//! * [`prom`]: the Prometheus names of a line's fields and tags, under the agent's `/metrics` and
+//!   the collector's remote-write output, so both name a series alike.
 //!
 //! Nothing here knows about /proc, HTTP or InfluxDB servers: bytes in, bytes out, files on disk.
 
