@@ -299,6 +299,7 @@ impl Collector for HwraidMonitor {
                 .field("vds_offline", c.vds_offline)
                 .field("pds", c.pds)
                 .field("pds_failed", c.pds_failed)
+                .field_opt("roc_temperature_c", c.roc_temperature_c)
                 .field("bbu_present", c.bbu_present)
                 .field_opt("bbu_state", c.bbu_state.as_deref())
                 .field_opt("bbu_ok", c.bbu_ok)

@@ -241,6 +241,35 @@ fn garbage_or_truncated_json_keeps_the_last_good_state() {
     assert_eq!(totals, vec![(SOURCE.to_owned(), 2)]);
 }
 
+/// A controller with a ROC sensor (the HBA 9500 of the corpus, its 29 drives JBOD) reports its
+/// temperature; the JBOD drives are in no VD.
+#[test]
+fn an_hba_reports_its_roc_temperature_and_jbod_drives() {
+    let mut s = Stand::new();
+    for c in ["show-all", "vall", "pds"] {
+        s.answer_file(c, "netdata-c0-show-all-hba-9500-mpt3sas-jbod.json");
+    }
+    let mut m = s.monitor(None);
+    let text = s.step(&mut m, 1.0);
+    let ctl = text
+        .lines()
+        .find(|l| l.starts_with("raid_controller,"))
+        .expect("controller line");
+    assert!(
+        ctl.contains(
+            ",vds=0i,vds_degraded=0i,vds_offline=0i,pds=29i,pds_failed=0i,roc_temperature_c=44i,"
+        ),
+        "{ctl}"
+    );
+    let pds: Vec<&str> = text.lines().filter(|l| l.starts_with("raid_pd,")).collect();
+    assert_eq!(pds.len(), 29);
+    assert!(
+        pds.iter()
+            .all(|l| l.contains(" state=\"JBOD\",ok=true") && !l.contains(",vd=")),
+        "{text}"
+    );
+}
+
 #[test]
 fn no_storcli_no_lines_no_error() {
     let mut s = Stand::new();

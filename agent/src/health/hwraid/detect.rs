@@ -238,6 +238,7 @@ impl HwraidDetector {
                         .filter(|d| pd_failed(&d.state))
                         .count(),
                 ),
+                roc_temperature_c: c.roc_temperature_c,
                 bbu_present: !c.batteries.is_empty(),
                 bbu_state,
                 bbu_ok,

@@ -23,6 +23,8 @@ pub struct ControllerStatus {
     pub pds: u32,
     /// Physical drives `Failed`, `UBad`, `Offln` or `Msng`.
     pub pds_failed: u32,
+    /// The RAID-on-chip's temperature, °C.
+    pub roc_temperature_c: Option<i64>,
     /// A BBU or CacheVault is reported.
     pub bbu_present: bool,
     /// Its state as storcli words it (`Optimal`, `Failed`, `Learning`, `Degraded`, …).

@@ -262,6 +262,7 @@ fn an_offline_vd_is_certain_loss_and_a_cache_fall_is_an_event() {
     let c = storcli::parse_text(&text).expect("parses");
     let mut d = HwraidDetector::new(params());
     d.observe(&c, &BTreeMap::new(), 0.0, &mut Vec::new());
+    assert_eq!(d.controllers()[0].roc_temperature_c, Some(63));
     let v = &d.vds()[0];
     assert_eq!(v.state, "OfLn");
     assert_eq!((v.redundancy_left, v.rebuild_risk), (Some(0), Some(1.0)));

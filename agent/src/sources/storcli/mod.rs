@@ -479,6 +479,9 @@ pub struct Controller {
     pub serial: Option<String>,
     /// `Status.Controller Status`, e.g. `Optimal`.
     pub controller_status: Option<String>,
+    /// `HwCfg.ROC temperature(Degree Celsius)` (some versions spell it `Celcius`), °C; absent
+    /// when the controller has no ROC sensor (`Temperature Sensor for ROC = Absent`).
+    pub roc_temperature_c: Option<i64>,
     /// Virtual drives, by drive group and number.
     pub virtual_drives: Vec<VirtualDrive>,
     /// Physical drives, by enclosure and slot.
@@ -577,6 +580,20 @@ fn response_data(rd: &Map<String, Value>, out: &mut Controller) {
                     .or_else(|| v.get("Serial Number").and_then(text));
             }
             "Status" => out.controller_status = v.get("Controller Status").and_then(text),
+            "HwCfg" => {
+                out.roc_temperature_c = [
+                    "ROC temperature(Degree Celsius)",
+                    "ROC temperature(Degree Celcius)",
+                ]
+                .iter()
+                .find_map(|k| v.get(*k))
+                .and_then(|t| {
+                    t.as_i64().or_else(|| {
+                        let s = t.as_str()?;
+                        s.trim().parse().ok().or_else(|| temperature(s))
+                    })
+                });
+            }
             "VD LIST" => rows(v).for_each(|r| upsert_vd(out, r)),
             "PD LIST" | "Drive Information" => rows(v).for_each(|r| upsert_pd(out, r)),
             "BBU_Info" => battery(v, BatteryKind::Bbu, out),

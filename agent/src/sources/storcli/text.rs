@@ -53,6 +53,11 @@ pub fn parse_text(text: &str) -> Result<Vec<Controller>, ParseError> {
             c.model.get_or_insert_with(|| v.trim().to_owned());
         } else if let Some(v) = t.strip_prefix("Serial Number = ") {
             c.serial = Some(v.trim().to_owned());
+        } else if let Some(v) = t
+            .strip_prefix("ROC temperature(Degree Celsius) = ")
+            .or_else(|| t.strip_prefix("ROC temperature(Degree Celcius) = "))
+        {
+            c.roc_temperature_c = v.trim().parse().ok();
         } else if let Some(title) = t.strip_suffix(" :").or_else(|| t.strip_suffix(':')) {
             let kind = match title.trim() {
                 "VD LIST" => Table::Vd,
