@@ -163,6 +163,8 @@ pub(super) struct DriveJob {
     missing: bool,
     /// smartd's fresh state files of this round, by disk.
     state: StateFiles,
+    /// The state directory could not be read (said once, until it can).
+    state_dir_told: bool,
 }
 
 impl DriveJob {
@@ -180,6 +182,7 @@ impl DriveJob {
             missing_told: false,
             missing: false,
             state: StateFiles::default(),
+            state_dir_told: false,
         }
     }
 
@@ -230,6 +233,18 @@ impl DriveJob {
         self.queue.clear();
         self.state = match &self.cfg.smartd_state_dir {
             Some(dir) => {
+                match std::fs::read_dir(dir) {
+                    Err(e) if !self.state_dir_told => {
+                        self.state_dir_told = true;
+                        tracing::info!(
+                            source = "smartctl",
+                            "[drive] smartd_state_dir {}: {e}; smartctl reads every disk",
+                            dir.display()
+                        );
+                    }
+                    Err(_) => {}
+                    Ok(_) => self.state_dir_told = false,
+                }
                 let st = StateFiles::list(
                     dir,
                     self.cfg.smartd_state_max_age,
