@@ -1151,6 +1151,35 @@ fn drives_and_hardware_raid(influx: &Influxd) {
         "{active:?}"
     );
 
+    // the drive and RAID events have an annotation of their own, and only they: the growing
+    // sectors of the rebuild's weak member, the BBU failing and the cache falling to
+    // write-through on the cache-wt host
+    let sources = |file: &str, name: &str, h: &str| -> BTreeSet<String> {
+        let what = format!("annotation {name:?}");
+        let a = dashboard_queries()
+            .into_iter()
+            .find(|q| q.file == file && q.what == what)
+            .unwrap_or_else(|| panic!("{file}: no {what}"));
+        column(influx, &expand_dashboard(influx, &a.query, h), "source")
+            .into_iter()
+            .flat_map(|(_, v)| v.into_iter().filter_map(|x| x.as_str().map(str::to_string)))
+            .collect()
+    };
+    for file in ["storage-health.json", "disk-server.json"] {
+        let ours = "drive and RAID events";
+        let on_rebuild = sources(file, ours, &rebuild);
+        assert!(on_rebuild.contains("drive"), "{file}: {on_rebuild:?}");
+        let on_cache_wt = sources(file, ours, &cache_wt);
+        assert!(on_cache_wt.contains("hwraid"), "{file}: {on_cache_wt:?}");
+        for h in [&rebuild, &cache_wt] {
+            let storage = sources(file, "storage events", h);
+            assert!(
+                !storage.contains("hwraid") && !storage.contains("drive"),
+                "{file}: {storage:?}"
+            );
+        }
+    }
+
     // the site's arrays table has the rebuilding VD next to the MD arrays
     let arrays = "Arrays (MD and hardware RAID): degraded, rebuilding, at risk";
     let risk = column(
