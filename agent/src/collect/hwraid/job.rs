@@ -15,7 +15,8 @@
 //!    time left.
 //!
 //! Calls 2–4 add detail: when one fails, the detail of the last good round stays (a drive's
-//! counters, a VD's members) and the failure is reported with the round.
+//! counters, a VD's members) and the failure is reported with the round. After a call that
+//! hung the round's remaining calls are not made: one timeout per round, not three.
 //!
 //! **Exit status.** storcli exits 0 when the command succeeded and non-zero when it failed; its
 //! JSON says the same per controller (`Command Status.Status`, `Success` or `Failure`, with
@@ -57,6 +58,8 @@ pub enum HwraidError {
         args: String,
         /// What went wrong.
         message: String,
+        /// It hung and was killed at the timeout.
+        timed_out: bool,
     },
     /// Its output was not storcli JSON (garbage, or cut short).
     #[error("storcli {args}: exit status {status}: {source}{}", stderr_note(.stderr))]
@@ -164,6 +167,7 @@ impl HwraidJob {
         let label = args.join(" ");
         let cmd_err = |e: CommandError| HwraidError::Command {
             args: label.clone(),
+            timed_out: matches!(e, CommandError::Timeout { .. }),
             message: e.to_string(),
         };
         let mut child =
@@ -221,29 +225,41 @@ impl HwraidJob {
             }
         }
         let mut errors = Vec::new();
-        match self.call(program, &["/call/vall", "show", "all", "J"]) {
-            Ok(vds) => merge_vds(&mut ctls, &vds),
-            Err(e) => {
-                errors.push(e);
-                merge_vds(&mut ctls, &self.last);
+        // After a call that hung, the others of the round are not made (a controller that hangs
+        // one command most likely hangs the next): one timeout per round, not three. Their
+        // detail is the last round's.
+        let mut hung = false;
+        let mut call = |args: &[&str], errors: &mut Vec<HwraidError>| {
+            if hung {
+                return None;
             }
-        }
-        match self.call(program, &["/call/eall/sall", "show", "all", "J"]) {
-            Ok(pds) => merge_pds(&mut ctls, &pds),
-            Err(e) => {
-                errors.push(e);
-                merge_pds(&mut ctls, &self.last);
+            match self.call(program, args) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    hung = matches!(
+                        e,
+                        HwraidError::Command {
+                            timed_out: true,
+                            ..
+                        }
+                    );
+                    errors.push(e);
+                    None
+                }
             }
-        }
+        };
+        let vds = call(&["/call/vall", "show", "all", "J"], &mut errors);
+        merge_vds(&mut ctls, vds.as_deref().unwrap_or(&self.last));
+        let pds = call(&["/call/eall/sall", "show", "all", "J"], &mut errors);
+        merge_pds(&mut ctls, pds.as_deref().unwrap_or(&self.last));
         let rebuilding = ctls.iter().any(|c| {
             c.physical_drives
                 .iter()
                 .any(|d| d.state == PdState::Rebuild)
         });
         if rebuilding {
-            match self.call(program, &["/call/eall/sall", "show", "rebuild", "J"]) {
-                Ok(r) => merge_rebuilds(&mut ctls, &r),
-                Err(e) => errors.push(e),
+            if let Some(r) = call(&["/call/eall/sall", "show", "rebuild", "J"], &mut errors) {
+                merge_rebuilds(&mut ctls, &r);
             }
         }
         self.last = ctls.clone();

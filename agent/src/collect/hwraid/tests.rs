@@ -354,3 +354,50 @@ fn a_drive_s_smartctl_reading_is_preferred_to_storcli_s_counters() {
     // and the book learnt which VD the drive is in, for its `drive` line's raid_vd tag
     assert_eq!(book.view().raid_vd_of(Some("ZL21DC50"), None), "c0/v0");
 }
+
+/// A controller that hangs one command costs the round one timeout: after `/call/vall` hangs,
+/// `/call/eall/sall` is not run, and the round still reports what `show all` gave.
+#[test]
+fn after_a_call_hangs_the_rest_of_the_round_is_not_run() {
+    let mut s = Stand::new();
+    let dir = s.dir.path().to_owned();
+    let show = fixture("netdata-c0-show-all-raid6-optl-ibbu-optimal.json");
+    let script = dir.join("hanging-storcli64");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$1 $2 $3\" >> '{log}'\ncase \"$1\" in\n\
+             /call) exec cat '{show}';;\n\
+             /call/vall) exec sleep 1000;;\n\
+             *) exec cat '{show}';;\n\
+             esac\n",
+            log = dir.join("calls.log").display(),
+            show = show.display()
+        ),
+    )
+    .expect("script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let cfg = HwraidConfig {
+        storcli: script,
+        timeout: Duration::from_secs(1),
+        ..HwraidConfig::default()
+    };
+    let mut m = HwraidMonitor::new_inline(cfg, RiskModel::default(), s.root.clone());
+    let text = s.step(&mut m, 1.0);
+    let calls = std::fs::read_to_string(dir.join("calls.log")).expect("calls");
+    assert_eq!(calls, "/call show all\n/call/vall show all\n");
+    let ctl = text
+        .lines()
+        .find(|l| l.starts_with("raid_controller,"))
+        .expect("controller line");
+    assert!(
+        ctl.contains("read_ok=false")
+            && ctl.contains("read_error=\"storcli /call/vall show all J: ")
+            && ctl.contains("no answer within 1s, killed"),
+        "{ctl}"
+    );
+    assert!(
+        text.contains("raid_vd,host=ds01,controller=c0,vd=c0/v0,"),
+        "{text}"
+    );
+}
