@@ -1358,7 +1358,7 @@ fn alert_rules_are_valid_and_name_only_documented_metrics() {
                                     {
                                         let v = v.as_str().unwrap_or("");
                                         for tag in labels_used(v) {
-                                            if !names.group_by_tags.iter().any(|t| *t == tag) {
+                                            if !names.group_by_tags.contains(&tag) {
                                                 errs.push(format!("{qat}: label {k:?} uses .Labels.{tag}, which the query does not GROUP BY"));
                                             }
                                         }
