@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# What 100 batch jobs cost the agent: two agents side by side for the same duration, one on a
+# worker-node tree with 100 Slurm jobs under sys/fs/cgroup, one on the same tree without them,
+# 1 s sample and 10 s report interval; CPU from the kernel's per-thread accounting (schedstat, ns)
+# of every thread of each agent. A ticker moves the jobs' counters (cpu.stat, io.stat,
+# io.pressure, memory.current) every second, so that every job writes its full job and job_io
+# lines.
+#
+#   bench/jobs-cost.sh [--duration 120] [--jobs 100] [--rounds 3]
+#
+# STORWATCH_AGENT_BIN names the agent binary (default: the release build, built first).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+duration=120
+jobs=100
+rounds=3
+while [ $# -gt 0 ]; do
+  case $1 in
+    --duration) duration=$2; shift 2 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    *) echo "usage: $0 [--duration S] [--jobs N] [--rounds N]" >&2; exit 2 ;;
+  esac
+done
+agent_bin=${STORWATCH_AGENT_BIN:-}
+if [ -z "$agent_bin" ]; then
+  cargo build --release -p storwatch-agent --manifest-path "$repo/Cargo.toml" >&2
+  target=$(cargo metadata --format-version 1 --no-deps --manifest-path "$repo/Cargo.toml" \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+  agent_bin=$target/release/storwatch-agent
+fi
+base=$(mktemp -d /dev/shm/storwatch-jobs-cost.XXXXXX 2>/dev/null || mktemp -d)
+cleanup() {
+  for p in ${pids:-}; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$base"
+}
+trap cleanup EXIT
+
+# The trees: the build machine's captured /proc files, a sys tree with only the cgroup mount
+# (50 services in system.slice), and in one of them the jobs.
+python3 - "$repo" "$base" "$jobs" <<'PY'
+import os, shutil, sys
+repo, base, njobs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+fx = os.path.join(repo, "agent/fixtures")
+for tree in ("nojobs", "jobs"):
+    proc = os.path.join(base, tree, "proc")
+    os.makedirs(os.path.join(proc, "net"))
+    os.makedirs(os.path.join(proc, "pressure"))
+    for src, dst in [("diskstats/build-machine-linux-6.18-20-field.txt", "diskstats"),
+                     ("netdev/build-machine-linux-6.18.txt", "net/dev"),
+                     ("stat/build-machine-linux-6.18-2cpu.txt", "stat"),
+                     ("meminfo/build-machine-linux-6.18.txt", "meminfo"),
+                     ("pressure/build-machine-linux-6.18-io.txt", "pressure/io")]:
+        shutil.copy(os.path.join(fx, src), os.path.join(proc, dst))
+    cg = os.path.join(base, tree, "sys/fs/cgroup")
+    os.makedirs(cg)
+    open(os.path.join(cg, "cgroup.controllers"), "w").write("cpuset cpu io memory pids\n")
+    for i in range(50):
+        os.makedirs(os.path.join(cg, "system.slice", f"service-{i}.service"))
+    os.makedirs(os.path.join(cg, "system.slice/slurmstepd.scope/system"))
+    open(os.path.join(cg, "system.slice/slurmstepd.scope/cpu.stat"), "w").write(
+        "usage_usec 0\nuser_usec 0\nsystem_usec 0\n")
+    if tree == "nojobs":
+        continue
+    for j in range(njobs):
+        d = os.path.join(cg, f"system.slice/slurmstepd.scope/job_{1000 + j}")
+        for sub in ("step_batch/slurm", "step_batch/user/task_0", "step_extern/slurm",
+                    "step_extern/user/task_0"):
+            os.makedirs(os.path.join(d, sub))
+        for name, text in [("cpu.max", "max 100000\n"), ("cpu.weight", "100\n"),
+                           ("cpuset.cpus.effective", f"{j % 64}\n"),
+                           ("memory.peak", "7229440\n"),
+                           ("cpu.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=1000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=500\n"),
+                           ("memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")]:
+            open(os.path.join(d, name), "w").write(text)
+PY
+
+# Every second: each job's counters move on, written in place (truncated and rewritten, the
+# same file): the kernel's cgroup files are regenerated for every read, never replaced, so the
+# agent's descriptors kept open stay good, as on a real node. (A tree rewritten by renames, as
+# the simulator's, makes the agent open each changed file again: that costs more than on cgroupfs.)
+cat >"$base/tick.py" <<'PY'
+import os, sys, time
+cg, njobs = sys.argv[1], int(sys.argv[2])
+t = 0
+def put(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+while True:
+    t += 1
+    for j in range(njobs):
+        d = os.path.join(cg, f"system.slice/slurmstepd.scope/job_{1000 + j}")
+        put(os.path.join(d, "cpu.stat"),
+            f"usage_usec {t * 800000}\nuser_usec {t * 700000}\nsystem_usec {t * 100000}\n"
+            "nr_periods 0\nnr_throttled 0\nthrottled_usec 0\nnr_bursts 0\nburst_usec 0\n")
+        put(os.path.join(d, "io.stat"),
+            f"8:0 rbytes={t * 1048576} wbytes={t * 4096} rios={t * 64} wios={t} dbytes=0 dios=0\n"
+            f"253:0 rbytes={t * 1048576} wbytes={t * 4096} rios={t * 64} wios={t} dbytes=0 dios=0\n")
+        put(os.path.join(d, "io.pressure"),
+            f"some avg10=0.00 avg60=0.00 avg300=0.00 total={t * 200000}\n"
+            f"full avg10=0.00 avg60=0.00 avg300=0.00 total={t * 50000}\n")
+        put(os.path.join(d, "memory.current"), f"{5660672 + t * 4096}\n")
+    put(os.path.join(cg, "system.slice/slurmstepd.scope/cpu.stat"),
+        f"usage_usec {t * 800000 * njobs}\nuser_usec 0\nsystem_usec 0\n")
+    time.sleep(1 - time.time() % 1)
+PY
+
+# Sum of every thread's run time, ns.
+cpu_ns() {
+  local sum=0 f
+  for f in /proc/"$1"/task/*/schedstat; do
+    read -r ns _ <"$f" || continue
+    sum=$((sum + ns))
+  done
+  echo "$sum"
+}
+
+echo "jobs=$jobs duration=${duration}s rounds=$rounds agent=$agent_bin"
+printf '%-6s %-8s %14s %14s\n' round tree "ms CPU" "ms CPU/s"
+for round in $(seq 1 "$rounds"); do
+  pids=""
+  python3 "$base/tick.py" "$base/jobs/sys/fs/cgroup" "$jobs" &
+  pids="$pids $!"
+  sleep 1.5
+  declare -A pid
+  for tree in nojobs jobs; do
+    "$agent_bin" run --proc-root "$base/$tree/proc" --sys-root "$base/$tree/sys" \
+      --sample-interval 1s --report-interval 10s --host "bench-$tree" \
+      --output "file:$base/$tree.lp" 2>"$base/$tree.log" &
+    pid[$tree]=$!
+    pids="$pids $!"
+  done
+  # Past the start (first reading, first report), then the measured window.
+  sleep 12
+  declare -A start
+  for tree in nojobs jobs; do start[$tree]=$(cpu_ns "${pid[$tree]}"); done
+  sleep "$duration"
+  for tree in nojobs jobs; do
+    end=$(cpu_ns "${pid[$tree]}")
+    python3 -c "d=($end-${start[$tree]})/1e6; print(f'{$round:<6} {\"$tree\":<8} {d:14.2f} {d/$duration:14.4f}')"
+  done
+  for p in $pids; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  pids=""
+done
+lines=$(grep -c '^job,' "$base/jobs.lp" || true)
+io=$(grep -c '^job_io,' "$base/jobs.lp" || true)
+reports=$(grep -c '^jobs,' "$base/jobs.lp" || true)
+echo "all rounds: $reports jobs lines, $lines job lines, $io job_io lines written"
+grep -m1 '^jobs,' "$base/jobs.lp" || true
