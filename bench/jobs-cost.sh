@@ -6,7 +6,10 @@
 # io.pressure, memory.current) every second, so that every job writes its full job and job_io
 # lines.
 #
-#   bench/jobs-cost.sh [--duration 120] [--jobs 100] [--rounds 3]
+#   bench/jobs-cost.sh [--duration 120] [--jobs 100] [--rounds 3] [--warmup 12] [--report 10]
+#
+# --warmup: seconds before the window (past the first reading and report); --report: the report
+# interval, seconds (10 for the figures; the test suite's smoke run uses 1).
 #
 # STORWATCH_AGENT_BIN names the agent binary (default: the release build, built first).
 set -euo pipefail
@@ -15,12 +18,16 @@ repo=$(cd "$here/.." && pwd)
 duration=120
 jobs=100
 rounds=3
+warmup=12
+report=10
 while [ $# -gt 0 ]; do
   case $1 in
     --duration) duration=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
-    *) echo "usage: $0 [--duration S] [--jobs N] [--rounds N]" >&2; exit 2 ;;
+    --warmup) warmup=$2; shift 2 ;;
+    --report) report=$2; shift 2 ;;
+    *) echo "usage: $0 [--duration S] [--jobs N] [--rounds N] [--warmup S] [--report S]" >&2; exit 2 ;;
   esac
 done
 agent_bin=${STORWATCH_AGENT_BIN:-}
@@ -127,13 +134,13 @@ for round in $(seq 1 "$rounds"); do
   declare -A pid
   for tree in nojobs jobs; do
     "$agent_bin" run --proc-root "$base/$tree/proc" --sys-root "$base/$tree/sys" \
-      --sample-interval 1s --report-interval 10s --host "bench-$tree" \
+      --sample-interval 1s --report-interval "${report}s" --host "bench-$tree" \
       --output "file:$base/$tree.lp" 2>"$base/$tree.log" &
     pid[$tree]=$!
     pids="$pids $!"
   done
   # Past the start (first reading, first report), then the measured window.
-  sleep 12
+  sleep "$warmup"
   declare -A start
   for tree in nojobs jobs; do start[$tree]=$(cpu_ns "${pid[$tree]}"); done
   sleep "$duration"

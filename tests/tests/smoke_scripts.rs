@@ -11,6 +11,8 @@
 //! (every test with an influxd), the InfluxDB setup scripts, `deploy/grafana/install.sh` and the
 //! v2/v3 rollup generators and their tests (collector/tests/influx_setup.rs, tests/dashboards).
 //!
+//! `bench/jobs-cost.sh` (100 jobs beside none) runs with 5 jobs for a 3 s window.
+//!
 //! `bench/run-agent-bench.sh` runs on the shared bench harness (`../shared/bench` beside the
 //! checkout, as CI has it; skipped, saying so, where it is not there) for one 11 s window.
 //!
@@ -119,6 +121,47 @@ fn agent_bench_script_measures_the_agent_on_the_bench_host() {
     let total = num(&drives, "total_ms_per_coll");
     let sched = num(&drives, "sched_ms_per_coll");
     assert!((total - sched - children).abs() < 0.01, "{drives}");
+}
+
+/// `bench/jobs-cost.sh` with the test build, 5 jobs, 1 s reports, one round of 3 s: a CPU row for
+/// the agent without jobs and one for the agent with them, and the jobs agent's job lines.
+#[test]
+fn jobs_cost_script_measures_both_agents() {
+    let agent = binary("storwatch-agent", "storwatch-agent");
+    let out = Command::new("bash")
+        .arg(workspace().join("bench/jobs-cost.sh"))
+        .args([
+            "--duration",
+            "3",
+            "--jobs",
+            "5",
+            "--rounds",
+            "1",
+            "--warmup",
+            "3",
+        ])
+        .args(["--report", "1"])
+        .env("STORWATCH_AGENT_BIN", &agent)
+        .output()
+        .expect("run bench/jobs-cost.sh");
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    for tree in ["nojobs", "jobs"] {
+        let row = t
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(tree))
+            .unwrap_or_else(|| panic!("no {tree} row:\n{t}"));
+        let ms: f64 = row.split_whitespace().nth(2).unwrap().parse().unwrap();
+        assert!(ms > 0.0, "{row}");
+    }
+    let jobs_lines = t
+        .lines()
+        .find_map(|l| l.strip_prefix("all rounds: "))
+        .and_then(|l| l.split(',').nth(1))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse::<u32>().ok())
+        .unwrap_or_else(|| panic!("no line counts:\n{t}"));
+    assert!(jobs_lines >= 5, "{t}");
 }
 
 /// `scripts/compare-agents.py`: the same agent as "old" and "new" on five simulator scenarios
