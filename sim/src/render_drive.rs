@@ -1475,14 +1475,15 @@ fn changed(h: &Host, key: &str, fp: u64) -> bool {
     true
 }
 
-/// What a drive's smartctl output shows, hashed: everything printed that can change.
+/// What a drive's smartctl output shows, hashed: its health (every counter, the verdict, the
+/// temperature) at once, and the totals that grow with its I/O (bytes and commands, power-on
+/// time) with the minute: a busy disk's file is rendered again once a minute, not every second.
 fn fingerprint(m: &Smart, minute: u64) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut s = std::collections::hash_map::DefaultHasher::new();
     let n = &m.nvme;
     (
         minute,
-        m.power_on_s / 60,
         m.temperature_c,
         m.passed,
         m.power_cycles,
@@ -1503,10 +1504,6 @@ fn fingerprint(m: &Smart, minute: u64) -> u64 {
             m.uncorrected_write,
             m.uncorrected_verify,
         ),
-        (
-            (m.gb_read * 1e9 / 512.0) as u64,
-            (m.gb_written * 1e9 / 512.0) as u64,
-        ),
     )
         .hash(&mut s);
     (
@@ -1515,12 +1512,6 @@ fn fingerprint(m: &Smart, minute: u64) -> u64 {
         n.available_spare_threshold,
         n.media_errors,
         n.unsafe_shutdowns,
-        (
-            n.data_units_read,
-            n.data_units_written,
-            n.host_reads,
-            n.host_writes,
-        ),
         n.warning_bits,
     )
         .hash(&mut s);
