@@ -187,6 +187,23 @@ fn dashboards_read_the_rollups() {
     eprintln!("written and rolled up at {:?}", t0.elapsed());
 
     // ---- every dashboard query at each rollup level
+    // the measurements the continuous queries roll up (`INTO "storwatch"."rp_1m"."disk"`); a
+    // panel of a measurement without rollups reads the 10 s reports at every level (the lint
+    // refuses "$rp". on it), and the query test covers it on those
+    let rolled: std::collections::BTreeSet<String> = statements
+        .lines()
+        .filter_map(|st| st.split_once(" INTO ")?.1.split(' ').next())
+        .filter_map(|into| into.rsplit('.').next())
+        .map(|m| m.trim_matches('"').to_string())
+        .collect();
+    assert!(
+        rolled.contains("disk") && rolled.contains("raid_vd"),
+        "{rolled:?}"
+    );
+    let measurement = |q: &str| -> Option<String> {
+        let after = q.split(" FROM ").nth(1)?.split(' ').next()?;
+        Some(after.rsplit('.').next()?.trim_matches('"').to_string())
+    };
     let queries = dashboard_queries();
     let mut problems = Vec::new();
     let mut checked = 0;
@@ -199,6 +216,9 @@ fn dashboards_read_the_rollups() {
         } in &queries
         {
             if *panel && !q.contains("\"$rp\".") {
+                if measurement(q).is_some_and(|m| !rolled.contains(&m)) {
+                    continue;
+                }
                 problems.push(format!("{file}: {what}: does not read \"$rp\".\n    {q}"));
             }
             checked += 1;
