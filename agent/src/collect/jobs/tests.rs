@@ -118,3 +118,45 @@ fn a_node_without_batch_jobs_writes_no_jobs_line_and_a_worker_always_does() {
     );
     assert_eq!(errors.interval_sum(), 0);
 }
+
+#[test]
+fn a_configured_glob_makes_jobs_tagged_with_their_path_and_owner() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cg = dir.path().join("sys/fs/cgroup");
+    let job = cg.join("user.slice/user-1000.slice/session-4.scope");
+    std::fs::create_dir_all(&job).expect("mkdir");
+    std::fs::write(cg.join("cgroup.controllers"), "cpu io memory\n").expect("write");
+    std::fs::write(job.join("cpu.max"), "50000 100000\n").expect("write");
+    let root = Root::new(dir.path().join("proc"), dir.path().join("sys"));
+    let cfg = JobsConfig {
+        globs: vec!["user.slice/user-*.slice/session-*.scope".into()],
+        ..JobsConfig::default()
+    };
+    let mut c = JobsCollector::new(
+        cfg,
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(10),
+    );
+    let mut errors = SourceErrors::new(&[CGROUP]);
+    for (t, usage) in [(100, 1_000_000u64), (1100, 3_000_000)] {
+        std::fs::write(
+            job.join("cpu.stat"),
+            format!("usage_usec {usage}\nuser_usec {usage}\nsystem_usec 0\n"),
+        )
+        .expect("write");
+        c.read(&root, t, &mut errors);
+    }
+    let mut w = LineWriter::new("ui01", &[]);
+    c.write(&mut w, &root, 3);
+    let text = String::from_utf8_lossy(w.as_bytes()).into_owned();
+    // 2 s of CPU in 10 s on half a core (cpu.max 50000/100000)
+    assert!(
+        text.starts_with(
+            "job,host=ui01,batch=glob,job=user.slice/user-1000.slice/session-4.scope,owner=1000 \
+             cpu_efficiency_pct=40,cores=0.5,cores_from=\"cpu_max\",cpu_s=2,interval_s=10 3\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("\njobs,host=ui01 count=1i,"), "{text}");
+    assert_eq!(errors.interval_sum(), 0);
+}
