@@ -1421,6 +1421,28 @@ fn every_runbook_belongs_to_a_rule_and_thresholds_are_documented() {
     let rules = read("alerts/storwatch-rules.yaml");
     let readme = read("alerts/README.md");
     let mut errs = Vec::new();
+    // the README's count of rules and groups is the file's
+    let doc: Yaml = serde_norway::from_str(&rules).unwrap();
+    let groups = y(&doc, "groups")
+        .as_sequence()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let n: usize = groups
+        .iter()
+        .map(|g| y(g, "rules").as_sequence().map_or(0, Vec::len))
+        .sum();
+    let said = format!(
+        "holds {n} Grafana-managed alert rules in {} groups",
+        groups.len()
+    );
+    if !readme
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .contains(&said)
+    {
+        errs.push(format!("alerts/README.md: does not say it {said}"));
+    }
     for rb in files("alerts/runbooks", ".md") {
         if !rules.contains(&format!("runbook_url: {rb}")) {
             errs.push(format!("{rb}: no rule points to it"));
