@@ -264,6 +264,11 @@ megaraid = true
 # instead of running smartctl; without a fresh file, smartctl reads it. Unset: always smartctl.
 # smartd_state_dir = "/var/lib/smartmontools"
 smartd_state_max_age = "1h"
+# A SAS disk's non-medium error count is printed by smartctl only as text: a second call,
+# `smartctl -l error -n standby`, made every sas_error_log_every rounds (6: every 3 h at the
+# 30 min interval; 1: every round), at once for a degraded array's members and for a disk without
+# a count yet. The rounds between carry the last count, its age in non_medium_errors_age_s.
+sas_error_log_every = 6
 
 # Hardware RAID controllers (MegaRAID/PERC): every `interval`, on a thread of its own,
 # `storcli /call show all J`, `/call/vall show all J`, `/call/eall/sall show all J` and, while a

@@ -108,6 +108,10 @@ pub(super) enum Update {
         name: String,
         at: Instant,
         result: ReadResult,
+        /// A SAS disk's non-medium error count in the reading came from a `-l error` call this
+        /// long before the reading (0: the call that followed it; more: carried from an earlier
+        /// round's call, [`JobConfig::sas_error_log_every`]). `None`: no such count.
+        error_log_age_s: Option<f64>,
     },
 }
 
@@ -122,6 +126,17 @@ struct Running {
     /// This is the `-l error` text call of a SAS disk, for its non-medium error count: the
     /// reading its JSON call gave, handed on when this one ends.
     text_for: Option<Box<DriveHealth>>,
+    /// A SAS disk's reading of this call is followed by its `-l error` call (decided when the
+    /// call starts: its round's turn, an out-of-schedule read, or no count known yet).
+    with_error_log: bool,
+}
+
+/// A SAS disk's non-medium error count from its last good `-l error` call.
+#[derive(Debug, Clone, Copy)]
+struct ErrorLog {
+    count: u64,
+    /// When the call ended (the worker's clock).
+    at_s: f64,
 }
 
 /// The settings the worker needs, resolved.
@@ -141,6 +156,9 @@ pub(super) struct JobConfig {
     pub(super) smartd_state_dir: Option<PathBuf>,
     /// A state file older than this is stale: smartctl reads the disk.
     pub(super) smartd_state_max_age: Duration,
+    /// A SAS disk's `-l error` call is made every this many rounds (1: every round), and for a
+    /// disk read out of schedule or without a count yet; between, its last count is carried.
+    pub(super) sas_error_log_every: u32,
 }
 
 /// The drive monitor's [`CommandJob`].
@@ -165,6 +183,11 @@ pub(super) struct DriveJob {
     state: StateFiles,
     /// The state directory could not be read (said once, until it can).
     state_dir_told: bool,
+    /// Rounds started before the current one: the SAS `-l error` calls are made in rounds
+    /// `0, every, 2 × every, …`.
+    round: u64,
+    /// Each SAS disk's last non-medium error count, carried between its `-l error` calls.
+    error_log: BTreeMap<String, ErrorLog>,
 }
 
 impl DriveJob {
@@ -183,10 +206,20 @@ impl DriveJob {
             missing: false,
             state: StateFiles::default(),
             state_dir_told: false,
+            round: 0,
+            error_log: BTreeMap::new(),
         }
     }
 
+    /// Whether this round is one whose SAS disks get their `-l error` call.
+    fn error_log_round(&self) -> bool {
+        self.round % u64::from(self.cfg.sas_error_log_every.max(1)) == 0
+    }
+
     fn start_round(&mut self, now_s: f64, out: &mut Vec<Update>) {
+        if self.next_round_s.is_finite() {
+            self.round += 1;
+        }
         self.next_round_s = now_s + self.cfg.interval_s;
         self.missing = !found(&self.cfg.smartctl);
         let mut names = whole_disks(&self.root, &self.cfg.exclude);
@@ -230,6 +263,8 @@ impl DriveJob {
             }
         }
         out.push(Update::Disks(disks));
+        let disks = &self.disks;
+        self.error_log.retain(|name, _| disks.contains_key(name));
         self.queue.clear();
         self.state = match &self.cfg.smartd_state_dir {
             Some(dir) => {
@@ -355,8 +390,14 @@ impl DriveJob {
                 match polled {
                     Ok(fin) => match smartctl::parse_scsi_text(&fin.stdout) {
                         Ok(t) => {
-                            if let Some(sc) = h.scsi.as_mut() {
-                                sc.non_medium_errors = t.non_medium_errors.or(sc.non_medium_errors);
+                            if let Some(n) = t.non_medium_errors {
+                                self.error_log.insert(
+                                    r.name.clone(),
+                                    ErrorLog {
+                                        count: n,
+                                        at_s: self.last_now_s,
+                                    },
+                                );
                             }
                         }
                         Err(source) => out.push(Update::Error(DriveError::Parse {
@@ -370,10 +411,13 @@ impl DriveJob {
                         source,
                     })),
                 }
+                // This call's count, or (it failed) the last one's, older.
+                let error_log_age_s = self.carry_error_log(&r.name, &mut h);
                 out.push(Update::Read {
                     name: r.name,
                     at: Instant::now(),
                     result: ReadResult::Read(h),
+                    error_log_age_s,
                 });
                 continue;
             }
@@ -384,19 +428,43 @@ impl DriveJob {
                     source,
                 }),
             };
+            let mut error_log_age_s = None;
             let result = match result {
-                ReadResult::Read(h) if wants_text(&h) => match self.start_text(&r, h, out) {
-                    Some(h) => ReadResult::Read(h),
-                    None => continue, // handed on to the text call
-                },
+                ReadResult::Read(h) if wants_text(&h) && r.with_error_log => {
+                    match self.start_text(&r, h, out) {
+                        Some(mut h) => {
+                            error_log_age_s = self.carry_error_log(&r.name, &mut h);
+                            ReadResult::Read(h)
+                        }
+                        None => continue, // handed on to the text call
+                    }
+                }
+                ReadResult::Read(mut h) if wants_text(&h) => {
+                    // Not this round's turn: the last call's count, with its age.
+                    error_log_age_s = self.carry_error_log(&r.name, &mut h);
+                    ReadResult::Read(h)
+                }
                 other => other,
             };
             out.push(Update::Read {
                 name: r.name,
                 at: Instant::now(),
                 result,
+                error_log_age_s,
             });
         }
+    }
+
+    /// Puts disk `name`'s last `-l error` count into its reading `h` (a SAS reading without
+    /// one); its age, or `None` when no call has given one yet.
+    fn carry_error_log(&self, name: &str, h: &mut DriveHealth) -> Option<f64> {
+        let log = self.error_log.get(name)?;
+        let sc = h.scsi.as_mut()?;
+        if sc.non_medium_errors.is_some() {
+            return None;
+        }
+        sc.non_medium_errors = Some(log.count);
+        Some((self.last_now_s - log.at_s).max(0.0))
     }
 
     /// Starts the `-l error` text call of a SAS disk read as `h`; `Some(h)` back when it could
@@ -421,6 +489,7 @@ impl DriveJob {
                     started: Instant::now(),
                     child,
                     text_for: Some(h),
+                    with_error_log: true,
                 });
                 None
             }
@@ -441,11 +510,11 @@ impl DriveJob {
             return;
         }
         while self.running.len() < self.cfg.max_running.max(1) {
-            let name = if let Some(n) = self.asked.pop_front() {
-                n
+            let (name, asked) = if let Some(n) = self.asked.pop_front() {
+                (n, true)
             } else if self.queue.front().is_some_and(|(due, _)| *due <= now_s) {
                 match self.queue.pop_front() {
-                    Some((_, n)) => n,
+                    Some((_, n)) => (n, false),
                     None => break,
                 }
             } else {
@@ -465,6 +534,7 @@ impl DriveJob {
                         name,
                         at: Instant::now(),
                         result: ReadResult::Read(Box::new(h)),
+                        error_log_age_s: None,
                     });
                     continue;
                 }
@@ -478,6 +548,10 @@ impl DriveJob {
             }
             args.push(target.path.as_str());
             let dev = target.label();
+            // A SAS disk's `-l error` call: in its rounds, read out of schedule (a degraded
+            // array's member), or while no count is known (a disk new since the last such round).
+            let with_error_log =
+                asked || self.error_log_round() || !self.error_log.contains_key(&name);
             match Spawned::start(&self.cfg.smartctl, &args, self.cfg.max_output_bytes) {
                 Ok(child) => self.running.push(Running {
                     name,
@@ -485,6 +559,7 @@ impl DriveJob {
                     started: Instant::now(),
                     child,
                     text_for: None,
+                    with_error_log,
                 }),
                 Err(CommandError::NotFound(_)) => {
                     // Removed since the round started: quiet until it is back.
@@ -500,6 +575,7 @@ impl DriveJob {
                         device: dev,
                         source: e,
                     }),
+                    error_log_age_s: None,
                 }),
             }
         }
@@ -849,6 +925,7 @@ mod tests {
             inline: false,
             smartd_state_dir: None,
             smartd_state_max_age: Duration::from_secs(3600),
+            sas_error_log_every: 6,
         };
         let root = Root::new(dir.path().join("proc"), sys);
         let mut job = DriveJob::new(cfg, root, Urgent::default());

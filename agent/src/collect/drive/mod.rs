@@ -96,6 +96,11 @@ pub struct DriveConfig {
     /// (default 1h: twice smartd's default 30-minute check interval).
     #[serde(with = "crate::config::duration")]
     pub smartd_state_max_age: Duration,
+    /// A SAS disk's second call, `smartctl -l error` (its non-medium error count, printed only
+    /// as text), is made every this many rounds (default 6: every 3 h at the default interval;
+    /// 0 or 1: every round), and at once for a disk read out of schedule or without a count
+    /// yet; the rounds between carry its last count, its age in `non_medium_errors_age_s`.
+    pub sas_error_log_every: u32,
 }
 
 impl Default for DriveConfig {
@@ -111,6 +116,7 @@ impl Default for DriveConfig {
             megaraid: true,
             smartd_state_dir: None,
             smartd_state_max_age: Duration::from_secs(3600),
+            sas_error_log_every: 6,
         }
     }
 }
@@ -131,6 +137,9 @@ struct DriveState {
     error: Option<String>,
     /// smartctl said this is a RAID controller's virtual drive (no line is written).
     behind_controller: bool,
+    /// When the reading's non-medium error count was read by a SAS disk's `-l error` call
+    /// (collector seconds), when it was.
+    error_log_at_s: Option<f64>,
 }
 
 /// The drive monitor.
@@ -227,6 +236,7 @@ impl DriveMonitor {
                 inline: self.inline,
                 smartd_state_dir: self.cfg.smartd_state_dir.clone(),
                 smartd_state_max_age: self.cfg.smartd_state_max_age,
+                sas_error_log_every: self.cfg.sas_error_log_every.max(1),
             },
             self.root.clone(),
             Arc::clone(&self.urgent),
@@ -286,7 +296,12 @@ impl DriveMonitor {
                 }
             }
             Update::Error(e) => errors.count(SOURCE, &e),
-            Update::Read { name, at, result } => {
+            Update::Read {
+                name,
+                at,
+                result,
+                error_log_age_s,
+            } => {
                 // Inline, the answer belongs to this sample; from the thread, to when it came.
                 let t = if self.inline {
                     now_s
@@ -304,6 +319,7 @@ impl DriveMonitor {
                         }
                         s.health = Some(*h);
                         s.read_at_s = Some(t);
+                        s.error_log_at_s = error_log_age_s.map(|a| t - a);
                         s.read_ok = Some(true);
                         s.asleep = false;
                         s.error = None;
@@ -489,7 +505,13 @@ fn write_line(
                 .field_opt("uncorrected_read_errors", sc.read_uncorrected)
                 .field_opt("uncorrected_write_errors", sc.write_uncorrected)
                 .field_opt("uncorrected_verify_errors", sc.verify_uncorrected)
-                .field_opt("non_medium_errors", sc.non_medium_errors);
+                .field_opt("non_medium_errors", sc.non_medium_errors)
+                .field_opt(
+                    "non_medium_errors_age_s",
+                    s.error_log_at_s
+                        .filter(|_| sc.non_medium_errors.is_some())
+                        .map(|t| (now_s - t).max(0.0).round() as i64),
+                );
         }
         if let Some(n) = &h.nvme {
             line = line

@@ -506,6 +506,96 @@ fn a_sas_disks_non_medium_errors_come_from_its_text_error_log() {
     assert_eq!(d.error_total(), 0);
 }
 
+/// The `-l error` call of a SAS disk is made every `sas_error_log_every` rounds (3 here) and for
+/// a degraded array's member read at once; the rounds between carry the last count, with its
+/// age. The fake's count changes from 3 to 7 after the first round: a line shows 7 only once a
+/// new `-l error` call was made.
+#[test]
+fn a_sas_disks_error_log_is_read_every_nth_round_and_carried_between() {
+    let h = Host::new(&["sda", "sdb", "sdc"]);
+    let p = h.path("bin/smartctl");
+    h.write("count", "3");
+    h.write(
+        "bin/smartctl",
+        &format!(
+            "#!/bin/sh\necho \"$*\" >> {log}\ncase \"$*\" in\n\
+             '-l error -n standby '*) sed \"s/count: *3$/count: $(cat {count})/\" '{text}';;\n\
+             '--json -a -n standby '*) cat '{json}';;\n*) exit 1;;\nesac\n",
+            log = h.path("calls").display(),
+            count = h.path("count").display(),
+            text = fixture("karlsbakk-sas-text-a-error-counter-log-non-medium-3-fragment.txt")
+                .display(),
+            json = fixture("sce-scsi-hitachi-h109060-sas-clean.json").display(),
+        ),
+    );
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+    let calls = |h: &Host| -> (usize, usize) {
+        let log = fs::read_to_string(h.path("calls")).unwrap_or_default();
+        fs::write(h.path("calls"), "").unwrap();
+        (
+            log.matches("--json -a").count(),
+            log.matches("-l error").count(),
+        )
+    };
+    let nm = |text: &str, dev: &str| {
+        let l = line(text, dev);
+        (
+            field(l, "non_medium_errors").unwrap_or_default(),
+            field(l, "non_medium_errors_age_s").unwrap_or_default(),
+        )
+    };
+    let mut c = cfg(p, 60_000, 5000);
+    c.sas_error_log_every = 3;
+    let mut m = DriveMonitor::new_inline(c, h.root());
+    let mut d = Driver::new(h.root());
+
+    // Round 0: every disk's JSON and its `-l error`.
+    d.sample(&mut m, 0.0);
+    assert_eq!(calls(&h), (3, 3));
+    let text = d.report(&mut m, 1.0);
+    assert_eq!(nm(&text, "sda"), ("3i".into(), "1i".into()), "{text}");
+    h.write("count", "7");
+
+    // Round 1: the JSON only; the count of round 0 carried, 61 s old.
+    d.sample(&mut m, 60.0);
+    assert_eq!(calls(&h), (3, 0));
+    let text = d.report(&mut m, 61.0);
+    assert_eq!(nm(&text, "sda"), ("3i".into(), "61i".into()), "{text}");
+    assert_eq!(
+        field(line(&text, "sda"), "last_read_age_s").as_deref(),
+        Some("1i")
+    );
+
+    // md0 degrades: its members (sdb, sdc) are read at once, `-l error` too.
+    d.events.push(Event::new(
+        "md",
+        "md0",
+        "clean",
+        "degraded",
+        "md0 degraded".into(),
+    ));
+    d.sample(&mut m, 62.0);
+    assert_eq!(calls(&h), (2, 2));
+    let text = d.report(&mut m, 63.0);
+    assert_eq!(nm(&text, "sdb"), ("7i".into(), "1i".into()), "{text}");
+    assert_eq!(nm(&text, "sdc"), ("7i".into(), "1i".into()), "{text}");
+    assert_eq!(nm(&text, "sda"), ("3i".into(), "63i".into()), "{text}");
+
+    // Round 2: the JSON only again.
+    d.sample(&mut m, 120.0);
+    assert_eq!(calls(&h), (3, 0));
+    let text = d.report(&mut m, 121.0);
+    assert_eq!(nm(&text, "sda"), ("3i".into(), "121i".into()), "{text}");
+    assert_eq!(nm(&text, "sdb"), ("7i".into(), "59i".into()), "{text}");
+
+    // Round 3: the third after round 0, `-l error` for every disk.
+    d.sample(&mut m, 180.0);
+    assert_eq!(calls(&h), (3, 3));
+    let text = d.report(&mut m, 181.0);
+    assert_eq!(nm(&text, "sda"), ("7i".into(), "1i".into()), "{text}");
+    assert_eq!(d.error_total(), 0);
+}
+
 /// Five disks over a 4 s round (one call every 0.8 s): `sda` answers, `sdb` is asleep, `sdc`
 /// hangs (`sleep 1000` under the script) past its 2.5 s timeout, `sdd` prints 2 GB, `nvme0n1`
 /// answers. The sampling thread is never held up, `nvme0n1` is read on schedule while `sdc`
