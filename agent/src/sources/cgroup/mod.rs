@@ -40,6 +40,10 @@ use super::{fields, parse_u64, ParseError};
 /// Parses a single-value file (`memory.current`, `memory.peak`, `cpu.weight`): one unsigned
 /// integer and a newline. `what` names the file for the error.
 pub(crate) fn single_u64(text: &str, what: &str) -> Result<u64, ParseError> {
+    // The kernel's form, digits and a newline, without splitting into lines and fields.
+    if let Some(v) = parse_u64(text.strip_suffix('\n').unwrap_or(text)) {
+        return Ok(v);
+    }
     let mut lines = text
         .lines()
         .enumerate()

@@ -22,6 +22,11 @@ pub struct PsiTotals {
 
 /// Parses the totals of a pressure file.
 pub fn parse(text: &str) -> Result<PsiTotals, ParseError> {
+    fast(text).map_or_else(|| by_fields(text), Ok)
+}
+
+/// [`parse`] field by field: any text.
+fn by_fields(text: &str) -> Result<PsiTotals, ParseError> {
     let mut out = PsiTotals::default();
     for (i, line) in text.lines().enumerate() {
         let mut f = fields(line);
@@ -58,6 +63,36 @@ pub fn parse(text: &str) -> Result<PsiTotals, ParseError> {
         })?);
     }
     Ok(out)
+}
+
+/// The file as the kernel prints it — `some …` and `full …` lines, fields apart by single
+/// spaces, each kind once, a `total=` with digits — read by a scan of bytes (~300 instructions a
+/// file against ~1,600 through `lines()` and `split_ascii_whitespace()`). `None` for anything
+/// else, which [`parse`] then reads the long way: the same answer either way.
+fn fast(text: &str) -> Option<PsiTotals> {
+    const TOTAL: &[u8] = b" total=";
+    let mut out = PsiTotals::default();
+    for line in text.as_bytes().split(|&b| b == b'\n') {
+        if line.is_empty() {
+            continue;
+        }
+        if line.iter().any(|&b| b.is_ascii_whitespace() && b != b' ') {
+            return None;
+        }
+        let slot = match line.get(..5)? {
+            b"some " => &mut out.some_us,
+            b"full " => &mut out.full_us,
+            _ => return None,
+        };
+        if slot.is_some() {
+            return None;
+        }
+        let at = line.windows(TOTAL.len()).position(|w| w == TOTAL)? + TOTAL.len();
+        let value = line.get(at..)?;
+        let value = value.get(..value.iter().position(|&b| b == b' ').unwrap_or(value.len()))?;
+        *slot = Some(parse_u64(std::str::from_utf8(value).ok()?)?);
+    }
+    Some(out)
 }
 
 #[cfg(test)]
@@ -112,10 +147,51 @@ mod tests {
         assert_eq!(parse(""), Ok(PsiTotals::default()));
     }
 
+    /// The byte scan reads what the field-by-field parser reads, wherever it answers.
+    #[test]
+    fn the_scan_agrees_with_the_fields_on_every_fixture() {
+        let mut scanned = 0;
+        for dir in ["fixtures/cgroup/pressure", "fixtures/pressure"] {
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+            for entry in std::fs::read_dir(&dir).expect("fixtures") {
+                let path = entry.expect("entry").path();
+                let text = std::fs::read_to_string(&path).expect("fixture");
+                if let Some(f) = fast(&text) {
+                    assert_eq!(Ok(f), by_fields(&text), "{}", path.display());
+                    scanned += 1;
+                }
+            }
+        }
+        assert!(scanned > 0, "the scan read no fixture");
+    }
+
     proptest! {
         #[test]
         fn never_panics(text in "\\PC*") {
             let _ = parse(&text);
+        }
+
+        #[test]
+        fn the_scan_agrees_with_the_fields(
+            lines in proptest::collection::vec(
+                (
+                    "some|full|half| some|",
+                    "( |  |\t)",
+                    "(avg10=0.00 )?(total=|xtotal=|total= )?",
+                    "[0-9]{0,21}|-1|x",
+                    "|\r| avg=1",
+                ),
+                0..4,
+            ),
+        ) {
+            let text: String = lines
+                .iter()
+                .map(|(k, sep, mid, v, end)| format!("{k}{sep}{mid}{v}{end}\n"))
+                .collect();
+            if let Some(f) = fast(&text) {
+                prop_assert_eq!(Ok(f), by_fields(&text));
+            }
+            prop_assert_eq!(parse(&text), by_fields(&text));
         }
     }
 }
