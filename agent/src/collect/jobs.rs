@@ -31,11 +31,13 @@ use storwatch_wire::lp::LineWriter;
 use super::{r3, Collector, Live, ReportCx, SampleCx, SourceErrors};
 use crate::health::jobs::{self as model, Cores, CoresFrom, JobInterval, JobReading, Presence};
 use crate::root::{Dir, JoinSized, Root};
+use crate::sources::cgroup::cpu_stat::CpuStat;
+use crate::sources::cgroup::io_stat::IoDevice;
 use crate::sources::cgroup::jobs::Discovery;
 use crate::sources::cgroup::jobs::{discover, BatchSystem, DiscoveryConfig, JobCgroup, JobId};
 use crate::sources::cgroup::{cpu_max, cpu_stat, cpuset, io_stat, memory, psi_totals};
 use crate::sources::pressure::{Pressure, PsiLine};
-use crate::sources::SourceError;
+use crate::sources::{Rows, SourceError};
 
 /// The source name errors are counted under (`agent_source,source=cgroup`).
 const CGROUP: &str = "cgroup";
@@ -179,6 +181,8 @@ struct Tracked {
     static_reads: u8,
     /// The last reading; `None` while the job is over the cap.
     prev: Option<JobReading>,
+    /// The `io.stat` rows of the reading before `prev`, their vector reused by the next one.
+    spare_io: Vec<IoDevice>,
     /// Over the cap: not read, only counted.
     dropped: bool,
     /// Back under the cap: its next reading is a baseline, not an interval.
@@ -213,6 +217,8 @@ struct Pending {
     dropped_capacity_usec: f64,
     /// The interval's length, µs: this reading's clock minus the last one's.
     interval_usec: u64,
+    /// The node's figures over `done`, computed once for `top` and the report.
+    node: Option<NodeFigures>,
 }
 
 /// The jobs collector.
@@ -402,18 +408,18 @@ impl JobsCollector {
         let mut parents_now = BTreeMap::new();
         for (_, parent) in &found.parents {
             let path = mount.join_sized(parent);
-            if let Some(cpu) = read_parsed(
+            if let Some(usage) = read_parsed(
                 &path.join_sized("cpu.stat"),
                 &mut self.buf,
                 errors,
-                cpu_stat::parse,
+                cpu_stat::usage_usec,
             ) {
                 if let Some(before) = self.parents.get(parent) {
-                    if let Some(d) = cpu.usage_usec.checked_sub(*before) {
+                    if let Some(d) = usage.checked_sub(*before) {
                         parents_cpu = Some(parents_cpu.unwrap_or(0) + d);
                     }
                 }
-                parents_now.insert(parent.clone(), cpu.usage_usec);
+                parents_now.insert(parent.clone(), usage);
             }
         }
         self.parents = parents_now;
@@ -512,7 +518,9 @@ impl JobsCollector {
                             });
                         }
                     }
-                    t.prev = Some(r);
+                    if let Some(old) = t.prev.replace(r).and_then(|p| p.io) {
+                        t.spare_io = old;
+                    }
                 }
                 // Gone while read: it ended (its CPU time is in the parent's).
                 None => {
@@ -552,26 +560,22 @@ impl JobsCollector {
         p.parents_cpu_usec = parents_cpu;
         self.found = found;
         self.last_at = Some(at);
+        if !baseline {
+            p.node = Some(self.node(&p));
+        }
         self.live = self.worker.then(|| self.live_of(&p));
         self.pending = p;
     }
 
-    /// The device name of `major:minor`: the kernel name `/sys/dev/block` links to.
-    fn device_name(&mut self, root: &Root, major: u32, minor: u32) -> String {
-        if let Some(n) = self.devices.get(&(major, minor)) {
-            return n.clone();
-        }
-        let link = root.sys(&format!("dev/block/{major}:{minor}"));
-        let name = std::fs::read_link(&link)
-            .ok()
-            .and_then(|t| t.file_name().and_then(|n| n.to_str()).map(str::to_owned))
-            .unwrap_or_else(|| format!("{major}:{minor}"));
-        self.devices.insert((major, minor), name.clone());
-        name
-    }
-
     fn live_of(&self, p: &Pending) -> JobsNow {
-        let node = self.node(p);
+        let computed;
+        let node = match &p.node {
+            Some(n) => n,
+            None => {
+                computed = self.node(p);
+                &computed
+            }
+        };
         let mut top: Vec<JobNow> = Vec::new();
         for i in &node.ranked {
             let Some(d) = p.done.get(*i) else { continue };
@@ -673,12 +677,12 @@ impl JobsCollector {
 
     /// Writes the lines of the pending reading.
     fn write(&mut self, w: &mut LineWriter, root: &Root, ts: i64) {
-        let p = std::mem::take(&mut self.pending);
+        let mut p = std::mem::take(&mut self.pending);
         if !p.fresh {
             self.pending = p;
             return;
         }
-        let node = self.node(&p);
+        let node = p.node.take().unwrap_or_else(|| self.node(&p));
         for d in &p.done {
             if d.iv.presence == Presence::Vanished {
                 continue; // the series ends with its job
@@ -686,8 +690,7 @@ impl JobsCollector {
             let Some(t) = self.jobs.get(&d.root) else {
                 continue;
             };
-            let (system, job, slot, owner) =
-                (t.system, t.job.clone(), t.slot.clone(), t.owner.clone());
+            let (system, job, slot, owner) = (t.system, &t.job, &t.slot, &t.owner);
             let age = t
                 .absent_at
                 .and_then(|a| self.last_at.map(|now| now.saturating_sub(a) as f64 / 1e6));
@@ -697,7 +700,7 @@ impl JobsCollector {
             let pct = |v: Option<f64>| v.map(|v| r3(v * 100.0));
             w.line("job", ts)
                 .tag("batch", system.as_str())
-                .tag("job", &job)
+                .tag("job", job)
                 .tag("slot", slot.as_deref().unwrap_or(""))
                 .tag("owner", owner.as_deref().unwrap_or(""))
                 .field_opt("cpu_efficiency_pct", pct(iv.efficiency))
@@ -728,11 +731,11 @@ impl JobsCollector {
                 {
                     continue;
                 }
-                let name = self.device_name(root, dev.major, dev.minor);
+                let name = device_name(&mut self.devices, root, dev.major, dev.minor);
                 w.line("job_io", ts)
                     .tag("batch", system.as_str())
-                    .tag("job", &job)
-                    .tag("device", &name)
+                    .tag("job", job)
+                    .tag("device", name)
                     .field_opt("read_bytes_per_s", dev.read_bytes_per_s.map(r3))
                     .field_opt("write_bytes_per_s", dev.write_bytes_per_s.map(r3))
                     .field_opt("read_ops_per_s", dev.reads_per_s.map(r3))
@@ -773,6 +776,22 @@ fn kept_budget() -> usize {
     let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
     let quarter = soft.map_or(usize::MAX, |s| usize::try_from(s / 4).unwrap_or(usize::MAX));
     quarter / KEPT.len()
+}
+
+/// The device name of `major:minor`: the kernel name `/sys/dev/block` links to, looked up once.
+fn device_name<'a>(
+    devices: &'a mut BTreeMap<(u32, u32), String>,
+    root: &Root,
+    major: u32,
+    minor: u32,
+) -> &'a str {
+    devices.entry((major, minor)).or_insert_with(|| {
+        let link = root.sys(&format!("dev/block/{major}:{minor}"));
+        std::fs::read_link(&link)
+            .ok()
+            .and_then(|t| t.file_name().and_then(|n| n.to_str()).map(str::to_owned))
+            .unwrap_or_else(|| format!("{major}:{minor}"))
+    })
 }
 
 /// Bytes and operations per second, read and written, summed over the devices.
@@ -855,6 +874,7 @@ impl Tracked {
             cores: None,
             static_reads: 0,
             prev: None,
+            spare_io: Vec::new(),
             dropped,
             needs_baseline: false,
             absent_at,
@@ -975,8 +995,9 @@ impl Tracked {
         psi_missing: &mut Option<PathBuf>,
     ) -> Option<JobReading> {
         // cpu.stat is there in every cgroup v2 directory: without it the job has ended.
-        let mut cpu = match self.parse_file(CPU_STAT, io, buf, cpu_stat::parse) {
-            Ok(Some(c)) => Some(c),
+        // Only `usage_usec` is used: read alone, not the whole file.
+        let mut usage = match self.parse_file(CPU_STAT, io, buf, cpu_stat::usage_usec) {
+            Ok(Some(u)) => Some(u),
             Ok(None) => return None,
             Err(e) => {
                 errors.count(CGROUP, &e);
@@ -984,16 +1005,25 @@ impl Tracked {
             }
         };
         for a in &mut self.also {
-            if let (Some(c), Ok(Some(extra))) = (
-                cpu.as_mut(),
-                a.parse_value("cpu.stat", buf, cpu_stat::parse),
+            if let (Some(u), Ok(Some(extra))) = (
+                usage.as_mut(),
+                a.parse_value("cpu.stat", buf, cpu_stat::usage_usec),
             ) {
-                c.usage_usec = c.usage_usec.saturating_add(extra.usage_usec);
+                *u = u.saturating_add(extra);
             }
         }
+        let cpu = usage.map(|usage_usec| CpuStat {
+            usage_usec,
+            ..CpuStat::default()
+        });
         let io_rows = match self.read_file(IO_STAT, io, buf) {
             Ok(true) => {
-                let rows = io_stat::parse(buf);
+                // Into the vector of the reading before last: no allocation per reading.
+                let mut rows = Rows {
+                    rows: std::mem::take(&mut self.spare_io),
+                    errors: Vec::new(),
+                };
+                io_stat::parse_into(buf, &mut rows);
                 if let Some(e) = rows.errors.into_iter().next() {
                     errors.count(
                         CGROUP,
