@@ -38,9 +38,15 @@ fn config(root: &Path) -> Config {
 
 /// Runs `kind` for `steps` seconds at `speed` under the two monitors; the report over the run.
 fn report(kind: Kind, steps: u32, speed: f64) -> String {
+    report_with(kind, steps, speed, |_| {})
+}
+
+/// [`report`], with the monitors' configuration changed by `tweak`.
+fn report_with(kind: Kind, steps: u32, speed: f64, tweak: impl Fn(&mut Config)) -> String {
     let dir = tempfile::tempdir().unwrap();
     let mut sim = Sim::new(dir.path(), kind, "sim1", 7, speed).unwrap();
-    let cfg = config(dir.path());
+    let mut cfg = config(dir.path());
+    tweak(&mut cfg);
     let monitors = storwatch_agent::collect::storage(&cfg, true);
     let mut s = Scheduler::new(&cfg, monitors);
     s.sample(0.0);
@@ -102,6 +108,56 @@ fn hwraid_rebuild_shows_the_degraded_vd_its_rebuild_and_the_second_members_pendi
             && l.contains("pending_sectors")),
         "{text}"
     );
+}
+
+#[test]
+fn hwraid_stalled_shows_no_redundancy_left_a_stalled_rebuild_and_a_risk_far_above_the_rules() {
+    // `[hwraid] stall_after` 2 min instead of 2 h: the percentage has not moved for that long
+    // after 150 s; the controller polled every 5 s
+    let text = report_with(Kind::HwraidStalled, 150, 1.0, |c| {
+        c.hwraid.stall_after = Duration::from_secs(120);
+    });
+    let vd = line(&text, "raid_vd", "vd=c0/v0");
+    assert!(vd.contains("device=sdb"), "{vd}");
+    assert_eq!(field(vd, "state"), "\"Dgrd\"", "{vd}");
+    assert_eq!(field(vd, "degraded"), "true", "{vd}");
+    assert_eq!(num(vd, "redundancy_left"), 0.0, "{vd}");
+    assert_eq!(num(vd, "members"), 12.0, "{vd}");
+    assert_eq!(num(vd, "members_online"), 10.0, "{vd}");
+    assert_eq!(num(vd, "members_rebuilding"), 1.0, "{vd}");
+    assert_eq!(num(vd, "rebuild_progress_pct"), 41.0, "{vd}");
+    assert_eq!(field(vd, "rebuild_stalled"), "true", "{vd}");
+    // a stalled rebuild has no ETA
+    assert!(!vd.contains("rebuild_eta_s="), "{vd}");
+    // the rule's threshold is 0.1 %
+    let risk = num(vd, "rebuild_risk");
+    assert!(risk > 0.1, "{vd}");
+    assert!(num(vd, "members_at_risk") >= 1.0, "{vd}");
+    let gone = line(&text, "raid_pd", "slot=64:9,");
+    assert_eq!(field(gone, "state"), "\"Offln\"", "{gone}");
+    let rebuilding = line(&text, "raid_pd", "slot=64:3,");
+    assert_eq!(field(rebuilding, "state"), "\"Rbld\"", "{rebuilding}");
+    let frail = line(&text, "raid_pd", "slot=64:7,");
+    assert!(num(frail, "media_errors") > 212.0, "{frail}");
+    let ctl = line(&text, "raid_controller", "controller=c0");
+    assert_eq!(num(ctl, "vds_degraded"), 1.0, "{ctl}");
+    // the stall is an event
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("event,") && l.contains("c0/v0") && l.contains("stalled")),
+        "{text}"
+    );
+}
+
+#[test]
+fn hwraid_stalled_is_not_stalled_before_stall_after() {
+    // the default 2 h: the same frozen percentage for 150 s is no stall yet, and the ETA is
+    // storcli's (growing) estimate
+    let text = report(Kind::HwraidStalled, 150, 1.0);
+    let vd = line(&text, "raid_vd", "vd=c0/v0");
+    assert_eq!(field(vd, "rebuild_stalled"), "false", "{vd}");
+    assert!(num(vd, "rebuild_eta_s") > 500.0 * 3600.0, "{vd}");
+    assert!(num(vd, "rebuild_risk") > 0.1, "{vd}");
 }
 
 #[test]

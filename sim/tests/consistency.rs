@@ -189,6 +189,7 @@ fn every_scenario_keeps_the_kernels_invariants() {
                 | Kind::WorkerStaging
                 | Kind::HwraidRebuild
                 | Kind::HwraidCacheWt
+                | Kind::HwraidStalled
                 | Kind::NvmeWearout
                 | Kind::WorkerHtcondor
                 | Kind::WorkerSlurm

@@ -1,12 +1,14 @@
 //! Drive health and hardware RAID: the SMART data every simulated disk has, and the scenarios
-//! of a MegaRAID disk server (`hwraid-rebuild`, `hwraid-cache-wt`) and of an NVMe node wearing
-//! out (`nvme-wearout`).
+//! of a MegaRAID disk server (`hwraid-rebuild`, `hwraid-cache-wt`, `hwraid-stalled`) and of an
+//! NVMe node wearing out (`nvme-wearout`).
 
 use super::*;
 use crate::model::{Bbu, Controller, DriveProtocol, NvmeLog, Pd, PdRebuild, Rand, Smart, Vd};
 
 /// An 8 TB SATA disk (Seagate Exos 7E8), bytes.
 const HDD_8TB: u64 = 8_001_563_222_016;
+/// A 16 TB SATA disk (Seagate Exos X16), bytes.
+const HDD_16TB: u64 = 16_000_900_661_248;
 /// A 3.84 TB NVMe SSD, bytes.
 const NVME_3T84: u64 = 3_840_755_982_336;
 /// An NVMe SSD: a few tens of µs per request, ~3 GB/s.
@@ -23,6 +25,16 @@ const DID_BASE: u32 = 20;
 const FAILED_SLOT: u32 = 3;
 const SPARE_SLOT: u32 = 24;
 const WEAK_SLOT: u32 = 7;
+/// hwraid-stalled: the slot whose replacement rebuilds (frozen), the member that failed during
+/// that rebuild (`Offln`), and the survivor with media errors the rebuild keeps retrying on.
+const STALLED_SLOT: u32 = 3;
+const SECOND_SLOT: u32 = 9;
+const FRAIL_SLOT: u32 = 7;
+/// hwraid-stalled: how far the frozen rebuild got, and the rate the controller still credits it
+/// with at the start (bytes/s), which falls as `1 / (1 + t / 60 s)`: the percentage never moves
+/// (~0.1 GB in an hour against 160 GB per percent) and storcli's time left grows.
+const STALLED_AT: f64 = 0.4137;
+const TRICKLE_BPS: f64 = 4e6;
 /// nvme-wearout: the drive that wears out.
 const WORN: &str = "nvme2n1";
 
@@ -316,6 +328,136 @@ pub(super) fn build_hwraid(h: &mut Host, rebuild: bool) {
     nics(h, 10_000, 9000);
 }
 
+/// hwraid-stalled: an OS SSD `sda` on the chipset's AHCI port, a MegaRAID 9361-16i with 12 ×
+/// 16 TB SATA disks in an expander backplane (enclosure 64), one RAID6 VD (`sdb`). Slot 3
+/// failed days ago and its replacement rebuilds, frozen at 41 %; slot 9 failed during that
+/// rebuild and is `Offln` (still in the drive group, as storcli lists a member the controller
+/// took offline): two members gone, no redundancy left, the VD `Dgrd`. Slot 7 reads with media
+/// errors and pending sectors.
+pub(super) fn build_hwraid_stalled(h: &mut Host) {
+    let mut rng = Rand::new(h.uptime_cs ^ 0x9316);
+    let up_s = h.uptime_s();
+    let mut os = sd(0, Role::Disk, SSD_960_SECT, SSD);
+    os.rotational = false;
+    os.vendor = "ATA".to_owned();
+    os.model = "SAMSUNG MZ7L3960".to_owned();
+    os.tunables.read_ahead_kb = 128;
+    h.devices.push(os);
+    h.drives
+        .scsi
+        .insert("sda".into(), ((1, 0, 0, 0), "ahci".into()));
+    let mut pds = Vec::new();
+    for slot in 0..12u32 {
+        let mut m = blank(DriveProtocol::Ata, &mut rng, up_s);
+        m.model = "ST16000NM001G-2KK103".into();
+        m.serial = format!("ZL2{}", alnum(&mut rng, 5));
+        m.wwn = Some(seagate_wwn(&mut rng));
+        m.firmware = "SN03".into();
+        m.capacity_bytes = HDD_16TB;
+        m.rotation_rpm = 7200;
+        m.gb_read = rng.range(300_000.0, 700_000.0);
+        m.gb_written = m.gb_read * 0.3;
+        let state = match slot {
+            STALLED_SLOT => "Rbld",
+            SECOND_SLOT => "Offln",
+            _ => "Onln",
+        };
+        let mut pd = Pd {
+            eid: EID,
+            slot,
+            did: DID_BASE + slot,
+            state: state.to_owned(),
+            dg: Some(0),
+            row: Some(slot),
+            interface: "SATA".into(),
+            medium: "HDD".into(),
+            media_errors: 0,
+            other_errors: 0,
+            predictive_failures: 0,
+            smart_alert: false,
+            rebuild: None,
+            smart: m,
+        };
+        match slot {
+            STALLED_SLOT => {
+                // the replacement: two days powered on, 41 % of it written by the rebuild
+                pd.smart.power_on_s = rng.int(40, 56) * 3600;
+                pd.smart.gb_read = 0.0;
+                pd.smart.gb_written = HDD_16TB as f64 * STALLED_AT / 1e9;
+                pd.rebuild = Some(PdRebuild {
+                    done_bytes: HDD_16TB as f64 * STALLED_AT,
+                    rate_bps: TRICKLE_BPS,
+                });
+            }
+            SECOND_SLOT => {
+                let s = &mut pd.smart;
+                s.passed = false;
+                s.reallocated = 5112;
+                s.pending = 3048;
+                s.offline_uncorrectable = 3048;
+                s.reported_uncorrect = 655;
+                s.error_log_entries = 655;
+                pd.media_errors = 2291;
+                pd.other_errors = 31;
+                pd.predictive_failures = 6;
+                pd.smart_alert = true;
+            }
+            FRAIL_SLOT => {
+                // still passing its own SMART check, but reading with errors
+                let s = &mut pd.smart;
+                s.reallocated = 344;
+                s.pending = 176;
+                s.offline_uncorrectable = 96;
+                s.reported_uncorrect = 58;
+                s.error_log_entries = 58;
+                pd.media_errors = 212;
+            }
+            _ => {}
+        }
+        pds.push(pd);
+    }
+    let coerced = HDD_16TB / (1 << 30) * (1 << 30) - (1 << 30);
+    let size = coerced * 10;
+    let dev = sd_name(1);
+    let mut d = sd(1, Role::Disk, size / 512, RAID_LUN);
+    d.vendor = "AVAGO".into();
+    d.model = "MR9361-16i".into();
+    d.tunables.read_ahead_kb = 4096;
+    h.devices.push(d);
+    h.drives
+        .scsi
+        .insert(dev.clone(), ((0, 2, 0, 0), "megaraid_sas".into()));
+    let vd = Vd {
+        dg: 0,
+        vd: 0,
+        name: "data0".into(),
+        level: "RAID6".into(),
+        parity: 2,
+        members: (0..12).collect(),
+        dev,
+        naa_id: format!("600605b00d1e2f31{:016x}", rng.int(1 << 60, u64::MAX)),
+        write_back_configured: true,
+        size_bytes: size,
+        strip_kb: 256,
+    };
+    h.drives.controller = Some(Controller {
+        number: 0,
+        model: "AVAGO MegaRAID SAS 9361-16i".into(),
+        serial: format!("SK{}", rng.int(70_000_000, 99_999_999)),
+        firmware: "4.740.00-8452".into(),
+        scsi_host: 0,
+        roc_temperature_c: 66,
+        bbu: Some(Bbu {
+            model: "iBBU09".into(),
+            state: "Optimal".into(),
+            temperature_c: 30,
+        }),
+        vds: vec![vd],
+        pds,
+    });
+    nics(h, 10_000, 9000);
+}
+
 /// The NVMe node: an OS SSD `sda` and four 3.84 TB NVMe SSDs (`nvme0n1`…`nvme3n1`) taking a
 /// write-heavy load; `nvme2n1` is at the end of its rated endurance.
 pub(super) fn build_nvme(h: &mut Host) {
@@ -428,6 +570,45 @@ impl Scenario {
                 }
                 os_io(h);
                 set_nic(h, "ens1f0", rx * 1.02, tx * 1.02, 0.0);
+                h.load = base_load();
+            }
+            Kind::HwraidStalled => {
+                // The controller still credits the rebuild with a trickle that keeps falling;
+                // its retries on slot 7 grow that drive's errors every 30 s (scenario time).
+                let rate = TRICKLE_BPS * 60.0 / (60.0 + tick as f64);
+                let every = self.ticks(30.0);
+                let roc = 65 + h.rng.int(0, 3) as i64;
+                if let Some(c) = &mut h.drives.controller {
+                    c.roc_temperature_c = roc;
+                    for p in &mut c.pds {
+                        if let Some(r) = &mut p.rebuild {
+                            r.rate_bps = rate;
+                        }
+                    }
+                    if tick > 0 && tick % every == 0 {
+                        let n = tick / every;
+                        if let Some(p) = c.pds.iter_mut().find(|p| p.slot == FRAIL_SLOT) {
+                            let s = &mut p.smart;
+                            s.pending += 8;
+                            s.reported_uncorrect += 1;
+                            s.error_log_entries += 1;
+                            if n % 4 == 3 {
+                                s.offline_uncorrectable += 8;
+                            }
+                            p.media_errors += 1;
+                        }
+                    }
+                }
+                // No redundancy left: every read of a stripe touching the two missing members
+                // is reconstructed from both parities, and the load has been cut back.
+                let f = wave(t) * h.rng.noise(0.2);
+                let (r, w) = (140.0 * f, 40.0 * f);
+                if let Some(d) = h.dev_mut("sdb") {
+                    d.svc.overhead_ms = RAID_LUN.overhead_ms + 3.0;
+                    d.demand = Demand::mbs(r, w, 1024.0, 512.0);
+                }
+                os_io(h);
+                set_nic(h, "ens1f0", w * 1e6 * 1.02, r * 1e6 * 1.02, 0.0);
                 h.load = base_load();
             }
             Kind::NvmeWearout => {

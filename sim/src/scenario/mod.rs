@@ -12,7 +12,7 @@ use crate::model::{
 };
 
 /// Every scenario, in `--list` order.
-pub const ALL: [Kind; 24] = [
+pub const ALL: [Kind; 25] = [
     Kind::Healthy,
     Kind::WriteStorm,
     Kind::MultipathFlap,
@@ -33,6 +33,7 @@ pub const ALL: [Kind; 24] = [
     Kind::FsFilling,
     Kind::HwraidRebuild,
     Kind::HwraidCacheWt,
+    Kind::HwraidStalled,
     Kind::NvmeWearout,
     Kind::WorkerHtcondor,
     Kind::WorkerSlurm,
@@ -62,6 +63,7 @@ pub enum Kind {
     FsFilling,
     HwraidRebuild,
     HwraidCacheWt,
+    HwraidStalled,
     NvmeWearout,
     WorkerHtcondor,
     WorkerSlurm,
@@ -92,6 +94,7 @@ impl Kind {
             Kind::FsFilling => "fs-filling",
             Kind::HwraidRebuild => "hwraid-rebuild",
             Kind::HwraidCacheWt => "hwraid-cache-wt",
+            Kind::HwraidStalled => "hwraid-stalled",
             Kind::NvmeWearout => "nvme-wearout",
             Kind::WorkerHtcondor => "worker-htcondor",
             Kind::WorkerSlurm => "worker-slurm",
@@ -122,6 +125,7 @@ impl Kind {
             Kind::FsFilling => "healthy disk server whose /srv/mpatha fills at ~300 MB/s net (full in ~10 h) and whose /srv/mpathb is 96.5 % full",
             Kind::HwraidRebuild => "MegaRAID disk server, RAID6 VD degraded and rebuilding onto the hot spare; after 10 min another member of it grows pending sectors",
             Kind::HwraidCacheWt => "MegaRAID disk server whose BBU fails after 2 min: both VDs' cache falls from write-back to write-through",
+            Kind::HwraidStalled => "MegaRAID disk server, RAID6 VD of 12 x 16 TB with two members gone (no redundancy left), the replacement's rebuild frozen at 41 %, a survivor with media errors and pending sectors growing",
             Kind::NvmeWearout => "NVMe node, one SSD past 100 % of its rated endurance, its spare falling below threshold (critical warning), media errors appearing",
             Kind::WorkerHtcondor => "worker node, HTCondor 24.8 jobs in cgroup v2 (.slice/.scope), 1-8 cores each, coming and going: CPU efficiency 85-95 %, io.pressure low",
             Kind::WorkerSlurm => "worker node, Slurm jobs in cgroup v2 (slurmstepd.scope/job_N/step_*), cores bound by cpuset: CPU efficiency 85-95 %, io.pressure low",
@@ -219,6 +223,7 @@ impl Scenario {
             Kind::WorkerStaging => self.build_worker(&mut h),
             Kind::HwraidRebuild => hwraid::build_hwraid(&mut h, true),
             Kind::HwraidCacheWt => hwraid::build_hwraid(&mut h, false),
+            Kind::HwraidStalled => hwraid::build_hwraid_stalled(&mut h),
             Kind::NvmeWearout => hwraid::build_nvme(&mut h),
             Kind::WorkerHtcondor | Kind::WorkerSlurm | Kind::JobsIoStarved => {
                 self.worker = Some(Box::new(jobs::Worker::build(self.kind, &mut h, self.speed)));
@@ -510,7 +515,9 @@ impl Scenario {
                 };
             }
             Kind::WorkerStaging => self.worker(h),
-            Kind::HwraidRebuild | Kind::HwraidCacheWt | Kind::NvmeWearout => self.drive_hw(h),
+            Kind::HwraidRebuild | Kind::HwraidCacheWt | Kind::HwraidStalled | Kind::NvmeWearout => {
+                self.drive_hw(h)
+            }
             Kind::WorkerHtcondor | Kind::WorkerSlurm | Kind::JobsIoStarved => {
                 let tick = self.tick;
                 if let Some(w) = &mut self.worker {
