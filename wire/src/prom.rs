@@ -44,7 +44,7 @@ pub fn prom_line(p: &Point<'_>) -> PromLine {
     let mut labels: Vec<(String, String)> = p
         .tags
         .iter()
-        .map(|(k, v)| (label_name(k), v.to_string()))
+        .map(|(k, v)| (tag_label_name(k), v.to_string()))
         .collect();
     labels.sort();
     let mut values = Vec::new();
@@ -154,6 +154,18 @@ fn name_part(s: &str) -> String {
         .collect()
 }
 
+/// A tag's label name: [`label_name`], except that the tag `job` (the batch job of the `job`
+/// and `job_io` lines) is `batch_job`. Prometheus puts its own `job` label (the scrape job) on
+/// every scraped sample and renames a target's `job` to `exported_job`; remote write would keep
+/// it as `job` and clash with the scrape job's. One name on both paths.
+pub fn tag_label_name(tag: &str) -> String {
+    if tag == "job" {
+        "batch_job".to_owned()
+    } else {
+        label_name(tag)
+    }
+}
+
 /// A label name: `[a-zA-Z_][a-zA-Z0-9_]*`, never starting with `__` (reserved).
 pub fn label_name(s: &str) -> String {
     let mut n = name_part(s);
@@ -206,6 +218,20 @@ mod tests {
         assert_eq!(prom_field("cpu_sum").0, "cpu_sum_value");
         assert_eq!(prom_field("le_bucket").0, "le_bucket_value");
         assert_eq!(prom_field("counted").0, "counted");
+    }
+
+    #[test]
+    fn the_batch_job_tag_is_not_the_scrape_job() {
+        let p = parse_line(
+            "job,host=n1,batch=slurm,job=1234 cpu_efficiency_pct=50 1",
+            Backend::V1,
+        )
+        .unwrap();
+        let l = prom_line(&p);
+        assert!(l
+            .labels
+            .contains(&("batch_job".to_owned(), "1234".to_owned())));
+        assert!(!l.labels.iter().any(|(k, _)| k == "job"));
     }
 
     #[test]

@@ -246,7 +246,10 @@ pub fn classify(status: StatusCode, retry_after: Option<&str>, body: &str) -> Ve
     };
     match status.as_u16() {
         200..=299 => Verdict::Done,
-        _ if refused_for_time(&short) => bad(),
+        // Prometheus answers a sample outside its window 400, or 500 ("too old sample" from
+        // its out-of-order window): only those two statuses are read for it. A 401/403, a
+        // 429 or a gateway's 502/503 page that happens to say "too old" is what its status says.
+        400 | 500 if refused_for_time(&short) => bad(),
         401 | 403 | 404 => Verdict::Refused(format!("{status}: {short}")),
         413 => Verdict::TooLarge,
         408 | 429 | 500..=599 => Verdict::Retry(retry_after),
@@ -442,6 +445,19 @@ mod tests {
         assert!(matches!(
             classify(s(500), None, "too old sample"),
             Verdict::BadData { .. }
+        ));
+        // any other status is what it says, whatever its page tells
+        assert_eq!(
+            classify(s(503), Some("1"), "upstream: too old sample"),
+            Verdict::Retry(Some(std::time::Duration::from_secs(1)))
+        );
+        assert_eq!(
+            classify(s(429), None, "rate limited: sample out of bounds"),
+            Verdict::Retry(None)
+        );
+        assert!(matches!(
+            classify(s(401), None, "token too old"),
+            Verdict::Refused(_)
         ));
         assert!(refused_for_time("400 Bad Request: out of bounds"));
         assert!(refused_for_time("duplicate sample for timestamp"));
