@@ -77,6 +77,11 @@ struct Host {
 
 /// Two arrays of 14 disks each; `at_risk` is the disk of md1 that prints the failing output.
 fn setup(dir: &Path, at_risk: &str) -> Host {
+    setup_with(dir, at_risk, &fixture(FAILING))
+}
+
+/// [`setup`], with `at_risk` printing the output in `failing`.
+fn setup_with(dir: &Path, at_risk: &str, failing: &Path) -> Host {
     let fx = agent_dir().join("fixtures");
     let proc_root = dir.join("proc");
     fs::create_dir_all(proc_root.join("net")).unwrap();
@@ -131,7 +136,7 @@ fn setup(dir: &Path, at_risk: &str) -> Host {
              /dev/sd*) exec cat '{}';;\n\
              *) echo \"unexpected $dev\" >&2; exit 1;;\n\
              esac\n",
-            fixture(FAILING).display(),
+            failing.display(),
             fixture(CLEAN).display(),
         ),
     )
@@ -263,6 +268,51 @@ fn a_survivor_with_pending_sectors_raises_its_arrays_rebuild_risk() {
         field(&text, "drive", "device=sdw,", "health_ok").as_deref(),
         Some("false")
     );
+}
+
+/// The clean disk's real output with nothing changed but attribute 197's raw value (and the
+/// string smartctl prints for it): the two arrays then differ in one survivor's pending sectors
+/// only.
+fn clean_with_pending(dir: &Path, pending: u64) -> PathBuf {
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(fixture(CLEAN)).unwrap()).unwrap();
+    let table = doc["ata_smart_attributes"]["table"].as_array_mut().unwrap();
+    let attr = table.iter_mut().find(|a| a["id"] == 197).unwrap();
+    assert_eq!(
+        attr["raw"]["value"], 0,
+        "the clean disk has no pending sectors"
+    );
+    attr["raw"]["value"] = pending.into();
+    attr["raw"]["string"] = pending.to_string().into();
+    let path = dir.join("clean-with-pending.json");
+    fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn arrays_that_differ_only_in_one_survivors_pending_sectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let pending = clean_with_pending(dir.path(), 8);
+    let h = setup_with(dir.path(), "sdw", &pending);
+    let text = once(&h);
+    let clean = float(&text, "md", "array=md0", "rebuild_risk");
+    let risky = float(&text, "md", "array=md1", "rebuild_risk");
+    assert_eq!(float(&text, "md", "array=md0", "members_at_risk"), 0.0);
+    assert_eq!(float(&text, "md", "array=md1", "members_at_risk"), 1.0);
+    // Worked by hand from docs/drive-risk.md's defaults: the clean 18 TB disk at 4772 h runs at
+    // the flat 2 %/year (age factor 1); 8 pending sectors multiply that by 16 × (1 + 0.5 ×
+    // log10 8) ≈ 23.2. Over the open week (168 h) p = 1 − exp(−afr·M·168/8766): 3.83e-4 for a
+    // clean survivor, 8.86e-3 for the pending one. RAID6 with one parity left loses data when 2
+    // or more of the 13 survivors fail: md0 ≈ C(13,2)·p² ≈ 1.14e-5; md1 ≈ C(12,2)·p² + 12·p·p_pend
+    // ≈ 9.7e-6 + 4.08e-5 ≈ 5.05e-5, 4.4 times md0.
+    assert!((clean - 1.142e-5).abs() < 0.01e-5, "md0 {clean:.4e}");
+    assert!((risky - 5.05e-5).abs() < 0.05e-5, "md1 {risky:.4e}");
+    let ratio = risky / clean;
+    assert!(
+        (4.0..5.0).contains(&ratio),
+        "md1 {risky:.4e} vs md0 {clean:.4e}: {ratio:.2}×"
+    );
+    eprintln!("pending sectors only: md0 {clean:.4e}, md1 {risky:.4e} ({ratio:.1}×)");
 }
 
 #[test]
