@@ -202,6 +202,22 @@ const SCENARIOS: &[Scenario] = &[
         speed: 1.0,
         fires: &["raid-bbu-failed", "raid-cache-write-through"],
     },
+    // the RAID6 VD has lost two members and the rebuild of one is frozen at 41 %: no redundancy
+    // left and a survivor with media errors (rebuild risk ~0.55), the stall called after the
+    // 5 min `[hwraid] stall_after` of this host ([`hwraid_toml`]); the frail survivor's pending
+    // sectors grow every 30 s, the failed member's SMART says FAILED
+    Scenario {
+        kind: Kind::HwraidStalled,
+        speed: 1.0,
+        fires: &[
+            "raid-vd-degraded",
+            "raid-rebuild-stalled",
+            "raid-rebuild-risk",
+            "degraded-member-errors",
+            "drive-sectors-growing",
+            "drive-failing",
+        ],
+    },
     // nvme2n1's spare falls from 14 % below its 10 % threshold after 5 min
     Scenario {
         kind: Kind::NvmeWearout,
@@ -218,11 +234,28 @@ const DRIVES_UNREADABLE: Kind = Kind::ReadaheadDrift;
 /// quarter hour, else the default interval (one round, at the start); on
 /// [`DRIVES_UNREADABLE`]'s host a smartctl that fails.
 fn drive_toml(name: &str) -> &'static str {
-    let changing = [Kind::HwraidRebuild, Kind::HwraidCacheWt, Kind::NvmeWearout];
+    let changing = [
+        Kind::HwraidRebuild,
+        Kind::HwraidCacheWt,
+        Kind::HwraidStalled,
+        Kind::NvmeWearout,
+    ];
     if changing.iter().any(|k| host(*k) == name) {
         "[drive]\ninterval = \"1m\"\n"
     } else if host(DRIVES_UNREADABLE) == name {
         "[drive]\nsmartctl = \"/bin/false\"\n"
+    } else {
+        ""
+    }
+}
+
+/// The agent's `[hwraid]` section: on [`Kind::HwraidStalled`]'s host `stall_after` 5 min
+/// instead of the default 2 h, so that the frozen rebuild is called stalled within the quarter
+/// hour (after 5 min of the same percentage, leaving the stalled rule 10 min to fire); the
+/// default elsewhere.
+fn hwraid_toml(name: &str) -> &'static str {
+    if host(Kind::HwraidStalled) == name {
+        "[hwraid]\nstall_after = \"5m\"\n"
     } else {
         ""
     }
@@ -239,14 +272,16 @@ fn host(kind: Kind) -> String {
 
 /// The agents' configuration file: the collector's write URL and token, a spool per host, the
 /// quick backoff of a test, a fill window of 10 min (the rate appears after 50 s) so that
-/// the quarter hour has time-to-full estimates, and the host's [`drive_toml`].
+/// the quarter hour has time-to-full estimates, and the host's [`drive_toml`] and
+/// [`hwraid_toml`].
 fn agent_toml(dir: &Path, name: &str, url: &str) -> String {
     format!(
         "output = \"{url}\"\n[http]\ntoken_file = \"{}\"\nspool_dir = \"{}\"\n\
-         backoff_min_s = 0.2\nbackoff_max_s = 2.0\n[fs]\nfill_window = \"10m\"\n{}",
+         backoff_min_s = 0.2\nbackoff_max_s = 2.0\n[fs]\nfill_window = \"10m\"\n{}{}",
         dir.join("agent.token").display(),
         dir.join(format!("{name}.spool")).display(),
-        drive_toml(name)
+        drive_toml(name),
+        hwraid_toml(name)
     )
 }
 
