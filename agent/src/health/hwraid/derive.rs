@@ -11,9 +11,11 @@
 //! * `Predictive Failure Count` > 0 or `S.M.A.R.T alert flagged by drive` — the drive's own
 //!   SMART threshold tripped (a PFA): the drive says it is failing, as SMART overall health
 //!   FAILED does (`failed_multiplier`, 100);
-//! * `Other Error Count` > 0 — transport and non-medium errors (link resets, timeouts, bad
-//!   sense from cables, expanders or the controller): `command_timeout_multiplier` (4), as ATA
-//!   188 command timeouts, which come from the same places.
+//!
+//! `Other Error Count` — transport and non-medium errors (link resets, timeouts, unit
+//! attentions) — is reported (`other_errors`) but raises nothing: storcli counts a unit attention
+//! after every bus reset, controller reset or hot-plug, so healthy drives commonly show a few,
+//! and counting them made `members_at_risk`, and the alert built on it, fire on healthy arrays.
 //!
 //! The largest multiplier counts, not their product; no age factor (storcli's `show all` gives
 //! no power-on hours). A drive whose counters storcli did not give keeps the flat rate.
@@ -121,10 +123,6 @@ pub fn pd_risk(model: &RiskModel, pd: &PhysicalDrive) -> DriveRisk {
     if let Some(n) = pd.media_errors.filter(|&n| n > 0) {
         conditions.push(Condition::MediaErrors(n));
         condition = condition.max(count(m.media_errors_multiplier, n));
-    }
-    if let Some(n) = pd.other_errors.filter(|&n| n > 0) {
-        conditions.push(Condition::CommandTimeouts(n));
-        condition = condition.max(count(m.command_timeout_multiplier, n));
     }
     if pd.predictive_failures.is_some_and(|n| n > 0) || pd.smart_alert == Some(true) {
         conditions.push(Condition::HealthFailed);

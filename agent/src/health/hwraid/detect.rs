@@ -128,12 +128,14 @@ impl HwraidDetector {
             let Some(n) = c.controller else { continue };
             let ctl = format!("c{n}");
             let mut pd_by_slot: BTreeMap<Slot, PdStatus> = BTreeMap::new();
+            // Drives `Rbld` whose `show rebuild` row says the rebuild is not running (`Paused`):
+            // stalled at once, whatever the percentage did.
+            let mut halted: Vec<Slot> = Vec::new();
             for d in &c.physical_drives {
                 let key = format!("{ctl}/{}", d.slot);
-                let row = c
-                    .rebuilds
-                    .iter()
-                    .find(|r| r.slot == d.slot && r.in_progress);
+                // The drive's row whatever its status: a paused rebuild still gives its
+                // percentage.
+                let row = c.rebuilds.iter().find(|r| r.slot == d.slot);
                 let (mut pct, mut eta) = (None, None);
                 if d.state == PdState::Rebuild {
                     rebuilding.push(key.clone());
@@ -147,6 +149,10 @@ impl HwraidDetector {
                         if self.track_stalled(&key, now_s) {
                             eta = None;
                         }
+                    }
+                    if row.is_some_and(|r| r.halted) {
+                        halted.push(d.slot);
+                        eta = None;
                     }
                 }
                 let risk = pd_risk(&self.params.risk, d);
@@ -162,7 +168,7 @@ impl HwraidDetector {
                 let vd: Vec<String> = c
                     .virtual_drives
                     .iter()
-                    .filter(|v| member_of(v, d.slot, d.dg))
+                    .filter(|v| member_of(v, d))
                     .map(|v| format!("{ctl}/v{}", v.vd))
                     .collect();
                 pd_by_slot.insert(
@@ -199,11 +205,12 @@ impl HwraidDetector {
                 // not a rebuild standing still.
                 let stalled = c.physical_drives.iter().any(|d| {
                     d.state == PdState::Rebuild
-                        && member_of(v, d.slot, d.dg)
-                        && pd_by_slot
-                            .get(&d.slot)
-                            .is_some_and(|p| p.rebuild_progress_pct.is_some())
-                        && self.is_stalled(&format!("{ctl}/{}", d.slot), now_s)
+                        && member_of(v, d)
+                        && (halted.contains(&d.slot)
+                            || pd_by_slot
+                                .get(&d.slot)
+                                .is_some_and(|p| p.rebuild_progress_pct.is_some())
+                                && self.is_stalled(&format!("{ctl}/{}", d.slot), now_s))
                 });
                 ctl_vds.push(self.vd_status(
                     &ctl,
@@ -304,13 +311,14 @@ impl HwraidDetector {
         let members: Vec<&PdStatus> = c
             .physical_drives
             .iter()
-            .filter(|d| member_of(v, d.slot, d.dg))
+            .filter(|d| member_of(v, d))
             .filter_map(|d| pds.get(&d.slot))
             .collect();
         let online: Vec<&PdStatus> = members
             .iter()
             .copied()
-            .filter(|d| d.state == "Onln")
+            // A copyback copies onto a drive from the spare that stood in: both hold the data.
+            .filter(|d| d.state == "Onln" || d.state == "Cpybck")
             .collect();
         let rebuilding: Vec<&PdStatus> = members
             .iter()
@@ -319,7 +327,12 @@ impl HwraidDetector {
             .collect();
         let degraded = matches!(v.state, VdState::Degraded | VdState::PartiallyDegraded);
         let offline = v.state == VdState::Offline;
-        let mut missing = members.len() - online.len();
+        // An optimal VD misses nothing, whatever state words its members show.
+        let mut missing = if v.state == VdState::Optimal {
+            0
+        } else {
+            members.len().saturating_sub(online.len())
+        };
         let mut count = members.len();
         // A drive pulled from its slot is in no list: storcli's state still says one is gone.
         if (degraded || offline) && missing == 0 {
@@ -648,13 +661,19 @@ impl HwraidDetector {
     }
 }
 
-/// Whether the drive in `slot` (of drive group `dg`) is a member of `v`: listed in its
-/// `PDs for VD n`, or, without that list, in its drive group.
-fn member_of(v: &VirtualDrive, slot: Slot, dg: Option<u32>) -> bool {
+/// Whether drive `d` is a member of `v`: listed in its `PDs for VD n`, or, without that list,
+/// in its drive group; a hot spare (`DHS` dedicated to the group, `GHS`) never is.
+fn member_of(v: &VirtualDrive, d: &PhysicalDrive) -> bool {
+    if matches!(
+        d.state,
+        PdState::DedicatedHotSpare | PdState::GlobalHotSpare
+    ) {
+        return false;
+    }
     if v.members.is_empty() {
-        dg == Some(v.dg)
+        d.dg == Some(v.dg)
     } else {
-        v.members.contains(&slot)
+        v.members.contains(&d.slot)
     }
 }
 

@@ -210,8 +210,11 @@ fn pd_counters_map_onto_the_drive_model() {
     let r = pd_risk(&m, &pd);
     assert!(r.read);
     assert_eq!(r.multiplier, 1.0);
-    pd.other_errors = Some(1);
-    assert_eq!(pd_risk(&m, &pd).multiplier, 4.0);
+    // storcli counts a unit attention after every bus reset or hot-plug: reported, no risk
+    pd.other_errors = Some(25);
+    let r = pd_risk(&m, &pd);
+    assert_eq!((r.multiplier, r.condition_multiplier), (1.0, 1.0));
+    assert!(r.conditions.is_empty(), "{:?}", r.conditions);
     pd.media_errors = Some(1);
     assert_eq!(pd_risk(&m, &pd).multiplier, 14.0);
     pd.smart_alert = Some(true);
@@ -294,4 +297,88 @@ fn a_rebuild_storcli_still_gives_a_time_left_for_stalls_all_the_same() {
     assert!(v.rebuild_stalled, "37 % for two hours: {v:?}");
     assert_eq!(v.rebuild_eta_s, None);
     assert!(ev.iter().any(|e| e.to_state == "stalled"), "{ev:?}");
+}
+
+#[test]
+fn a_paused_rebuild_is_stalled_at_once_with_its_percentage() {
+    let mut d = HwraidDetector::new(params());
+    let mut ev = Vec::new();
+    d.observe(&rebuilding(), &BTreeMap::new(), 0.0, &mut ev);
+    assert!(!d.vds()[0].rebuild_stalled);
+    let mut paused = fixture("edited-netdata-c0-show-all-raid6-dgrd-pd-252-3-rbld.json");
+    let r = fixture("edited-synthetic-c0-eall-sall-show-rebuild-252-3-37pct-paused.json");
+    assert!(r[0]
+        .rebuilds
+        .iter()
+        .any(|r| r.halted && r.status == "Paused"));
+    paused[0].rebuilds = r[0].rebuilds.clone();
+    // One minute later: far short of `stall_after`, but storcli says the rebuild is paused.
+    d.observe(&paused, &BTreeMap::new(), 60.0, &mut ev);
+    let v = &d.vds()[0];
+    assert!(v.rebuild_stalled, "{v:?}");
+    assert_eq!(v.rebuild_progress_pct, Some(37.0));
+    assert_eq!(v.rebuild_eta_s, None);
+    let p = d.pds().iter().find(|p| p.slot == "252:3").expect("252:3");
+    assert_eq!(
+        (p.rebuild_progress_pct, p.rebuild_eta_s),
+        (Some(37.0), None)
+    );
+    assert!(
+        ev.iter()
+            .any(|e| e.object == "c0/v0/rebuild" && e.to_state == "stalled"),
+        "{ev:?}"
+    );
+}
+
+#[test]
+fn other_errors_alone_put_no_member_at_risk() {
+    let mut c = rebuilding();
+    for d in &mut c[0].physical_drives {
+        d.media_errors = Some(0);
+        d.other_errors = Some(3);
+        d.predictive_failures = Some(0);
+        d.smart_alert = Some(false);
+    }
+    let mut d = HwraidDetector::new(params());
+    d.observe(&c, &BTreeMap::new(), 0.0, &mut Vec::new());
+    let v = &d.vds()[0];
+    assert_eq!(v.members_at_risk, 0, "{v:?}");
+    let p = d.pds().iter().find(|p| p.slot == "252:5").expect("252:5");
+    assert_eq!((p.other_errors, p.at_risk), (Some(3), false));
+    assert_eq!(p.afr, Some(RiskModel::default().afr));
+}
+
+#[test]
+fn an_optimal_vd_with_a_copyback_and_a_dedicated_spare_has_no_risk() {
+    // The optimal RAID6 of six: 252:5 receiving a copyback, and a seventh drive, a hot spare
+    // dedicated to its drive group, listed with DG 0 (the drive-group fallback: no `PDs for VD`).
+    let mut c = fixture("netdata-c0-show-all-raid6-optl-ibbu-optimal.json");
+    for v in &mut c[0].virtual_drives {
+        v.members.clear();
+    }
+    let mut spare = c[0].physical_drives[0].clone();
+    spare.slot.slot = 9;
+    spare.did = Some(40);
+    spare.state = storcli::PdState::DedicatedHotSpare;
+    spare.dg = Some(0);
+    c[0].physical_drives.push(spare);
+    if let Some(d) = c[0].physical_drives.iter_mut().find(|d| d.slot.slot == 5) {
+        d.state = storcli::PdState::CopyBack;
+    }
+    let mut d = HwraidDetector::new(params());
+    d.observe(&c, &BTreeMap::new(), 0.0, &mut Vec::new());
+    let v = &d.vds()[0];
+    assert_eq!(
+        (
+            v.members,
+            v.members_online,
+            v.redundancy_left,
+            v.rebuild_risk
+        ),
+        (6, 6, Some(2), Some(0.0)),
+        "{v:?}"
+    );
+    assert!(v.member_slots.iter().all(|(s, _)| s != "252:9"), "{v:?}");
+    let spare = d.pds().iter().find(|p| p.slot == "252:9").expect("252:9");
+    assert_eq!(spare.vd, "", "a spare is in no VD");
 }

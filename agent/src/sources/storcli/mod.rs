@@ -366,6 +366,10 @@ pub struct Rebuild {
     pub progress_pct: Option<u8>,
     /// `Status` is `In progress`.
     pub in_progress: bool,
+    /// `Status` is neither `In progress` nor `Not in progress`: `Paused` after `storcli
+    /// /cx/ex/sx pause rebuild` or when the controller holds the rebuild itself (any other word
+    /// storcli prints there counts the same: the rebuild is not running).
+    pub halted: bool,
     /// `Status` as printed.
     pub status: String,
     /// `Estimated Time Left` in seconds; `None` for `-`.
@@ -862,6 +866,9 @@ fn rebuild(r: &Value) -> Option<Rebuild> {
             .and_then(as_u64)
             .and_then(|p| u8::try_from(p).ok()),
         in_progress: status.eq_ignore_ascii_case("In progress"),
+        halted: !status.is_empty()
+            && !status.eq_ignore_ascii_case("In progress")
+            && !status.eq_ignore_ascii_case("Not in progress"),
         time_left_s: r
             .get("Estimated Time Left")
             .and_then(Value::as_str)
