@@ -146,7 +146,7 @@ fn usage_value(rest: &[u8]) -> Option<u64> {
     if !digits.get(len..)?.iter().all(blank) {
         return None;
     }
-    parse_u64(std::str::from_utf8(digits.get(..len)?).ok()?)
+    super::digits(digits.get(..len)?)
 }
 
 #[cfg(test)]

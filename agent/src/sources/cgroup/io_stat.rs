@@ -24,7 +24,7 @@
 //! One malformed line costs only that device ([`Rows`]).
 
 use super::super::Rows;
-use super::{fields, parse_u64, ParseError};
+use super::{digits, fields, parse_u64, ParseError};
 
 /// One device line.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -119,7 +119,7 @@ pub fn parse(text: &str) -> Rows<IoDevice> {
 pub fn parse_into(text: &str, out: &mut Rows<IoDevice>) {
     out.rows.clear();
     out.errors.clear();
-    if text.contains('\r') {
+    if text.as_bytes().contains(&b'\r') {
         // `lines()` ends a line at `\r\n` too: leave such a file to it.
         by_lines(text, out);
         return;
@@ -152,9 +152,8 @@ fn fast_line(l: &str) -> Option<IoDevice> {
     let mut parts = l.as_bytes().split(|&b| b == b' ');
     let dev = parts.next()?;
     let colon = dev.iter().position(|&b| b == b':')?;
-    let number = |b: &[u8]| parse_u64(std::str::from_utf8(b).ok()?);
-    let major = u32::try_from(number(dev.get(..colon)?)?).ok()?;
-    let minor = u32::try_from(number(dev.get(colon + 1..)?)?).ok()?;
+    let major = u32::try_from(digits(dev.get(..colon)?)?).ok()?;
+    let minor = u32::try_from(digits(dev.get(colon + 1..)?)?).ok()?;
     let mut out = IoDevice {
         major,
         minor,
@@ -175,7 +174,7 @@ fn fast_line(l: &str) -> Option<IoDevice> {
         if slot.is_some() {
             return None;
         }
-        *slot = Some(number(pair.get(eq + 1..)?)?);
+        *slot = Some(digits(pair.get(eq + 1..)?)?);
         any = true;
     }
     any.then_some(out)

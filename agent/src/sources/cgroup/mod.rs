@@ -37,11 +37,27 @@ pub mod psi_totals;
 
 use super::{fields, parse_u64, ParseError};
 
+/// [`parse_u64`] of bytes: digits only, not empty, no overflow (no UTF-8 check to pay for).
+pub(crate) fn digits(field: &[u8]) -> Option<u64> {
+    if field.is_empty() {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in field {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(d))?;
+    }
+    Some(v)
+}
+
 /// Parses a single-value file (`memory.current`, `memory.peak`, `cpu.weight`): one unsigned
 /// integer and a newline. `what` names the file for the error.
 pub(crate) fn single_u64(text: &str, what: &str) -> Result<u64, ParseError> {
     // The kernel's form, digits and a newline, without splitting into lines and fields.
-    if let Some(v) = parse_u64(text.strip_suffix('\n').unwrap_or(text)) {
+    if let Some(v) = digits(text.strip_suffix('\n').unwrap_or(text).as_bytes()) {
         return Ok(v);
     }
     let mut lines = text
@@ -117,6 +133,18 @@ mod tests {
             Ok(13_071_106_048)
         );
         assert_eq!(single_u64("0", "memory.peak"), Ok(0));
+        for f in [
+            "",
+            "0",
+            "18446744073709551615",
+            "18446744073709551616",
+            "-1",
+            "+1",
+            "12a",
+            "１２",
+        ] {
+            assert_eq!(super::digits(f.as_bytes()), super::parse_u64(f), "{f:?}");
+        }
         let e = single_u64("", "memory.current").expect_err("empty");
         assert_eq!(e.reason, "memory.current is empty");
         let e = single_u64("max\n", "memory.current").expect_err("max");

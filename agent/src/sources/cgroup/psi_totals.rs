@@ -70,27 +70,30 @@ fn by_fields(text: &str) -> Result<PsiTotals, ParseError> {
 /// file against ~1,600 through `lines()` and `split_ascii_whitespace()`). `None` for anything
 /// else, which [`parse`] then reads the long way: the same answer either way.
 fn fast(text: &str) -> Option<PsiTotals> {
-    const TOTAL: &[u8] = b" total=";
     let mut out = PsiTotals::default();
     for line in text.as_bytes().split(|&b| b == b'\n') {
         if line.is_empty() {
             continue;
         }
-        if line.iter().any(|&b| b.is_ascii_whitespace() && b != b' ') {
-            return None;
-        }
-        let slot = match line.get(..5)? {
-            b"some " => &mut out.some_us,
-            b"full " => &mut out.full_us,
+        let mut fields = line.split(|&b| b == b' ');
+        let slot = match fields.next()? {
+            b"some" => &mut out.some_us,
+            b"full" => &mut out.full_us,
             _ => return None,
         };
         if slot.is_some() {
             return None;
         }
-        let at = line.windows(TOTAL.len()).position(|w| w == TOTAL)? + TOTAL.len();
-        let value = line.get(at..)?;
-        let value = value.get(..value.iter().position(|&b| b == b' ').unwrap_or(value.len()))?;
-        *slot = Some(parse_u64(std::str::from_utf8(value).ok()?)?);
+        let mut total = None;
+        for f in fields {
+            if f.is_empty() || f.iter().any(u8::is_ascii_whitespace) {
+                return None;
+            }
+            if total.is_none() {
+                total = f.strip_prefix(b"total=");
+            }
+        }
+        *slot = Some(super::digits(total?)?);
     }
     Some(out)
 }
