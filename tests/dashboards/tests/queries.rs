@@ -205,11 +205,13 @@ const SCENARIOS: &[Scenario] = &[
     // the RAID6 VD has lost two members and the rebuild of one is frozen at 41 %: no redundancy
     // left and a survivor with media errors (rebuild risk ~0.55), the stall called after the
     // 5 min `[hwraid] stall_after` of this host ([`hwraid_toml`]); the frail survivor's pending
-    // sectors grow every 30 s, the failed member's SMART says FAILED
+    // sectors grow every 30 s, the failed member's SMART says FAILED; reads reconstructed from
+    // both parities keep `sdb` saturated under its 180 MB/s
     Scenario {
         kind: Kind::HwraidStalled,
         speed: 1.0,
         fires: &[
+            "disk-saturated",
             "raid-vd-degraded",
             "raid-rebuild-stalled",
             "raid-rebuild-risk",
