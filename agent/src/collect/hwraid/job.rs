@@ -18,6 +18,14 @@
 //! counters, a VD's members) and the failure is reported with the round. After a call that
 //! hung the round's remaining calls are not made: one timeout per round, not three.
 //!
+//! **A hung controller.** A call killed at its timeout may not exit: a storcli stuck in the
+//! kernel on the controller ends only when the driver gives up, and until then it counts among
+//! the process's killed commands not yet exited, a bound shared with every other monitor
+//! ([`crate::command::MAX_DYING`]). So while a call this monitor killed has not exited, no new
+//! round starts: the round is reported failed ([`HwraidError::Stuck`]) without running storcli.
+//! And after each round with a timeout the next waits twice as long as the last wait (from
+//! `interval`, up to [`MAX_BACKOFF_S`]); a round without one goes back to `interval`.
+//!
 //! **Exit status.** storcli exits 0 when the command succeeded and non-zero when it failed; its
 //! JSON says the same per controller (`Command Status.Status`, `Success` or `Failure`, with
 //! `ErrCd`/`ErrMsg`). The JSON is read whatever the status: a controller whose answer says
@@ -25,6 +33,7 @@
 //! output that is not storcli JSON makes the call fail, its exit status and standard error in
 //! the message.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -36,6 +45,9 @@ use crate::sources::ParseError;
 
 /// How often a running call is looked at.
 const POLL: Duration = Duration::from_millis(25);
+
+/// The longest wait between rounds after rounds that timed out (unless `interval` is longer).
+pub(super) const MAX_BACKOFF_S: f64 = 3600.0;
 
 /// The programs tried, in this order, when `[hwraid] storcli` is empty: in `PATH`, then where
 /// Broadcom's and Dell's packages install them.
@@ -61,6 +73,18 @@ pub enum HwraidError {
         /// It hung and was killed at the timeout.
         timed_out: bool,
     },
+    /// A call killed at its timeout has not exited yet: no new call is made until it has.
+    #[error(
+        "storcli {args}: started {since_s} s ago, killed at the timeout, has not exited yet (pid {pid}, stuck in the kernel on the controller?); no new storcli call until it does"
+    )]
+    Stuck {
+        /// The killed call's arguments.
+        args: String,
+        /// Seconds since it was started.
+        since_s: u64,
+        /// Its process id.
+        pid: u32,
+    },
     /// Its output was not storcli JSON (garbage, or cut short).
     #[error("storcli {args}: exit status {status}: {source}{}", stderr_note(.stderr))]
     Parse {
@@ -73,6 +97,19 @@ pub enum HwraidError {
         /// What was wrong.
         source: ParseError,
     },
+}
+
+impl HwraidError {
+    /// A call hung and was killed at the timeout.
+    pub fn timed_out(&self) -> bool {
+        matches!(
+            self,
+            Self::Command {
+                timed_out: true,
+                ..
+            }
+        )
+    }
 }
 
 fn stderr_note(stderr: &str) -> String {
@@ -116,12 +153,24 @@ pub(super) struct JobConfig {
     pub(super) max_output_bytes: usize,
 }
 
+/// A call killed at its timeout, not seen to exit yet.
+#[derive(Debug, Clone)]
+struct Killed {
+    pid: u32,
+    args: String,
+    started: Instant,
+}
+
 /// The hardware RAID monitor's [`crate::command::CommandJob`].
 #[derive(Debug)]
 pub(super) struct HwraidJob {
     cfg: JobConfig,
     root: Root,
     next_round_s: f64,
+    /// The wait before the next round: `interval`, doubled after each round with a timeout.
+    delay_s: f64,
+    /// The last call killed at its timeout, until it has exited.
+    killed: RefCell<Option<Killed>>,
     /// The last merged answers, whose detail stands in for a failed call 2–4.
     last: Vec<Controller>,
     /// storcli was looked for and not found (said once).
@@ -131,9 +180,11 @@ pub(super) struct HwraidJob {
 impl HwraidJob {
     pub(super) fn new(cfg: JobConfig, root: Root) -> Self {
         Self {
+            delay_s: cfg.interval_s,
             cfg,
             root,
             next_round_s: f64::NEG_INFINITY,
+            killed: RefCell::new(None),
             last: Vec::new(),
             missing_told: false,
         }
@@ -179,6 +230,12 @@ impl HwraidJob {
             }
             if started.elapsed() >= self.cfg.timeout {
                 child.kill();
+                // Looked at before the next round: it may not end at SIGKILL.
+                self.killed.replace(Some(Killed {
+                    pid: child.id(),
+                    args: label.clone(),
+                    started,
+                }));
                 return Err(cmd_err(child.timeout_error(self.cfg.timeout)));
             }
             std::thread::sleep(POLL);
@@ -236,13 +293,7 @@ impl HwraidJob {
             match self.call(program, args) {
                 Ok(c) => Some(c),
                 Err(e) => {
-                    hung = matches!(
-                        e,
-                        HwraidError::Command {
-                            timed_out: true,
-                            ..
-                        }
-                    );
+                    hung = e.timed_out();
                     errors.push(e);
                     None
                 }
@@ -280,9 +331,33 @@ impl CommandJob for HwraidJob {
         if now_s < self.next_round_s {
             return None;
         }
-        self.next_round_s = now_s + self.cfg.interval_s;
+        self.next_round_s = now_s + self.delay_s;
+        if let Some(k) = self.killed.take() {
+            if !exited(k.pid) {
+                let stuck = HwraidError::Stuck {
+                    args: k.args.clone(),
+                    since_s: k.started.elapsed().as_secs(),
+                    pid: k.pid,
+                };
+                self.killed.replace(Some(k));
+                return Some(vec![Update::Round {
+                    at: Instant::now(),
+                    result: Err(stuck),
+                }]);
+            }
+        }
         let program = self.program()?;
         let result = self.round(&program);
+        let timed_out = match &result {
+            Ok(r) => r.errors.iter().any(HwraidError::timed_out),
+            Err(e) => e.timed_out(),
+        };
+        self.delay_s = if timed_out {
+            (self.delay_s * 2.0).min(MAX_BACKOFF_S.max(self.cfg.interval_s))
+        } else {
+            self.cfg.interval_s
+        };
+        self.next_round_s = now_s + self.delay_s;
         Some(vec![Update::Round {
             at: Instant::now(),
             result,
@@ -344,6 +419,20 @@ fn merge_rebuilds(into: &mut [Controller], from: &[Controller]) {
     }
 }
 
+/// Whether the process `pid`, a call killed at its timeout, has exited: it is a zombie, or
+/// already reaped (by [`crate::command::reap_dying`], which this calls first), so no longer our
+/// child. Never waits.
+fn exited(pid: u32) -> bool {
+    use rustix::process::{waitid, Pid, WaitId, WaitIdOptions};
+    crate::command::reap_dying();
+    let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+        return true;
+    };
+    let opts = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+    // ECHILD: reaped already.
+    !matches!(waitid(WaitId::Pid(pid), opts), Ok(None))
+}
+
 /// Whether `program` can be run: an existing file when it names a path, else a file of that
 /// name in a `PATH` directory.
 fn found(program: &Path) -> bool {
@@ -354,4 +443,138 @@ fn found(program: &Path) -> bool {
         std::env::split_paths(&paths)
             .any(|d| !d.as_os_str().is_empty() && d.join(program).is_file())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    /// A stand-in storcli that logs each call and answers the healthy RAID6's `show all` for
+    /// every call, or hangs (`sleep`) while the file `hang` exists.
+    fn stand_in(dir: &Path) -> PathBuf {
+        let show = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/storcli/netdata-c0-show-all-raid6-optl-ibbu-optimal.json");
+        let script = dir.join("storcli64");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\necho \"$*\" >> '{d}/calls.log'\n\
+                 if [ -e '{d}/hang' ]; then exec sleep 1000; fi\n\
+                 exec cat '{show}'\n",
+                d = dir.display(),
+                show = show.display()
+            ),
+        )
+        .expect("script");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        script
+    }
+
+    fn job(dir: &Path, program: PathBuf) -> HwraidJob {
+        let sys = dir.join("sys");
+        std::fs::create_dir_all(sys.join("block")).expect("sys");
+        HwraidJob::new(
+            JobConfig {
+                program: Some(program),
+                interval_s: 60.0,
+                timeout: Duration::from_millis(300),
+                max_output_bytes: 4 << 20,
+            },
+            Root::new(dir.join("proc"), sys),
+        )
+    }
+
+    fn result(u: Option<Vec<Update>>) -> Result<Round, HwraidError> {
+        let mut u = u.expect("a round");
+        assert_eq!(u.len(), 1);
+        let Update::Round { result, .. } = u.remove(0);
+        result
+    }
+
+    fn calls(dir: &Path) -> usize {
+        std::fs::read_to_string(dir.join("calls.log"))
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    }
+
+    /// Waits (bounded) until the call the job killed has exited, as a SIGKILLed `sleep` does
+    /// within microseconds.
+    fn killed_exits(j: &HwraidJob) {
+        let pid = j.killed.borrow().as_ref().expect("a killed call").pid;
+        let start = Instant::now();
+        while !exited(pid) {
+            assert!(start.elapsed() < Duration::from_secs(10), "pid {pid}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn no_round_while_a_killed_call_has_not_exited() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut j = job(dir.path(), stand_in(dir.path()));
+        // A process of ours that has not exited stands for a storcli stuck in the kernel after
+        // SIGKILL (nothing unprivileged survives SIGKILL): the job killed it 90 s ago.
+        let mut stuck = std::process::Command::new("sleep")
+            .arg("1000")
+            .spawn()
+            .expect("sleep");
+        j.killed.replace(Some(Killed {
+            pid: stuck.id(),
+            args: "/call/vall show all J".into(),
+            started: Instant::now() - Duration::from_secs(90),
+        }));
+        let e = result(j.run_due(0.0, false)).expect_err("stuck");
+        let text = e.to_string();
+        assert!(
+            matches!(
+                e,
+                HwraidError::Stuck {
+                    since_s: 90..=95,
+                    ..
+                }
+            ) && text.contains("storcli /call/vall show all J: started 9")
+                && text.contains("has not exited yet"),
+            "{text}"
+        );
+        assert_eq!(calls(dir.path()), 0, "storcli was not run");
+        assert_eq!(j.next_due_s(), 60.0);
+        assert!(j.run_due(30.0, false).is_none());
+        let e = result(j.run_due(60.0, false)).expect_err("still stuck");
+        assert!(matches!(e, HwraidError::Stuck { .. }), "{e}");
+        assert_eq!(calls(dir.path()), 0);
+        // It exits at last: the next round runs storcli again.
+        stuck.kill().expect("kill");
+        stuck.wait().expect("wait");
+        let r = result(j.run_due(120.0, false)).expect("a good round");
+        assert_eq!(r.controllers.len(), 1);
+        assert_eq!(calls(dir.path()), 3, "show all, vall, eall/sall");
+        assert!(j.killed.borrow().is_none());
+    }
+
+    #[test]
+    fn each_timeout_doubles_the_wait_up_to_an_hour_and_a_good_round_resets_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut j = job(dir.path(), stand_in(dir.path()));
+        std::fs::write(dir.path().join("hang"), "").expect("hang");
+        let mut now = 0.0;
+        let mut waits = Vec::new();
+        for _ in 0..7 {
+            let e = result(j.run_due(now, false)).expect_err("hangs");
+            assert!(e.timed_out(), "{e}");
+            killed_exits(&j);
+            waits.push(j.next_due_s() - now);
+            now = j.next_due_s();
+        }
+        assert_eq!(
+            waits,
+            [120.0, 240.0, 480.0, 960.0, 1920.0, 3600.0, 3600.0],
+            "doubled from the interval, at most an hour"
+        );
+        assert_eq!(calls(dir.path()), 7, "one call per round: the first hung");
+        std::fs::remove_file(dir.path().join("hang")).expect("unhang");
+        result(j.run_due(now, false)).expect("a good round");
+        assert_eq!(j.next_due_s() - now, 60.0, "back to the interval");
+    }
 }
