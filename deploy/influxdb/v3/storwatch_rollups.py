@@ -338,6 +338,18 @@ ROLLUPS = [
         ("last", "from_state", "from_state"),
         ("last", "to_state", "to_state"),
     ]),
+    ("1m", "raw", "jobs", "rp_1m", "jobs", [
+        ("mean", "cpu_efficiency_pct", "cpu_efficiency_pct"),
+        ("mean", "io_stall_pct", "io_stall_pct"),
+        ("mean", "io_full_pct", "io_full_pct"),
+        ("max", "count", "count"),
+        ("max", "dropped", "dropped"),
+        ("max", "stalled", "stalled"),
+        ("sum", "started", "started"),
+        ("sum", "ended", "ended"),
+        ("sum", "cpu_s", "cpu_s"),
+        ("max", "io_stall_pct", "io_stall_pct_10s_max"),
+    ]),
     ("1h", "rp_1m", "disk", "rp_1h", "disk", [
         ("mean", "r_per_s", "r_per_s"),
         ("mean", "w_per_s", "w_per_s"),
@@ -640,6 +652,18 @@ ROLLUPS = [
         ("last", "text", "text"),
         ("last", "from_state", "from_state"),
         ("last", "to_state", "to_state"),
+    ]),
+    ("1h", "rp_1m", "jobs", "rp_1h", "jobs", [
+        ("mean", "cpu_efficiency_pct", "cpu_efficiency_pct"),
+        ("mean", "io_stall_pct", "io_stall_pct"),
+        ("mean", "io_full_pct", "io_full_pct"),
+        ("max", "count", "count"),
+        ("max", "dropped", "dropped"),
+        ("max", "stalled", "stalled"),
+        ("sum", "started", "started"),
+        ("sum", "ended", "ended"),
+        ("sum", "cpu_s", "cpu_s"),
+        ("max", "io_stall_pct_10s_max", "io_stall_pct_10s_max"),
     ]),
 ]
 # END GENERATED ROLLUPS

@@ -244,7 +244,7 @@ fn installs_from_the_package_layout() {
     // the InfluxDB 2.x and 3 setups find their tasks and plugin in the package layout
     let influx = fs.path().join("usr/share/storwatch/influxdb");
     for (script, args, want) in [
-        ("v2/setup.sh", ["--org", "site"], "3 buckets and 42 tasks"),
+        ("v2/setup.sh", ["--org", "site"], "3 buckets and 44 tasks"),
         (
             "v3/setup.sh",
             ["--plugin-dir", "/plugins"],

@@ -719,9 +719,11 @@ fn rollup_problems(names: &QueryNames, c: &Contract) -> Vec<String> {
         .collect();
     let rp = names.retention_policy.as_deref();
     if levels.is_empty() {
-        if rp.is_some() {
+        // the panel reads the 10 s reports at every level, and says so in its query
+        if rp != Some(c.default_rp.as_str()) {
             errs.push(format!(
-                "\"{m}\" has no rollups: read it without a retention policy"
+                "\"{m}\" has no rollups: write FROM \"{raw}\".\"{m}\" (the 10 s reports, whatever $rp says)",
+                raw = c.default_rp
             ));
         }
         return errs;
@@ -784,6 +786,27 @@ fn rollup_check_rejects_what_changes_meaning_with_the_level() {
     );
     ok(r#"SELECT count(distinct("read_ahead_kb")) FROM "$rp"."disk_tunables" WHERE $timeFilter"#);
     ok(r#"SELECT last("state") FROM "$rp"."md_member" WHERE "state" <> 'in_sync' AND $timeFilter"#);
+    // the jobs of one node are rolled up, each job's own lines are not
+    ok(
+        r#"SELECT max("count"), sum("started"), max("stalled"), mean("io_stall_pct") FROM "$rp"."jobs" WHERE $timeFilter"#,
+    );
+    ok(r#"SELECT mean("io_some_pct") FROM "raw"."job" WHERE $timeFilter GROUP BY "job""#);
+    bad(
+        r#"SELECT mean("io_some_pct") FROM "$rp"."job" WHERE $timeFilter"#,
+        r#"write FROM "raw"."job""#,
+    );
+    bad(
+        r#"SELECT sum("read_bytes_per_s") FROM "job_io" WHERE $timeFilter"#,
+        r#"write FROM "raw"."job_io""#,
+    );
+    bad(
+        r#"SELECT mean("io_stall_pct") FROM "jobs" WHERE $timeFilter"#,
+        r#"write FROM "$rp"."jobs""#,
+    );
+    bad(
+        r#"SELECT max("started") FROM "$rp"."jobs" WHERE $timeFilter"#,
+        "only sum() of it",
+    );
     bad(
         r#"SELECT max("util_max_pct") FROM "disk" WHERE $timeFilter"#,
         r#"write FROM "$rp"."disk""#,

@@ -11,7 +11,10 @@
 //! * a burst survives: "Hottest disks" still shows util_max_pct 100 on the burst and write-storm
 //!   hosts at rp_1h, with the same saturated seconds as raw, while the hour's mean %util is low;
 //! * the site tables mean the same at every level: seconds saturated, NIC drops and the lines the
-//!   collector accepted add up to the same totals on raw, rp_1m and rp_1h.
+//!   collector accepted add up to the same totals on raw, rp_1m and rp_1h;
+//! * so do the worker nodes' jobs (`jobs`): jobs started and ended add up to the same totals, the
+//!   most jobs running and stalled at once are the same, and the I/O stall over the hour is the
+//!   same mean on raw, rp_1m and rp_1h.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
@@ -46,6 +49,8 @@ const HOSTS: &[Kind] = &[
     Kind::HwraidRebuild,
     // NVMe drives, one wearing out
     Kind::NvmeWearout,
+    // a worker node: HTCondor jobs coming and going, stalled on a disk server's write storm
+    Kind::JobsIoStarved,
 ];
 
 /// The host whose agent cannot read its drives (smartctl exits 1, as without the privilege to
@@ -188,8 +193,8 @@ fn dashboards_read_the_rollups() {
 
     // ---- every dashboard query at each rollup level
     // the measurements the continuous queries roll up (`INTO "storwatch"."rp_1m"."disk"`); a
-    // panel of a measurement without rollups reads the 10 s reports at every level (the lint
-    // refuses "$rp". on it), and the query test covers it on those
+    // panel of a measurement without rollups (the per-job `job`, `job_io`) reads the 10 s reports
+    // at every level (the lint wants `FROM "raw".` on it), and the query test covers it on those
     let rolled: std::collections::BTreeSet<String> = statements
         .lines()
         .filter_map(|st| st.split_once(" INTO ")?.1.split(' ').next())
@@ -321,6 +326,72 @@ fn dashboards_read_the_rollups() {
             }
         }
         assert!(nonzero, "{title}: {col} is 0 everywhere: {raw:?}");
+    }
+
+    // ---- the worker nodes' jobs mean the same at every level
+    let stall_hosts = |rp: &str, col: &str| {
+        let q = panel_query(
+            "site-overview.json",
+            "Worker nodes by jobs' I/O stall (worst first)",
+            "A",
+        );
+        let mut out = BTreeMap::new();
+        for ((h, _), v) in by_host(&influx, &expand_at(&q, rp, ""), col) {
+            out.insert(h, v);
+        }
+        out
+    };
+    let workers = [host(Kind::JobsIoStarved)];
+    for (col, want) in [
+        ("jobs", "the most jobs running at once"),
+        ("stalled", "the most jobs stalled at once"),
+        ("io_stall_pct", "the mean I/O stall"),
+        ("cpu_efficiency_pct", "the mean CPU efficiency"),
+    ] {
+        let raw = stall_hosts("raw", col);
+        assert_eq!(
+            raw.keys().collect::<Vec<_>>(),
+            workers.iter().collect::<Vec<_>>(),
+            "{col}: the worker nodes"
+        );
+        for rp in ["rp_1m", "rp_1h"] {
+            let rolled = stall_hosts(rp, col);
+            for (h, v) in &raw {
+                let (a, b) = (v[0], rolled.get(h).map_or(f64::NAN, |r| r[0]));
+                eprintln!("{h}: {want} ({col}) raw {a}, {rp} {b}");
+                assert!(close(a, b), "{h}: {want} ({col}): raw {a}, {rp} {b}");
+            }
+        }
+    }
+    let starved = host(Kind::JobsIoStarved);
+    assert!(
+        stall_hosts("rp_1h", "stalled")[&starved][0] >= 1.0,
+        "{starved}: no job stalled at rp_1h"
+    );
+    let running = panel_query("worker-node.json", "Jobs running, started and ended", "A");
+    for h in &workers {
+        let totals = |rp: &str| {
+            let q = expand_at(&running, rp, h);
+            let at = |col: &str, f: fn(f64, f64) -> f64| {
+                by_host(&influx, &q, col)
+                    .into_values()
+                    .flatten()
+                    .reduce(f)
+                    .unwrap_or(f64::NAN)
+            };
+            [
+                at("running", f64::max),
+                at("started", |a, b| a + b),
+                at("ended", |a, b| a + b),
+            ]
+        };
+        let raw = totals("raw");
+        assert!(raw[0] > 0.0 && raw[1] > 0.0 && raw[2] > 0.0, "{h}: {raw:?}");
+        for rp in ["rp_1m", "rp_1h"] {
+            let rolled = totals(rp);
+            eprintln!("{h}: running (max), started, ended: raw {raw:?}, {rp} {rolled:?}");
+            assert_eq!(raw, rolled, "{h}: running (max), started, ended at {rp}");
+        }
     }
     eprintln!("done in {:?}", t0.elapsed());
 }

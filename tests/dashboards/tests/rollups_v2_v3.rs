@@ -204,7 +204,7 @@ fn plugin_table() -> BTreeMap<String, Rollup> {
 #[test]
 fn every_continuous_query_has_a_flux_task_that_makes_the_same_fields() {
     let cqs = continuous_queries();
-    assert_eq!(cqs.len(), 42, "continuous queries in setup.influxql");
+    assert_eq!(cqs.len(), 44, "continuous queries in setup.influxql");
     let tasks = flux_tasks();
     assert_eq!(
         cqs.keys().collect::<Vec<_>>(),
