@@ -195,8 +195,11 @@ pub struct Controller {
 }
 
 impl Controller {
-    /// A VD's state from its members: `Optl`, `Dgrd` while a member is missing or rebuilding,
-    /// `OfLn` when more are missing than it has parity.
+    /// A VD's state from its members (missing: not `Onln`, rebuilding ones included) as the
+    /// firmware words it: `Optl`; `Pdgd` (partially degraded) while fewer are missing than it has
+    /// parity (RAID6 with one gone: still fault tolerant); `Dgrd` when the missing ones use up
+    /// its parity (RAID5 with one, RAID6 with two gone: no redundancy left); `OfLn` when more are
+    /// missing than it has parity.
     pub fn vd_state(&self, v: &Vd) -> &'static str {
         let online = v
             .members
@@ -208,6 +211,8 @@ impl Controller {
             "Optl"
         } else if missing > v.parity as usize {
             "OfLn"
+        } else if missing < v.parity as usize {
+            "Pdgd"
         } else {
             "Dgrd"
         }

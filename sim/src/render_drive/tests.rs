@@ -113,7 +113,8 @@ fn hwraid_rebuild_storcli_documents_show_the_degraded_vd_and_its_rebuild() {
     assert_eq!(ctl.controller_status.as_deref(), Some("Needs Attention"));
     assert_eq!(ctl.virtual_drives.len(), 2);
     let v0 = ctl.virtual_drive(0, 0).expect("vd 0");
-    assert_eq!(v0.state, VdState::Degraded);
+    // one of RAID6's two parities gone: partially degraded
+    assert_eq!(v0.state, VdState::PartiallyDegraded);
     assert_eq!(v0.raid_level, "RAID6");
     assert!(!v0.write_cache_fell_back());
     assert_eq!(
