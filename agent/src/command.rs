@@ -13,9 +13,8 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Why a command produced no usable output.
@@ -205,17 +204,26 @@ pub struct Finished {
 ///
 /// The command runs in a process group of its own, and killing it kills the group: a tool
 /// started through a wrapper script (or one that forks helpers) leaves no child behind holding
-/// the output pipe open, and the threads draining the pipes end with it. Standard output is
-/// read up to `limit` bytes; past that the group is killed and the run is
-/// [`CommandError::TooMuchOutput`]. Dropping a `Spawned` that has not finished kills it.
+/// the output pipe open. Its pipes are non-blocking and read by each [`Spawned::poll`] (no
+/// thread per command: starting two threads for every call was most of what a call cost the
+/// agent); between polls a command whose output outgrows the pipe (64 KiB) waits for the next
+/// one. Standard output is read up to `limit` bytes; past that the group is killed and the run
+/// is [`CommandError::TooMuchOutput`]. Standard error is kept to its first 4 KiB, the rest read
+/// and dropped. Dropping a `Spawned` that has not finished kills it.
 #[derive(Debug)]
 pub struct Spawned {
     program: PathBuf,
     child: std::process::Child,
     limit: usize,
-    overflow: Arc<AtomicBool>,
-    out_reader: Option<std::thread::JoinHandle<Vec<u8>>>,
-    err_reader: Option<std::thread::JoinHandle<Vec<u8>>>,
+    /// Standard output, until its end was read (then `out_eof`) or the command was killed.
+    stdout: Option<std::process::ChildStdout>,
+    out: Vec<u8>,
+    out_eof: bool,
+    /// More than `limit` bytes were printed.
+    overflowed: bool,
+    stderr: Option<std::process::ChildStderr>,
+    err: Vec<u8>,
+    err_eof: bool,
     /// The command has exited: seen with `WNOWAIT`, so that it stays a zombie, unreaped, and
     /// its process id (the group's id) cannot be given to another process until `done`.
     exited: bool,
@@ -256,53 +264,89 @@ impl Spawned {
         };
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
-        let overflow = Arc::new(AtomicBool::new(false));
-        let overflowed = Arc::clone(&overflow);
-        let spawn_reader = |f: Box<dyn FnOnce() -> Vec<u8> + Send>| {
-            std::thread::Builder::new()
-                .name("storwatch-cmd-out".into())
-                .spawn(f)
-                .ok()
-        };
-        let out_reader = spawn_reader(Box::new(move || {
-            let mut buf = Vec::new();
-            if let Some(s) = stdout {
-                let _ = s.take(limit as u64 + 1).read_to_end(&mut buf);
-                if buf.len() > limit {
-                    // Stop reading (the pipe closes here) and have the owner kill the group.
-                    overflowed.store(true, Ordering::Relaxed);
-                    buf = Vec::new();
-                }
-            }
-            buf
-        }));
-        let err_reader = spawn_reader(Box::new(move || {
-            let mut buf = Vec::new();
-            if let Some(mut s) = stderr {
-                let _ = s.by_ref().take(4096).read_to_end(&mut buf);
-                // Keep draining so a chatty tool does not block on a full pipe.
-                let _ = std::io::copy(&mut s, &mut std::io::sink());
-            }
-            buf
-        }));
         let mut s = Self {
             program: program.to_owned(),
             child,
             limit,
-            overflow,
-            out_reader,
-            err_reader,
+            stdout,
+            // a smartctl `-a` document is 5–60 kB: one allocation for most
+            out: Vec::with_capacity(limit.saturating_add(1).min(64 << 10)),
+            out_eof: false,
+            overflowed: false,
+            stderr,
+            err: Vec::new(),
+            err_eof: false,
             exited: false,
             done: false,
         };
-        if s.out_reader.is_none() || s.err_reader.is_none() {
+        let nonblocking = |fd: rustix::fd::BorrowedFd<'_>| -> std::io::Result<()> {
+            let flags = rustix::fs::fcntl_getfl(fd)?;
+            rustix::fs::fcntl_setfl(fd, flags | rustix::fs::OFlags::NONBLOCK)?;
+            Ok(())
+        };
+        use std::os::fd::AsFd;
+        let set = match (&s.stdout, &s.stderr) {
+            (Some(o), Some(e)) => nonblocking(o.as_fd()).and_then(|()| nonblocking(e.as_fd())),
+            _ => Err(std::io::Error::other("no pipe to read its output")),
+        };
+        if let Err(source) = set {
             s.kill();
             return Err(CommandError::Io {
                 program: program.to_owned(),
-                source: std::io::Error::other("no thread to read its output"),
+                source,
             });
         }
         Ok(s)
+    }
+
+    /// Reads what the command printed since the last call, without blocking: standard output
+    /// up to one byte past the limit (then `overflowed`), standard error's first 4 KiB (the
+    /// rest dropped, so a chatty tool does not block on a full pipe).
+    fn drain(&mut self) {
+        use std::io::ErrorKind::{Interrupted, WouldBlock};
+        if !self.out_eof && !self.overflowed {
+            match &mut self.stdout {
+                Some(s) => {
+                    let room = (self.limit as u64 + 1).saturating_sub(self.out.len() as u64);
+                    match s.by_ref().take(room).read_to_end(&mut self.out) {
+                        Ok(_) if self.out.len() > self.limit => {
+                            self.overflowed = true;
+                            self.out = Vec::new();
+                        }
+                        Ok(_) => self.out_eof = true,
+                        Err(e) if matches!(e.kind(), WouldBlock | Interrupted) => {}
+                        Err(_) => self.out_eof = true, // as a closed pipe
+                    }
+                }
+                None => self.out_eof = true,
+            }
+        }
+        if !self.err_eof {
+            match &mut self.stderr {
+                Some(s) => {
+                    let mut scratch = [0u8; 4096];
+                    loop {
+                        match s.read(&mut scratch) {
+                            Ok(0) => {
+                                self.err_eof = true;
+                                break;
+                            }
+                            Ok(n) => {
+                                let keep = n.min(4096usize.saturating_sub(self.err.len()));
+                                self.err.extend_from_slice(&scratch[..keep]);
+                            }
+                            Err(e) if e.kind() == Interrupted => {}
+                            Err(e) if e.kind() == WouldBlock => break,
+                            Err(_) => {
+                                self.err_eof = true;
+                                break;
+                            }
+                        }
+                    }
+                }
+                None => self.err_eof = true,
+            }
+        }
     }
 
     /// The process id of the command (and of its process group).
@@ -318,13 +362,6 @@ impl Spawned {
         if self.done {
             return None;
         }
-        if self.overflow.load(Ordering::Relaxed) {
-            self.kill();
-            return Some(Err(CommandError::TooMuchOutput {
-                program: self.program.clone(),
-                limit: self.limit,
-            }));
-        }
         if !self.exited {
             use rustix::process::{waitid, WaitId, WaitIdOptions};
             let Some(pid) = self.pid() else {
@@ -337,7 +374,7 @@ impl Spawned {
             let opts = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
             match waitid(WaitId::Pid(pid), opts) {
                 Ok(Some(_)) => self.exited = true,
-                Ok(None) => return None,
+                Ok(None) => {}
                 Err(e) => {
                     self.kill();
                     return Some(Err(CommandError::Io {
@@ -347,11 +384,22 @@ impl Spawned {
                 }
             }
         }
+        // Read after looking at its exit, so that an exited command's output is read to its end
+        // in this same poll.
+        self.drain();
+        if self.overflowed {
+            self.kill();
+            return Some(Err(CommandError::TooMuchOutput {
+                program: self.program.clone(),
+                limit: self.limit,
+            }));
+        }
+        if !self.exited {
+            return None;
+        }
         // Exited; its output is complete when the pipe is closed (a helper it left behind may
         // still hold it: then this waits for the owner's deadline like a hung command).
-        let out_done = self.out_reader.as_ref().is_none_or(|h| h.is_finished());
-        let err_done = self.err_reader.as_ref().is_none_or(|h| h.is_finished());
-        if !(out_done && err_done) {
+        if !(self.out_eof && self.err_eof) {
             return None;
         }
         self.done = true;
@@ -362,26 +410,16 @@ impl Spawned {
                 keep_dying(pid, &self.program);
             }
         }
-        let out = self
-            .out_reader
-            .take()
-            .and_then(|h| h.join().ok())
-            .unwrap_or_default();
-        if self.overflow.load(Ordering::Relaxed) {
-            return Some(Err(CommandError::TooMuchOutput {
-                program: self.program.clone(),
-                limit: self.limit,
-            }));
-        }
-        let err = self
-            .err_reader
-            .take()
-            .and_then(|h| h.join().ok())
-            .unwrap_or_default();
+        self.stdout = None;
+        self.stderr = None;
+        let out = std::mem::take(&mut self.out);
+        let err = std::mem::take(&mut self.err);
         let status = status.and_then(|s| s.code()).unwrap_or(-1);
         Some(Ok(Finished {
             status,
-            stdout: String::from_utf8_lossy(&out).into_owned(),
+            // valid UTF-8 (the rule) is moved, not copied
+            stdout: String::from_utf8(out)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
             stderr: short_stderr(&err),
         }))
     }
@@ -390,15 +428,16 @@ impl Spawned {
     /// kernel on a hung device does not end at `SIGKILL` until the kernel gives up on the
     /// device, and the caller (the drive monitor's one thread, a collector's deadline) must not
     /// wait for that. A command not ended yet is kept to be reaped by later polls
-    /// ([`reap_dying`], called by [`Spawned::start`] and [`Spawned::poll`]). The threads
-    /// draining its pipes end when the pipes close (they are not waited for).
+    /// ([`reap_dying`], called by [`Spawned::start`] and [`Spawned::poll`]). Its pipes are
+    /// closed.
     pub fn kill(&mut self) {
         if self.done {
             return;
         }
         self.done = true;
-        self.out_reader = None;
-        self.err_reader = None;
+        self.stdout = None;
+        self.stderr = None;
+        self.out = Vec::new();
         let Some(pid) = self.pid() else {
             return;
         };
@@ -668,6 +707,8 @@ sys.stdin.read()
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
 
     #[test]
     fn runs_and_captures_stdout() {
@@ -721,6 +762,42 @@ mod tests {
             )
             .expect("a full read");
         assert_eq!(r.len(), MAX_OUTPUT_BYTES);
+    }
+
+    /// A command's pipes are read by its owner's polls: no thread is started for it (two a
+    /// call were most of what a smartctl call cost the agent). Its output, several times the
+    /// pipe's 64 KiB, is read whole and its standard error kept.
+    #[test]
+    fn a_command_starts_no_thread_and_its_output_is_read_by_the_polls() {
+        let readers = || {
+            std::fs::read_dir("/proc/self/task")
+                .expect("tasks")
+                .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
+                // the kernel keeps 15 bytes of a thread's name: `storwatch-cmd-o`
+                .filter(|c| c.starts_with("storwatch-cmd"))
+                .count()
+        };
+        let mut s = Spawned::start(
+            Path::new("/bin/sh"),
+            &[
+                "-c",
+                "echo oops >&2; sleep 0.3; head -c 300000 /dev/zero | tr '\\0' x",
+            ],
+            1 << 20,
+        )
+        .expect("started");
+        // (a thread names itself once it runs: looked for over 100 ms, while the command sleeps)
+        for _ in 0..20 {
+            assert_eq!(readers(), 0, "a thread reads the command's output");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let fin = poll_until(&mut s, Duration::from_secs(10))
+            .expect("answered")
+            .expect("read");
+        assert_eq!(fin.stdout.len(), 300_000);
+        assert!(fin.stdout.bytes().all(|b| b == b'x'));
+        assert_eq!(fin.stderr, "oops");
+        assert_eq!(fin.status, 0);
     }
 
     #[test]
