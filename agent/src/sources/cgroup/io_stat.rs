@@ -24,7 +24,7 @@
 //! One malformed line costs only that device ([`Rows`]).
 
 use super::super::Rows;
-use super::{digits, fields, parse_u64, ParseError};
+use super::{fields, parse_u64, ParseError};
 
 /// One device line.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -119,7 +119,7 @@ pub fn parse(text: &str) -> Rows<IoDevice> {
 pub fn parse_into(text: &str, out: &mut Rows<IoDevice>) {
     out.rows.clear();
     out.errors.clear();
-    if text.as_bytes().contains(&b'\r') {
+    if memchr::memchr(b'\r', text.as_bytes()).is_some() {
         // `lines()` ends a line at `\r\n` too: leave such a file to it.
         by_lines(text, out);
         return;
@@ -130,7 +130,7 @@ pub fn parse_into(text: &str, out: &mut Rows<IoDevice>) {
         let end = text
             .as_bytes()
             .get(start..)
-            .and_then(|rest| rest.iter().position(|&b| b == b'\n'))
+            .and_then(|rest| memchr::memchr(b'\n', rest))
             .map_or(text.len(), |n| start + n);
         let l = text.get(start..end).unwrap_or_default();
         no += 1;
@@ -149,20 +149,20 @@ pub fn parse_into(text: &str, out: &mut Rows<IoDevice>) {
 /// A line as the kernel prints it: `MAJ:MIN` then `key=digits` of the six counters, each once,
 /// single spaces apart. `None` for anything else ([`line`] decides).
 fn fast_line(l: &str) -> Option<IoDevice> {
-    let mut parts = l.as_bytes().split(|&b| b == b' ');
-    let dev = parts.next()?;
-    let colon = dev.iter().position(|&b| b == b':')?;
-    let major = u32::try_from(digits(dev.get(..colon)?)?).ok()?;
-    let minor = u32::try_from(digits(dev.get(colon + 1..)?)?).ok()?;
+    let b = l.as_bytes();
+    // One pass: each number is read up to the byte that must follow it.
+    let (major, mut at) = number_until(b, 0, b':')?;
+    let (minor, next) = number_until(b, at, b' ')?;
+    at = next;
     let mut out = IoDevice {
-        major,
-        minor,
+        major: u32::try_from(major).ok()?,
+        minor: u32::try_from(minor).ok()?,
         ..IoDevice::default()
     };
-    let mut any = false;
-    for pair in parts {
-        let eq = pair.iter().position(|&b| b == b'=')?;
-        let slot = match pair.get(..eq)? {
+    loop {
+        let rest = b.get(at..)?;
+        let eq = memchr::memchr(b'=', rest)?;
+        let slot = match rest.get(..eq)? {
             b"rbytes" => &mut out.rbytes,
             b"wbytes" => &mut out.wbytes,
             b"rios" => &mut out.rios,
@@ -174,10 +174,32 @@ fn fast_line(l: &str) -> Option<IoDevice> {
         if slot.is_some() {
             return None;
         }
-        *slot = Some(digits(pair.get(eq + 1..)?)?);
-        any = true;
+        let (v, next) = number_until(b, at + eq + 1, b' ')?;
+        *slot = Some(v);
+        if next >= b.len() {
+            return Some(out);
+        }
+        at = next;
     }
-    any.then_some(out)
+}
+
+/// The digits of `b` from `at` up to `stop` (or the end, when `stop` is a space: the last value
+/// of the line), and where the next field starts. `None` for no digit, a byte that is neither,
+/// an overflow, or a `stop` at the very end (a trailing blank).
+fn number_until(b: &[u8], at: usize, stop: u8) -> Option<(u64, usize)> {
+    let mut v: u64 = 0;
+    let mut i = at;
+    loop {
+        match b.get(i) {
+            Some(&c) if c.is_ascii_digit() => {
+                v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+            }
+            Some(&c) if c == stop && i > at && i + 1 < b.len() => return Some((v, i + 1)),
+            None if i > at && stop == b' ' => return Some((v, i)),
+            _ => return None,
+        }
+        i += 1;
+    }
 }
 
 /// [`parse_into`] line by line with [`line`]: any text.

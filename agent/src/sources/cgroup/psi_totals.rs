@@ -70,30 +70,29 @@ fn by_fields(text: &str) -> Result<PsiTotals, ParseError> {
 /// file against ~1,600 through `lines()` and `split_ascii_whitespace()`). `None` for anything
 /// else, which [`parse`] then reads the long way: the same answer either way.
 fn fast(text: &str) -> Option<PsiTotals> {
+    let bytes = text.as_bytes();
+    // Blanks other than the space (and `\r` of `\r\n`) are the long way's to split.
+    if memchr::memchr3(b'\t', b'\r', b'\x0c', bytes).is_some() {
+        return None;
+    }
     let mut out = PsiTotals::default();
-    for line in text.as_bytes().split(|&b| b == b'\n') {
+    for line in bytes.split(|&b| b == b'\n') {
         if line.is_empty() {
             continue;
         }
-        let mut fields = line.split(|&b| b == b' ');
-        let slot = match fields.next()? {
-            b"some" => &mut out.some_us,
-            b"full" => &mut out.full_us,
+        let slot = match line.get(..5)? {
+            b"some " => &mut out.some_us,
+            b"full " => &mut out.full_us,
             _ => return None,
         };
         if slot.is_some() {
             return None;
         }
-        let mut total = None;
-        for f in fields {
-            if f.is_empty() || f.iter().any(u8::is_ascii_whitespace) {
-                return None;
-            }
-            if total.is_none() {
-                total = f.strip_prefix(b"total=");
-            }
-        }
-        *slot = Some(super::digits(total?)?);
+        // Fields apart by spaces only: the first field that starts with `total=`.
+        let at = memchr::memmem::find(line, b" total=")? + 7;
+        let value = line.get(at..)?;
+        let end = memchr::memchr(b' ', value).unwrap_or(value.len());
+        *slot = Some(super::digits(value.get(..end)?)?);
     }
     Some(out)
 }
