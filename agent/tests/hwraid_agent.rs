@@ -330,3 +330,61 @@ fn a_hung_storcli_is_killed_and_holds_up_no_report() {
         "the hung storcli's sleep still runs"
     );
 }
+
+#[test]
+fn storcli_s_own_logs_are_not_left_in_the_agent_s_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    roots(dir.path());
+    let show = corpus("netdata-c0-show-all-raid6-optl-ibbu-optimal.json");
+    // A stand-in that, as storcli does, writes its logs into its working directory.
+    let storcli = dir.path().join("storcli64");
+    let seen = dir.path().join("cwds");
+    fs::write(
+        &storcli,
+        format!(
+            "#!/bin/sh\npwd >> '{seen}'\necho log >> storcli.log\necho log >> MegaSAS.log\nexec cat '{show}'\n",
+            seen = seen.display(),
+            show = show.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&storcli, fs::Permissions::from_mode(0o755)).unwrap();
+    let config = config(dir.path(), &storcli, "10s");
+    let agent_dir = dir.path().join("state");
+    fs::create_dir(&agent_dir).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_storwatch-agent"))
+        .args(["once", "--sample-interval", "1s", "--report-interval", "1s"])
+        .args(["--host", "ds01"])
+        .arg("--proc-root")
+        .arg(dir.path().join("proc"))
+        .arg("--sys-root")
+        .arg(dir.path().join("sys"))
+        .arg("--config")
+        .arg(&config)
+        .current_dir(&agent_dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        line(&text, "raid_controller,host=ds01,").contains("read_ok=true"),
+        "{text}"
+    );
+    let left: Vec<_> = fs::read_dir(&agent_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "left in the agent's directory: {left:?}");
+    // Each call ran in the monitor's private directory, emptied after it and gone with it.
+    let cwds = fs::read_to_string(&seen).unwrap();
+    let cwds: Vec<&str> = cwds.lines().collect();
+    assert_eq!(cwds.len(), 3, "{cwds:?}");
+    for d in &cwds {
+        assert!(d.contains("storwatch-storcli-"), "{d}");
+        assert!(!Path::new(d).exists(), "{d} removed at exit");
+    }
+}

@@ -26,6 +26,14 @@
 //! And after each round with a timeout the next waits twice as long as the last wait (from
 //! `interval`, up to [`MAX_BACKOFF_S`]); a round without one goes back to `interval`.
 //!
+//! **storcli's own logs.** storcli writes `storcli.log` (and some versions `MegaSAS.log`) into
+//! its working directory at every call, and nothing removes them. Whether every supported
+//! storcli/perccli accepts the `nolog` keyword could not be established, and one that does not
+//! would fail every call; so each call runs instead in a private directory of the monitor's
+//! ([`WorkDir`], `$TMPDIR/storwatch-storcli-<pid>-<n>`, mode 0700), emptied after each call and
+//! removed with the monitor. The call goes through `/bin/sh -c 'cd -- "$1" && shift && exec
+//! "$@"'` (the command runner sets no working directory); errors name storcli, not the shell.
+//!
 //! **Exit status.** storcli exits 0 when the command succeeded and non-zero when it failed; its
 //! JSON says the same per controller (`Command Status.Status`, `Success` or `Failure`, with
 //! `ErrCd`/`ErrMsg`). The JSON is read whatever the status: a controller whose answer says
@@ -36,6 +44,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::command::{CommandError, CommandJob, Spawned};
@@ -171,6 +180,9 @@ pub(super) struct HwraidJob {
     delay_s: f64,
     /// The last call killed at its timeout, until it has exited.
     killed: RefCell<Option<Killed>>,
+    /// Where storcli runs and writes its logs; `None` when it could not be made (storcli then
+    /// runs in the agent's working directory).
+    workdir: Option<WorkDir>,
     /// The last merged answers, whose detail stands in for a failed call 2–4.
     last: Vec<Controller>,
     /// storcli was looked for and not found (said once).
@@ -185,6 +197,14 @@ impl HwraidJob {
             root,
             next_round_s: f64::NEG_INFINITY,
             killed: RefCell::new(None),
+            workdir: WorkDir::new()
+                .inspect_err(|e| {
+                    tracing::warn!(
+                        source = "storcli",
+                        "no private working directory for storcli ({e}): it runs in the agent's, where it leaves storcli.log"
+                    );
+                })
+                .ok(),
             last: Vec::new(),
             missing_told: false,
         }
@@ -221,12 +241,22 @@ impl HwraidJob {
             timed_out: matches!(e, CommandError::Timeout { .. }),
             message: e.to_string(),
         };
-        let mut child =
-            Spawned::start(program, args, self.cfg.max_output_bytes).map_err(cmd_err)?;
+        let named = |e: CommandError| cmd_err(named(e, program));
+        let mut child = match self.workdir.as_ref().and_then(|w| w.wrap(program, args)) {
+            Some(wrapped) => {
+                let wrapped: Vec<&str> = wrapped.iter().map(String::as_str).collect();
+                Spawned::start(Path::new("/bin/sh"), &wrapped, self.cfg.max_output_bytes)
+            }
+            None => Spawned::start(program, args, self.cfg.max_output_bytes),
+        }
+        .map_err(named)?;
         let started = Instant::now();
         let fin = loop {
             if let Some(r) = child.poll() {
-                break r.map_err(cmd_err)?;
+                if let Some(w) = &self.workdir {
+                    w.empty();
+                }
+                break r.map_err(named)?;
             }
             if started.elapsed() >= self.cfg.timeout {
                 child.kill();
@@ -236,7 +266,10 @@ impl HwraidJob {
                     args: label.clone(),
                     started,
                 }));
-                return Err(cmd_err(child.timeout_error(self.cfg.timeout)));
+                if let Some(w) = &self.workdir {
+                    w.empty();
+                }
+                return Err(named(child.timeout_error(self.cfg.timeout)));
             }
             std::thread::sleep(POLL);
         };
@@ -416,6 +449,92 @@ fn merge_rebuilds(into: &mut [Controller], from: &[Controller]) {
         if let Some(src) = from.iter().find(|f| f.controller == c.controller) {
             c.rebuilds = src.rebuilds.clone();
         }
+    }
+}
+
+/// `e` naming `program` (a call runs through `/bin/sh`, which the runner's errors name).
+fn named(e: CommandError, program: &Path) -> CommandError {
+    let program = program.to_owned();
+    match e {
+        CommandError::NotFound(_) => CommandError::NotFound(program),
+        CommandError::Io { source, .. } => CommandError::Io { program, source },
+        CommandError::Timeout { timeout, .. } => CommandError::Timeout { program, timeout },
+        CommandError::TooMuchOutput { limit, .. } => CommandError::TooMuchOutput { program, limit },
+        CommandError::TooManyDying { dying, .. } => CommandError::TooManyDying { program, dying },
+        CommandError::Failed { status, stderr, .. } => CommandError::Failed {
+            program,
+            status,
+            stderr,
+        },
+        #[allow(unreachable_patterns)]
+        other => other,
+    }
+}
+
+/// The monitor's private working directory for storcli, removed when dropped.
+#[derive(Debug)]
+struct WorkDir(PathBuf);
+
+impl WorkDir {
+    /// `$TMPDIR/storwatch-storcli-<pid>-<n>`, mode 0700, made anew (a leftover of the same name,
+    /// from a process with the same id, is emptied).
+    fn new() -> std::io::Result<Self> {
+        use std::os::unix::fs::DirBuilderExt;
+        static N: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "storwatch-storcli-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+        let w = Self(path);
+        w.empty();
+        Ok(w)
+    }
+
+    /// `sh -c` arguments that run `program args…` in the directory; `None` for a path that is
+    /// not UTF-8 (then run directly).
+    fn wrap(&self, program: &Path, args: &[&str]) -> Option<Vec<String>> {
+        // A relative path names a file from the agent's directory, not the private one.
+        let program = if program.is_relative() && program.components().count() > 1 {
+            std::env::current_dir().ok()?.join(program)
+        } else {
+            program.to_owned()
+        };
+        let mut v = vec![
+            "-c".to_owned(),
+            r#"cd -- "$1" && shift && exec "$@""#.to_owned(),
+            "storcli".to_owned(),
+            self.0.to_str()?.to_owned(),
+            program.to_str()?.to_owned(),
+        ];
+        v.extend(args.iter().map(|a| (*a).to_owned()));
+        Some(v)
+    }
+
+    /// Removes what storcli left there (`storcli.log`, `MegaSAS.log`, …).
+    fn empty(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.0) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let _ = if e.file_type().is_ok_and(|t| t.is_dir()) {
+                std::fs::remove_dir_all(&p)
+            } else {
+                std::fs::remove_file(&p)
+            };
+        }
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
