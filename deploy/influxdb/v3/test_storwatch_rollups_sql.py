@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The InfluxDB 3 plugin's SQL, run by Apache DataFusion — the query engine inside InfluxDB 3 —
 on tables shaped as InfluxDB 3 stores them (a `time` column, tags as Dictionary(Int32, Utf8),
-one nullable column per field). An hour of 10 s disk reports with one burst and an MD array
-that degrades for 20 s go through the 1 min level, the lines it writes become the 1 min tables,
+one nullable column per field). An hour of 10 s disk reports with one burst, an MD array
+that degrades for 20 s and a worker node's jobs (one 10 s I/O stall, jobs coming and going) go
+through the 1 min level, the lines it writes become the 1 min tables,
 and those go through the 1 h level, as the two triggers chain on a server.
 
     python3 deploy/influxdb/v3/test_storwatch_rollups_sql.py
@@ -25,6 +26,7 @@ sys.path.insert(0, str(HERE))
 from test_storwatch_rollups import Engine, load_plugin  # noqa: E402 (and the LineBuilder stand-in)
 H0 = datetime(2026, 1, 1, 11, 0, tzinfo=timezone.utc)  # the hour under test
 BURST = H0 + timedelta(minutes=17, seconds=30)  # the 10 s report at 100 %
+MEASUREMENTS = ("disk", "md", "jobs")
 
 
 def table(rows, tags, fields):
@@ -73,7 +75,7 @@ class DataFusionEngine(Engine):
 
 
 def raw_tables():
-    disk, md = [], []
+    disk, md, jobs = [], [], []
     t = H0
     while t < H0 + timedelta(hours=1):
         burst = t == BURST
@@ -90,8 +92,22 @@ def raw_tables():
             "state": None if t == H0 + timedelta(minutes=40, seconds=50) else ("degraded" if degraded else "clean"),
             "redundancy_left": 1 if degraded else 2, "degraded": 1 if degraded else 0, "stalled": False,
         })
+        # 12 jobs, 14 during minute 25's stall (its second report); a job starts in every
+        # minute's first report and ends in its last
+        stall = t == H0 + timedelta(minutes=25, seconds=10)
+        jobs.append({
+            "time": t, "host": "wn01",
+            "count": 14 if stall else 12, "stalled": 3 if stall else 0, "dropped": 0,
+            "started": 1 if t.second == 0 else 0, "ended": 1 if t.second == 50 else 0,
+            "cpu_efficiency_pct": 40.0 if stall else 90.0, "io_stall_pct": 80.0 if stall else 2.0,
+            "io_full_pct": 0.0, "cpu_s": 100.0,
+        })
         t += timedelta(seconds=10)
     return {
+        "jobs": table(jobs, ["host"], {
+            "count": pa.int64(), "stalled": pa.int64(), "dropped": pa.int64(),
+            "started": pa.int64(), "ended": pa.int64(), "cpu_efficiency_pct": pa.float64(),
+            "io_stall_pct": pa.float64(), "io_full_pct": pa.float64(), "cpu_s": pa.float64()}),
         "disk": table(disk, ["host", "device", "kind"], {
             "util_pct": pa.float64(), "util_max_pct": pa.float64(), "saturated_s": pa.float64(),
             "interval_s": pa.float64(), "await_ms": pa.float64(), "in_flight": pa.int64()}),
@@ -119,7 +135,7 @@ class RollupsOnDataFusion(unittest.TestCase):
         cls.minute = [l for db, l in raw.writes if db == "storwatch/rp_1m"]
         cls.minute_dbs = {db for db, _ in raw.writes}
         # the 1 h trigger on what the 1 min level wrote
-        rp_1m = DataFusionEngine({m: table_of_lines(cls.minute, m) for m in ("disk", "md")})
+        rp_1m = DataFusionEngine({m: table_of_lines(cls.minute, m) for m in MEASUREMENTS})
         plugin.process_scheduled_call(rp_1m, H0, {"level": "1h", "end": end, "window": "1h"})
         cls.hour_errors = rp_1m.errors
         cls.hour = [l for db, l in rp_1m.writes if db == "storwatch/rp_1h"]
@@ -161,6 +177,28 @@ class RollupsOnDataFusion(unittest.TestCase):
         md = at(self.hour, "md", H0)
         self.assertEqual(md.fields["redundancy_left"], ("i64", 1))
         self.assertEqual(md.fields["state"], ("str", "clean"))
+
+    def test_jobs_keep_the_most_jobs_the_sums_and_the_stall(self):
+        m = at(self.minute, "jobs", H0 + timedelta(minutes=25))
+        self.assertEqual(m.tags, {"host": "wn01"})
+        self.assertEqual(m.fields["count"], ("i64", 14))  # the most at one reading
+        self.assertEqual(m.fields["stalled"], ("i64", 3))
+        self.assertEqual(m.fields["started"], ("i64", 1))  # summed, still an integer
+        self.assertEqual(m.fields["ended"], ("i64", 1))
+        self.assertEqual(m.fields["cpu_s"], ("f64", 600.0))
+        self.assertEqual(m.fields["io_stall_pct_10s_max"], ("f64", 80.0))
+        self.assertAlmostEqual(m.fields["io_stall_pct"][1], (80 + 5 * 2) / 6)
+        h = at(self.hour, "jobs", H0)
+        self.assertEqual(h.fields["count"], ("i64", 14))
+        self.assertEqual(h.fields["stalled"], ("i64", 3))
+        self.assertEqual(h.fields["dropped"], ("i64", 0))
+        self.assertEqual(h.fields["started"], ("i64", 60))
+        self.assertEqual(h.fields["ended"], ("i64", 60))
+        self.assertEqual(h.fields["cpu_s"], ("f64", 360 * 100.0))
+        self.assertEqual(h.fields["io_stall_pct_10s_max"], ("f64", 80.0))
+        # equal 10 s reports: the mean of minute means is the time-weighted mean of the reports
+        self.assertAlmostEqual(h.fields["io_stall_pct"][1], (80 + 359 * 2) / 360)
+        self.assertAlmostEqual(h.fields["cpu_efficiency_pct"][1], (40 + 359 * 90) / 360)
 
 
 if __name__ == "__main__":
