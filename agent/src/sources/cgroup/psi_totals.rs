@@ -89,8 +89,9 @@ fn fast(text: &str) -> Option<PsiTotals> {
             return None;
         }
         // Fields apart by spaces only: the first field that starts with `total=`.
-        let at = memchr::memmem::find(line, b" total=")? + 7;
-        let value = line.get(at..)?;
+        let at = memchr::memchr_iter(b' ', line)
+            .find(|&sp| line.get(sp + 1..).is_some_and(|f| f.starts_with(b"total=")))?;
+        let value = line.get(at + 7..)?;
         let end = memchr::memchr(b' ', value).unwrap_or(value.len());
         *slot = Some(super::digits(value.get(..end)?)?);
     }
