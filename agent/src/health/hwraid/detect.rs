@@ -341,8 +341,16 @@ impl HwraidDetector {
         }
         let count = to_u32(count);
         let base = base_redundancy(&v.raid_level, count);
+        // A spanned level whose TOPOLOGY says which drive is in which span: judged per span.
+        let spans = if missing > 0 && !offline {
+            spans_of(v, c, &members)
+        } else {
+            None
+        };
         let redundancy_left = if offline {
             Some(0)
+        } else if let (Some(spans), Some(b)) = (&spans, base) {
+            spans.iter().map(|s| b.saturating_sub(s.missing)).min()
         } else {
             base.map(|b| b.saturating_sub(to_u32(missing)))
         };
@@ -355,36 +363,53 @@ impl HwraidDetector {
             .filter_map(|d| d.rebuild_eta_s)
             .reduce(f64::max);
         let at_risk = online.iter().filter(|d| d.at_risk).count();
+        let member_bytes = members
+            .iter()
+            .filter_map(|d| c.drive(parse_slot(&d.slot)?).and_then(|p| p.size_bytes))
+            .max();
+        let rebuilding_now = !rebuilding.is_empty() && !stalled;
+        let remaining = progress.map_or(1.0, |p| (100.0 - p).max(0.0) / 100.0);
+        // The chance that more of `survivors` fail within the window than `left` absorbs.
+        let loss = |survivors: &[&PdStatus], left: u32| {
+            let reads = if is_parity(&v.raid_level) {
+                survivors.len() as f64
+            } else {
+                1.0
+            };
+            let exposure = Exposure {
+                surviving: to_u32(survivors.len()),
+                redundancy_left: left,
+                window_h: if rebuilding_now {
+                    eta.map(|e| e / 3600.0)
+                } else {
+                    None
+                },
+                bytes_to_read: member_bytes.map(|b| (b as f64 * remaining * reads) as u64),
+            };
+            let afr: Vec<Option<f64>> = survivors.iter().map(|d| d.afr).collect();
+            loss_probability_members(&self.params.risk, &exposure, &afr)
+        };
         let rebuild_risk = if offline {
             Some(1.0)
         } else if missing == 0 {
             Some(0.0)
+        } else if let (Some(spans), Some(b)) = (&spans, base) {
+            // Data is lost when one span loses more than it absorbs: each degraded span's
+            // survivors on their own, combined as 1 − Π(1 − p_span). A span with nothing
+            // missing adds nothing (two failures there within the window: second order).
+            let survive: f64 = spans
+                .iter()
+                .filter(|s| s.missing > 0)
+                .map(|s| match b.checked_sub(s.missing) {
+                    Some(left) => 1.0 - loss(&s.online, left),
+                    None => 0.0,
+                })
+                .product();
+            Some((1.0 - survive).clamp(0.0, 1.0))
         } else {
-            redundancy_left.map(|left| {
-                let member_bytes = members
-                    .iter()
-                    .filter_map(|d| c.drive(parse_slot(&d.slot)?).and_then(|p| p.size_bytes))
-                    .max();
-                let rebuilding_now = !rebuilding.is_empty() && !stalled;
-                let remaining = progress.map_or(1.0, |p| (100.0 - p).max(0.0) / 100.0);
-                let reads = if is_parity(&v.raid_level) {
-                    online.len() as f64
-                } else {
-                    1.0
-                };
-                let exposure = Exposure {
-                    surviving: to_u32(online.len()),
-                    redundancy_left: left,
-                    window_h: if rebuilding_now {
-                        eta.map(|e| e / 3600.0)
-                    } else {
-                        None
-                    },
-                    bytes_to_read: member_bytes.map(|b| (b as f64 * remaining * reads) as u64),
-                };
-                let afr: Vec<Option<f64>> = online.iter().map(|d| d.afr).collect();
-                loss_probability_members(&self.params.risk, &exposure, &afr)
-            })
+            // Without a topology every survivor counts as if in the degraded span: an upper
+            // bound for spanned levels.
+            redundancy_left.map(|left| loss(&online, left))
         };
         let write_back_active = v
             .cache
@@ -659,6 +684,48 @@ impl HwraidDetector {
             }
         }
     }
+}
+
+/// One span of a spanned VD (`Arr` of its drive group in the `TOPOLOGY` table).
+struct Span<'a> {
+    /// Its members `Onln` or `Cpybck`.
+    online: Vec<&'a PdStatus>,
+    /// Its drives that are not.
+    missing: u32,
+}
+
+/// The spans of a RAID10/50/60 VD from its controller's `TOPOLOGY` rows; `None` for another
+/// level, without rows for its drive group, or when they place none of the VD's missing
+/// members (a topology that does not cover them tells nothing).
+fn spans_of<'a>(
+    v: &VirtualDrive,
+    c: &Controller,
+    members: &[&'a PdStatus],
+) -> Option<Vec<Span<'a>>> {
+    let level = v.raid_level.trim().to_ascii_uppercase();
+    if !matches!(
+        level.strip_prefix("RAID").unwrap_or(&level),
+        "10" | "50" | "60"
+    ) {
+        return None;
+    }
+    let mut by_arr: BTreeMap<u32, Span<'a>> = BTreeMap::new();
+    for t in c.topology.iter().filter(|t| t.dg == v.dg) {
+        let span = by_arr.entry(t.arr).or_insert_with(|| Span {
+            online: Vec::new(),
+            missing: 0,
+        });
+        let member = t.slot.and_then(|slot| {
+            let slot = slot.to_string();
+            members.iter().copied().find(|m| m.slot == slot)
+        });
+        match member {
+            Some(m) if m.state == "Onln" || m.state == "Cpybck" => span.online.push(m),
+            _ => span.missing += 1,
+        }
+    }
+    let placed = by_arr.values().any(|s| s.missing > 0);
+    (by_arr.len() > 1 && placed).then(|| by_arr.into_values().collect())
 }
 
 /// Whether drive `d` is a member of `v`: listed in its `PDs for VD n`, or, without that list,

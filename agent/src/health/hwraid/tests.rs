@@ -382,3 +382,74 @@ fn an_optimal_vd_with_a_copyback_and_a_dedicated_spare_has_no_risk() {
     let spare = d.pds().iter().find(|p| p.slot == "252:9").expect("252:9");
     assert_eq!(spare.vd, "", "a spare is in no VD");
 }
+
+#[test]
+fn a_degraded_raid10_is_judged_on_the_missing_drive_s_mirror_partner_alone() {
+    // Real `show all` text: RAID10 VD 1 of seven RAID1 spans, 24:10 Offln, its partner 24:11.
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/storcli/mtik00-text-c0-show-all-raid10-dgrd-pd-offln.txt"),
+    )
+    .expect("fixture");
+    let with = storcli::parse_text(&text).expect("parses");
+    let spans: std::collections::BTreeSet<u32> = with[0]
+        .topology
+        .iter()
+        .filter(|t| t.dg == 1)
+        .map(|t| t.arr)
+        .collect();
+    assert_eq!(spans.len(), 7, "{:?}", with[0].topology);
+    let mut without = with.clone();
+    without[0].topology.clear();
+    let vd1 = |c: &[Controller]| {
+        let mut d = HwraidDetector::new(params());
+        d.observe(c, &BTreeMap::new(), 0.0, &mut Vec::new());
+        let v = d
+            .vds()
+            .iter()
+            .find(|v| v.vd == "c0/v1")
+            .expect("v1")
+            .clone();
+        let partner = d
+            .pds()
+            .iter()
+            .find(|p| p.slot == "24:11")
+            .expect("24:11")
+            .clone();
+        (v, partner)
+    };
+    let (flat, _) = vd1(&without);
+    let (span, partner) = vd1(&with);
+    assert_eq!(
+        (span.level.as_str(), span.state.as_str()),
+        ("RAID10", "Dgrd")
+    );
+    assert_eq!((span.members, span.members_online), (14, 13));
+    assert_eq!(span.redundancy_left, Some(0));
+    let (r_flat, r_span) = (
+        flat.rebuild_risk.expect("flat"),
+        span.rebuild_risk.expect("span"),
+    );
+    // Only 24:11's loss loses data: the risk of one survivor, not of thirteen.
+    let one = crate::health::risk::loss_probability_members(
+        &RiskModel::default(),
+        &crate::health::risk::Exposure {
+            surviving: 1,
+            redundancy_left: 0,
+            window_h: None,
+            bytes_to_read: with[0]
+                .physical_drives
+                .iter()
+                .filter(|d| d.dg == Some(1))
+                .filter_map(|d| d.size_bytes)
+                .max(),
+        },
+        &[partner.afr],
+    );
+    assert!((r_span - one).abs() <= 1e-12, "{r_span} vs {one}");
+    assert!(
+        // the unrecoverable-read term of copying 24:11 is common to both
+        r_span > 0.0 && r_span < r_flat / 2.0,
+        "{r_span} vs {r_flat}"
+    );
+}

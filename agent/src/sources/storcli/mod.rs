@@ -357,6 +357,22 @@ pub struct PhysicalDrive {
     pub temperature_c: Option<i64>,
 }
 
+/// One drive row of the `TOPOLOGY` table (`/cx show [all]`): the span (`Arr`) of its drive
+/// group a drive is in — the RAID1 pair of a RAID10, the RAID5/6 set of a RAID50/60.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopologyDrive {
+    /// `DG`.
+    pub dg: u32,
+    /// `Arr`: the span.
+    pub arr: u32,
+    /// `Row`: the position in the span.
+    pub row: Option<u32>,
+    /// `EID:Slot`; `None` for a member that is gone (`-`).
+    pub slot: Option<Slot>,
+    /// `State` as printed (`Onln`, `Rbld`, `Msng`, …).
+    pub state: String,
+}
+
 /// One row of `show rebuild`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rebuild {
@@ -494,6 +510,8 @@ pub struct Controller {
     pub rebuilds: Vec<Rebuild>,
     /// BBUs and CacheVaults.
     pub batteries: Vec<Battery>,
+    /// The `TOPOLOGY` table's drive rows: which span each drive is in.
+    pub topology: Vec<TopologyDrive>,
     /// `System Overview` rows (`storcli show`).
     pub overview: Vec<ControllerSummary>,
 }
@@ -599,6 +617,7 @@ fn response_data(rd: &Map<String, Value>, out: &mut Controller) {
                 });
             }
             "VD LIST" => rows(v).for_each(|r| upsert_vd(out, r)),
+            "TOPOLOGY" => out.topology = rows(v).filter_map(topology_drive).collect(),
             "PD LIST" | "Drive Information" => rows(v).for_each(|r| upsert_pd(out, r)),
             "BBU_Info" => battery(v, BatteryKind::Bbu, out),
             "Cachevault_Info" => battery(v, BatteryKind::CacheVault, out),
@@ -853,6 +872,24 @@ fn summary(r: &Map<String, Value>) -> Option<ControllerSummary> {
         vds_not_optimal: r.get("VNOpt").and_then(as_u64),
         dgs_not_optimal: r.get("DNOpt").and_then(as_u64),
         bbu: r.get("BBU").and_then(text),
+    })
+}
+
+/// A `TOPOLOGY` row of a drive (`Type` `DRIVE`, a numbered `Arr`); `None` for the rows of the
+/// group and its spans.
+fn topology_drive(r: &Map<String, Value>) -> Option<TopologyDrive> {
+    if r.get("Type").and_then(text).as_deref() != Some("DRIVE") {
+        return None;
+    }
+    Some(TopologyDrive {
+        dg: r.get("DG").and_then(as_u32)?,
+        arr: r.get("Arr").and_then(as_u32)?,
+        row: r.get("Row").and_then(as_u32),
+        slot: r
+            .get("EID:Slot")
+            .and_then(Value::as_str)
+            .and_then(Slot::parse_eid_slt),
+        state: r.get("State").and_then(text).unwrap_or_default(),
     })
 }
 

@@ -10,7 +10,7 @@
 
 use super::{
     parse_size, temperature, Battery, BatteryKind, BatteryState, CachePolicy, Controller, PdState,
-    PhysicalDrive, Slot, VdState, VirtualDrive,
+    PhysicalDrive, Slot, TopologyDrive, VdState, VirtualDrive,
 };
 use crate::sources::{Lines, ParseError};
 
@@ -62,6 +62,7 @@ pub fn parse_text(text: &str) -> Result<Vec<Controller>, ParseError> {
             let kind = match title.trim() {
                 "VD LIST" => Table::Vd,
                 "PD LIST" => Table::Pd,
+                "TOPOLOGY" => Table::Topology,
                 "BBU_Info" => Table::Battery(BatteryKind::Bbu),
                 "Cachevault_Info" => Table::Battery(BatteryKind::CacheVault),
                 "Detailed Status" => Table::Detailed,
@@ -78,6 +79,7 @@ pub fn parse_text(text: &str) -> Result<Vec<Controller>, ParseError> {
                 match kind {
                     Table::Vd => c.virtual_drives.push(vd_row(&header, rno, row)?),
                     Table::Pd => c.physical_drives.push(pd_row(&header, rno, row)?),
+                    Table::Topology => c.topology.extend(topology_row(&header, rno, row)?),
                     Table::Battery(k) => c.batteries.push(battery_row(&header, k, rno, row)?),
                     Table::Detailed => {
                         // `Ctrl Status ErrCd ErrMsg`: the message is the rest of the row
@@ -108,6 +110,7 @@ pub fn parse_text(text: &str) -> Result<Vec<Controller>, ParseError> {
 enum Table {
     Vd,
     Pd,
+    Topology,
     Battery(BatteryKind),
     Detailed,
 }
@@ -215,6 +218,29 @@ fn vd_row(header: &[&str], no: usize, row: &str) -> Result<VirtualDrive, ParseEr
     v.size_bytes = v.size.as_deref().and_then(parse_size);
     v.name = get(&cols, "Name").map(str::to_owned);
     Ok(v)
+}
+
+/// A `TOPOLOGY` row: a drive's, or `None` for the rows of the group and its spans.
+fn topology_row(
+    header: &[&str],
+    no: usize,
+    row: &str,
+) -> Result<Option<TopologyDrive>, ParseError> {
+    let cols = split(header, "", no, row)?;
+    if get(&cols, "Type") != Some("DRIVE") {
+        return Ok(None);
+    }
+    let num = |h: &str| get(&cols, h).and_then(|v| v.parse().ok());
+    let (Some(dg), Some(arr)) = (num("DG"), num("Arr")) else {
+        return Err(ParseError::new(no, row, "a DRIVE row without DG and Arr"));
+    };
+    Ok(Some(TopologyDrive {
+        dg,
+        arr,
+        row: num("Row"),
+        slot: get(&cols, "EID:Slot").and_then(Slot::parse_eid_slt),
+        state: get(&cols, "State").unwrap_or_default().to_owned(),
+    }))
 }
 
 fn pd_row(header: &[&str], no: usize, row: &str) -> Result<PhysicalDrive, ParseError> {
