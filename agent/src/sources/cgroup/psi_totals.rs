@@ -22,11 +22,6 @@ pub struct PsiTotals {
 
 /// Parses the totals of a pressure file.
 pub fn parse(text: &str) -> Result<PsiTotals, ParseError> {
-    fast(text).map_or_else(|| by_fields(text), Ok)
-}
-
-/// [`parse`] field by field: any text.
-fn by_fields(text: &str) -> Result<PsiTotals, ParseError> {
     let mut out = PsiTotals::default();
     for (i, line) in text.lines().enumerate() {
         let mut f = fields(line);
@@ -63,39 +58,6 @@ fn by_fields(text: &str) -> Result<PsiTotals, ParseError> {
         })?);
     }
     Ok(out)
-}
-
-/// The file as the kernel prints it — `some …` and `full …` lines, fields apart by single
-/// spaces, each kind once, a `total=` with digits — read by a scan of bytes (~300 instructions a
-/// file against ~1,600 through `lines()` and `split_ascii_whitespace()`). `None` for anything
-/// else, which [`parse`] then reads the long way: the same answer either way.
-fn fast(text: &str) -> Option<PsiTotals> {
-    let bytes = text.as_bytes();
-    // Blanks other than the space (and `\r` of `\r\n`) are the long way's to split.
-    if memchr::memchr3(b'\t', b'\r', b'\x0c', bytes).is_some() {
-        return None;
-    }
-    let mut out = PsiTotals::default();
-    for line in bytes.split(|&b| b == b'\n') {
-        if line.is_empty() {
-            continue;
-        }
-        let slot = match line.get(..5)? {
-            b"some " => &mut out.some_us,
-            b"full " => &mut out.full_us,
-            _ => return None,
-        };
-        if slot.is_some() {
-            return None;
-        }
-        // Fields apart by spaces only: the first field that starts with `total=`.
-        let at = memchr::memchr_iter(b' ', line)
-            .find(|&sp| line.get(sp + 1..).is_some_and(|f| f.starts_with(b"total=")))?;
-        let value = line.get(at + 7..)?;
-        let end = memchr::memchr(b' ', value).unwrap_or(value.len());
-        *slot = Some(super::digits(value.get(..end)?)?);
-    }
-    Some(out)
 }
 
 #[cfg(test)]
@@ -150,51 +112,10 @@ mod tests {
         assert_eq!(parse(""), Ok(PsiTotals::default()));
     }
 
-    /// The byte scan reads what the field-by-field parser reads, wherever it answers.
-    #[test]
-    fn the_scan_agrees_with_the_fields_on_every_fixture() {
-        let mut scanned = 0;
-        for dir in ["fixtures/cgroup/pressure", "fixtures/pressure"] {
-            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
-            for entry in std::fs::read_dir(&dir).expect("fixtures") {
-                let path = entry.expect("entry").path();
-                let text = std::fs::read_to_string(&path).expect("fixture");
-                if let Some(f) = fast(&text) {
-                    assert_eq!(Ok(f), by_fields(&text), "{}", path.display());
-                    scanned += 1;
-                }
-            }
-        }
-        assert!(scanned > 0, "the scan read no fixture");
-    }
-
     proptest! {
         #[test]
         fn never_panics(text in "\\PC*") {
             let _ = parse(&text);
-        }
-
-        #[test]
-        fn the_scan_agrees_with_the_fields(
-            lines in proptest::collection::vec(
-                (
-                    "some|full|half| some|",
-                    "( |  |\t)",
-                    "(avg10=0.00 )?(total=|xtotal=|total= )?",
-                    "[0-9]{0,21}|-1|x",
-                    "|\r| avg=1",
-                ),
-                0..4,
-            ),
-        ) {
-            let text: String = lines
-                .iter()
-                .map(|(k, sep, mid, v, end)| format!("{k}{sep}{mid}{v}{end}\n"))
-                .collect();
-            if let Some(f) = fast(&text) {
-                prop_assert_eq!(Ok(f), by_fields(&text));
-            }
-            prop_assert_eq!(parse(&text), by_fields(&text));
         }
     }
 }
