@@ -124,8 +124,18 @@ cpu_ns() {
   echo "$sum"
 }
 
+# User and system time of the process, ms (utime and stime of /proc/PID/stat: clock ticks,
+# 10 ms each, so a split good to ~20 ms over the window, against the ns of schedstat above).
+user_sys_ms() {
+  python3 -c "
+import os, sys
+f = open('/proc/$1/stat').read().rsplit(')', 1)[1].split()
+tick = 1000 / os.sysconf('SC_CLK_TCK')
+print(int(f[11]) * tick, int(f[12]) * tick)"
+}
+
 echo "jobs=$jobs duration=${duration}s rounds=$rounds agent=$agent_bin"
-printf '%-6s %-8s %14s %14s\n' round tree "ms CPU" "ms CPU/s"
+printf '%-6s %-8s %14s %14s %10s %10s\n' round tree "ms CPU" "ms CPU/s" "user ms" "sys ms"
 for round in $(seq 1 "$rounds"); do
   pids=""
   python3 "$base/tick.py" "$base/jobs/sys/fs/cgroup" "$jobs" &
@@ -141,12 +151,19 @@ for round in $(seq 1 "$rounds"); do
   done
   # Past the start (first reading, first report), then the measured window.
   sleep "$warmup"
-  declare -A start
-  for tree in nojobs jobs; do start[$tree]=$(cpu_ns "${pid[$tree]}"); done
+  declare -A start us0
+  for tree in nojobs jobs; do
+    start[$tree]=$(cpu_ns "${pid[$tree]}")
+    us0[$tree]=$(user_sys_ms "${pid[$tree]}")
+  done
   sleep "$duration"
   for tree in nojobs jobs; do
     end=$(cpu_ns "${pid[$tree]}")
-    python3 -c "d=($end-${start[$tree]})/1e6; print(f'{$round:<6} {\"$tree\":<8} {d:14.2f} {d/$duration:14.4f}')"
+    us1=$(user_sys_ms "${pid[$tree]}")
+    python3 -c "
+d = ($end - ${start[$tree]}) / 1e6
+u0, s0 = map(float, '${us0[$tree]}'.split()); u1, s1 = map(float, '$us1'.split())
+print(f'{$round:<6} {\"$tree\":<8} {d:14.2f} {d/$duration:14.4f} {u1-u0:10.0f} {s1-s0:10.0f}')"
   done
   for p in $pids; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
