@@ -258,6 +258,8 @@ TOML
     { cat "$state/agent-sim.toml"; printf '[fs]\nstatvfs_file = "%s/run/statvfs.txt"\n' "$r"
       printf '[drive]\nsmartctl = "%s/bin/smartctl"\ninterval = "5m"\n' "$r"
       [ ! -x "$r/bin/storcli64" ] || printf '[hwraid]\nstorcli = "%s/bin/storcli64"\n' "$r"
+      # the frozen rebuild is called stalled after 5 min here, not the 2 h default
+      case $h in sim-hwraid-stalled-*) printf 'stall_after = "5m"\n' ;; esac
     } >"$state/agent-$h.toml"
     launch "agent-$h" "$logs/agent-$h.log" env PATH="$r/bin:$PATH" "$bin/storwatch-agent" run --config "$state/agent-$h.toml" \
       --proc-root "$r/proc" --sys-root "$r/sys" --host "$h" --tag site=quickstart --tag role="$role" \
