@@ -638,6 +638,59 @@ fn over_max_jobs_the_extra_jobs_are_counted_not_read_and_warned_once() {
 }
 
 #[test]
+fn a_job_back_under_the_cap_brings_its_cores_with_the_cpu_the_parent_counts() {
+    // slot1_1 ends at step 3: slot1_3, over the cap until then, takes its place, its first
+    // reading a baseline. Its CPU of that interval is in the parent's; its 8 cores must be too.
+    let mut node = htcondor_node();
+    node.jobs[0].until = Some(3);
+    let mut run = Run::start(&node, "[jobs]\nmax_jobs = 2\n");
+    let reports = run.steps(&mut node, 4, |_| {});
+    let log = run.stop();
+    let r = &reports[2];
+    let n = lines(r, "jobs")[0];
+    assert_eq!(
+        (num(n, "count"), num(n, "ended")),
+        (2.0, 1.0),
+        "{r:#?}\n{log}"
+    );
+    // CPU: slot1_2's 2 cores busy and slot1_3's 8 (through the parent) over 10 s = 100 s, of
+    // 8 cores each of slot1_2, slot1_3 and slot1_1 (ended in the interval) = 240 core-s
+    assert_eq!(num(n, "cpu_s"), 100.0, "{n}");
+    assert_eq!(num(n, "cpu_efficiency_pct"), 41.667, "{n}");
+    // the next interval: both read throughout
+    let n = lines(&reports[3], "jobs")[0];
+    assert_eq!(num(n, "cpu_efficiency_pct"), 62.5, "{n}");
+}
+
+#[test]
+fn over_max_jobs_the_agent_holds_no_descriptor_per_job() {
+    // 200 jobs, 5 read: the agent's open files stay those of 5 jobs (7 each), whatever the
+    // number of jobs over the cap.
+    let jobs = (100..300)
+        .map(|n| Job::new(&format!("{SCOPE}/job_{n}")))
+        .collect();
+    let mut node = Node::new(vec![SCOPE.to_owned()], &[SCOPE], jobs);
+    let mut run = Run::start(&node, "[jobs]\nmax_jobs = 5\n");
+    let reports = run.steps(&mut node, 2, |_| {});
+    let fds = std::fs::read_dir(format!("/proc/{}/fd", run.agent.id()))
+        .unwrap()
+        .count();
+    let log = run.stop();
+    let n = lines(&reports[1], "jobs")[0];
+    assert_eq!(
+        (num(n, "count"), num(n, "dropped")),
+        (200.0, 195.0),
+        "{n}\n{log}"
+    );
+    assert_eq!(lines(&reports[1], "job").len(), 5, "{n}");
+    // 35 kept files, and the agent's own (logs, output, clock, ...): far from one per job
+    assert!(
+        fds < 35 + 40,
+        "{fds} open files with 200 jobs, max_jobs = 5"
+    );
+}
+
+#[test]
 fn with_psi_off_one_warning_and_efficiency_and_io_go_on() {
     let mut node = slurm_node();
     node.psi = false;

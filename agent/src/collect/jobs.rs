@@ -30,7 +30,7 @@ use storwatch_wire::lp::LineWriter;
 
 use super::{r3, Collector, Live, ReportCx, SampleCx, SourceErrors};
 use crate::health::jobs::{self as model, Cores, CoresFrom, JobInterval, JobReading, Presence};
-use crate::root::{Dir, JoinSized, Root};
+use crate::root::{JoinSized, Root};
 use crate::sources::cgroup::cpu_stat::CpuStat;
 use crate::sources::cgroup::io_stat::IoDevice;
 use crate::sources::cgroup::jobs::Discovery;
@@ -172,9 +172,11 @@ struct Tracked {
     job: String,
     slot: Option<String>,
     owner: Option<String>,
-    dir: Dir,
+    /// Its directory. No descriptor of it is held: the files are opened by path, so a job
+    /// holds open files only when it has a share of the budget ([`KEPT`]'s, `kept`).
+    dir: PathBuf,
     /// Other directories of the job (HTCondor's ssh_to_job), their CPU time added.
-    also: Vec<Dir>,
+    also: Vec<PathBuf>,
     /// The files of [`KEPT`] kept open, when this job has a share of the open-file budget.
     kept: Option<Box<[Option<std::fs::File>; 7]>>,
     cores: Option<Cores>,
@@ -510,12 +512,21 @@ impl JobsCollector {
             };
             match t.reading(at, &mut io, &mut self.buf, errors, &mut psi_missing) {
                 Some(r) => {
-                    if !baseline && !std::mem::take(&mut t.needs_baseline) {
+                    let rebaselined = std::mem::take(&mut t.needs_baseline);
+                    if !baseline && !rebaselined {
                         if let Some(iv) = model::interval(t.prev.as_ref(), Some(&r), start_usec) {
                             p.done.push(Done {
                                 root: root_path.clone(),
                                 iv,
                             });
+                        }
+                    } else if !baseline {
+                        // Back under the cap: no interval of its own, but its CPU time over the
+                        // interval is in the parents'; its cores over the interval (it was there,
+                        // over the cap, at the start) are capacity, as for a job over the cap.
+                        if let Some(c) = t.cores {
+                            p.dropped_capacity_usec +=
+                                at.saturating_sub(start_usec) as f64 * c.cores;
                         }
                     }
                     if let Some(old) = t.prev.replace(r).and_then(|p| p.io) {
@@ -864,13 +875,9 @@ impl Tracked {
             job: tag,
             slot,
             owner: job.owner_uid.map(|u| u.to_string()),
-            dir: Dir::new(mount.join_sized(&job.root)),
+            dir: mount.join_sized(&job.root),
             kept: kept.then(Box::default),
-            also: job
-                .also
-                .iter()
-                .map(|a| Dir::new(mount.join_sized(a)))
-                .collect(),
+            also: job.also.iter().map(|a| mount.join_sized(a)).collect(),
             cores: None,
             static_reads: 0,
             prev: None,
@@ -882,16 +889,25 @@ impl Tracked {
         }
     }
 
-    /// Reads one value file of the job; `None` when absent (or gone), errors counted.
+    /// Reads one value file of the job by path (opened and closed at once); `None` when absent
+    /// (or gone), errors counted.
     fn value<T>(
-        dir: &mut Dir,
+        dir: &Path,
         name: &str,
         buf: &mut String,
         errors: &mut SourceErrors,
         parse: fn(&str) -> Result<T, crate::sources::ParseError>,
     ) -> Option<T> {
-        match dir.parse_value(name, buf, parse) {
-            Ok(v) => v,
+        let path = dir.join_sized(name);
+        match crate::root::read_value_into(&path, buf) {
+            Ok(true) => match parse(buf) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    errors.count(CGROUP, &SourceError::parse(&path, e));
+                    None
+                }
+            },
+            Ok(false) => None,
             Err(e) => {
                 errors.count(CGROUP, &e);
                 None
@@ -902,22 +918,16 @@ impl Tracked {
     /// Reads the job's allocated cores.
     fn read_cores(&mut self, buf: &mut String, errors: &mut SourceErrors) {
         self.static_reads = self.static_reads.saturating_add(1);
-        let max = Self::value(&mut self.dir, "cpu.max", buf, errors, cpu_max::parse);
+        let max = Self::value(&self.dir, "cpu.max", buf, errors, cpu_max::parse);
         let set = Self::value(
-            &mut self.dir,
+            &self.dir,
             "cpuset.cpus.effective",
             buf,
             errors,
             cpuset::parse,
         );
         let weight = if self.system == BatchSystem::Htcondor {
-            Self::value(
-                &mut self.dir,
-                "cpu.weight",
-                buf,
-                errors,
-                cpu_max::parse_weight,
-            )
+            Self::value(&self.dir, "cpu.weight", buf, errors, cpu_max::parse_weight)
         } else {
             None
         };
@@ -936,7 +946,7 @@ impl Tracked {
     ) -> Result<bool, SourceError> {
         let name = KEPT.get(idx).copied().unwrap_or("cpu.stat");
         let Some(slot) = self.kept.as_mut().and_then(|k| k.get_mut(idx)) else {
-            return self.dir.read_value(name, buf);
+            return crate::root::read_value_into(&self.dir.join_sized(name), buf);
         };
         if io.stale_check {
             if let Some(f) = slot {
@@ -947,7 +957,7 @@ impl Tracked {
                 }
             }
         }
-        let path = || self.dir.path().join_sized(name);
+        let path = || self.dir.join_sized(name);
         if slot.is_none() {
             match std::fs::File::open(path()) {
                 Ok(f) => *slot = Some(f),
@@ -982,7 +992,7 @@ impl Tracked {
         let name = KEPT.get(idx).copied().unwrap_or("");
         parse(buf)
             .map(Some)
-            .map_err(|e| SourceError::parse(&self.dir.path().join_sized(name), e))
+            .map_err(|e| SourceError::parse(&self.dir.join_sized(name), e))
     }
 
     /// One reading of the job's counters at `at`; `None` when the job is gone (no `cpu.stat`).
@@ -1004,12 +1014,14 @@ impl Tracked {
                 None
             }
         };
-        for a in &mut self.also {
-            if let (Some(u), Ok(Some(extra))) = (
-                usage.as_mut(),
-                a.parse_value("cpu.stat", buf, cpu_stat::usage_usec),
-            ) {
-                *u = u.saturating_add(extra);
+        for a in &self.also {
+            if let Some(u) = usage.as_mut() {
+                let path = a.join_sized("cpu.stat");
+                if let Ok(true) = crate::root::read_into(&path, buf) {
+                    if let Ok(extra) = cpu_stat::usage_usec(buf) {
+                        *u = u.saturating_add(extra);
+                    }
+                }
             }
         }
         let cpu = usage.map(|usage_usec| CpuStat {
@@ -1027,7 +1039,7 @@ impl Tracked {
                 if let Some(e) = rows.errors.into_iter().next() {
                     errors.count(
                         CGROUP,
-                        &SourceError::parse(&self.dir.path().join_sized("io.stat"), e),
+                        &SourceError::parse(&self.dir.join_sized("io.stat"), e),
                     );
                 }
                 Some(rows.rows)
@@ -1055,12 +1067,12 @@ impl Tracked {
                 }
                 Ok(None) => {
                     let name = KEPT.get(idx).copied().unwrap_or("");
-                    psi_missing.get_or_insert_with(|| t.dir.path().join_sized(name));
+                    psi_missing.get_or_insert_with(|| t.dir.join_sized(name));
                     None
                 }
                 Err(e) if psi_off(&e) => {
                     let name = KEPT.get(idx).copied().unwrap_or("");
-                    psi_missing.get_or_insert_with(|| t.dir.path().join_sized(name));
+                    psi_missing.get_or_insert_with(|| t.dir.join_sized(name));
                     None
                 }
                 Err(e) => {
