@@ -292,11 +292,27 @@ pub fn expand_vd_device(influx: &Influxd, db: &str, q: &str, host: &str) -> Stri
     q.replace("$vd_device", &format!("({})", values.join("|")))
 }
 
+/// `$__interval_ms` of an interval written as Grafana writes `$__interval` (`10s`, `5m`, `1h`).
+fn interval_ms(interval: &str) -> String {
+    let digits = interval.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let n: u64 = digits.parse().unwrap_or(0);
+    let unit = match &interval[digits.len()..] {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => 0,
+    };
+    (n * unit).to_string()
+}
+
 /// Grafana's expansion of a dashboard query: the time range, the Resolution variable `rp`, the
 /// panels' interval, site and device on "All", and the host.
 pub fn expand(q: &str, time_filter: &str, rp: &str, interval: &str, host: &str) -> String {
     q.replace("$timeFilter", time_filter)
         .replace("$rp", rp)
+        .replace("$__interval_ms", &interval_ms(interval))
         .replace("$__interval", interval)
         .replace("$site", ".*")
         .replace("$device", ".*")
