@@ -26,23 +26,7 @@ fn smartctl_fixture(name: &str) -> String {
 /// A proc root of real captured files, the disk-server sys tree, and a config naming the
 /// stand-in smartctl.
 fn setup(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    let fx = agent_dir().join("fixtures");
-    let proc_root = dir.join("proc");
-    fs::create_dir_all(proc_root.join("net")).unwrap();
-    fs::create_dir_all(proc_root.join("pressure")).unwrap();
-    for (from, to) in [
-        (
-            "diskstats/build-machine-linux-6.18-20-field.txt",
-            "diskstats",
-        ),
-        ("netdev/build-machine-linux-6.18.txt", "net/dev"),
-        ("stat/build-machine-linux-6.18-2cpu.txt", "stat"),
-        ("meminfo/build-machine-linux-6.18.txt", "meminfo"),
-        ("pressure/build-machine-linux-6.18-io.txt", "pressure/io"),
-        ("uptime/build-machine-linux-6.18.txt", "uptime"),
-    ] {
-        fs::copy(fx.join(from), proc_root.join(to)).unwrap();
-    }
+    let proc_root = storwatch_test_support::files::fixture_proc_root(dir);
     let smartctl = dir.join("smartctl");
     let sleep_pid = dir.join("sleep.pid");
     fs::write(
@@ -72,7 +56,11 @@ fn setup(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
         ),
     )
     .unwrap();
-    (proc_root, fx.join("sysfs/disk-server/sys"), config)
+    (
+        proc_root,
+        agent_dir().join("fixtures/sysfs/disk-server/sys"),
+        config,
+    )
 }
 
 fn line<'a>(text: &'a str, device: &str) -> &'a str {

@@ -82,23 +82,7 @@ fn setup(dir: &Path, at_risk: &str) -> Host {
 
 /// [`setup`], with `at_risk` printing the output in `failing`.
 fn setup_with(dir: &Path, at_risk: &str, failing: &Path) -> Host {
-    let fx = agent_dir().join("fixtures");
-    let proc_root = dir.join("proc");
-    fs::create_dir_all(proc_root.join("net")).unwrap();
-    fs::create_dir_all(proc_root.join("pressure")).unwrap();
-    for (from, to) in [
-        (
-            "diskstats/build-machine-linux-6.18-20-field.txt",
-            "diskstats",
-        ),
-        ("netdev/build-machine-linux-6.18.txt", "net/dev"),
-        ("stat/build-machine-linux-6.18-2cpu.txt", "stat"),
-        ("meminfo/build-machine-linux-6.18.txt", "meminfo"),
-        ("pressure/build-machine-linux-6.18-io.txt", "pressure/io"),
-        ("uptime/build-machine-linux-6.18.txt", "uptime"),
-    ] {
-        fs::copy(fx.join(from), proc_root.join(to)).unwrap();
-    }
+    let proc_root = storwatch_test_support::files::fixture_proc_root(dir);
     let md0: Vec<String> = (0..14).map(sd).collect();
     let md1: Vec<String> = (14..28).map(sd).collect();
     fs::write(

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -23,31 +23,10 @@ fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     f()
 }
 
-fn proc_root(dir: &Path) -> PathBuf {
-    let fx = agent_dir().join("fixtures");
-    let proc_root = dir.join("proc");
-    fs::create_dir_all(proc_root.join("net")).unwrap();
-    fs::create_dir_all(proc_root.join("pressure")).unwrap();
-    for (from, to) in [
-        (
-            "diskstats/build-machine-linux-6.18-20-field.txt",
-            "diskstats",
-        ),
-        ("netdev/build-machine-linux-6.18.txt", "net/dev"),
-        ("stat/build-machine-linux-6.18-2cpu.txt", "stat"),
-        ("meminfo/build-machine-linux-6.18.txt", "meminfo"),
-        ("pressure/build-machine-linux-6.18-io.txt", "pressure/io"),
-        ("uptime/build-machine-linux-6.18.txt", "uptime"),
-    ] {
-        fs::copy(fx.join(from), proc_root.join(to)).unwrap();
-    }
-    proc_root
-}
-
 #[test]
 fn without_smartctl_one_info_line_and_nothing_else() {
     let dir = tempfile::tempdir().unwrap();
-    let proc_root = proc_root(dir.path());
+    let proc_root = storwatch_test_support::files::fixture_proc_root(dir.path());
     let config = dir.path().join("agent.toml");
     // A path (the disk-server tree is not this machine's /sys) to no program; a round a second.
     fs::write(

@@ -46,6 +46,16 @@ fn tmpfs_with_room() -> Option<PathBuf> {
 /// A proc root made of the agent's real captured fixtures (provenance in agent/fixtures) under
 /// `dir`, and the disk-server sys tree: `(proc, sys)`.
 pub fn fixture_roots(dir: &Path) -> (PathBuf, PathBuf) {
+    (
+        fixture_proc_root(dir),
+        workspace().join("agent/fixtures/sysfs/disk-server/sys"),
+    )
+}
+
+/// `dir/proc`, made of the agent's real captured fixtures (provenance in agent/fixtures):
+/// diskstats, net/dev, stat, meminfo, pressure/io and uptime of one build machine. Tests add
+/// their own files (mdstat, kstat...) beside them.
+pub fn fixture_proc_root(dir: &Path) -> PathBuf {
     let fx = workspace().join("agent/fixtures");
     let proc_root = dir.join("proc");
     std::fs::create_dir_all(proc_root.join("net")).unwrap();
@@ -63,7 +73,7 @@ pub fn fixture_roots(dir: &Path) -> (PathBuf, PathBuf) {
     ] {
         std::fs::copy(fx.join(from), proc_root.join(to)).unwrap();
     }
-    (proc_root, fx.join("sysfs/disk-server/sys"))
+    proc_root
 }
 
 /// Writes `text` to `path` as the kernel's files appear to a reader, whole or not at all: into
