@@ -83,6 +83,215 @@ fn seagate_wwn(rng: &mut Rand) -> u64 {
     0x5000_c500_0000_0000 | rng.int(0x1000_0000, 0xffff_ffff)
 }
 
+/// The OS SSD `sda` of the scenarios' servers (a Samsung PM893 960 GB).
+fn os_ssd(h: &mut Host) {
+    let mut os = sd(0, Role::Disk, SSD_960_SECT, SSD);
+    os.rotational = false;
+    os.vendor = "ATA".to_owned();
+    os.model = "SAMSUNG MZ7L3960".to_owned();
+    os.tunables.read_ahead_kb = 128;
+    h.devices.push(os);
+}
+
+/// [`os_ssd`] on the chipset's AHCI port (SCSI host 1), beside a MegaRAID controller (host 0).
+fn os_ssd_on_ahci(h: &mut Host) {
+    os_ssd(h);
+    h.drives
+        .scsi
+        .insert("sda".into(), ((1, 0, 0, 0), "ahci".into()));
+}
+
+/// A Samsung PM9A3 3.84 TB NVMe SSD's SMART record, its NVMe log still to fill.
+fn samsung_nvme(rng: &mut Rand, up_s: u64) -> Smart {
+    let mut m = blank(DriveProtocol::Nvme, rng, up_s);
+    m.model = "SAMSUNG MZQL23T8HCLS-00A07".into();
+    m.serial = format!("S64HNE0R{}", rng.int(100_000, 999_999));
+    m.firmware = "GDC5602Q".into();
+    m
+}
+
+/// A SATA disk model of the MegaRAID scenarios' backplanes.
+struct Hdd {
+    model: &'static str,
+    serial_prefix: &'static str,
+    firmware: &'static str,
+    capacity_bytes: u64,
+    /// Gigabytes read over its years in service: drawn from this range; written, a share of it.
+    gb_read: (f64, f64),
+    written_share: f64,
+}
+
+const EXOS_7E8: Hdd = Hdd {
+    model: "ST8000NM000A-2KE101",
+    serial_prefix: "WKD",
+    firmware: "SN04",
+    capacity_bytes: HDD_8TB,
+    gb_read: (180_000.0, 420_000.0),
+    written_share: 0.35,
+};
+
+const EXOS_X16: Hdd = Hdd {
+    model: "ST16000NM001G-2KK103",
+    serial_prefix: "ZL2",
+    firmware: "SN03",
+    capacity_bytes: HDD_16TB,
+    gb_read: (300_000.0, 700_000.0),
+    written_share: 0.3,
+};
+
+impl Hdd {
+    /// A healthy disk of this model in `slot` of enclosure [`EID`], in storcli's `state`.
+    fn pd(
+        &self,
+        rng: &mut Rand,
+        up_s: u64,
+        slot: u32,
+        state: &str,
+        dg: Option<u32>,
+        row: Option<u32>,
+    ) -> Pd {
+        let mut m = blank(DriveProtocol::Ata, rng, up_s);
+        m.model = self.model.into();
+        m.serial = format!("{}{}", self.serial_prefix, alnum(rng, 5));
+        m.wwn = Some(seagate_wwn(rng));
+        m.firmware = self.firmware.into();
+        m.capacity_bytes = self.capacity_bytes;
+        m.rotation_rpm = 7200;
+        m.gb_read = rng.range(self.gb_read.0, self.gb_read.1);
+        m.gb_written = m.gb_read * self.written_share;
+        Pd {
+            eid: EID,
+            slot,
+            did: DID_BASE + slot,
+            state: state.to_owned(),
+            dg,
+            row,
+            interface: "SATA".into(),
+            medium: "HDD".into(),
+            media_errors: 0,
+            other_errors: 0,
+            predictive_failures: 0,
+            smart_alert: false,
+            rebuild: None,
+            smart: m,
+        }
+    }
+}
+
+/// What a failed disk's SMART data and controller counters say.
+struct Failure {
+    reallocated: u64,
+    /// Pending sectors, all of them offline uncorrectable too.
+    pending: u64,
+    /// Reported uncorrectable errors, each one in the error log.
+    uncorrect: u64,
+    media_errors: u64,
+    other_errors: u64,
+    predictive_failures: u64,
+}
+
+/// Marks `pd` failed: its SMART check fails, the controller raises its SMART alert.
+fn failed(pd: &mut Pd, f: Failure) {
+    let s = &mut pd.smart;
+    s.passed = false;
+    s.reallocated = f.reallocated;
+    s.pending = f.pending;
+    s.offline_uncorrectable = f.pending;
+    s.reported_uncorrect = f.uncorrect;
+    s.error_log_entries = f.uncorrect;
+    pd.media_errors = f.media_errors;
+    pd.other_errors = f.other_errors;
+    pd.predictive_failures = f.predictive_failures;
+    pd.smart_alert = true;
+}
+
+/// The `n`-th read error of the disk in `slot`: 8 more pending sectors, one more uncorrectable
+/// error logged and media error counted, every 4th time 8 more offline uncorrectable.
+fn read_error(c: &mut Controller, slot: u32, n: u64) {
+    if let Some(p) = c.pds.iter_mut().find(|p| p.slot == slot) {
+        let s = &mut p.smart;
+        s.pending += 8;
+        s.reported_uncorrect += 1;
+        s.error_log_entries += 1;
+        if n % 4 == 3 {
+            s.offline_uncorrectable += 8;
+        }
+        p.media_errors += 1;
+    }
+}
+
+/// The rate the controller credits every rebuilding disk with, bytes/s.
+fn set_rebuild_rate(c: &mut Controller, bps: f64) {
+    for p in &mut c.pds {
+        if let Some(r) = &mut p.rebuild {
+            r.rate_bps = bps;
+        }
+    }
+}
+
+/// VD `vd` (drive group `vd`, `data<vd>`): a RAID6 of 12 `disk_bytes` disks with a 256 KiB
+/// strip, write-back, exposed as `sd<1 + vd>` (SCSI 0:2:vd:0, a `model` LUN).
+fn raid6_vd(
+    h: &mut Host,
+    model: &str,
+    vd: u32,
+    disk_bytes: u64,
+    members: Vec<usize>,
+    naa_id: String,
+) -> Vd {
+    // the controller coerces each disk down to whole GiB, less one
+    let coerced = disk_bytes / (1 << 30) * (1 << 30) - (1 << 30);
+    let size = coerced * 10;
+    let dev = sd_name(1 + vd as usize);
+    let mut d = sd(1 + vd as usize, Role::Disk, size / 512, RAID_LUN);
+    d.vendor = "AVAGO".into();
+    d.model = model.into();
+    d.tunables.read_ahead_kb = 4096;
+    h.devices.push(d);
+    h.drives
+        .scsi
+        .insert(dev.clone(), ((0, 2, vd, 0), "megaraid_sas".into()));
+    Vd {
+        dg: vd,
+        vd,
+        name: format!("data{vd}"),
+        level: "RAID6".into(),
+        parity: 2,
+        members,
+        dev,
+        naa_id,
+        write_back_configured: true,
+        size_bytes: size,
+        strip_kb: 256,
+    }
+}
+
+/// A MegaRAID SAS 9361-`ports` (SCSI host 0) with an optimal iBBU09.
+fn megaraid_9361(
+    ports: &str,
+    rng: &mut Rand,
+    roc_temperature_c: i64,
+    bbu_temperature_c: i64,
+    vds: Vec<Vd>,
+    pds: Vec<Pd>,
+) -> Controller {
+    Controller {
+        number: 0,
+        model: format!("AVAGO MegaRAID SAS 9361-{ports}"),
+        serial: format!("SK{}", rng.int(70_000_000, 99_999_999)),
+        firmware: "4.740.00-8452".into(),
+        scsi_host: 0,
+        roc_temperature_c,
+        bbu: Some(Bbu {
+            model: "iBBU09".into(),
+            state: "Optimal".into(),
+            temperature_c: bbu_temperature_c,
+        }),
+        vds,
+        pds,
+    }
+}
+
 /// Gives every disk without SMART data a healthy record: serial, WWN, power-on hours from its
 /// years in service, the bytes it moved since boot. Called once the host is built (and its
 /// counters filled with its uptime's history).
@@ -110,10 +319,7 @@ pub(super) fn default_smart(h: &mut Host) {
         let bytes = d.size_sectors * 512;
         let mut m;
         if !sd {
-            m = blank(DriveProtocol::Nvme, &mut rng, up_s);
-            m.model = "SAMSUNG MZQL23T8HCLS-00A07".into();
-            m.serial = format!("S64HNE0R{}", rng.int(100_000, 999_999));
-            m.firmware = "GDC5602Q".into();
+            m = samsung_nvme(&mut rng, up_s);
             m.nvme = NvmeLog {
                 percentage_used: rng.int(8, 30),
                 available_spare: 100,
@@ -204,49 +410,17 @@ pub(super) fn tick_drives(h: &mut Host) {
 pub(super) fn build_hwraid(h: &mut Host, rebuild: bool) {
     let mut rng = Rand::new(h.uptime_cs ^ 0x9361);
     let up_s = h.uptime_s();
-    let mut os = sd(0, Role::Disk, SSD_960_SECT, SSD);
-    os.rotational = false;
-    os.vendor = "ATA".to_owned();
-    os.model = "SAMSUNG MZ7L3960".to_owned();
-    os.tunables.read_ahead_kb = 128;
-    h.devices.push(os);
-    h.drives
-        .scsi
-        .insert("sda".into(), ((1, 0, 0, 0), "ahci".into()));
+    os_ssd_on_ahci(h);
 
     let mut pds = Vec::new();
     for slot in 0..=SPARE_SLOT {
-        let mut m = blank(DriveProtocol::Ata, &mut rng, up_s);
-        m.model = "ST8000NM000A-2KE101".into();
-        m.serial = format!("WKD{}", alnum(&mut rng, 5));
-        m.wwn = Some(seagate_wwn(&mut rng));
-        m.firmware = "SN04".into();
-        m.capacity_bytes = HDD_8TB;
-        m.rotation_rpm = 7200;
-        m.gb_read = rng.range(180_000.0, 420_000.0);
-        m.gb_written = m.gb_read * 0.35;
         let (dg, row, state) = match slot {
             SPARE_SLOT if rebuild => (Some(0), Some(FAILED_SLOT), "Rbld"),
             SPARE_SLOT => (None, None, "GHS"),
             FAILED_SLOT if rebuild => (None, None, "UBad"),
             s => (Some(s / 12), Some(s % 12), "Onln"),
         };
-        let mut pd = Pd {
-            eid: EID,
-            slot,
-            did: DID_BASE + slot,
-            state: state.to_owned(),
-            dg,
-            row,
-            interface: "SATA".into(),
-            medium: "HDD".into(),
-            media_errors: 0,
-            other_errors: 0,
-            predictive_failures: 0,
-            smart_alert: false,
-            rebuild: None,
-            smart: m,
-        };
+        let mut pd = EXOS_7E8.pd(&mut rng, up_s, slot, state, dg, row);
         if slot == SPARE_SLOT && rebuild {
             // a new disk: a few hours powered on
             pd.smart.power_on_s = rng.int(2, 30) * 3600;
@@ -258,17 +432,17 @@ pub(super) fn build_hwraid(h: &mut Host, rebuild: bool) {
             });
         }
         if slot == FAILED_SLOT && rebuild {
-            let s = &mut pd.smart;
-            s.passed = false;
-            s.reallocated = 3904;
-            s.pending = 2216;
-            s.offline_uncorrectable = 2216;
-            s.reported_uncorrect = 412;
-            s.error_log_entries = 412;
-            pd.media_errors = 1487;
-            pd.other_errors = 12;
-            pd.predictive_failures = 4;
-            pd.smart_alert = true;
+            failed(
+                &mut pd,
+                Failure {
+                    reallocated: 3904,
+                    pending: 2216,
+                    uncorrect: 412,
+                    media_errors: 1487,
+                    other_errors: 12,
+                    predictive_failures: 4,
+                },
+            );
         }
         pds.push(pd);
     }
@@ -284,47 +458,10 @@ pub(super) fn build_hwraid(h: &mut Host, rebuild: bool) {
                 }
             })
             .collect();
-        let coerced = HDD_8TB / (1 << 30) * (1 << 30) - (1 << 30);
-        let dev = sd_name(1 + vd as usize);
         let naa_id = format!("600605b00d1e2f30{:016x}", rng.int(1 << 60, u64::MAX));
-        let size = coerced * 10;
-        let mut d = sd(1 + vd as usize, Role::Disk, size / 512, RAID_LUN);
-        d.vendor = "AVAGO".into();
-        d.model = "MR9361-24i".into();
-        d.tunables.read_ahead_kb = 4096;
-        h.devices.push(d);
-        h.drives
-            .scsi
-            .insert(dev.clone(), ((0, 2, vd, 0), "megaraid_sas".into()));
-        vds.push(Vd {
-            dg: vd,
-            vd,
-            name: format!("data{vd}"),
-            level: "RAID6".into(),
-            parity: 2,
-            members,
-            dev,
-            naa_id,
-            write_back_configured: true,
-            size_bytes: size,
-            strip_kb: 256,
-        });
+        vds.push(raid6_vd(h, "MR9361-24i", vd, HDD_8TB, members, naa_id));
     }
-    h.drives.controller = Some(Controller {
-        number: 0,
-        model: "AVAGO MegaRAID SAS 9361-24i".into(),
-        serial: format!("SK{}", rng.int(70_000_000, 99_999_999)),
-        firmware: "4.740.00-8452".into(),
-        scsi_host: 0,
-        roc_temperature_c: 68,
-        bbu: Some(Bbu {
-            model: "iBBU09".into(),
-            state: "Optimal".into(),
-            temperature_c: 31,
-        }),
-        vds,
-        pds,
-    });
+    h.drives.controller = Some(megaraid_9361("24i", &mut rng, 68, 31, vds, pds));
     nics(h, 10_000, 9000);
 }
 
@@ -337,47 +474,15 @@ pub(super) fn build_hwraid(h: &mut Host, rebuild: bool) {
 pub(super) fn build_hwraid_stalled(h: &mut Host) {
     let mut rng = Rand::new(h.uptime_cs ^ 0x9316);
     let up_s = h.uptime_s();
-    let mut os = sd(0, Role::Disk, SSD_960_SECT, SSD);
-    os.rotational = false;
-    os.vendor = "ATA".to_owned();
-    os.model = "SAMSUNG MZ7L3960".to_owned();
-    os.tunables.read_ahead_kb = 128;
-    h.devices.push(os);
-    h.drives
-        .scsi
-        .insert("sda".into(), ((1, 0, 0, 0), "ahci".into()));
+    os_ssd_on_ahci(h);
     let mut pds = Vec::new();
     for slot in 0..12u32 {
-        let mut m = blank(DriveProtocol::Ata, &mut rng, up_s);
-        m.model = "ST16000NM001G-2KK103".into();
-        m.serial = format!("ZL2{}", alnum(&mut rng, 5));
-        m.wwn = Some(seagate_wwn(&mut rng));
-        m.firmware = "SN03".into();
-        m.capacity_bytes = HDD_16TB;
-        m.rotation_rpm = 7200;
-        m.gb_read = rng.range(300_000.0, 700_000.0);
-        m.gb_written = m.gb_read * 0.3;
         let state = match slot {
             STALLED_SLOT => "Rbld",
             SECOND_SLOT => "Offln",
             _ => "Onln",
         };
-        let mut pd = Pd {
-            eid: EID,
-            slot,
-            did: DID_BASE + slot,
-            state: state.to_owned(),
-            dg: Some(0),
-            row: Some(slot),
-            interface: "SATA".into(),
-            medium: "HDD".into(),
-            media_errors: 0,
-            other_errors: 0,
-            predictive_failures: 0,
-            smart_alert: false,
-            rebuild: None,
-            smart: m,
-        };
+        let mut pd = EXOS_X16.pd(&mut rng, up_s, slot, state, Some(0), Some(slot));
         match slot {
             STALLED_SLOT => {
                 // the replacement: two days powered on, 41 % of it written by the rebuild
@@ -389,19 +494,17 @@ pub(super) fn build_hwraid_stalled(h: &mut Host) {
                     rate_bps: TRICKLE_BPS,
                 });
             }
-            SECOND_SLOT => {
-                let s = &mut pd.smart;
-                s.passed = false;
-                s.reallocated = 5112;
-                s.pending = 3048;
-                s.offline_uncorrectable = 3048;
-                s.reported_uncorrect = 655;
-                s.error_log_entries = 655;
-                pd.media_errors = 2291;
-                pd.other_errors = 31;
-                pd.predictive_failures = 6;
-                pd.smart_alert = true;
-            }
+            SECOND_SLOT => failed(
+                &mut pd,
+                Failure {
+                    reallocated: 5112,
+                    pending: 3048,
+                    uncorrect: 655,
+                    media_errors: 2291,
+                    other_errors: 31,
+                    predictive_failures: 6,
+                },
+            ),
             FRAIL_SLOT => {
                 // still passing its own SMART check, but reading with errors
                 let s = &mut pd.smart;
@@ -416,45 +519,9 @@ pub(super) fn build_hwraid_stalled(h: &mut Host) {
         }
         pds.push(pd);
     }
-    let coerced = HDD_16TB / (1 << 30) * (1 << 30) - (1 << 30);
-    let size = coerced * 10;
-    let dev = sd_name(1);
-    let mut d = sd(1, Role::Disk, size / 512, RAID_LUN);
-    d.vendor = "AVAGO".into();
-    d.model = "MR9361-16i".into();
-    d.tunables.read_ahead_kb = 4096;
-    h.devices.push(d);
-    h.drives
-        .scsi
-        .insert(dev.clone(), ((0, 2, 0, 0), "megaraid_sas".into()));
-    let vd = Vd {
-        dg: 0,
-        vd: 0,
-        name: "data0".into(),
-        level: "RAID6".into(),
-        parity: 2,
-        members: (0..12).collect(),
-        dev,
-        naa_id: format!("600605b00d1e2f31{:016x}", rng.int(1 << 60, u64::MAX)),
-        write_back_configured: true,
-        size_bytes: size,
-        strip_kb: 256,
-    };
-    h.drives.controller = Some(Controller {
-        number: 0,
-        model: "AVAGO MegaRAID SAS 9361-16i".into(),
-        serial: format!("SK{}", rng.int(70_000_000, 99_999_999)),
-        firmware: "4.740.00-8452".into(),
-        scsi_host: 0,
-        roc_temperature_c: 66,
-        bbu: Some(Bbu {
-            model: "iBBU09".into(),
-            state: "Optimal".into(),
-            temperature_c: 30,
-        }),
-        vds: vec![vd],
-        pds,
-    });
+    let naa_id = format!("600605b00d1e2f31{:016x}", rng.int(1 << 60, u64::MAX));
+    let vd = raid6_vd(h, "MR9361-16i", 0, HDD_16TB, (0..12).collect(), naa_id);
+    h.drives.controller = Some(megaraid_9361("16i", &mut rng, 66, 30, vec![vd], pds));
     nics(h, 10_000, 9000);
 }
 
@@ -463,12 +530,7 @@ pub(super) fn build_hwraid_stalled(h: &mut Host) {
 pub(super) fn build_nvme(h: &mut Host) {
     let mut rng = Rand::new(h.uptime_cs ^ 0x4e56);
     let up_s = h.uptime_s();
-    let mut os = sd(0, Role::Disk, SSD_960_SECT, SSD);
-    os.rotational = false;
-    os.vendor = "ATA".to_owned();
-    os.model = "SAMSUNG MZ7L3960".to_owned();
-    os.tunables.read_ahead_kb = 128;
-    h.devices.push(os);
+    os_ssd(h);
     for i in 0..4u32 {
         let name = format!("nvme{i}n1");
         let mut d = Device::new(&name, 259, i, Role::Disk, NVME_3T84 / 512);
@@ -479,10 +541,7 @@ pub(super) fn build_nvme(h: &mut Host) {
         d.vendor = String::new();
         d.model = "SAMSUNG MZQL23T8HCLS-00A07".into();
         h.devices.push(d);
-        let mut m = blank(DriveProtocol::Nvme, &mut rng, up_s);
-        m.model = "SAMSUNG MZQL23T8HCLS-00A07".into();
-        m.serial = format!("S64HNE0R{}", rng.int(100_000, 999_999));
-        m.firmware = "GDC5602Q".into();
+        let mut m = samsung_nvme(&mut rng, up_s);
         m.capacity_bytes = NVME_3T84;
         m.temperature_c = rng.int(38, 44) as i64;
         m.nvme = NvmeLog {
@@ -516,26 +575,13 @@ impl Scenario {
                 let roc = 67 + h.rng.int(0, 3) as i64;
                 let degraded = if let Some(c) = &mut h.drives.controller {
                     c.roc_temperature_c = roc;
-                    for p in &mut c.pds {
-                        if let Some(r) = &mut p.rebuild {
-                            r.rate_bps = 180e6 * noise;
-                        }
-                    }
+                    set_rebuild_rate(c, 180e6 * noise);
                     if kind == Kind::HwraidRebuild
                         && tick >= weak_from
                         && (tick - weak_from) % every == 0
                     {
                         let n = (tick - weak_from) / every;
-                        if let Some(p) = c.pds.iter_mut().find(|p| p.slot == WEAK_SLOT) {
-                            let s = &mut p.smart;
-                            s.pending += 8;
-                            s.reported_uncorrect += 1;
-                            s.error_log_entries += 1;
-                            if n % 4 == 3 {
-                                s.offline_uncorrectable += 8;
-                            }
-                            p.media_errors += 1;
-                        }
+                        read_error(c, WEAK_SLOT, n);
                     }
                     if kind == Kind::HwraidCacheWt && tick == bbu_fails {
                         if let Some(b) = &mut c.bbu {
@@ -580,23 +626,10 @@ impl Scenario {
                 let roc = 65 + h.rng.int(0, 3) as i64;
                 if let Some(c) = &mut h.drives.controller {
                     c.roc_temperature_c = roc;
-                    for p in &mut c.pds {
-                        if let Some(r) = &mut p.rebuild {
-                            r.rate_bps = rate;
-                        }
-                    }
+                    set_rebuild_rate(c, rate);
                     if tick > 0 && tick % every == 0 {
                         let n = tick / every;
-                        if let Some(p) = c.pds.iter_mut().find(|p| p.slot == FRAIL_SLOT) {
-                            let s = &mut p.smart;
-                            s.pending += 8;
-                            s.reported_uncorrect += 1;
-                            s.error_log_entries += 1;
-                            if n % 4 == 3 {
-                                s.offline_uncorrectable += 8;
-                            }
-                            p.media_errors += 1;
-                        }
+                        read_error(c, FRAIL_SLOT, n);
                     }
                 }
                 // No redundancy left: every read of a stripe touching the two missing members
