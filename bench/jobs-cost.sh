@@ -6,10 +6,19 @@
 # io.pressure, memory.current) every second, so that every job writes its full job and job_io
 # lines.
 #
-#   bench/jobs-cost.sh [--duration 120] [--jobs 100] [--rounds 3] [--warmup 12] [--report 10]
+#   bench/jobs-cost.sh [--duration 120] [--jobs 100] [--rounds 3] [--warmup 12] [--report 10] [--real]
 #
 # --warmup: seconds before the window (past the first reading and report); --report: the report
 # interval, seconds (10 for the figures; the test suite's smoke run uses 1).
+#
+# --real (root, cgroup v2 mounted: /sys/fs/cgroup, or its `unified` mount on a hybrid host): the
+# two cgroup trees are real cgroups under <cgroup2 mount>/storwatch-bench.slice/{nojobs,jobs}, the
+# jobs each holding one `sleep` (in step_batch/user/task_0), bind-mounted as each tree's
+# sys/fs/cgroup in a private mount namespace (gone with the script). The kernel makes every
+# number (no ticker): the counters are whatever the controllers the mount has give — on a hybrid
+# host no cpu, io or memory controller, so cpu.stat and the *.pressure files are there, io.stat,
+# memory.*, cpu.max and the cpuset are not (no cores, no efficiency). Sleeps killed and cgroups
+# removed on exit.
 #
 # STORWATCH_AGENT_BIN names the agent binary (default: the release build, built first).
 set -euo pipefail
@@ -20,6 +29,7 @@ jobs=100
 rounds=3
 warmup=12
 report=10
+args=("$@")
 while [ $# -gt 0 ]; do
   case $1 in
     --duration) duration=$2; shift 2 ;;
@@ -27,9 +37,15 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
     --report) report=$2; shift 2 ;;
-    *) echo "usage: $0 [--duration S] [--jobs N] [--rounds N] [--warmup S] [--report S]" >&2; exit 2 ;;
+    --real) real=1; shift ;;
+    *) echo "usage: $0 [--duration S] [--jobs N] [--rounds N] [--warmup S] [--report S] [--real]" >&2; exit 2 ;;
   esac
 done
+real=${real:-}
+if [ -n "$real" ] && [ -z "${STORWATCH_BENCH_NS:-}" ]; then
+  # The bind mounts in a mount namespace of their own: nothing left mounted, whatever happens.
+  STORWATCH_BENCH_NS=1 exec unshare --mount --propagation private "$0" "${args[@]}"
+fi
 agent_bin=${STORWATCH_AGENT_BIN:-}
 if [ -z "$agent_bin" ]; then
   cargo build --release -p storwatch-agent --manifest-path "$repo/Cargo.toml" >&2
@@ -39,11 +55,16 @@ if [ -z "$agent_bin" ]; then
 fi
 base=$(mktemp -d /dev/shm/storwatch-jobs-cost.XXXXXX 2>/dev/null || mktemp -d)
 cleanup() {
-  for p in ${pids:-}; do kill "$p" 2>/dev/null || true; done
+  for p in ${pids:-} ${sleeps:-}; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  if [ -n "$real" ]; then
+    for tree in nojobs jobs; do umount "$base/$tree/sys/fs/cgroup" 2>/dev/null || true; done
+    [ -d "${cgroot:-}" ] && find "$cgroot" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  fi
   rm -rf "$base"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM
 
 # The trees: the build machine's captured /proc files, a sys tree with only the cgroup mount
 # (50 services in system.slice), and in one of them the jobs.
@@ -83,6 +104,31 @@ for tree in ("nojobs", "jobs"):
                            ("memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")]:
             open(os.path.join(d, name), "w").write(text)
 PY
+
+if [ -n "$real" ]; then
+  cg2=/sys/fs/cgroup
+  [ -e "$cg2/cgroup.controllers" ] || cg2=$(findmnt -n -t cgroup2 -o TARGET | head -1)
+  [ -n "$cg2" ] && [ -e "$cg2/cgroup.controllers" ] || { echo "no cgroup v2 mount" >&2; exit 1; }
+  cgroot=$cg2/storwatch-bench.slice
+  sleeps=""
+  for tree in nojobs jobs; do
+    t=$cgroot/$tree
+    for i in $(seq 0 49); do mkdir -p "$t/system.slice/service-$i.service"; done
+    mkdir -p "$t/system.slice/slurmstepd.scope/system"
+    if [ "$tree" = jobs ]; then
+      for j in $(seq 1000 $((1000 + jobs - 1))); do
+        d=$t/system.slice/slurmstepd.scope/job_$j
+        mkdir -p "$d/step_batch/slurm" "$d/step_batch/user/task_0" "$d/step_extern/slurm" \
+          "$d/step_extern/user/task_0"
+        sleep 100000 &
+        sleeps="$sleeps $!"
+        echo $! >"$d/step_batch/user/task_0/cgroup.procs"
+      done
+    fi
+    mount --bind "$t" "$base/$tree/sys/fs/cgroup"
+  done
+  echo "real cgroups: $cgroot ($(cat "$cg2/cgroup.controllers" | tr -d '\n' || true) controllers at the mount)"
+fi
 
 # Every second: each job's counters move on, written in place (truncated and rewritten, the
 # same file): the kernel's cgroup files are regenerated for every read, never replaced, so the
@@ -138,8 +184,10 @@ echo "jobs=$jobs duration=${duration}s rounds=$rounds agent=$agent_bin"
 printf '%-6s %-8s %14s %14s %10s %10s\n' round tree "ms CPU" "ms CPU/s" "user ms" "sys ms"
 for round in $(seq 1 "$rounds"); do
   pids=""
-  python3 "$base/tick.py" "$base/jobs/sys/fs/cgroup" "$jobs" &
-  pids="$pids $!"
+  if [ -z "$real" ]; then
+    python3 "$base/tick.py" "$base/jobs/sys/fs/cgroup" "$jobs" &
+    pids="$pids $!"
+  fi
   sleep 1.5
   declare -A pid
   for tree in nojobs jobs; do
@@ -166,7 +214,8 @@ u0, s0 = map(float, '${us0[$tree]}'.split()); u1, s1 = map(float, '$us1'.split()
 print(f'{$round:<6} {\"$tree\":<8} {d:14.2f} {d/$duration:14.4f} {u1-u0:10.0f} {s1-s0:10.0f}')"
   done
   for p in $pids; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  # shellcheck disable=SC2086 # the agents and the ticker, not the jobs' sleeps
+  wait $pids 2>/dev/null || true
   pids=""
 done
 lines=$(grep -c '^job,' "$base/jobs.lp" || true)
