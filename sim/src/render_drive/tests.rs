@@ -391,6 +391,12 @@ fn the_stand_ins_print_the_current_state_for_the_agents_command_lines() {
 
 #[test]
 fn asctime_is_smartctls() {
-    assert_eq!(asctime(1_234_567_890), "Fri Feb 13 23:31:30 2009 UTC");
-    assert_eq!(asctime(1_798_377_663), "Sun Dec 27 13:21:03 2026 UTC");
+    assert_eq!(
+        super::smartctl::asctime(1_234_567_890),
+        "Fri Feb 13 23:31:30 2009 UTC"
+    );
+    assert_eq!(
+        super::smartctl::asctime(1_798_377_663),
+        "Sun Dec 27 13:21:03 2026 UTC"
+    );
 }
