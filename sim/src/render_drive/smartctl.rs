@@ -57,6 +57,16 @@ pub(super) fn asctime(epoch_s: u64) -> String {
     )
 }
 
+/// `user_capacity` of a drive of `bytes` with 512-byte logical blocks.
+fn user_capacity(bytes: u64) -> J {
+    obj([("blocks", J::U(bytes / 512)), ("bytes", J::U(bytes))])
+}
+
+/// `smart_support`: available and enabled, as on every drive the scenarios hold.
+fn smart_support() -> J {
+    obj([("available", J::B(true)), ("enabled", J::B(true))])
+}
+
 fn wwn(w: u64) -> J {
     obj([
         ("naa", J::U(w >> 60)),
@@ -361,13 +371,7 @@ pub fn smartctl_json(m: &Smart, path: &str, dtype: &str, info: &str, epoch_s: u6
                 push("wwn", wwn(w));
             }
             push("firmware_version", s(&m.firmware));
-            push(
-                "user_capacity",
-                obj([
-                    ("blocks", J::U(m.capacity_bytes / 512)),
-                    ("bytes", J::U(m.capacity_bytes)),
-                ]),
-            );
+            push("user_capacity", user_capacity(m.capacity_bytes));
             push("logical_block_size", J::U(512));
             push(
                 "physical_block_size",
@@ -413,10 +417,7 @@ pub fn smartctl_json(m: &Smart, path: &str, dtype: &str, info: &str, epoch_s: u6
                     ]),
                 )]),
             );
-            push(
-                "smart_support",
-                obj([("available", J::B(true)), ("enabled", J::B(true))]),
-            );
+            push("smart_support", smart_support());
             push("smart_status", obj([("passed", J::B(m.passed_now()))]));
             push(
                 "ata_smart_attributes",
@@ -443,13 +444,7 @@ pub fn smartctl_json(m: &Smart, path: &str, dtype: &str, info: &str, epoch_s: u6
             push("scsi_model_name", s(format!("{} {}", m.vendor, m.model)));
             push("scsi_revision", s(&m.firmware));
             push("scsi_version", s("SPC-5"));
-            push(
-                "user_capacity",
-                obj([
-                    ("blocks", J::U(m.capacity_bytes / 512)),
-                    ("bytes", J::U(m.capacity_bytes)),
-                ]),
-            );
+            push("user_capacity", user_capacity(m.capacity_bytes));
             push("logical_block_size", J::U(512));
             push("rotation_rate", J::U(u64::from(m.rotation_rpm)));
             if let Some(l) = &m.lun_id {
@@ -470,10 +465,7 @@ pub fn smartctl_json(m: &Smart, path: &str, dtype: &str, info: &str, epoch_s: u6
                 "scsi_transport_protocol",
                 obj([("name", s("SAS (SPL-4)")), ("value", J::U(6))]),
             );
-            push(
-                "smart_support",
-                obj([("available", J::B(true)), ("enabled", J::B(true))]),
-            );
+            push("smart_support", smart_support());
             push("temperature_warning", obj([("enabled", J::B(true))]));
             push("smart_status", obj([("passed", J::B(m.passed_now()))]));
             push(
@@ -526,10 +518,7 @@ pub fn smartctl_json(m: &Smart, path: &str, dtype: &str, info: &str, epoch_s: u6
                 obj([("string", s("1.3")), ("value", J::U(66_304))]),
             );
             push("nvme_number_of_namespaces", J::U(1));
-            push(
-                "smart_support",
-                obj([("available", J::B(true)), ("enabled", J::B(true))]),
-            );
+            push("smart_support", smart_support());
             push(
                 "smart_status",
                 obj([
