@@ -8,7 +8,6 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn agent_dir() -> PathBuf {
@@ -75,24 +74,15 @@ fn once_reports_every_disk_of_the_fixture_tree() {
     let dir = tempfile::tempdir().unwrap();
     let (proc_root, sys_root, config) = setup(dir.path());
     let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_storwatch-agent"))
-        .args([
-            "once",
-            "--sample-interval",
-            "1s",
-            "--report-interval",
-            "1s",
-            "--host",
-            "ds01",
-        ])
-        .arg("--proc-root")
-        .arg(&proc_root)
-        .arg("--sys-root")
-        .arg(&sys_root)
-        .arg("--config")
-        .arg(&config)
-        .output()
-        .unwrap();
+    let out = storwatch_test_support::process::agent_once(
+        Path::new(env!("CARGO_BIN_EXE_storwatch-agent")),
+        "ds01",
+        &proc_root,
+        &sys_root,
+        &config,
+    )
+    .output()
+    .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");

@@ -10,7 +10,6 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use storwatch_agent::health::drive::member_afr;
 use storwatch_agent::health::risk::{loss_probability_members, Exposure, RiskModel};
@@ -143,24 +142,15 @@ fn setup_with(dir: &Path, at_risk: &str, failing: &Path) -> Host {
 }
 
 fn once(h: &Host) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_storwatch-agent"))
-        .args([
-            "once",
-            "--sample-interval",
-            "1s",
-            "--report-interval",
-            "1s",
-            "--host",
-            "ds01",
-        ])
-        .arg("--proc-root")
-        .arg(&h.proc_root)
-        .arg("--sys-root")
-        .arg(&h.sys_root)
-        .arg("--config")
-        .arg(&h.config)
-        .output()
-        .unwrap();
+    let out = storwatch_test_support::process::agent_once(
+        Path::new(env!("CARGO_BIN_EXE_storwatch-agent")),
+        "ds01",
+        &h.proc_root,
+        &h.sys_root,
+        &h.config,
+    )
+    .output()
+    .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     String::from_utf8(out.stdout).unwrap()

@@ -5,6 +5,34 @@ use std::process::{Child, Command, Stdio};
 
 use crate::files::workspace;
 
+/// `agent once` as host `host` on the trees `proc_root` and `sys_root` with `config`, sampling and
+/// reporting at 1 s: the command, for the caller to run (`.output()`).
+pub fn agent_once(
+    agent: &Path,
+    host: &str,
+    proc_root: &Path,
+    sys_root: &Path,
+    config: &Path,
+) -> Command {
+    let mut c = Command::new(agent);
+    c.args([
+        "once",
+        "--sample-interval",
+        "1s",
+        "--report-interval",
+        "1s",
+        "--host",
+        host,
+    ])
+    .arg("--proc-root")
+    .arg(proc_root)
+    .arg("--sys-root")
+    .arg(sys_root)
+    .arg("--config")
+    .arg(config);
+    c
+}
+
 /// Path of a workspace binary, building it if it is not there.
 ///
 /// The binaries are taken from the target directory the tests run from (`cargo build --bins` or
