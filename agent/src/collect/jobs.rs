@@ -782,7 +782,8 @@ struct NodeFigures {
 
 /// Jobs whose files may be kept open: a quarter of the soft open-file limit, [`KEPT`]'s files
 /// each (146 jobs under the unit's `LimitNOFILE=4096`, 36 at the usual 1024); the jobs past it are
-/// read by name.
+/// read by path, holding nothing open. These are all the descriptors jobs hold: no job directory is
+/// kept open, a job over `max_jobs` opens only its core files at its first readings, closed at once.
 fn kept_budget() -> usize {
     let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
     let quarter = soft.map_or(usize::MAX, |s| usize::try_from(s / 4).unwrap_or(usize::MAX));
