@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use storwatch_wire::lp::LineWriter;
+use storwatch_wire::lp::{LineWriter, SeriesKey};
 
 use super::{r3, Collector, Live, ReportCx, SampleCx, SourceErrors};
 use crate::health::jobs::{self as model, Cores, CoresFrom, JobInterval, JobReading, Presence};
@@ -171,7 +171,11 @@ struct Tracked {
     system: BatchSystem,
     job: String,
     slot: Option<String>,
-    owner: Option<String>,
+    /// Its `job` line's measurement and tags (batch, job, slot, owner), encoded once: a job's
+    /// tags never change.
+    job_key: SeriesKey,
+    /// Its `job_io` lines' measurement and tags before `device`, encoded once.
+    io_key: SeriesKey,
     /// Its directory. No descriptor of it is held: the files are opened by path, so a job
     /// holds open files only when it has a share of the budget ([`KEPT`]'s, `kept`).
     dir: PathBuf,
@@ -701,7 +705,6 @@ impl JobsCollector {
             let Some(t) = self.jobs.get(&d.root) else {
                 continue;
             };
-            let (system, job, slot, owner) = (t.system, &t.job, &t.slot, &t.owner);
             let age = t
                 .absent_at
                 .and_then(|a| self.last_at.map(|now| now.saturating_sub(a) as f64 / 1e6));
@@ -709,11 +712,7 @@ impl JobsCollector {
             let (rb, wb, ro, wo) = io_sums(iv);
             let has_io = !iv.io.is_empty();
             let pct = |v: Option<f64>| v.map(|v| r3(v * 100.0));
-            w.line("job", ts)
-                .tag("batch", system.as_str())
-                .tag("job", job)
-                .tag("slot", slot.as_deref().unwrap_or(""))
-                .tag("owner", owner.as_deref().unwrap_or(""))
+            w.line_of(&t.job_key, ts)
                 .field_opt("cpu_efficiency_pct", pct(iv.efficiency))
                 .field_opt("cores", iv.cores.map(|c| r3(c.cores)))
                 .field_opt("cores_from", iv.cores.map(|c| cores_from(c.from)))
@@ -743,9 +742,7 @@ impl JobsCollector {
                     continue;
                 }
                 let name = device_name(&mut self.devices, root, dev.major, dev.minor);
-                w.line("job_io", ts)
-                    .tag("batch", system.as_str())
-                    .tag("job", job)
+                w.line_of(&t.io_key, ts)
                     .tag("device", name)
                     .field_opt("read_bytes_per_s", dev.read_bytes_per_s.map(r3))
                     .field_opt("write_bytes_per_s", dev.write_bytes_per_s.map(r3))
@@ -871,11 +868,24 @@ impl Tracked {
         kept: bool,
     ) -> Self {
         let (tag, slot) = job_tags(&job.job_id, &job.root);
+        let owner = job.owner_uid.map(|u| u.to_string());
+        let batch = job.system.as_str();
+        let job_key = SeriesKey::new(
+            "job",
+            &[
+                ("batch", batch),
+                ("job", &tag),
+                ("slot", slot.as_deref().unwrap_or("")),
+                ("owner", owner.as_deref().unwrap_or("")),
+            ],
+        );
+        let io_key = SeriesKey::new("job_io", &[("batch", batch), ("job", &tag)]);
         Self {
             system: job.system,
             job: tag,
             slot,
-            owner: job.owner_uid.map(|u| u.to_string()),
+            job_key,
+            io_key,
             dir: mount.join_sized(&job.root),
             kept: kept.then(Box::default),
             also: job.also.iter().map(|a| mount.join_sized(a)).collect(),

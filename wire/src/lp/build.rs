@@ -82,7 +82,8 @@ impl<'a> From<&'a str> for Value<'a> {
 #[derive(Debug, Default)]
 pub struct LineWriter {
     buf: Vec<u8>,
-    common_tags: Vec<(String, String)>,
+    /// The common tags, encoded once (`,host=…,k=v…`): copied into every line.
+    common: Vec<u8>,
     lines: usize,
     skipped: usize,
 }
@@ -98,9 +99,31 @@ impl LineWriter {
             .collect();
         extra.sort();
         common_tags.extend(extra);
+        let mut common = Vec::new();
+        for (k, v) in &common_tags {
+            push_tag(&mut common, k, v);
+        }
         Self {
-            common_tags,
+            common,
             ..Self::default()
+        }
+    }
+
+    /// Starts a line of the series `key` (its measurement and tags encoded once, see
+    /// [`SeriesKey`]) stamped `ts_ns`: the same bytes as [`LineWriter::line`] with the same
+    /// measurement and tags, without cleaning and escaping them again. More tags may follow.
+    pub fn line_of<'a>(&'a mut self, key: &SeriesKey, ts_ns: i64) -> Line<'a> {
+        let start = self.buf.len();
+        self.buf.extend_from_slice(&key.bytes[..key.measurement]);
+        self.buf.extend_from_slice(&self.common);
+        self.buf.extend_from_slice(&key.bytes[key.measurement..]);
+        Line {
+            w: self,
+            start,
+            ts_ns,
+            fields: 0,
+            writable: key.writable,
+            done: false,
         }
     }
 
@@ -112,9 +135,7 @@ impl LineWriter {
         let measurement = clean_name(measurement);
         let writable = measurement_is_writable(&measurement);
         escape_name_into(&mut self.buf, &measurement, MEASUREMENT_SPECIAL);
-        for (k, v) in &self.common_tags {
-            push_tag(&mut self.buf, k, v);
-        }
+        self.buf.extend_from_slice(&self.common);
         Line {
             w: self,
             start,
@@ -144,6 +165,39 @@ impl LineWriter {
     /// writable measurement) since creation.
     pub fn skipped(&self) -> usize {
         self.skipped
+    }
+}
+
+/// A measurement and its tags (after the writer's common tags) cleaned and escaped once, for a
+/// series written at every report: [`LineWriter::line_of`] copies its bytes. It holds no
+/// common tag, so one key serves any writer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeriesKey {
+    /// The escaped measurement, then the escaped `,key=value` tags.
+    bytes: Vec<u8>,
+    /// Where the measurement ends in `bytes`.
+    measurement: usize,
+    /// The measurement name can start a line.
+    writable: bool,
+}
+
+impl SeriesKey {
+    /// The key of `measurement` with `tags` in this order, by the rules of [`Line::tag`] (an
+    /// empty value is omitted).
+    pub fn new(measurement: &str, tags: &[(&str, &str)]) -> Self {
+        let measurement = clean_name(measurement);
+        let writable = measurement_is_writable(&measurement);
+        let mut bytes = Vec::new();
+        escape_name_into(&mut bytes, &measurement, MEASUREMENT_SPECIAL);
+        let end = bytes.len();
+        for (k, v) in tags {
+            push_tag(&mut bytes, k, v);
+        }
+        Self {
+            bytes,
+            measurement: end,
+            writable,
+        }
     }
 }
 
@@ -341,6 +395,45 @@ mod tests {
 
     fn text(w: &LineWriter) -> &str {
         std::str::from_utf8(w.as_bytes()).expect("utf8")
+    }
+
+    #[test]
+    fn a_series_key_writes_the_bytes_of_line_and_tag() {
+        let extra = vec![("site".to_owned(), "a b".to_owned())];
+        let cases: &[(&str, &[(&str, &str)])] = &[
+            (
+                "job",
+                &[
+                    ("batch", "slurm"),
+                    ("job", "12,3"),
+                    ("slot", ""),
+                    ("owner", "1000"),
+                ],
+            ),
+            (
+                "job io",
+                &[("time", "x"), ("de=v", "sd a\\"), ("k", " \t ")],
+            ),
+            ("#comment", &[("a", "b")]),
+            ("", &[]),
+        ];
+        for (m, tags) in cases {
+            let key = SeriesKey::new(m, tags);
+            let mut a = LineWriter::new("h,1", &extra);
+            let mut b = LineWriter::new("h,1", &extra);
+            let mut line = a.line(m, 7);
+            for (k, v) in tags.iter() {
+                line = line.tag(k, v);
+            }
+            let wa = line.tag("device", "sda").field("x", 1.5).write();
+            let wb = b
+                .line_of(&key, 7)
+                .tag("device", "sda")
+                .field("x", 1.5)
+                .write();
+            assert_eq!((wa, text(&a)), (wb, text(&b)), "{m} {tags:?}");
+            assert_eq!(a.skipped(), b.skipped());
+        }
     }
 
     #[test]
