@@ -24,23 +24,7 @@ fn corpus(name: &str) -> PathBuf {
 /// A proc root of real captured files and a sys tree with one `megaraid_sas` host whose VD 0 is
 /// `sda`.
 fn roots(dir: &Path) -> (PathBuf, PathBuf) {
-    let fx = agent_dir().join("fixtures");
-    let proc_root = dir.join("proc");
-    fs::create_dir_all(proc_root.join("net")).unwrap();
-    fs::create_dir_all(proc_root.join("pressure")).unwrap();
-    for (from, to) in [
-        (
-            "diskstats/build-machine-linux-6.18-20-field.txt",
-            "diskstats",
-        ),
-        ("netdev/build-machine-linux-6.18.txt", "net/dev"),
-        ("stat/build-machine-linux-6.18-2cpu.txt", "stat"),
-        ("meminfo/build-machine-linux-6.18.txt", "meminfo"),
-        ("pressure/build-machine-linux-6.18-io.txt", "pressure/io"),
-        ("uptime/build-machine-linux-6.18.txt", "uptime"),
-    ] {
-        fs::copy(fx.join(from), proc_root.join(to)).unwrap();
-    }
+    let proc_root = storwatch_test_support::files::fixture_proc_root(dir);
     let sys = dir.join("sys");
     let dev = sys.join("devices/pci0000:00/0000:00:01.0/host0/target0:2:0/0:2:0:0");
     fs::create_dir_all(&dev).unwrap();
@@ -85,24 +69,15 @@ fn config(dir: &Path, storcli: &Path, timeout: &str) -> PathBuf {
 /// `once` on the roots with `config`: its output and standard error.
 fn once(dir: &Path, config: &Path) -> (String, String) {
     let (proc_root, sys_root) = (dir.join("proc"), dir.join("sys"));
-    let out = Command::new(env!("CARGO_BIN_EXE_storwatch-agent"))
-        .args([
-            "once",
-            "--sample-interval",
-            "1s",
-            "--report-interval",
-            "1s",
-            "--host",
-            "ds01",
-        ])
-        .arg("--proc-root")
-        .arg(&proc_root)
-        .arg("--sys-root")
-        .arg(&sys_root)
-        .arg("--config")
-        .arg(config)
-        .output()
-        .unwrap();
+    let out = storwatch_test_support::process::agent_once(
+        Path::new(env!("CARGO_BIN_EXE_storwatch-agent")),
+        "ds01",
+        &proc_root,
+        &sys_root,
+        config,
+    )
+    .output()
+    .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{err}");
     let text = String::from_utf8(out.stdout).unwrap();
