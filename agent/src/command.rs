@@ -97,6 +97,18 @@ struct Dying {
 /// threads, and from `Drop`).
 static DYING: Mutex<Vec<Dying>> = Mutex::new(Vec::new());
 
+/// Whether `program` can be run: an existing file when it names a path, else a file of that
+/// name in a `PATH` directory.
+pub fn found(program: &Path) -> bool {
+    if program.components().count() > 1 {
+        return program.is_file();
+    }
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths)
+            .any(|d| !d.as_os_str().is_empty() && d.join(program).is_file())
+    })
+}
+
 /// Reaps the killed commands that have exited since (never blocks); how many are left.
 pub fn reap_dying() -> usize {
     let mut dying = DYING.lock().unwrap_or_else(PoisonError::into_inner);

@@ -13,13 +13,13 @@
 //! starts them waits for them, each still bounded by `timeout`.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::smartd::StateFiles;
 use crate::collect::fs::Placement;
-use crate::command::{CommandError, CommandJob, Finished, Spawned};
+use crate::command::{found, CommandError, CommandJob, Finished, Spawned};
 use crate::config::glob_match;
 use crate::root::{list_dir, read_optional, Root};
 use crate::sources::smartctl::scan::{self, ScanEntry};
@@ -659,18 +659,6 @@ pub(super) fn device_path(name: &str) -> String {
     format!("/dev/{name}")
 }
 
-/// Whether `program` can be run: an existing file when it names a path, else a file of that
-/// name in a `PATH` directory.
-fn found(program: &Path) -> bool {
-    if program.components().count() > 1 {
-        return program.is_file();
-    }
-    std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths)
-            .any(|d| !d.as_os_str().is_empty() && d.join(program).is_file())
-    })
-}
-
 /// Whether a reading is a SAS/SCSI disk's without the non-medium error count, which smartctl
 /// prints only as text (`smartctl -l error`): then a second, text call is made for it.
 fn wants_text(h: &DriveHealth) -> bool {
@@ -841,6 +829,8 @@ pub(super) fn array_disks<'a>(
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     #[test]

@@ -47,7 +47,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::command::{CommandError, CommandJob, Spawned};
+use crate::command::{found, CommandError, CommandJob, Spawned};
 use crate::root::Root;
 use crate::sources::storcli::{self, Controller, PdState};
 use crate::sources::ParseError;
@@ -550,18 +550,6 @@ fn exited(pid: u32) -> bool {
     let opts = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
     // ECHILD: reaped already.
     !matches!(waitid(WaitId::Pid(pid), opts), Ok(None))
-}
-
-/// Whether `program` can be run: an existing file when it names a path, else a file of that
-/// name in a `PATH` directory.
-fn found(program: &Path) -> bool {
-    if program.components().count() > 1 {
-        return program.is_file();
-    }
-    std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths)
-            .any(|d| !d.as_os_str().is_empty() && d.join(program).is_file())
-    })
 }
 
 #[cfg(test)]
