@@ -9,6 +9,9 @@
 //! with Grafana's expansion of its macros, and InfluxDB's answers as series.
 #![allow(clippy::unwrap_used)]
 
+pub mod fleet;
+pub mod prom;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
