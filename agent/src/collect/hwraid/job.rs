@@ -31,7 +31,8 @@
 //! storcli/perccli accepts the `nolog` keyword could not be established, and one that does not
 //! would fail every call; so each call runs instead in a private directory of the monitor's
 //! ([`WorkDir`], `$TMPDIR/storwatch-storcli-<pid>-<n>`, mode 0700), emptied after each call and
-//! removed with the monitor. The call goes through `/bin/sh -c 'cd -- "$1" && shift && exec
+//! removed with the monitor; one left by an agent that ended without removing it (killed) is
+//! removed by the next agent's monitor at its start, once that process id is gone. The call goes through `/bin/sh -c 'cd -- "$1" && shift && exec
 //! "$@"'` (the command runner sets no working directory); errors name storcli, not the shell.
 //!
 //! **Exit status.** storcli exits 0 when the command succeeded and non-zero when it failed; its
@@ -481,6 +482,8 @@ impl WorkDir {
     fn new() -> std::io::Result<Self> {
         use std::os::unix::fs::DirBuilderExt;
         static N: AtomicU64 = AtomicU64::new(0);
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| sweep_stale(&std::env::temp_dir()));
         let path = std::env::temp_dir().join(format!(
             "storwatch-storcli-{}-{}",
             std::process::id(),
@@ -530,6 +533,48 @@ impl WorkDir {
             };
         }
     }
+}
+
+/// Removes the working directories in `tmp` left by agents that ended without removing theirs
+/// (killed, or ended by a path that skips the monitor's drop): `storwatch-storcli-<pid>-<n>`
+/// whose process no longer exists and which belong to this user. A directory of a live agent,
+/// this one or another, is left alone. Run once per process, before its first directory.
+fn sweep_stale(tmp: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    let uid = rustix::process::geteuid().as_raw();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("storwatch-storcli-"))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, n)| n.parse::<u64>().ok().and(pid.parse::<i32>().ok()))
+        else {
+            continue;
+        };
+        let Ok(meta) = std::fs::symlink_metadata(e.path()) else {
+            continue;
+        };
+        if !meta.is_dir() || meta.uid() != uid || alive(pid) {
+            continue;
+        }
+        let _ = std::fs::remove_dir_all(e.path());
+    }
+}
+
+/// Whether process `pid` exists (signal 0: it exists unless the kernel says there is no such
+/// process; one of another user answers EPERM and counts as alive).
+fn alive(pid: i32) -> bool {
+    let Some(pid) = rustix::process::Pid::from_raw(pid) else {
+        return false;
+    };
+    !matches!(
+        rustix::process::test_kill_process(pid),
+        Err(rustix::io::Errno::SRCH)
+    )
 }
 
 impl Drop for WorkDir {
@@ -658,6 +703,31 @@ mod tests {
         assert_eq!(r.controllers.len(), 1);
         assert_eq!(calls(dir.path()), 3, "show all, vall, eall/sall");
         assert!(j.killed.borrow().is_none());
+    }
+
+    #[test]
+    fn stale_working_directories_of_ended_agents_are_swept() {
+        let tmp = tempfile::tempdir().unwrap();
+        // a process that has ended: its id is free (until the kernel reuses it)
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let stale = tmp.path().join(format!("storwatch-storcli-{dead}-3"));
+        std::fs::create_dir(&stale).unwrap();
+        std::fs::write(stale.join("storcli.log"), "x").unwrap();
+        let live = tmp
+            .path()
+            .join(format!("storwatch-storcli-{}-0", std::process::id()));
+        std::fs::create_dir(&live).unwrap();
+        let other = tmp.path().join(format!("storwatch-storcli-{dead}-x"));
+        std::fs::create_dir(&other).unwrap();
+        sweep_stale(tmp.path());
+        assert!(!stale.exists(), "the dead agent's directory is left");
+        assert!(live.exists(), "a live agent's directory was removed");
+        assert!(
+            other.exists(),
+            "a directory not named as the monitor names its own was removed"
+        );
     }
 
     #[test]
