@@ -37,7 +37,8 @@
 #  5. when dashboards/prometheus/ exists: the same for the Prometheus dashboards on a second
 #     Grafana (install.sh --datasource prometheus) against the Prometheus that
 #     `scripts/quickstart.sh start --prometheus` runs; skipped with a message otherwise.
-# Prints a summary table and exits 1 when any check fails.
+# Prints a summary table; exits 1 when a check fails, 2 when the check cannot run (no binary, no
+# Grafana home, no python3 with yaml, the fleet or Grafana does not start).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
