@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # storwatch on one machine: InfluxDB, the collector, an agent on this host and a simulated fleet.
 #
-#   scripts/quickstart.sh start [--hosts-per-scenario N]   build, start everything, print where the data is
-#   scripts/quickstart.sh status                           what runs, rows and hosts per measurement
-#   scripts/quickstart.sh stop                             stop everything start started
+#   scripts/quickstart.sh start [--hosts-per-scenario N] [--prometheus]
+#                                  build, start everything, print where the data is; --prometheus:
+#                                  a Prometheus too, scraping every agent's /metrics, with the rules
+#   scripts/quickstart.sh status   what runs, rows and hosts per measurement (and Prometheus targets up)
+#   scripts/quickstart.sh stop     stop everything start started
 #
 # Everything lives in .quickstart/ at the top of the repository (QUICKSTART_DIR overrides it): pid
-# files, logs, InfluxDB's data, the collector's queue, the agents' spools, the simulated trees, the
-# token. Nothing listens beyond 127.0.0.1. `start` is safe to run again: what runs is left alone,
-# what died is started again. QUICKSTART_BIN=DIR uses the binaries already built in DIR instead
-# of building the release ones (the test suite's smoke run does). See docs/quickstart.md.
+# files, logs, InfluxDB's and Prometheus's data, the collector's queue, the agents' spools, the
+# simulated trees, the token. Nothing listens beyond 127.0.0.1. `start` is safe to run again: what
+# runs is left alone, what died is started again (Prometheus too, once started with --prometheus,
+# until stop). QUICKSTART_BIN=DIR uses the binaries already built in DIR instead of building the
+# release ones (the test suite's smoke run does). See docs/quickstart.md.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -125,6 +128,11 @@ prerequisites() {
       missing+=("influxd, InfluxDB 1.x (apt-get install influxdb as root, or the InfluxData 1.8 package); run start as root on Debian/Ubuntu to have it installed")
     fi
   fi
+  if [ "$with_prometheus" = 1 ] && ! command -v prometheus >/dev/null; then
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+      missing+=("prometheus and promtool (apt-get install prometheus, or the release tarball from prometheus.io on PATH); run start as root on Debian/Ubuntu to have it installed")
+    fi
+  fi
   if [ ${#missing[@]} -gt 0 ]; then
     echo "quickstart: missing prerequisites:" >&2
     printf '  - %s\n' "${missing[@]}" >&2
@@ -132,11 +140,48 @@ prerequisites() {
   fi
 }
 
+# The Debian package, without the system-wide Prometheus its postinst would start on 0.0.0.0:9090
+# (policy-rc.d refuses every service start while it is installed).
+install_prometheus() {
+  command -v prometheus >/dev/null && return 0
+  say "installing prometheus (apt-get)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+  apt-get install -y -q --no-install-recommends prometheus >/dev/null \
+    || { rm -f /usr/sbin/policy-rc.d; die "apt-get install prometheus failed"; }
+  rm -f /usr/sbin/policy-rc.d
+  command -v prometheus >/dev/null || die "prometheus still missing after apt-get install"
+}
+
+# metrics_port NAME HOST: sets `port` to the /metrics port of HOST's agent (run/NAME.pid): the one
+# it has while it runs, else its previous one when free, else the next free one from 9634 (the
+# agent's usual port). Ports handed out by this start are not handed out twice (`claimed`).
+metrics_port() {
+  local name=$1 h=$2 p
+  p=$(awk -v h="$h" '$1 == h {print $2}' "$state/metrics.ports" 2>/dev/null || true)
+  if [ -n "$p" ] && alive "$name"; then port=$p; return 0; fi
+  if [ -z "$p" ] || port_taken "$p" || case " $claimed " in *" $p "*) true ;; *) false ;; esac; then
+    p=$next_metrics
+    while port_taken "$p" || case " $claimed " in *" $p "*) true ;; *) false ;; esac; do
+      p=$((p + 1))
+      [ "$p" -lt 65000 ] || die "no free port found for the agents' /metrics"
+    done
+    next_metrics=$((p + 1))
+  fi
+  claimed+=" $p"
+  port=$p
+}
+
 cmd_start() {
   local per_scenario=2
+  with_prometheus=0
+  # an earlier start --prometheus that was not stopped: Prometheus stays part of the quickstart
+  [ ! -f "$run/prometheus.pid" ] || with_prometheus=1
   while [ $# -gt 0 ]; do
     case $1 in
       --hosts-per-scenario) per_scenario=${2:-}; shift 2 ;;
+      --prometheus) with_prometheus=1; shift ;;
       *) die "start: unknown argument $1 (see $0 --help)" ;;
     esac
   done
@@ -159,7 +204,7 @@ cmd_start() {
   done
 
   # Ports: those of a previous start while its processes run, else 8086 / 8186 or the next free ones.
-  INFLUX_PORT='' COLLECTOR_PORT=''
+  INFLUX_PORT='' COLLECTOR_PORT='' PROMETHEUS_PORT=''
   local f any=0
   for f in "$run"/*.pid; do [ -e "$f" ] && alive "$(basename "$f" .pid)" && any=1; done
   if [ "$any" = 1 ] && [ -f "$state/ports.env" ]; then . "$state/ports.env"; fi
@@ -172,7 +217,12 @@ cmd_start() {
     COLLECTOR_PORT=$(free_port "${COLLECTOR_PORT:-8186}")
     [ "$COLLECTOR_PORT" = 8186 ] || say "port 8186 is taken: the collector goes on 127.0.0.1:$COLLECTOR_PORT"
   fi
-  printf 'INFLUX_PORT=%s\nCOLLECTOR_PORT=%s\n' "$INFLUX_PORT" "$COLLECTOR_PORT" >"$state/ports.env"
+  if [ "$with_prometheus" = 1 ] && ! alive prometheus; then
+    PROMETHEUS_PORT=$(free_port "${PROMETHEUS_PORT:-9090}")
+    [ "$PROMETHEUS_PORT" = 9090 ] || say "port 9090 is taken: Prometheus goes on 127.0.0.1:$PROMETHEUS_PORT"
+  fi
+  printf 'INFLUX_PORT=%s\nCOLLECTOR_PORT=%s\nPROMETHEUS_PORT=%s\n' "$INFLUX_PORT" "$COLLECTOR_PORT" \
+    "${PROMETHEUS_PORT:-}" >"$state/ports.env"
 
   # InfluxDB: the throw-away server of the tests, with its data in .quickstart/influxdb.
   if [ -f "$state/influxdb/influxd.pid" ] && ours "$(cat "$state/influxdb/influxd.pid")"; then
@@ -230,11 +280,18 @@ cmd_start() {
   [ "$missing" = 0 ] || die "the simulator did not write every host tree within 10 s (log: $logs/sim.log)"
   sleep 1 # one whole tick written
 
+  # Every agent serves its latest report at http://127.0.0.1:<port>/metrics, a port each
+  # (metrics.ports: host and port), for a Prometheus to scrape (start --prometheus).
+  local port claimed='' next_metrics=9634 ports=()
   # One agent on this host...
   mkdir -p "$state/spool"
   local host
   host=$(cat /proc/sys/kernel/hostname 2>/dev/null || hostname)
-  launch agent-local "$logs/agent-local.log" "$bin/storwatch-agent" run \
+  metrics_port agent-local "$host"
+  ports+=("$host $port")
+  printf '# the agent of this host (written by scripts/quickstart.sh)\n[prometheus]\nlisten = "127.0.0.1:%s"\n' \
+    "$port" >"$state/agent-local.toml"
+  launch agent-local "$logs/agent-local.log" "$bin/storwatch-agent" run --config "$state/agent-local.toml" \
     --host "$host" --tag site=quickstart \
     --output "$write_url" --token-file "$state/agent.token" --spool-dir "$state/spool/local"
   # ...and one per simulated host, reading its tree, with its dmsetup/zpool stand-ins first on PATH.
@@ -249,6 +306,8 @@ TOML
   local r h role
   for r in "${roots[@]}"; do
     h=$(cat "$r/host")
+    metrics_port "agent-$h" "$h"
+    ports+=("$h $port")
     # batch workers (worker-*, jobs-io-starved): their agents read the jobs' cgroup tree too
     case $h in sim-worker-* | sim-jobs-*) role=worker ;; *) role=disk-server ;; esac
     # the tree's filesystem numbers: its mount points have no real filesystem behind them
@@ -260,11 +319,15 @@ TOML
       [ ! -x "$r/bin/storcli64" ] || printf '[hwraid]\nstorcli = "%s/bin/storcli64"\n' "$r"
       # the frozen rebuild is called stalled after 5 min here, not the 2 h default
       case $h in sim-hwraid-stalled-*) printf 'stall_after = "5m"\n' ;; esac
+      printf '[prometheus]\nlisten = "127.0.0.1:%s"\n' "$port"
     } >"$state/agent-$h.toml"
     launch "agent-$h" "$logs/agent-$h.log" env PATH="$r/bin:$PATH" "$bin/storwatch-agent" run --config "$state/agent-$h.toml" \
       --proc-root "$r/proc" --sys-root "$r/sys" --host "$h" --tag site=quickstart --tag role="$role" \
       --output "$write_url" --token-file "$state/agent.token" --spool-dir "$state/spool/$h"
   done
+
+  printf '%s\n' "${ports[@]}" >"$state/metrics.ports"
+  [ "$with_prometheus" = 0 ] || start_prometheus
 
   local agents=$(( ${#roots[@]} + 1 ))
   if [ "$started" = 0 ]; then
@@ -282,6 +345,54 @@ TOML
   info "$host" "${#roots[@]}"
 }
 
+prom_url() { echo "http://127.0.0.1:$PROMETHEUS_PORT"; }
+
+promq() { # PROMQL: the value of an instant query's one sample (0 when it has none)
+  local v
+  v=$(curl -sfG "$(prom_url)/api/v1/query" --data-urlencode "query=$1" 2>/dev/null |
+    grep -o '"value":\[[^]]*\]' | head -1 | sed 's/.*,"\(.*\)"\]/\1/' || true)
+  echo "${v:-0}"
+}
+
+# Prometheus (start --prometheus): deploy/prometheus/prometheus.yml as a site installs it, in
+# .quickstart/prometheus/ with the agents as its file_sd targets and the rule file beside it (each
+# rule's runbook link pointing into this tree); data in .quickstart/prometheus/data. A running one
+# re-reads its configuration and rules (SIGHUP).
+start_prometheus() {
+  [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || install_prometheus
+  local dir=$state/prometheus rules=$repo/alerts/prometheus/storwatch-rules.yml
+  mkdir -p "$dir/storwatch/targets" "$dir/storwatch/rules" "$dir/data"
+  cp deploy/prometheus/prometheus.yml "$dir/prometheus.yml"
+  { echo "# every quickstart agent's /metrics (written by scripts/quickstart.sh)"
+    echo "- targets:"
+    awk '{printf "    - 127.0.0.1:%s\n", $2}' "$state/metrics.ports"
+  } >"$dir/storwatch/targets/quickstart.yml.tmp"
+  # renamed into place: Prometheus watches the directory and must never read half a file
+  mv "$dir/storwatch/targets/quickstart.yml.tmp" "$dir/storwatch/targets/quickstart.yml"
+  if [ -f "$rules" ]; then
+    sed "s#^\( *runbook_url: \)alerts/runbooks/#\1file://$repo/alerts/runbooks/#" "$rules" \
+      >"$dir/storwatch/rules/storwatch-rules.yml"
+  else
+    rm -f "$dir/storwatch/rules/storwatch-rules.yml"
+    say "alerts/prometheus/storwatch-rules.yml is not in this tree: Prometheus runs without alerting rules"
+  fi
+  promtool check config "$dir/prometheus.yml" >"$logs/promtool.log" 2>&1 \
+    || { cat "$logs/promtool.log" >&2; die "promtool check config $dir/prometheus.yml failed"; }
+  if alive prometheus; then
+    kill -HUP "$(cat "$run/prometheus.pid")"
+  else
+    launch prometheus "$logs/prometheus.log" prometheus --config.file="$dir/prometheus.yml" \
+      --storage.tsdb.path="$dir/data" --storage.tsdb.retention.time=14d \
+      --web.listen-address="127.0.0.1:$PROMETHEUS_PORT"
+  fi
+  for _ in $(seq 1 150); do
+    curl -sf "$(prom_url)/-/ready" >/dev/null 2>&1 && return 0
+    alive prometheus || { tail -20 "$logs/prometheus.log" >&2; die "Prometheus exited"; }
+    sleep 0.1
+  done
+  die "Prometheus is not ready on $(prom_url) after 15 s (log: $logs/prometheus.log)"
+}
+
 info() {
   local host=$1 nsim=$2 url
   url=$(influx_url)
@@ -290,8 +401,19 @@ info() {
 InfluxDB        $url  (127.0.0.1 only), database "$db", retention policy "raw" (10 s points;
                 rp_1m and rp_1h are filled by continuous queries); data in $state/influxdb
 Collector       http://127.0.0.1:$COLLECTOR_PORT/write?db=$db  (token in $state/agent.token)
-Agents          this host ($host) and $nsim simulated hosts under $state/fleet/
+Agents          this host ($host) and $nsim simulated hosts under $state/fleet/; each serves its
+                latest report at http://127.0.0.1:<port>/metrics (ports in $state/metrics.ports)
 Logs, pids      $logs/, $run/
+EOF
+  if [ "$with_prometheus" = 1 ]; then
+    local rules="the alerting rules of alerts/prometheus/storwatch-rules.yml"
+    [ -f "$state/prometheus/storwatch/rules/storwatch-rules.yml" ] || rules="no alerting rules (alerts/prometheus/storwatch-rules.yml missing)"
+    cat <<EOF
+Prometheus      $(prom_url)  (127.0.0.1 only), job "storwatch" scraping every agent every 10 s,
+                $rules; configuration and data in $state/prometheus/
+EOF
+  fi
+  cat <<EOF
 
 The first reports arrive about 10-20 s after start. Then:
 
@@ -315,6 +437,20 @@ runbooks, from the repository:
   sudo deploy/grafana/install.sh --influx-url $url --runbook-base file://$repo/alerts/runbooks
   sudo systemctl daemon-reload && sudo systemctl restart grafana-server
   dashboards in the folder "storwatch", site "quickstart" (docs/deploy.md, section 4)
+EOF
+  if [ "$with_prometheus" = 1 ]; then
+    cat <<EOF
+With Prometheus as a datasource too (the "(Prometheus)" dashboards beside the InfluxDB ones; the
+alert rules stay Grafana's InfluxQL ones, the PromQL ones run in this Prometheus):
+  sudo deploy/grafana/install.sh --datasource both --influx-url $url --prometheus-url $(prom_url) \\
+    --runbook-base file://$repo/alerts/runbooks
+PromQL, e.g. each host's peak 1 s %util over the last 5 minutes:
+  curl -sG '$(prom_url)/api/v1/query' --data-urlencode 'query=max by (host) (max_over_time(storwatch_disk_util_max_percent[5m]))'
+EOF
+  else
+    echo "A Prometheus scraping the agents, with the PromQL rules: scripts/quickstart.sh start --prometheus"
+  fi
+  cat <<EOF
 
 Stop everything: scripts/quickstart.sh stop
 EOF
@@ -327,14 +463,14 @@ cmd_stop() {
   mkdir -p "$run"
   local pids=() f n p
   # agents first (SIGTERM makes them hand their last report to the spool), then the simulator,
-  # the collector (it has fsync'd what it acknowledged), InfluxDB last
+  # the collector (it has fsync'd what it acknowledged), Prometheus, InfluxDB last
   for f in "$run"/agent-*.pid; do
     [ -e "$f" ] || continue
     n=$(basename "$f" .pid)
     p=$(stop_group "$n")
     [ -n "$p" ] && pids+=("$p")
   done
-  for n in sim collector; do
+  for n in sim collector prometheus; do
     p=$(stop_group "$n")
     [ -n "$p" ] && pids+=("$p")
   done
@@ -384,6 +520,18 @@ cmd_status() {
   printf '  %-12s %s of %s simulated hosts have their agent running\n' "agent-sim-*" "$sims_up" "$sims"
   echo "  $up running, $down not"
   [ "$up" -gt 0 ] || { say "nothing runs: scripts/quickstart.sh start"; return 3; }
+  if [ -f "$run/prometheus.pid" ] && [ -n "${PROMETHEUS_PORT:-}" ]; then
+    if curl -sf "$(prom_url)/-/ready" >/dev/null 2>&1; then
+      local rules health
+      rules=$(curl -sf "$(prom_url)/api/v1/rules?type=alert" 2>/dev/null || true)
+      health=$(grep -o '"health":"[a-z]*"' <<<"$rules" | sed 's/.*:"\(.*\)"/\1/' | sort | uniq -c |
+        awk '{printf "%s%s %s", sep, $1, $2; sep = ", "}' || true)
+      printf '  Prometheus %s: %s of %s agents up (job storwatch); alerting rules: %s\n' "$(prom_url)" \
+        "$(promq 'count(up{job="storwatch"} == 1)')" "$(promq 'count(up{job="storwatch"})')" "${health:-none}"
+    else
+      echo "  Prometheus does not answer at $(prom_url)"
+    fi
+  fi
   if ! curl -sf "$(influx_url)/ping" >/dev/null 2>&1; then
     echo "  InfluxDB does not answer at $(influx_url)"
     return 1
@@ -403,6 +551,6 @@ case ${1:-} in
   start) shift; cmd_start "$@" ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
-  -h | --help | help) sed -n '2,11p' "$0" ;;
-  *) sed -n '2,11p' "$0" >&2; exit 2 ;;
+  -h | --help | help) sed -n '2,/^set -euo/p' "$0" | sed '$d' ;;
+  *) sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2; exit 2 ;;
 esac
