@@ -1,22 +1,38 @@
 #!/usr/bin/env bash
-# Installs storwatch's Grafana side: the InfluxDB datasource, the dashboard provider and the
-# dashboards, and the alert rules with their runbook links pointing where the site publishes the
-# runbooks. Works from the source tree (deploy/grafana/install.sh) and from the collector
-# package (/usr/share/storwatch/grafana/install.sh). Restart grafana-server afterwards.
+# Installs storwatch's Grafana side: the datasource, the dashboard provider and the dashboards,
+# and the alert rules with their runbook links pointing where the site publishes the runbooks.
+# Works from the source tree (deploy/grafana/install.sh) and from the collector package
+# (/usr/share/storwatch/grafana/install.sh). Restart grafana-server afterwards.
 #
 #   install.sh --runbook-base URL [--influx-url URL] [--policies FILE|example]
+#              [--datasource influxdb|prometheus|both] [--prometheus-url URL]
+#              [--prometheus-rules DIR]
 #              [--provisioning DIR] [--dashboards DIR] [--systemd-dir DIR]
 #
 #   --runbook-base URL   where the runbooks (alerts/runbooks/*.md, packaged in
 #                        /usr/share/storwatch/runbooks/) are published: each rule's runbook_url
 #                        becomes URL/<rule>.md. Required: Grafana takes annotations verbatim, so
 #                        the link has to be written into the rule file. file:///DIR is accepted
-#                        for a single machine.
+#                        for a single machine. (With --datasource prometheus and no
+#                        --prometheus-rules no rule is installed and it is not needed.)
 #   --influx-url URL     InfluxDB for the datasource, written as STORWATCH_INFLUX_URL into a
 #                        grafana-server drop-in (DIR/grafana-server.service.d/storwatch.conf)
 #   --policies FILE      a notification policy / contact point file to install with the rules
 #                        (`example`: the shipped storwatch-policies.yaml, which replaces Grafana's
 #                        policy tree and mails storage-oncall@example.org). Default: none.
+#   --datasource WHICH   influxdb (default): the InfluxDB datasource, its dashboards and the
+#                        Grafana-managed alert rules (InfluxQL). prometheus: the Prometheus
+#                        datasource (uid storwatch-prometheus) and the PromQL dashboards
+#                        ("<title> (Prometheus)") instead; the alerting rules are then
+#                        Prometheus's own (alerts/prometheus/storwatch-rules.yml, see
+#                        --prometheus-rules), and what an earlier run installed for InfluxDB
+#                        (datasource, dashboards, rules) is removed. both: the two side by side.
+#   --prometheus-url URL Prometheus for its datasource, written as STORWATCH_PROMETHEUS_URL into
+#                        a grafana-server drop-in (DIR/grafana-server.service.d/storwatch-prometheus.conf)
+#   --prometheus-rules DIR  also writes Prometheus's rule file, DIR/storwatch-rules.yml, with the
+#                        runbook links under --runbook-base (a Prometheus on this machine:
+#                        /etc/prometheus/storwatch/rules, as deploy/prometheus/prometheus.yml loads it);
+#                        reload Prometheus afterwards
 #   --provisioning DIR   Grafana's provisioning directory (/etc/grafana/provisioning)
 #   --dashboards DIR     where the dashboard JSON goes (/var/lib/grafana/dashboards/storwatch)
 #   --systemd-dir DIR    /etc/systemd/system
@@ -24,7 +40,7 @@ set -euo pipefail
 
 die() { echo "install.sh: $*" >&2; exit 1; }
 
-runbook_base='' influx_url='' policies=''
+runbook_base='' influx_url='' policies='' datasource=influxdb prometheus_url='' prometheus_rules=''
 prov=/etc/grafana/provisioning
 dash=/var/lib/grafana/dashboards/storwatch
 systemd_dir=/etc/systemd/system
@@ -33,6 +49,9 @@ while [ $# -gt 0 ]; do
     --runbook-base) runbook_base=${2:-}; shift 2 ;;
     --influx-url) influx_url=${2:-}; shift 2 ;;
     --policies) policies=${2:-}; shift 2 ;;
+    --datasource) datasource=${2:-}; shift 2 ;;
+    --prometheus-url) prometheus_url=${2:-}; shift 2 ;;
+    --prometheus-rules) prometheus_rules=${2:-}; shift 2 ;;
     --provisioning) prov=${2:-}; shift 2 ;;
     --dashboards) dash=${2:-}; shift 2 ;;
     --systemd-dir) systemd_dir=${2:-}; shift 2 ;;
@@ -40,14 +59,30 @@ while [ $# -gt 0 ]; do
     *) die "unknown argument $1 (--help)" ;;
   esac
 done
-[ -n "$runbook_base" ] || die "--runbook-base URL is required: where the site publishes the runbooks (e.g. https://wiki.example.org/storwatch/runbooks)"
-case $runbook_base in
-  http://?* | https://?*) ;;
-  file:///*) echo "install.sh: runbook links under $runbook_base: browsers do not follow file:// links from Grafana's pages (they can be copied); publish the runbooks on a web server for the on-call" >&2 ;;
-  *) die "--runbook-base $runbook_base: not an http(s) URL (Grafana shows runbook_url as a link), nor file:///path" ;;
+influx=0 prom=0
+case $datasource in
+  influxdb) influx=1 ;;
+  prometheus) prom=1 ;;
+  both) influx=1 prom=1 ;;
+  *) die "--datasource $datasource: influxdb, prometheus or both" ;;
 esac
-case $runbook_base in *'#'* | *'\'* | *'&'*) die "--runbook-base: '#', '\\' and '&' are not supported" ;; esac
-runbook_base=${runbook_base%/}
+[ "$influx" = 1 ] || [ -z "$influx_url" ] || die "--influx-url with --datasource prometheus: no InfluxDB datasource is installed (--datasource both?)"
+[ "$influx" = 1 ] || [ -z "$policies" ] || die "--policies with --datasource prometheus: no Grafana alert rule is installed; Prometheus's alerts go through its Alertmanager"
+[ "$prom" = 1 ] || [ -z "$prometheus_url" ] || die "--prometheus-url without --datasource prometheus or both"
+case $prometheus_url in '' | http://?* | https://?*) ;; *) die "--prometheus-url $prometheus_url: not an http(s) URL" ;; esac
+# the runbook links are written into every rule file installed
+if [ "$influx" = 1 ] || [ -n "$prometheus_rules" ]; then
+  [ -n "$runbook_base" ] || die "--runbook-base URL is required: where the site publishes the runbooks (e.g. https://wiki.example.org/storwatch/runbooks)"
+fi
+if [ -n "$runbook_base" ]; then
+  case $runbook_base in
+    http://?* | https://?*) ;;
+    file:///*) echo "install.sh: runbook links under $runbook_base: browsers do not follow file:// links from Grafana's pages (they can be copied); publish the runbooks on a web server for the on-call" >&2 ;;
+    *) die "--runbook-base $runbook_base: not an http(s) URL (Grafana shows runbook_url as a link), nor file:///path" ;;
+  esac
+  case $runbook_base in *'#'* | *'\'* | *'&'*) die "--runbook-base: '#', '\\' and '&' are not supported" ;; esac
+  runbook_base=${runbook_base%/}
+fi
 
 # The files: the source tree's layout, or the package's (see collector/Cargo.toml).
 here=$(cd "$(dirname "$0")" && pwd)
@@ -55,53 +90,132 @@ if [ -f "$here/../../alerts/storwatch-rules.yaml" ]; then
   top=$(cd "$here/../.." && pwd)
   provisioning_src=$here/provisioning
   dashboards_src=$top/dashboards
+  prom_dashboards_src=$top/dashboards/prometheus
   rules_src=$top/alerts/storwatch-rules.yaml
+  prom_rules_src=$top/alerts/prometheus/storwatch-rules.yml
+  prom_config_src=$top/deploy/prometheus/prometheus.yml
   runbooks_src=$top/alerts/runbooks
 else
   share=$(cd "$here/.." && pwd)
   provisioning_src=$here/provisioning
   dashboards_src=$here/dashboards
+  prom_dashboards_src=$here/dashboards/prometheus
   rules_src=$here/rules/storwatch-rules.yaml
+  prom_rules_src=$share/prometheus/storwatch-rules.yml
+  prom_config_src=$share/prometheus/prometheus.yml
   runbooks_src=$share/runbooks
 fi
-for f in "$provisioning_src/datasources/storwatch.yaml" "$provisioning_src/dashboards/storwatch.yaml" \
-  "$provisioning_src/alerting/storwatch-policies.yaml" "$rules_src"; do
+need=("$provisioning_src/dashboards/storwatch.yaml")
+[ "$influx" = 0 ] || need+=("$provisioning_src/datasources/storwatch.yaml" "$provisioning_src/alerting/storwatch-policies.yaml" "$rules_src")
+[ "$prom" = 0 ] || need+=("$provisioning_src/datasources/storwatch-prometheus.yaml")
+[ -z "$prometheus_rules" ] || need+=("$prom_rules_src")
+for f in "${need[@]}"; do
   [ -f "$f" ] || die "$f missing"
 done
-ls "$dashboards_src"/*.json >/dev/null 2>&1 || die "no dashboards in $dashboards_src"
+[ "$influx" = 0 ] || ls "$dashboards_src"/*.json >/dev/null 2>&1 || die "no dashboards in $dashboards_src"
+[ "$prom" = 0 ] || ls "$prom_dashboards_src"/*.json >/dev/null 2>&1 || die "no Prometheus dashboards in $prom_dashboards_src"
 case $policies in
   '' | example) ;;
   *) [ -f "$policies" ] || die "--policies $policies: no such file" ;;
 esac
 
 # Every runbook a rule links to must exist: the link is only as good as the page behind it.
-missing=$(grep -o 'runbook_url: alerts/runbooks/[A-Za-z0-9._-]*' "$rules_src" | sed 's#.*alerts/runbooks/##' |
-  while read -r page; do [ -f "$runbooks_src/$page" ] || echo "$page"; done)
-[ -z "$missing" ] || die "runbooks missing in $runbooks_src: $missing"
+rule_files=()
+[ "$influx" = 0 ] || rule_files+=("$rules_src")
+[ -z "$prometheus_rules" ] || rule_files+=("$prom_rules_src")
+for f in "${rule_files[@]}"; do
+  missing=$(grep -o 'runbook_url: alerts/runbooks/[A-Za-z0-9._-]*' "$f" | sed 's#.*alerts/runbooks/##' |
+    while read -r page; do [ -f "$runbooks_src/$page" ] || echo "$page"; done)
+  [ -z "$missing" ] || die "runbooks missing in $runbooks_src: $missing"
+done
 
-install -d -m 0755 "$prov/datasources" "$prov/dashboards" "$prov/alerting" "$dash"
-install -m 0644 "$provisioning_src/datasources/storwatch.yaml" "$prov/datasources/storwatch.yaml"
+# with_links SRC DEST: SRC with each runbook_url under the site's base, renamed into place
+with_links() {
+  sed "s#^\( *runbook_url: \)alerts/runbooks/#\1$runbook_base/#" "$1" >"$2.tmp"
+  chmod 0644 "$2.tmp"
+  mv "$2.tmp" "$2"
+}
+
+# A Prometheus dashboard is installed as <name>-prometheus.json beside the InfluxDB <name>.json.
+prom_name() { local n=${1##*/}; echo "${n%.json}-prometheus.json"; }
+
+install -d -m 0755 "$prov/datasources" "$prov/dashboards" "$dash"
 sed "s#^\( *path: \).*#\1$dash#" "$provisioning_src/dashboards/storwatch.yaml" >"$prov/dashboards/storwatch.yaml.tmp"
 chmod 0644 "$prov/dashboards/storwatch.yaml.tmp"
 mv "$prov/dashboards/storwatch.yaml.tmp" "$prov/dashboards/storwatch.yaml"
-install -m 0644 "$dashboards_src"/*.json "$dash/"
-sed "s#^\( *runbook_url: \)alerts/runbooks/#\1$runbook_base/#" "$rules_src" >"$prov/alerting/storwatch-rules.yaml.tmp"
-chmod 0644 "$prov/alerting/storwatch-rules.yaml.tmp"
-mv "$prov/alerting/storwatch-rules.yaml.tmp" "$prov/alerting/storwatch-rules.yaml"
-case $policies in
-  '') ;;
-  example) install -m 0644 "$provisioning_src/alerting/storwatch-policies.yaml" "$prov/alerting/storwatch-policies.yaml" ;;
-  *) install -m 0644 "$policies" "$prov/alerting/storwatch-policies.yaml" ;;
-esac
-if [ -n "$influx_url" ]; then
-  install -d -m 0755 "$systemd_dir/grafana-server.service.d"
-  printf '[Service]\nEnvironment=STORWATCH_INFLUX_URL=%s\n' "$influx_url" \
-    >"$systemd_dir/grafana-server.service.d/storwatch.conf"
+removed=()
+if [ "$influx" = 1 ]; then
+  install -d -m 0755 "$prov/alerting"
+  install -m 0644 "$provisioning_src/datasources/storwatch.yaml" "$prov/datasources/storwatch.yaml"
+  install -m 0644 "$dashboards_src"/*.json "$dash/"
+  with_links "$rules_src" "$prov/alerting/storwatch-rules.yaml"
+  case $policies in
+    '') ;;
+    example) install -m 0644 "$provisioning_src/alerting/storwatch-policies.yaml" "$prov/alerting/storwatch-policies.yaml" ;;
+    *) install -m 0644 "$policies" "$prov/alerting/storwatch-policies.yaml" ;;
+  esac
+  if [ -n "$influx_url" ]; then
+    install -d -m 0755 "$systemd_dir/grafana-server.service.d"
+    printf '[Service]\nEnvironment=STORWATCH_INFLUX_URL=%s\n' "$influx_url" \
+      >"$systemd_dir/grafana-server.service.d/storwatch.conf"
+  fi
+else
+  # Grafana refuses to start on rules naming a datasource it does not have: what an earlier
+  # install put there for InfluxDB goes (the drop-in and a policy file are left alone)
+  for f in "$prov/datasources/storwatch.yaml" "$prov/alerting/storwatch-rules.yaml"; do
+    [ ! -f "$f" ] || { rm -f "$f"; removed+=("$f"); }
+  done
+  for f in "$dashboards_src"/*.json; do
+    [ -f "$f" ] && [ -f "$dash/${f##*/}" ] || continue
+    rm -f "$dash/${f##*/}"
+    removed+=("$dash/${f##*/}")
+  done
+fi
+if [ "$prom" = 1 ]; then
+  install -m 0644 "$provisioning_src/datasources/storwatch-prometheus.yaml" "$prov/datasources/storwatch-prometheus.yaml"
+  for f in "$prom_dashboards_src"/*.json; do
+    install -m 0644 "$f" "$dash/$(prom_name "$f")"
+  done
+  if [ -n "$prometheus_url" ]; then
+    install -d -m 0755 "$systemd_dir/grafana-server.service.d"
+    printf '[Service]\nEnvironment=STORWATCH_PROMETHEUS_URL=%s\n' "$prometheus_url" \
+      >"$systemd_dir/grafana-server.service.d/storwatch-prometheus.conf"
+  fi
+else
+  [ ! -f "$prov/datasources/storwatch-prometheus.yaml" ] \
+    || { rm -f "$prov/datasources/storwatch-prometheus.yaml"; removed+=("$prov/datasources/storwatch-prometheus.yaml"); }
+  for f in "$prom_dashboards_src"/*.json; do
+    [ -f "$f" ] && [ -f "$dash/$(prom_name "$f")" ] || continue
+    rm -f "$dash/$(prom_name "$f")"
+    removed+=("$dash/$(prom_name "$f")")
+  done
+fi
+if [ -n "$prometheus_rules" ]; then
+  install -d -m 0755 "$prometheus_rules"
+  with_links "$prom_rules_src" "$prometheus_rules/storwatch-rules.yml"
 fi
 
-n_dash=$(ls "$dashboards_src"/*.json | wc -l)
-n_rules=$(grep -c '^  - uid: ' "$prov/alerting/storwatch-rules.yaml")
-echo "installed: datasource, $n_dash dashboards in $dash, $n_rules alert rules (runbooks at $runbook_base/)"
-[ -n "$policies" ] || echo "no notification policy installed: route the rules' severity label in Grafana, or rerun with --policies FILE"
-[ -n "$influx_url" ] || echo "grafana-server needs STORWATCH_INFLUX_URL in its environment (or rerun with --influx-url URL)"
-echo "publish $runbooks_src/*.md at $runbook_base/, then: systemctl daemon-reload && systemctl restart grafana-server"
+[ ${#removed[@]} -eq 0 ] || echo "removed what an earlier install put there for the datasource not chosen now: ${removed[*]}"
+if [ "$influx" = 1 ]; then
+  n_dash=$(ls "$dashboards_src"/*.json | wc -l)
+  n_rules=$(grep -c '^  - uid: ' "$prov/alerting/storwatch-rules.yaml")
+  echo "installed: datasource, $n_dash dashboards in $dash, $n_rules alert rules (runbooks at $runbook_base/)"
+  [ -n "$policies" ] || echo "no notification policy installed: route the rules' severity label in Grafana, or rerun with --policies FILE"
+  [ -n "$influx_url" ] || echo "grafana-server needs STORWATCH_INFLUX_URL in its environment (or rerun with --influx-url URL)"
+fi
+if [ "$prom" = 1 ]; then
+  n_prom=$(ls "$prom_dashboards_src"/*.json | wc -l)
+  echo "installed: Prometheus datasource (uid storwatch-prometheus), $n_prom Prometheus dashboards in $dash"
+  [ -n "$prometheus_url" ] || echo "grafana-server needs STORWATCH_PROMETHEUS_URL in its environment (or rerun with --prometheus-url URL)"
+fi
+if [ -n "$prometheus_rules" ]; then
+  n_alerts=$(grep -c '^  - alert: ' "$prometheus_rules/storwatch-rules.yml" || true)
+  echo "installed: Prometheus rule file $prometheus_rules/storwatch-rules.yml ($n_alerts alerting rules, runbooks at $runbook_base/); load it with rule_files: in prometheus.yml (as $prom_config_src does), check it with promtool check rules, then reload Prometheus (SIGHUP)"
+elif [ "$prom" = 1 ]; then
+  echo "alert rules: Grafana's are InfluxQL and were not installed; Prometheus's are $prom_rules_src (runbook links relative to the repository: rerun with --prometheus-rules DIR to install them with links under --runbook-base), loaded with rule_files: in prometheus.yml as $prom_config_src does"
+fi
+if [ "$influx" = 1 ] || [ -n "$prometheus_rules" ]; then
+  echo "publish $runbooks_src/*.md at $runbook_base/, then: systemctl daemon-reload && systemctl restart grafana-server"
+else
+  echo "then: systemctl daemon-reload && systemctl restart grafana-server"
+fi
