@@ -16,7 +16,7 @@ pub mod precision;
 pub mod rules;
 mod scan;
 
-pub use build::{Line, LineWriter, SeriesKey, Value};
+pub use build::{FieldKey, Line, LineWriter, SeriesKey, Value};
 pub use check::{check_line, lines, Accepted, Checked, Kind, LineLimits, Rejection};
 pub use parse::{parse_line, FieldType, FieldValue, Point};
 pub use precision::{Api, Precision};

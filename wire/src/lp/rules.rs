@@ -150,7 +150,7 @@ const BACKSLASH_AMBIGUOUS_BEFORE: &[u8] = b"\\,= \"";
 
 /// Bytes that need neither escaping nor cleaning anywhere in a line: printable ASCII other than
 /// space, `,`, `=`, `"` and `\`.
-const PLAIN: [bool; 256] = {
+pub(super) const PLAIN: [bool; 256] = {
     let mut t = [false; 256];
     let mut b = 0x21;
     while b < 0x7f {

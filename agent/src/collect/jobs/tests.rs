@@ -160,3 +160,45 @@ fn a_configured_glob_makes_jobs_tagged_with_their_path_and_owner() {
     assert!(text.contains("\njobs,host=ui01 count=1i,"), "{text}");
     assert_eq!(errors.interval_sum(), 0);
 }
+
+#[test]
+fn the_integer_rounding_gives_the_values_of_r3() {
+    let mut values = vec![
+        0.0,
+        -0.0,
+        0.0003,
+        -0.0003,
+        0.0005,
+        -0.0005,
+        0.4999,
+        1e12,
+        -1e12,
+        4.6e12,
+        1e300,
+        f64::MAX,
+        f64::MIN_POSITIVE,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    ];
+    // Halves and their neighbours around every thousandth of a few units, and a spread of
+    // magnitudes the lines carry (rates in bytes per second, shares in %).
+    for k in -20_000i64..20_000 {
+        let base = k as f64 / 1000.0;
+        values.extend([
+            base,
+            base + 0.0005,
+            base + 0.000_499_999,
+            base + 0.000_500_001,
+        ]);
+    }
+    let mut x = 1.234_567_891e-6;
+    while x < 1e16 {
+        values.extend([x, -x, x * 1.000_7, x / 3.0]);
+        x *= 1.37;
+    }
+    for v in values {
+        let (new, old) = (r3(v), super::super::r3(v));
+        assert_eq!(new.to_bits(), old.to_bits(), "{v:e}: {new} against {old}");
+    }
+    assert!(r3(f64::NAN).is_nan());
+}
