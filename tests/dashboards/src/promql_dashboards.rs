@@ -1,0 +1,687 @@
+//! The dashboards for a Prometheus datasource (`dashboards/prometheus/*.json`), generated from
+//! the InfluxQL ones (`dashboards/*.json`) and the PromQL of each of their queries
+//! (`dashboards/prometheus/queries.yaml`).
+//!
+//! The layout has one definition: rows, panels, titles, descriptions, units, thresholds, grid
+//! positions, overrides and links are the InfluxQL dashboard's. Only what differs by language
+//! comes from `queries.yaml`: per panel and InfluxQL refId the PromQL targets (a table's field
+//! becomes one instant query, its value column renamed to the field's name; a panel's several
+//! `AS` columns become several targets), per template variable its `label_values()` query, per
+//! annotation its PromQL or the reason it has none, and per panel an optional description. The
+//! retention-policy variable `$rp` is dropped: resolution is the engine's.
+//!
+//! [`generate`] makes the dashboards; `tests/promql_dashboards.rs` holds the committed files to
+//! it (`STORWATCH_BLESS=1` rewrites them) and runs every query on a real Prometheus.
+//! [`promql_dashboard_queries`] and [`expand_promql`] give every query of the committed files
+//! with Grafana's expansion of its variables and macros, for any test that runs them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value as Json};
+use storwatch_test_support::workspace;
+
+/// The dashboards that have a Prometheus counterpart, in `dashboards/`.
+pub const FILES: [&str; 4] = [
+    "disk-server.json",
+    "site-overview.json",
+    "storage-health.json",
+    "worker-node.json",
+];
+
+/// The datasource uid the provisioning gives the Prometheus datasource.
+pub const DATASOURCE_UID: &str = "storwatch-prometheus";
+
+/// `queries.yaml`: fragments (`%{name}` in an expression) and the PromQL of each dashboard.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Definition {
+    #[serde(default)]
+    pub defs: BTreeMap<String, String>,
+    pub dashboards: BTreeMap<String, DashboardDef>,
+}
+
+/// The PromQL of one dashboard.
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct DashboardDef {
+    /// template variable name -> `label_values(...)` query
+    #[serde(default)]
+    pub variables: BTreeMap<String, String>,
+    /// annotation name -> its PromQL, or why it has none
+    #[serde(default)]
+    pub annotations: BTreeMap<String, AnnotationDef>,
+    /// panel id -> InfluxQL refId -> its PromQL targets
+    #[serde(default)]
+    pub panels: BTreeMap<u64, PanelDef>,
+}
+
+/// One panel: the targets of each InfluxQL refId, and what else differs.
+#[derive(Debug, Deserialize, Default)]
+pub struct PanelDef {
+    /// replaces the InfluxQL panel's description
+    #[serde(default)]
+    pub description: Option<String>,
+    /// InfluxQL refId -> its counterpart
+    #[serde(flatten)]
+    pub refs: BTreeMap<String, RefDef>,
+}
+
+/// The PromQL counterpart of one InfluxQL target.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum RefDef {
+    /// one PromQL target per column
+    Targets(Vec<TargetDef>),
+    /// answered by another refId's targets (say why)
+    Covered { covered_by: String, reason: String },
+}
+
+/// One PromQL target.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetDef {
+    pub expr: String,
+    /// a time series' legend
+    #[serde(default)]
+    pub legend: Option<String>,
+    /// a table's column: the value column is renamed to it
+    #[serde(default)]
+    pub col: Option<String>,
+    /// a table's string columns, from an `_info` metric's labels: the value column is hidden
+    #[serde(default)]
+    pub info: bool,
+}
+
+/// An annotation's PromQL, or the reason it has none.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnnotationDef {
+    #[serde(default)]
+    pub expr: Option<String>,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub tags: Option<String>,
+    /// why there is no PromQL counterpart
+    #[serde(default)]
+    pub none: Option<String>,
+}
+
+/// What is wrong with the definition against the InfluxQL dashboards.
+#[derive(Debug)]
+pub struct DefinitionErrors(pub Vec<String>);
+
+impl fmt::Display for DefinitionErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for e in &self.0 {
+            writeln!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for DefinitionErrors {}
+
+/// `dashboards/prometheus/queries.yaml`.
+pub fn definition() -> Definition {
+    let path = workspace().join("dashboards/prometheus/queries.yaml");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_norway::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn read_json(path: &Path) -> Json {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// `%{name}` fragments of `defs` written out (fragments may use fragments).
+fn substitute(expr: &str, defs: &BTreeMap<String, String>) -> Result<String, String> {
+    let mut out = expr.to_string();
+    for _ in 0..8 {
+        if !out.contains("%{") {
+            return Ok(out);
+        }
+        for (k, v) in defs {
+            out = out.replace(&format!("%{{{k}}}"), v);
+        }
+    }
+    Err(format!("unknown or recursive fragment in {expr:?}"))
+}
+
+fn walk_panels_mut(panels: &mut [Json], f: &mut dyn FnMut(&mut Json)) {
+    for p in panels {
+        f(p);
+        if let Some(inner) = p.get_mut("panels").and_then(Json::as_array_mut) {
+            walk_panels_mut(inner, f);
+        }
+    }
+}
+
+fn walk_panels<'a>(panels: &'a [Json], out: &mut Vec<&'a Json>) {
+    for p in panels {
+        out.push(p);
+        if let Some(inner) = p.get("panels").and_then(Json::as_array) {
+            walk_panels(inner, out);
+        }
+    }
+}
+
+/// Every datasource reference of InfluxDB made one to the Prometheus datasource variable.
+fn repoint_datasources(v: &mut Json) {
+    match v {
+        Json::Object(m) => {
+            if m.get("type").and_then(Json::as_str) == Some("influxdb") && m.contains_key("uid") {
+                m.insert("type".into(), json!("prometheus"));
+            }
+            for x in m.values_mut() {
+                repoint_datasources(x);
+            }
+        }
+        Json::Array(a) => a.iter_mut().for_each(repoint_datasources),
+        _ => {}
+    }
+}
+
+/// The Prometheus uid of an InfluxQL dashboard's uid.
+pub fn prom_uid(uid: &str) -> String {
+    format!("{uid}-prom")
+}
+
+/// Links to other storwatch dashboards re-pointed to their `-prom` twins.
+fn repoint_links(v: &mut Json, uids: &[String]) {
+    match v {
+        Json::String(s) => {
+            for uid in uids {
+                let from = format!("/d/{uid}");
+                if s.contains(&from) && !s.contains(&format!("/d/{uid}-prom")) {
+                    *s = s.replace(&from, &format!("/d/{}", prom_uid(uid)));
+                }
+            }
+            *s = s.replace("&var-rp=${rp}", "").replace("&var-rp=$rp", "");
+        }
+        Json::Object(m) => m.values_mut().for_each(|x| repoint_links(x, uids)),
+        Json::Array(a) => a.iter_mut().for_each(|x| repoint_links(x, uids)),
+        _ => {}
+    }
+}
+
+fn target(refid: &str, t: &TargetDef, expr: String, table: bool) -> Json {
+    let mut m = Map::new();
+    m.insert("refId".into(), json!(refid));
+    m.insert(
+        "datasource".into(),
+        json!({"type": "prometheus", "uid": "${DS_STORWATCH}"}),
+    );
+    m.insert("editorMode".into(), json!("code"));
+    m.insert("expr".into(), json!(expr));
+    if table {
+        m.insert("format".into(), json!("table"));
+        m.insert("instant".into(), json!(true));
+        m.insert("range".into(), json!(false));
+        m.insert("legendFormat".into(), json!("__auto"));
+    } else {
+        m.insert("format".into(), json!("time_series"));
+        m.insert("instant".into(), json!(false));
+        m.insert("range".into(), json!(true));
+        m.insert(
+            "legendFormat".into(),
+            json!(t.legend.clone().unwrap_or_else(|| "__auto".into())),
+        );
+    }
+    Json::Object(m)
+}
+
+/// The Prometheus twin of one InfluxQL dashboard, or what the definition lacks or names wrongly.
+pub fn generate_one(
+    file: &str,
+    influx: &Json,
+    def: &DashboardDef,
+    defs: &BTreeMap<String, String>,
+    uids: &[String],
+) -> Result<Json, Vec<String>> {
+    let mut errors = Vec::new();
+    let mut d = influx.clone();
+    let uid = influx["uid"].as_str().unwrap_or_default().to_string();
+    d["uid"] = json!(prom_uid(&uid));
+    d["title"] = json!(format!(
+        "{} (Prometheus)",
+        influx["title"].as_str().unwrap_or_default()
+    ));
+    if let Some(tags) = d["tags"].as_array_mut() {
+        tags.push(json!("prometheus"));
+    }
+    d["__inputs"] = json!([{
+        "name": "DS_STORWATCH",
+        "label": "storwatch Prometheus",
+        "description": "the Prometheus (or Prometheus-compatible engine) that scrapes the agents' /metrics, PromQL",
+        "type": "datasource",
+        "pluginId": "prometheus",
+        "pluginName": "Prometheus"
+    }]);
+    if let Some(req) = d["__requires"].as_array_mut() {
+        for r in req.iter_mut() {
+            if r["id"] == "influxdb" {
+                *r = json!({"type": "datasource", "id": "prometheus", "name": "Prometheus", "version": "1.0.0"});
+            }
+        }
+    }
+    // dashboard links: the Prometheus set only
+    if let Some(links) = d["links"].as_array_mut() {
+        for l in links.iter_mut() {
+            if let Some(tags) = l.get_mut("tags").and_then(Json::as_array_mut) {
+                tags.push(json!("prometheus"));
+            }
+        }
+    }
+    repoint_datasources(&mut d);
+    repoint_links(&mut d, uids);
+    let ex = |e: &str, errors: &mut Vec<String>| match substitute(e, defs) {
+        Ok(s) => s,
+        Err(msg) => {
+            errors.push(format!("{file}: {msg}"));
+            e.to_string()
+        }
+    };
+
+    // template variables: $rp dropped, the datasource Prometheus, queries label_values()
+    let mut seen_vars = Vec::new();
+    let mut vars = Vec::new();
+    for v in influx["templating"]["list"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let name = v["name"].as_str().unwrap_or_default();
+        if name == "rp" {
+            continue;
+        }
+        let mut v = v.clone();
+        repoint_datasources(&mut v);
+        if v["type"] == "datasource" {
+            v["query"] = json!("prometheus");
+            v["label"] = json!("Prometheus");
+            v["current"] =
+                json!({"selected": true, "text": "storwatch Prometheus", "value": DATASOURCE_UID});
+        } else if v["type"] == "query" {
+            seen_vars.push(name.to_string());
+            match def.variables.get(name) {
+                Some(q) => {
+                    let q = ex(q, &mut errors);
+                    v["query"] =
+                        json!({"query": q, "refId": "PrometheusVariableQueryEditor-VariableQuery"});
+                    v["definition"] = json!(q);
+                }
+                None => errors.push(format!("{file}: variable ${name} has no PromQL")),
+            }
+        }
+        vars.push(v);
+    }
+    for name in def.variables.keys() {
+        if !seen_vars.contains(name) {
+            errors.push(format!(
+                "{file}: variable ${name} is not in the InfluxQL dashboard"
+            ));
+        }
+    }
+    d["templating"]["list"] = Json::Array(vars);
+
+    // annotations
+    let mut seen_ann = Vec::new();
+    let mut anns = Vec::new();
+    for a in influx["annotations"]["list"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        if !a["query"].is_string() {
+            anns.push(a.clone());
+            continue;
+        }
+        let name = a["name"].as_str().unwrap_or_default().to_string();
+        seen_ann.push(name.clone());
+        match def.annotations.get(&name) {
+            Some(AnnotationDef {
+                expr: Some(e),
+                title,
+                text,
+                tags,
+                none: None,
+            }) => {
+                let mut m = Map::new();
+                m.insert("name".into(), json!(name));
+                m.insert(
+                    "datasource".into(),
+                    json!({"type": "prometheus", "uid": "${DS_STORWATCH}"}),
+                );
+                m.insert("enable".into(), a["enable"].clone());
+                m.insert("iconColor".into(), a["iconColor"].clone());
+                m.insert("expr".into(), json!(ex(e, &mut errors)));
+                m.insert("step".into(), json!("10s"));
+                m.insert(
+                    "titleFormat".into(),
+                    json!(title.clone().unwrap_or_default()),
+                );
+                m.insert("textFormat".into(), json!(text.clone().unwrap_or_default()));
+                m.insert("tagKeys".into(), json!(tags.clone().unwrap_or_default()));
+                m.insert("useValueForTime".into(), json!(false));
+                anns.push(Json::Object(m));
+            }
+            Some(AnnotationDef {
+                expr: None,
+                none: Some(_),
+                ..
+            }) => {}
+            Some(_) => errors.push(format!(
+                "{file}: annotation {name:?}: give either expr or none (the reason)"
+            )),
+            None => errors.push(format!("{file}: annotation {name:?} has no PromQL")),
+        }
+    }
+    for name in def.annotations.keys() {
+        if !seen_ann.contains(name) {
+            errors.push(format!(
+                "{file}: annotation {name:?} is not in the InfluxQL dashboard"
+            ));
+        }
+    }
+    d["annotations"]["list"] = Json::Array(anns);
+
+    // panels
+    let mut seen_panels = Vec::new();
+    if let Some(panels) = d["panels"].as_array_mut() {
+        walk_panels_mut(panels, &mut |p| {
+            let id = p["id"].as_u64().unwrap_or_default();
+            let title = p["title"].as_str().unwrap_or_default().to_string();
+            let Some(old) = p.get("targets").and_then(Json::as_array).cloned() else {
+                return;
+            };
+            seen_panels.push(id);
+            let Some(pdef) = def.panels.get(&id) else {
+                errors.push(format!("{file}: panel {id} {title:?} has no PromQL"));
+                return;
+            };
+            if let Some(desc) = &pdef.description {
+                p["description"] = json!(desc);
+            }
+            let table = p["type"] == "table";
+            let mut targets = Vec::new();
+            let mut rename = Map::new();
+            let mut exclude = Map::new();
+            let old_refs: Vec<String> = old
+                .iter()
+                .map(|t| t["refId"].as_str().unwrap_or_default().to_string())
+                .collect();
+            for r in &old_refs {
+                match pdef.refs.get(r) {
+                    None => errors.push(format!(
+                        "{file}: panel {id} {title:?} query {r:?} has no PromQL"
+                    )),
+                    Some(RefDef::Covered { covered_by, .. }) => {
+                        if !old_refs.contains(covered_by) || covered_by == r {
+                            errors.push(format!(
+                                "{file}: panel {id} {title:?} query {r:?}: covered_by {covered_by:?} is not another query of the panel"
+                            ));
+                        }
+                    }
+                    Some(RefDef::Targets(ts)) => {
+                        if ts.is_empty() {
+                            errors.push(format!(
+                                "{file}: panel {id} {title:?} query {r:?}: no targets"
+                            ));
+                        }
+                        for (i, t) in ts.iter().enumerate() {
+                            let refid = match (&t.col, t.info) {
+                                (Some(c), _) if table => format!("{r}_{c}"),
+                                (_, true) if table => format!("{r}_info{}", i + 1),
+                                _ if ts.len() == 1 => r.clone(),
+                                _ => format!("{r}{}", i + 1),
+                            };
+                            if table {
+                                match (&t.col, t.info) {
+                                    (Some(c), false) => {
+                                        rename.insert(format!("Value #{refid}"), json!(c));
+                                    }
+                                    (None, true) => {
+                                        exclude.insert(format!("Value #{refid}"), json!(true));
+                                    }
+                                    _ => errors.push(format!(
+                                        "{file}: panel {id} {title:?} query {r:?}: a table's target needs col or info"
+                                    )),
+                                }
+                            }
+                            let e = ex(&t.expr, &mut errors);
+                            targets.push(target(&refid, t, e, table));
+                        }
+                    }
+                }
+            }
+            for r in pdef.refs.keys() {
+                if !old_refs.contains(r) {
+                    errors.push(format!("{file}: panel {id} {title:?} has no query {r:?}"));
+                }
+            }
+            if table {
+                if targets.len() == 1 {
+                    let only = targets[0]["refId"].as_str().unwrap_or_default().to_string();
+                    if let Some(c) = rename.remove(&format!("Value #{only}")) {
+                        rename.insert("Value".into(), c);
+                    }
+                    if exclude.remove(&format!("Value #{only}")).is_some() {
+                        exclude.insert("Value".into(), json!(true));
+                    }
+                }
+                for l in ["Time", "__name__", "job", "instance"] {
+                    exclude.insert(l.into(), json!(true));
+                }
+                let mut trans: Vec<Json> =
+                    p["transformations"].as_array().cloned().unwrap_or_default();
+                let merge_at = trans.iter().position(|t| t["id"] == "merge");
+                let organize = json!({"id": "organize", "options": {
+                    "excludeByName": exclude, "renameByName": rename, "indexByName": {}}});
+                match merge_at {
+                    Some(i) => trans.insert(i + 1, organize),
+                    None => {
+                        trans.insert(0, organize);
+                        trans.insert(0, json!({"id": "merge", "options": {}}));
+                    }
+                }
+                p["transformations"] = Json::Array(trans);
+            } else if p.get("interval").is_none() {
+                // the scrape (= report) interval: a range shorter than it may hold no sample
+                p["interval"] = json!("10s");
+            }
+            p["targets"] = Json::Array(targets);
+        });
+    }
+    for id in def.panels.keys() {
+        if !seen_panels.contains(id) {
+            errors.push(format!(
+                "{file}: panel {id} is not a panel with queries of the InfluxQL dashboard"
+            ));
+        }
+    }
+    if errors.is_empty() {
+        Ok(d)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Every Prometheus dashboard as it should be committed: file name and pretty JSON.
+pub fn generate() -> Result<Vec<(String, String)>, DefinitionErrors> {
+    let def = definition();
+    let dir = workspace().join("dashboards");
+    let influx: Vec<(String, Json)> = FILES
+        .iter()
+        .map(|f| (f.to_string(), read_json(&dir.join(f))))
+        .collect();
+    let uids: Vec<String> = influx
+        .iter()
+        .filter_map(|(_, d)| d["uid"].as_str().map(str::to_string))
+        .collect();
+    let mut errors = Vec::new();
+    for name in def.dashboards.keys() {
+        if !FILES.contains(&name.as_str()) {
+            errors.push(format!("{name}: not a dashboard of dashboards/"));
+        }
+    }
+    let empty = DashboardDef::default();
+    let mut out = Vec::new();
+    for (file, d) in &influx {
+        let ddef = def.dashboards.get(file).unwrap_or(&empty);
+        match generate_one(file, d, ddef, &def.defs, &uids) {
+            Ok(j) => {
+                let mut text = serde_json::to_string_pretty(&j).unwrap_or_default();
+                text.push('\n');
+                out.push((file.clone(), text));
+            }
+            Err(e) => errors.extend(e),
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(DefinitionErrors(errors))
+    }
+}
+
+/// One query of a Prometheus dashboard.
+#[derive(Debug, Clone)]
+pub struct PromqlQuery {
+    /// the dashboard's file name (in `dashboards/prometheus/`)
+    pub file: String,
+    /// `variable $x`, `annotation "…"` or `panel "…" query "A"`
+    pub what: String,
+    /// the PromQL (a variable's `label_values(...)`)
+    pub query: String,
+    /// a panel's or an annotation's query (not a template variable's)
+    pub panel: bool,
+    /// an instant query (tables), else a range query
+    pub instant: bool,
+}
+
+/// Every query of the committed Prometheus dashboards in `dashboards/prometheus/`: template
+/// variables, annotations, panels (nested rows included).
+pub fn promql_dashboard_queries() -> Vec<PromqlQuery> {
+    let dir = workspace().join("dashboards/prometheus");
+    let mut qs = Vec::new();
+    for file in FILES {
+        let d = read_json(&dir.join(file));
+        for v in d["templating"]["list"].as_array().into_iter().flatten() {
+            if v["type"] == "query" {
+                let q = v["query"]["query"]
+                    .as_str()
+                    .or_else(|| v["query"].as_str())
+                    .unwrap_or_default();
+                qs.push(PromqlQuery {
+                    file: file.to_string(),
+                    what: format!("variable ${}", v["name"].as_str().unwrap_or_default()),
+                    query: q.to_string(),
+                    panel: false,
+                    instant: true,
+                });
+            }
+        }
+        for a in d["annotations"]["list"].as_array().into_iter().flatten() {
+            if let Some(e) = a["expr"].as_str() {
+                qs.push(PromqlQuery {
+                    file: file.to_string(),
+                    what: format!("annotation {}", a["name"]),
+                    query: e.to_string(),
+                    panel: true,
+                    instant: false,
+                });
+            }
+        }
+        let mut panels = Vec::new();
+        walk_panels(
+            d["panels"].as_array().map_or(&[], Vec::as_slice),
+            &mut panels,
+        );
+        for p in panels {
+            for t in p["targets"].as_array().into_iter().flatten() {
+                qs.push(PromqlQuery {
+                    file: file.to_string(),
+                    what: format!("panel {} query {}", p["title"], t["refId"]),
+                    query: t["expr"].as_str().unwrap_or_default().to_string(),
+                    panel: true,
+                    instant: t["instant"] == true,
+                });
+            }
+        }
+    }
+    qs
+}
+
+/// Seconds of a Grafana interval (`10s`, `5m`, `1h`, `1d`); 0 when it is not one.
+pub fn interval_seconds(interval: &str) -> u64 {
+    let digits = interval.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let n: u64 = digits.parse().unwrap_or(0);
+    let unit = match &interval[digits.len()..] {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => 0,
+    };
+    n * unit
+}
+
+/// The scrape interval the dashboards assume (= the agent's report interval).
+pub const SCRAPE_INTERVAL_S: u64 = 10;
+
+/// Grafana's expansion of a query of the Prometheus dashboards for host `host` (`$host`), every
+/// site, device and virtual-drive device ("All": `.*`), panel interval `interval`
+/// (`$__interval`), `$__rate_interval` as Grafana makes it with a 10 s scrape interval
+/// (max(interval + scrape interval, 4 × scrape interval)) and a range of a quarter hour
+/// (`$__range`, see [`expand_promql_range`]).
+pub fn expand_promql(query: &str, host: &str, interval: &str) -> String {
+    expand_promql_range(query, host, interval, "15m")
+}
+
+/// [`expand_promql`] with the dashboard's time range `range` (`$__range`, e.g. `15m`, `6h`).
+pub fn expand_promql_range(query: &str, host: &str, interval: &str, range: &str) -> String {
+    let i = interval_seconds(interval);
+    let rate = (i + SCRAPE_INTERVAL_S).max(4 * SCRAPE_INTERVAL_S);
+    query
+        .replace("$__rate_interval", &format!("{rate}s"))
+        .replace("$__interval", interval)
+        .replace("$__range", range)
+        .replace("$site", ".*")
+        .replace("$device", ".*")
+        .replace("$vd_device", ".*")
+        .replace("$host", host)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expansion() {
+        let q = r#"max_over_time(x{site=~"$site",host=~"$host",device=~"$device"}[$__interval]) + rate(y[$__rate_interval]) + z[$__range]"#;
+        assert_eq!(
+            expand_promql(q, "h1", "30s"),
+            r#"max_over_time(x{site=~".*",host=~"h1",device=~".*"}[30s]) + rate(y[40s]) + z[15m]"#
+        );
+        assert!(expand_promql("rate(y[$__rate_interval])", "h", "1m").contains("[70s]"));
+    }
+
+    #[test]
+    fn fragments() {
+        let defs = BTreeMap::from([
+            ("a".to_string(), "x{%{b}}".to_string()),
+            ("b".to_string(), "host=~\"$host\"".to_string()),
+        ]);
+        assert_eq!(
+            substitute("max(%{a})", &defs).unwrap(),
+            "max(x{host=~\"$host\"})"
+        );
+        assert!(substitute("%{nope}", &defs).is_err());
+    }
+}
