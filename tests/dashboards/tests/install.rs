@@ -1,7 +1,9 @@
 //! `deploy/grafana/install.sh`, run as a site would: from the source tree, and from the files
 //! the collector package puts under /usr/share/storwatch (laid out from collector/Cargo.toml's
 //! deb assets). Both install the same datasource, dashboards and rules; every rule links to its
-//! runbook under the site's URL, and nothing else in the rules changes.
+//! runbook under the site's URL, and nothing else in the rules changes. With `--datasource
+//! prometheus` (or `both`) the Prometheus datasource and the PromQL dashboards, and with
+//! `--prometheus-rules` Prometheus's rule file, which `promtool` accepts.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeSet;
@@ -67,7 +69,12 @@ fn check_installed(target: &Path) {
         .into_iter()
         .filter(|n| n.ends_with(".json"))
         .collect();
-    assert_eq!(names(&target.join("dashboards")), shipped);
+    // (the Prometheus set, with --datasource both, is checked by check_prometheus_installed)
+    let influx_dashboards: BTreeSet<String> = names(&target.join("dashboards"))
+        .into_iter()
+        .filter(|n| !n.ends_with("-prometheus.json"))
+        .collect();
+    assert_eq!(influx_dashboards, shipped);
     for n in &shipped {
         assert_eq!(
             std::fs::read(target.join("dashboards").join(n)).unwrap(),
@@ -78,21 +85,7 @@ fn check_installed(target: &Path) {
     // the rules: only runbook_url differs, and it names an existing runbook under BASE
     let installed = std::fs::read_to_string(prov.join("alerting/storwatch-rules.yaml")).unwrap();
     let original = std::fs::read_to_string(repo.join("alerts/storwatch-rules.yaml")).unwrap();
-    let (a, b): (Vec<&str>, Vec<&str>) = (installed.lines().collect(), original.lines().collect());
-    assert_eq!(a.len(), b.len());
-    let mut links = 0;
-    for (x, y) in a.iter().zip(&b) {
-        if x == y {
-            continue;
-        }
-        let page = y
-            .trim_start()
-            .strip_prefix("runbook_url: alerts/runbooks/")
-            .unwrap_or_else(|| panic!("changed line that is no runbook link: {y}"));
-        assert_eq!(x.trim_start(), format!("runbook_url: {BASE}/{page}"), "{y}");
-        assert!(repo.join("alerts/runbooks").join(page).is_file(), "{page}");
-        links += 1;
-    }
+    let links = runbook_links_only(&installed, &original);
     let doc: Yaml = serde_norway::from_str(&installed).unwrap();
     let rules: usize = doc["groups"]
         .as_sequence()
@@ -139,6 +132,242 @@ fn installs_from_the_source_tree() {
         .path()
         .join("provisioning/alerting/storwatch-policies.yaml")
         .is_file());
+}
+
+/// The rule file `installed` against the repository's `original`: only runbook links differ, each
+/// `BASE/<page>` of an existing runbook; returns how many.
+fn runbook_links_only(installed: &str, original: &str) -> usize {
+    let repo = root();
+    let (a, b): (Vec<&str>, Vec<&str>) = (installed.lines().collect(), original.lines().collect());
+    assert_eq!(a.len(), b.len());
+    let mut links = 0;
+    for (x, y) in a.iter().zip(&b) {
+        if x == y {
+            continue;
+        }
+        let page = y
+            .trim_start()
+            .strip_prefix("runbook_url: alerts/runbooks/")
+            .unwrap_or_else(|| panic!("changed line that is no runbook link: {y}"));
+        assert_eq!(x.trim_start(), format!("runbook_url: {BASE}/{page}"), "{y}");
+        assert!(repo.join("alerts/runbooks").join(page).is_file(), "{page}");
+        links += 1;
+    }
+    links
+}
+
+/// What `--datasource prometheus` (or `both`) with `--prometheus-url` puts on a Grafana host: the
+/// Prometheus datasource as shipped, every PromQL dashboard as `<name>-prometheus.json` beside
+/// the InfluxDB ones, uids unique in the folder, the drop-in with the URL.
+fn check_prometheus_installed(target: &Path) {
+    let repo = root();
+    let prov = target.join("provisioning");
+    let shipped = repo.join("deploy/grafana/provisioning/datasources/storwatch-prometheus.yaml");
+    assert_eq!(
+        std::fs::read(prov.join("datasources/storwatch-prometheus.yaml")).unwrap(),
+        std::fs::read(&shipped).unwrap()
+    );
+    let ds: Yaml = serde_norway::from_str(&std::fs::read_to_string(&shipped).unwrap()).unwrap();
+    let ds = &ds["datasources"][0];
+    assert_eq!(ds["uid"].as_str(), Some("storwatch-prometheus"));
+    assert_eq!(ds["type"].as_str(), Some("prometheus"));
+    assert_eq!(ds["url"].as_str(), Some("${STORWATCH_PROMETHEUS_URL}"));
+    assert_eq!(ds["jsonData"]["timeInterval"].as_str(), Some("10s"));
+    let promql: BTreeSet<String> = names(&repo.join("dashboards/prometheus"))
+        .into_iter()
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    assert!(promql.len() >= 4, "{promql:?}");
+    for n in &promql {
+        let installed = format!("{}-prometheus.json", n.trim_end_matches(".json"));
+        assert_eq!(
+            std::fs::read(target.join("dashboards").join(&installed)).unwrap(),
+            std::fs::read(repo.join("dashboards/prometheus").join(n)).unwrap(),
+            "{installed}"
+        );
+    }
+    // Grafana refuses a second dashboard with a uid it already has
+    let mut uids = BTreeSet::new();
+    for n in names(&target.join("dashboards")) {
+        let d: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(target.join("dashboards").join(&n)).unwrap())
+                .unwrap();
+        let uid = d["uid"].as_str().unwrap().to_string();
+        assert!(
+            !n.ends_with("-prometheus.json") || uid.ends_with("-prom"),
+            "{n}: {uid}"
+        );
+        assert!(uids.insert(uid), "{n}: uid twice in the folder");
+    }
+    assert_eq!(
+        std::fs::read_to_string(
+            target.join("systemd/grafana-server.service.d/storwatch-prometheus.conf")
+        )
+        .unwrap(),
+        "[Service]\nEnvironment=STORWATCH_PROMETHEUS_URL=http://prometheus.example.org:9090\n"
+    );
+}
+
+/// Prometheus's rule file as `--prometheus-rules DIR` installed it: the repository's with the
+/// runbook links under BASE (one per alerting rule), and `promtool check rules` accepts it.
+fn check_prometheus_rules(dir: &Path) {
+    let file = dir.join("storwatch-rules.yml");
+    let installed = std::fs::read_to_string(&file).unwrap();
+    let original =
+        std::fs::read_to_string(root().join("alerts/prometheus/storwatch-rules.yml")).unwrap();
+    let doc: Yaml = serde_norway::from_str(&installed).unwrap();
+    let alerts = doc["groups"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rules"].as_sequence().unwrap())
+        .filter(|r| r.get("alert").is_some())
+        .count();
+    assert!(alerts > 0);
+    assert_eq!(
+        runbook_links_only(&installed, &original),
+        alerts,
+        "every alerting rule has its runbook link"
+    );
+    let out = Command::new("promtool")
+        .args(["check", "rules"])
+        .arg(&file)
+        .output()
+        .expect("promtool (Debian package prometheus; scripts/test.sh installs it)");
+    assert!(
+        out.status.success(),
+        "promtool check rules: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `--datasource prometheus`: the Prometheus datasource and dashboards instead of the InfluxDB
+/// ones, no Grafana rule (they are InfluxQL), the way to Prometheus's rule file printed, no
+/// runbook base needed; `--prometheus-rules` installs that file. `both` puts the two side by
+/// side; going back to `influxdb` (or on to `prometheus`) removes what the other choice put there.
+#[test]
+fn installs_the_prometheus_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = root().join("deploy/grafana/install.sh");
+    let prov = dir.path().join("provisioning");
+    let url = ["--prometheus-url", "http://prometheus.example.org:9090"];
+    // prometheus alone, without --runbook-base: no rule file is written, so none is needed
+    let out = Command::new("bash")
+        .arg(&script)
+        .args(["--datasource", "prometheus"])
+        .args(url)
+        .arg("--provisioning")
+        .arg(&prov)
+        .arg("--dashboards")
+        .arg(dir.path().join("dashboards"))
+        .arg("--systemd-dir")
+        .arg(dir.path().join("systemd"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("Prometheus datasource (uid storwatch-prometheus)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("alerts/prometheus/storwatch-rules.yml") && text.contains("rule_files"),
+        "says where the rule file is and how to load it: {text}"
+    );
+    check_prometheus_installed(dir.path());
+    assert!(!prov.join("datasources/storwatch.yaml").exists());
+    assert!(!prov.join("alerting").exists(), "no Grafana rule");
+    assert!(names(&dir.path().join("dashboards"))
+        .iter()
+        .all(|n| n.ends_with("-prometheus.json")));
+
+    // both, with Prometheus's rule file: the InfluxDB side as before, the Prometheus one beside
+    let rules = dir.path().join("prometheus-rules");
+    let both = [
+        "--influx-url",
+        "http://influxdb.example.org:8086",
+        "--datasource",
+        "both",
+        url[0],
+        url[1],
+        "--prometheus-rules",
+        rules.to_str().unwrap(),
+    ];
+    let out = install(&script, dir.path(), &both);
+    assert!(out.contains("alert rules (runbooks at"), "{out}");
+    let alerts = std::fs::read_to_string(root().join("alerts/prometheus/storwatch-rules.yml"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("  - alert: "))
+        .count();
+    assert!(
+        out.contains(&format!("storwatch-rules.yml ({alerts} alerting rules")),
+        "{out}"
+    );
+    check_installed(dir.path());
+    check_prometheus_installed(dir.path());
+    check_prometheus_rules(&rules);
+
+    // back to InfluxDB alone: the Prometheus datasource and dashboards go, the rest is as ever
+    let out = install(
+        &script,
+        dir.path(),
+        &["--influx-url", "http://influxdb.example.org:8086"],
+    );
+    assert!(out.contains("removed"), "{out}");
+    check_installed(dir.path());
+    assert!(!prov.join("datasources/storwatch-prometheus.yaml").exists());
+    assert!(!names(&dir.path().join("dashboards"))
+        .iter()
+        .any(|n| n.ends_with("-prometheus.json")));
+    // and on to Prometheus alone: the InfluxDB datasource, dashboards and rules go
+    install(&script, dir.path(), &["--datasource", "prometheus"]);
+    assert!(!prov.join("datasources/storwatch.yaml").exists());
+    assert!(!prov.join("alerting/storwatch-rules.yaml").exists());
+    assert!(prov.join("datasources/storwatch-prometheus.yaml").is_file());
+    assert_eq!(
+        names(&dir.path().join("dashboards")).len(),
+        names(&root().join("dashboards/prometheus"))
+            .iter()
+            .filter(|n| n.ends_with(".json"))
+            .count()
+    );
+
+    // what cannot go together is refused before anything is written
+    let empty = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["--datasource", "graphite"],
+        vec!["--datasource", "prometheus", "--prometheus-rules", "/tmp/x"],
+        vec![
+            "--datasource",
+            "prometheus",
+            "--influx-url",
+            "http://i:8086",
+        ],
+        vec!["--prometheus-url", "http://p:9090", "--runbook-base", BASE],
+        vec![
+            "--datasource",
+            "prometheus",
+            "--prometheus-url",
+            "prometheus:9090",
+        ],
+    ] {
+        let out = Command::new("bash")
+            .arg(&script)
+            .args(&args)
+            .arg("--provisioning")
+            .arg(empty.path())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        assert!(!String::from_utf8_lossy(&out.stderr).is_empty(), "{args:?}");
+    }
+    assert_eq!(names(empty.path()), BTreeSet::new(), "nothing written");
 }
 
 /// A deb asset's sources (a `dir/*.ext` glob or one file), relative to collector/.
