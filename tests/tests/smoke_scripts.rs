@@ -2,7 +2,8 @@
 //! with the real binaries: a bench or a script nobody runs breaks unnoticed. Each asserts what the
 //! tool is for (the figures it prints, the verdicts it gives), not only that it started.
 //!
-//! `scripts/quickstart.sh` runs here too (start, status, stop of a whole fleet: about 20 s).
+//! `scripts/quickstart.sh` runs here too (start --prometheus, status, stop of a whole fleet, with
+//! its Prometheus checked over its HTTP API: targets, rules, every PromQL dashboard query).
 //!
 //! Run elsewhere: `storwatch-collector-bench` (collector/tests/bench_smoke.rs), the criterion
 //! benches and the queue store bench (`test = true` in their crates' Cargo.toml: `cargo test`
@@ -21,11 +22,14 @@
 //! container engine) and `scripts/test.sh` itself.
 #![allow(clippy::unwrap_used)]
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use storwatch_test_support::{binary, scratch, workspace};
+use serde_json::Value as Json;
+use storwatch_dashboards_tests::promql_dashboards::{expand_promql, promql_dashboard_queries};
+use storwatch_test_support::{binary, http, scratch, urlencode, workspace};
 
 /// `bench/read-walk.c`: built with the system's C compiler and run on a file of its own, it
 /// prints the four costs of a read, each a positive number of microseconds.
@@ -265,9 +269,123 @@ fn status_row(status: &str, m: &str) -> Option<(u64, u64)> {
     Some((*cols.first()?, *cols.get(1)?))
 }
 
-/// `scripts/quickstart.sh start`, `status` and `stop`: InfluxDB, the collector, the simulator
-/// and an agent per simulated host and one on this host start; every host's `disk` lines reach
-/// InfluxDB through the collector; `stop` leaves nothing of the state directory running.
+/// The quickstart's Prometheus (`start --prometheus`), at the port `start` wrote in ports.env.
+struct Prometheus {
+    url: String,
+}
+
+impl Prometheus {
+    fn of(state: &Path) -> Prometheus {
+        let env = std::fs::read_to_string(state.join("ports.env")).unwrap();
+        let port = env
+            .lines()
+            .find_map(|l| l.strip_prefix("PROMETHEUS_PORT="))
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| panic!("no PROMETHEUS_PORT in ports.env:\n{env}"));
+        Prometheus {
+            url: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    /// GET `path?query`: the `data` of a successful answer, or Prometheus's error.
+    fn get(&self, path: &str, query: &[(&str, &str)]) -> Result<Json, String> {
+        let q: Vec<String> = query
+            .iter()
+            .map(|(k, v)| format!("{}={}", urlencode(k), urlencode(v)))
+            .collect();
+        let (status, body) = http(
+            &format!("{}{path}?{}", self.url, q.join("&")),
+            "GET",
+            &[],
+            b"",
+        );
+        let v: Json = serde_json::from_str(&body)
+            .map_err(|e| format!("{path}: HTTP {status}, not JSON ({e}): {body}"))?;
+        if status != 200 || v["status"] != "success" {
+            return Err(format!(
+                "{path}: HTTP {status}: {} {}",
+                v["errorType"], v["error"]
+            ));
+        }
+        Ok(v["data"].clone())
+    }
+
+    /// An instant query's vector: each sample's labels and value.
+    fn vector(&self, promql: &str) -> Vec<(Json, f64)> {
+        let data = self
+            .get("/api/v1/query", &[("query", promql)])
+            .unwrap_or_else(|e| panic!("{promql}: {e}"));
+        data["result"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                let v = s["value"][1].as_str().and_then(|v| v.parse().ok());
+                (s["metric"].clone(), v.unwrap_or(f64::NAN))
+            })
+            .collect()
+    }
+}
+
+/// The names of the rules (alerting and recording) of a Prometheus rule file.
+fn rule_names(file: &str) -> BTreeSet<String> {
+    file.lines()
+        .filter_map(|l| {
+            let l = l.trim_start().strip_prefix("- ")?;
+            l.strip_prefix("alert: ")
+                .or_else(|| l.strip_prefix("record: "))
+        })
+        .map(|n| n.trim().trim_matches(['\'', '"']).to_string())
+        .collect()
+}
+
+/// A dashboard query as Grafana sends it to Prometheus: a template variable's
+/// `label_values(selector, label)` as a label-values request, a table's as an instant query, a
+/// panel's as a range query over the last 15 minutes at `step`. Whether it returned data.
+fn grafana_asks(prom: &Prometheus, query: &str, instant: bool, step: &str) -> Result<bool, String> {
+    if let Some(args) = query
+        .trim()
+        .strip_prefix("label_values(")
+        .and_then(|a| a.strip_suffix(')'))
+    {
+        let (selector, label) = match args.rsplit_once(',') {
+            Some((sel, label)) => (Some(sel.trim()), label.trim()),
+            None => (None, args.trim()),
+        };
+        let mut q = Vec::new();
+        if let Some(sel) = selector {
+            q.push(("match[]", sel));
+        }
+        let data = prom.get(&format!("/api/v1/label/{label}/values"), &q)?;
+        return Ok(data.as_array().is_some_and(|a| !a.is_empty()));
+    }
+    let data = if instant {
+        prom.get("/api/v1/query", &[("query", query)])?
+    } else {
+        let end = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let (start, end) = ((end - 900).to_string(), end.to_string());
+        prom.get(
+            "/api/v1/query_range",
+            &[
+                ("query", query),
+                ("start", &start),
+                ("end", &end),
+                ("step", step),
+            ],
+        )?
+    };
+    Ok(data["result"].as_array().is_some_and(|r| !r.is_empty()))
+}
+
+/// `scripts/quickstart.sh start --prometheus`, `status` and `stop`: InfluxDB, the collector, the
+/// simulator, an agent per simulated host and one on this host, and Prometheus start; every
+/// host's `disk` lines reach InfluxDB through the collector; Prometheus scrapes every agent, its
+/// generated configuration passes `promtool check config`, it has loaded every rule of
+/// alerts/prometheus/storwatch-rules.yml and evaluates each without error, and it answers every
+/// query of the PromQL dashboards; `stop` leaves nothing of the state directory running.
 #[test]
 fn quickstart_starts_a_reporting_fleet_and_stops_it() {
     let bins = scratch();
@@ -290,12 +408,18 @@ fn quickstart_starts_a_reporting_fleet_and_stops_it() {
         state: state.path().join("qs"),
         bin: bins.path().to_path_buf(),
     };
-    let start = qs.run(&["start", "--hosts-per-scenario", "1"]);
+    let start = qs.run(&["start", "--hosts-per-scenario", "1", "--prometheus"]);
+    let started = Instant::now();
     let out = text(&start);
     assert!(start.status.success(), "start failed:\n{out}");
     assert!(
         out.contains(&format!("{} agents report every 10 s", scenarios + 1)),
         "{out}"
+    );
+    assert!(out.contains("Prometheus      http://127.0.0.1:"), "{out}");
+    assert!(
+        !out.contains("without alerting rules"),
+        "the rule file is not loaded:\n{out}"
     );
     // The MegaRAID disk servers (hwraid-*) have a storcli64 stand-in as well as a smartctl.
     let controllers = String::from_utf8_lossy(&list.stdout)
@@ -340,6 +464,7 @@ fn quickstart_starts_a_reporting_fleet_and_stops_it() {
             "{m}: {status}"
         );
     }
+    check_prometheus(&qs.state, &list_hosts(&list.stdout), started);
     let stop = qs.run(&["stop"]);
     let out = text(&stop);
     assert!(stop.status.success(), "stop failed:\n{out}");
@@ -347,6 +472,137 @@ fn quickstart_starts_a_reporting_fleet_and_stops_it() {
     let after = qs.run(&["status"]);
     assert_eq!(after.status.code(), Some(3), "{}", text(&after));
     assert!(!any_process_under(&qs.state), "processes left after stop");
+}
+
+/// The simulated hosts of a one-host-per-scenario fleet (`storwatch-sim --list` output).
+fn list_hosts(list: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(list)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(|s| format!("sim-{s}-01"))
+        .collect()
+}
+
+/// The quickstart's Prometheus, `started` when `start` returned: every agent scraped, the
+/// configuration valid, the rules loaded and healthy, every dashboard query answered.
+fn check_prometheus(state: &Path, sim_hosts: &[String], started: Instant) {
+    let prom = Prometheus::of(state);
+    let agents = sim_hosts.len() + 1;
+    // every agent's target up (Prometheus spreads the targets' first scrapes over the 10 s
+    // interval), and every host's series stored (the agent's own line)
+    let t = Instant::now();
+    loop {
+        let up = prom.vector(r#"up{job="storwatch"}"#);
+        if up.len() == agents && up.iter().all(|(_, v)| *v == 1.0) {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(25),
+            "not every agent's target up 25 s after the InfluxDB checks ({agents} agents): {up:?}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let hosts: BTreeSet<String> = prom
+        .vector("count by (host) (storwatch_agent_uptime_seconds)")
+        .into_iter()
+        .filter_map(|(m, _)| m["host"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(hosts.len(), agents, "{hosts:?}");
+    for h in sim_hosts {
+        assert!(hosts.contains(h), "no series of {h}: {hosts:?}");
+    }
+    let sites: Vec<(Json, f64)> = prom.vector("count by (site) (storwatch_agent_uptime_seconds)");
+    assert_eq!(sites.len(), 1, "{sites:?}");
+    assert_eq!(sites[0].0["site"], "quickstart", "{sites:?}");
+
+    // the configuration start wrote, as Prometheus's own checker sees it
+    let config = state.join("prometheus/prometheus.yml");
+    let check = Command::new("promtool")
+        .args(["check", "config"])
+        .arg(&config)
+        .output()
+        .expect("promtool (Debian package prometheus; scripts/test.sh installs it)");
+    assert!(
+        check.status.success(),
+        "promtool check config: {}",
+        text(&check)
+    );
+    assert!(text(&check).contains("SUCCESS"), "{}", text(&check));
+
+    // every query of every PromQL dashboard, as Grafana would ask it (host: the storm's disk
+    // server where a dashboard selects one host, else every host)
+    let queries = promql_dashboard_queries();
+    assert!(!queries.is_empty(), "no query in dashboards/prometheus/");
+    let mut with_data = 0;
+    let mut failed = Vec::new();
+    for q in &queries {
+        let host = match q.file.as_str() {
+            "disk-server.json" => "sim-write-storm-01",
+            "worker-node.json" => "sim-jobs-io-starved-01",
+            _ => ".*",
+        };
+        match grafana_asks(
+            &prom,
+            &expand_promql(&q.query, host, "10s"),
+            q.instant,
+            "10",
+        ) {
+            Ok(true) => with_data += 1,
+            Ok(false) => {}
+            Err(e) => failed.push(format!("{} {}: {e}\n  {}", q.file, q.what, q.query)),
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+    eprintln!(
+        "quickstart Prometheus: {} PromQL dashboard queries answered, {with_data} with data",
+        queries.len()
+    );
+    assert!(with_data > 0, "no dashboard query returned data");
+
+    // the rules: every rule of the file loaded and none in error. Prometheus evaluates a group
+    // first at an offset of up to its interval (1 min) after start: a rule it has evaluated must
+    // be healthy, and one whose group has not run yet has its expression asked of the same
+    // Prometheus now (what the evaluation runs), which must answer without error.
+    let file = std::fs::read_to_string(workspace().join("alerts/prometheus/storwatch-rules.yml"))
+        .expect("alerts/prometheus/storwatch-rules.yml");
+    let want = rule_names(&file);
+    assert!(
+        !want.is_empty(),
+        "no rule in alerts/prometheus/storwatch-rules.yml"
+    );
+    let data = prom.get("/api/v1/rules", &[]).unwrap();
+    let rules: Vec<&Json> = data["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["rules"].as_array().into_iter().flatten())
+        .collect();
+    let loaded: BTreeSet<String> = rules
+        .iter()
+        .filter_map(|r| r["name"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(loaded, want, "the rules Prometheus loaded");
+    let mut evaluated = 0;
+    let mut errors = Vec::new();
+    for r in &rules {
+        match r["health"].as_str() {
+            Some("ok") => evaluated += 1,
+            Some("unknown") => {
+                let q = r["query"].as_str().unwrap_or_default();
+                if let Err(e) = prom.get("/api/v1/query", &[("query", q)]) {
+                    errors.push(format!("{}: {e}", r["name"]));
+                }
+            }
+            _ => errors.push(format!("{}: {} {}", r["name"], r["health"], r["lastError"])),
+        }
+    }
+    assert!(errors.is_empty(), "rules in error:\n{}", errors.join("\n"));
+    eprintln!(
+        "quickstart Prometheus: {} rules loaded, {evaluated} evaluated by Prometheus (health ok) \
+         {:.0} s after start, the others' expressions answered",
+        rules.len(),
+        started.elapsed().as_secs_f64()
+    );
 }
 
 /// Whether a process's command line names `dir`.
