@@ -29,10 +29,11 @@ pub const SCENARIOS: &[Scenario] = &[
         speed: 1.0,
         fires: &[],
     },
+    // the storm's clients overrun the server's receive side: ~9 rx drops/s on ens1f0
     Scenario {
         kind: Kind::WriteStorm,
         speed: 1.0,
-        fires: &["disk-saturated"],
+        fires: &["disk-saturated", "nic-errors-drops"],
     },
     Scenario {
         kind: Kind::NicSaturation,
@@ -40,10 +41,15 @@ pub const SCENARIOS: &[Scenario] = &[
         fires: &["nic-line-rate", "nic-errors-drops"],
     },
     // a failure every 3-9 s instead of 30-90 s
+    // with sdc down most of the time, mpatha's I/O runs on group 2 in more than 20 of 30 reports
     Scenario {
         kind: Kind::MultipathFlap,
         speed: 10.0,
-        fires: &["mpath-path-flapping", "mpath-path-down"],
+        fires: &[
+            "mpath-path-flapping",
+            "mpath-path-down",
+            "mpath-non-preferred",
+        ],
     },
     // the second member fails after a minute instead of ten
     Scenario {
@@ -56,11 +62,12 @@ pub const SCENARIOS: &[Scenario] = &[
         speed: 1.0,
         fires: &["mpath-non-preferred", "mpath-fewer-paths"],
     },
-    // mpathd lost both paths with queue_if_no_path: its I/O hangs
+    // mpathd lost both paths with queue_if_no_path: its I/O hangs, and the map's device shows
+    // the held requests in flight as %util 100
     Scenario {
         kind: Kind::MultipathHung,
         speed: 1.0,
-        fires: &["mpath-hung-io", "mpath-path-down"],
+        fires: &["mpath-hung-io", "mpath-path-down", "disk-saturated"],
     },
     Scenario {
         kind: Kind::MdDegraded,
@@ -97,15 +104,17 @@ pub const SCENARIOS: &[Scenario] = &[
         speed: 1.0,
         fires: &["zpool-not-online", "zpool-rebuild-risk"],
     },
+    // the LUNs mix from minute 1 to 7 of every 10 at util 100 %: saturated too
     Scenario {
         kind: Kind::MixedRw,
         speed: 10.0,
-        fires: &["disk-mixed-rw"],
+        fires: &["disk-mixed-rw", "disk-saturated"],
     },
+    // the staging jobs' writes and the computing jobs' reads on the one seeky HDD at util 100 %
     Scenario {
         kind: Kind::WorkerStaging,
         speed: 1.0,
-        fires: &["disk-saturated"],
+        fires: &["disk-saturated", "disk-mixed-rw"],
     },
     // batch workers: healthy jobs under HTCondor and Slurm, and jobs reading over NFS from a
     // disk server in a write storm that runs on the same timeline
@@ -124,10 +133,12 @@ pub const SCENARIOS: &[Scenario] = &[
         speed: 1.0,
         fires: &["jobs-io-stall"],
     },
+    // the healthy load's reads and writes (~78 and ~31 MB/s on a LUN) with 64 KiB readahead
+    // push util past 80 %: the mixed-rw rule's busy device (the healthy host stays under 80 %)
     Scenario {
         kind: Kind::ReadaheadDrift,
         speed: 1.0,
-        fires: &[],
+        fires: &["disk-mixed-rw"],
     },
     Scenario {
         kind: Kind::FsFilling,
@@ -141,22 +152,31 @@ pub const SCENARIOS: &[Scenario] = &[
         fires: &[],
     },
     // the RAID6 VD rebuilds onto its hot spare; another member grows pending sectors and media
-    // errors from 150 s on instead of 10 min
+    // errors from 150 s on instead of 10 min; the VDs serve 260 MB/s reads and 90 MB/s writes
+    // each (r·w/(r+w)² = 0.19), busy with the rebuild: mixed and saturated
     Scenario {
         kind: Kind::HwraidRebuild,
         speed: 4.0,
         fires: &[
+            "disk-saturated",
+            "disk-mixed-rw",
             "raid-vd-degraded",
             "degraded-member-errors",
             "drive-sectors-growing",
             "drive-failing",
         ],
     },
-    // the BBU fails after 2 min: both VDs fall from write-back to write-through
+    // the BBU fails after 2 min: both VDs fall from write-back to write-through, and their
+    // 260 MB/s reads and 90 MB/s writes, the writes now waiting for the disks, saturate them
     Scenario {
         kind: Kind::HwraidCacheWt,
         speed: 1.0,
-        fires: &["raid-bbu-failed", "raid-cache-write-through"],
+        fires: &[
+            "raid-bbu-failed",
+            "raid-cache-write-through",
+            "disk-saturated",
+            "disk-mixed-rw",
+        ],
     },
     // the RAID6 VD has lost two members and the rebuild of one is frozen at 41 %: no redundancy
     // left and a survivor with media errors (rebuild risk ~0.55), the stall called after the
@@ -176,11 +196,18 @@ pub const SCENARIOS: &[Scenario] = &[
             "drive-failing",
         ],
     },
-    // nvme2n1's spare falls from 14 % below its 10 % threshold after 5 min
+    // nvme2n1's spare falls from 14 % below its 10 % threshold after 5 min; the four NVMe
+    // drives' 900 MB/s reads and 600 MB/s writes each (r·w/(r+w)² = 0.24) keep them busy and the
+    // 25 GbE link full
     Scenario {
         kind: Kind::NvmeWearout,
         speed: 1.0,
-        fires: &["drive-nvme-spare", "drive-failing"],
+        fires: &[
+            "drive-nvme-spare",
+            "drive-failing",
+            "disk-mixed-rw",
+            "nic-line-rate",
+        ],
     },
 ];
 
@@ -221,8 +248,14 @@ pub fn hwraid_toml(name: &str) -> &'static str {
 
 /// The host whose agent stopped 20 minutes ago.
 pub const GONE: &str = "sim-gone";
+/// What must fire on [`GONE`], and nothing else.
+pub const GONE_FIRES: &[&str] = &["agent-silent"];
 /// A disk server in a write storm after a calm hour: its await leaves its own baseline.
 pub const CALM_THEN_STORM: &str = "sim-calm-then-storm";
+/// What must fire on [`CALM_THEN_STORM`], and nothing else: the storm's saturation and drops as
+/// on `sim-write-storm`, and the await far above the calm hour's.
+pub const CALM_THEN_STORM_FIRES: &[&str] =
+    &["disk-await-baseline", "disk-saturated", "nic-errors-drops"];
 
 /// The simulated host of scenario `kind`: `sim-<scenario>`.
 pub fn host(kind: Kind) -> String {

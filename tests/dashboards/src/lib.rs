@@ -11,7 +11,6 @@
 
 pub mod fleet;
 pub mod prom;
-pub mod promql_dashboards;
 pub mod promql_rules;
 
 use std::collections::BTreeMap;
@@ -121,14 +120,26 @@ impl SteppedHost {
 /// `name`, tag `site=lab`, configured by `agent_toml`: its reports, stamped 1, 2, 3 … report
 /// intervals from the epoch ([`shift`] moves them).
 pub fn history(kind: Kind, name: &str, steps: u32, agent_toml: &str) -> Vec<String> {
+    history_phases(name, &[(kind, 1.0, steps)], agent_toml)
+}
+
+/// Host `name`'s agent through `phases` (scenario, the simulator's speed, simulated seconds)
+/// one after the other — each its own tree, the agent restarted on it, as `sim-calm-then-storm`
+/// goes from a calm hour to its storm — configured by `agent_toml`: its reports, stamped 1, 2,
+/// 3 … report intervals from the epoch ([`shift`] moves them).
+pub fn history_phases(name: &str, phases: &[(Kind, f64, u32)], agent_toml: &str) -> Vec<String> {
     let dir = scratch();
-    let mut host = SteppedHost::new(dir.path(), kind, name, 1.0, agent_toml);
-    (1..=i64::from(steps) / 10)
-        .map(|k| {
+    let mut out = Vec::new();
+    for (i, &(kind, speed, steps)) in phases.iter().enumerate() {
+        let root = dir.path().join(i.to_string());
+        let mut host = SteppedHost::new(&root, kind, name, speed, agent_toml);
+        for _ in 0..steps / 10 {
+            let k = out.len() as i64 + 1;
             let r = host.report(k * STEP_NS, SinkStats::default());
-            String::from_utf8(r).unwrap()
-        })
-        .collect()
+            out.push(String::from_utf8(r).unwrap());
+        }
+    }
+    out
 }
 
 /// The reports moved in time so that the last one is stamped `end_ns`: each report's stamp and

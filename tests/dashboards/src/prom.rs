@@ -166,6 +166,38 @@ pub fn promtool_values(samples: &[(i64, f64)], start_ms: i64, step_ms: i64) -> S
     out.trim_end().to_string()
 }
 
+/// promtool's `values` for one series of a target scraped at `scrapes` (milliseconds, the
+/// target's `up` samples), one entry per `step_ms` from `start_ms` to the last scrape: the
+/// series' value where a scrape carried it, `stale` at the first scrape that did not (as
+/// Prometheus writes a staleness marker for a series a scrape no longer has, and for every
+/// series of a target whose scrape failed), `_` elsewhere.
+pub fn promtool_values_scraped(
+    samples: &[(i64, f64)],
+    scrapes: &[i64],
+    start_ms: i64,
+    step_ms: i64,
+) -> String {
+    let values: BTreeMap<i64, f64> = samples.iter().copied().collect();
+    let scraped: std::collections::BTreeSet<i64> = scrapes.iter().copied().collect();
+    let end = scrapes.last().copied().unwrap_or(start_ms);
+    let mut out = Vec::new();
+    let mut present = false;
+    let mut t = start_ms;
+    while t <= end {
+        if let Some(v) = values.get(&t) {
+            out.push(number(*v));
+            present = true;
+        } else if present && scraped.contains(&t) {
+            out.push("stale".to_string());
+            present = false;
+        } else {
+            out.push("_".to_string());
+        }
+        t += step_ms;
+    }
+    out.join(" ")
+}
+
 /// The samples as an OpenMetrics text file for `promtool tsdb create-blocks-from openmetrics`:
 /// each metric's samples together, timestamps in seconds, `# EOF` at the end.
 pub fn openmetrics(samples: &Samples) -> String {
@@ -199,6 +231,16 @@ mod tests {
         assert_eq!(v, 1.0);
         assert_eq!(parse_sample("up 0").unwrap().2, 0.0);
         assert!(parse_sample("# TYPE up gauge").is_none());
+    }
+
+    #[test]
+    fn a_series_a_scrape_no_longer_has_goes_stale() {
+        let s = [(10_000, 1.0), (20_000, 2.0), (50_000, 3.0)];
+        let scrapes = [10_000, 20_000, 30_000, 40_000, 50_000, 60_000];
+        assert_eq!(
+            promtool_values_scraped(&s, &scrapes, 0, 10_000),
+            "_ 1 2 stale _ 3 stale"
+        );
     }
 
     #[test]

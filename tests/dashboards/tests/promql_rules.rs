@@ -1,13 +1,31 @@
 //! The Prometheus alert rules (`alerts/prometheus/storwatch-rules.yml`): generated from the
 //! Grafana rules and `alerts/prometheus/expressions.yaml` (the committed file is what the
-//! generator makes; `STORWATCH_BLESS=1` rewrites it), clean under `promtool check rules`.
+//! generator makes; `STORWATCH_BLESS=1` rewrites it), clean under `promtool check rules`, and
+//! firing on the simulated fleet exactly as `fleet::SCENARIOS` lists, rule by rule, under
+//! `promtool test rules`: each host's reports through the agent's own `/metrics` exposition as
+//! a Prometheus scraping it every 10 s stores them (one test group per host, the rules
+//! evaluated every minute), and the set of rules that reached firing on the host must be its
+//! `fires` list. `STORWATCH_PROMTOOL_TESTS=<dir>` keeps the test files there, to run
+//! `promtool test rules <dir>/<host>.test.yml` by hand.
 #![allow(clippy::unwrap_used)]
 
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
+use std::time::Instant;
 
 use serde_norway::Value as Yaml;
+use storwatch_dashboards_tests::fleet::{
+    host, host_toml, CALM_S, CALM_THEN_STORM, CALM_THEN_STORM_FIRES, GONE, GONE_AGO_S, GONE_FIRES,
+    SCENARIOS, SPAN_S,
+};
+use storwatch_dashboards_tests::prom::{
+    promtool_values_scraped, scrape_labels, scrape_reports, selector, Samples,
+};
 use storwatch_dashboards_tests::promql_rules::{generate, rule_groups, RULES_FILE};
+use storwatch_dashboards_tests::{history_phases, shift};
+use storwatch_sim::scenario::Kind;
 use storwatch_test_support::workspace;
 
 #[test]
@@ -153,5 +171,193 @@ fn promtool_checks_the_rule_file_clean() {
     assert!(
         !text.to_lowercase().contains("warning") && !text.contains("FAILED"),
         "{text}"
+    );
+}
+
+// ------------------------------------------------------------------------------------------
+// The rules on the simulated fleet, under `promtool test rules`.
+
+/// One host of the fleet as a Prometheus scraping its agent stored it.
+struct Scraped {
+    host: String,
+    samples: Samples,
+    /// the scrapes of its agent (ms), the failed ones included
+    scrapes: Vec<i64>,
+    /// what must fire on it (uids without the `storwatch-` prefix), and nothing else
+    fires: Vec<String>,
+}
+
+/// Host `name` through `phases`, its reports ending at `end_s` seconds, scraped after each.
+fn scraped(name: &str, phases: &[(Kind, f64, u32)], end_s: i64, fires: &[&str]) -> Scraped {
+    let reports = history_phases(name, phases, &host_toml(name));
+    let reports = shift(&reports, end_s * 1_000_000_000);
+    let mut samples = Samples::new();
+    scrape_reports(name, &reports, &mut samples);
+    Scraped {
+        host: name.to_string(),
+        samples,
+        scrapes: reports.iter().map(|(t, _)| t / 1_000_000).collect(),
+        fires: fires.iter().map(|f| f.to_string()).collect(),
+    }
+}
+
+/// The fleet, one thread per host: every scenario of [`SCENARIOS`] for [`SPAN_S`] at its
+/// speed; [`CALM_THEN_STORM`], an hour of calm then [`SPAN_S`] of write storm; [`GONE`], one
+/// report then [`GONE_AGO_S`] of failed scrapes (`up` 0).
+fn fleet() -> Vec<Scraped> {
+    let span = i64::from(SPAN_S);
+    std::thread::scope(|s| {
+        let mut threads: Vec<_> = SCENARIOS
+            .iter()
+            .map(|sc| {
+                s.spawn(move || {
+                    scraped(
+                        &host(sc.kind),
+                        &[(sc.kind, sc.speed, SPAN_S)],
+                        span,
+                        sc.fires,
+                    )
+                })
+            })
+            .collect();
+        threads.push(s.spawn(move || {
+            let phases = [
+                (Kind::Healthy, 1.0, CALM_S),
+                (Kind::WriteStorm, 1.0, SPAN_S),
+            ];
+            scraped(
+                CALM_THEN_STORM,
+                &phases,
+                i64::from(CALM_S) + span,
+                CALM_THEN_STORM_FIRES,
+            )
+        }));
+        threads.push(s.spawn(move || {
+            let mut gone = scraped(GONE, &[(Kind::Healthy, 1.0, 10)], 10, GONE_FIRES);
+            let up = gone
+                .samples
+                .entry(("up".to_string(), scrape_labels(GONE)))
+                .or_default();
+            for k in 1..=GONE_AGO_S / 10 {
+                let t = 10_000 + k * 10_000;
+                up.push((t, 0.0));
+                gone.scrapes.push(t);
+            }
+            gone
+        }));
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    })
+}
+
+/// A YAML single-quoted scalar.
+fn quoted(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// The `promtool test rules` file of one host: its series every 10 s from 0, the rules
+/// evaluated every minute, and at the last scrape the set of rules that were firing at any
+/// evaluation: exactly the host's `fires`.
+fn promtool_test(h: &Scraped, rules: &Path) -> String {
+    let end_ms = *h.scrapes.last().unwrap();
+    let mut out = format!(
+        "# {}: the storwatch rules on the simulated host, scraped every 10 s\n\
+         rule_files:\n- {}\nevaluation_interval: 1m\ntests:\n- name: {}\n  interval: 10s\n  input_series:\n",
+        h.host,
+        quoted(&rules.display().to_string()),
+        quoted(&h.host)
+    );
+    for ((name, labels), points) in &h.samples {
+        let values = promtool_values_scraped(points, &h.scrapes, 0, 10_000);
+        let _ = writeln!(
+            out,
+            "  - series: {}\n    values: {}",
+            quoted(&selector(name, labels)),
+            quoted(&values)
+        );
+    }
+    let window_s = end_ms / 1000 + 60;
+    let expr = format!(
+        "group by (alertname) (max_over_time(ALERTS{{alertstate=\"firing\",host=\"{}\"}}[{window_s}s]))",
+        h.host
+    );
+    let _ = write!(
+        out,
+        "  promql_expr_test:\n  - expr: {}\n    eval_time: {}ms\n    exp_samples:",
+        quoted(&expr),
+        end_ms
+    );
+    if h.fires.is_empty() {
+        out.push_str(" []\n");
+    } else {
+        out.push('\n');
+        let fires: BTreeSet<&String> = h.fires.iter().collect();
+        for f in fires {
+            let _ = writeln!(
+                out,
+                "    - labels: {}\n      value: 1",
+                quoted(&format!("{{alertname=\"storwatch-{f}\"}}"))
+            );
+        }
+    }
+    out
+}
+
+#[test]
+fn the_rules_fire_exactly_as_listed_on_the_simulated_fleet() {
+    let t0 = Instant::now();
+    let rules = workspace().join(RULES_FILE);
+    let tmp = storwatch_test_support::scratch();
+    let dir = std::env::var_os("STORWATCH_PROMTOOL_TESTS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| tmp.path().to_path_buf());
+    std::fs::create_dir_all(&dir).unwrap();
+    let fleet = fleet();
+    let stepped = t0.elapsed();
+    let files: Vec<(String, std::path::PathBuf)> = fleet
+        .iter()
+        .map(|h| {
+            let file = dir.join(format!("{}.test.yml", h.host));
+            std::fs::write(&file, promtool_test(h, &rules)).unwrap();
+            (h.host.clone(), file)
+        })
+        .collect();
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let threads: Vec<_> = files
+            .iter()
+            .map(|(host, file)| {
+                s.spawn(move || {
+                    let out = Command::new("promtool")
+                        .args(["test", "rules"])
+                        .arg(file)
+                        .output()
+                        .expect("promtool (Debian's prometheus package) is installed");
+                    (out.status.success()).then_some(()).ok_or_else(|| {
+                        format!(
+                            "{host} ({}):\n{}{}",
+                            file.display(),
+                            String::from_utf8_lossy(&out.stdout),
+                            String::from_utf8_lossy(&out.stderr)
+                        )
+                    })
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .filter_map(|t| t.join().unwrap().err())
+            .collect()
+    });
+    eprintln!(
+        "{} hosts stepped in {:.1} s, promtool done at {:.1} s",
+        fleet.len(),
+        stepped.as_secs_f64(),
+        t0.elapsed().as_secs_f64()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {} hosts:\n{}",
+        failures.len(),
+        fleet.len(),
+        failures.join("\n")
     );
 }
