@@ -11,6 +11,7 @@
 
 pub mod fleet;
 pub mod prom;
+pub mod promql_dashboards;
 pub mod promql_rules;
 
 use std::collections::BTreeMap;
