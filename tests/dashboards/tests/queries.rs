@@ -21,8 +21,9 @@
 //! * Grafana's evaluations of every alert rule are replayed over the quarter hour: every
 //!   interval of its group, its queries with their relative time ranges ending there, its
 //!   reduce, threshold and math expressions per series, and each alert instance going Normal →
-//!   Pending → Firing once its condition has held for the rule's `for`. Each rule must fire on
-//!   the scenarios made for it, no rule's condition may ever hold on `healthy`, and
+//!   Pending → Firing once its condition has held for the rule's `for`. The rules that fire on
+//!   each host must be exactly its scenario's `fires` list (the PromQL rules are held to the
+//!   same lists in promql_rules.rs), no rule's condition may ever hold on `healthy`, and
 //!   agent-silent only on the stopped host;
 //! * every panel query, template variable query and annotation query runs with Grafana's macros
 //!   expanded as Grafana does (`$timeFilter`, `$__interval`, `$site`/`$device` as "All" = `.*`,
@@ -41,8 +42,8 @@ use serde_json::Value as Json;
 use serde_norway::Value as Yaml;
 use storwatch_agent::sink::{self, OutputSpec, Sink, SinkStats};
 use storwatch_dashboards_tests::fleet::{
-    host, host_toml, CALM_S, CALM_THEN_STORM, DRIVES_UNREADABLE, GONE, GONE_AGO_S, SCENARIOS,
-    SPAN_S,
+    host, host_toml, CALM_S, CALM_THEN_STORM, CALM_THEN_STORM_FIRES, DRIVES_UNREADABLE, GONE,
+    GONE_AGO_S, GONE_FIRES, SCENARIOS, SPAN_S,
 };
 use storwatch_dashboards_tests::{
     dashboard_queries, expand, expand_vd_device, panel_query, series, DashboardQuery, Labels,
@@ -620,11 +621,22 @@ fn dashboards_and_alert_rules_on_a_simulated_fleet() {
             problems.insert(format!("storwatch-jobs-io-stall is true on {h}"));
         }
     }
-    for s in SCENARIOS {
-        let h = host(s.kind);
-        for rule in s.fires {
-            if !firing(rule, &h) {
+    // exactly the rules listed fire on each host, as the PromQL rules must (promql_rules.rs)
+    let mut listed: BTreeMap<String, &[&str]> =
+        SCENARIOS.iter().map(|s| (host(s.kind), s.fires)).collect();
+    listed.insert(GONE.to_string(), GONE_FIRES);
+    listed.insert(CALM_THEN_STORM.to_string(), CALM_THEN_STORM_FIRES);
+    for (h, fires) in &listed {
+        for rule in *fires {
+            if !firing(rule, h) {
                 problems.insert(format!("{h}: storwatch-{rule} does not fire"));
+            }
+        }
+        for ((uid, sh), st) in &states {
+            if sh == h && st.firing.is_some() && !fires.contains(&uid.as_str()) {
+                problems.insert(format!(
+                    "{h}: storwatch-{uid} fires, which its scenario does not list"
+                ));
             }
         }
     }
