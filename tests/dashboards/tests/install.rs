@@ -505,6 +505,30 @@ fn installs_from_the_package_layout() {
         "runbooks are taken from the package: {out}"
     );
     check_installed(&target);
+    // the Prometheus side from the package: datasource, PromQL dashboards, the rule file (and
+    // the prometheus.yml that loads it, named in the output)
+    let rules = fs.path().join("prometheus-host/rules");
+    let out = install(
+        &script,
+        &target,
+        &[
+            "--influx-url",
+            "http://influxdb.example.org:8086",
+            "--datasource",
+            "both",
+            "--prometheus-url",
+            "http://prometheus.example.org:9090",
+            "--prometheus-rules",
+            rules.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.contains("/usr/share/storwatch/prometheus/prometheus.yml"),
+        "{out}"
+    );
+    check_installed(&target);
+    check_prometheus_installed(&target);
+    check_prometheus_rules(&rules);
 }
 
 #[test]
