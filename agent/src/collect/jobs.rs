@@ -182,7 +182,7 @@ struct Tracked {
     /// Other directories of the job (HTCondor's ssh_to_job), their CPU time added.
     also: Vec<PathBuf>,
     /// The files of [`KEPT`] kept open, when this job has a share of the open-file budget.
-    kept: Option<Box<[Option<std::fs::File>; 7]>>,
+    kept: Option<Box<Kept>>,
     cores: Option<Cores>,
     static_reads: u8,
     /// The last reading; `None` while the job is over the cap.
@@ -260,6 +260,11 @@ pub struct JobsCollector {
     /// Whether the tree is something else than cgroupfs (a fixture, the simulator), where a
     /// kept file may have been replaced.
     stale_check: bool,
+    /// Kept files checked one by one for a replacement (`fstat`), since start: what the
+    /// directory check saves, for the tests.
+    file_checks: u64,
+    /// A directory's times are trusted once older than this, s (1; the tests change it).
+    settle_s: i64,
     /// Jobs that may keep their files open, and those that do.
     kept_budget: usize,
     kept_used: usize,
@@ -300,7 +305,9 @@ impl JobsCollector {
             worker: false,
             scratch: Vec::new(),
             stale_check: true,
-            kept_budget: kept_budget(),
+            file_checks: 0,
+            settle_s: 1,
+            kept_budget: kept_budget(KEPT.len() + 1),
             kept_used: 0,
             start: std::time::Instant::now(),
         }
@@ -335,6 +342,8 @@ impl JobsCollector {
         let on_cgroupfs =
             rustix::fs::statfs(&mount).is_ok_and(|f| i64::from(f.f_type) == CGROUP2_SUPER_MAGIC);
         self.stale_check = !on_cgroupfs;
+        // Off cgroupfs a job with kept files holds its directory too (the rename check).
+        self.kept_budget = kept_budget(KEPT.len() + usize::from(self.stale_check));
         self.mount = Some(mount);
         self.v2 = Some(v2);
         v2
@@ -480,6 +489,9 @@ impl JobsCollector {
 
         let mut vanished = Vec::new();
         let mut psi_missing: Option<PathBuf> = None;
+        let now_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
         for (root_path, t) in &mut self.jobs {
             if !t.seen {
                 if !baseline {
@@ -513,6 +525,10 @@ impl JobsCollector {
             let mut io = ReadIo {
                 scratch: &mut self.scratch,
                 stale_check: self.stale_check,
+                check_files: false,
+                now_s,
+                settle_s: self.settle_s,
+                file_checks: &mut self.file_checks,
             };
             match t.reading(at, &mut io, &mut self.buf, errors, &mut psi_missing) {
                 Some(r) => {
@@ -797,14 +813,15 @@ struct NodeFigures {
     ranked: Vec<usize>,
 }
 
-/// Jobs whose files may be kept open: a quarter of the soft open-file limit, [`KEPT`]'s files
-/// each (146 jobs under the unit's `LimitNOFILE=4096`, 36 at the usual 1024); the jobs past it are
-/// read by path, holding nothing open. These are all the descriptors jobs hold: no job directory is
-/// kept open, a job over `max_jobs` opens only its core files at its first readings, closed at once.
-fn kept_budget() -> usize {
+/// Jobs whose files may be kept open, `per_job` descriptors each: a quarter of the soft
+/// open-file limit (on cgroupfs, [`KEPT`]'s 7 files a job: 146 jobs under the unit's
+/// `LimitNOFILE=4096`, 36 at the usual 1024; elsewhere the job's directory as well, 8 a job); the
+/// jobs past it are read by path, holding nothing open. These are all the descriptors jobs hold:
+/// a job over `max_jobs` opens only its core files at its first readings, closed at once.
+fn kept_budget(per_job: usize) -> usize {
     let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
     let quarter = soft.map_or(usize::MAX, |s| usize::try_from(s / 4).unwrap_or(usize::MAX));
-    quarter / KEPT.len()
+    quarter / per_job.max(1)
 }
 
 /// The device name of `major:minor`: the kernel name `/sys/dev/block` links to, looked up once.
@@ -983,6 +1000,63 @@ impl Tracked {
         self.cores = model::allocated_cores(self.system, max.as_ref(), set.as_ref(), weight);
     }
 
+    /// Off cgroupfs, whether a kept file of the job may have been replaced by a rename since
+    /// it was opened, so that each must be checked (`fstat`: unlinked?). A rename, a removal or
+    /// a creation in the job's directory sets the directory's modification and change times to
+    /// the current time: times unchanged since the files were last checked mean none was
+    /// replaced, one `fstat` of the directory instead of one per file (600 system calls less a
+    /// reading of 100 jobs). Times are trusted only once they are more than a second old when
+    /// recorded — a change within the same tick of the file system's clock could leave them
+    /// equal — and a directory that was removed (unlinked) is opened again. On cgroupfs files
+    /// are never replaced: no check.
+    fn files_may_be_replaced(&mut self, io: &ReadIo<'_>) -> bool {
+        use rustix::fs::{AtFlags, Mode, OFlags, StatxFlags};
+        if !io.stale_check {
+            return false;
+        }
+        // Files read by path are opened afresh at every reading.
+        let Some(kept) = self.kept.as_mut() else {
+            return false;
+        };
+        if kept.dir.is_none() {
+            kept.dir = rustix::fs::open(
+                &self.dir,
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .ok();
+        }
+        let times = kept.dir.as_ref().and_then(|d| {
+            rustix::fs::statx(
+                d,
+                "",
+                AtFlags::EMPTY_PATH,
+                StatxFlags::MTIME | StatxFlags::CTIME | StatxFlags::NLINK,
+            )
+            .ok()
+            .map(|x| DirTimes {
+                mtime: (x.stx_mtime.tv_sec, x.stx_mtime.tv_nsec),
+                ctime: (x.stx_ctime.tv_sec, x.stx_ctime.tv_nsec),
+                linked: x.stx_nlink > 0,
+            })
+        });
+        match times {
+            Some(t) if t.linked && kept.checked == Some(t) => false,
+            Some(t) if t.linked => {
+                let settled =
+                    t.mtime.0 < io.now_s - io.settle_s && t.ctime.0 < io.now_s - io.settle_s;
+                kept.checked = settled.then_some(t);
+                true
+            }
+            _ => {
+                // Gone, or removed and perhaps made again under its name: open it again next time.
+                kept.dir = None;
+                kept.checked = None;
+                true
+            }
+        }
+    }
+
     /// Reads the job's file number `idx` of [`KEPT`] into `buf`: through its descriptor kept
     /// open when the job has them (one `pread`, plus an `fstat` on a tree that is not cgroupfs,
     /// where a file replaced by a rename leaves the descriptor on the old one), else by name in
@@ -994,11 +1068,12 @@ impl Tracked {
         buf: &mut String,
     ) -> Result<bool, SourceError> {
         let name = KEPT.get(idx).copied().unwrap_or("cpu.stat");
-        let Some(slot) = self.kept.as_mut().and_then(|k| k.get_mut(idx)) else {
+        let Some(slot) = self.kept.as_mut().and_then(|k| k.files.get_mut(idx)) else {
             return crate::root::read_value_into(&self.dir.join_sized(name), buf);
         };
-        if io.stale_check {
+        if io.check_files {
             if let Some(f) = slot {
+                *io.file_checks += 1;
                 if f.metadata()
                     .map_or(true, |m| std::os::unix::fs::MetadataExt::nlink(&m) == 0)
                 {
@@ -1053,6 +1128,7 @@ impl Tracked {
         errors: &mut SourceErrors,
         psi_missing: &mut Option<PathBuf>,
     ) -> Option<JobReading> {
+        io.check_files = self.files_may_be_replaced(io);
         // cpu.stat is there in every cgroup v2 directory: without it the job has ended.
         // Only `usage_usec` is used: read alone, not the whole file.
         let mut usage = match self.parse_file(CPU_STAT, io, buf, cpu_stat::usage_usec) {
@@ -1203,8 +1279,37 @@ fn pread_into(
 struct ReadIo<'a> {
     /// The read buffer of `pread`.
     scratch: &'a mut Vec<u8>,
-    /// The tree is not cgroupfs: check that a kept file was not replaced.
+    /// The tree is not cgroupfs: a kept file may have been replaced.
     stale_check: bool,
+    /// Check each kept file of the job being read for a replacement: its directory changed
+    /// since they were last checked ([`Tracked::files_may_be_replaced`]).
+    check_files: bool,
+    /// The wall clock at the reading, s since the epoch (the directories' times are on it).
+    now_s: i64,
+    /// [`JobsCollector::settle_s`].
+    settle_s: i64,
+    /// [`JobsCollector::file_checks`].
+    file_checks: &'a mut u64,
+}
+
+/// The files a job keeps open, and what the rename check off cgroupfs needs.
+#[derive(Debug, Default)]
+struct Kept {
+    /// [`KEPT`]'s files, each once opened.
+    files: [Option<std::fs::File>; 7],
+    /// The job's directory (`O_PATH`), off cgroupfs only.
+    dir: Option<rustix::fd::OwnedFd>,
+    /// The directory's times when its files were last checked one by one, if they were older
+    /// than a second then: the same times since mean no file of it was replaced.
+    checked: Option<DirTimes>,
+}
+
+/// A directory's modification and change times (s, ns), and whether it is still linked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct DirTimes {
+    mtime: (i64, u32),
+    ctime: (i64, u32),
+    linked: bool,
 }
 
 /// The `job` and `slot` tags of a job: Slurm's job id or SLUID; for HTCondor the job's directory

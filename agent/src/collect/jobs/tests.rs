@@ -202,3 +202,82 @@ fn the_integer_rounding_gives_the_values_of_r3() {
     }
     assert!(r3(f64::NAN).is_nan());
 }
+
+/// Writes `text` to `path` the way the simulator does: a new file renamed over the old one.
+fn replace(path: &Path, text: &str) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).expect("write");
+    std::fs::rename(&tmp, path).expect("rename");
+}
+
+fn job_files(dir: &Path, usage: u64, current: u64) {
+    for (name, text) in [
+        ("cpu.stat", format!("usage_usec {usage}\nuser_usec 0\nsystem_usec 0\n")),
+        ("io.stat", "8:0 rbytes=1 wbytes=2 rios=3 wios=4 dbytes=0 dios=0\n".into()),
+        ("io.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=1\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=1\n".into()),
+        ("cpu.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=1\n".into()),
+        ("memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=1\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=1\n".into()),
+        ("memory.current", format!("{current}\n")),
+        ("memory.peak", "1000\n".into()),
+    ] {
+        replace(&dir.join(name), &text);
+    }
+}
+
+fn memory_current(c: &JobsCollector) -> Option<u64> {
+    c.jobs.values().next()?.prev.as_ref()?.memory_current
+}
+
+#[test]
+fn off_cgroupfs_a_file_replaced_by_a_rename_is_read_again_and_an_unchanged_directory_checks_no_file(
+) {
+    let (_dir, root) = tree();
+    job_files(&job(&root), 5, 100);
+    let mut c = JobsCollector::new(
+        JobsConfig::default(),
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(10),
+    );
+    // the directory's times trusted at once (the default waits until they are a second old)
+    c.settle_s = -1_000;
+    let mut errors = SourceErrors::new(&[CGROUP]);
+    c.read(&root, 100, &mut errors);
+    assert!(c.stale_check, "a temporary directory is not cgroupfs");
+    assert_eq!(memory_current(&c), Some(100));
+    // nothing replaced: one look at the directory, no file checked
+    c.read(&root, 200, &mut errors);
+    assert_eq!(c.file_checks, 0);
+    // rewritten in place (as the kernel's files are): the kept descriptor reads it
+    std::fs::write(job(&root).join("memory.current"), "200\n").expect("write");
+    c.read(&root, 300, &mut errors);
+    assert_eq!((memory_current(&c), c.file_checks), (Some(200), 0));
+    // replaced by a rename: the directory changed, each kept file is checked, the new one read
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    replace(&job(&root).join("memory.current"), "300\n");
+    c.read(&root, 400, &mut errors);
+    assert_eq!((memory_current(&c), c.file_checks), (Some(300), 7));
+    // and then trusted again
+    c.read(&root, 500, &mut errors);
+    assert_eq!((memory_current(&c), c.file_checks), (Some(300), 7));
+    assert_eq!(errors.interval_sum(), 0);
+}
+
+#[test]
+fn a_directory_changed_within_the_last_second_is_not_trusted() {
+    let (_dir, root) = tree();
+    job_files(&job(&root), 5, 100);
+    let mut c = JobsCollector::new(
+        JobsConfig::default(),
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(10),
+    );
+    let mut errors = SourceErrors::new(&[CGROUP]);
+    // as the simulator rewrites a tree every second: its times are always fresh, so every
+    // kept file is checked at every reading
+    for (i, at) in [100, 200, 300].into_iter().enumerate() {
+        replace(&job(&root).join("memory.current"), &format!("{at}\n"));
+        c.read(&root, at, &mut errors);
+        assert_eq!(memory_current(&c), Some(at));
+        assert_eq!(c.file_checks, 7 * i as u64);
+    }
+}
