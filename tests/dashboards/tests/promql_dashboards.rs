@@ -1,0 +1,510 @@
+//! The dashboards for a Prometheus datasource (`dashboards/prometheus/`): the committed files are
+//! what the generator makes of the InfluxQL dashboards and `queries.yaml`
+//! (`STORWATCH_BLESS=1` rewrites them), every InfluxQL query has its PromQL counterpart, and
+//! every PromQL query runs on a real Prometheus holding the simulated fleet as a Prometheus
+//! scraping each agent's `/metrics` after each report would: none errors, every panel has data on
+//! some scenario's host, and the incidents show where they should.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value as Json;
+
+use storwatch_agent::sink::SinkStats;
+use storwatch_dashboards_tests::fleet::{host, host_toml, SCENARIOS, SPAN_S};
+use storwatch_dashboards_tests::prom::{openmetrics, scrape_reports, Samples};
+use storwatch_dashboards_tests::promql_dashboards::{
+    expand_promql, generate, promql_dashboard_queries, PromqlQuery,
+};
+use storwatch_dashboards_tests::{shift, SteppedHost, STEP_NS};
+use storwatch_sim::scenario::Kind;
+use storwatch_test_support::http::{http, urlencode};
+use storwatch_test_support::process::Proc;
+use storwatch_test_support::wait::{now_s, wait_for};
+use storwatch_test_support::{scratch, workspace};
+
+/// This test's Prometheus port (18640–18649 are free for the PromQL dashboards' tests).
+const PORT: u16 = 18641;
+/// The panels' interval in the queries: the scrape interval, as Grafana's min interval makes it
+/// on a quarter hour.
+const INTERVAL: &str = "10s";
+/// The step of the range queries.
+const STEP_S: u64 = 30;
+
+/// Panels that the simulated fleet cannot fill, and why (the test fails if one has data, so
+/// that the list stays true).
+const NO_SIM_DATA: &[(&str, &str, &str)] = &[(
+    "disk-server.json",
+    "Filesystem fill on the virtual drives",
+    "no simulated host mounts a filesystem on a hardware virtual drive's block device",
+)];
+
+#[test]
+fn committed_dashboards_are_the_generated_ones() {
+    let files = generate().unwrap_or_else(|e| panic!("dashboards/prometheus/queries.yaml:\n{e}"));
+    let dir = workspace().join("dashboards/prometheus");
+    let bless = std::env::var_os("STORWATCH_BLESS").is_some();
+    let mut stale = Vec::new();
+    for (file, text) in files {
+        let path = dir.join(&file);
+        let old = std::fs::read_to_string(&path).unwrap_or_default();
+        if old != text {
+            if bless {
+                std::fs::write(&path, text).unwrap();
+            } else {
+                stale.push(file);
+            }
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "dashboards/prometheus/{stale:?} differ from what the generator makes of dashboards/*.json \
+         and queries.yaml: STORWATCH_BLESS=1 cargo test -p storwatch-dashboards-tests --test \
+         promql_dashboards rewrites them"
+    );
+}
+
+#[test]
+fn the_generated_dashboards_keep_the_layout_and_name_prometheus_only() {
+    for q in promql_dashboard_queries() {
+        assert!(!q.query.is_empty(), "{} {}: empty query", q.file, q.what);
+        for influx in ["$rp", "$timeFilter", "SELECT", "$__interval_ms", "$tag_"] {
+            assert!(
+                !q.query.contains(influx),
+                "{} {}: {influx} in {}",
+                q.file,
+                q.what,
+                q.query
+            );
+        }
+    }
+    let dir = workspace().join("dashboards");
+    for file in storwatch_dashboards_tests::promql_dashboards::FILES {
+        let i: Json =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap();
+        let p: Json = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("prometheus").join(file)).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(p["uid"], format!("{}-prom", i["uid"].as_str().unwrap()));
+        assert_eq!(
+            p["title"],
+            format!("{} (Prometheus)", i["title"].as_str().unwrap())
+        );
+        let text = serde_json::to_string(&p).unwrap();
+        assert!(!text.contains("influxdb"), "{file}: names influxdb");
+        let vars: Vec<&str> = p["templating"]["list"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["name"].as_str().unwrap())
+            .collect();
+        assert!(!vars.contains(&"rp"), "{file}: $rp kept");
+        assert_eq!(p["templating"]["list"][0]["query"], "prometheus");
+        assert_eq!(
+            p["templating"]["list"][0]["current"]["value"],
+            "storwatch-prometheus"
+        );
+        // same panels at the same places
+        let grid = |d: &Json| -> Vec<(u64, String, String)> {
+            let mut out = Vec::new();
+            let mut stack: Vec<&Json> = d["panels"].as_array().unwrap().iter().collect();
+            while let Some(x) = stack.pop() {
+                stack.extend(x["panels"].as_array().into_iter().flatten());
+                out.push((
+                    x["id"].as_u64().unwrap(),
+                    x["title"].to_string(),
+                    x["gridPos"].to_string(),
+                ));
+            }
+            out.sort();
+            out
+        };
+        assert_eq!(grid(&i), grid(&p), "{file}: panels differ");
+    }
+}
+
+/// The reports of scenario `kind`'s host at the scenario's speed over [`SPAN_S`] simulated
+/// seconds, stamped 1, 2, 3 … report intervals from the epoch.
+fn reports(kind: Kind, speed: f64) -> Vec<String> {
+    let dir = scratch();
+    let name = host(kind);
+    let mut h = SteppedHost::new(dir.path(), kind, &name, speed, &host_toml(&name));
+    (1..=i64::from(SPAN_S) / 10)
+        .map(|k| String::from_utf8(h.report(k * STEP_NS, SinkStats::default())).unwrap())
+        .collect()
+}
+
+/// A real Prometheus on the simulated fleet's quarter hour, backfilled with promtool.
+struct Prometheus {
+    // dropped in this order: the process, then its files
+    _proc: Proc,
+    _dir: tempfile::TempDir,
+    /// the end of the data (seconds since the epoch, on a report)
+    end_s: u64,
+}
+
+/// Starts it: the fleet's histories in parallel threads, the samples into blocks, Prometheus on
+/// [`PORT`]. It stops (and its files go) when dropped, on a failing assertion too.
+fn fleet_prometheus() -> Prometheus {
+    assert_eq!(
+        http(&url("/-/ready"), "GET", &[], b"").0,
+        0,
+        "something already listens on 127.0.0.1:{PORT}"
+    );
+    {
+        let end_s = now_s() / 10 * 10;
+        let end_ns = i64::try_from(end_s).unwrap() * 1_000_000_000;
+        let threads: Vec<_> = SCENARIOS
+            .iter()
+            .map(|s| {
+                let (kind, speed) = (s.kind, s.speed);
+                std::thread::spawn(move || {
+                    let r = reports(kind, speed);
+                    let mut samples = Samples::new();
+                    scrape_reports(&host(kind), &shift(&r, end_ns), &mut samples);
+                    samples
+                })
+            })
+            .collect();
+        let mut samples = Samples::new();
+        for t in threads {
+            samples.extend(t.join().unwrap());
+        }
+        let dir = scratch();
+        let om = dir.path().join("fleet.om");
+        std::fs::write(&om, openmetrics(&samples)).unwrap();
+        if let Some(keep) = std::env::var_os("STORWATCH_PROM_FLEET") {
+            std::fs::copy(&om, keep).unwrap();
+        }
+        let data = dir.path().join("data");
+        let out = Command::new("promtool")
+            .args(["tsdb", "create-blocks-from", "openmetrics"])
+            .arg(&om)
+            .arg(&data)
+            .output()
+            .expect("promtool (Debian package prometheus)");
+        assert!(
+            out.status.success(),
+            "promtool tsdb create-blocks-from openmetrics: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let config = dir.path().join("prometheus.yml");
+        std::fs::write(&config, "global:\n  scrape_interval: 10s\n").unwrap();
+        std::fs::remove_file(&om).unwrap();
+        let proc = start_prometheus(dir.path(), &config, &data);
+        Prometheus {
+            _proc: proc,
+            _dir: dir,
+            end_s,
+        }
+    }
+}
+
+fn start_prometheus(dir: &Path, config: &Path, data: &Path) -> Proc {
+    let mut proc = Proc::spawn(
+        "prometheus",
+        &dir.join("prometheus.log"),
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", data.display()))
+            .arg("--storage.tsdb.retention.time=3650d")
+            .arg(format!("--web.listen-address=127.0.0.1:{PORT}")),
+    );
+    let ready = wait_for(Duration::from_secs(60), || {
+        http(&url("/-/ready"), "GET", &[], b"").0 == 200
+    });
+    assert!(
+        ready && proc.running(),
+        "prometheus did not start:\n{}",
+        proc.log_tail(30)
+    );
+    proc
+}
+
+fn url(path: &str) -> String {
+    format!("http://127.0.0.1:{PORT}{path}")
+}
+
+/// Prometheus's answer to an API GET: its `data`, or its error.
+fn api(path: &str) -> Result<Json, String> {
+    let (status, body) = http(&url(path), "GET", &[], b"");
+    let j: Json = serde_json::from_str(&body).map_err(|e| format!("{status} {e}: {body}"))?;
+    if j["status"] != "success" {
+        return Err(format!("{status}: {} {}", j["errorType"], j["error"]));
+    }
+    Ok(j["data"].clone())
+}
+
+/// The series of a panel's or an annotation's query over the quarter hour (range queries with a
+/// step of [`STEP_S`], instant queries at the end), or Prometheus's error.
+fn run(p: &Prometheus, q: &PromqlQuery, expanded: &str) -> Result<Vec<Json>, String> {
+    let e = urlencode(expanded);
+    let data = if q.instant {
+        api(&format!("/api/v1/query?query={e}&time={}", p.end_s))?
+    } else {
+        api(&format!(
+            "/api/v1/query_range?query={e}&start={}&end={}&step={STEP_S}",
+            p.end_s - u64::from(SPAN_S),
+            p.end_s
+        ))?
+    };
+    Ok(data["result"].as_array().cloned().unwrap_or_default())
+}
+
+/// A template variable's values: the series its `label_values(selector, label)` selects, that
+/// label's values.
+fn variable_values(p: &Prometheus, query: &str) -> Result<BTreeSet<String>, String> {
+    let inner = query
+        .trim()
+        .strip_prefix("label_values(")
+        .and_then(|s| s.strip_suffix(')'))
+        .ok_or_else(|| format!("not label_values(selector, label): {query}"))?;
+    let (selector, label) = inner
+        .rsplit_once(',')
+        .ok_or_else(|| format!("not label_values(selector, label): {query}"))?;
+    let data = api(&format!(
+        "/api/v1/series?match[]={}&start={}&end={}",
+        urlencode(selector.trim()),
+        p.end_s - u64::from(SPAN_S),
+        p.end_s
+    ))?;
+    Ok(data
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s[label.trim()].as_str().map(str::to_string))
+        .collect())
+}
+
+fn hosts() -> Vec<String> {
+    SCENARIOS.iter().map(|s| host(s.kind)).collect()
+}
+
+/// One Prometheus for both checks (the fleet's quarter hour takes most of the time).
+#[test]
+fn prometheus_runs_every_query_and_shows_the_incidents() {
+    let t0 = std::time::Instant::now();
+    let p = fleet_prometheus();
+    eprintln!("fleet in Prometheus in {:.1} s", t0.elapsed().as_secs_f64());
+    every_query_runs_and_every_panel_has_data(&p);
+    eprintln!("every query run, {:.1} s", t0.elapsed().as_secs_f64());
+    incidents_show_on_their_panels(&p);
+}
+
+fn every_query_runs_and_every_panel_has_data(p: &Prometheus) {
+    let queries = promql_dashboard_queries();
+    assert!(queries.len() > 100, "{} queries", queries.len());
+    let hosts = hosts();
+    let mut errors = Vec::new();
+    let mut empty = Vec::new();
+    // panel -> whether any of its queries had data on some host
+    let mut panel_data: BTreeMap<(String, String), bool> = BTreeMap::new();
+    for q in &queries {
+        if !q.panel {
+            match variable_values(p, &expand_promql(&q.query, ".*", INTERVAL)) {
+                Err(e) => errors.push(format!("{} {}: {e}\n  {}", q.file, q.what, q.query)),
+                Ok(v) if v.is_empty() => empty.push(format!("{} {}", q.file, q.what)),
+                Ok(_) => {}
+            }
+            continue;
+        }
+        let panel = q
+            .what
+            .rsplit_once(" query ")
+            .map_or(q.what.clone(), |(p, _)| p.to_string());
+        let mut any = false;
+        for h in &hosts {
+            let e = expand_promql(&q.query, h, INTERVAL);
+            match run(p, q, &e) {
+                Err(err) => {
+                    errors.push(format!("{} {}: {err}\n  {e}", q.file, q.what));
+                    break;
+                }
+                Ok(r) => any |= !r.is_empty(),
+            }
+        }
+        if !any {
+            empty.push(format!("{} {}", q.file, q.what));
+        }
+        *panel_data.entry((q.file.clone(), panel)).or_default() |= any;
+    }
+    for e in &empty {
+        eprintln!("no data on any scenario's host: {e}");
+    }
+    assert!(
+        errors.is_empty(),
+        "{} queries fail:\n{}",
+        errors.len(),
+        errors.join("\n")
+    );
+    let known = |f: &str, p: &str| {
+        NO_SIM_DATA
+            .iter()
+            .any(|(kf, kp, _)| *kf == f && p == format!("panel {kp:?}"))
+    };
+    let dead: Vec<_> = panel_data
+        .iter()
+        .filter(|((f, p), any)| !**any && !known(f, p))
+        .map(|((f, p), _)| format!("{f} {p}"))
+        .collect();
+    let filled: Vec<_> = panel_data
+        .iter()
+        .filter(|((f, p), any)| **any && known(f, p))
+        .map(|((f, p), _)| format!("{f} {p}"))
+        .collect();
+    assert!(
+        filled.is_empty(),
+        "NO_SIM_DATA lists panels with data: {filled:?}"
+    );
+    assert!(
+        dead.is_empty(),
+        "panels without data on any scenario's host:\n{}",
+        dead.join("\n")
+    );
+}
+
+/// The PromQL of `what` in dashboard `file` (`panel "…" query "…"` or `annotation "…"`).
+fn query_of(file: &str, what: &str) -> PromqlQuery {
+    promql_dashboard_queries()
+        .into_iter()
+        .find(|q| q.file == file && q.what == what)
+        .unwrap_or_else(|| panic!("{file}: no {what}"))
+}
+
+/// Every series' labels and values (range queries: every point; instant: the one value) of
+/// query `what` of `file` for host `h`.
+fn values(
+    p: &Prometheus,
+    file: &str,
+    what: &str,
+    h: &str,
+) -> Vec<(BTreeMap<String, String>, Vec<f64>)> {
+    let q = query_of(file, what);
+    let e = expand_promql(&q.query, h, INTERVAL);
+    let num = |v: &Json| v[1].as_str().and_then(|s| s.parse::<f64>().ok());
+    run(p, &q, &e)
+        .unwrap_or_else(|err| panic!("{err}\n  {e}"))
+        .into_iter()
+        .map(|s| {
+            let labels = s["metric"]
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let vals = match s["values"].as_array() {
+                Some(points) => points.iter().filter_map(num).collect(),
+                None => num(&s["value"]).into_iter().collect(),
+            };
+            (labels, vals)
+        })
+        .collect()
+}
+
+fn peak(series: &[(BTreeMap<String, String>, Vec<f64>)]) -> f64 {
+    series
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .fold(0.0, f64::max)
+}
+
+/// The incidents show on the panels an operator looks at, and not on the healthy host.
+fn incidents_show_on_their_panels(p: &Prometheus) {
+    let healthy = host(Kind::Healthy);
+
+    // the write storm's disks: seconds saturated per interval
+    let what = r#"panel "Seconds saturated per interval" query "A""#;
+    let storm = peak(&values(
+        p,
+        "worker-node.json",
+        what,
+        &host(Kind::WriteStorm),
+    ));
+    let calm = peak(&values(p, "worker-node.json", what, &healthy));
+    assert!(storm >= 5.0, "write storm: {storm} s saturated at most");
+    assert_eq!(calm, 0.0, "healthy host saturated");
+    // and its peak 1 s %util at 100 on the disk server's heat map
+    let what = r#"panel "Per-disk %util heat map (peak 1 s per interval)" query "A""#;
+    let util = peak(&values(
+        p,
+        "disk-server.json",
+        what,
+        &host(Kind::WriteStorm),
+    ));
+    assert!(util >= 99.0, "write storm: peak %util {util}");
+
+    // md-rebuild: the recovery's progress grows
+    let what = r#"panel "Rebuild / resilver progress" query "A""#;
+    let md = values(p, "disk-server.json", what, &host(Kind::MdRebuild));
+    assert!(
+        md.iter().any(|(_, v)| v.len() > 2 && v[v.len() - 1] > v[0]),
+        "md-rebuild: no progress {md:?}"
+    );
+    assert!(values(p, "disk-server.json", what, &healthy).is_empty());
+
+    // the flapping path: transitions in the 10 min window at or above the flapping threshold (3)
+    let what = r#"panel "Flapping multipath paths" query "A_transitions_10min""#;
+    let flap_host = host(Kind::MultipathFlap);
+    let rows = values(p, "site-overview.json", what, &flap_host);
+    let flapping = peak(
+        &rows
+            .iter()
+            .filter(|(l, _)| l.get("host") == Some(&flap_host))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    assert!(
+        flapping >= 3.0,
+        "{flap_host}: {flapping} transitions in the window"
+    );
+    let calm = peak(
+        &rows
+            .iter()
+            .filter(|(l, _)| l.get("host") == Some(&healthy))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(calm, 0.0, "healthy host's paths flap");
+    // and the storage events annotation marks it, not the healthy host
+    let what = r#"annotation "storage events""#;
+    assert!(!values(p, "disk-server.json", what, &flap_host).is_empty());
+    assert!(values(p, "disk-server.json", what, &healthy).is_empty());
+
+    // the hardware RAID rebuild: progress grows, the VD shows a rebuild risk
+    let what = r#"panel "Virtual drive rebuild progress and ETA" query "A""#;
+    let vd = values(p, "disk-server.json", what, &host(Kind::HwraidRebuild));
+    assert!(
+        vd.iter().any(|(_, v)| v.len() > 2 && v[v.len() - 1] > v[0]),
+        "hwraid-rebuild: no progress {vd:?}"
+    );
+
+    // the starved worker's jobs stall on I/O, the healthy workers' hardly
+    let what = r#"panel "Worker nodes by jobs' I/O stall (worst first)" query "A_io_stall_pct""#;
+    let rows = values(p, "site-overview.json", what, ".*");
+    let stall = |k: Kind| {
+        let h = host(k);
+        peak(
+            &rows
+                .iter()
+                .filter(|(l, _)| l.get("host") == Some(&h))
+                .cloned()
+                .collect::<Vec<_>>(),
+        )
+    };
+    let starved = stall(Kind::JobsIoStarved);
+    for k in [Kind::WorkerHtcondor, Kind::WorkerSlurm] {
+        assert!(
+            starved > 2.0 * stall(k),
+            "starved {starved} vs {} {}",
+            host(k),
+            stall(k)
+        );
+    }
+}
