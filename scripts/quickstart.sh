@@ -128,7 +128,7 @@ prerequisites() {
       missing+=("influxd, InfluxDB 1.x (apt-get install influxdb as root, or the InfluxData 1.8 package); run start as root on Debian/Ubuntu to have it installed")
     fi
   fi
-  if [ "$with_prometheus" = 1 ] && ! command -v prometheus >/dev/null; then
+  if [ "$with_prometheus" = 1 ] && ! { command -v prometheus && command -v promtool; } >/dev/null; then
     if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
       missing+=("prometheus and promtool (apt-get install prometheus, or the release tarball from prometheus.io on PATH); run start as root on Debian/Ubuntu to have it installed")
     fi
@@ -143,7 +143,7 @@ prerequisites() {
 # The Debian package, without the system-wide Prometheus its postinst would start on 0.0.0.0:9090
 # (policy-rc.d refuses every service start while it is installed).
 install_prometheus() {
-  command -v prometheus >/dev/null && return 0
+  { command -v prometheus && command -v promtool; } >/dev/null && return 0
   say "installing prometheus (apt-get)"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q >/dev/null
