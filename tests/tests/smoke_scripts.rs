@@ -488,26 +488,27 @@ fn list_hosts(list: &[u8]) -> Vec<String> {
 fn check_prometheus(state: &Path, sim_hosts: &[String], started: Instant) {
     let prom = Prometheus::of(state);
     let agents = sim_hosts.len() + 1;
-    // every agent's target up (Prometheus spreads the targets' first scrapes over the 10 s
-    // interval), and every host's series stored (the agent's own line)
+    // every agent's target up and every host's series stored (the agent's own line): a target
+    // is up from its first scrape, its series come with the first scrape after the agent's first
+    // report, and Prometheus spreads the targets' scrapes over the 10 s interval
     let t = Instant::now();
-    loop {
+    let hosts = loop {
         let up = prom.vector(r#"up{job="storwatch"}"#);
-        if up.len() == agents && up.iter().all(|(_, v)| *v == 1.0) {
-            break;
+        let hosts: BTreeSet<String> = prom
+            .vector("count by (host) (storwatch_agent_uptime_seconds)")
+            .into_iter()
+            .filter_map(|(m, _)| m["host"].as_str().map(str::to_string))
+            .collect();
+        if up.len() == agents && up.iter().all(|(_, v)| *v == 1.0) && hosts.len() == agents {
+            break hosts;
         }
         assert!(
             t.elapsed() < Duration::from_secs(25),
-            "not every agent's target up 25 s after the InfluxDB checks ({agents} agents): {up:?}"
+            "not every agent's target up and its series stored 25 s after the InfluxDB checks \
+             ({agents} agents): targets {up:?}, hosts {hosts:?}"
         );
         std::thread::sleep(Duration::from_millis(500));
-    }
-    let hosts: BTreeSet<String> = prom
-        .vector("count by (host) (storwatch_agent_uptime_seconds)")
-        .into_iter()
-        .filter_map(|(m, _)| m["host"].as_str().map(str::to_string))
-        .collect();
-    assert_eq!(hosts.len(), agents, "{hosts:?}");
+    };
     for h in sim_hosts {
         assert!(hosts.contains(h), "no series of {h}: {hosts:?}");
     }
