@@ -202,7 +202,18 @@ fn repoint_links(v: &mut Json, uids: &[String]) {
                     *s = s.replace(&from, &format!("/d/{}", prom_uid(uid)));
                 }
             }
-            *s = s.replace("&var-rp=${rp}", "").replace("&var-rp=$rp", "");
+            // the retention policy is InfluxDB's
+            for rp in [
+                "&var-rp=${rp}",
+                "&var-rp=$rp",
+                "var-rp=${rp}&",
+                "var-rp=$rp&",
+            ] {
+                *s = s.replace(rp, "");
+            }
+            for rp in ["?var-rp=${rp}", "?var-rp=$rp"] {
+                *s = s.replace(rp, "");
+            }
         }
         Json::Object(m) => m.values_mut().for_each(|x| repoint_links(x, uids)),
         Json::Array(a) => a.iter_mut().for_each(|x| repoint_links(x, uids)),
@@ -683,5 +694,131 @@ mod tests {
             "max(x{host=~\"$host\"})"
         );
         assert!(substitute("%{nope}", &defs).is_err());
+    }
+
+    fn influx() -> Json {
+        json!({
+            "uid": "storwatch-x", "title": "storwatch / X", "tags": ["storwatch"],
+            "__inputs": [], "__requires": [{"type": "datasource", "id": "influxdb"}],
+            "links": [{"type": "dashboards", "tags": ["storwatch"]}],
+            "templating": {"list": [
+                {"name": "DS_STORWATCH", "type": "datasource", "query": "influxdb"},
+                {"name": "rp", "type": "custom", "query": "raw,rp_1m,rp_1h"},
+                {"name": "host", "type": "query", "datasource": {"type": "influxdb", "uid": "${DS_STORWATCH}"},
+                 "query": "SHOW TAG VALUES FROM \"agent\" WITH KEY = \"host\""}]},
+            "annotations": {"list": [
+                {"name": "storage events", "query": "SELECT \"text\" FROM \"$rp\".\"event\"", "enable": true, "iconColor": "red"}]},
+            "panels": [
+                {"type": "row", "id": 1, "title": "r", "panels": []},
+                {"type": "timeseries", "id": 2, "title": "t", "links": [{"url": "/d/storwatch-x?var-rp=$rp"}],
+                 "datasource": {"type": "influxdb", "uid": "${DS_STORWATCH}"},
+                 "targets": [{"refId": "A", "query": "SELECT 1"}, {"refId": "B", "query": "SELECT 2"}]},
+                {"type": "table", "id": 3, "title": "tab",
+                 "transformations": [{"id": "sortBy", "options": {}}],
+                 "targets": [{"refId": "A", "query": "SELECT 3"}]}]
+        })
+    }
+
+    fn gen(def: &str) -> Result<Json, Vec<String>> {
+        let def: DashboardDef = serde_norway::from_str(def).unwrap();
+        let defs = BTreeMap::from([("h".to_string(), "host=~\"$host\"".to_string())]);
+        generate_one(
+            "x.json",
+            &influx(),
+            &def,
+            &defs,
+            &["storwatch-x".to_string()],
+        )
+    }
+
+    const FULL: &str = r#"
+variables: {host: 'label_values(up{%{h}}, host)'}
+annotations: {storage events: {none: 'events are not on /metrics'}}
+panels:
+  2:
+    A: [{expr: 'a{%{h}}', legend: '{{device}} a'}, {expr: 'b', legend: 'b'}]
+    B: {covered_by: A, reason: 'one query'}
+  3:
+    A: [{col: x, expr: 'x'}, {info: true, expr: 'y_info'}]
+"#;
+
+    #[test]
+    fn a_complete_definition_makes_the_twin() {
+        let d = gen(FULL).unwrap();
+        assert_eq!(d["uid"], "storwatch-x-prom");
+        assert_eq!(d["title"], "storwatch / X (Prometheus)");
+        let vars = d["templating"]["list"].as_array().unwrap();
+        assert_eq!(vars.len(), 2, "$rp dropped: {vars:?}");
+        assert_eq!(vars[0]["current"]["value"], DATASOURCE_UID);
+        assert_eq!(
+            vars[1]["definition"],
+            "label_values(up{host=~\"$host\"}, host)"
+        );
+        assert_eq!(d["annotations"]["list"].as_array().unwrap().len(), 0);
+        let p = &d["panels"][1];
+        assert_eq!(p["targets"][0]["refId"], "A1");
+        assert_eq!(p["targets"][0]["expr"], "a{host=~\"$host\"}");
+        assert_eq!(p["targets"][1]["legendFormat"], "b");
+        assert_eq!(p["datasource"]["type"], "prometheus");
+        assert_eq!(p["links"][0]["url"], "/d/storwatch-x-prom");
+        let t = &d["panels"][2];
+        assert_eq!(t["targets"][0]["instant"], true);
+        assert_eq!(t["targets"][0]["format"], "table");
+        assert_eq!(t["transformations"][0]["id"], "merge");
+        assert_eq!(
+            t["transformations"][1]["options"]["renameByName"]["Value #A_x"],
+            "x"
+        );
+        assert_eq!(
+            t["transformations"][1]["options"]["excludeByName"]["Value #A_info2"],
+            true
+        );
+        assert_eq!(t["transformations"][2]["id"], "sortBy");
+        assert!(!serde_json::to_string(&d).unwrap().contains("influxdb"));
+    }
+
+    #[test]
+    fn what_the_definition_lacks_or_names_wrongly_is_an_error() {
+        let cases = [
+            (
+                FULL.replace("    B: {covered_by: A, reason: 'one query'}\n", ""),
+                r#"panel 2 "t" query "B" has no PromQL"#,
+            ),
+            (FULL.replace("covered_by: A", "covered_by: B"), "covered_by"),
+            (
+                FULL.replace("  3:\n    A: [", "  9:\n    A: ["),
+                "panel 9 is not",
+            ),
+            (
+                FULL.replace(
+                    "  3:\n    A: [",
+                    "  3:\n    C: [{col: z, expr: z}]\n    A: [",
+                ),
+                r#"has no query "C""#,
+            ),
+            (
+                FULL.replace("{col: x, expr: 'x'}", "{expr: 'x'}"),
+                "needs col or info",
+            ),
+            (
+                FULL.replace("variables: {host", "variables: {hosts"),
+                "variable $host has no PromQL",
+            ),
+            (
+                FULL.replace("storage events: {none", "other: {none"),
+                r#"annotation "storage events" has no PromQL"#,
+            ),
+            (
+                FULL.replace("a{%{h}}", "a{%{nope}}"),
+                "unknown or recursive fragment",
+            ),
+        ];
+        for (def, want) in cases {
+            let errors = gen(&def).expect_err(want);
+            assert!(
+                errors.iter().any(|e| e.contains(want)),
+                "{want}: {errors:?}"
+            );
+        }
     }
 }
