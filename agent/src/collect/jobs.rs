@@ -641,13 +641,14 @@ impl JobsCollector {
 
     /// The node's figures over the jobs of `p`.
     fn node(&self, p: &Pending) -> NodeFigures {
-        let present: Vec<JobInterval> = p
-            .done
-            .iter()
-            .filter(|d| d.iv.presence != Presence::Vanished)
-            .map(|d| d.iv.clone())
-            .collect();
-        let n = model::node_jobs(&present, TOP_JOBS);
+        // The intervals of the jobs present at the end, where they are (no copy).
+        let present = || {
+            p.done
+                .iter()
+                .filter(|d| d.iv.presence != Presence::Vanished)
+                .map(|d| &d.iv)
+        };
+        let n = model::node_jobs_of(present(), TOP_JOBS);
         // node_jobs ranks the present jobs; map back to indexes of `p.done`.
         let present_idx: Vec<usize> = p
             .done
@@ -664,7 +665,7 @@ impl JobsCollector {
         let (mut full, mut full_wall) = (0.0, 0.0);
         let (mut cpu, mut capacity) = (0u64, p.dropped_capacity_usec);
         let mut stalled = 0;
-        for j in &present {
+        for j in present() {
             if let Some(f) = j.io_pressure.full {
                 full += f * j.wall_usec as f64;
                 full_wall += j.wall_usec as f64;

@@ -351,9 +351,17 @@ pub struct NodeJobs {
 
 /// Sums a node's job intervals; `top` bounds the ranking.
 pub fn node_jobs(intervals: &[JobInterval], top: usize) -> NodeJobs {
+    node_jobs_of(intervals.iter(), top)
+}
+
+/// [`node_jobs`] over intervals held elsewhere (the collector's, beside their jobs): no copy
+/// of them. Indexes count the intervals given.
+pub fn node_jobs_of<'a>(intervals: impl Iterator<Item = &'a JobInterval>, top: usize) -> NodeJobs {
     let (mut cpu, mut capacity, mut stalled, mut wall) = (0.0, 0.0, 0.0, 0.0);
     let mut ranked: Vec<(usize, f64)> = Vec::new();
-    for (i, j) in intervals.iter().enumerate() {
+    let mut jobs = 0;
+    for (i, j) in intervals.enumerate() {
+        jobs += 1;
         if let (Some(c), Some(cores)) = (j.cpu_usec, j.cores) {
             if j.wall_usec > 0 {
                 cpu += c as f64;
@@ -368,7 +376,7 @@ pub fn node_jobs(intervals: &[JobInterval], top: usize) -> NodeJobs {
     }
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     NodeJobs {
-        jobs: intervals.len(),
+        jobs,
         efficiency: (capacity > 0.0).then(|| cpu / capacity),
         io_stalled_share: (wall > 0.0).then(|| stalled / wall),
         top_by_io_stall: ranked.into_iter().take(top).map(|(i, _)| i).collect(),
