@@ -526,8 +526,9 @@ cmd_status() {
       rules=$(curl -sf "$(prom_url)/api/v1/rules?type=alert" 2>/dev/null || true)
       health=$(grep -o '"health":"[a-z]*"' <<<"$rules" | sed 's/.*:"\(.*\)"/\1/' | sort | uniq -c |
         awk '{printf "%s%s %s", sep, $1, $2; sep = ", "}' || true)
-      printf '  Prometheus %s: %s of %s agents up (job storwatch); alerting rules: %s\n' "$(prom_url)" \
-        "$(promq 'count(up{job="storwatch"} == 1)')" "$(promq 'count(up{job="storwatch"})')" "${health:-none}"
+      printf '  Prometheus %s: %s of %s agents up (job storwatch); alerting rules: %s; %s alerts firing\n' \
+        "$(prom_url)" "$(promq 'count(up{job="storwatch"} == 1)')" "$(promq 'count(up{job="storwatch"})')" \
+        "${health:-none}" "$(promq 'count(ALERTS{alertstate="firing"})')"
     else
       echo "  Prometheus does not answer at $(prom_url)"
     fi
