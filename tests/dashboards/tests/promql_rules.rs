@@ -27,6 +27,7 @@ use storwatch_dashboards_tests::promql_rules::{generate, rule_groups, RULES_FILE
 use storwatch_dashboards_tests::{history_phases, shift};
 use storwatch_sim::scenario::Kind;
 use storwatch_test_support::workspace;
+use storwatch_wire::prom::{metric_name, prom_field};
 
 #[test]
 fn the_rule_file_is_the_generated_one() {
@@ -302,6 +303,38 @@ fn promtool_test(h: &Scraped, rules: &Path) -> String {
     out
 }
 
+/// Every metric the rules read is one the fleet's agents serve (a rule on a misspelt name
+/// would never fire), or the collector's heartbeat, which reaches Prometheus by remote write
+/// only: named by the same function as every field.
+fn unknown_metrics_are_refused(fleet: &[Scraped]) {
+    let served: BTreeSet<&str> = fleet
+        .iter()
+        .flat_map(|h| h.samples.keys().map(|(name, _)| name.as_str()))
+        .collect();
+    let heartbeat = format!(
+        "{}_{}",
+        metric_name("collector_heartbeat"),
+        prom_field("age_s").0
+    );
+    let text = std::fs::read_to_string(workspace().join(RULES_FILE)).unwrap();
+    let mut unknown = BTreeSet::new();
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find("storwatch_") {
+        let name: String = rest[i..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        rest = &rest[i + name.len()..];
+        if !served.contains(name.as_str()) && name != heartbeat {
+            unknown.insert(name);
+        }
+    }
+    assert!(
+        unknown.is_empty(),
+        "{RULES_FILE} reads metrics no agent of the fleet serves: {unknown:?}"
+    );
+}
+
 #[test]
 fn the_rules_fire_exactly_as_listed_on_the_simulated_fleet() {
     let t0 = Instant::now();
@@ -313,6 +346,7 @@ fn the_rules_fire_exactly_as_listed_on_the_simulated_fleet() {
     std::fs::create_dir_all(&dir).unwrap();
     let fleet = fleet();
     let stepped = t0.elapsed();
+    unknown_metrics_are_refused(&fleet);
     let files: Vec<(String, std::path::PathBuf)> = fleet
         .iter()
         .map(|h| {
