@@ -93,6 +93,11 @@ pub struct TargetDef {
     /// a table's string columns, from an `_info` metric's labels: the value column is hidden
     #[serde(default)]
     pub info: bool,
+    /// a state timeline's `_info` series: the label (last in the legend) that holds the state
+    /// the InfluxQL panel's value mappings color; each mapping becomes an override of the series
+    /// named after that state
+    #[serde(default)]
+    pub state: Option<String>,
 }
 
 /// An annotation's PromQL, or the reason it has none.
@@ -219,6 +224,50 @@ fn repoint_links(v: &mut Json, uids: &[String]) {
         Json::Array(a) => a.iter_mut().for_each(|x| repoint_links(x, uids)),
         _ => {}
     }
+}
+
+/// `s` with the characters a JavaScript regex gives a meaning escaped.
+fn regex_escape(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if "\\^$.|?*+()[]{}/".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The overrides that color a state timeline's `_info` series (value 1, the state in the series'
+/// name, after `prefix`) as the InfluxQL panel's value `mappings` color the state's text.
+fn state_overrides(mappings: &Json, prefix: &str) -> Vec<Json> {
+    let mut out = Vec::new();
+    let fixed =
+        |color: &Json| json!({"id": "color", "value": {"mode": "fixed", "fixedColor": color}});
+    for m in mappings.as_array().into_iter().flatten() {
+        match m["type"].as_str() {
+            Some("value") => {
+                for (state, r) in m["options"].as_object().into_iter().flatten() {
+                    out.push(json!({
+                        "matcher": {"id": "byRegexp", "options": format!(".*{}{}$", regex_escape(prefix), regex_escape(state))},
+                        "properties": [
+                            fixed(&r["color"]),
+                            {"id": "mappings", "value": [{"type": "value", "options": {"1": {"text": state, "color": r["color"], "index": 0}}}]}
+                        ]
+                    }));
+                }
+            }
+            Some("regex") => {
+                let pattern = m["options"]["pattern"].as_str().unwrap_or_default();
+                out.push(json!({
+                    "matcher": {"id": "byRegexp", "options": format!(".*{}({pattern})$", regex_escape(prefix))},
+                    "properties": [fixed(&m["options"]["result"]["color"])]
+                }));
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 fn target(refid: &str, t: &TargetDef, expr: String, table: bool) -> Json {
@@ -467,6 +516,24 @@ pub fn generate_one(
                             }
                             let e = ex(&t.expr, &mut errors);
                             targets.push(target(&refid, t, e, table));
+                            if let Some(label) = &t.state {
+                                let legend = t.legend.as_deref().unwrap_or_default();
+                                match legend.strip_suffix(&format!("{{{{{label}}}}}")) {
+                                    Some(rest) => {
+                                        let prefix = rest.rsplit("}}").next().unwrap_or_default();
+                                        let extra = state_overrides(
+                                            &p["fieldConfig"]["defaults"]["mappings"],
+                                            prefix,
+                                        );
+                                        if let Some(o) = p["fieldConfig"]["overrides"].as_array_mut() {
+                                            o.extend(extra);
+                                        }
+                                    }
+                                    None => errors.push(format!(
+                                        "{file}: panel {id} {title:?} query {r:?}: the legend must end with {{{{{label}}}}}"
+                                    )),
+                                }
+                            }
                         }
                     }
                 }
@@ -775,6 +842,28 @@ panels:
         );
         assert_eq!(t["transformations"][2]["id"], "sortBy");
         assert!(!serde_json::to_string(&d).unwrap().contains("influxdb"));
+    }
+
+    #[test]
+    fn a_state_timeline_colors_each_state_as_the_influxql_mappings() {
+        let mappings = json!([
+            {"type": "value", "options": {"failed": {"color": "red", "index": 0}, "a.b": {"color": "green", "index": 1}}},
+            {"type": "regex", "options": {"pattern": ".*WT.*", "result": {"color": "orange", "index": 2}}}
+        ]);
+        let o = state_overrides(&mappings, " cache ");
+        assert_eq!(o.len(), 3);
+        let by_name: BTreeMap<String, &Json> = o
+            .iter()
+            .map(|x| (x["matcher"]["options"].as_str().unwrap().to_string(), x))
+            .collect();
+        let f = by_name[".* cache failed$"];
+        assert_eq!(f["properties"][0]["value"]["fixedColor"], "red");
+        assert_eq!(
+            f["properties"][1]["value"][0]["options"]["1"]["text"],
+            "failed"
+        );
+        assert!(by_name.contains_key(".* cache a\\.b$"));
+        assert!(by_name.contains_key(".* cache (.*WT.*)$"));
     }
 
     #[test]

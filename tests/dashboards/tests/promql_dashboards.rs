@@ -25,6 +25,8 @@ use storwatch_test_support::http::{http, urlencode};
 use storwatch_test_support::process::Proc;
 use storwatch_test_support::wait::{now_s, wait_for};
 use storwatch_test_support::{scratch, workspace};
+use storwatch_wire::lp::{parse_line, Backend};
+use storwatch_wire::prom::prom_line;
 
 /// This test's Prometheus port (18640–18649 are free for the PromQL dashboards' tests).
 const PORT: u16 = 18641;
@@ -81,7 +83,31 @@ fn the_generated_dashboards_keep_the_layout_and_name_prometheus_only() {
             );
         }
     }
+    // every $variable a query names is one of its dashboard's (Grafana leaves an unknown one
+    // as written, and the query then matches nothing) or one of Grafana's macros
     let dir = workspace().join("dashboards");
+    for q in promql_dashboard_queries() {
+        let d: Json = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("prometheus").join(&q.file)).unwrap(),
+        )
+        .unwrap();
+        let vars: Vec<&str> = d["templating"]["list"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["name"].as_str().unwrap())
+            .collect();
+        for name in variables_named(&q.query) {
+            assert!(
+                vars.contains(&name.as_str())
+                    || ["__interval", "__rate_interval", "__range"].contains(&name.as_str()),
+                "{} {}: ${name} is not a variable of the dashboard: {}",
+                q.file,
+                q.what,
+                q.query
+            );
+        }
+    }
     for file in storwatch_dashboards_tests::promql_dashboards::FILES {
         let i: Json =
             serde_json::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap();
@@ -127,6 +153,21 @@ fn the_generated_dashboards_keep_the_layout_and_name_prometheus_only() {
     }
 }
 
+/// The `$name`s of a query (not `$1`, a regex group of `label_replace`).
+fn variables_named(q: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, _) in q.match_indices('$') {
+        let name: String = q[i + 1..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+            out.push(name);
+        }
+    }
+    out
+}
+
 /// The reports of scenario `kind`'s host at the scenario's speed over [`SPAN_S`] simulated
 /// seconds, stamped 1, 2, 3 … report intervals from the epoch.
 fn reports(kind: Kind, speed: f64) -> Vec<String> {
@@ -136,6 +177,34 @@ fn reports(kind: Kind, speed: f64) -> Vec<String> {
     (1..=i64::from(SPAN_S) / 10)
         .map(|k| String::from_utf8(h.report(k * STEP_NS, SinkStats::default())).unwrap())
         .collect()
+}
+
+/// The event lines of `reports` as the collector's remote-write output stores them (a site whose
+/// agents are scraped and whose collector also forwards has them): one
+/// `storwatch_event_info{<tags>,<string fields>} 1` sample at the event's time.
+fn remote_written_events(reports: &[(i64, String)], into: &mut Samples) {
+    for (_, lines) in reports {
+        for line in lines.lines().filter(|l| l.starts_with("event,")) {
+            let Ok(p) = parse_line(line, Backend::V1) else {
+                continue;
+            };
+            let Some(ts_ns) = line
+                .rsplit_once(' ')
+                .and_then(|(_, t)| t.parse::<i64>().ok())
+            else {
+                continue;
+            };
+            let pl = prom_line(&p);
+            // the tags win over a string field of the same name
+            let mut labels: BTreeMap<String, String> = pl.info.iter().cloned().collect();
+            labels.extend(pl.labels.iter().cloned());
+            let points = into.entry((pl.info_metric(), labels)).or_default();
+            let at_ms = ts_ns / 1_000_000;
+            if points.last().is_none_or(|&(t, _)| t < at_ms) {
+                points.push((at_ms, 1.0));
+            }
+        }
+    }
 }
 
 /// A real Prometheus on the simulated fleet's quarter hour, backfilled with promtool.
@@ -163,9 +232,10 @@ fn fleet_prometheus() -> Prometheus {
             .map(|s| {
                 let (kind, speed) = (s.kind, s.speed);
                 std::thread::spawn(move || {
-                    let r = reports(kind, speed);
+                    let r = shift(&reports(kind, speed), end_ns);
                     let mut samples = Samples::new();
-                    scrape_reports(&host(kind), &shift(&r, end_ns), &mut samples);
+                    scrape_reports(&host(kind), &r, &mut samples);
+                    remote_written_events(&r, &mut samples);
                     samples
                 })
             })
@@ -247,8 +317,14 @@ fn run(p: &Prometheus, q: &PromqlQuery, expanded: &str) -> Result<Vec<Json>, Str
     let data = if q.instant {
         api(&format!("/api/v1/query?query={e}&time={}", p.end_s))?
     } else {
+        // annotations at their step (10 s), so that an event's one sample is not stepped over
+        let step = if q.what.starts_with("annotation") {
+            10
+        } else {
+            STEP_S
+        };
         api(&format!(
-            "/api/v1/query_range?query={e}&start={}&end={}&step={STEP_S}",
+            "/api/v1/query_range?query={e}&start={}&end={}&step={step}",
             p.end_s - u64::from(SPAN_S),
             p.end_s
         ))?
@@ -474,7 +550,18 @@ fn incidents_show_on_their_panels(p: &Prometheus) {
     assert_eq!(calm, 0.0, "healthy host's paths flap");
     // and the storage events annotation marks it, not the healthy host
     let what = r#"annotation "storage events""#;
-    assert!(!values(p, "disk-server.json", what, &flap_host).is_empty());
+    let marks = values(p, "disk-server.json", what, &flap_host);
+    assert!(
+        marks.iter().any(|(l, _)| l.contains_key("path")),
+        "{flap_host}: no path transitions among the storage events"
+    );
+    assert!(
+        marks
+            .iter()
+            .any(|(l, _)| l.get("source").is_some_and(|s| s == "mpath")
+                && l.get("text").is_some_and(|t| !t.is_empty())),
+        "{flap_host}: no remote-written mpath event with its text: {marks:?}"
+    );
     assert!(values(p, "disk-server.json", what, &healthy).is_empty());
 
     // the hardware RAID rebuild: progress grows, the VD shows a rebuild risk
