@@ -264,20 +264,27 @@ cmd_start() {
     per_scenario=$(cat "$state/fleet.hosts-per-scenario")
   fi
   echo "$per_scenario" >"$state/fleet.hosts-per-scenario"
+  # A simulator starting anew replaces every tree (proc, sys, run, bin) once it runs: the last
+  # run's trees go first, so that the wait below is for this run's and no agent starts on a tree
+  # that is about to disappear (it would exit: "proc root ... is not a directory").
+  alive sim || rm -rf "$state/fleet"
   launch sim "$logs/sim.log" "$bin/storwatch-sim" fleet --root "$state/fleet" \
     --hosts-per-scenario "$per_scenario"
   local s n roots=() missing
   for s in $scenarios; do
     for n in $(seq 1 "$per_scenario"); do roots+=("$state/fleet/$(printf 'sim-%s-%02d' "$s" "$n")"); done
   done
-  for _ in $(seq 1 100); do
+  # (well under a second on an idle machine; the bound is for a simulator that hangs)
+  local i
+  for i in $(seq 1 1200); do
     missing=0
     for r in "${roots[@]}"; do [ -s "$r/host" ] && [ -s "$r/proc/diskstats" ] || missing=1; done
     [ "$missing" = 0 ] && break
     alive sim || { tail -20 "$logs/sim.log" >&2; die "the simulator exited"; }
+    [ "$i" != 100 ] || say "waiting for the simulator to write the ${#roots[@]} host trees (a busy machine)"
     sleep 0.1
   done
-  [ "$missing" = 0 ] || die "the simulator did not write every host tree within 10 s (log: $logs/sim.log)"
+  [ "$missing" = 0 ] || die "the simulator did not write every host tree within 120 s (log: $logs/sim.log)"
   sleep 1 # one whole tick written
 
   # Every agent serves its latest report at http://127.0.0.1:<port>/metrics, a port each
