@@ -174,8 +174,9 @@ struct Tracked {
     /// Its `job` line's measurement and tags (batch, job, slot, owner), encoded once: a job's
     /// tags never change.
     job_key: SeriesKey,
-    /// Its `job_io` lines' measurement and tags before `device`, encoded once.
-    io_key: SeriesKey,
+    /// Its `job_io` lines' measurement and tags, `device` included, by device: encoded at a
+    /// device's first line (the name looked up then), kept while the job runs.
+    io_keys: Vec<((u32, u32), SeriesKey)>,
     /// Its directory. No descriptor of it is held: the files are opened by path, so a job
     /// holds open files only when it has a share of the budget ([`KEPT`]'s, `kept`).
     dir: PathBuf,
@@ -719,7 +720,7 @@ impl JobsCollector {
             if d.iv.presence == Presence::Vanished {
                 continue; // the series ends with its job
             }
-            let Some(t) = self.jobs.get(&d.root) else {
+            let Some(t) = self.jobs.get_mut(&d.root) else {
                 continue;
             };
             let age = t
@@ -758,9 +759,27 @@ impl JobsCollector {
                 {
                     continue;
                 }
-                let name = device_name(&mut self.devices, root, dev.major, dev.minor);
-                w.line_of(&t.io_key, ts)
-                    .tag("device", name)
+                let dev_id = (dev.major, dev.minor);
+                let key = match t.io_keys.iter().position(|(id, _)| *id == dev_id) {
+                    Some(i) => i,
+                    None => {
+                        let name = device_name(&mut self.devices, root, dev.major, dev.minor);
+                        let key = SeriesKey::new(
+                            "job_io",
+                            &[
+                                ("batch", t.system.as_str()),
+                                ("job", &t.job),
+                                ("device", name),
+                            ],
+                        );
+                        t.io_keys.push((dev_id, key));
+                        t.io_keys.len() - 1
+                    }
+                };
+                let Some((_, key)) = t.io_keys.get(key) else {
+                    continue;
+                };
+                w.line_of(key, ts)
                     .field_key_opt(K_READ_BYTES_PER_S, dev.read_bytes_per_s.map(r3))
                     .field_key_opt(K_WRITE_BYTES_PER_S, dev.write_bytes_per_s.map(r3))
                     .field_key_opt(K_READ_OPS_PER_S, dev.reads_per_s.map(r3))
@@ -935,13 +954,12 @@ impl Tracked {
                 ("owner", owner.as_deref().unwrap_or("")),
             ],
         );
-        let io_key = SeriesKey::new("job_io", &[("batch", batch), ("job", &tag)]);
         Self {
             system: job.system,
             job: tag,
             slot,
             job_key,
-            io_key,
+            io_keys: Vec::new(),
             dir: mount.join_sized(&job.root),
             kept: kept.then(Box::default),
             also: job.also.iter().map(|a| mount.join_sized(a)).collect(),

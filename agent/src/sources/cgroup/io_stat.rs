@@ -161,7 +161,9 @@ fn fast_line(l: &str) -> Option<IoDevice> {
     };
     loop {
         let rest = b.get(at..)?;
-        let eq = memchr::memchr(b'=', rest)?;
+        // The six keys are at most 6 bytes: a short loop, not a memchr call per key (a longer
+        // key is none of them, and `None` either way).
+        let eq = rest.iter().take(7).position(|&c| c == b'=')?;
         let slot = match rest.get(..eq)? {
             b"rbytes" => &mut out.rbytes,
             b"wbytes" => &mut out.wbytes,
