@@ -395,3 +395,73 @@ fn the_rules_fire_exactly_as_listed_on_the_simulated_fleet() {
         failures.join("\n")
     );
 }
+
+/// The agent-silent rule's other two ways in, beside the fleet's stopped scrape target: a host
+/// whose reports reach Prometheus through the collector's remote-write output, seen by the
+/// collector's heartbeat (every 30 s, `age_s` the seconds since the host's last line: one host
+/// silent from minute 2, one reporting all along), and a scrape target that carries a `host`
+/// label of its own (kept, not taken from the address).
+#[test]
+fn agent_silent_reads_the_collector_heartbeat_and_a_targets_own_host() {
+    let heartbeat = format!(
+        "{}_{}",
+        metric_name("collector_heartbeat"),
+        prom_field("age_s").0
+    );
+    // 20 min of heartbeats every 30 s
+    let beats = 40;
+    let silent: Vec<String> = (0..=beats)
+        .map(|k| (if k < 4 { k % 2 * 10 } else { (k - 3) * 30 }).to_string())
+        .collect();
+    let alive: Vec<String> = (0..=beats).map(|k| (k % 3 * 10).to_string()).collect();
+    let down: Vec<String> = (0..=beats * 3)
+        .map(|k| if k < 6 { "1" } else { "0" }.to_string())
+        .collect();
+    let rules = workspace().join(RULES_FILE);
+    let test = format!(
+        "rule_files:\n- {}\nevaluation_interval: 1m\ntests:\n\
+         - interval: 30s\n  input_series:\n\
+         \x20 - series: '{heartbeat}{{host=\"n-silent\"}}'\n    values: '{}'\n\
+         \x20 - series: '{heartbeat}{{host=\"n-alive\"}}'\n    values: '{}'\n\
+         - interval: 10s\n  input_series:\n\
+         \x20 - series: 'up{{job=\"storwatch\",instance=\"10.0.0.7:9634\",host=\"n-labelled\"}}'\n    values: '{}'\n\
+         \x20 - series: 'up{{job=\"storwatch\",instance=\"n-up:9634\"}}'\n    values: '{}'\n",
+        quoted(&rules.display().to_string()),
+        silent.join(" "),
+        alive.join(" "),
+        down.join(" "),
+        vec!["1"; down.len()].join(" ")
+    );
+    // both groups: the alerts at the end, by host
+    let expect = |hosts: &[&str]| {
+        let mut s = String::from(
+            "  promql_expr_test:\n  - expr: 'group by (host) (ALERTS{alertname=\"storwatch-agent-silent\",alertstate=\"firing\"})'\n    eval_time: 20m\n    exp_samples:\n",
+        );
+        for h in hosts {
+            let _ = writeln!(s, "    - labels: '{{host=\"{h}\"}}'\n      value: 1");
+        }
+        s
+    };
+    let mut groups = test.split("- interval: ");
+    let head = groups.next().unwrap().to_string();
+    let mut text = head;
+    for (g, hosts) in groups.zip([&["n-silent"][..], &["n-labelled"][..]]) {
+        text.push_str("- interval: ");
+        text.push_str(g);
+        text.push_str(&expect(hosts));
+    }
+    let dir = storwatch_test_support::scratch();
+    let file = dir.path().join("agent-silent.test.yml");
+    std::fs::write(&file, &text).unwrap();
+    let out = Command::new("promtool")
+        .args(["test", "rules"])
+        .arg(&file)
+        .output()
+        .expect("promtool (Debian's prometheus package) is installed");
+    assert!(
+        out.status.success(),
+        "{text}\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
