@@ -207,7 +207,18 @@ impl SeriesKey {
 /// (`const CORES: FieldKey = FieldKey::new("cores");`), a key that would need escaping or
 /// cleaning, an empty one or `time` does not compile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FieldKey(&'static str);
+pub struct FieldKey {
+    key: &'static str,
+    /// A separator's place, the key and `=`, padded with zeros: copied whole (a fixed-size copy,
+    /// no call) into the field being written.
+    bytes: [u8; KEY_ROOM],
+}
+
+/// Bytes of a [`FieldKey`]'s encoded form: the separator, the key (at most 46 bytes) and `=`.
+const KEY_ROOM: usize = 48;
+/// Room for one field written by [`Line::field_key`]: the key's and a number's (at most 21
+/// bytes: a sign, 19 digits and `i`; a float of the thousandths form, 18), with margin.
+const FIELD_ROOM: usize = KEY_ROOM + 32;
 
 impl FieldKey {
     /// The key `key`: only bytes written as they are anywhere in a line (printable ASCII but
@@ -230,12 +241,23 @@ impl FieldKey {
             i += 1;
         }
         assert!(!reserved, "a field key is `time`");
-        Self(key)
+        assert!(
+            b.len() + 2 <= KEY_ROOM,
+            "a field key is longer than 46 bytes"
+        );
+        let mut bytes = [0u8; KEY_ROOM];
+        let mut i = 0;
+        while i < b.len() {
+            bytes[i + 1] = b[i];
+            i += 1;
+        }
+        bytes[b.len() + 1] = b'=';
+        Self { key, bytes }
     }
 
     /// The key.
     pub const fn as_str(&self) -> &'static str {
-        self.0
+        self.key
     }
 }
 
@@ -299,10 +321,32 @@ impl<'a> Line<'a> {
             self.w.skipped += 1;
             return self;
         }
-        self.w.buf.push(if self.fields == 0 { b' ' } else { b',' });
-        self.w.buf.extend_from_slice(key.0.as_bytes());
-        self.w.buf.push(b'=');
-        value_into(&mut self.w.buf, value);
+        // The field is put together on the stack (the key by a fixed-size copy, the number's
+        // digits in place) and appended in one copy: a push or a copy call per piece was half
+        // of a field's cost.
+        let mut f = [0u8; FIELD_ROOM];
+        if let Some(k) = f.get_mut(..KEY_ROOM) {
+            k.copy_from_slice(&key.bytes);
+        }
+        if let Some(sep) = f.get_mut(0) {
+            *sep = if self.fields == 0 { b' ' } else { b',' };
+        }
+        let at = key.key.len() + 2;
+        let end = match value {
+            Value::F(v) => thousandths(v).map(|m| milli_at(&mut f, at, m)),
+            Value::I(i) => Some(i64_at(&mut f, at, i)),
+            Value::U(u) => Some(i64_at(&mut f, at, saturate(u))),
+            Value::B(_) | Value::S(_) => None,
+        };
+        match end.and_then(|end| f.get(..end)) {
+            Some(field) => self.w.buf.extend_from_slice(field),
+            None => {
+                self.w
+                    .buf
+                    .extend_from_slice(f.get(..at).unwrap_or_default());
+                value_into(&mut self.w.buf, value);
+            }
+        }
         self.fields += 1;
         self
     }
@@ -438,6 +482,71 @@ fn push_i64(buf: &mut Vec<u8>, v: i64) {
         buf.push(b'-');
     }
     push_u64(buf, v.unsigned_abs());
+}
+
+/// Writes the digits of `v` into `f` from `at`; returns where they end. The digits are counted
+/// first and written from the right, two at a time ([`push_u64`]'s, in place).
+fn u64_at(f: &mut [u8; FIELD_ROOM], at: usize, mut v: u64) -> usize {
+    let end = at + v.checked_ilog10().map_or(1, |l| l as usize + 1);
+    let mut i = end;
+    while v >= 10 {
+        let [a, b] = pair(v);
+        v /= 100;
+        i -= 2;
+        if let Some(d) = f.get_mut(i..i + 2) {
+            d.copy_from_slice(&[a, b]);
+        }
+    }
+    if i > at {
+        if let Some(d) = f.get_mut(at) {
+            *d = b'0' + v as u8;
+        }
+    }
+    end
+}
+
+/// An integer field's value (`-`, digits, `i`) into `f` from `at`; returns where it ends.
+fn i64_at(f: &mut [u8; FIELD_ROOM], mut at: usize, v: i64) -> usize {
+    if v < 0 {
+        if let Some(d) = f.get_mut(at) {
+            *d = b'-';
+        }
+        at += 1;
+    }
+    let end = u64_at(f, at, v.unsigned_abs());
+    if let Some(d) = f.get_mut(end) {
+        *d = b'i';
+    }
+    end + 1
+}
+
+/// A float of `m` thousandths ([`thousandths`]) into `f` from `at`, as [`push_f64`] writes it;
+/// returns where it ends.
+fn milli_at(f: &mut [u8; FIELD_ROOM], mut at: usize, m: i64) -> usize {
+    if m < 0 {
+        if let Some(d) = f.get_mut(at) {
+            *d = b'-';
+        }
+        at += 1;
+    }
+    let m = m.unsigned_abs();
+    let end = u64_at(f, at, m / 1000);
+    let frac = m % 1000;
+    if frac == 0 {
+        return end;
+    }
+    let [a, b] = pair(frac / 10);
+    let c = b'0' + (frac % 10) as u8;
+    if let Some(d) = f.get_mut(end..end + 4) {
+        d.copy_from_slice(&[b'.', a, b, c]);
+    }
+    end + if c != b'0' {
+        4
+    } else if b != b'0' {
+        3
+    } else {
+        2
+    }
 }
 
 /// Appends a float exactly as `Display` would. The agent's rates are rounded to 3 decimals, and
@@ -803,7 +912,18 @@ mod tests {
 
     #[test]
     fn a_key_that_is_not_plain_is_refused() {
-        for bad in ["", "time", "a b", "a,b", "a=b", "a\"b", "a\\", "é", "a\n"] {
+        for bad in [
+            "",
+            "time",
+            "a b",
+            "a,b",
+            "a=b",
+            "a\"b",
+            "a\\",
+            "é",
+            "a\n",
+            "a_key_of_forty_seven_bytes_which_is_1_too_long_",
+        ] {
             let r = std::panic::catch_unwind(|| FieldKey::new(bad));
             assert!(r.is_err(), "{bad:?}");
         }
@@ -825,6 +945,35 @@ mod tests {
             let mut buf = Vec::new();
             push_i64(&mut buf, i);
             prop_assert_eq!(std::str::from_utf8(&buf).expect("utf8"), i.to_string());
+        }
+
+        /// A field written with a compile-time key is byte for byte the one `field` writes,
+        /// for any value, in first place or after another.
+        #[test]
+        fn a_compile_time_key_writes_any_value_as_field_does(
+            f in proptest::num::f64::ANY,
+            k in -1_000_000_000_000_000i64..1_000_000_000_000_000i64,
+            i in any::<i64>(),
+            u in any::<u64>(),
+            small in 0u64..100_000,
+        ) {
+            const A: FieldKey = FieldKey::new("a");
+            const LONG: FieldKey = FieldKey::new("a_key_of_forty_six_bytes_which_is_the_longest_");
+            let r = k as f64 / 1000.0;
+            let values: [Value<'_>; 8] = [
+                Value::F(f), Value::F(r), Value::F(-r), Value::I(i), Value::U(u),
+                Value::U(small), Value::I(-(small as i64)), Value::F(small as f64 / 1000.0),
+            ];
+            for v in values {
+                for key in [A, LONG] {
+                    let mut a = LineWriter::new("h", &[]);
+                    let mut b = LineWriter::new("h", &[]);
+                    let wa = a.line("m", 1).field(key.as_str(), v).field("z", 1u64).field(key.as_str(), v).write();
+                    let wb = b.line("m", 1).field_key(key, v).field_key(FieldKey::new("z"), 1u64).field_key(key, v).write();
+                    prop_assert_eq!((wa, text(&a)), (wb, text(&b)));
+                    prop_assert_eq!(a.skipped(), b.skipped());
+                }
+            }
         }
 
         #[test]
