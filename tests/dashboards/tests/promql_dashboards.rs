@@ -25,7 +25,7 @@ use storwatch_test_support::http::{http, urlencode};
 use storwatch_test_support::process::Proc;
 use storwatch_test_support::wait::{now_s, wait_for};
 use storwatch_test_support::{scratch, workspace};
-use storwatch_wire::lp::{parse_line, Backend};
+use storwatch_wire::lp::{parse_line, Backend, FieldValue};
 use storwatch_wire::prom::prom_line;
 
 /// This test's Prometheus port (18640–18649 are free for the PromQL dashboards' tests).
@@ -214,6 +214,8 @@ struct Prometheus {
     _dir: tempfile::TempDir,
     /// the end of the data (seconds since the epoch, on a report)
     end_s: u64,
+    /// the write storm's host's reports, as stored: (stamp in ns, lines)
+    storm: Vec<(i64, String)>,
 }
 
 /// Starts it: the fleet's histories in parallel threads, the samples into blocks, Prometheus on
@@ -239,15 +241,22 @@ fn fleet_prometheus() -> Prometheus {
                     let mut samples = Samples::new();
                     scrape_reports(&host(kind), &r, &mut samples);
                     remote_written_events(&r, &mut samples);
-                    (samples, stepped, t.elapsed().as_secs_f64() - stepped)
+                    let kept = if kind == Kind::WriteStorm {
+                        r
+                    } else {
+                        Vec::new()
+                    };
+                    (samples, stepped, t.elapsed().as_secs_f64() - stepped, kept)
                 })
             })
             .collect();
         let mut samples = Samples::new();
         let (mut stepped, mut scraped) = (0.0, 0.0);
+        let mut storm = Vec::new();
         for t in threads {
-            let (s, a, b) = t.join().unwrap();
+            let (s, a, b, kept) = t.join().unwrap();
             samples.extend(s);
+            storm.extend(kept);
             stepped += a;
             scraped += b;
         }
@@ -288,6 +297,7 @@ fn fleet_prometheus() -> Prometheus {
             _proc: proc,
             _dir: dir,
             end_s,
+            storm,
         }
     }
 }
@@ -532,6 +542,69 @@ fn incidents_show_on_their_panels(p: &Prometheus) {
         &host(Kind::WriteStorm),
     ));
     assert!(util >= 99.0, "write storm: peak %util {util}");
+
+    // the site overview's hottest disks mean what InfluxQL's max() and sum() over the range
+    // mean: the peak 1 s %util and the seconds saturated of the write storm's reports, device by
+    // device, computed here from the lines the agent wrote
+    let storm_host = host(Kind::WriteStorm);
+    let mut want: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for (_, lines) in &p.storm {
+        for line in lines.lines().filter(|l| l.starts_with("disk,")) {
+            let point = parse_line(line, Backend::V1).unwrap();
+            let tag = |k: &str| {
+                point
+                    .tags
+                    .iter()
+                    .find(|(t, _)| t == k)
+                    .map(|(_, v)| v.to_string())
+                    .unwrap_or_default()
+            };
+            if !["disk", "nvme", "mpath", "md"].contains(&tag("kind").as_str()) {
+                continue;
+            }
+            let field = |k: &str| {
+                point
+                    .fields
+                    .iter()
+                    .find(|(f, _)| f == k)
+                    .map(|(_, v)| match v {
+                        FieldValue::Float(x) => *x,
+                        FieldValue::Integer(i) => *i as f64,
+                        FieldValue::Unsigned(u) => *u as f64,
+                        _ => f64::NAN,
+                    })
+            };
+            let e = want.entry(tag("device")).or_insert((0.0, 0.0));
+            e.0 = e.0.max(field("util_max_pct").unwrap_or(0.0));
+            e.1 += field("saturated_s").unwrap_or(0.0);
+        }
+    }
+    assert!(want.values().any(|(_, sat)| *sat > 0.0), "{want:?}");
+    let table = |col: &str| -> BTreeMap<String, f64> {
+        let what = format!(
+            "panel \"Hottest disks (peak 1 s %util, seconds saturated)\" query \"A_{col}\""
+        );
+        values(p, "site-overview.json", &what, ".*")
+            .into_iter()
+            .filter(|(l, _)| l.get("host") == Some(&storm_host))
+            .map(|(l, v)| (l["device"].clone(), v[0]))
+            .collect()
+    };
+    let (util, saturated) = (table("util_max_pct"), table("saturated_s"));
+    for (device, (u, sat)) in &want {
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs().max(1.0);
+        assert!(
+            util.get(device).is_some_and(|x| close(*x, *u)),
+            "{device}: peak %util {:?} in Prometheus, {u} in the reports",
+            util.get(device)
+        );
+        assert!(
+            saturated.get(device).is_some_and(|x| close(*x, *sat)),
+            "{device}: {:?} s saturated in Prometheus, {sat} in the reports",
+            saturated.get(device)
+        );
+    }
+    assert_eq!(util.len(), want.len(), "{util:?} vs {want:?}");
 
     // md-rebuild: the recovery's progress grows
     let what = r#"panel "Rebuild / resilver progress" query "A""#;
