@@ -84,6 +84,10 @@ pub struct LineWriter {
     buf: Vec<u8>,
     /// The common tags, encoded once (`,host=…,k=v…`): copied into every line.
     common: Vec<u8>,
+    /// The end of a line stamped `stamp_ns` (` <ts>\n`), encoded once for the lines of a report,
+    /// which share their timestamp.
+    stamp: Vec<u8>,
+    stamp_ns: i64,
     lines: usize,
     skipped: usize,
 }
@@ -376,10 +380,16 @@ impl<'a> Line<'a> {
             self.w.skipped += 1;
             return false;
         }
-        self.w.buf.push(b' ');
-        push_i64(&mut self.w.buf, self.ts_ns);
-        self.w.buf.push(b'\n');
-        self.w.lines += 1;
+        let w = &mut *self.w;
+        if w.stamp.is_empty() || w.stamp_ns != self.ts_ns {
+            w.stamp.clear();
+            w.stamp.push(b' ');
+            push_i64(&mut w.stamp, self.ts_ns);
+            w.stamp.push(b'\n');
+            w.stamp_ns = self.ts_ns;
+        }
+        w.buf.extend_from_slice(&w.stamp);
+        w.lines += 1;
         true
     }
 }
@@ -657,6 +667,20 @@ mod tests {
             assert_eq!((wa, text(&a)), (wb, text(&b)), "{m} {tags:?}");
             assert_eq!(a.skipped(), b.skipped());
         }
+    }
+
+    #[test]
+    fn each_line_ends_with_its_own_timestamp_when_they_change() {
+        let mut w = LineWriter::new("h", &[]);
+        for ts in [0, 5, 5, -7, 1_700_000_010_000_000_000, 0, i64::MIN] {
+            assert!(w.line("m", ts).field("x", 1u64).write());
+        }
+        assert_eq!(
+            text(&w),
+            "m,host=h x=1i 0\nm,host=h x=1i 5\nm,host=h x=1i 5\nm,host=h x=1i -7\n\
+             m,host=h x=1i 1700000010000000000\nm,host=h x=1i 0\n\
+             m,host=h x=1i -9223372036854775808\n"
+        );
     }
 
     #[test]
