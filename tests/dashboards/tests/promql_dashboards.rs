@@ -35,6 +35,11 @@ const PORT: u16 = 18641;
 const INTERVAL: &str = "10s";
 /// The step of the range queries.
 const STEP_S: u64 = 30;
+/// Where the scrapes fall within their 10 s: this many ms before each multiple of 10 s.
+/// Prometheus before 3.0 counts a sample exactly on a range's start in the range, so samples on
+/// the steps' boundaries would be counted in two intervals; real scrapes are offset within the
+/// interval (by a hash of the target), the backfilled fleet is too.
+const SCRAPE_OFFSET_MS: i64 = 4_321;
 
 /// Panels that the simulated fleet cannot fill, and why (the test fails if one has data, so
 /// that the list stays true).
@@ -229,7 +234,9 @@ fn fleet_prometheus() -> Prometheus {
     {
         let t0 = Instant::now();
         let end_s = now_s() / 10 * 10;
-        let end_ns = i64::try_from(end_s).unwrap() * 1_000_000_000;
+        // the last scrape a few seconds before the end, as a Prometheus spreads its scrapes
+        // over the interval: no sample on a step's boundary
+        let end_ns = i64::try_from(end_s).unwrap() * 1_000_000_000 - SCRAPE_OFFSET_MS * 1_000_000;
         let threads: Vec<_> = SCENARIOS
             .iter()
             .map(|s| {
@@ -605,6 +612,53 @@ fn incidents_show_on_their_panels(p: &Prometheus) {
         );
     }
     assert_eq!(util.len(), want.len(), "{util:?} vs {want:?}");
+
+    // and per Grafana interval (1 min: six reports), the worker node's seconds saturated per
+    // interval is the sum of the interval's reports, as InfluxQL's sum() GROUP BY time(1m)
+    let q = query_of(
+        "worker-node.json",
+        r#"panel "Seconds saturated per interval" query "A""#,
+    );
+    let e = urlencode(&expand_promql(&q.query, &storm_host, "1m"));
+    // Grafana aligns a range query's start and end on its step
+    let data = api(&format!(
+        "/api/v1/query_range?query={e}&start={}&end={}&step=60",
+        (p.end_s - 840) / 60 * 60,
+        p.end_s / 60 * 60
+    ))
+    .unwrap();
+    let mut checked = 0;
+    for series in data["result"].as_array().unwrap() {
+        let device = series["metric"]["device"].as_str().unwrap();
+        for point in series["values"].as_array().unwrap() {
+            let t_ns = point[0].as_f64().unwrap() as i64 * 1_000_000_000;
+            let got: f64 = point[1].as_str().unwrap().parse().unwrap();
+            let mut sum = 0.0;
+            for (at, lines) in &p.storm {
+                if *at <= t_ns - 60_000_000_000 || *at > t_ns {
+                    continue;
+                }
+                for line in lines.lines().filter(|l| l.starts_with("disk,")) {
+                    let point = parse_line(line, Backend::V1).unwrap();
+                    if !point.tags.iter().any(|(k, v)| k == "device" && v == device) {
+                        continue;
+                    }
+                    match point.fields.iter().find(|(f, _)| f == "saturated_s") {
+                        Some((_, FieldValue::Float(x))) => sum += x,
+                        Some((_, FieldValue::Integer(x))) => sum += *x as f64,
+                        Some((_, FieldValue::Unsigned(x))) => sum += *x as f64,
+                        _ => {}
+                    }
+                }
+            }
+            assert!(
+                (got - sum).abs() < 1e-6,
+                "{device} at {t_ns}: {got} s saturated in Prometheus, {sum} in the reports"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 13, "{checked} intervals checked");
 
     // md-rebuild: the recovery's progress grows
     let what = r#"panel "Rebuild / resilver progress" query "A""#;
