@@ -12,8 +12,9 @@
 # InfluxDB 1.x (every test that stores data runs a real influxd on
 # 127.0.0.1); from PyPI influxdb-client and datafusion (the InfluxDB 3 plugin's SQL runs on it);
 # with Go (when installed) Telegraf and VictoriaMetrics from the Go module proxy — then checks
-# formatting and lints, builds the tests and runs the whole workspace's tests. Snapshots are never rewritten here. Each
-# phase prints its time, and the end a summary with the slowest test binaries.
+# formatting and lints, builds the tests and runs the whole workspace's tests, those that mostly wait
+# (the short soak, the InfluxDB setup's continuous queries) beside the others. Snapshots are never
+# rewritten here. Each phase prints its time, and the end a summary with the slowest test binaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -109,19 +110,77 @@ if [ -n "$vm_pid" ]; then
 fi
 
 phase "run the tests"
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-INSTA_UPDATE=no cargo test --workspace --locked 2>&1 | tee "$log"
+# Test binaries that mostly wait run beside the rest, each in a cargo of its own, its output in a
+# log printed after the rest and its exit status honoured; the rest skip exactly these tests. (The
+# two cores would otherwise sit idle while one binary waits.) Ports: each of these must use ports
+# that no other test uses (the soak 18920-18925, the InfluxDB setup 18400-18401).
+#   soak short_soak: 3 minutes of a simulated fleet's wall-clock time with faults, ~7 % of a core
+#   influx_setup: up to a minute waiting for the minute boundary at which influxd runs its
+#   continuous queries
+beside_targets=(soak influx_setup)
+beside_tests=(short_soak influxdb_setup_keeps_bursts_through_the_rollups)
+logs=$(mktemp -d)
+# a stop of this script (an error, Ctrl-C) ends the tests still running beside the rest: each runs
+# in a session of its own (setsid), whose process group is ended with everything it started
+end_beside() {
+  local f
+  for f in "$logs"/*.pgid; do
+    if [ -e "$f" ] && [ ! -e "${f%.pgid}.status" ]; then
+      kill -TERM -- "-$(cat "$f")" 2>/dev/null || true
+    fi
+  done
+  rm -rf "$logs"
+}
+trap end_beside EXIT
+trap 'exit 130' INT TERM
+skips=()
+beside_pids=()
+for i in "${!beside_targets[@]}"; do
+  skips+=(--skip "${beside_tests[$i]}")
+  INSTA_UPDATE=no setsid -w bash -c 'echo $$ >"$3.pgid"; start=$SECONDS
+    cargo test --workspace --locked --test "$1" -- --exact "$2" >"$3" 2>&1 && rc=0 || rc=$?
+    echo "$rc $((SECONDS - start))" >"$3.status"' \
+    _ "${beside_targets[$i]}" "${beside_tests[$i]}" "$logs/${beside_targets[$i]}" &
+  beside_pids+=($!)
+done
+# The rest: what `cargo test --workspace` runs, in three parts, because the benchmarks (criterion,
+# harness = false, run once in its test mode) take no --skip: the libraries', binaries' and
+# integration tests (libtest) less those run beside, the benchmarks, the doc tests.
+rest() { # cargo test's target selection [-- the tests' arguments]
+  INSTA_UPDATE=no cargo test --workspace --locked "$@" 2>&1 | tee -a "$logs/rest"
+}
+failed=()
+rest --lib --bins --test '*' -- --exact "${skips[@]}" || failed+=("the rest's tests")
+rest --bench '*' || failed+=("the benchmarks (test mode)")
+rest --doc || failed+=("the doc tests")
+rest_took=$((SECONDS - phase_t))
+beside_summary=""
+for i in "${!beside_targets[@]}"; do
+  target=${beside_targets[$i]}
+  wait "${beside_pids[$i]}" || true
+  read -r b_rc b_took <"$logs/$target.status" || { b_rc=1; b_took=0; }
+  echo "== $target, run beside the rest: $b_took s, exit status $b_rc"
+  cat "$logs/$target"
+  if [ "$b_rc" != 0 ]; then failed+=("$target (${beside_tests[$i]})"); fi
+  beside_summary+=$(printf '    %-24s %5d s' "$target (beside)" "$b_took")$'\n'
+done
 phase ""
+summary+=$(printf '    %-24s %5d s' "the rest" "$rest_took")$'\n'$beside_summary
 
 echo "== time per phase"
 printf '%s' "$summary"
 echo "== slowest test binaries"
 # `Running tests/x.rs (target/debug/deps/x-hash)` or `Doc-tests crate`, then its
-# `test result: … finished in 1.23s`
+# `test result: … finished in 1.23s`; in the rest's log and each one's run beside it
 awk '/^ *Running / { l=$0; sub(/^ *Running /, "", l); f=l; sub(/ \(.*$/, "", f)
                       b=l; sub(/^.*\//, "", b); sub(/-[0-9a-f]+\)$/, "", b); name=b ": " f }
      /^ *Doc-tests / { name="doc-tests " $2 }
-     /^test result:/ && name != "" { t=$NF; sub(/s$/, "", t); printf "  %8.2f s  %s\n", t, name; name="" }' "$log" \
-  | sort -rn | head -8
+     /^test result:/ && name != "" { t=$NF; sub(/s$/, "", t); printf "  %8.2f s  %s\n", t, name; name="" }' \
+  "$logs/rest" "${beside_targets[@]/#/$logs/}" | sort -rn | head -8
+if [ ${#failed[@]} -gt 0 ]; then
+  printf '== FAILED after %d s (output above):' "$((SECONDS - t0))"
+  printf ' %s;' "${failed[@]}"
+  echo
+  exit 1
+fi
 echo "== all tests passed in $((SECONDS - t0)) s"
