@@ -706,6 +706,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::unwrap_used)]
     fn stale_working_directories_of_ended_agents_are_swept() {
         let tmp = tempfile::tempdir().unwrap();
         // a process that has ended: its id is free (until the kernel reuses it)
