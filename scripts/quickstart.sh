@@ -439,7 +439,8 @@ Batch jobs (worker-htcondor, worker-slurm, jobs-io-starved hosts), per node:
   curl -sG '$url/query' --data-urlencode db=$db -H 'Accept: application/csv' \
     --data-urlencode 'q=SELECT last(cpu_efficiency_pct), last(io_stall_pct), last(count) FROM jobs WHERE time > now() - 5m GROUP BY host'
 
-Grafana (9.1 or later, on this machine): datasource, dashboards and alert rules with their
+Grafana (on this machine; no Grafana release has been verified, see docs/quickstart.md "Which
+Grafana" and scripts/grafana-check.sh): datasource, dashboards and alert rules with their
 runbooks, from the repository:
   sudo deploy/grafana/install.sh --influx-url $url --runbook-base file://$repo/alerts/runbooks
   sudo systemctl daemon-reload && sudo systemctl restart grafana-server
