@@ -25,6 +25,7 @@ pub mod influxd;
 pub mod lp;
 pub mod pki;
 pub mod process;
+pub mod promtool;
 pub mod reports;
 pub mod wait;
 
@@ -33,4 +34,5 @@ pub use files::{fixture_roots, scratch, workspace};
 pub use http::{gzip, http, post_form, urlencode};
 pub use influxd::Influxd;
 pub use process::{binary, in_private_mounts, telegraf, Proc};
+pub use promtool::{promtool, promtool_ok};
 pub use wait::{now_ns, now_s, wait_for, wait_until};

@@ -3,8 +3,7 @@
 //! real Prometheus scraping the agent stores its series.
 #![allow(clippy::unwrap_used)]
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use storwatch_test_support::*;
@@ -72,26 +71,7 @@ fn promtool_accepts_the_page_and_prometheus_scrapes_it() {
     );
 
     // promtool: the exposition format and Prometheus's naming rules.
-    let mut promtool = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (Debian package prometheus; scripts/test.sh installs it)");
-    promtool
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(page.as_bytes())
-        .unwrap();
-    let out = promtool.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "promtool check metrics:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    promtool_ok(&["check", "metrics"], Some(page.as_bytes()));
 
     // A real Prometheus scraping the agent every second.
     let prom_cfg = dir.path().join("prometheus.yml");

@@ -23,13 +23,14 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeSet;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 use storwatch_dashboards_tests::promql_dashboards::{expand_promql, promql_dashboard_queries};
-use storwatch_test_support::{binary, http, scratch, urlencode, workspace};
+use storwatch_test_support::{binary, http, promtool_ok, scratch, urlencode, workspace};
 
 /// `bench/read-walk.c`: built with the system's C compiler and run on a file of its own, it
 /// prints the four costs of a read, each a positive number of microseconds.
@@ -518,17 +519,15 @@ fn check_prometheus(state: &Path, sim_hosts: &[String], started: Instant) {
 
     // the configuration start wrote, as Prometheus's own checker sees it
     let config = state.join("prometheus/prometheus.yml");
-    let check = Command::new("promtool")
-        .args(["check", "config"])
-        .arg(&config)
-        .output()
-        .expect("promtool (Debian package prometheus; scripts/test.sh installs it)");
-    assert!(
-        check.status.success(),
-        "promtool check config: {}",
-        text(&check)
+    let check = promtool_ok(
+        &[
+            OsStr::new("check"),
+            OsStr::new("config"),
+            config.as_os_str(),
+        ],
+        None,
     );
-    assert!(text(&check).contains("SUCCESS"), "{}", text(&check));
+    assert!(check.contains("SUCCESS"), "{check}");
 
     // every query of every PromQL dashboard, as Grafana would ask it (host: the storm's disk
     // server where a dashboard selects one host, else every host)

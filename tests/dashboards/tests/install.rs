@@ -7,10 +7,12 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeSet;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_norway::Value as Yaml;
+use storwatch_test_support::promtool_ok;
 
 const BASE: &str = "https://wiki.example.org/storage/storwatch-runbooks";
 
@@ -229,16 +231,9 @@ fn check_prometheus_rules(dir: &Path) {
         alerts,
         "every alerting rule has its runbook link"
     );
-    let out = Command::new("promtool")
-        .args(["check", "rules"])
-        .arg(&file)
-        .output()
-        .expect("promtool (Debian package prometheus; scripts/test.sh installs it)");
-    assert!(
-        out.status.success(),
-        "promtool check rules: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    promtool_ok(
+        &[OsStr::new("check"), OsStr::new("rules"), file.as_os_str()],
+        None,
     );
 }
 

@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -24,7 +25,7 @@ use storwatch_sim::scenario::Kind;
 use storwatch_test_support::http::{http, urlencode};
 use storwatch_test_support::process::Proc;
 use storwatch_test_support::wait::{now_s, wait_for};
-use storwatch_test_support::{scratch, workspace};
+use storwatch_test_support::{promtool_ok, scratch, workspace};
 use storwatch_wire::lp::{parse_line, Backend, FieldValue};
 use storwatch_wire::prom::prom_line;
 
@@ -279,17 +280,15 @@ fn fleet_prometheus() -> Prometheus {
             std::fs::copy(&om, keep).unwrap();
         }
         let data = dir.path().join("data");
-        let out = Command::new("promtool")
-            .args(["tsdb", "create-blocks-from", "openmetrics"])
-            .arg(&om)
-            .arg(&data)
-            .output()
-            .expect("promtool (Debian package prometheus)");
-        assert!(
-            out.status.success(),
-            "promtool tsdb create-blocks-from openmetrics: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        promtool_ok(
+            &[
+                OsStr::new("tsdb"),
+                OsStr::new("create-blocks-from"),
+                OsStr::new("openmetrics"),
+                om.as_os_str(),
+                data.as_os_str(),
+            ],
+            None,
         );
         let config = dir.path().join("prometheus.yml");
         std::fs::write(&config, "global:\n  scrape_interval: 10s\n").unwrap();

@@ -10,9 +10,9 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeSet;
+use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::path::Path;
-use std::process::Command;
 use std::time::Instant;
 
 use serde_norway::Value as Yaml;
@@ -26,7 +26,7 @@ use storwatch_dashboards_tests::prom::{
 use storwatch_dashboards_tests::promql_rules::{generate, rule_groups, RULES_FILE};
 use storwatch_dashboards_tests::{history_phases, shift};
 use storwatch_sim::scenario::Kind;
-use storwatch_test_support::workspace;
+use storwatch_test_support::{promtool, workspace};
 use storwatch_wire::prom::{metric_name, prom_field};
 
 #[test]
@@ -151,17 +151,10 @@ fn a_rule_without_expression_or_an_expression_without_rule_is_refused() {
 
 /// `promtool check rules` on `file`: its exit status and output.
 fn promtool_check(file: &Path) -> (bool, String) {
-    let out = Command::new("promtool")
-        .args(["check", "rules"])
-        .arg(file)
-        .output()
-        .expect("promtool (Debian's prometheus package) is installed");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    promtool(
+        &[OsStr::new("check"), OsStr::new("rules"), file.as_os_str()],
+        None,
+    )
 }
 
 #[test]
@@ -360,19 +353,10 @@ fn the_rules_fire_exactly_as_listed_on_the_simulated_fleet() {
             .iter()
             .map(|(host, file)| {
                 s.spawn(move || {
-                    let out = Command::new("promtool")
-                        .args(["test", "rules"])
-                        .arg(file)
-                        .output()
-                        .expect("promtool (Debian's prometheus package) is installed");
-                    (out.status.success()).then_some(()).ok_or_else(|| {
-                        format!(
-                            "{host} ({}):\n{}{}",
-                            file.display(),
-                            String::from_utf8_lossy(&out.stdout),
-                            String::from_utf8_lossy(&out.stderr)
-                        )
-                    })
+                    let args = [OsStr::new("test"), OsStr::new("rules"), file.as_os_str()];
+                    let (ok, text) = promtool(&args, None);
+                    ok.then_some(())
+                        .ok_or_else(|| format!("{host} ({}):\n{text}", file.display()))
                 })
             })
             .collect();
@@ -453,15 +437,9 @@ fn agent_silent_reads_the_collector_heartbeat_and_a_targets_own_host() {
     let dir = storwatch_test_support::scratch();
     let file = dir.path().join("agent-silent.test.yml");
     std::fs::write(&file, &text).unwrap();
-    let out = Command::new("promtool")
-        .args(["test", "rules"])
-        .arg(&file)
-        .output()
-        .expect("promtool (Debian's prometheus package) is installed");
-    assert!(
-        out.status.success(),
-        "{text}\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let (ok, out) = promtool(
+        &[OsStr::new("test"), OsStr::new("rules"), file.as_os_str()],
+        None,
     );
+    assert!(ok, "{text}\n{out}");
 }
