@@ -80,7 +80,7 @@ struct Overrides {
 enum Command {
     /// Sample and report until stopped (SIGTERM/SIGINT flush the output first).
     Run,
-    /// Sample one report interval, print the report, exit.
+    /// Sample one report interval, print the report, exit (SIGTERM/SIGINT end it at once).
     Once,
     /// Live view of the iostat -x and sar -n DEV columns, busiest devices first.
     Top(TopArgs),
@@ -371,6 +371,14 @@ fn run(mut cfg: Config, reload: &dyn Fn() -> Result<Config>) -> Result<()> {
 
 /// Samples one report interval and prints its report.
 fn once(cfg: &Config) -> Result<()> {
+    // SIGTERM and SIGINT end `once` as their default action does, even when the agent was started
+    // with them ignored (a background job of a non-interactive shell has SIGINT ignored): the
+    // handler restores the default and raises the signal again.
+    let always = Arc::new(AtomicBool::new(true));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register_conditional_default(sig, Arc::clone(&always))
+            .context("installing signal handlers")?;
+    }
     let mut sink = open_sink(cfg)?;
     let mut sampler = Scheduler::new(cfg, collect::storage(cfg, true));
     let start = Instant::now();
