@@ -27,6 +27,8 @@
 #                        Prometheus's own (alerts/prometheus/storwatch-rules.yml, see
 #                        --prometheus-rules), and what an earlier run installed for InfluxDB
 #                        (datasource, dashboards, rules) is removed. both: the two side by side.
+#                        An explicit --datasource influxdb removes what an earlier run installed
+#                        for Prometheus; a run without --datasource leaves it in place.
 #   --prometheus-url URL Prometheus for its datasource, written as STORWATCH_PROMETHEUS_URL into
 #                        a grafana-server drop-in (DIR/grafana-server.service.d/storwatch-prometheus.conf)
 #   --prometheus-rules DIR  also writes Prometheus's rule file, DIR/storwatch-rules.yml, with the
@@ -40,7 +42,7 @@ set -euo pipefail
 
 die() { echo "install.sh: $*" >&2; exit 1; }
 
-runbook_base='' influx_url='' policies='' datasource=influxdb prometheus_url='' prometheus_rules=''
+runbook_base='' influx_url='' policies='' datasource=influxdb datasource_given='' prometheus_url='' prometheus_rules=''
 prov=/etc/grafana/provisioning
 dash=/var/lib/grafana/dashboards/storwatch
 systemd_dir=/etc/systemd/system
@@ -49,7 +51,7 @@ while [ $# -gt 0 ]; do
     --runbook-base) runbook_base=${2:-}; shift 2 ;;
     --influx-url) influx_url=${2:-}; shift 2 ;;
     --policies) policies=${2:-}; shift 2 ;;
-    --datasource) datasource=${2:-}; shift 2 ;;
+    --datasource) datasource=${2:-}; datasource_given=1; shift 2 ;;
     --prometheus-url) prometheus_url=${2:-}; shift 2 ;;
     --prometheus-rules) prometheus_rules=${2:-}; shift 2 ;;
     --provisioning) prov=${2:-}; shift 2 ;;
@@ -181,7 +183,9 @@ if [ "$prom" = 1 ]; then
     printf '[Service]\nEnvironment=STORWATCH_PROMETHEUS_URL=%s\n' "$prometheus_url" \
       >"$systemd_dir/grafana-server.service.d/storwatch-prometheus.conf"
   fi
-else
+elif [ -n "$datasource_given" ]; then
+  # only when influxdb was asked for: a re-run without --datasource (an upgrade) keeps what an
+  # earlier --datasource both installed
   [ ! -f "$prov/datasources/storwatch-prometheus.yaml" ] \
     || { rm -f "$prov/datasources/storwatch-prometheus.yaml"; removed+=("$prov/datasources/storwatch-prometheus.yaml"); }
   for f in "$prom_dashboards_src"/*.json; do

@@ -240,7 +240,8 @@ fn check_prometheus_rules(dir: &Path) {
 /// `--datasource prometheus`: the Prometheus datasource and dashboards instead of the InfluxDB
 /// ones, no Grafana rule (they are InfluxQL), the way to Prometheus's rule file printed, no
 /// runbook base needed; `--prometheus-rules` installs that file. `both` puts the two side by
-/// side; going back to `influxdb` (or on to `prometheus`) removes what the other choice put there.
+/// side; a re-run without `--datasource` keeps both; going back to `influxdb` (asked for) or on to
+/// `prometheus` removes what the other choice put there.
 #[test]
 fn installs_the_prometheus_side() {
     let dir = tempfile::tempdir().unwrap();
@@ -308,11 +309,27 @@ fn installs_the_prometheus_side() {
     check_prometheus_installed(dir.path());
     check_prometheus_rules(&rules);
 
-    // back to InfluxDB alone: the Prometheus datasource and dashboards go, the rest is as ever
+    // a re-run without --datasource (an upgrade) keeps the Prometheus side an earlier run put there
     let out = install(
         &script,
         dir.path(),
         &["--influx-url", "http://influxdb.example.org:8086"],
+    );
+    assert!(!out.contains("removed"), "{out}");
+    check_installed(dir.path());
+    check_prometheus_installed(dir.path());
+
+    // back to InfluxDB alone, asked for: the Prometheus datasource and dashboards go, the rest is
+    // as ever
+    let out = install(
+        &script,
+        dir.path(),
+        &[
+            "--influx-url",
+            "http://influxdb.example.org:8086",
+            "--datasource",
+            "influxdb",
+        ],
     );
     assert!(out.contains("removed"), "{out}");
     check_installed(dir.path());
