@@ -160,7 +160,7 @@ for i in "${!beside_targets[@]}"; do
   wait "${beside_pids[$i]}" || true
   read -r b_rc b_took <"$logs/$target.status" || { b_rc=1; b_took=0; }
   echo "== $target, run beside the rest: $b_took s, exit status $b_rc"
-  cat "$logs/$target"
+  cat "$logs/$target" 2>/dev/null || echo "(no log: the run did not start)"
   if [ "$b_rc" != 0 ]; then failed+=("$target (${beside_tests[$i]})"); fi
   beside_summary+=$(printf '    %-24s %5d s' "$target (beside)" "$b_took")$'\n'
 done
