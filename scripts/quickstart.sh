@@ -147,10 +147,15 @@ install_prometheus() {
   say "installing prometheus (apt-get)"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q >/dev/null
-  printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+  # a policy-rc.d the machine already has (container images ship one) is left as it is
+  local own_policy=''
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+    own_policy=1
+  fi
   apt-get install -y -q --no-install-recommends prometheus >/dev/null \
-    || { rm -f /usr/sbin/policy-rc.d; die "apt-get install prometheus failed"; }
-  rm -f /usr/sbin/policy-rc.d
+    || { [ -z "$own_policy" ] || rm -f /usr/sbin/policy-rc.d; die "apt-get install prometheus failed"; }
+  [ -z "$own_policy" ] || rm -f /usr/sbin/policy-rc.d
   command -v prometheus >/dev/null || die "prometheus still missing after apt-get install"
 }
 
