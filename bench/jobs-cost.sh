@@ -11,6 +11,13 @@
 # --warmup: seconds before the window (past the first reading and report); --report: the report
 # interval, seconds (10 for the figures; the test suite's smoke run uses 1).
 #
+# Beside the agents runs the read floor (bench/jobs-floor.c, built with gcc): a C reader that keeps
+# the same jobs' files open and reads each with pread once per report interval, nothing else —
+# what the kernel charges for producing the files the contract needs, which no reader of them
+# avoids. Each round prints the jobs' cost (jobs − nojobs), the floor's, and the difference: what
+# the agent adds above the floor (parsing, the arithmetic, the lines, and off cgroupfs the rename
+# check).
+#
 # --real (root, cgroup v2 mounted: /sys/fs/cgroup, or its `unified` mount on a hybrid host): the
 # two cgroup trees are real cgroups under <cgroup2 mount>/storwatch-bench.slice/{nojobs,jobs}, the
 # jobs each holding one `sleep` (in step_batch/user/task_0), bind-mounted as each tree's
@@ -54,6 +61,13 @@ if [ -z "$agent_bin" ]; then
   agent_bin=$target/release/storwatch-agent
 fi
 base=$(mktemp -d /dev/shm/storwatch-jobs-cost.XXXXXX 2>/dev/null || mktemp -d)
+floor_bin=""
+if command -v gcc >/dev/null; then
+  floor_bin=$base/jobs-floor
+  gcc -O2 -Wall -o "$floor_bin" "$here/jobs-floor.c"
+else
+  echo "no gcc: the read floor is not measured" >&2
+fi
 cleanup() {
   for p in ${pids:-} ${sleeps:-}; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
@@ -130,6 +144,14 @@ if [ -n "$real" ]; then
   echo "real cgroups: $cgroot ($(cat "$cg2/cgroup.controllers" | tr -d '\n' || true) controllers at the mount)"
 fi
 
+# The read floor's list: every file of KEPT (collect/jobs.rs) in each job's directory; those a
+# job does not have (on a hybrid host io.stat and memory.*) are skipped by the reader.
+for j in $(seq 1000 $((1000 + jobs - 1))); do
+  for f in cpu.stat io.stat io.pressure cpu.pressure memory.pressure memory.current memory.peak; do
+    echo "$base/jobs/sys/fs/cgroup/system.slice/slurmstepd.scope/job_$j/$f"
+  done
+done >"$base/floor.list"
+
 # Every second: each job's counters move on, written in place (truncated and rewritten, the
 # same file): the kernel's cgroup files are regenerated for every read, never replaced, so the
 # agent's descriptors kept open stay good, as on a real node. (A tree rewritten by renames, as
@@ -197,22 +219,35 @@ for round in $(seq 1 "$rounds"); do
     pid[$tree]=$!
     pids="$pids $!"
   done
+  trees="nojobs jobs"
+  if [ -n "$floor_bin" ]; then
+    "$floor_bin" "$base/floor.list" "$report" >"$base/floor.log" &
+    pid[floor]=$!
+    pids="$pids $!"
+    trees="$trees floor"
+  fi
   # Past the start (first reading, first report), then the measured window.
   sleep "$warmup"
-  declare -A start us0
-  for tree in nojobs jobs; do
+  declare -A start us0 per_s
+  for tree in $trees; do
     start[$tree]=$(cpu_ns "${pid[$tree]}")
     us0[$tree]=$(user_sys_ms "${pid[$tree]}")
   done
   sleep "$duration"
-  for tree in nojobs jobs; do
+  for tree in $trees; do
     end=$(cpu_ns "${pid[$tree]}")
+    per_s[$tree]=$(python3 -c "print(($end - ${start[$tree]}) / 1e6 / $duration)")
     us1=$(user_sys_ms "${pid[$tree]}")
     python3 -c "
 d = ($end - ${start[$tree]}) / 1e6
 u0, s0 = map(float, '${us0[$tree]}'.split()); u1, s1 = map(float, '$us1'.split())
 print(f'{$round:<6} {\"$tree\":<8} {d:14.2f} {d/$duration:14.4f} {u1-u0:10.0f} {s1-s0:10.0f}')"
   done
+  if [ -n "$floor_bin" ]; then
+    python3 -c "
+jobs, floor = ${per_s[jobs]} - ${per_s[nojobs]}, ${per_s[floor]}
+print(f'round $round: the jobs cost {jobs:.4f} ms CPU per s; read floor {floor:.4f}; above the floor {jobs - floor:.4f}')"
+  fi
   for p in $pids; do kill "$p" 2>/dev/null || true; done
   # shellcheck disable=SC2086 # the agents and the ticker, not the jobs' sleeps
   wait $pids 2>/dev/null || true
@@ -223,3 +258,4 @@ io=$(grep -c '^job_io,' "$base/jobs.lp" || true)
 reports=$(grep -c '^jobs,' "$base/jobs.lp" || true)
 echo "all rounds: $reports jobs lines, $lines job lines, $io job_io lines written"
 grep -m1 '^jobs,' "$base/jobs.lp" || true
+[ -n "$floor_bin" ] && head -1 "$base/floor.log" || true

@@ -129,7 +129,8 @@ fn agent_bench_script_measures_the_agent_on_the_bench_host() {
 }
 
 /// `bench/jobs-cost.sh` with the test build, 5 jobs, 1 s reports, one round of 3 s: a CPU row for
-/// the agent without jobs and one for the agent with them, and the jobs agent's job lines.
+/// the agent without jobs, one for the agent with them and one for the read floor (which kept
+/// the 5 jobs' 7 files open), the round's cost against the floor, and the jobs agent's job lines.
 #[test]
 fn jobs_cost_script_measures_both_agents() {
     let agent = binary("storwatch-agent", "storwatch-agent");
@@ -151,7 +152,7 @@ fn jobs_cost_script_measures_both_agents() {
         .expect("run bench/jobs-cost.sh");
     let t = text(&out);
     assert!(out.status.success(), "{t}");
-    for tree in ["nojobs", "jobs"] {
+    for tree in ["nojobs", "jobs", "floor"] {
         let row = t
             .lines()
             .find(|l| l.split_whitespace().nth(1) == Some(tree))
@@ -167,6 +168,15 @@ fn jobs_cost_script_measures_both_agents() {
         .and_then(|n| n.parse::<u32>().ok())
         .unwrap_or_else(|| panic!("no line counts:\n{t}"));
     assert!(jobs_lines >= 5, "{t}");
+    assert!(t.contains("jobs-floor: 35 files kept open"), "{t}");
+    let round = t
+        .lines()
+        .find_map(|l| l.strip_prefix("round 1: the jobs cost "))
+        .unwrap_or_else(|| panic!("no cost against the floor:\n{t}"));
+    assert!(
+        round.contains("; read floor ") && round.contains("; above the floor "),
+        "{round}"
+    );
 }
 
 /// `scripts/compare-agents.py`: the same agent as "old" and "new" on five simulator scenarios
