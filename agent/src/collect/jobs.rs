@@ -67,6 +67,11 @@ const CPU_PRESSURE: usize = 3;
 const MEMORY_PRESSURE: usize = 4;
 const MEMORY_CURRENT: usize = 5;
 const MEMORY_PEAK: usize = 6;
+/// A file of [`KEPT`] a job did not have (a controller not enabled for it: on a hybrid host
+/// `io.stat` and `memory.*`; `memory.peak` before Linux 5.19) is looked for again at every this
+/// many readings of the job, not at each: a failed lookup walks the whole path. A controller
+/// enabled for a running job shows within this many report intervals (a minute at 10 s).
+const PROBE_EVERY: u8 = 6;
 /// `statfs` type of cgroup v2's filesystem: its files are never replaced, only removed with
 /// their directory.
 const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
@@ -198,6 +203,10 @@ struct Tracked {
     absent_at: Option<u64>,
     /// Seen in the current reading.
     seen: bool,
+    /// [`KEPT`]'s files found absent (bit = index), skipped until the next probe.
+    absent: u8,
+    /// Readings since absent files were last looked for ([`PROBE_EVERY`]).
+    since_probe: u8,
 }
 
 /// What one interval of one job gave, for its lines.
@@ -264,6 +273,9 @@ pub struct JobsCollector {
     /// Kept files checked one by one for a replacement (`fstat`), since start: what the
     /// directory check saves, for the tests.
     file_checks: u64,
+    /// Lookups of [`KEPT`] files that found none, since start: what [`PROBE_EVERY`] saves, for
+    /// the tests.
+    absent_lookups: u64,
     /// A directory's times are trusted once older than this, s (1; the tests change it).
     settle_s: i64,
     /// Jobs that may keep their files open, and those that do.
@@ -307,6 +319,7 @@ impl JobsCollector {
             scratch: Vec::new(),
             stale_check: true,
             file_checks: 0,
+            absent_lookups: 0,
             settle_s: 1,
             kept_budget: kept_budget(KEPT.len() + 1),
             kept_used: 0,
@@ -530,6 +543,8 @@ impl JobsCollector {
                 now_s,
                 settle_s: self.settle_s,
                 file_checks: &mut self.file_checks,
+                probe_absent: false,
+                absent_lookups: &mut self.absent_lookups,
             };
             match t.reading(at, &mut io, &mut self.buf, errors, &mut psi_missing) {
                 Some(r) => {
@@ -971,6 +986,8 @@ impl Tracked {
             needs_baseline: false,
             absent_at,
             seen: true,
+            absent: 0,
+            since_probe: 0,
         }
     }
 
@@ -1079,8 +1096,31 @@ impl Tracked {
     /// Reads the job's file number `idx` of [`KEPT`] into `buf`: through its descriptor kept
     /// open when the job has them (one `pread`, plus an `fstat` on a tree that is not cgroupfs,
     /// where a file replaced by a rename leaves the descriptor on the old one), else by name in
-    /// the job's directory. `Ok(false)` when the file is absent or the job is gone.
+    /// the job's directory. `Ok(false)` when the file is absent or the job is gone; a file found
+    /// absent is not looked for again before the job's next probe ([`PROBE_EVERY`]).
     fn read_file(
+        &mut self,
+        idx: usize,
+        io: &mut ReadIo<'_>,
+        buf: &mut String,
+    ) -> Result<bool, SourceError> {
+        // cpu.stat is never skipped: without it the job has ended.
+        let bit = if idx == CPU_STAT { 0 } else { 1u8 << idx };
+        if self.absent & bit != 0 && !io.probe_absent {
+            return Ok(false);
+        }
+        let found = self.lookup(idx, io, buf)?;
+        if found {
+            self.absent &= !bit;
+        } else if bit != 0 {
+            self.absent |= bit;
+            *io.absent_lookups += 1;
+        }
+        Ok(found)
+    }
+
+    /// [`Self::read_file`] without the memory of absent files.
+    fn lookup(
         &mut self,
         idx: usize,
         io: &mut ReadIo<'_>,
@@ -1148,6 +1188,11 @@ impl Tracked {
         psi_missing: &mut Option<PathBuf>,
     ) -> Option<JobReading> {
         io.check_files = self.files_may_be_replaced(io);
+        self.since_probe = self.since_probe.saturating_add(1);
+        io.probe_absent = self.since_probe >= PROBE_EVERY;
+        if io.probe_absent {
+            self.since_probe = 0;
+        }
         // cpu.stat is there in every cgroup v2 directory: without it the job has ended.
         // Only `usage_usec` is used: read alone, not the whole file.
         let mut usage = match self.parse_file(CPU_STAT, io, buf, cpu_stat::usage_usec) {
@@ -1309,6 +1354,10 @@ struct ReadIo<'a> {
     settle_s: i64,
     /// [`JobsCollector::file_checks`].
     file_checks: &'a mut u64,
+    /// Look for the job's files found absent before ([`PROBE_EVERY`]).
+    probe_absent: bool,
+    /// [`JobsCollector::absent_lookups`].
+    absent_lookups: &'a mut u64,
 }
 
 /// The files a job keeps open, and what the rename check off cgroupfs needs.

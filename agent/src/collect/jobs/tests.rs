@@ -281,3 +281,50 @@ fn a_directory_changed_within_the_last_second_is_not_trusted() {
         assert_eq!(c.file_checks, 7 * i as u64);
     }
 }
+
+#[test]
+fn a_file_a_job_lacks_is_looked_for_again_only_at_its_probe() {
+    let (_dir, root) = tree();
+    let mut c = JobsCollector::new(
+        JobsConfig::default(),
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(10),
+    );
+    let mut errors = SourceErrors::new(&[CGROUP]);
+    let cpu = |usec: u64| format!("usage_usec {usec}\nuser_usec {usec}\nsystem_usec 0\n");
+    // A job of a hybrid host: cpu.stat and the pressure files, no io or memory controller.
+    std::fs::write(job(&root).join("cpu.stat"), cpu(0)).expect("write");
+    for f in ["io.pressure", "cpu.pressure", "memory.pressure"] {
+        std::fs::write(
+            job(&root).join(f),
+            "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n\
+             full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+        )
+        .expect("write");
+    }
+    c.read(&root, 100, &mut errors);
+    // io.stat, memory.current and memory.peak looked for once each
+    assert_eq!(c.absent_lookups, 3);
+    let mut at = 100;
+    for _ in 1..PROBE_EVERY - 1 {
+        at += 1000;
+        c.read(&root, at, &mut errors);
+    }
+    assert_eq!(c.absent_lookups, 3, "looked for again before the probe");
+    // The io controller enabled for the running job: its io.stat shows at the probe.
+    std::fs::write(
+        job(&root).join("io.stat"),
+        "8:0 rbytes=4096 wbytes=0 rios=1 wios=0 dbytes=0 dios=0\n",
+    )
+    .expect("write");
+    at += 1000;
+    c.read(&root, at, &mut errors);
+    let t = c.jobs.values().next().expect("the job");
+    assert!(
+        t.prev.as_ref().is_some_and(|r| r.io.is_some()),
+        "io.stat read at the probe"
+    );
+    // memory.* still absent: looked for once more each, at the probe
+    assert_eq!(c.absent_lookups, 5);
+    assert_eq!(errors.interval_sum(), 0);
+}
