@@ -6,6 +6,10 @@
 #                                              (default 18086); waits until /ping answers
 #   scripts/influxd-test.sh stop DIR           stop the server started for DIR, wait for it to exit
 #
+# STORWATCH_INFLUXD_OWNER=PID (start): the server is also stopped, within a second, when process
+# PID ends — a test process killed before it could stop its server (an interrupted test run)
+# leaves none behind on its port. Without it the server runs until `stop` (the quickstart's).
+#
 # The Debian package's own service is never used: each test gets its own directory and port, and
 # nothing listens beyond loopback.
 set -euo pipefail
@@ -58,6 +62,15 @@ CONF
   fi
   setsid "$(influxd_bin)" -config "$dir/influxdb.conf" >"$dir/influxd.log" 2>&1 </dev/null &
   echo $! >"$dir/influxd.pid"
+  local owner=${STORWATCH_INFLUXD_OWNER:-}
+  if [ -n "$owner" ]; then
+    # Ends with the server (a `stop`) or stops it when the owner is gone; the command line is
+    # checked before the kill, so that a reused pid is never signalled.
+    setsid bash -c 'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 1; done
+      if kill -0 "$2" 2>/dev/null && grep -q influxd "/proc/$2/cmdline" 2>/dev/null; then
+        kill "$2" 2>/dev/null
+      fi' _ "$owner" "$!" </dev/null >/dev/null 2>&1 &
+  fi
   for _ in $(seq 1 200); do
     if curl -sf "http://127.0.0.1:$port/ping" >/dev/null 2>&1; then
       echo "influxd on 127.0.0.1:$port (pid $(cat "$dir/influxd.pid"), data $dir)"

@@ -31,6 +31,8 @@ fn start_influxd(dir: &Path, port: u16) {
         .arg("start")
         .arg(dir)
         .arg(port.to_string())
+        // stopped with this process even when it cannot stop it (killed by an interrupted run)
+        .env("STORWATCH_INFLUXD_OWNER", std::process::id().to_string())
         .output()
         .expect("run influxd-test.sh");
     assert!(

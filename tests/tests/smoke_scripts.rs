@@ -9,8 +9,8 @@
 //! benches and the queue store bench (`test = true` in their crates' Cargo.toml: `cargo test`
 //! runs each once), `scripts/check-packages.sh` and `scripts/build-rpm.sh` (tests/packages.rs;
 //! the deb maintainer scripts only where cargo-deb is installed), `scripts/influxd-test.sh`
-//! (every test with an influxd), the InfluxDB setup scripts, `deploy/grafana/install.sh` and the
-//! v2/v3 rollup generators and their tests (collector/tests/influx_setup.rs, tests/dashboards).
+//! (every test with an influxd; its owner watch here), the InfluxDB setup scripts,
+//! `deploy/grafana/install.sh` and the v2/v3 rollup generators and their tests (collector/tests/influx_setup.rs, tests/dashboards).
 //!
 //! `bench/jobs-cost.sh` (100 jobs beside none) runs with 5 jobs for a 3 s window.
 //!
@@ -31,6 +31,79 @@ use std::time::{Duration, Instant};
 use serde_json::Value as Json;
 use storwatch_dashboards_tests::promql_dashboards::{expand_promql, promql_dashboard_queries};
 use storwatch_test_support::{binary, http, promtool_ok, scratch, urlencode, workspace};
+
+/// `scripts/influxd-test.sh start` with `STORWATCH_INFLUXD_OWNER`: the server answers while its
+/// owner lives and is stopped once the owner is gone (a test process killed by an interrupted run,
+/// which never got to stop it); without an owner it runs on until `stop`.
+#[test]
+fn an_influxd_whose_owner_is_gone_is_stopped() {
+    let dir = scratch();
+    let port = 18930u16;
+    let mut owner = Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .expect("spawn sleep");
+    let script = workspace().join("scripts/influxd-test.sh");
+    let start = |data: &Path, owner: Option<u32>| {
+        let mut cmd = Command::new("bash");
+        cmd.arg(&script)
+            .arg("start")
+            .arg(data)
+            .arg(port.to_string());
+        match owner {
+            Some(pid) => cmd.env("STORWATCH_INFLUXD_OWNER", pid.to_string()),
+            None => cmd.env_remove("STORWATCH_INFLUXD_OWNER"),
+        };
+        let out = cmd.output().expect("run influxd-test.sh");
+        assert!(out.status.success(), "{}", text(&out));
+    };
+    let ping = || http(&format!("http://127.0.0.1:{port}/ping"), "GET", &[], b"").0;
+    let pid_of = |data: &Path| -> i32 {
+        std::fs::read_to_string(data.join("influxd.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    // running (a zombie not yet reaped counts as ended)
+    let alive = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| !r.trim_start().starts_with('Z'))
+        })
+    };
+    let owned = dir.path().join("owned");
+    start(&owned, Some(owner.id()));
+    assert_eq!(ping(), 204);
+    let server = pid_of(&owned);
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(alive(server), "stopped while its owner lives");
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+    let t0 = Instant::now();
+    while alive(server) && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        !alive(server),
+        "influxd {server} still running after its owner ended"
+    );
+    // without an owner: runs until stopped
+    let free = dir.path().join("free");
+    start(&free, None);
+    let server = pid_of(&free);
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(alive(server));
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg("stop")
+        .arg(&free)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!alive(server));
+}
 
 /// `bench/read-walk.c`: built with the system's C compiler and run on a file of its own, it
 /// prints the four costs of a read, each a positive number of microseconds.

@@ -132,6 +132,7 @@ fn influxd(cmd: &str, dir: &Path, port: u16) -> anyhow::Result<()> {
         .arg(cmd)
         .arg(dir)
         .arg(port.to_string())
+        .env("STORWATCH_INFLUXD_OWNER", std::process::id().to_string())
         .stdout(Stdio::null())
         .status()?;
     if !st.success() {
