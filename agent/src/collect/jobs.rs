@@ -1079,9 +1079,7 @@ impl Tracked {
         match times {
             Some(t) if t.linked && kept.checked == Some(t) => false,
             Some(t) if t.linked => {
-                let settled =
-                    t.mtime.0 < io.now_s - io.settle_s && t.ctime.0 < io.now_s - io.settle_s;
-                kept.checked = settled.then_some(t);
+                kept.checked = t.settled(io.now_s, io.settle_s).then_some(t);
                 true
             }
             _ => {
@@ -1378,6 +1376,18 @@ struct DirTimes {
     mtime: (i64, u32),
     ctime: (i64, u32),
     linked: bool,
+}
+
+impl DirTimes {
+    /// Whether these times, read at `now_s` (the wall clock, s), may stand for the directory's
+    /// files at the next reading when they are found unchanged: both whole seconds more than
+    /// `settle_s` in the past. A file system whose clock ticks coarsely (a jiffy, or the second
+    /// itself on some) gives a rename made later within the same tick the same times; a time of
+    /// the current or the previous second may still be followed by one.
+    fn settled(&self, now_s: i64, settle_s: i64) -> bool {
+        let before = now_s.saturating_sub(settle_s);
+        self.mtime.0 < before && self.ctime.0 < before
+    }
 }
 
 /// The `job` and `slot` tags of a job: Slurm's job id or SLUID; for HTCondor the job's directory

@@ -328,3 +328,24 @@ fn a_file_a_job_lacks_is_looked_for_again_only_at_its_probe() {
     assert_eq!(c.absent_lookups, 5);
     assert_eq!(errors.interval_sum(), 0);
 }
+
+#[test]
+fn a_directory_time_is_trusted_only_once_more_than_the_settle_time_old() {
+    let at = |m: i64, c: i64| DirTimes {
+        mtime: (m, 999_999_999),
+        ctime: (c, 0),
+        linked: true,
+    };
+    let now = 1_000;
+    // this second and the one before may still see a change with the same times
+    assert!(!at(now, now).settled(now, 1));
+    assert!(!at(now - 1, now - 1).settled(now, 1));
+    assert!(at(now - 2, now - 2).settled(now, 1));
+    // both times count: an old mtime with a fresh ctime (a rename over a file) is not settled
+    assert!(!at(now - 10, now).settled(now, 1));
+    assert!(!at(now, now - 10).settled(now, 1));
+    // a longer settle time, and a clock far from the epoch's start
+    assert!(!at(now - 5, now - 5).settled(now, 5));
+    assert!(at(now - 6, now - 6).settled(now, 5));
+    assert!(!at(0, 0).settled(0, 1));
+}
