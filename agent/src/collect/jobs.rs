@@ -29,7 +29,9 @@ use serde::Deserialize;
 use storwatch_wire::lp::{FieldKey, LineWriter, SeriesKey};
 
 use super::{Collector, Live, ReportCx, SampleCx, SourceErrors};
-use crate::health::jobs::{self as model, Cores, CoresFrom, JobInterval, JobReading, Presence};
+use crate::health::jobs::{
+    self as model, Cores, CoresFrom, JobInterval, JobReading, NodeFigures, Presence,
+};
 use crate::root::{JoinSized, Root};
 use crate::sources::cgroup::cpu_stat::CpuStat;
 use crate::sources::cgroup::io_stat::IoDevice;
@@ -655,72 +657,16 @@ impl JobsCollector {
         }
     }
 
-    /// The node's figures over the jobs of `p`.
+    /// The node's figures over the jobs of `p` ([`model::node_figures`]).
     fn node(&self, p: &Pending) -> NodeFigures {
-        // The intervals of the jobs present at the end, where they are (no copy).
-        let present = || {
-            p.done
-                .iter()
-                .filter(|d| d.iv.presence != Presence::Vanished)
-                .map(|d| &d.iv)
-        };
-        let n = model::node_jobs_of(present(), TOP_JOBS);
-        // node_jobs ranks the present jobs; map back to indexes of `p.done`.
-        let present_idx: Vec<usize> = p
-            .done
-            .iter()
-            .enumerate()
-            .filter(|(_, d)| d.iv.presence != Presence::Vanished)
-            .map(|(i, _)| i)
-            .collect();
-        let ranked = n
-            .top_by_io_stall
-            .iter()
-            .filter_map(|i| present_idx.get(*i).copied())
-            .collect();
-        let (mut full, mut full_wall) = (0.0, 0.0);
-        let (mut cpu, mut capacity) = (0u64, p.dropped_capacity_usec);
-        let mut stalled = 0;
-        for j in present() {
-            if let Some(f) = j.io_pressure.full {
-                full += f * j.wall_usec as f64;
-                full_wall += j.wall_usec as f64;
-            }
-            if j.io_pressure
-                .some
-                .is_some_and(|s| s * 100.0 >= self.cfg.stall_threshold_pct)
-            {
-                stalled += 1;
-            }
-            if let (Some(c), Some(cores)) = (j.cpu_usec, j.cores) {
-                if j.wall_usec > 0 {
-                    cpu += c;
-                    capacity += j.wall_usec as f64 * cores.cores;
-                }
-            }
-        }
-        // A job that ended in the interval ran from the last reading that saw it until at most
-        // this one: its cores over the interval count as capacity (an upper bound).
-        for d in p
-            .done
-            .iter()
-            .filter(|d| d.iv.presence == Presence::Vanished)
-        {
-            if let Some(c) = d.iv.cores {
-                capacity += p.interval_usec as f64 * c.cores;
-            }
-        }
-        // All jobs' CPU time: the parents' when they were read at both ends (it holds the jobs
-        // that ended and those over the cap); else the jobs read.
-        let cpu_usec = p.parents_cpu_usec.map_or(cpu, |pc| pc.max(cpu));
-        NodeFigures {
-            cpu_usec,
-            efficiency: (capacity > 0.0).then(|| cpu_usec as f64 / capacity),
-            io_some: n.io_stalled_share,
-            io_full: (full_wall > 0.0).then(|| full / full_wall),
-            stalled,
-            ranked,
-        }
+        model::node_figures(
+            p.done.iter().map(|d| &d.iv),
+            p.dropped_capacity_usec,
+            p.parents_cpu_usec,
+            p.interval_usec,
+            self.cfg.stall_threshold_pct,
+            TOP_JOBS,
+        )
     }
 
     /// Writes the lines of the pending reading.
@@ -838,15 +784,6 @@ const K_WRITE_BYTES_PER_S: FieldKey = FieldKey::new("write_bytes_per_s");
 const K_READ_OPS_PER_S: FieldKey = FieldKey::new("read_ops_per_s");
 const K_WRITE_OPS_PER_S: FieldKey = FieldKey::new("write_ops_per_s");
 const K_AGE_S: FieldKey = FieldKey::new("age_s");
-
-struct NodeFigures {
-    cpu_usec: u64,
-    efficiency: Option<f64>,
-    io_some: Option<f64>,
-    io_full: Option<f64>,
-    stalled: usize,
-    ranked: Vec<usize>,
-}
 
 /// Jobs whose files may be kept open, `per_job` descriptors each: a quarter of the soft
 /// open-file limit (on cgroupfs, [`KEPT`]'s 7 files a job: 146 jobs under the unit's

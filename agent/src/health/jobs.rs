@@ -383,5 +383,96 @@ pub fn node_jobs_of<'a>(intervals: impl Iterator<Item = &'a JobInterval>, top: u
     }
 }
 
+/// The node's figures over one report interval, for the `jobs` line and `top`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NodeFigures {
+    /// All jobs' CPU time over the interval, µs.
+    pub cpu_usec: u64,
+    /// The node's job efficiency: CPU time ÷ capacity (Σ wall × cores).
+    pub efficiency: Option<f64>,
+    /// Share of job time stalled on I/O ([`NodeJobs::io_stalled_share`]).
+    pub io_some: Option<f64>,
+    /// The io `full` share weighted by wall time, as `io_some`.
+    pub io_full: Option<f64>,
+    /// Jobs whose io `some` share is at least the stall threshold.
+    pub stalled: usize,
+    /// Indexes into the intervals given of the jobs most stalled on I/O, worst first.
+    pub ranked: Vec<usize>,
+}
+
+/// The node's figures over the intervals of one reading, vanished jobs' included (their
+/// presence says which): `dropped_capacity_usec` is Σ wall × cores of the jobs not read (over
+/// the cap), `parents_cpu_usec` the batch systems' parents' CPU time over the interval (`None`:
+/// no parent read at both ends), `interval_usec` the interval's length, `stall_threshold_pct`
+/// the threshold of `stalled`, `top` the bound of the ranking. [`NodeFigures::ranked`] indexes
+/// the intervals given.
+pub fn node_figures<'a>(
+    intervals: impl Iterator<Item = &'a JobInterval> + Clone,
+    dropped_capacity_usec: f64,
+    parents_cpu_usec: Option<u64>,
+    interval_usec: u64,
+    stall_threshold_pct: f64,
+    top: usize,
+) -> NodeFigures {
+    // The intervals of the jobs present at the end, where they are (no copy).
+    let present = || {
+        intervals
+            .clone()
+            .filter(|iv| iv.presence != Presence::Vanished)
+    };
+    let n = node_jobs_of(present(), top);
+    // node_jobs ranks the present jobs; map back to indexes of `intervals`.
+    let present_idx: Vec<usize> = intervals
+        .clone()
+        .enumerate()
+        .filter(|(_, iv)| iv.presence != Presence::Vanished)
+        .map(|(i, _)| i)
+        .collect();
+    let ranked = n
+        .top_by_io_stall
+        .iter()
+        .filter_map(|i| present_idx.get(*i).copied())
+        .collect();
+    let (mut full, mut full_wall) = (0.0, 0.0);
+    let (mut cpu, mut capacity) = (0u64, dropped_capacity_usec);
+    let mut stalled = 0;
+    for j in present() {
+        if let Some(f) = j.io_pressure.full {
+            full += f * j.wall_usec as f64;
+            full_wall += j.wall_usec as f64;
+        }
+        if j.io_pressure
+            .some
+            .is_some_and(|s| s * 100.0 >= stall_threshold_pct)
+        {
+            stalled += 1;
+        }
+        if let (Some(c), Some(cores)) = (j.cpu_usec, j.cores) {
+            if j.wall_usec > 0 {
+                cpu += c;
+                capacity += j.wall_usec as f64 * cores.cores;
+            }
+        }
+    }
+    // A job that ended in the interval ran from the last reading that saw it until at most
+    // this one: its cores over the interval count as capacity (an upper bound).
+    for iv in intervals.filter(|iv| iv.presence == Presence::Vanished) {
+        if let Some(c) = iv.cores {
+            capacity += interval_usec as f64 * c.cores;
+        }
+    }
+    // All jobs' CPU time: the parents' when they were read at both ends (it holds the jobs
+    // that ended and those over the cap); else the jobs read.
+    let cpu_usec = parents_cpu_usec.map_or(cpu, |pc| pc.max(cpu));
+    NodeFigures {
+        cpu_usec,
+        efficiency: (capacity > 0.0).then(|| cpu_usec as f64 / capacity),
+        io_some: n.io_stalled_share,
+        io_full: (full_wall > 0.0).then(|| full / full_wall),
+        stalled,
+        ranked,
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -299,6 +299,103 @@ fn through_clone() -> JobInterval {
     interval(Some(&start()), Some(&end()), 100 * S).expect("seen")
 }
 
+/// A hand-made interval for the node's figures: `wall_s`, `cpu_s` and `cores`, io `some` and
+/// `full` shares.
+fn job_iv(
+    presence: Presence,
+    wall_s: u64,
+    cpu_s: Option<u64>,
+    cores: Option<f64>,
+    some: Option<f64>,
+    full: Option<f64>,
+) -> JobInterval {
+    JobInterval {
+        presence,
+        wall_usec: wall_s * S,
+        wall_is_upper_bound: false,
+        cpu_usec: cpu_s.map(|c| c * S),
+        cores: cores.map(|cores| Cores {
+            cores,
+            from: CoresFrom::Cpuset,
+        }),
+        efficiency: None,
+        io: Vec::new(),
+        io_pressure: PressureShares { some, full },
+        cpu_pressure: PressureShares::default(),
+        memory_pressure: PressureShares::default(),
+        memory_current: None,
+        memory_peak: None,
+    }
+}
+
+/// One 10 s interval: two jobs through it, one that appeared 5 s before its end, two that
+/// vanished (one with 4 cores, one whose cores were never read).
+fn node_intervals() -> Vec<JobInterval> {
+    use Presence::{Appeared, Throughout, Vanished};
+    vec![
+        job_iv(Throughout, 10, Some(15), Some(2.0), Some(0.5), Some(0.1)),
+        job_iv(Vanished, 0, None, Some(4.0), None, None),
+        job_iv(Throughout, 10, Some(5), Some(1.0), Some(0.25), Some(0.3)),
+        job_iv(Appeared, 5, Some(2), Some(1.0), Some(0.8), Some(0.6)),
+        job_iv(Vanished, 0, None, None, None, None),
+    ]
+}
+
+#[test]
+fn the_node_figures_by_hand() {
+    let ivs = node_intervals();
+    let fig = |parents: Option<u64>, threshold: f64, top: usize| {
+        node_figures(ivs.iter(), 20.0 * S as f64, parents, 10 * S, threshold, top)
+    };
+    let n = fig(None, 25.0, 10);
+    // CPU of the jobs read: 15 + 5 + 2 = 22 s.
+    assert_eq!(n.cpu_usec, 22 * S);
+    // Capacity: 20 (dropped) + 10 s × 2 + 10 s × 1 + 5 s × 1 + 10 s (the whole interval) × 4
+    // (the vanished job) = 95 core-seconds; the vanished job without cores adds none.
+    // 22 / 95.
+    assert!(close(n.efficiency, 22.0 / 95.0));
+    // some, wall-weighted: (0.5 × 10 + 0.25 × 10 + 0.8 × 5) / 25 = 11.5 / 25 = 0.46.
+    assert!(close(n.io_some, 0.46));
+    // full, wall-weighted: (0.1 × 10 + 0.3 × 10 + 0.6 × 5) / 25 = 7 / 25 = 0.28 (not the
+    // plain mean, 1.0 / 3).
+    assert!(close(n.io_full, 0.28));
+    // At or above 25 %: 50, 25 (equal counts) and 80 = 3 jobs.
+    assert_eq!(n.stalled, 3);
+    // Ranked 0.8 (index 3), 0.5 (index 0), 0.25 (index 2): the vanished index 1 is skipped,
+    // the indexes are those of the intervals given.
+    assert_eq!(n.ranked, [3, 0, 2]);
+    assert_eq!(fig(None, 25.0, 2).ranked, [3, 0]);
+    // Threshold 50: 50 (equal) and 80 = 2 jobs; 50.5: 80 only = 1.
+    assert_eq!(fig(None, 50.0, 10).stalled, 2);
+    assert_eq!(fig(None, 50.5, 10).stalled, 1);
+    // The parents' 30 s win over the jobs' 22 s: 30 / 95.
+    let p = fig(Some(30 * S), 25.0, 10);
+    assert_eq!(p.cpu_usec, 30 * S);
+    assert!(close(p.efficiency, 30.0 / 95.0));
+    // The parents' 10 s lose to the jobs' 22 s: 22 / 95, as without them.
+    let p = fig(Some(10 * S), 25.0, 10);
+    assert_eq!(p.cpu_usec, 22 * S);
+    assert!(close(p.efficiency, 22.0 / 95.0));
+}
+
+#[test]
+fn a_vanished_jobs_cores_are_capacity_over_the_whole_interval() {
+    let gone = [job_iv(Presence::Vanished, 0, None, Some(4.0), None, None)];
+    // 4 cores over 10 s = 40 core-seconds; the parents' 20 s of CPU over it = 0.5.
+    let n = node_figures(gone.iter(), 0.0, Some(20 * S), 10 * S, 20.0, 10);
+    assert_eq!(n.cpu_usec, 20 * S);
+    assert!(close(n.efficiency, 0.5));
+    // Over a 20 s interval: 80 core-seconds, 20 / 80 = 0.25.
+    let n = node_figures(gone.iter(), 0.0, Some(20 * S), 20 * S, 20.0, 10);
+    assert!(close(n.efficiency, 0.25));
+    // No job present: no shares, nothing stalled or ranked.
+    assert_eq!((n.io_some, n.io_full, n.stalled), (None, None, 0));
+    assert!(n.ranked.is_empty());
+    // Nothing at all: no capacity, no efficiency.
+    let none = node_figures([].iter(), 0.0, None, 10 * S, 20.0, 10);
+    assert_eq!(none, NodeFigures::default());
+}
+
 proptest! {
     #[test]
     fn never_panics_nor_goes_negative(
