@@ -33,13 +33,14 @@ use crate::health::jobs::{
     self as model, Cores, CoresFrom, JobInterval, JobReading, NodeFigures, Presence,
 };
 use crate::root::{JoinSized, Root};
-use crate::sources::cgroup::cpu_stat::CpuStat;
+use crate::sources::cgroup::cpu_stat;
 use crate::sources::cgroup::io_stat::IoDevice;
 use crate::sources::cgroup::jobs::Discovery;
 use crate::sources::cgroup::jobs::{discover, BatchSystem, DiscoveryConfig, JobCgroup, JobId};
-use crate::sources::cgroup::{cpu_max, cpu_stat, cpuset, io_stat, memory, psi_totals};
-use crate::sources::pressure::{Pressure, PsiLine};
-use crate::sources::{Rows, SourceError};
+use crate::sources::SourceError;
+
+mod read;
+use read::{read_parsed, Kept, ReadIo, KEPT};
 
 /// The source name errors are counted under (`agent_source,source=cgroup`).
 const CGROUP: &str = "cgroup";
@@ -50,30 +51,6 @@ const MAX_DEPTH: usize = 12;
 pub const TOP_JOBS: usize = 10;
 /// A job's cores are read at this many of its first readings.
 const STATIC_READS: u8 = 2;
-/// The files read at every reading, kept open per job (as many jobs as a quarter of the
-/// open-file limit allows): a `pread` costs a quarter of an open, read and close (0.9 against
-/// 3.5 µs of CPU on the build VM's tmpfs, `floor -b` of the shared bench harness).
-const KEPT: [&str; 7] = [
-    "cpu.stat",
-    "io.stat",
-    "io.pressure",
-    "cpu.pressure",
-    "memory.pressure",
-    "memory.current",
-    "memory.peak",
-];
-const CPU_STAT: usize = 0;
-const IO_STAT: usize = 1;
-const IO_PRESSURE: usize = 2;
-const CPU_PRESSURE: usize = 3;
-const MEMORY_PRESSURE: usize = 4;
-const MEMORY_CURRENT: usize = 5;
-const MEMORY_PEAK: usize = 6;
-/// A file of [`KEPT`] a job did not have (a controller not enabled for it: on a hybrid host
-/// `io.stat` and `memory.*`; `memory.peak` before Linux 5.19) is looked for again at every this
-/// many readings of the job, not at each: a failed lookup walks the whole path. A controller
-/// enabled for a running job shows within this many report intervals (a minute at 10 s).
-const PROBE_EVERY: u8 = 6;
 /// `statfs` type of cgroup v2's filesystem: its files are never replaced, only removed with
 /// their directory.
 const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
@@ -207,7 +184,7 @@ struct Tracked {
     seen: bool,
     /// [`KEPT`]'s files found absent (bit = index), skipped until the next probe.
     absent: u8,
-    /// Readings since absent files were last looked for ([`PROBE_EVERY`]).
+    /// Readings since absent files were last looked for ([`PROBE_EVERY`](read::PROBE_EVERY)).
     since_probe: u8,
 }
 
@@ -275,8 +252,8 @@ pub struct JobsCollector {
     /// Kept files checked one by one for a replacement (`fstat`), since start: what the
     /// directory check saves, for the tests.
     file_checks: u64,
-    /// Lookups of [`KEPT`] files that found none, since start: what [`PROBE_EVERY`] saves, for
-    /// the tests.
+    /// Lookups of [`KEPT`] files that found none, since start: what
+    /// [`PROBE_EVERY`](read::PROBE_EVERY) saves, for the tests.
     absent_lookups: u64,
     /// A directory's times are trusted once older than this, s (1; the tests change it).
     settle_s: i64,
@@ -862,30 +839,6 @@ fn psi_off(e: &SourceError) -> bool {
     matches!(e, SourceError::Io { source, .. } if source.raw_os_error() == Some(libc::EOPNOTSUPP))
 }
 
-/// Reads and parses one file by path; `None` when absent, unreadable or malformed (the last two
-/// counted).
-fn read_parsed<T>(
-    path: &Path,
-    buf: &mut String,
-    errors: &mut SourceErrors,
-    parse: fn(&str) -> Result<T, crate::sources::ParseError>,
-) -> Option<T> {
-    match crate::root::read_into(path, buf) {
-        Ok(true) => match parse(buf) {
-            Ok(v) => Some(v),
-            Err(e) => {
-                errors.count(CGROUP, &SourceError::parse(path, e));
-                None
-            }
-        },
-        Ok(false) => None,
-        Err(e) => {
-            errors.count(CGROUP, &e);
-            None
-        }
-    }
-}
-
 impl Tracked {
     fn new(
         job: &JobCgroup,
@@ -926,404 +879,6 @@ impl Tracked {
             absent: 0,
             since_probe: 0,
         }
-    }
-
-    /// Reads one value file of the job by path (opened and closed at once); `None` when absent
-    /// (or gone), errors counted.
-    fn value<T>(
-        dir: &Path,
-        name: &str,
-        buf: &mut String,
-        errors: &mut SourceErrors,
-        parse: fn(&str) -> Result<T, crate::sources::ParseError>,
-    ) -> Option<T> {
-        let path = dir.join_sized(name);
-        match crate::root::read_value_into(&path, buf) {
-            Ok(true) => match parse(buf) {
-                Ok(v) => Some(v),
-                Err(e) => {
-                    errors.count(CGROUP, &SourceError::parse(&path, e));
-                    None
-                }
-            },
-            Ok(false) => None,
-            Err(e) => {
-                errors.count(CGROUP, &e);
-                None
-            }
-        }
-    }
-
-    /// Reads the job's allocated cores.
-    fn read_cores(&mut self, buf: &mut String, errors: &mut SourceErrors) {
-        self.static_reads = self.static_reads.saturating_add(1);
-        let max = Self::value(&self.dir, "cpu.max", buf, errors, cpu_max::parse);
-        let set = Self::value(
-            &self.dir,
-            "cpuset.cpus.effective",
-            buf,
-            errors,
-            cpuset::parse,
-        );
-        let weight = if self.system == BatchSystem::Htcondor {
-            Self::value(&self.dir, "cpu.weight", buf, errors, cpu_max::parse_weight)
-        } else {
-            None
-        };
-        self.cores = model::allocated_cores(self.system, max.as_ref(), set.as_ref(), weight);
-    }
-
-    /// Off cgroupfs, whether a kept file of the job may have been replaced by a rename since
-    /// it was opened, so that each must be checked (`fstat`: unlinked?). A rename, a removal or
-    /// a creation in the job's directory sets the directory's modification and change times to
-    /// the current time: times unchanged since the files were last checked mean none was
-    /// replaced, one `fstat` of the directory instead of one per file (600 system calls less a
-    /// reading of 100 jobs). Times are trusted only once they are more than a second old when
-    /// recorded — a change within the same tick of the file system's clock could leave them
-    /// equal — and a directory that was removed (unlinked) is opened again. On cgroupfs files
-    /// are never replaced: no check.
-    fn files_may_be_replaced(&mut self, io: &ReadIo<'_>) -> bool {
-        use rustix::fs::{AtFlags, Mode, OFlags, StatxFlags};
-        if !io.stale_check {
-            return false;
-        }
-        // Files read by path are opened afresh at every reading.
-        let Some(kept) = self.kept.as_mut() else {
-            return false;
-        };
-        if kept.dir.is_none() {
-            kept.dir = rustix::fs::open(
-                &self.dir,
-                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .ok();
-        }
-        let times = kept.dir.as_ref().and_then(|d| {
-            rustix::fs::statx(
-                d,
-                "",
-                AtFlags::EMPTY_PATH,
-                StatxFlags::MTIME | StatxFlags::CTIME | StatxFlags::NLINK,
-            )
-            .ok()
-            .map(|x| DirTimes {
-                mtime: (x.stx_mtime.tv_sec, x.stx_mtime.tv_nsec),
-                ctime: (x.stx_ctime.tv_sec, x.stx_ctime.tv_nsec),
-                linked: x.stx_nlink > 0,
-            })
-        });
-        match times {
-            Some(t) if t.linked && kept.checked == Some(t) => false,
-            Some(t) if t.linked => {
-                kept.checked = t.settled(io.now_s, io.settle_s).then_some(t);
-                true
-            }
-            _ => {
-                // Gone, or removed and perhaps made again under its name: open it again next time.
-                kept.dir = None;
-                kept.checked = None;
-                true
-            }
-        }
-    }
-
-    /// Reads the job's file number `idx` of [`KEPT`] into `buf`: through its descriptor kept
-    /// open when the job has them (one `pread`, plus an `fstat` on a tree that is not cgroupfs,
-    /// where a file replaced by a rename leaves the descriptor on the old one), else by name in
-    /// the job's directory. `Ok(false)` when the file is absent or the job is gone; a file found
-    /// absent is not looked for again before the job's next probe ([`PROBE_EVERY`]).
-    fn read_file(
-        &mut self,
-        idx: usize,
-        io: &mut ReadIo<'_>,
-        buf: &mut String,
-    ) -> Result<bool, SourceError> {
-        // cpu.stat is never skipped: without it the job has ended.
-        let bit = if idx == CPU_STAT { 0 } else { 1u8 << idx };
-        if self.absent & bit != 0 && !io.probe_absent {
-            return Ok(false);
-        }
-        let found = self.lookup(idx, io, buf)?;
-        if found {
-            self.absent &= !bit;
-        } else if bit != 0 {
-            self.absent |= bit;
-            *io.absent_lookups += 1;
-        }
-        Ok(found)
-    }
-
-    /// [`Self::read_file`] without the memory of absent files.
-    fn lookup(
-        &mut self,
-        idx: usize,
-        io: &mut ReadIo<'_>,
-        buf: &mut String,
-    ) -> Result<bool, SourceError> {
-        let name = KEPT.get(idx).copied().unwrap_or("cpu.stat");
-        let Some(slot) = self.kept.as_mut().and_then(|k| k.files.get_mut(idx)) else {
-            return crate::root::read_value_into(&self.dir.join_sized(name), buf);
-        };
-        if io.check_files {
-            if let Some(f) = slot {
-                *io.file_checks += 1;
-                if f.metadata()
-                    .map_or(true, |m| std::os::unix::fs::MetadataExt::nlink(&m) == 0)
-                {
-                    *slot = None;
-                }
-            }
-        }
-        let path = || self.dir.join_sized(name);
-        if slot.is_none() {
-            match std::fs::File::open(path()) {
-                Ok(f) => *slot = Some(f),
-                Err(e) if gone(&e) => return Ok(false),
-                Err(e) => return Err(SourceError::io(&path(), e)),
-            }
-        }
-        let Some(f) = slot.as_ref() else {
-            return Ok(false);
-        };
-        match pread_into(f, io.scratch, buf) {
-            Ok(()) => Ok(true),
-            Err(e) if gone(&e) => {
-                *slot = None;
-                Ok(false)
-            }
-            Err(e) => Err(SourceError::io(&path(), e)),
-        }
-    }
-
-    /// [`Self::read_file`] parsed by `parse`; `Ok(None)` when absent.
-    fn parse_file<T>(
-        &mut self,
-        idx: usize,
-        io: &mut ReadIo<'_>,
-        buf: &mut String,
-        parse: fn(&str) -> Result<T, crate::sources::ParseError>,
-    ) -> Result<Option<T>, SourceError> {
-        if !self.read_file(idx, io, buf)? {
-            return Ok(None);
-        }
-        let name = KEPT.get(idx).copied().unwrap_or("");
-        parse(buf)
-            .map(Some)
-            .map_err(|e| SourceError::parse(&self.dir.join_sized(name), e))
-    }
-
-    /// One reading of the job's counters at `at`; `None` when the job is gone (no `cpu.stat`).
-    fn reading(
-        &mut self,
-        at: u64,
-        io: &mut ReadIo<'_>,
-        buf: &mut String,
-        errors: &mut SourceErrors,
-        psi_missing: &mut Option<PathBuf>,
-    ) -> Option<JobReading> {
-        io.check_files = self.files_may_be_replaced(io);
-        self.since_probe = self.since_probe.saturating_add(1);
-        io.probe_absent = self.since_probe >= PROBE_EVERY;
-        if io.probe_absent {
-            self.since_probe = 0;
-        }
-        // cpu.stat is there in every cgroup v2 directory: without it the job has ended.
-        // Only `usage_usec` is used: read alone, not the whole file.
-        let mut usage = match self.parse_file(CPU_STAT, io, buf, cpu_stat::usage_usec) {
-            Ok(Some(u)) => Some(u),
-            Ok(None) => return None,
-            Err(e) => {
-                errors.count(CGROUP, &e);
-                None
-            }
-        };
-        for a in &self.also {
-            if let Some(u) = usage.as_mut() {
-                let path = a.join_sized("cpu.stat");
-                if let Ok(true) = crate::root::read_into(&path, buf) {
-                    if let Ok(extra) = cpu_stat::usage_usec(buf) {
-                        *u = u.saturating_add(extra);
-                    }
-                }
-            }
-        }
-        let cpu = usage.map(|usage_usec| CpuStat {
-            usage_usec,
-            ..CpuStat::default()
-        });
-        let io_rows = match self.read_file(IO_STAT, io, buf) {
-            Ok(true) => {
-                // Into the vector of the reading before last: no allocation per reading.
-                let mut rows = Rows {
-                    rows: std::mem::take(&mut self.spare_io),
-                    errors: Vec::new(),
-                };
-                io_stat::parse_into(buf, &mut rows);
-                if let Some(e) = rows.errors.into_iter().next() {
-                    errors.count(
-                        CGROUP,
-                        &SourceError::parse(&self.dir.join_sized("io.stat"), e),
-                    );
-                }
-                Some(rows.rows)
-            }
-            Ok(false) => None,
-            Err(e) => {
-                errors.count(CGROUP, &e);
-                None
-            }
-        };
-        let mut psi = |t: &mut Tracked, idx: usize, io: &mut ReadIo<'_>, buf: &mut String| {
-            match t.parse_file(idx, io, buf, psi_totals::parse) {
-                // Only the totals count: the shares are over the interval, from two readings.
-                Ok(Some(p)) => {
-                    let line = |total_us: Option<u64>| {
-                        total_us.map(|total_us| PsiLine {
-                            total_us,
-                            ..PsiLine::default()
-                        })
-                    };
-                    Some(Pressure {
-                        some: line(p.some_us),
-                        full: line(p.full_us),
-                    })
-                }
-                Ok(None) => {
-                    let name = KEPT.get(idx).copied().unwrap_or("");
-                    psi_missing.get_or_insert_with(|| t.dir.join_sized(name));
-                    None
-                }
-                Err(e) if psi_off(&e) => {
-                    let name = KEPT.get(idx).copied().unwrap_or("");
-                    psi_missing.get_or_insert_with(|| t.dir.join_sized(name));
-                    None
-                }
-                Err(e) => {
-                    errors.count(CGROUP, &e);
-                    None
-                }
-            }
-        };
-        let io_pressure = psi(self, IO_PRESSURE, io, buf);
-        let cpu_pressure = psi(self, CPU_PRESSURE, io, buf);
-        let memory_pressure = psi(self, MEMORY_PRESSURE, io, buf);
-        let mut value =
-            |t: &mut Tracked, idx: usize, io: &mut ReadIo<'_>, buf: &mut String, parse| {
-                t.parse_file(idx, io, buf, parse).unwrap_or_else(|e| {
-                    errors.count(CGROUP, &e);
-                    None
-                })
-            };
-        let memory_current = value(self, MEMORY_CURRENT, io, buf, memory::parse_current);
-        let memory_peak = value(self, MEMORY_PEAK, io, buf, memory::parse_peak);
-        Some(JobReading {
-            at_usec: at,
-            created_usec: None,
-            cpu,
-            io: io_rows,
-            cpu_pressure,
-            io_pressure,
-            memory_pressure,
-            memory_current,
-            memory_peak,
-            cores: self.cores,
-        })
-    }
-}
-
-/// Reads `file` from its start into `buf` with `pread`: cgroupfs generates the text again for a
-/// read at offset 0, so a descriptor kept open serves every reading. A read shorter than the
-/// room left is the end (the kernel prints these files in one piece).
-fn pread_into(
-    file: &std::fs::File,
-    scratch: &mut Vec<u8>,
-    buf: &mut String,
-) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    if scratch.len() < 4096 {
-        scratch.resize(4096, 0);
-    }
-    let mut filled = 0;
-    loop {
-        if filled == scratch.len() {
-            scratch.resize(scratch.len() * 2, 0);
-        }
-        let room = scratch.get_mut(filled..).unwrap_or_default();
-        let want = room.len();
-        match file.read_at(room, filled as u64) {
-            Ok(0) => break,
-            Ok(n) => {
-                filled += n;
-                if n < want {
-                    break;
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    buf.clear();
-    let text = std::str::from_utf8(scratch.get(..filled).unwrap_or_default()).map_err(|_| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "stream did not contain valid UTF-8",
-        )
-    })?;
-    buf.push_str(text);
-    Ok(())
-}
-
-/// What reading through kept descriptors needs from the collector.
-struct ReadIo<'a> {
-    /// The read buffer of `pread`.
-    scratch: &'a mut Vec<u8>,
-    /// The tree is not cgroupfs: a kept file may have been replaced.
-    stale_check: bool,
-    /// Check each kept file of the job being read for a replacement: its directory changed
-    /// since they were last checked ([`Tracked::files_may_be_replaced`]).
-    check_files: bool,
-    /// The wall clock at the reading, s since the epoch (the directories' times are on it).
-    now_s: i64,
-    /// [`JobsCollector::settle_s`].
-    settle_s: i64,
-    /// [`JobsCollector::file_checks`].
-    file_checks: &'a mut u64,
-    /// Look for the job's files found absent before ([`PROBE_EVERY`]).
-    probe_absent: bool,
-    /// [`JobsCollector::absent_lookups`].
-    absent_lookups: &'a mut u64,
-}
-
-/// The files a job keeps open, and what the rename check off cgroupfs needs.
-#[derive(Debug, Default)]
-struct Kept {
-    /// [`KEPT`]'s files, each once opened.
-    files: [Option<std::fs::File>; 7],
-    /// The job's directory (`O_PATH`), off cgroupfs only.
-    dir: Option<rustix::fd::OwnedFd>,
-    /// The directory's times when its files were last checked one by one, if they were older
-    /// than a second then: the same times since mean no file of it was replaced.
-    checked: Option<DirTimes>,
-}
-
-/// A directory's modification and change times (s, ns), and whether it is still linked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct DirTimes {
-    mtime: (i64, u32),
-    ctime: (i64, u32),
-    linked: bool,
-}
-
-impl DirTimes {
-    /// Whether these times, read at `now_s` (the wall clock, s), may stand for the directory's
-    /// files at the next reading when they are found unchanged: both whole seconds more than
-    /// `settle_s` in the past. A file system whose clock ticks coarsely (a jiffy, or the second
-    /// itself on some) gives a rename made later within the same tick the same times; a time of
-    /// the current or the previous second may still be followed by one.
-    fn settled(&self, now_s: i64, settle_s: i64) -> bool {
-        let before = now_s.saturating_sub(settle_s);
-        self.mtime.0 < before && self.ctime.0 < before
     }
 }
 

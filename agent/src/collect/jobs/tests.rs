@@ -1,6 +1,7 @@
 //! The collector on trees written by the tests: what the whole-agent tests (agent/tests/jobs.rs)
 //! cannot time, a job whose directory goes while it is read.
 
+use super::read::{DirTimes, PROBE_EVERY};
 use super::*;
 
 fn tree() -> (tempfile::TempDir, Root) {
