@@ -64,12 +64,18 @@ CONF
   echo $! >"$dir/influxd.pid"
   local owner=${STORWATCH_INFLUXD_OWNER:-}
   if [ -n "$owner" ]; then
-    # Ends with the server (a `stop`) or stops it when the owner is gone; the command line is
-    # checked before the kill, so that a reused pid is never signalled.
-    setsid bash -c 'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 1; done
-      if kill -0 "$2" 2>/dev/null && grep -q influxd "/proc/$2/cmdline" 2>/dev/null; then
-        kill "$2" 2>/dev/null
-      fi' _ "$owner" "$!" </dev/null >/dev/null 2>&1 &
+    # Ends with the server (a `stop`) or stops it when the owner is gone. Both pids are told by
+    # more than their number: the owner by its start time (a pid reused by another process is
+    # not the owner), the server by its config file on its command line (unique to this DIR),
+    # so that no other process is ever kept waiting on or signalled.
+    setsid bash -c 'started() { local s; s=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+        s=${s##*) }; set -- $s; echo "${20}"; }
+      since=$(started "$1")
+      while [ -n "$since" ] && [ "$(started "$1")" = "$since" ] && kill -0 "$2" 2>/dev/null; do
+        sleep 1
+      done
+      if grep -qF "$3" "/proc/$2/cmdline" 2>/dev/null; then kill "$2" 2>/dev/null; fi' \
+      _ "$owner" "$!" "$dir/influxdb.conf" </dev/null >/dev/null 2>&1 &
   fi
   for _ in $(seq 1 200); do
     if curl -sf "http://127.0.0.1:$port/ping" >/dev/null 2>&1; then

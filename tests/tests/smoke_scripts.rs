@@ -39,11 +39,37 @@ use storwatch_test_support::{binary, http, promtool_ok, scratch, urlencode, work
 fn an_influxd_whose_owner_is_gone_is_stopped() {
     let dir = scratch();
     let port = 18930u16;
-    let mut owner = Command::new("sleep")
-        .arg("600")
-        .spawn()
-        .expect("spawn sleep");
+    // a server left by an earlier run would answer in place of this one
+    assert!(
+        std::net::TcpListener::bind(("127.0.0.1", port)).is_ok(),
+        "127.0.0.1:{port} is in use (a stale influxd?)"
+    );
     let script = workspace().join("scripts/influxd-test.sh");
+    let owned = dir.path().join("owned");
+    let free = dir.path().join("free");
+    // Whatever fails below, the owner and both servers end with the test.
+    struct Guard<'a>(std::process::Child, &'a Path, [&'a Path; 2]);
+    impl Drop for Guard<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+            for data in self.2 {
+                let _ = Command::new("bash")
+                    .arg(self.1)
+                    .arg("stop")
+                    .arg(data)
+                    .output();
+            }
+        }
+    }
+    let mut guard = Guard(
+        Command::new("sleep")
+            .arg("600")
+            .spawn()
+            .expect("spawn sleep"),
+        &script,
+        [&owned, &free],
+    );
     let start = |data: &Path, owner: Option<u32>| {
         let mut cmd = Command::new("bash");
         cmd.arg(&script)
@@ -73,14 +99,13 @@ fn an_influxd_whose_owner_is_gone_is_stopped() {
                 .is_some_and(|r| !r.trim_start().starts_with('Z'))
         })
     };
-    let owned = dir.path().join("owned");
-    start(&owned, Some(owner.id()));
+    start(&owned, Some(guard.0.id()));
     assert_eq!(ping(), 204);
     let server = pid_of(&owned);
     std::thread::sleep(Duration::from_secs(2));
     assert!(alive(server), "stopped while its owner lives");
-    owner.kill().unwrap();
-    owner.wait().unwrap();
+    guard.0.kill().unwrap();
+    guard.0.wait().unwrap();
     let t0 = Instant::now();
     while alive(server) && t0.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(100));
@@ -90,7 +115,6 @@ fn an_influxd_whose_owner_is_gone_is_stopped() {
         "influxd {server} still running after its owner ended"
     );
     // without an owner: runs until stopped
-    let free = dir.path().join("free");
     start(&free, None);
     let server = pid_of(&free);
     std::thread::sleep(Duration::from_secs(2));
