@@ -11,7 +11,7 @@
 # --warmup: seconds before the window (past the first reading and report); --report: the report
 # interval, seconds (10 for the figures; the test suite's smoke run uses 1).
 #
-# Beside the agents runs the read floor (bench/jobs-floor.c, built with gcc): a C reader that keeps
+# Beside the agents runs the read floor (bench/jobs-floor.c, built with cc or $CC): a C reader that keeps
 # the same jobs' files open and reads each with pread once per report interval, nothing else —
 # what the kernel charges for producing the files the contract needs, which no reader of them
 # avoids. Each round prints the jobs' cost (jobs − nojobs), the floor's, and the difference: what
@@ -61,13 +61,6 @@ if [ -z "$agent_bin" ]; then
   agent_bin=$target/release/storwatch-agent
 fi
 base=$(mktemp -d /dev/shm/storwatch-jobs-cost.XXXXXX 2>/dev/null || mktemp -d)
-floor_bin=""
-if command -v gcc >/dev/null; then
-  floor_bin=$base/jobs-floor
-  gcc -O2 -Wall -o "$floor_bin" "$here/jobs-floor.c"
-else
-  echo "no gcc: the read floor is not measured" >&2
-fi
 cleanup() {
   for p in ${pids:-} ${sleeps:-}; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
@@ -79,6 +72,11 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
+floor_bin=$base/jobs-floor
+if ! "${CC:-cc}" -O2 -Wall -o "$floor_bin" "$here/jobs-floor.c"; then
+  echo "no C compiler (${CC:-cc}) to build bench/jobs-floor.c: the read floor is not measured" >&2
+  floor_bin=""
+fi
 
 # The trees: the build machine's captured /proc files, a sys tree with only the cgroup mount
 # (50 services in system.slice), and in one of them the jobs.

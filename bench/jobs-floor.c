@@ -1,10 +1,10 @@
 /* The read floor of per-job collection: what the kernel charges for the jobs' files alone.
  *
- *   gcc -O2 -Wall -o jobs-floor bench/jobs-floor.c
+ *   cc -O2 -Wall -o jobs-floor bench/jobs-floor.c
  *   jobs-floor LIST INTERVAL_S
  *
- * Opens every file named in LIST (one path a line; a file that cannot be opened is skipped, as
- * the agent skips a file a job does not have) once, keeps the descriptors, and then once per
+ * Opens every file named in LIST (one path a line; a file that does not exist is skipped, as
+ * the agent skips a file a job does not have; any other failure to open ends it, status 1) once, keeps the descriptors, and then once per
  * INTERVAL_S seconds, on the interval's boundary, reads each from offset 0 with pread until a
  * short read (4 KiB buffer): what the agent's reading of the same files through its kept
  * descriptors costs at the least, with no parsing, no arithmetic and no line written. Runs
@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,6 +33,12 @@ int main(int argc, char **argv) {
 	}
 	long interval = atol(argv[2]);
 	if (interval < 1) interval = 1;
+	/* 7 descriptors a job: past the soft limit (often 1024) the opens would fail. */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	FILE *f = fopen(argv[1], "r");
 	if (!f) { perror(argv[1]); return 1; }
 	int *fds = NULL;
@@ -41,7 +48,13 @@ int main(int argc, char **argv) {
 		line[strcspn(line, "\n")] = 0;
 		if (!line[0]) continue;
 		int fd = open(line, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) continue;
+		if (fd < 0) {
+			/* A file the job does not have is skipped, as the agent skips it; any other
+			 * failure would make the floor read less than the agent: stop. */
+			if (errno == ENOENT) continue;
+			perror(line);
+			return 1;
+		}
 		if (n == cap) {
 			cap = cap ? cap * 2 : 256;
 			fds = realloc(fds, cap * sizeof *fds);

@@ -6,9 +6,9 @@
 //! the interval (and at the first sample, as the baseline), or at the report itself when it comes
 //! early (a stop or a reload). Each reading walks the cgroup tree (not below the jobs already
 //! known), finds the jobs with [`crate::sources::cgroup::jobs::discover`], reads each job's
-//! files through a directory kept open per job, and computes the interval from the previous
-//! reading with [`crate::health::jobs`]. `top`, which never reports, gets a fresh reading every
-//! report interval the same way.
+//! files (kept open, within a budget of descriptors: [`read`]), and computes the interval from
+//! the previous reading with [`crate::health::jobs`]. `top`, which never reports, gets a fresh
+//! reading every report interval the same way.
 //!
 //! Allocated cores come from `cpu.max`, `cpuset.cpus.effective` and (HTCondor) `cpu.weight`,
 //! read at a job's first two readings only: the batch system writes them just after it creates

@@ -37,7 +37,8 @@ const MEMORY_PEAK: usize = 6;
 /// A file of [`KEPT`] a job did not have (a controller not enabled for it: on a hybrid host
 /// `io.stat` and `memory.*`; `memory.peak` before Linux 5.19) is looked for again at every this
 /// many readings of the job, not at each: a failed lookup walks the whole path. A controller
-/// enabled for a running job shows within this many report intervals (a minute at 10 s).
+/// enabled for a running job is read within this many report intervals (a minute at 10 s): its
+/// memory fields show at that reading, its I/O rates (two readings of counters) at the next.
 pub(super) const PROBE_EVERY: u8 = 6;
 
 /// Reads and parses one file by path; `None` when absent, unreadable or malformed (the last two
