@@ -14,6 +14,15 @@ fn tree() -> (tempfile::TempDir, Root) {
     (dir, root)
 }
 
+/// A collector as the agent makes it by default: 1 s samples, 10 s reports.
+fn collector(cfg: JobsConfig) -> JobsCollector {
+    JobsCollector::new(
+        cfg,
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(10),
+    )
+}
+
 fn job(root: &Root) -> PathBuf {
     root.sys("fs/cgroup/system.slice/slurmstepd.scope/job_7")
 }
@@ -21,11 +30,7 @@ fn job(root: &Root) -> PathBuf {
 #[test]
 fn a_job_whose_files_are_gone_when_read_has_ended_and_is_no_error() {
     let (_dir, root) = tree();
-    let mut c = JobsCollector::new(
-        JobsConfig::default(),
-        std::time::Duration::from_secs(1),
-        std::time::Duration::from_secs(10),
-    );
+    let mut c = collector(JobsConfig::default());
     let mut errors = SourceErrors::new(&[CGROUP]);
     // listed, but its files already gone (the kernel removed the directory after the walk)
     c.read(&root, 100, &mut errors);
@@ -49,11 +54,7 @@ fn a_job_whose_files_are_gone_when_read_has_ended_and_is_no_error() {
 #[test]
 fn a_malformed_file_is_a_source_error_and_the_job_goes_on() {
     let (_dir, root) = tree();
-    let mut c = JobsCollector::new(
-        JobsConfig::default(),
-        std::time::Duration::from_secs(1),
-        std::time::Duration::from_secs(10),
-    );
+    let mut c = collector(JobsConfig::default());
     let mut errors = SourceErrors::new(&[CGROUP]);
     std::fs::write(
         job(&root).join("cpu.stat"),
@@ -95,11 +96,7 @@ fn a_node_without_batch_jobs_writes_no_jobs_line_and_a_worker_always_does() {
     std::fs::create_dir_all(cg.join("system.slice/dcache.service")).expect("mkdir");
     std::fs::write(cg.join("cgroup.controllers"), "cpu io memory\n").expect("write");
     let root = Root::new(dir.path().join("proc"), dir.path().join("sys"));
-    let mut c = JobsCollector::new(
-        JobsConfig::default(),
-        std::time::Duration::from_secs(1),
-        std::time::Duration::from_secs(10),
-    );
+    let mut c = collector(JobsConfig::default());
     let mut errors = SourceErrors::new(&[CGROUP]);
     c.read(&root, 100, &mut errors);
     c.read(&root, 1100, &mut errors);
@@ -133,11 +130,7 @@ fn a_configured_glob_makes_jobs_tagged_with_their_path_and_owner() {
         globs: vec!["user.slice/user-*.slice/session-*.scope".into()],
         ..JobsConfig::default()
     };
-    let mut c = JobsCollector::new(
-        cfg,
-        std::time::Duration::from_secs(1),
-        std::time::Duration::from_secs(10),
-    );
+    let mut c = collector(cfg);
     let mut errors = SourceErrors::new(&[CGROUP]);
     for (t, usage) in [(100, 1_000_000u64), (1100, 3_000_000)] {
         std::fs::write(
@@ -234,11 +227,7 @@ fn off_cgroupfs_a_file_replaced_by_a_rename_is_read_again_and_an_unchanged_direc
 ) {
     let (_dir, root) = tree();
     job_files(&job(&root), 5, 100);
-    let mut c = JobsCollector::new(
-        JobsConfig::default(),
-        std::time::Duration::from_secs(1),
-        std::time::Duration::from_secs(10),
-    );
+    let mut c = collector(JobsConfig::default());
     // the directory's times trusted at once (the default waits until they are a second old)
     c.settle_s = -1_000;
     let mut errors = SourceErrors::new(&[CGROUP]);
@@ -267,11 +256,7 @@ fn off_cgroupfs_a_file_replaced_by_a_rename_is_read_again_and_an_unchanged_direc
 fn a_directory_changed_within_the_last_second_is_not_trusted() {
     let (_dir, root) = tree();
     job_files(&job(&root), 5, 100);
-    let mut c = JobsCollector::new(
-        JobsConfig::default(),
-        std::time::Duration::from_secs(1),
-        std::time::Duration::from_secs(10),
-    );
+    let mut c = collector(JobsConfig::default());
     let mut errors = SourceErrors::new(&[CGROUP]);
     // as the simulator rewrites a tree every second: its times are always fresh, so every
     // kept file is checked at every reading
@@ -286,11 +271,7 @@ fn a_directory_changed_within_the_last_second_is_not_trusted() {
 #[test]
 fn a_file_a_job_lacks_is_looked_for_again_only_at_its_probe() {
     let (_dir, root) = tree();
-    let mut c = JobsCollector::new(
-        JobsConfig::default(),
-        std::time::Duration::from_secs(1),
-        std::time::Duration::from_secs(10),
-    );
+    let mut c = collector(JobsConfig::default());
     let mut errors = SourceErrors::new(&[CGROUP]);
     let cpu = |usec: u64| format!("usage_usec {usec}\nuser_usec {usec}\nsystem_usec 0\n");
     // A job of a hybrid host: cpu.stat and the pressure files, no io or memory controller.
