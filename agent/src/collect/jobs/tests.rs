@@ -103,9 +103,15 @@ fn a_node_without_batch_jobs_writes_no_jobs_line_and_a_worker_always_does() {
     let mut w = LineWriter::new("ds01", &[]);
     c.write(&mut w, &root, 1);
     assert_eq!(w.lines(), 0);
-    // an idle worker node: Slurm's directory, no job running
+    // an idle worker node: Slurm's directory, no job running; found at the next walk (a node
+    // without a batch system walks the tree every WALK_EVERY_OFF_WORKER readings)
     std::fs::create_dir_all(cg.join("system.slice/slurmstepd.scope/system")).expect("mkdir");
-    c.read(&root, 2100, &mut errors);
+    let (walks, mut at) = (c.walks, 2100);
+    while c.walks == walks {
+        assert!(at < 2100 + 1000 * u64::from(WALK_EVERY_OFF_WORKER));
+        c.read(&root, at, &mut errors);
+        at += 1000;
+    }
     c.write(&mut w, &root, 2);
     let text = String::from_utf8_lossy(w.as_bytes()).into_owned();
     assert!(
@@ -330,4 +336,50 @@ fn a_directory_time_is_trusted_only_once_more_than_the_settle_time_old() {
     assert!(!at(now - 5, now - 5).settled(now, 5));
     assert!(at(now - 6, now - 6).settled(now, 5));
     assert!(!at(0, 0).settled(0, 1));
+}
+
+#[test]
+fn a_node_without_a_batch_system_walks_the_tree_every_few_readings_and_a_worker_at_each() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cg = dir.path().join("sys/fs/cgroup");
+    std::fs::create_dir_all(cg.join("system.slice/dcache.service")).expect("mkdir");
+    std::fs::write(cg.join("cgroup.controllers"), "cpu io memory\n").expect("write");
+    let root = Root::new(dir.path().join("proc"), dir.path().join("sys"));
+    let mut c = collector(JobsConfig::default());
+    let mut errors = SourceErrors::new(&[CGROUP]);
+    let mut at = 100;
+    let mut read = |c: &mut JobsCollector| {
+        at += 1000;
+        c.read(&root, at, &mut errors);
+    };
+    // a disk server: the baseline walks, then one reading in WALK_EVERY_OFF_WORKER
+    for _ in 0..WALK_EVERY_OFF_WORKER {
+        read(&mut c);
+    }
+    assert_eq!(c.walks, 1, "walked before its turn");
+    // Slurm starts, with a job: found at the next walk, at most WALK_EVERY_OFF_WORKER readings on
+    let job = cg.join("system.slice/slurmstepd.scope/job_9");
+    std::fs::create_dir_all(&job).expect("mkdir");
+    std::fs::write(
+        job.join("cpu.stat"),
+        "usage_usec 5\nuser_usec 5\nsystem_usec 0\n",
+    )
+    .expect("write");
+    read(&mut c);
+    assert_eq!(c.walks, 2);
+    assert_eq!(c.jobs.len(), 1, "the job found at the walk");
+    // a worker walks at every reading
+    for _ in 0..3 {
+        read(&mut c);
+    }
+    assert_eq!(c.walks, 5);
+    // and a node with a glob configured too, from the start
+    let mut g = collector(JobsConfig {
+        globs: vec!["machine.slice/*.scope".into()],
+        ..JobsConfig::default()
+    });
+    for _ in 0..3 {
+        read(&mut g);
+    }
+    assert_eq!(g.walks, 3);
 }
