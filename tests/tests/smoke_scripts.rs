@@ -12,7 +12,8 @@
 //! (every test with an influxd; its owner watch here), the InfluxDB setup scripts,
 //! `deploy/grafana/install.sh` and the v2/v3 rollup generators and their tests (collector/tests/influx_setup.rs, tests/dashboards).
 //!
-//! `bench/jobs-cost.sh` (100 jobs beside none) runs with 5 jobs for a 3 s window.
+//! `bench/jobs-cost.sh` (100 jobs beside none) runs with 5 jobs for a 3 s window,
+//! `bench/jobs-walk-cost.sh` (the collector on a disk server) with 10 services.
 //!
 //! `bench/run-agent-bench.sh` runs on the shared bench harness (`../shared/bench` beside the
 //! checkout, as CI has it; skipped, saying so, where it is not there) for one 11 s window.
@@ -273,6 +274,39 @@ fn jobs_cost_script_measures_both_agents() {
     assert!(
         round.contains("; read floor ") && round.contains("; above the floor "),
         "{round}"
+    );
+}
+
+/// `bench/jobs-walk-cost.sh` with the test build, 10 services, 1 s reports, one round of 3 s: the
+/// agent with the jobs collector on and off, both measured, and no `jobs` line on a disk server.
+#[test]
+fn jobs_walk_cost_script_measures_the_collector_on_a_disk_server() {
+    let agent = binary("storwatch-agent", "storwatch-agent");
+    let out = Command::new("bash")
+        .arg(workspace().join("bench/jobs-walk-cost.sh"))
+        .args(["--duration", "3", "--rounds", "1", "--warmup", "3"])
+        .args(["--report", "1", "--services", "10"])
+        .env("STORWATCH_AGENT_BIN", &agent)
+        .env_remove("STORWATCH_AGENT_BIN_BEFORE")
+        .output()
+        .expect("run bench/jobs-walk-cost.sh");
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    let round = t
+        .lines()
+        .find_map(|l| l.strip_prefix("round 1: jobs off "))
+        .unwrap_or_else(|| panic!("no round line:\n{t}"));
+    let off: f64 = round.split_whitespace().next().unwrap().parse().unwrap();
+    let on: f64 = round
+        .split("; on ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no figure with the collector on: {round}"));
+    assert!(off > 0.0 && on > 0.0, "{round}");
+    assert!(
+        t.contains("jobs lines written (a disk server writes none): 0"),
+        "{t}"
     );
 }
 
