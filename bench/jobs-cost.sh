@@ -53,13 +53,9 @@ if [ -n "$real" ] && [ -z "${STORWATCH_BENCH_NS:-}" ]; then
   # The bind mounts in a mount namespace of their own: nothing left mounted, whatever happens.
   STORWATCH_BENCH_NS=1 exec unshare --mount --propagation private "$0" "${args[@]}"
 fi
-agent_bin=${STORWATCH_AGENT_BIN:-}
-if [ -z "$agent_bin" ]; then
-  cargo build --release -p storwatch-agent --manifest-path "$repo/Cargo.toml" >&2
-  target=$(cargo metadata --format-version 1 --no-deps --manifest-path "$repo/Cargo.toml" \
-    | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-  agent_bin=$target/release/storwatch-agent
-fi
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+agent_bin=$(agent_binary)
 base=$(mktemp -d /dev/shm/storwatch-jobs-cost.XXXXXX 2>/dev/null || mktemp -d)
 cleanup() {
   for p in ${pids:-} ${sleeps:-}; do kill "$p" 2>/dev/null || true; done
@@ -80,20 +76,11 @@ fi
 
 # The trees: the build machine's captured /proc files, a sys tree with only the cgroup mount
 # (50 services in system.slice), and in one of them the jobs.
+for tree in nojobs jobs; do captured_proc "$base/$tree/proc"; done
 python3 - "$repo" "$base" "$jobs" <<'PY'
-import os, shutil, sys
+import os, sys
 repo, base, njobs = sys.argv[1], sys.argv[2], int(sys.argv[3])
-fx = os.path.join(repo, "agent/fixtures")
 for tree in ("nojobs", "jobs"):
-    proc = os.path.join(base, tree, "proc")
-    os.makedirs(os.path.join(proc, "net"))
-    os.makedirs(os.path.join(proc, "pressure"))
-    for src, dst in [("diskstats/build-machine-linux-6.18-20-field.txt", "diskstats"),
-                     ("netdev/build-machine-linux-6.18.txt", "net/dev"),
-                     ("stat/build-machine-linux-6.18-2cpu.txt", "stat"),
-                     ("meminfo/build-machine-linux-6.18.txt", "meminfo"),
-                     ("pressure/build-machine-linux-6.18-io.txt", "pressure/io")]:
-        shutil.copy(os.path.join(fx, src), os.path.join(proc, dst))
     cg = os.path.join(base, tree, "sys/fs/cgroup")
     os.makedirs(cg)
     open(os.path.join(cg, "cgroup.controllers"), "w").write("cpuset cpu io memory pids\n")
@@ -179,16 +166,6 @@ while True:
         f"usage_usec {t * 800000 * njobs}\nuser_usec 0\nsystem_usec 0\n")
     time.sleep(1 - time.time() % 1)
 PY
-
-# Sum of every thread's run time, ns.
-cpu_ns() {
-  local sum=0 f
-  for f in /proc/"$1"/task/*/schedstat; do
-    read -r ns _ <"$f" || continue
-    sum=$((sum + ns))
-  done
-  echo "$sum"
-}
 
 # User and system time of the process, ms (utime and stime of /proc/PID/stat: clock ticks,
 # 10 ms each, so a split good to ~20 ms over the window, against the ns of schedstat above).

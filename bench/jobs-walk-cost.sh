@@ -28,13 +28,9 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--duration S] [--rounds N] [--services N] [--warmup S] [--report S]" >&2; exit 2 ;;
   esac
 done
-agent_bin=${STORWATCH_AGENT_BIN:-}
-if [ -z "$agent_bin" ]; then
-  cargo build --release -p storwatch-agent --manifest-path "$repo/Cargo.toml" >&2
-  target=$(cargo metadata --format-version 1 --no-deps --manifest-path "$repo/Cargo.toml" \
-    | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-  agent_bin=$target/release/storwatch-agent
-fi
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+agent_bin=$(agent_binary)
 before_bin=${STORWATCH_AGENT_BIN_BEFORE:-}
 base=$(mktemp -d /dev/shm/storwatch-jobs-walk.XXXXXX 2>/dev/null || mktemp -d)
 cleanup() {
@@ -45,19 +41,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
+captured_proc "$base/proc"
 python3 - "$repo" "$base" "$services" <<'PY'
-import os, shutil, sys
+import os, sys
 repo, base, services = sys.argv[1], sys.argv[2], int(sys.argv[3])
-fx = os.path.join(repo, "agent/fixtures")
-proc = os.path.join(base, "proc")
-os.makedirs(os.path.join(proc, "net"))
-os.makedirs(os.path.join(proc, "pressure"))
-for src, dst in [("diskstats/build-machine-linux-6.18-20-field.txt", "diskstats"),
-                 ("netdev/build-machine-linux-6.18.txt", "net/dev"),
-                 ("stat/build-machine-linux-6.18-2cpu.txt", "stat"),
-                 ("meminfo/build-machine-linux-6.18.txt", "meminfo"),
-                 ("pressure/build-machine-linux-6.18-io.txt", "pressure/io")]:
-    shutil.copy(os.path.join(fx, src), os.path.join(proc, dst))
 cg = os.path.join(base, "sys/fs/cgroup")
 os.makedirs(cg)
 open(os.path.join(cg, "cgroup.controllers"), "w").write("cpuset cpu io memory pids\n")
@@ -86,16 +73,6 @@ if [ -n "$before_bin" ]; then
   start_agent before "$before_bin"
   names="$names before"
 fi
-
-# Sum of every thread's run time, ns.
-cpu_ns() {
-  local sum=0 f
-  for f in /proc/"$1"/task/*/schedstat; do
-    read -r ns _ <"$f" || continue
-    sum=$((sum + ns))
-  done
-  echo "$sum"
-}
 
 echo "services=$services duration=${duration}s rounds=$rounds agent=$agent_bin${before_bin:+ before=$before_bin}"
 sleep "$warmup"

@@ -51,13 +51,9 @@ if [ "$drives" = 1 ]; then
 fi
 [ ${#args[@]} -gt 0 ] || args=(--duration 60 --rounds 2 --only storwatch,storwatch-core,floor-full)
 
-agent_bin=${STORWATCH_AGENT_BIN:-}
-if [ -z "$agent_bin" ]; then
-  cargo build --release -p storwatch-agent --manifest-path "$repo/Cargo.toml"
-  target=$(cargo metadata --format-version 1 --no-deps --manifest-path "$repo/Cargo.toml" \
-    | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-  agent_bin=$target/release/storwatch-agent
-fi
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+agent_bin=$(agent_binary)
 mkdir -p "$work"
 cp -r "$harness"/. "$work"/
 chmod -R u+w "$work"
