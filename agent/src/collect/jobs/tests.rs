@@ -23,6 +23,16 @@ fn collector(cfg: JobsConfig) -> JobsCollector {
     )
 }
 
+/// A disk server's tree: a storage service, no batch system.
+fn disk_server() -> (tempfile::TempDir, Root) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cg = dir.path().join("sys/fs/cgroup");
+    std::fs::create_dir_all(cg.join("system.slice/dcache.service")).expect("mkdir");
+    std::fs::write(cg.join("cgroup.controllers"), "cpu io memory\n").expect("write");
+    let root = Root::new(dir.path().join("proc"), dir.path().join("sys"));
+    (dir, root)
+}
+
 fn job(root: &Root) -> PathBuf {
     root.sys("fs/cgroup/system.slice/slurmstepd.scope/job_7")
 }
@@ -91,11 +101,8 @@ fn job_and_slot_tags() {
 
 #[test]
 fn a_node_without_batch_jobs_writes_no_jobs_line_and_a_worker_always_does() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let (dir, root) = disk_server();
     let cg = dir.path().join("sys/fs/cgroup");
-    std::fs::create_dir_all(cg.join("system.slice/dcache.service")).expect("mkdir");
-    std::fs::write(cg.join("cgroup.controllers"), "cpu io memory\n").expect("write");
-    let root = Root::new(dir.path().join("proc"), dir.path().join("sys"));
     let mut c = collector(JobsConfig::default());
     let mut errors = SourceErrors::new(&[CGROUP]);
     c.read(&root, 100, &mut errors);
@@ -340,11 +347,8 @@ fn a_directory_time_is_trusted_only_once_more_than_the_settle_time_old() {
 
 #[test]
 fn a_node_without_a_batch_system_walks_the_tree_every_few_readings_and_a_worker_at_each() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let (dir, root) = disk_server();
     let cg = dir.path().join("sys/fs/cgroup");
-    std::fs::create_dir_all(cg.join("system.slice/dcache.service")).expect("mkdir");
-    std::fs::write(cg.join("cgroup.controllers"), "cpu io memory\n").expect("write");
-    let root = Root::new(dir.path().join("proc"), dir.path().join("sys"));
     let mut c = collector(JobsConfig::default());
     let mut errors = SourceErrors::new(&[CGROUP]);
     let mut at = 100;
