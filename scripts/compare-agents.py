@@ -123,11 +123,21 @@ def stop(procs):
             os.killpg(p.pid, signal.SIGKILL)
 
 
+def after_step():
+    """Waits until 0.2 s after the trees' step at x.500 s, so that both agents of a pair start, and
+    their monitor threads (zpool's first run) read the trees, well inside the same step: a pair
+    started across a step read two states, and a monitor that runs once a minute kept the
+    difference (the zpool scan fields and the rebuild risk) in every report of a short run."""
+    frac = time.time() % 1.0
+    time.sleep((0.7 - frac) % 1.0)
+
+
 def agents(old, new, proc, sys_, out_dir, name, report_s, extra_env=None, config=None):
     env = dict(os.environ)
     env.update(extra_env or {})
     procs = []
     outs = []
+    after_step()
     for label, binary in (("old", old), ("new", new)):
         out = out_dir / f"{name}.{label}.lp"
         cmd = [binary, "run", "--proc-root", str(proc), "--sys-root", str(sys_),
