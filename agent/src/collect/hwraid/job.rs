@@ -61,6 +61,7 @@ use crate::sources::storcli::{self, Controller, PdState};
 use crate::sources::ParseError;
 
 use super::detail::{self, Detail};
+use super::first::{self, First};
 
 /// How often a running call is looked at.
 const POLL: Duration = Duration::from_millis(25);
@@ -325,23 +326,13 @@ impl HwraidJob {
         let answer = self.call(program, SHOW_ALL)?;
         let label = SHOW_ALL.join(" ");
         let mut errors = Vec::new();
-        let (mut ctls, unnamed): (Vec<Controller>, Vec<Controller>) =
-            answer.into_iter().partition(|c| c.controller.is_some());
-        if ctls.is_empty() {
-            if let Some(none) = unnamed.iter().find(|c| c.status.no_controller()) {
-                let msg = none.status.message();
-                if !self.last.is_empty() {
-                    // Controllers answered before: they or their driver are gone.
-                    let had: Vec<String> = self
-                        .last
-                        .iter()
-                        .filter_map(|c| Some(format!("c{}", c.controller?)))
-                        .collect();
-                    return Err(HwraidError::Answer {
-                        args: label,
-                        message: format!("{msg}, though {} answered before", had.join(", ")),
-                    });
-                }
+        let answer_err = |message| HwraidError::Answer {
+            args: label.clone(),
+            message,
+        };
+        let (mut ctls, mut failed) = match first::first(answer, &self.last, &label) {
+            Err(message) => return Err(answer_err(message)),
+            Ok(First::NoController(msg)) => {
                 if !self.no_controller_told {
                     self.no_controller_told = true;
                     tracing::info!(
@@ -357,55 +348,16 @@ impl HwraidJob {
                     no_controller: Some(msg),
                 });
             }
-            return Err(HwraidError::Answer {
-                args: label,
-                message: format!(
-                    "no controller named in the answer ({})",
-                    unnamed_note(&unnamed)
-                ),
-            });
-        }
+            Ok(First::Controllers {
+                ctls,
+                failed,
+                unnamed,
+            }) => {
+                errors.extend(unnamed.map(answer_err));
+                (ctls, failed)
+            }
+        };
         self.no_controller_told = false;
-        if !unnamed.is_empty() {
-            // An entry naming no controller may be one of those that answered before: they
-            // keep their last good state rather than vanish.
-            errors.push(HwraidError::Answer {
-                args: label.clone(),
-                message: format!(
-                    "{} answer(s) naming no controller ({}); the controllers they may be keep their last state",
-                    unnamed.len(),
-                    unnamed_note(&unnamed)
-                ),
-            });
-            for old in &self.last {
-                if !ctls.iter().any(|c| c.controller == old.controller) {
-                    ctls.push(old.clone());
-                }
-            }
-        }
-        let mut failed: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for c in &mut ctls {
-            let Some(n) = c.controller else { continue };
-            for u in &c.unreadable {
-                failed
-                    .entry(format!("c{n}"))
-                    .or_default()
-                    .push(format!("storcli {label}: {u}"));
-            }
-            if c.status.ok {
-                continue;
-            }
-            failed
-                .entry(format!("c{n}"))
-                .or_default()
-                .push(format!("storcli {label}: {}", c.status.message()));
-            // Nothing in it: the last good answer of that controller stands.
-            if c.virtual_drives.is_empty() && c.physical_drives.is_empty() {
-                if let Some(old) = self.last.iter().find(|o| o.controller == Some(n)) {
-                    *c = old.clone();
-                }
-            }
-        }
         // After a call that hung, the others of the round are not made (a controller that hangs
         // one command most likely hangs the next): one timeout per round, not three. Their
         // detail is the last round's.
@@ -454,21 +406,6 @@ impl HwraidJob {
             no_controller: None,
         })
     }
-}
-
-/// What the entries naming no controller said, for the error message.
-fn unnamed_note(unnamed: &[Controller]) -> String {
-    let said: Vec<String> = unnamed
-        .iter()
-        .map(|c| {
-            if c.status == Default::default() && c.virtual_drives.is_empty() {
-                "an empty entry {}".to_owned()
-            } else {
-                c.status.message()
-            }
-        })
-        .collect();
-    said.join("; ")
 }
 
 impl CommandJob for HwraidJob {

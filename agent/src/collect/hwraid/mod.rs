@@ -24,6 +24,7 @@
 //! docs/metrics-hwraid.md.
 
 mod detail;
+mod first;
 mod job;
 mod tie;
 
