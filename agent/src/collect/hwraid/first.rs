@@ -4,7 +4,7 @@
 //! * entries naming a controller are the controllers; one whose answer said `Failure` is
 //!   reported with storcli's words, its VD and drive lists used when it still printed them and
 //!   its last good answer kept when it did not;
-//! * an entry naming no controller — storcli has been seen to print `{"Controllers":[{}]}` — is
+//! * an entry naming no controller (an answer such as `{"Controllers":[{}]}`) is
 //!   an error, never a controller that silently vanishes: the controllers of the last good round
 //!   it does not name keep their last state; an answer of nothing else fails the round;
 //! * storcli's and perccli's `No Controller found` is a state when no controller ever answered
