@@ -215,6 +215,38 @@ fn garbage_is_a_source_error_and_a_missing_storcli_one_info_line() {
     );
 }
 
+/// perccli's real answer on a node without a PERC: a state, not an error — one `raid_controller`
+/// line `controller=none`, one info line in the log, no source error.
+#[test]
+fn no_controller_found_is_one_line_and_one_info_log_line_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    roots(dir.path());
+    let none = corpus("canonical-perccli-call-show-no-controller-found.json");
+    let config = stand_in(
+        dir.path(),
+        [
+            ("/call show all", &none),
+            ("/call/vall show all", &none),
+            ("/call/eall/sall show all", &none),
+            ("/call/eall/sall show rebuild", &none),
+        ],
+        "10s",
+    );
+    let (text, err) = once(dir.path(), &config);
+    let ctl = line(&text, "raid_controller,host=ds01,controller=none ");
+    assert!(
+        ctl.contains("status=\"No Controller found\",vds=0i,") && ctl.contains(",read_ok=true,"),
+        "{ctl}"
+    );
+    assert!(!text.contains("source=storcli"), "not an error: {text}");
+    assert_eq!(
+        err.matches("No Controller found: no MegaRAID or PERC controller on this node")
+            .count(),
+        1,
+        "{err}"
+    );
+}
+
 fn config_missing(dir: &Path) -> PathBuf {
     config(dir, &dir.join("no-such-storcli64"), "10s")
 }

@@ -14,9 +14,16 @@
 //! 4. `storcli /call/eall/sall show rebuild J` — only while a drive is `Rbld`: progress and
 //!    time left.
 //!
-//! Calls 2–4 add detail: when one fails, the detail of the last good round stays (a drive's
-//! counters, a VD's members) and the failure is reported with the round. After a call that
+//! Calls 2–4 add detail, controller by controller ([`detail`]): where a call, or one
+//! controller's answer to it, fails, that controller's detail of the last good round stays (a
+//! drive's counters and serial, a VD's members) and the failure is reported against it; a
+//! harmless refusal (nothing of that kind on the controller) is logged once. After a call that
 //! hung the round's remaining calls are not made: one timeout per round, not three.
+//!
+//! **Answers without a controller.** An entry naming no controller (`{"Controllers":[{}]}`) is
+//! an error, never a controller that silently vanishes. storcli's `No Controller found` on a
+//! node where none ever answered is a state ([`Round::no_controller`]), said once, and the
+//! rounds back off as after a timeout.
 //!
 //! **A hung controller.** A call killed at its timeout may not exit: a storcli stuck in the
 //! kernel on the controller ends only when the driver gives up, and until then it counts among
@@ -43,7 +50,7 @@
 //! the message.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -52,6 +59,9 @@ use crate::command::{found, CommandError, CommandJob, Spawned};
 use crate::root::Root;
 use crate::sources::storcli::{self, Controller, PdState};
 use crate::sources::ParseError;
+
+use super::detail::{self, Detail};
+use super::first::{self, First};
 
 /// How often a running call is looked at.
 const POLL: Duration = Duration::from_millis(25);
@@ -95,6 +105,15 @@ pub enum HwraidError {
         /// Its process id.
         pid: u32,
     },
+    /// Its answer was storcli JSON but not one to use: no controller named, or "No Controller
+    /// found" where controllers answered before.
+    #[error("storcli {args}: {message}")]
+    Answer {
+        /// The call's arguments.
+        args: String,
+        /// What was wrong.
+        message: String,
+    },
     /// Its output was not storcli JSON (garbage, or cut short).
     #[error("storcli {args}: exit status {status}: {source}{}", stderr_note(.stderr))]
     Parse {
@@ -137,10 +156,15 @@ pub(super) struct Round {
     pub(super) controllers: Vec<Controller>,
     /// `c0/v1` → `sdb`.
     pub(super) devices: BTreeMap<String, String>,
-    /// `c0` → storcli's message, for a controller whose answer said `Failure`.
-    pub(super) failed: BTreeMap<String, String>,
-    /// Calls 2–4 that failed (their detail is the last round's).
+    /// `c0` → what went wrong with that controller's answers: a `Failure` of any call (not a
+    /// harmless one), an answer that left it out, a row that could not be read.
+    pub(super) failed: BTreeMap<String, Vec<String>>,
+    /// Calls 2–4 that failed as a whole (their detail is the last round's), answers naming no
+    /// controller.
     pub(super) errors: Vec<HwraidError>,
+    /// storcli found no controller (its words), and none ever answered this monitor: a state,
+    /// not an error.
+    pub(super) no_controller: Option<String>,
 }
 
 /// What the worker hands the collector.
@@ -188,6 +212,10 @@ pub(super) struct HwraidJob {
     last: Vec<Controller>,
     /// storcli was looked for and not found (said once).
     missing_told: bool,
+    /// storcli's "No Controller found" was logged (once, until a controller answers).
+    no_controller_told: bool,
+    /// Harmless refusals already logged (`c0 message`).
+    told: BTreeSet<String>,
 }
 
 impl HwraidJob {
@@ -208,6 +236,8 @@ impl HwraidJob {
                 .ok(),
             last: Vec::new(),
             missing_told: false,
+            no_controller_told: false,
+            told: BTreeSet::new(),
         }
     }
 
@@ -292,59 +322,78 @@ impl HwraidJob {
     }
 
     fn round(&mut self, program: &Path) -> Result<Round, HwraidError> {
-        let mut ctls = self.call(program, &["/call", "show", "all", "J"])?;
-        let mut failed = BTreeMap::new();
-        for c in &mut ctls {
-            let Some(n) = c.controller else { continue };
-            if c.status.ok {
-                continue;
-            }
-            let mut msg = c
-                .status
-                .description
-                .clone()
-                .unwrap_or_else(|| "Failure".into());
-            if !c.status.errors.is_empty() {
-                msg = format!("{msg}: {}", c.status.errors.join("; "));
-            }
-            failed.insert(format!("c{n}"), msg);
-            // Nothing in it: the last good answer of that controller stands.
-            if c.virtual_drives.is_empty() && c.physical_drives.is_empty() {
-                if let Some(old) = self.last.iter().find(|o| o.controller == Some(n)) {
-                    *c = old.clone();
-                }
-            }
-        }
+        const SHOW_ALL: &[&str] = &["/call", "show", "all", "J"];
+        let answer = self.call(program, SHOW_ALL)?;
+        let label = SHOW_ALL.join(" ");
         let mut errors = Vec::new();
+        let answer_err = |message| HwraidError::Answer {
+            args: label.clone(),
+            message,
+        };
+        let (mut ctls, mut failed) = match first::first(answer, &self.last, &label) {
+            Err(message) => return Err(answer_err(message)),
+            Ok(First::NoController(msg)) => {
+                if !self.no_controller_told {
+                    self.no_controller_told = true;
+                    tracing::info!(
+                        source = "storcli",
+                        "storcli {label}: {msg}: no MegaRAID or PERC controller on this node; asked again after a longer wait each time, up to every hour"
+                    );
+                }
+                return Ok(Round {
+                    controllers: Vec::new(),
+                    devices: BTreeMap::new(),
+                    failed: BTreeMap::new(),
+                    errors,
+                    no_controller: Some(msg),
+                });
+            }
+            Ok(First::Controllers {
+                ctls,
+                failed,
+                unnamed,
+            }) => {
+                errors.extend(unnamed.map(answer_err));
+                (ctls, failed)
+            }
+        };
+        self.no_controller_told = false;
         // After a call that hung, the others of the round are not made (a controller that hangs
         // one command most likely hangs the next): one timeout per round, not three. Their
         // detail is the last round's.
         let mut hung = false;
-        let mut call = |args: &[&str], errors: &mut Vec<HwraidError>| {
-            if hung {
-                return None;
+        for kind in [Detail::Vds, Detail::Pds, Detail::Rebuild] {
+            let rebuilding = ctls.iter().any(|c| {
+                c.physical_drives
+                    .iter()
+                    .any(|d| d.state == PdState::Rebuild)
+            });
+            if kind == Detail::Rebuild && !rebuilding {
+                continue;
             }
-            match self.call(program, args) {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    hung = e.timed_out();
-                    errors.push(e);
-                    None
+            let answer = if hung {
+                None
+            } else {
+                match self.call(program, kind.args()) {
+                    Ok(a) => Some(a),
+                    Err(e) => {
+                        hung = e.timed_out();
+                        errors.push(e);
+                        None
+                    }
                 }
+            };
+            let said = detail::merge(kind, &mut ctls, answer.as_deref(), &self.last);
+            for (c, msg) in said.faults {
+                failed.entry(c).or_default().push(msg);
             }
-        };
-        let vds = call(&["/call/vall", "show", "all", "J"], &mut errors);
-        merge_vds(&mut ctls, vds.as_deref().unwrap_or(&self.last));
-        let pds = call(&["/call/eall/sall", "show", "all", "J"], &mut errors);
-        merge_pds(&mut ctls, pds.as_deref().unwrap_or(&self.last));
-        let rebuilding = ctls.iter().any(|c| {
-            c.physical_drives
-                .iter()
-                .any(|d| d.state == PdState::Rebuild)
-        });
-        if rebuilding {
-            if let Some(r) = call(&["/call/eall/sall", "show", "rebuild", "J"], &mut errors) {
-                merge_rebuilds(&mut ctls, &r);
+            for (c, msg) in said.notes {
+                if self.told.insert(format!("{c} {msg}")) {
+                    tracing::info!(
+                        source = "storcli",
+                        "{c}: {msg}: nothing of that kind on this controller (its show all lists none); not an error"
+                    );
+                }
             }
         }
         self.last = ctls.clone();
@@ -354,6 +403,7 @@ impl HwraidJob {
             devices,
             failed,
             errors,
+            no_controller: None,
         })
     }
 }
@@ -382,11 +432,12 @@ impl CommandJob for HwraidJob {
         }
         let program = self.program()?;
         let result = self.round(&program);
-        let timed_out = match &result {
-            Ok(r) => r.errors.iter().any(HwraidError::timed_out),
+        // A hung controller, or none at all: ask less often.
+        let back_off = match &result {
+            Ok(r) => r.no_controller.is_some() || r.errors.iter().any(HwraidError::timed_out),
             Err(e) => e.timed_out(),
         };
-        self.delay_s = if timed_out {
+        self.delay_s = if back_off {
             (self.delay_s * 2.0).min(MAX_BACKOFF_S.max(self.cfg.interval_s))
         } else {
             self.cfg.interval_s
@@ -400,56 +451,6 @@ impl CommandJob for HwraidJob {
 
     fn next_due_s(&self) -> f64 {
         self.next_round_s
-    }
-}
-
-/// Copies each VD's members and properties from `from` (call 2) into `into`.
-fn merge_vds(into: &mut [Controller], from: &[Controller]) {
-    for c in into.iter_mut() {
-        let Some(src) = from.iter().find(|f| f.controller == c.controller) else {
-            continue;
-        };
-        for v in &mut c.virtual_drives {
-            let Some(s) = src.virtual_drives.iter().find(|s| s.vd == v.vd) else {
-                continue;
-            };
-            if !s.members.is_empty() {
-                v.members = s.members.clone();
-            }
-            v.os_drive_name = s.os_drive_name.clone().or(v.os_drive_name.take());
-            v.naa_id = s.naa_id.clone().or(v.naa_id.take());
-            v.write_cache_configured = s.write_cache_configured.or(v.write_cache_configured);
-            v.active_operations = s.active_operations.clone().or(v.active_operations.take());
-        }
-    }
-}
-
-/// Copies each drive's counters and identity from `from` (call 3) into `into`.
-fn merge_pds(into: &mut [Controller], from: &[Controller]) {
-    for c in into.iter_mut() {
-        let Some(src) = from.iter().find(|f| f.controller == c.controller) else {
-            continue;
-        };
-        for d in &mut c.physical_drives {
-            let Some(s) = src.drive(d.slot) else { continue };
-            d.media_errors = s.media_errors.or(d.media_errors);
-            d.other_errors = s.other_errors.or(d.other_errors);
-            d.predictive_failures = s.predictive_failures.or(d.predictive_failures);
-            d.smart_alert = s.smart_alert.or(d.smart_alert);
-            d.serial = s.serial.clone().or(d.serial.take());
-            d.wwn = s.wwn.clone().or(d.wwn.take());
-            d.firmware = s.firmware.clone().or(d.firmware.take());
-            d.temperature_c = s.temperature_c.or(d.temperature_c);
-        }
-    }
-}
-
-/// Copies the `show rebuild` rows (call 4) into `into`.
-fn merge_rebuilds(into: &mut [Controller], from: &[Controller]) {
-    for c in into.iter_mut() {
-        if let Some(src) = from.iter().find(|f| f.controller == c.controller) {
-            c.rebuilds = src.rebuilds.clone();
-        }
     }
 }
 

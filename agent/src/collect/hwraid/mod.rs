@@ -10,14 +10,21 @@
 //! **Without storcli** (none of `storcli64`, `storcli`, `perccli64`, `perccli` in `PATH`, nor the
 //! configured program): one info line at the first round, no error, no lines.
 //!
-//! **Bad answers.** Output that is not storcli JSON, or JSON cut short, a call that hangs or
-//! prints too much: a source error (`storcli`), and the last good state stays, reported with
-//! `read_ok=false`, the message in `read_error` and its age growing in `last_read_age_s`.
+//! **Bad answers.** Output that is not storcli JSON, or JSON cut short, an answer naming no
+//! controller, a call that hangs or prints too much: a source error (`storcli`), and the last
+//! good state stays, reported with `read_ok=false`, the message in `read_error` and its age
+//! growing in `last_read_age_s`. A controller's own `Failure` to a detail call is reported on
+//! its line, its last good detail kept ([`detail`]).
+//!
+//! **No controller** (`No Controller found`): one info line in the log, one `raid_controller`
+//! line with `controller=none` saying so, no error, and rounds ever less often (up to hourly).
 //!
 //! What the answers mean — redundancy, rebuild ETA and stall, risk, events — is
 //! [`crate::health::hwraid`]; tying each VD to its `sdX` is [`tie`]. Fields and tags:
 //! docs/metrics-hwraid.md.
 
+mod detail;
+mod first;
 mod job;
 mod tie;
 
@@ -102,8 +109,11 @@ pub struct HwraidMonitor {
     read_error: Option<String>,
     /// When the last good round ended (collector seconds).
     read_at_s: Option<f64>,
-    /// `c0` → storcli's message, for controllers whose answer said `Failure`.
-    failed: BTreeMap<String, String>,
+    /// `c0` → what went wrong with that controller's answers in the last round.
+    failed: BTreeMap<String, Vec<String>>,
+    /// storcli found no controller, and none has answered (its words): the one
+    /// `raid_controller` line says so.
+    no_controller: Option<String>,
     /// The drive monitor's readings, whose rate of a drive is preferred over storcli's counters.
     book: Option<DriveBook>,
 }
@@ -136,6 +146,7 @@ impl HwraidMonitor {
             read_error: None,
             read_at_s: None,
             failed: BTreeMap::new(),
+            no_controller: None,
             book: None,
         }
     }
@@ -232,11 +243,13 @@ impl HwraidMonitor {
                         .collect::<Vec<_>>()
                         .join(" / ")
                 });
-                for (c, msg) in &round.failed {
-                    cx.errors
-                        .count(SOURCE, &format_args!("storcli /{c} show all: {msg}"));
+                for (c, msgs) in &round.failed {
+                    for m in msgs {
+                        cx.errors.count(SOURCE, &format_args!("{c}: {m}"));
+                    }
                 }
                 self.failed = round.failed;
+                self.no_controller = round.no_controller;
             }
             Err(e) => {
                 cx.errors.count(SOURCE, &e);
@@ -281,9 +294,25 @@ impl Collector for HwraidMonitor {
         let age = self
             .read_at_s
             .map(|t| (cx.now_s - t).max(0.0).round() as i64);
+        if let Some(msg) = &self.no_controller {
+            // Not an error: storcli is installed where no controller is. One line says so.
+            w.line("raid_controller", cx.ts_ns)
+                .tag("controller", "none")
+                .field("status", msg.as_str())
+                .field("vds", 0_u32)
+                .field("vds_degraded", 0_u32)
+                .field("vds_offline", 0_u32)
+                .field("pds", 0_u32)
+                .field("pds_failed", 0_u32)
+                .field("bbu_present", false)
+                .field("read_ok", self.read_ok == Some(true))
+                .field_opt("last_read_age_s", age)
+                .field_opt("read_error", self.read_error.as_deref())
+                .write();
+        }
         for c in self.detector.controllers() {
-            let failed = self.failed.get(&c.controller);
-            let error = match (failed, &self.read_error) {
+            let failed = self.failed.get(&c.controller).map(|f| f.join(" / "));
+            let error = match (&failed, &self.read_error) {
                 (Some(f), Some(e)) => Some(format!("{f} / {e}")),
                 (Some(f), None) => Some(f.clone()),
                 (None, e) => e.clone(),

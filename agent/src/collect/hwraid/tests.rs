@@ -34,7 +34,7 @@ impl Stand {
         std::fs::write(
             &script,
             format!(
-                "#!/bin/sh\nd='{}'\ncase \"$1 $2 $3 $4\" in\n\
+                "#!/bin/sh\nd='{}'\necho \"$*\" >> \"$d/calls.log\"\ncase \"$1 $2 $3 $4\" in\n\
                  '/call show all J') exec cat \"$d/show-all.json\";;\n\
                  '/call/vall show all J') exec cat \"$d/vall.json\";;\n\
                  '/call/eall/sall show all J') exec cat \"$d/pds.json\";;\n\
@@ -400,4 +400,232 @@ fn after_a_call_hangs_the_rest_of_the_round_is_not_run() {
         text.contains("raid_vd,host=ds01,controller=c0,vd=c0/v0,"),
         "{text}"
     );
+}
+
+/// Lines of `text` that start with `prefix`.
+fn lines<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
+    text.lines().filter(|l| l.starts_with(prefix)).collect()
+}
+
+fn controller_line<'a>(text: &'a str, c: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(&format!("raid_controller,host=ds01,controller={c},")))
+        .unwrap_or_else(|| panic!("no {c} line in\n{text}"))
+}
+
+fn calls(s: &Stand) -> Vec<String> {
+    std::fs::read_to_string(s.dir.path().join("calls.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A `Failure` answer to `/call/eall/sall show all J` or `/call/vall show all J` on a RAID
+/// controller is a fault of that call: reported against the controller, and its detail — each
+/// drive's counters and serial, each VD's members — stays that of the last good round. (The
+/// failure answer is storcli's real one to a refused command.)
+#[test]
+fn a_detail_call_answering_failure_keeps_the_last_detail_and_says_so() {
+    let mut s = Stand::new();
+    netdata(
+        &s,
+        &read("netdata-c0-show-all-raid6-optl-ibbu-optimal.json"),
+    );
+    let mut m = s.monitor(None);
+    let good = s.step(&mut m, 1.0);
+    assert!(good.contains(",serial=ZL21DC50,"), "{good}");
+    assert!(
+        controller_line(&good, "c0").contains("read_ok=true"),
+        "{good}"
+    );
+    let refused = read("pystorcli2-c0-e252-s7-set-good-failure-errcd-255.json");
+    for call in ["pds", "vall"] {
+        s.answer(call, &refused);
+    }
+    let text = s.step(&mut m, 61.0);
+    // every drive keeps its serial and counters, every VD its members
+    assert_eq!(lines(&text, "raid_pd,"), lines(&good, "raid_pd,"));
+    assert_eq!(lines(&text, "raid_vd,"), lines(&good, "raid_vd,"));
+    let ctl = controller_line(&text, "c0");
+    assert!(ctl.contains("read_ok=false"), "{ctl}");
+    for call in ["/call/vall show all J", "/call/eall/sall show all J"] {
+        assert!(
+            ctl.contains(&format!(
+                "storcli {call}: Set Drive Good Failed.: Operation not allowed."
+            )),
+            "{call}: {ctl}"
+        );
+    }
+    assert_eq!(s.errors.totals(), vec![(SOURCE.to_owned(), 2)]);
+    // the next good answers are taken again
+    netdata(
+        &s,
+        &read("netdata-c0-show-all-raid6-optl-ibbu-optimal.json"),
+    );
+    let again = s.step(&mut m, 121.0);
+    assert!(
+        controller_line(&again, "c0").contains("read_ok=true"),
+        "{again}"
+    );
+}
+
+/// An HBA in IT mode has no VD, and storcli refuses `/call/vall` there ("Un-supported
+/// command", as storcli 7.15 answers a UCSC-SAS-M5HD): nothing is lost, so it is no error.
+#[test]
+fn an_hba_refusing_the_vd_call_is_not_an_error() {
+    let mut s = Stand::new();
+    s.answer_file("show-all", "netdata-c0-show-all-hba-9500-mpt3sas-jbod.json");
+    s.answer_file(
+        "vall",
+        "synthetic-c0-vall-show-all-un-supported-command.json",
+    );
+    s.answer_file("pds", "netdata-c0-show-all-hba-9500-mpt3sas-jbod.json");
+    let mut m = s.monitor(None);
+    let text = s.step(&mut m, 1.0);
+    let ctl = controller_line(&text, "c0");
+    assert!(
+        ctl.contains("read_ok=true") && !ctl.contains("read_error"),
+        "{ctl}"
+    );
+    assert_eq!(s.errors.interval_sum(), 0);
+    // The same refusal where `show all` lists VDs is a fault.
+    let mut s = Stand::new();
+    netdata(
+        &s,
+        &read("netdata-c0-show-all-raid6-optl-ibbu-optimal.json"),
+    );
+    s.answer_file(
+        "vall",
+        "synthetic-c0-vall-show-all-un-supported-command.json",
+    );
+    let mut m = s.monitor(None);
+    let text = s.step(&mut m, 1.0);
+    let ctl = controller_line(&text, "c0");
+    assert!(
+        ctl.contains("read_ok=false")
+            && ctl.contains("storcli /call/vall show all J: Un-supported command"),
+        "{ctl}"
+    );
+}
+
+/// storcli answering `{"Controllers":[{}]}` names no controller: an error, and the last good
+/// state stays (a degraded VD's series does not just stop).
+#[test]
+fn an_answer_naming_no_controller_keeps_the_last_state() {
+    let mut s = Stand::new();
+    netdata(
+        &s,
+        &read("edited-netdata-c0-show-all-raid6-dgrd-pd-252-3-rbld.json"),
+    );
+    s.answer_file(
+        "rebuild",
+        "synthetic-c0-eall-sall-show-rebuild-252-3-37pct.json",
+    );
+    let mut m = s.monitor(None);
+    let good = s.step(&mut m, 1.0);
+    s.answer_file("show-all", "synthetic-call-show-all-one-empty-entry.json");
+    let text = s.step(&mut m, 61.0);
+    let ctl = controller_line(&text, "c0");
+    assert!(
+        ctl.contains("read_ok=false")
+            && ctl.contains("read_error=\"storcli /call show all J: no controller named in the answer (an empty entry {})"),
+        "{ctl}"
+    );
+    assert_eq!(lines(&text, "raid_vd,"), lines(&good, "raid_vd,"));
+    assert!(text.contains("degraded=true"), "{text}");
+    assert_eq!(s.errors.totals(), vec![(SOURCE.to_owned(), 1)]);
+}
+
+/// A VD state the agent does not know (`Rec`) is not healthy redundancy: no
+/// `redundancy_left`, no `rebuild_risk`, and an event even in the first round.
+#[test]
+fn a_vd_state_not_known_reads_as_unknown() {
+    let mut s = Stand::new();
+    let healthy = read("netdata-c0-show-all-raid6-optl-ibbu-optimal.json");
+    let rec = healthy.replace("\"State\": \"Optl\"", "\"State\": \"Rec\"");
+    assert_ne!(rec, healthy);
+    netdata(&s, &rec);
+    let mut m = s.monitor(None);
+    let text = s.step(&mut m, 1.0);
+    let vd = lines(&text, "raid_vd,")[0];
+    assert!(
+        vd.contains(" state=\"Rec\",ok=false,degraded=false,"),
+        "{vd}"
+    );
+    assert!(
+        !vd.contains("redundancy_left") && !vd.contains("rebuild_risk"),
+        "{vd}"
+    );
+    assert!(
+        text.contains("event,host=ds01,source=hwraid,object=c0/v0 ")
+            && text.contains("in state Rec, which storwatch does not know"),
+        "{text}"
+    );
+}
+
+/// nytrocli prints a Nytro WarpDrive's one VD as `"DG/VD": 0`, a number: it is read
+/// (controller c1 of a real two-controller answer), not dropped.
+#[test]
+fn a_numeric_dg_vd_is_a_virtual_drive() {
+    let mut s = Stand::new();
+    let f = "mirantis-nytrocli-call-show-all-nytro-megaraid-and-warpdrive-dg-vd-number.json";
+    for c in ["show-all", "vall", "pds"] {
+        s.answer_file(c, f);
+    }
+    let mut m = s.monitor(None);
+    let text = s.step(&mut m, 1.0);
+    assert!(controller_line(&text, "c1").contains(",vds=1i,"), "{text}");
+    assert!(
+        text.contains("raid_vd,host=ds01,controller=c1,vd=c1/v0,level=RAID0 state=\"Optl\""),
+        "{text}"
+    );
+    assert_eq!(s.errors.interval_sum(), 0, "{text}");
+    // A DG/VD neither form is an error that says so.
+    let odd = read(f).replace("\"DG/VD\" : 0,", "\"DG/VD\" : \"zero\",");
+    for c in ["show-all", "vall", "pds"] {
+        s.answer(c, &odd);
+    }
+    let text = s.step(&mut m, 61.0);
+    let ctl = controller_line(&text, "c1");
+    assert!(
+        ctl.contains("read_ok=false")
+            && ctl.contains("VD LIST: a virtual drive row not understood (\\\"DG/VD\\\" \\\"zero\\\" is neither"),
+        "{ctl}"
+    );
+}
+
+/// perccli's "No Controller found" on a node without a controller: one line saying so (an
+/// info state, no error), and the question asked less and less often.
+#[test]
+fn no_controller_found_is_a_state_and_backs_off() {
+    let mut s = Stand::new();
+    s.answer_file(
+        "show-all",
+        "canonical-perccli-call-show-no-controller-found.json",
+    );
+    let mut m = s.monitor(None);
+    let text = s.step(&mut m, 1.0);
+    assert_eq!(
+        lines(&text, "raid_"),
+        vec![
+            "raid_controller,host=ds01,controller=none status=\"No Controller found\",vds=0i,vds_degraded=0i,vds_offline=0i,pds=0i,pds_failed=0i,bbu_present=false,read_ok=true,last_read_age_s=0i 1700000000000000000"
+        ],
+        "{text}"
+    );
+    assert_eq!(s.errors.interval_sum(), 0);
+    let mut at = Vec::new();
+    for t in (1..=20).map(|i| 1.0 + 60.0 * f64::from(i)) {
+        let n = calls(&s).len();
+        s.step(&mut m, t);
+        if calls(&s).len() > n {
+            at.push(t);
+        }
+    }
+    assert_eq!(
+        at,
+        [121.0, 361.0, 841.0],
+        "asked at 1, then after 2, 4, 8 intervals"
+    );
+    assert!(calls(&s).iter().all(|c| c == "/call show all J"));
 }

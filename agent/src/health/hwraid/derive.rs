@@ -36,6 +36,18 @@ pub fn vd_state_word(s: &VdState) -> String {
     }
 }
 
+/// Whether the agent knows what a VD state means for its redundancy: `Optl`, `Dgrd`, `Pdgd`,
+/// `OfLn`. Any other word (`Rec`, `Cac`, one a new storcli prints) is reported as it is, with
+/// no redundancy figure and no risk.
+pub(super) fn vd_state_known(s: &VdState) -> bool {
+    vd_word_known(&vd_state_word(s))
+}
+
+/// [`vd_state_known`] of a state as printed.
+pub(super) fn vd_word_known(w: &str) -> bool {
+    matches!(w, "Optl" | "Dgrd" | "Pdgd" | "OfLn")
+}
+
 /// A PD state as storcli prints it.
 pub fn pd_state_word(s: &PdState) -> String {
     match s {

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::derive::{
     base_redundancy, battery_word, is_parity, pd_failed, pd_ok, pd_risk, pd_state_word,
-    vd_state_word,
+    vd_state_known, vd_state_word, vd_word_known,
 };
 use super::model::{ControllerStatus, PdStatus, VdStatus};
 use crate::event::Event;
@@ -257,6 +257,18 @@ impl HwraidDetector {
         self.progress.retain(|k, _| rebuilding.contains(k));
         if self.polled {
             self.transitions(&controllers, &vds, &pds, events);
+        } else {
+            // The first round announces nothing but what nothing else would show: a VD in a
+            // state the agent does not know has no redundancy figure to alert on.
+            for v in vds.iter().filter(|v| !vd_word_known(&v.state)) {
+                events.push(Event::new(
+                    SOURCE,
+                    v.vd.clone(),
+                    "",
+                    v.state.clone(),
+                    unknown(v),
+                ));
+            }
         }
         self.polled = true;
         self.controllers = controllers;
@@ -327,6 +339,9 @@ impl HwraidDetector {
             .collect();
         let degraded = matches!(v.state, VdState::Degraded | VdState::PartiallyDegraded);
         let offline = v.state == VdState::Offline;
+        // A state word whose meaning for redundancy is not known (`Rec`, a CacheCade VD's, a
+        // new one): no redundancy figure and no risk rather than a guess that reads healthy.
+        let known = vd_state_known(&v.state);
         // An optimal VD misses nothing, whatever state words its members show.
         let mut missing = if v.state == VdState::Optimal {
             0
@@ -347,7 +362,9 @@ impl HwraidDetector {
         } else {
             None
         };
-        let redundancy_left = if offline {
+        let redundancy_left = if !known {
+            None
+        } else if offline {
             Some(0)
         } else if let (Some(spans), Some(b)) = (&spans, base) {
             spans.iter().map(|s| b.saturating_sub(s.missing)).min()
@@ -389,7 +406,9 @@ impl HwraidDetector {
             let afr: Vec<Option<f64>> = survivors.iter().map(|d| d.afr).collect();
             loss_probability_members(&self.params.risk, &exposure, &afr)
         };
-        let rebuild_risk = if offline {
+        let rebuild_risk = if !known {
+            None
+        } else if offline {
             Some(1.0)
         } else if missing == 0 {
             Some(0.0)
@@ -526,7 +545,11 @@ impl HwraidDetector {
                     v.vd.clone(),
                     "",
                     v.state.clone(),
-                    format!("{} appeared: {} {}", v.vd, v.level, v.state),
+                    if vd_word_known(&v.state) {
+                        format!("{} appeared: {} {}", v.vd, v.level, v.state)
+                    } else {
+                        unknown(v)
+                    },
                 ));
                 continue;
             };
@@ -549,6 +572,8 @@ impl HwraidDetector {
                     )
                 } else if v.ok {
                     format!("{} {} optimal again", v.vd, v.level)
+                } else if !vd_word_known(&v.state) {
+                    unknown(v)
                 } else {
                     format!("{} {} {} → {}", v.vd, v.level, p.state, v.state)
                 };
@@ -684,6 +709,14 @@ impl HwraidDetector {
             }
         }
     }
+}
+
+/// The text of an event about a VD in a state the agent does not know.
+fn unknown(v: &VdStatus) -> String {
+    format!(
+        "{} {} in state {}, which storwatch does not know: its redundancy and rebuild risk are unknown (not reported)",
+        v.vd, v.level, v.state
+    )
 }
 
 /// One span of a spanned VD (`Arr` of its drive group in the `TOPOLOGY` table).

@@ -46,7 +46,10 @@ use serde_json::{Map, Value};
 use super::ParseError;
 
 mod text;
+mod value;
 pub use text::parse_text;
+use value::{as_u32, as_u64, dg_vd, temperature, text, word};
+pub use value::{duration_s, parse_size};
 
 /// Virtual drive state (`State` of `VD LIST`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -465,6 +468,28 @@ pub struct CommandStatus {
     pub errors: Vec<String>,
 }
 
+impl CommandStatus {
+    /// storcli's and perccli's answer on a machine without a controller they drive:
+    /// `Description` `No Controller found.` (storcli) or `No Controller found` (perccli),
+    /// whatever `Status` says (storcli2 says `Success`).
+    pub fn no_controller(&self) -> bool {
+        self.description.as_deref().is_some_and(|d| {
+            d.trim_end_matches('.')
+                .trim()
+                .eq_ignore_ascii_case("No Controller found")
+        })
+    }
+
+    /// `Description` and the `ErrMsg`s as one line (`Failure` when storcli gave neither).
+    pub fn message(&self) -> String {
+        let mut msg = self.description.clone().unwrap_or_else(|| "Failure".into());
+        if !self.errors.is_empty() {
+            msg = format!("{msg}: {}", self.errors.join("; "));
+        }
+        msg
+    }
+}
+
 /// One row of `System Overview` (`storcli show J`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControllerSummary {
@@ -514,6 +539,9 @@ pub struct Controller {
     pub topology: Vec<TopologyDrive>,
     /// `System Overview` rows (`storcli show`).
     pub overview: Vec<ControllerSummary>,
+    /// What the answer held that could not be read, one line each (a `VD LIST` row whose
+    /// `DG/VD` is neither `"0/1"` nor a number): reported, never dropped in silence.
+    pub unreadable: Vec<String>,
 }
 
 impl Controller {
@@ -551,7 +579,7 @@ fn controller(c: &Value) -> Controller {
     let mut out = Controller {
         controller: st.and_then(|s| s.get("Controller")).and_then(as_u32),
         status: CommandStatus {
-            ok: st.and_then(|s| s.get("Status")).and_then(Value::as_str) == Some("Success"),
+            ok: st.and_then(|s| s.get("Status")).and_then(word).as_deref() == Some("Success"),
             // storcli writes "None" when it has nothing to say
             description: st
                 .and_then(|s| s.get("Description"))
@@ -616,7 +644,7 @@ fn response_data(rd: &Map<String, Value>, out: &mut Controller) {
                     })
                 });
             }
-            "VD LIST" => rows(v).for_each(|r| upsert_vd(out, r)),
+            "VD LIST" => rows(v).for_each(|r| upsert_vd(out, key, r)),
             "TOPOLOGY" => out.topology = rows(v).filter_map(topology_drive).collect(),
             "PD LIST" | "Drive Information" => rows(v).for_each(|r| upsert_pd(out, r)),
             "BBU_Info" => battery(v, BatteryKind::Bbu, out),
@@ -637,7 +665,8 @@ fn response_data(rd: &Map<String, Value>, out: &mut Controller) {
                     .filter_map(|r| {
                         upsert_pd(out, r);
                         r.get("EID:Slt")
-                            .and_then(Value::as_str)
+                            .and_then(word)
+                            .as_deref()
                             .and_then(Slot::parse_eid_slt)
                     })
                     .collect();
@@ -657,7 +686,8 @@ fn response_data(rd: &Map<String, Value>, out: &mut Controller) {
                     vd.naa_id = p.get("SCSI NAA Id").and_then(text);
                     vd.write_cache_configured = p
                         .get("Write Cache(initial setting)")
-                        .and_then(Value::as_str)
+                        .and_then(word)
+                        .as_deref()
                         .and_then(WritePolicy::from_setting);
                     vd.active_operations = p
                         .get("Active Operations")
@@ -674,7 +704,9 @@ fn response_data(rd: &Map<String, Value>, out: &mut Controller) {
                 }
             }
             k if k.starts_with("Drive /") => rows(v).for_each(|r| upsert_pd(out, r)),
-            k if k.starts_with('/') && k.contains("/v") => rows(v).for_each(|r| upsert_vd(out, r)),
+            k if k.starts_with('/') && k.contains("/v") => {
+                rows(v).for_each(|r| upsert_vd(out, key, r));
+            }
             _ => {}
         }
     }
@@ -717,24 +749,29 @@ fn empty_vd(dg: u32, vd: u32) -> VirtualDrive {
     }
 }
 
-fn upsert_vd(out: &mut Controller, r: &Map<String, Value>) {
-    let Some((dg, vd)) = r
-        .get("DG/VD")
-        .and_then(Value::as_str)
-        .and_then(|s| s.split_once('/'))
-        .and_then(|(d, v)| Some((d.trim().parse().ok()?, v.trim().parse().ok()?)))
-    else {
-        return;
+fn upsert_vd(out: &mut Controller, table: &str, r: &Map<String, Value>) {
+    let (dg, vd) = match dg_vd(r.get("DG/VD")) {
+        Ok(v) => v,
+        Err(why) => {
+            // Never dropped in silence: a VD whose number cannot be read is a VD the
+            // operator would not see.
+            out.unreadable.push(format!(
+                "{table}: a virtual drive row not understood ({why}): {}",
+                Value::Object(r.clone())
+            ));
+            return;
+        }
     };
     let size = r.get("Size").and_then(text);
     let v = vd_by_number(out, vd);
     v.dg = dg;
     v.raid_level = r.get("TYPE").and_then(text).unwrap_or_default();
-    v.state = VdState::from_abbrev(r.get("State").and_then(Value::as_str).unwrap_or_default());
+    v.state = VdState::from_abbrev(&r.get("State").and_then(word).unwrap_or_default());
     v.access = r.get("Access").and_then(text);
     v.cache = r
         .get("Cache")
-        .and_then(Value::as_str)
+        .and_then(word)
+        .as_deref()
         .map(CachePolicy::parse);
     v.size_bytes = size.as_deref().and_then(parse_size);
     v.size = size;
@@ -775,7 +812,8 @@ fn pd_by_slot(out: &mut Controller, slot: Slot) -> &mut PhysicalDrive {
 fn upsert_pd(out: &mut Controller, r: &Map<String, Value>) {
     let Some(slot) = r
         .get("EID:Slt")
-        .and_then(Value::as_str)
+        .and_then(word)
+        .as_deref()
         .and_then(Slot::parse_eid_slt)
     else {
         return;
@@ -783,9 +821,9 @@ fn upsert_pd(out: &mut Controller, r: &Map<String, Value>) {
     let size = r.get("Size").and_then(text);
     let d = pd_by_slot(out, slot);
     d.did = r.get("DID").and_then(as_u32);
-    d.state = PdState::from_abbrev(r.get("State").and_then(Value::as_str).unwrap_or_default());
+    d.state = PdState::from_abbrev(&r.get("State").and_then(word).unwrap_or_default());
     d.dg = r.get("DG").and_then(as_u32);
-    d.foreign = r.get("DG").and_then(Value::as_str).map(str::trim) == Some("F");
+    d.foreign = r.get("DG").and_then(word).as_deref() == Some("F");
     d.size_bytes = size.as_deref().and_then(parse_size);
     d.size = size;
     d.interface = r.get("Intf").and_then(text);
@@ -804,8 +842,8 @@ fn detail(out: &mut Controller, slot: Slot, id: &str, d: &Map<String, Value>) {
     pd.predictive_failures = count("Predictive Failure Count");
     pd.smart_alert = match state
         .and_then(|s| s.get("S.M.A.R.T alert flagged by drive"))
-        .and_then(Value::as_str)
-        .map(str::trim)
+        .and_then(word)
+        .as_deref()
     {
         Some("Yes") => Some(true),
         Some("No") => Some(false),
@@ -813,7 +851,8 @@ fn detail(out: &mut Controller, slot: Slot, id: &str, d: &Map<String, Value>) {
     };
     pd.temperature_c = state
         .and_then(|s| s.get("Drive Temperature"))
-        .and_then(Value::as_str)
+        .and_then(word)
+        .as_deref()
         .and_then(temperature);
     let attr = |k: &str| {
         attrs
@@ -832,9 +871,9 @@ fn battery(v: &Value, kind: BatteryKind, out: &mut Controller) {
         // `/cx/bbu show all`, `/cx/cv show all`: one battery as Property/Value rows
         let prop = |names: &[&str]| {
             rows.iter().find_map(|r| {
-                let p = r.get("Property").and_then(Value::as_str)?.trim();
+                let p = r.get("Property").and_then(word)?;
                 names
-                    .contains(&p)
+                    .contains(&p.as_str())
                     .then(|| r.get("Value").and_then(text))
                     .flatten()
             })
@@ -854,10 +893,12 @@ fn battery(v: &Value, kind: BatteryKind, out: &mut Controller) {
             out.batteries.push(Battery {
                 kind,
                 model: r.get("Model").and_then(text),
-                state: BatteryState::parse(
-                    r.get("State").and_then(Value::as_str).unwrap_or_default(),
-                ),
-                temperature_c: r.get("Temp").and_then(Value::as_str).and_then(temperature),
+                state: BatteryState::parse(&r.get("State").and_then(word).unwrap_or_default()),
+                temperature_c: r
+                    .get("Temp")
+                    .and_then(word)
+                    .as_deref()
+                    .and_then(temperature),
             });
         }
     }
@@ -887,14 +928,15 @@ fn topology_drive(r: &Map<String, Value>) -> Option<TopologyDrive> {
         row: r.get("Row").and_then(as_u32),
         slot: r
             .get("EID:Slot")
-            .and_then(Value::as_str)
+            .and_then(word)
+            .as_deref()
             .and_then(Slot::parse_eid_slt),
         state: r.get("State").and_then(text).unwrap_or_default(),
     })
 }
 
 fn rebuild(r: &Value) -> Option<Rebuild> {
-    let (_, slot) = Slot::parse_drive_id(r.get("Drive-ID")?.as_str()?)?;
+    let (_, slot) = Slot::parse_drive_id(&word(r.get("Drive-ID")?)?)?;
     let status = r.get("Status").and_then(text).unwrap_or_default();
     Some(Rebuild {
         slot,
@@ -908,78 +950,11 @@ fn rebuild(r: &Value) -> Option<Rebuild> {
             && !status.eq_ignore_ascii_case("Not in progress"),
         time_left_s: r
             .get("Estimated Time Left")
-            .and_then(Value::as_str)
+            .and_then(word)
+            .as_deref()
             .and_then(duration_s),
         status,
     })
-}
-
-/// `2 Hours 5 Minutes`, `1 Day 3 Hours`, `45 Seconds`; `-` is `None`.
-pub fn duration_s(s: &str) -> Option<u64> {
-    let words: Vec<&str> = s.split_whitespace().collect();
-    if words.is_empty() || words.len() % 2 != 0 {
-        return None;
-    }
-    let mut total: u64 = 0;
-    for pair in words.chunks(2) {
-        let n: u64 = pair[0].parse().ok()?;
-        let unit = pair[1].to_ascii_lowercase();
-        let mult = match unit.trim_end_matches('s') {
-            "day" => 86_400,
-            "hour" | "hr" => 3_600,
-            "minute" | "min" => 60,
-            "second" | "sec" => 1,
-            _ => return None,
-        };
-        total = total.checked_add(n.checked_mul(mult)?)?;
-    }
-    Some(total)
-}
-
-/// `14.551 TB` → bytes, binary units as storcli prints them.
-pub fn parse_size(s: &str) -> Option<u64> {
-    let (num, unit) = s.trim().split_once(' ')?;
-    let n: f64 = num.trim().parse().ok()?;
-    let mult: f64 = match unit.trim() {
-        "B" => 1.0,
-        "KB" | "KiB" => 1024.0,
-        "MB" | "MiB" => 1024.0_f64.powi(2),
-        "GB" | "GiB" => 1024.0_f64.powi(3),
-        "TB" | "TiB" => 1024.0_f64.powi(4),
-        "PB" | "PiB" => 1024.0_f64.powi(5),
-        _ => return None,
-    };
-    let bytes = (n * mult).round();
-    // rejects NaN (never contained), negatives and anything beyond u64
-    (0.0..1.8e19).contains(&bytes).then_some(bytes as u64)
-}
-
-/// ` 28C (82.40 F)`, `34C`, `26 C` → °C.
-fn temperature(s: &str) -> Option<i64> {
-    let t = s.trim();
-    let digits: String = t
-        .char_indices()
-        .take_while(|&(i, c)| c.is_ascii_digit() || (i == 0 && c == '-'))
-        .map(|(_, c)| c)
-        .collect();
-    let rest = t.get(digits.len()..)?.trim_start();
-    if !rest.starts_with('C') {
-        return None;
-    }
-    digits.parse().ok()
-}
-
-fn text(v: &Value) -> Option<String> {
-    let s = v.as_str()?.trim();
-    (!s.is_empty() && s != "-").then(|| s.to_owned())
-}
-
-fn as_u64(v: &Value) -> Option<u64> {
-    v.as_u64().or_else(|| v.as_str()?.trim().parse().ok())
-}
-
-fn as_u32(v: &Value) -> Option<u32> {
-    as_u64(v).and_then(|n| u32::try_from(n).ok())
 }
 
 #[cfg(test)]

@@ -249,6 +249,74 @@ fn a_failed_command_is_data_not_a_parse_error() {
     );
 }
 
+/// nytrocli prints the one VD of a Nytro WarpDrive as `"DG/VD": 0`, a number (drive group 0,
+/// VD 0, as its TOPOLOGY and PD LIST `DG` say), next to a Nytro MegaRAID's `"0/1"`.
+#[test]
+fn dg_vd_as_a_number_or_a_string() {
+    let c = parse(&fixture(
+        "mirantis-nytrocli-call-show-all-nytro-megaraid-and-warpdrive-dg-vd-number.json",
+    ))
+    .expect("parses");
+    assert_eq!(c.len(), 2);
+    let warp = &c[1];
+    assert_eq!(warp.model.as_deref(), Some("Nytro WarpDrive XP6210-4A2048"));
+    let vd = warp.virtual_drive(0, 0).expect("VD 0/0");
+    assert_eq!(
+        (vd.raid_level.as_str(), &vd.state),
+        ("RAID0", &VdState::Optimal)
+    );
+    assert!(warp.unreadable.is_empty(), "{:?}", warp.unreadable);
+    assert!(c[0].virtual_drive(0, 1).is_some() && c[0].virtual_drive(1, 0).is_some());
+    // a row with neither form is said, not dropped
+    for odd in ["\"zero\"", "\"0-1\"", "-1", "null", "4294967296"] {
+        let json = format!(
+            r#"{{"Controllers":[{{"Command Status":{{"Controller":0,"Status":"Success"}},
+            "Response Data":{{"VD LIST":[{{"DG/VD":{odd},"TYPE":"RAID1","State":"Optl"}}]}}}}]}}"#
+        );
+        let c = parse(&json).expect("parses");
+        assert!(c[0].virtual_drives.is_empty(), "{odd}");
+        assert_eq!(c[0].unreadable.len(), 1, "{odd}");
+        assert!(
+            c[0].unreadable[0].starts_with("VD LIST: a virtual drive row not understood (\""),
+            "{}",
+            c[0].unreadable[0]
+        );
+    }
+}
+
+/// Fields storcli prints as a number on one controller and a string on another are read
+/// either way.
+#[test]
+fn fields_printed_as_numbers_or_strings() {
+    let json = r#"{"Controllers":[{"Command Status":{"Controller":0,"Status":"Success"},
+        "Response Data":{"PD LIST":[
+            {"EID:Slt":"252:0","DID":"7","State":"Onln","DG":"0","Size":"1.0 TB"},
+            {"EID:Slt":"252:1","DID":8,"State":"Onln","DG":0,"Size":"1.0 TB"}],
+          "VD LIST":[{"DG/VD":"0/0","TYPE":"RAID1","State":"Optl","Name":1}]}}]}"#;
+    let c = &parse(json).expect("parses")[0];
+    let d: Vec<(Option<u32>, Option<u32>)> =
+        c.physical_drives.iter().map(|d| (d.did, d.dg)).collect();
+    assert_eq!(d, [(Some(7), Some(0)), (Some(8), Some(0))]);
+    assert_eq!(c.virtual_drives[0].name.as_deref(), Some("1"));
+}
+
+/// storcli (`No Controller found.`) and perccli (`No Controller found`, a real answer) on a
+/// machine without a controller.
+#[test]
+fn no_controller_found_is_told_apart() {
+    let c = parse(&fixture(
+        "canonical-perccli-call-show-no-controller-found.json",
+    ))
+    .expect("parses");
+    assert_eq!(c.len(), 1);
+    assert!(c[0].controller.is_none() && c[0].status.no_controller());
+    let storcli = fixture("canonical-perccli-call-show-no-controller-found.json")
+        .replace("No Controller found", "No Controller found.");
+    assert!(parse(&storcli).expect("parses")[0].status.no_controller());
+    let other = one("pystorcli2-c0-e252-s7-set-good-failure-errcd-255.json");
+    assert!(!other.status.no_controller());
+}
+
 #[test]
 fn system_overview_lists_every_controller() {
     let c = one("pystorcli2-show-2-controllers-overview.json");
