@@ -41,6 +41,7 @@ use crate::sources::SourceError;
 
 mod read;
 use read::{read_parsed, Kept, ReadIo, KEPT};
+use std::os::unix::fs::DirEntryExt;
 
 /// The source name errors are counted under (`agent_source,source=cgroup`).
 const CGROUP: &str = "cgroup";
@@ -192,6 +193,16 @@ struct Tracked {
     absent: u8,
     /// Readings since absent files were last looked for ([`PROBE_EVERY`](read::PROBE_EVERY)).
     since_probe: u8,
+    /// The inode of the job's directory when first seen: a job is a cgroup instance, not a
+    /// name. HTCondor removes a slot's cgroup and makes it again under the same name for the
+    /// next job in that slot; the new one has another inode (cgroupfs numbers each cgroup
+    /// anew), which the walk's listing gives without a system call.
+    ino: Option<u64>,
+    /// The walk found another directory under this job's name: a new instance.
+    replaced: bool,
+    /// A kept descriptor answered that its cgroup is gone (ENODEV on cgroupfs): the
+    /// directory may have been made again since the walk.
+    lost: bool,
 }
 
 /// What one interval of one job gave, for its lines.
@@ -395,7 +406,14 @@ impl JobsCollector {
                 }
                 slot.push_str(name);
                 self.paths_used += 1;
-                let known = self.jobs.contains_key(slot.as_str());
+                // A known job's directory under another inode: removed and made again.
+                let known = match self.jobs.get_mut(slot.as_str()) {
+                    Some(t) => {
+                        t.replaced |= t.ino.is_some_and(|i| i != entry.ino());
+                        true
+                    }
+                    None => false,
+                };
                 if depth + 1 < MAX_DEPTH && !known {
                     stack.push((slot.clone(), depth + 1));
                 }
@@ -449,6 +467,23 @@ impl JobsCollector {
                     }
                 }
                 parents_now.insert(parent.clone(), usage);
+            }
+        }
+        // A daemon's own leaf inside a parent (the startd's): its CPU time is no job's.
+        for daemon in &found.daemons {
+            let path = mount.join_sized(daemon);
+            if let Some(usage) = read_parsed(
+                &path.join_sized("cpu.stat"),
+                &mut self.buf,
+                errors,
+                cpu_stat::usage_usec,
+            ) {
+                if let Some(before) = self.parents.get(daemon) {
+                    if let Some(d) = usage.checked_sub(*before) {
+                        parents_cpu = parents_cpu.map(|c| c.saturating_sub(d));
+                    }
+                }
+                parents_now.insert(daemon.clone(), usage);
             }
         }
         self.parents = parents_now;
@@ -512,19 +547,18 @@ impl JobsCollector {
                     p.ended += 1;
                 }
                 vanished.push(root_path.clone());
-                if let Some(prev) = &t.prev {
-                    if let Some(mut iv) = model::interval(Some(prev), None, start_usec) {
-                        // Its cores, for the node's capacity over the interval it ended in.
-                        iv.cores = prev.cores;
-                        p.done.push(Done {
-                            root: root_path.clone(),
-                            iv,
-                        });
-                    }
-                }
+                push_ended(&mut p, root_path, t.prev.as_ref(), start_usec, t.system);
                 continue;
             }
             p.count += 1;
+            if t.replaced && !baseline {
+                // Removed and made again between two readings: the old job ended, a new one
+                // started in the interval.
+                p.ended += 1;
+                p.started += 1;
+                let old = t.restart(start_usec);
+                push_ended(&mut p, root_path, old.as_ref(), start_usec, t.system);
+            }
             if t.static_reads < STATIC_READS {
                 t.read_cores(&mut self.buf, errors);
             }
@@ -546,11 +580,32 @@ impl JobsCollector {
                 probe_absent: false,
                 absent_lookups: &mut self.absent_lookups,
             };
-            match t.reading(at, &mut io, &mut self.buf, errors, &mut psi_missing) {
+            let mut reading = t.reading(at, &mut io, &mut self.buf, errors, &mut psi_missing);
+            // Its cgroup gone under a kept descriptor (ENODEV), or its CPU time lower than at
+            // the last reading (read by path from a cgroup made again since): a new instance,
+            // if there is one, is read now rather than a reading late.
+            let went_down = matches!(
+                (t.prev.as_ref().and_then(|p| p.cpu), reading.as_ref().and_then(|r| r.cpu)),
+                (Some(before), Some(now)) if now.usage_usec < before.usage_usec
+            );
+            if (reading.is_none() && std::mem::take(&mut t.lost)) || went_down {
+                let old = t.restart(start_usec);
+                t.read_cores(&mut self.buf, errors);
+                let again = t.reading(at, &mut io, &mut self.buf, errors, &mut psi_missing);
+                if again.is_some() && !baseline {
+                    p.ended += 1;
+                    p.started += 1;
+                    push_ended(&mut p, root_path, old.as_ref(), start_usec, t.system);
+                }
+                reading = again;
+            }
+            match reading {
                 Some(r) => {
                     let rebaselined = std::mem::take(&mut t.needs_baseline);
                     if !baseline && !rebaselined {
-                        if let Some(iv) = model::interval(t.prev.as_ref(), Some(&r), start_usec) {
+                        if let Some(mut iv) = model::interval(t.prev.as_ref(), Some(&r), start_usec)
+                        {
+                            iv.in_parent = t.system != BatchSystem::Glob;
                             p.done.push(Done {
                                 root: root_path.clone(),
                                 iv,
@@ -783,6 +838,26 @@ const K_READ_OPS_PER_S: FieldKey = FieldKey::new("read_ops_per_s");
 const K_WRITE_OPS_PER_S: FieldKey = FieldKey::new("write_ops_per_s");
 const K_AGE_S: FieldKey = FieldKey::new("age_s");
 
+/// A job that ended in the interval that began at `start_usec`, last read as `prev`: its
+/// interval, with its cores for the node's capacity over the interval it ended in.
+fn push_ended(
+    p: &mut Pending,
+    root: &str,
+    prev: Option<&JobReading>,
+    start_usec: u64,
+    system: BatchSystem,
+) {
+    let Some(prev) = prev else { return };
+    if let Some(mut iv) = model::interval(Some(prev), None, start_usec) {
+        iv.cores = prev.cores;
+        iv.in_parent = system != BatchSystem::Glob;
+        p.done.push(Done {
+            root: root.to_owned(),
+            iv,
+        });
+    }
+}
+
 /// Jobs whose files may be kept open, `per_job` descriptors each: a quarter of the soft
 /// open-file limit (on cgroupfs, [`KEPT`]'s 7 files a job: 146 jobs under the unit's
 /// `LimitNOFILE=4096`, 36 at the usual 1024; elsewhere the job's directory as well, 8 a job); the
@@ -899,8 +974,42 @@ impl Tracked {
             seen: true,
             absent: 0,
             since_probe: 0,
+            ino: dir_ino(&mount.join_sized(&job.root)),
+            replaced: false,
+            lost: false,
         }
     }
+
+    /// The job's cgroup was removed and made again under its name: what is tracked from here
+    /// on is a new job, first seen now (its age from `absent_at`). Returns the old job's last
+    /// reading. Its kept files are closed (they are the old cgroup's) and the new one's opened
+    /// at its reading; its cores are read again; its tags, the same, are kept.
+    fn restart(&mut self, absent_at: u64) -> Option<JobReading> {
+        if let Some(k) = self.kept.as_mut() {
+            **k = Kept::default();
+        }
+        self.cores = None;
+        self.static_reads = 0;
+        self.needs_baseline = false;
+        self.absent_at = Some(absent_at);
+        self.absent = 0;
+        self.since_probe = 0;
+        self.replaced = false;
+        self.lost = false;
+        self.ino = dir_ino(&self.dir);
+        let mut prev = self.prev.take();
+        if let Some(io) = prev.as_mut().and_then(|p| p.io.take()) {
+            self.spare_io = io;
+        }
+        prev
+    }
+}
+
+/// The inode of a directory, `None` when it is gone.
+fn dir_ino(dir: &Path) -> Option<u64> {
+    std::fs::metadata(dir)
+        .ok()
+        .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
 }
 
 /// The `job` and `slot` tags of a job: Slurm's job id or SLUID; for HTCondor the job's directory

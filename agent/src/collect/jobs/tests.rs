@@ -4,6 +4,8 @@
 use super::read::{DirTimes, PROBE_EVERY};
 use super::*;
 
+mod instance;
+
 fn tree() -> (tempfile::TempDir, Root) {
     let dir = tempfile::tempdir().expect("tempdir");
     let sys = dir.path().join("sys");
@@ -79,13 +81,13 @@ fn a_malformed_file_is_a_source_error_and_the_job_goes_on() {
 
 #[test]
 fn job_and_slot_tags() {
-    let root =
-        "system.slice/htcondor/condor_var_lib_condor_execute_slot1_3@wn042.example.org.slice";
+    let root = "system.slice/condor.service/htcondor/\
+                _var_lib_condor_execute_slot1_3@wn042.example.org.slice";
     let id = JobId::HtcondorSlotSlice("slot1_3@wn042.example.org".into());
     assert_eq!(
         job_tags(&id, root),
         (
-            "condor_var_lib_condor_execute_slot1_3@wn042.example.org".into(),
+            "_var_lib_condor_execute_slot1_3@wn042.example.org".into(),
             Some("slot1_3".into())
         )
     );
