@@ -651,13 +651,15 @@ impl JobsCollector {
             );
         }
         if let (Some(path), false) = (psi_missing, self.warned_psi) {
-            self.warned_psi = true;
-            tracing::warn!(
-                "no cgroup pressure ({}): the kernel has PSI off; boot with psi=1 (RHEL 8 \
+            if psi_is_off(&path) {
+                self.warned_psi = true;
+                tracing::warn!(
+                    "no cgroup pressure ({}): the kernel has PSI off; boot with psi=1 (RHEL 8 \
                  leaves it off by default) for the io/cpu/memory pressure fields; CPU \
                  efficiency, I/O rates and memory go on without them",
-                path.display()
-            );
+                    path.display()
+                );
+            }
         }
         p.parents_cpu_usec = parents_cpu;
         self.found = found;
@@ -927,6 +929,22 @@ fn cores_from(f: CoresFrom) -> &'static str {
 fn gone(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::NotFound
         || matches!(e.raw_os_error(), Some(libc::ENODEV) | Some(libc::ENXIO))
+}
+
+/// Whether a pressure file that was missing or refused at a reading says that the kernel has
+/// PSI off, looked at again now: refused (EOPNOTSUPP), or missing from a job directory that is
+/// still there. A job that ended while it was read (its directory gone after its `cpu.stat`
+/// was read), or whose cgroup was made again since (the file there now), says nothing of PSI.
+/// Called only while the warning has not been given: a `stat` or two, once.
+fn psi_is_off(path: &Path) -> bool {
+    match std::fs::read(path) {
+        Ok(_) => false,
+        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => path
+            .parent()
+            .is_some_and(|dir| dir.join_sized("cpu.stat").exists()),
+        Err(_) => false,
+    }
 }
 
 /// A pressure file the kernel refuses to show: PSI off on a kernel that still lists the files
