@@ -36,7 +36,9 @@ use crate::root::{JoinSized, Root};
 use crate::sources::cgroup::cpu_stat;
 use crate::sources::cgroup::io_stat::IoDevice;
 use crate::sources::cgroup::jobs::Discovery;
-use crate::sources::cgroup::jobs::{discover, BatchSystem, DiscoveryConfig, JobCgroup, JobId};
+use crate::sources::cgroup::jobs::{
+    discover, escape_name_into, BatchSystem, DiscoveryConfig, JobCgroup, JobId,
+};
 use crate::sources::SourceError;
 
 mod read;
@@ -374,7 +376,7 @@ impl JobsCollector {
             let dir = if rel.is_empty() {
                 mount.to_owned()
             } else {
-                mount.join_sized(&rel)
+                fs_path(mount, &rel)
             };
             let rd = match std::fs::read_dir(&dir) {
                 Ok(rd) => rd,
@@ -391,7 +393,6 @@ impl JobsCollector {
                     continue;
                 }
                 let name = entry.file_name();
-                let Some(name) = name.to_str() else { continue };
                 let slot = if self.paths_used < self.paths.len() {
                     let s = &mut self.paths[self.paths_used];
                     s.clear();
@@ -404,7 +405,11 @@ impl JobsCollector {
                     slot.push_str(&rel);
                     slot.push('/');
                 }
-                slot.push_str(name);
+                // Every name kept, escaped where it must be (not UTF-8, spaces, backslashes).
+                escape_name_into(
+                    std::os::unix::ffi::OsStrExt::as_bytes(name.as_os_str()),
+                    slot,
+                );
                 self.paths_used += 1;
                 // A known job's directory under another inode: removed and made again.
                 let known = match self.jobs.get_mut(slot.as_str()) {
@@ -454,7 +459,7 @@ impl JobsCollector {
         let mut parents_cpu: Option<u64> = None;
         let mut parents_now = BTreeMap::new();
         for (_, parent) in &found.parents {
-            let path = mount.join_sized(parent);
+            let path = fs_path(&mount, parent);
             if let Some(usage) = read_parsed(
                 &path.join_sized("cpu.stat"),
                 &mut self.buf,
@@ -471,7 +476,7 @@ impl JobsCollector {
         }
         // A daemon's own leaf inside a parent (the startd's): its CPU time is no job's.
         for daemon in &found.daemons {
-            let path = mount.join_sized(daemon);
+            let path = fs_path(&mount, daemon);
             if let Some(usage) = read_parsed(
                 &path.join_sized("cpu.stat"),
                 &mut self.buf,
@@ -979,9 +984,9 @@ impl Tracked {
             slot,
             job_key,
             io_keys: Vec::new(),
-            dir: mount.join_sized(&job.root),
+            dir: fs_path(mount, &job.root),
             kept: kept.then(Box::default),
-            also: job.also.iter().map(|a| mount.join_sized(a)).collect(),
+            also: job.also.iter().map(|a| fs_path(mount, a)).collect(),
             cores: None,
             static_reads: 0,
             prev: None,
@@ -992,7 +997,7 @@ impl Tracked {
             seen: true,
             absent: 0,
             since_probe: 0,
-            ino: dir_ino(&mount.join_sized(&job.root)),
+            ino: dir_ino(&fs_path(mount, &job.root)),
             replaced: false,
             lost: false,
         }
@@ -1021,6 +1026,16 @@ impl Tracked {
         }
         prev
     }
+}
+
+/// The directory a path of the walk's listing names: the listing escapes names
+/// ([`escape_name_into`]), the file system wants their bytes.
+fn fs_path(mount: &Path, rel: &str) -> PathBuf {
+    if !rel.contains('\\') {
+        return mount.join_sized(rel);
+    }
+    let bytes = crate::sources::mountinfo::unescape_bytes(rel);
+    mount.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&bytes))
 }
 
 /// The inode of a directory, `None` when it is gone.

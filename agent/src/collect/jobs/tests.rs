@@ -5,6 +5,7 @@ use super::read::{DirTimes, PROBE_EVERY};
 use super::*;
 
 mod instance;
+mod names;
 
 fn tree() -> (tempfile::TempDir, Root) {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -459,6 +459,34 @@ fn below<'a, 'b>(
         .take_while(move |c| c.starts_with(top))
 }
 
+/// Appends a directory's name to `out` as the tree's paths and the `job` tag carry it: as the
+/// kernel escapes a mount point in mountinfo, a byte that is a space, a backslash or a control
+/// character, or that is not part of valid UTF-8, becomes `\` and its three octal digits
+/// (`\040`, `\134`, `\377`), so every name is kept, distinct and reversible
+/// ([`crate::sources::mountinfo::unescape_bytes`]) — a tag value loses neither a trailing space
+/// nor a backslash before a space. Other characters, non-ASCII letters included, stay as they are.
+pub fn escape_name_into(name: &[u8], out: &mut String) {
+    use std::fmt::Write as _;
+    let plain = |b: u8| b > b' ' && b != b'\\' && b != 0x7f;
+    if name.iter().all(|b| plain(*b) && b.is_ascii()) {
+        // the usual name: nothing to escape
+        out.push_str(std::str::from_utf8(name).unwrap_or_default());
+        return;
+    }
+    for chunk in name.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c.is_ascii() && !plain(c as u8) {
+                let _ = write!(out, "\\{:03o}", c as u8);
+            } else {
+                out.push(c);
+            }
+        }
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\{b:03o}");
+        }
+    }
+}
+
 /// Paths relative to `mount` from `find <mount> -type d` output (one path per line). Lines
 /// outside `mount` are taken as already relative; the mount itself is dropped.
 pub fn paths_from_find<'a>(text: &'a str, mount: &str) -> Vec<&'a str> {
