@@ -41,7 +41,9 @@ use crate::sources::cgroup::jobs::{
 };
 use crate::sources::SourceError;
 
+mod instance;
 mod read;
+use instance::{dir_ino, fs_path, psi_is_off, push_ended};
 use read::{read_parsed, Kept, ReadIo, KEPT};
 use std::os::unix::fs::DirEntryExt;
 
@@ -845,26 +847,6 @@ const K_READ_OPS_PER_S: FieldKey = FieldKey::new("read_ops_per_s");
 const K_WRITE_OPS_PER_S: FieldKey = FieldKey::new("write_ops_per_s");
 const K_AGE_S: FieldKey = FieldKey::new("age_s");
 
-/// A job that ended in the interval that began at `start_usec`, last read as `prev`: its
-/// interval, with its cores for the node's capacity over the interval it ended in.
-fn push_ended(
-    p: &mut Pending,
-    root: &str,
-    prev: Option<&JobReading>,
-    start_usec: u64,
-    system: BatchSystem,
-) {
-    let Some(prev) = prev else { return };
-    if let Some(mut iv) = model::interval(Some(prev), None, start_usec) {
-        iv.cores = prev.cores;
-        iv.in_parent = system != BatchSystem::Glob;
-        p.done.push(Done {
-            root: root.to_owned(),
-            iv,
-        });
-    }
-}
-
 /// Jobs whose files may be kept open, `per_job` descriptors each: a quarter of the soft
 /// open-file limit (on cgroupfs, [`KEPT`]'s 7 files a job: 146 jobs under the unit's
 /// `LimitNOFILE=4096`, 36 at the usual 1024; elsewhere the job's directory as well, 8 a job); the
@@ -936,22 +918,6 @@ fn gone(e: &std::io::Error) -> bool {
         || matches!(e.raw_os_error(), Some(libc::ENODEV) | Some(libc::ENXIO))
 }
 
-/// Whether a pressure file that was missing or refused at a reading says that the kernel has
-/// PSI off, looked at again now: refused (EOPNOTSUPP), or missing from a job directory that is
-/// still there. A job that ended while it was read (its directory gone after its `cpu.stat`
-/// was read), or whose cgroup was made again since (the file there now), says nothing of PSI.
-/// Called only while the warning has not been given: a `stat` or two, once.
-fn psi_is_off(path: &Path) -> bool {
-    match std::fs::read(path) {
-        Ok(_) => false,
-        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => true,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => path
-            .parent()
-            .is_some_and(|dir| dir.join_sized("cpu.stat").exists()),
-        Err(_) => false,
-    }
-}
-
 /// A pressure file the kernel refuses to show: PSI off on a kernel that still lists the files
 /// (RHEL 8's 4.18 without `psi=1`).
 fn psi_off(e: &SourceError) -> bool {
@@ -1002,47 +968,6 @@ impl Tracked {
             lost: false,
         }
     }
-
-    /// The job's cgroup was removed and made again under its name: what is tracked from here
-    /// on is a new job, first seen now (its age from `absent_at`). Returns the old job's last
-    /// reading. Its kept files are closed (they are the old cgroup's) and the new one's opened
-    /// at its reading; its cores are read again; its tags, the same, are kept.
-    fn restart(&mut self, absent_at: u64) -> Option<JobReading> {
-        if let Some(k) = self.kept.as_mut() {
-            **k = Kept::default();
-        }
-        self.cores = None;
-        self.static_reads = 0;
-        self.needs_baseline = false;
-        self.absent_at = Some(absent_at);
-        self.absent = 0;
-        self.since_probe = 0;
-        self.replaced = false;
-        self.lost = false;
-        self.ino = dir_ino(&self.dir);
-        let mut prev = self.prev.take();
-        if let Some(io) = prev.as_mut().and_then(|p| p.io.take()) {
-            self.spare_io = io;
-        }
-        prev
-    }
-}
-
-/// The directory a path of the walk's listing names: the listing escapes names
-/// ([`escape_name_into`]), the file system wants their bytes.
-fn fs_path(mount: &Path, rel: &str) -> PathBuf {
-    if !rel.contains('\\') {
-        return mount.join_sized(rel);
-    }
-    let bytes = crate::sources::mountinfo::unescape_bytes(rel);
-    mount.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&bytes))
-}
-
-/// The inode of a directory, `None` when it is gone.
-fn dir_ino(dir: &Path) -> Option<u64> {
-    std::fs::metadata(dir)
-        .ok()
-        .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
 }
 
 /// The `job` and `slot` tags of a job: Slurm's job id or SLUID; for HTCondor the job's directory
