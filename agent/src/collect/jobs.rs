@@ -207,6 +207,10 @@ struct Tracked {
     /// A kept descriptor answered that its cgroup is gone (ENODEV on cgroupfs): the
     /// directory may have been made again since the walk.
     lost: bool,
+    /// The `usage_usec` of the job's own directory (without [`Self::also`]) at the last
+    /// reading taken, and at the one just read: one cgroup's never goes down.
+    own_usec: Option<u64>,
+    own_usec_now: Option<u64>,
 }
 
 /// What one interval of one job gave, for its lines.
@@ -591,10 +595,8 @@ impl JobsCollector {
             // Its cgroup gone under a kept descriptor (ENODEV), or its CPU time lower than at
             // the last reading (read by path from a cgroup made again since): a new instance,
             // if there is one, is read now rather than a reading late.
-            let went_down = matches!(
-                (t.prev.as_ref().and_then(|p| p.cpu), reading.as_ref().and_then(|r| r.cpu)),
-                (Some(before), Some(now)) if now.usage_usec < before.usage_usec
-            );
+            let went_down = reading.is_some()
+                && matches!((t.own_usec, t.own_usec_now), (Some(before), Some(now)) if now < before);
             if (reading.is_none() && std::mem::take(&mut t.lost)) || went_down {
                 let old = t.restart(start_usec);
                 t.read_cores(&mut self.buf, errors);
@@ -608,6 +610,7 @@ impl JobsCollector {
             }
             match reading {
                 Some(r) => {
+                    t.own_usec = t.own_usec_now;
                     let rebaselined = std::mem::take(&mut t.needs_baseline);
                     if !baseline && !rebaselined {
                         if let Some(mut iv) = model::interval(t.prev.as_ref(), Some(&r), start_usec)
@@ -966,6 +969,8 @@ impl Tracked {
             ino: dir_ino(&fs_path(mount, &job.root)),
             replaced: false,
             lost: false,
+            own_usec: None,
+            own_usec_now: None,
         }
     }
 }

@@ -28,6 +28,7 @@ impl Tracked {
         self.since_probe = 0;
         self.replaced = false;
         self.lost = false;
+        self.own_usec = None;
         self.ino = dir_ino(&self.dir);
         let mut prev = self.prev.take();
         if let Some(io) = prev.as_mut().and_then(|p| p.io.take()) {

@@ -280,6 +280,9 @@ impl Tracked {
                 None
             }
         };
+        // The job's own directory's, apart: an `also` directory that went (an ssh session's
+        // ended) lowers the sum, not the job's counter.
+        self.own_usec_now = usage;
         for a in &self.also {
             if let Some(u) = usage.as_mut() {
                 let path = a.join_sized("cpu.stat");

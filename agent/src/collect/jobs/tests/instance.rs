@@ -290,3 +290,32 @@ fn on_real_cgroupfs_a_slot_made_again_is_told_by_its_inode() {
 fn on_real_cgroupfs_a_slot_made_again_after_the_walk_is_told_by_enodev() {
     on_real_cgroupfs(true);
 }
+
+#[test]
+fn an_ssh_session_that_ends_beside_a_job_is_no_new_instance() {
+    // HTCondor 24.8+: condor_ssh_to_job's `<name>/sshd.slice` beside the job's `<name>.slice`,
+    // its CPU time added to the job's; when the session ends the sum goes down, the job's own
+    // counter does not.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sys = dir.path().join("sys");
+    let cg = sys.join("fs/cgroup");
+    std::fs::create_dir_all(cg.join(BASE)).expect("mkdir");
+    std::fs::write(cg.join("cgroup.controllers"), "cpu io memory\n").expect("write");
+    let root = Root::new(dir.path().join("proc"), sys);
+    let job = cg.join(BASE).join(SLOT);
+    let ssh = cg
+        .join(BASE)
+        .join(SLOT.strip_suffix(".slice").expect("slice"));
+    let mut c = collector();
+    let mut errors = SourceErrors::new(&[CGROUP]);
+    write_job(&job, 100 * S, 0);
+    write_job(&ssh.join("sshd.slice"), 50 * S, 0);
+    // its directory's counter holds its sshd.slice's, as cgroupfs keeps it
+    write_job(&ssh, 50 * S, 0);
+    c.read(&root, 100_000, &mut errors);
+    assert_eq!(c.jobs.len(), 1, "the ssh directory is the job's");
+    write_job(&job, 105 * S, 0);
+    std::fs::remove_dir_all(&ssh).expect("rm");
+    c.read(&root, 101_000, &mut errors);
+    assert_eq!((c.pending.started, c.pending.ended), (0, 0));
+}
