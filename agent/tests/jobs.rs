@@ -82,6 +82,9 @@ struct Job {
     /// Present from this step, until before this one.
     from: u64,
     until: Option<u64>,
+    /// Steps it ran before its first listed step (a job made just after a reading has one
+    /// step's work at the next).
+    born_before: u64,
 }
 
 impl Job {
@@ -114,6 +117,7 @@ impl Job {
             write_ops: 16,
             from: 0,
             until: None,
+            born_before: 0,
         }
     }
 
@@ -128,7 +132,7 @@ impl Job {
             return 0;
         }
         let base: u64 = 126_686; // the corpus's usage_usec
-        base + ((s - self.from) as f64 * STEP_S as f64 * self.busy * 1e6) as u64
+        base + ((s - self.from + self.born_before) as f64 * STEP_S as f64 * self.busy * 1e6) as u64
     }
 }
 
@@ -219,12 +223,15 @@ impl Node {
         for j in &self.jobs {
             let d = cg.join(&j.root);
             if !j.alive(s) {
-                if d.exists() {
+                // A directory another job lives in (a slot made again for the next job) is
+                // removed only at the step its job ends, and made again by the next one.
+                let shared = self.jobs.iter().any(|o| o.root == j.root && o.alive(s));
+                if d.exists() && (!shared || j.until == Some(s)) {
                     std::fs::remove_dir_all(&d).unwrap();
                 }
                 continue;
             }
-            let secs = (s - j.from) * STEP_S;
+            let secs = (s - j.from + j.born_before) * STEP_S;
             let us = |share: f64| (secs as f64 * share * 1e6) as u64;
             write(
                 &d.join("cpu.stat"),
@@ -568,8 +575,9 @@ fn run_reports_have_no_cgroup_errors(reports: &[Report]) -> bool {
 }
 
 fn htcondor_node() -> Node {
-    let dirs = listing("htcondor-24.8-slice-scope-glidein-inside-sshd-find.txt");
-    let base = "system.slice/htcondor/condor_var_lib_condor_execute_";
+    let dirs =
+        listing("htcondor-24.8-condor.service-leaf-slice-scope-glidein-inside-sshd-find.txt");
+    let base = format!("{CONDOR}/_var_lib_condor_execute_");
     let weight8 = vec![
         ("cpu.weight", "cpu-weight/synthetic-htcondor-8-cpus-800.txt"),
         (
@@ -589,7 +597,118 @@ fn htcondor_node() -> Node {
         j.io_some = io_some;
         jobs.push(j);
     }
-    Node::new(dirs, &["system.slice/htcondor"], jobs)
+    Node::new(dirs, &[CONDOR], jobs)
+}
+
+/// HTCondor's base under the packaged unit (`DelegateSubgroup=leaf`, 23.8+).
+const CONDOR: &str = "system.slice/condor.service/htcondor";
+
+/// 8 cores: HTCondor's `cpu.weight` (100 × the slot's Cpus).
+fn weight8() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("cpu.weight", "cpu-weight/synthetic-htcondor-8-cpus-800.txt"),
+        (
+            "cpu.max",
+            "cpu-max/cgroup-exporter-slurm-job_4-max-100000.txt",
+        ),
+    ]
+}
+
+#[test]
+fn a_slot_made_again_for_the_next_job_ends_one_job_and_starts_another() {
+    // slot1_1's job ends after step 2; the starter removes its cgroup and makes it again
+    // under the same name for the next job, which ran 3 cores and wrote 60 MB/s from just
+    // after the reading of step 2.
+    let mut node = htcondor_node();
+    let root = node.jobs[0].root.clone();
+    node.jobs[0].until = Some(3);
+    let mut next = Job::new(&root);
+    next.cores = weight8();
+    next.busy = 3.0;
+    next.write_bps = 60_000_000;
+    next.from = 3;
+    next.born_before = 1;
+    node.jobs.push(next);
+    let mut run = Run::start(&node, "");
+    let reports = run.steps(&mut node, 4, |_| {});
+    let log = run.stop();
+    let slot = "_var_lib_condor_execute_slot1_1@wn042.example.org";
+    // steps 2→3: the new job
+    let r = &reports[2];
+    let n = lines(r, "jobs")[0];
+    assert_eq!(
+        (num(n, "count"), num(n, "started"), num(n, "ended")),
+        (3.0, 1.0, 1.0),
+        "{r:#?}\n{log}"
+    );
+    let j = job_line(r, slot).unwrap();
+    // its CPU since it was made (the corpus's 0.127 s and 30 s), not the difference of two
+    // jobs' counters; its age from the last reading
+    assert_eq!(num(j, "cpu_s"), 30.127, "{j}");
+    assert_eq!(num(j, "age_s"), 10.0, "{j}");
+    assert!(num(j, "write_bytes_per_s") >= 60_000_000.0, "{j}");
+    // the node: the three jobs' CPU (slot1_1's old job ended at its last reading: its CPU is
+    // in the parent) over 8 cores each of the three jobs and the one that ended
+    let cpu = 30.126686 + 2.0 * 10.0 + 8.0 * 10.0;
+    assert_eq!(num(n, "cpu_s"), (cpu * 1000.0_f64).round() / 1000.0, "{n}");
+    // steps 3→4: the new job throughout, 3 of its 8 cores
+    let j = job_line(&reports[3], slot).unwrap();
+    assert_eq!(num(j, "cpu_efficiency_pct"), 37.5, "{j}");
+    assert_eq!(num(j, "write_bytes_per_s"), 60_000_000.0, "{j}");
+    assert_eq!(num(j, "age_s"), 20.0, "{j}");
+}
+
+#[test]
+fn with_cgroup_all_daemons_a_short_jobs_cpu_stays_in_the_startds_slice() {
+    // Each starter's slice, with its `htcondor` and job, goes when the job ends: only the
+    // startd's slice keeps the CPU of a job that came and went between two readings.
+    let dirs = listing("htcondor-24.8-cgroup-all-daemons-startd-starter-slices-find.txt");
+    let startd = "system.slice/condor.service/STARTD_for__etc_condor_condor_config.slice";
+    let mut jobs = Vec::new();
+    for (i, busy) in [(1, 4.0), (2, 4.8)] {
+        let mut j = Job::new(&format!(
+            "{startd}/STARTER_slot1_{i}@wn042.example.org.slice/htcondor/\
+             _var_lib_condor_execute_slot1_{i}@wn042.example.org.slice"
+        ));
+        j.cores = weight8();
+        j.busy = busy;
+        jobs.push(j);
+    }
+    let dirs = dirs
+        .into_iter()
+        .filter(|d| !d.contains("/htcondor/"))
+        .collect();
+    let mut node = Node::new(dirs, &[startd], jobs);
+    // a job of 16 s of CPU, in and out between the readings of steps 1 and 2
+    node.short.push((2, 16_000_000));
+    // the startd itself: 1 s, then 0.5 s of CPU a step in its own scope, inside the
+    // parent's figure (which the harness makes of the `short` entries and the jobs')
+    node.short.push((0, 1_000_000));
+    for step in 1..=3 {
+        node.short.push((step, 500_000));
+    }
+    let scope = node
+        .cg()
+        .join(startd)
+        .join("STARTD_for__etc_condor_condor_config.scope");
+    let write_startd = move |step: u64| {
+        write(
+            &scope.join("cpu.stat"),
+            &format!(
+                "usage_usec {}\nuser_usec 0\nsystem_usec 0\n",
+                1_000_000 + step * 500_000
+            ),
+        );
+    };
+    write_startd(0);
+    let mut run = Run::start(&node, "");
+    let reports = run.steps(&mut node, 2, |n| write_startd(n.step));
+    let log = run.stop();
+    let n = lines(&reports[1], "jobs")[0];
+    // steps 1→2: 40 + 48 s of the two jobs and the short job's 16 s, the startd's 0.5 s left
+    // out, over 2 × 8 cores × 10 s
+    assert_eq!(num(n, "cpu_s"), 104.0, "{n}\n{log}");
+    assert_eq!(num(n, "cpu_efficiency_pct"), 65.0, "{n}");
 }
 
 #[test]
@@ -602,7 +721,7 @@ fn an_htcondor_node_names_slots_uses_the_weight_and_ranks_nothing_twice() {
     let jobs = lines(r, "job");
     // three jobs: the glidein inside slot1_2 and slot1_3's ssh_to_job directory are theirs
     assert_eq!(jobs.len(), 3, "{r:#?}\n{log}");
-    let j = job_line(r, "condor_var_lib_condor_execute_slot1_2@wn042.example.org").unwrap();
+    let j = job_line(r, "_var_lib_condor_execute_slot1_2@wn042.example.org").unwrap();
     let t = tags(j);
     assert_eq!(t["batch"], "htcondor", "{j}");
     assert_eq!(t["slot"], "slot1_2", "{j}");

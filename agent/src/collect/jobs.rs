@@ -36,11 +36,16 @@ use crate::root::{JoinSized, Root};
 use crate::sources::cgroup::cpu_stat;
 use crate::sources::cgroup::io_stat::IoDevice;
 use crate::sources::cgroup::jobs::Discovery;
-use crate::sources::cgroup::jobs::{discover, BatchSystem, DiscoveryConfig, JobCgroup, JobId};
+use crate::sources::cgroup::jobs::{
+    discover, escape_name_into, BatchSystem, DiscoveryConfig, JobCgroup, JobId,
+};
 use crate::sources::SourceError;
 
+mod instance;
 mod read;
+use instance::{dir_ino, fs_path, psi_is_off, push_ended};
 use read::{read_parsed, Kept, ReadIo, KEPT};
+use std::os::unix::fs::DirEntryExt;
 
 /// The source name errors are counted under (`agent_source,source=cgroup`).
 const CGROUP: &str = "cgroup";
@@ -192,6 +197,20 @@ struct Tracked {
     absent: u8,
     /// Readings since absent files were last looked for ([`PROBE_EVERY`](read::PROBE_EVERY)).
     since_probe: u8,
+    /// The inode of the job's directory when first seen: a job is a cgroup instance, not a
+    /// name. HTCondor removes a slot's cgroup and makes it again under the same name for the
+    /// next job in that slot; the new one has another inode (cgroupfs numbers each cgroup
+    /// anew), which the walk's listing gives without a system call.
+    ino: Option<u64>,
+    /// The walk found another directory under this job's name: a new instance.
+    replaced: bool,
+    /// A kept descriptor answered that its cgroup is gone (ENODEV on cgroupfs): the
+    /// directory may have been made again since the walk.
+    lost: bool,
+    /// The `usage_usec` of the job's own directory (without [`Self::also`]) at the last
+    /// reading taken, and at the one just read: one cgroup's never goes down.
+    own_usec: Option<u64>,
+    own_usec_now: Option<u64>,
 }
 
 /// What one interval of one job gave, for its lines.
@@ -363,7 +382,7 @@ impl JobsCollector {
             let dir = if rel.is_empty() {
                 mount.to_owned()
             } else {
-                mount.join_sized(&rel)
+                fs_path(mount, &rel)
             };
             let rd = match std::fs::read_dir(&dir) {
                 Ok(rd) => rd,
@@ -380,7 +399,6 @@ impl JobsCollector {
                     continue;
                 }
                 let name = entry.file_name();
-                let Some(name) = name.to_str() else { continue };
                 let slot = if self.paths_used < self.paths.len() {
                     let s = &mut self.paths[self.paths_used];
                     s.clear();
@@ -393,9 +411,20 @@ impl JobsCollector {
                     slot.push_str(&rel);
                     slot.push('/');
                 }
-                slot.push_str(name);
+                // Every name kept, escaped where it must be (not UTF-8, spaces, backslashes).
+                escape_name_into(
+                    std::os::unix::ffi::OsStrExt::as_bytes(name.as_os_str()),
+                    slot,
+                );
                 self.paths_used += 1;
-                let known = self.jobs.contains_key(slot.as_str());
+                // A known job's directory under another inode: removed and made again.
+                let known = match self.jobs.get_mut(slot.as_str()) {
+                    Some(t) => {
+                        t.replaced |= t.ino.is_some_and(|i| i != entry.ino());
+                        true
+                    }
+                    None => false,
+                };
                 if depth + 1 < MAX_DEPTH && !known {
                     stack.push((slot.clone(), depth + 1));
                 }
@@ -436,7 +465,7 @@ impl JobsCollector {
         let mut parents_cpu: Option<u64> = None;
         let mut parents_now = BTreeMap::new();
         for (_, parent) in &found.parents {
-            let path = mount.join_sized(parent);
+            let path = fs_path(&mount, parent);
             if let Some(usage) = read_parsed(
                 &path.join_sized("cpu.stat"),
                 &mut self.buf,
@@ -449,6 +478,23 @@ impl JobsCollector {
                     }
                 }
                 parents_now.insert(parent.clone(), usage);
+            }
+        }
+        // A daemon's own leaf inside a parent (the startd's): its CPU time is no job's.
+        for daemon in &found.daemons {
+            let path = fs_path(&mount, daemon);
+            if let Some(usage) = read_parsed(
+                &path.join_sized("cpu.stat"),
+                &mut self.buf,
+                errors,
+                cpu_stat::usage_usec,
+            ) {
+                if let Some(before) = self.parents.get(daemon) {
+                    if let Some(d) = usage.checked_sub(*before) {
+                        parents_cpu = parents_cpu.map(|c| c.saturating_sub(d));
+                    }
+                }
+                parents_now.insert(daemon.clone(), usage);
             }
         }
         self.parents = parents_now;
@@ -512,19 +558,18 @@ impl JobsCollector {
                     p.ended += 1;
                 }
                 vanished.push(root_path.clone());
-                if let Some(prev) = &t.prev {
-                    if let Some(mut iv) = model::interval(Some(prev), None, start_usec) {
-                        // Its cores, for the node's capacity over the interval it ended in.
-                        iv.cores = prev.cores;
-                        p.done.push(Done {
-                            root: root_path.clone(),
-                            iv,
-                        });
-                    }
-                }
+                push_ended(&mut p, root_path, t.prev.as_ref(), start_usec, t.system);
                 continue;
             }
             p.count += 1;
+            if t.replaced && !baseline {
+                // Removed and made again between two readings: the old job ended, a new one
+                // started in the interval.
+                p.ended += 1;
+                p.started += 1;
+                let old = t.restart(start_usec);
+                push_ended(&mut p, root_path, old.as_ref(), start_usec, t.system);
+            }
             if t.static_reads < STATIC_READS {
                 t.read_cores(&mut self.buf, errors);
             }
@@ -546,11 +591,31 @@ impl JobsCollector {
                 probe_absent: false,
                 absent_lookups: &mut self.absent_lookups,
             };
-            match t.reading(at, &mut io, &mut self.buf, errors, &mut psi_missing) {
+            let mut reading = t.reading(at, &mut io, &mut self.buf, errors, &mut psi_missing);
+            // Its cgroup gone under a kept descriptor (ENODEV), or its CPU time lower than at
+            // the last reading (read by path from a cgroup made again since): a new instance,
+            // if there is one, is read now rather than a reading late.
+            let went_down = reading.is_some()
+                && matches!((t.own_usec, t.own_usec_now), (Some(before), Some(now)) if now < before);
+            if (reading.is_none() && std::mem::take(&mut t.lost)) || went_down {
+                let old = t.restart(start_usec);
+                t.read_cores(&mut self.buf, errors);
+                let again = t.reading(at, &mut io, &mut self.buf, errors, &mut psi_missing);
+                if again.is_some() && !baseline {
+                    p.ended += 1;
+                    p.started += 1;
+                    push_ended(&mut p, root_path, old.as_ref(), start_usec, t.system);
+                }
+                reading = again;
+            }
+            match reading {
                 Some(r) => {
+                    t.own_usec = t.own_usec_now;
                     let rebaselined = std::mem::take(&mut t.needs_baseline);
                     if !baseline && !rebaselined {
-                        if let Some(iv) = model::interval(t.prev.as_ref(), Some(&r), start_usec) {
+                        if let Some(mut iv) = model::interval(t.prev.as_ref(), Some(&r), start_usec)
+                        {
+                            iv.in_parent = t.system != BatchSystem::Glob;
                             p.done.push(Done {
                                 root: root_path.clone(),
                                 iv,
@@ -596,13 +661,15 @@ impl JobsCollector {
             );
         }
         if let (Some(path), false) = (psi_missing, self.warned_psi) {
-            self.warned_psi = true;
-            tracing::warn!(
-                "no cgroup pressure ({}): the kernel has PSI off; boot with psi=1 (RHEL 8 \
+            if psi_is_off(&path) {
+                self.warned_psi = true;
+                tracing::warn!(
+                    "no cgroup pressure ({}): the kernel has PSI off; boot with psi=1 (RHEL 8 \
                  leaves it off by default) for the io/cpu/memory pressure fields; CPU \
                  efficiency, I/O rates and memory go on without them",
-                path.display()
-            );
+                    path.display()
+                );
+            }
         }
         p.parents_cpu_usec = parents_cpu;
         self.found = found;
@@ -886,9 +953,9 @@ impl Tracked {
             slot,
             job_key,
             io_keys: Vec::new(),
-            dir: mount.join_sized(&job.root),
+            dir: fs_path(mount, &job.root),
             kept: kept.then(Box::default),
-            also: job.also.iter().map(|a| mount.join_sized(a)).collect(),
+            also: job.also.iter().map(|a| fs_path(mount, a)).collect(),
             cores: None,
             static_reads: 0,
             prev: None,
@@ -899,6 +966,11 @@ impl Tracked {
             seen: true,
             absent: 0,
             since_probe: 0,
+            ino: dir_ino(&fs_path(mount, &job.root)),
+            replaced: false,
+            lost: false,
+            own_usec: None,
+            own_usec_now: None,
         }
     }
 }

@@ -257,6 +257,10 @@ pub struct JobInterval {
     pub memory_current: Option<u64>,
     /// `memory.peak` at the end, bytes.
     pub memory_peak: Option<u64>,
+    /// Whether a batch system's parent cgroup holds this job, so that the parent's CPU time
+    /// has it already (HTCondor's and Slurm's jobs); a glob's job is beside them. Set by the
+    /// caller ([`interval`] knows no layout); false from [`interval`].
+    pub in_parent: bool,
 }
 
 /// A job's interval from its reading at the start (`prev`) and at the end (`cur`) of a report
@@ -296,6 +300,7 @@ pub fn interval(
         memory_pressure: PressureShares::default(),
         memory_current: None,
         memory_peak: None,
+        in_parent: false,
     };
     let Some(c) = cur else {
         return Some(out);
@@ -434,7 +439,8 @@ pub fn node_figures<'a>(
         .filter_map(|i| present_idx.get(*i).copied())
         .collect();
     let (mut full, mut full_wall) = (0.0, 0.0);
-    let (mut cpu, mut capacity) = (0u64, dropped_capacity_usec);
+    // CPU time of the jobs read: those a parent holds, and those beside every parent.
+    let (mut cpu, mut cpu_beside, mut capacity) = (0u64, 0u64, dropped_capacity_usec);
     let mut stalled = 0;
     for j in present() {
         if let Some(f) = j.io_pressure.full {
@@ -449,7 +455,11 @@ pub fn node_figures<'a>(
         }
         if let (Some(c), Some(cores)) = (j.cpu_usec, j.cores) {
             if j.wall_usec > 0 {
-                cpu += c;
+                if j.in_parent {
+                    cpu += c;
+                } else {
+                    cpu_beside += c;
+                }
                 capacity += j.wall_usec as f64 * cores.cores;
             }
         }
@@ -461,9 +471,11 @@ pub fn node_figures<'a>(
             capacity += interval_usec as f64 * c.cores;
         }
     }
-    // All jobs' CPU time: the parents' when they were read at both ends (it holds the jobs
-    // that ended and those over the cap); else the jobs read.
-    let cpu_usec = parents_cpu_usec.map_or(cpu, |pc| pc.max(cpu));
+    // All jobs' CPU time: the parents' when they were read at both ends (it holds their jobs
+    // that ended and those over the cap; never less than the jobs read in them), else the jobs
+    // read; plus the jobs no parent holds (a glob's: containers, services), which no parent's
+    // figure has.
+    let cpu_usec = parents_cpu_usec.map_or(cpu, |pc| pc.max(cpu)) + cpu_beside;
     NodeFigures {
         cpu_usec,
         efficiency: (capacity > 0.0).then(|| cpu_usec as f64 / capacity),

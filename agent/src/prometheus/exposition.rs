@@ -27,6 +27,16 @@ use storwatch_wire::prom::{metric_name, prom_line, PromLine};
 
 /// How many reports a series outlives the last report that carried it.
 pub const KEEP_REPORTS: u64 = 6;
+/// Series of ended jobs (`job`, `job_io` lines no longer in the latest report) kept at most,
+/// and their estimated bytes at most: past either, the oldest go first. Under job churn every
+/// job is a new series, and [`KEEP_REPORTS`] reports of ended jobs grew the agent past its
+/// unit's memory limit (`MemoryMax=128M`); a running job's series is never dropped (their
+/// number is bounded by `[jobs] max_jobs`).
+pub const MAX_ENDED_JOB_SERIES: usize = 1_000;
+/// See [`MAX_ENDED_JOB_SERIES`]: 1 MiB.
+pub const MAX_ENDED_JOB_BYTES: usize = 1 << 20;
+/// The measurements whose series are jobs'.
+const JOB_MEASUREMENTS: [&str; 2] = ["job", "job_io"];
 /// Measurements not exposed.
 const SKIPPED: [&str; 1] = ["event"];
 
@@ -39,6 +49,27 @@ struct Series {
     /// String fields, for the measurement's `_info` metric.
     info: Vec<(String, String)>,
     report: u64,
+}
+
+impl Series {
+    /// Its estimated size in memory, bytes: the strings' lengths, the values, and a fixed
+    /// overhead for the vectors, the map's node and each string's header (24 bytes).
+    fn size(&self) -> usize {
+        const STRING: usize = 24;
+        let pairs = |v: &[(String, String)]| {
+            v.iter()
+                .map(|(a, b)| a.len() + b.len() + 2 * STRING)
+                .sum::<usize>()
+        };
+        128 + self.measurement.len()
+            + pairs(&self.labels)
+            + pairs(&self.info)
+            + self
+                .values
+                .iter()
+                .map(|(a, b, _)| a.len() + b.len() + 2 * STRING + 8)
+                .sum::<usize>()
+    }
 }
 
 /// The latest value of every series the recent reports carried.
@@ -84,6 +115,49 @@ impl Exposition {
         let now = self.reports;
         self.series
             .retain(|_, s| now.saturating_sub(s.report) < KEEP_REPORTS);
+        self.bound_ended_jobs();
+    }
+
+    /// Drops the oldest series of ended jobs past [`MAX_ENDED_JOB_SERIES`] or
+    /// [`MAX_ENDED_JOB_BYTES`].
+    fn bound_ended_jobs(&mut self) {
+        let now = self.reports;
+        let mut ended: Vec<(u64, usize, &String)> = self
+            .series
+            .iter()
+            .filter(|(_, s)| s.report < now && JOB_MEASUREMENTS.contains(&s.measurement.as_str()))
+            .map(|(k, s)| (s.report, k.len() + s.size(), k))
+            .collect();
+        let total: usize = ended.iter().map(|e| e.1).sum();
+        if ended.len() <= MAX_ENDED_JOB_SERIES && total <= MAX_ENDED_JOB_BYTES {
+            return;
+        }
+        // newest first: the ones kept
+        ended.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(b.2)));
+        let (mut n, mut bytes) = (0, 0);
+        let drop: Vec<String> = ended
+            .into_iter()
+            .filter(|(_, size, _)| {
+                n += 1;
+                bytes += size;
+                n > MAX_ENDED_JOB_SERIES || bytes > MAX_ENDED_JOB_BYTES
+            })
+            .map(|(_, _, k)| k.clone())
+            .collect();
+        for k in drop {
+            self.series.remove(&k);
+        }
+    }
+
+    /// The estimated bytes the ended jobs' series hold (what [`MAX_ENDED_JOB_BYTES`] bounds).
+    #[cfg(test)]
+    fn ended_job_bytes(&self) -> (usize, usize) {
+        self.series
+            .iter()
+            .filter(|(_, s)| {
+                s.report < self.reports && JOB_MEASUREMENTS.contains(&s.measurement.as_str())
+            })
+            .fold((0, 0), |(n, b), (k, s)| (n + 1, b + k.len() + s.size()))
     }
 
     /// The text format: one family per metric name, each with HELP and TYPE, families sorted.
@@ -247,6 +321,47 @@ event,host=node1,kind=md_degraded message=\"md0 lost a member\" 1700000000000000
         assert!(e
             .render()
             .contains("storwatch_disk_util_percent{device=\"sda\"} 1\n"));
+    }
+
+    #[test]
+    fn under_job_churn_the_ended_jobs_series_are_bounded_and_the_running_ones_kept() {
+        // 2,000 new jobs at every report, each with a job line and two job_io lines
+        let mut e = Exposition::default();
+        let line = |r: u64, j: u64| {
+            format!(
+                "job,host=wn042,batch=htcondor,job=_var_lib_condor_execute_slot1_{j}@wn042.example.org,\
+                 slot=slot1_{j} cpu_efficiency_pct=93.5,cores=8,cores_from=\"cpu_weight\",cpu_s=74.8,\
+                 interval_s=10,io_some_pct=1.5,read_bytes_per_s=1048576,write_bytes_per_s=65536,\
+                 memory_current_bytes=2147483648i,age_s={r}0 1\n\
+                 job_io,host=wn042,batch=htcondor,job=_var_lib_condor_execute_slot1_{j}@wn042.example.org,\
+                 device=sda read_bytes_per_s=1048576,write_bytes_per_s=65536 1\n\
+                 job_io,host=wn042,batch=htcondor,job=_var_lib_condor_execute_slot1_{j}@wn042.example.org,\
+                 device=dm-2 read_bytes_per_s=1048576,write_bytes_per_s=65536 1\n"
+            )
+        };
+        for r in 0..2 * KEEP_REPORTS {
+            let report: String = (0..2_000).map(|j| line(r, r * 2_000 + j)).collect();
+            e.update(&report);
+            let (n, bytes) = e.ended_job_bytes();
+            assert!(n <= MAX_ENDED_JOB_SERIES, "{n} series of ended jobs");
+            assert!(bytes <= MAX_ENDED_JOB_BYTES, "{bytes} bytes of ended jobs");
+            // the running jobs: all there
+            let running = e.series.values().filter(|s| s.report == e.reports).count();
+            assert_eq!(running, 6_000);
+        }
+        // the newest ended ones are those kept: those of the report before the last
+        let ended: Vec<u64> = e
+            .series
+            .values()
+            .filter(|s| s.report < e.reports)
+            .map(|s| s.report)
+            .collect();
+        assert!(!ended.is_empty());
+        assert!(ended.iter().all(|r| *r == e.reports - 1), "{ended:?}");
+        // other series keep their KEEP_REPORTS
+        e.update("disk_tunables,device=sda read_ahead_kb=128i 1\n");
+        e.update(&line(99, 1));
+        assert!(e.render().contains("read_ahead"));
     }
 
     #[test]

@@ -99,6 +99,15 @@ impl Worker {
                     "system.slice/slurmstepd.scope/system",
                 ],
             ),
+            // 24.8+ under the packaged unit's `DelegateSubgroup=leaf` (23.8+): the master in
+            // `condor.service/leaf`, the jobs' base beside it
+            Batch::HtcondorSlice => (
+                "system.slice/condor.service/htcondor",
+                vec![
+                    "system.slice/condor.service",
+                    "system.slice/condor.service/leaf",
+                ],
+            ),
             _ => ("system.slice/htcondor", vec!["system.slice/condor.service"]),
         };
         let mut other_dirs: Vec<String> = [
@@ -232,11 +241,18 @@ impl Worker {
         if self.next_pid < 1000 {
             self.next_pid += 1000;
         }
+        // vanilla_proc.cpp: `condor` and the execute directory with / as _ up to 24.7, the
+        // execute directory alone from 24.8
         let exec = "condor_var_lib_condor_execute";
         let (dir, subdirs) = match self.batch {
             Batch::HtcondorSlice => {
-                let base = format!("system.slice/htcondor/{exec}_slot1_{id}@{}", h.name);
-                let scope = format!("{base}.slice/{exec}_slot1_{id}@{}.scope", h.name);
+                let exec = "_var_lib_condor_execute";
+                let base = format!(
+                    "system.slice/condor.service/htcondor/{exec}_slot1_{id}@{}",
+                    h.name
+                );
+                let name = format!("{exec}_slot1_{id}@{}", h.name);
+                let scope = format!("{base}.slice/{name}.scope");
                 (format!("{base}.slice"), vec![scope])
             }
             Batch::HtcondorSlot => (

@@ -227,7 +227,10 @@ impl Tracked {
         match pread_into(f, io.scratch, buf) {
             Ok(()) => Ok(true),
             Err(e) if gone(&e) => {
+                // The cgroup this descriptor was opened in is gone (cgroupfs answers ENODEV);
+                // one of the same name may have been made since (`JobsCollector::read`).
                 *slot = None;
+                self.lost = true;
                 Ok(false)
             }
             Err(e) => Err(SourceError::io(&path(), e)),
@@ -260,6 +263,7 @@ impl Tracked {
         errors: &mut SourceErrors,
         psi_missing: &mut Option<PathBuf>,
     ) -> Option<JobReading> {
+        self.lost = false;
         io.check_files = self.files_may_be_replaced(io);
         self.since_probe = self.since_probe.saturating_add(1);
         io.probe_absent = self.since_probe >= PROBE_EVERY;
@@ -276,6 +280,9 @@ impl Tracked {
                 None
             }
         };
+        // The job's own directory's, apart: an `also` directory that went (an ssh session's
+        // ended) lowers the sum, not the job's counter.
+        self.own_usec_now = usage;
         for a in &self.also {
             if let Some(u) = usage.as_mut() {
                 let path = a.join_sized("cpu.stat");

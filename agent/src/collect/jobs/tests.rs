@@ -4,6 +4,9 @@
 use super::read::{DirTimes, PROBE_EVERY};
 use super::*;
 
+mod instance;
+mod names;
+
 fn tree() -> (tempfile::TempDir, Root) {
     let dir = tempfile::tempdir().expect("tempdir");
     let sys = dir.path().join("sys");
@@ -79,13 +82,13 @@ fn a_malformed_file_is_a_source_error_and_the_job_goes_on() {
 
 #[test]
 fn job_and_slot_tags() {
-    let root =
-        "system.slice/htcondor/condor_var_lib_condor_execute_slot1_3@wn042.example.org.slice";
+    let root = "system.slice/condor.service/htcondor/\
+                _var_lib_condor_execute_slot1_3@wn042.example.org.slice";
     let id = JobId::HtcondorSlotSlice("slot1_3@wn042.example.org".into());
     assert_eq!(
         job_tags(&id, root),
         (
-            "condor_var_lib_condor_execute_slot1_3@wn042.example.org".into(),
+            "_var_lib_condor_execute_slot1_3@wn042.example.org".into(),
             Some("slot1_3".into())
         )
     );
@@ -386,4 +389,49 @@ fn a_node_without_a_batch_system_walks_the_tree_every_few_readings_and_a_worker_
         read(&mut g);
     }
     assert_eq!(g.walks, 3);
+}
+
+#[test]
+fn a_missing_pressure_file_says_psi_is_off_only_while_its_job_is_there() {
+    let (_dir, root) = tree();
+    let dir = job(&root);
+    std::fs::write(dir.join("cpu.stat"), "usage_usec 5\n").expect("write");
+    let io = dir.join("io.pressure");
+    // PSI off: the job's directory is there, its pressure file is not
+    assert!(psi_is_off(&io));
+    // the file there after all (a cgroup made again since the reading): no
+    std::fs::write(&io, "some avg10=0.00 avg60=0.00 avg300=0.00 total=1\n").expect("write");
+    assert!(!psi_is_off(&io));
+    // the job ended between its cpu.stat and its pressure files: no
+    std::fs::remove_dir_all(&dir).expect("rm");
+    assert!(!psi_is_off(&io));
+}
+
+#[test]
+fn a_job_that_vanishes_between_its_cpu_stat_and_its_pressure_files_raises_no_psi_warning() {
+    // The job's files kept open off cgroupfs; its directory removed, all but cpu.stat, which
+    // another link keeps: the next reading reads cpu.stat through its descriptor and finds the
+    // pressure files gone — what a job ending during the reading gives on cgroupfs.
+    let (dir, root) = tree();
+    let j = job(&root);
+    job_files(&j, 100, 5);
+    let mut c = collector(JobsConfig::default());
+    let mut errors = SourceErrors::new(&[CGROUP]);
+    c.read(&root, 100, &mut errors);
+    let keep = dir.path().join("cpu.stat.link");
+    std::fs::hard_link(j.join("cpu.stat"), &keep).expect("link");
+    // as if the walk had seen it: the jobs read are those of the last discovery
+    let found = discover(["system.slice/slurmstepd.scope/job_7"], &c.discovery);
+    std::fs::remove_dir_all(&j).expect("rm");
+    c.found = found;
+    c.since_walk = 0;
+    c.worker = false;
+    c.discovery.globs.clear();
+    // no walk at this reading (a node without a batch system walks every few): the job is
+    // read as discovered last
+    c.read(&root, 1100, &mut errors);
+    assert!(
+        !c.warned_psi,
+        "a job that ended mid-reading is no PSI-off kernel"
+    );
 }

@@ -325,6 +325,8 @@ fn job_iv(
         memory_pressure: PressureShares::default(),
         memory_current: None,
         memory_peak: None,
+        // batch jobs, in their parent: a glob's job is made by hand where a test needs one
+        in_parent: true,
     }
 }
 
@@ -376,6 +378,25 @@ fn the_node_figures_by_hand() {
     let p = fig(Some(10 * S), 25.0, 10);
     assert_eq!(p.cpu_usec, 22 * S);
     assert!(close(p.efficiency, 22.0 / 95.0));
+}
+
+#[test]
+fn a_glob_jobs_cpu_adds_to_the_parents_not_the_larger_of_the_two() {
+    use Presence::Throughout;
+    // A batch job (7 s) in its parent, whose 20 s hold it and a job that ended; a container
+    // found by a glob beside the parent used 9 s: 29 s in all, not max(20, 16) = 20.
+    let mut container = job_iv(Throughout, 10, Some(9), Some(1.0), None, None);
+    container.in_parent = false;
+    let ivs = [
+        job_iv(Throughout, 10, Some(7), Some(1.0), None, None),
+        container,
+    ];
+    let n = node_figures(ivs.iter(), 0.0, Some(20 * S), 10 * S, 20.0, 10);
+    assert_eq!(n.cpu_usec, 29 * S);
+    assert!(close(n.efficiency, 29.0 / 20.0));
+    // Without a parent read at both ends: the jobs read, 16 s.
+    let n = node_figures(ivs.iter(), 0.0, None, 10 * S, 20.0, 10);
+    assert_eq!(n.cpu_usec, 16 * S);
 }
 
 #[test]

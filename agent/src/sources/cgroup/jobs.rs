@@ -15,28 +15,40 @@
 //!
 //! ## HTCondor (cgroup v2 since the 10.x series, HTCONDOR-1457; `ProcFamilyDirectCgroupV2`)
 //!
-//! The starter puts the job in a new child of its own parent cgroup, under `BASE_CGROUP`
-//! (default `htcondor`), named after the execute directory with `/` turned into `_`, then `_`,
-//! then the slot's name (`src/condor_starter.V6.1/vanilla_proc.cpp`):
+//! The starter puts the job in a new child of `BASE_CGROUP` (default `htcondor`) made in the
+//! parent of its own cgroup (`make_full_cgroup_name`,
+//! `src/condor_utils/proc_family_direct_cgroup_v2.cpp`), named after the execute directory with
+//! `/` turned into `_`, then `_`, then the slot's name (`src/condor_starter.V6.1/vanilla_proc.cpp`;
+//! read at htcondor/htcondor@7491a145):
 //!
-//! * before 24.8: `system.slice/htcondor/condor_var_lib_condor_execute_slot1_1@wn042.example.org`,
-//!   the job's processes in it; `condor_ssh_to_job` adds `…/sshd` inside it.
-//! * 24.8 and later (HTCONDOR-3008, version history "24.8.1 features"): the job's directory
-//!   gets `.slice` and the processes live in a leaf `.scope` of the same base name:
-//!   `htcondor/<execute>_<slot>.slice/<execute>_<slot>.scope`, so that a pilot can make its own
-//!   sub-cgroups beside the scope. `condor_ssh_to_job`'s sshd goes to
-//!   `htcondor/<execute>_<slot>/sshd.slice/sshd.scope`, a sibling directory without `.slice`,
-//!   reported as part of the same job ([`JobCgroup::also`]).
+//! * before 24.8: `<parent>/htcondor/condor_var_lib_condor_execute_slot1_1@wn042.example.org`
+//!   (`condor` before the execute directory), the job's processes in it; `condor_ssh_to_job`
+//!   adds `…/sshd` inside it.
+//! * 24.8 and later (HTCONDOR-3008 and 79b26510, v24.8.1): no `condor` prefix, and the job's
+//!   directory gets `.slice` with the processes in a leaf `.scope` of the same base name:
+//!   `htcondor/_var_lib_condor_execute_slot1_1@wn042.example.org.slice/<same>.scope`, so that a
+//!   pilot can make its own sub-cgroups beside the scope. `condor_ssh_to_job`'s sshd goes to
+//!   `htcondor/<name>/sshd.slice/sshd.scope`, a sibling directory without `.slice`, reported as
+//!   part of the same job ([`JobCgroup::also`]).
 //!
-//! With `CGROUP_ALL_DAEMONS` (24.8+) each starter runs in its own cgroup below the startd's
-//! (`src/condor_startd.V6/Starter.cpp`: `STARTER_<slot>`), so each has its own `htcondor`
-//! directory: `system.slice/STARTD_for_<config>.slice/STARTER_slot1_1.slice/htcondor/<execute>_<slot>.slice`;
-//! every one of them is a parent.
+//! `<parent>` is where the master's unit puts it: `system.slice` with a `condor.service` that
+//! has no `DelegateSubgroup=` (before 23.8), `system.slice/condor.service` with the packaged
+//! unit's `DelegateSubgroup=leaf` (HTCONDOR-2420, v23.8.1: the master runs in
+//! `condor.service/leaf`).
+//!
+//! With `CGROUP_ALL_DAEMONS` (HTCONDOR-3032, v24.8.1) the master starts each daemon in
+//! `<DAEMON>_for_<config with / as _>.slice` (`src/condor_master.V6/masterDaemon.cpp`) and the
+//! startd each starter in `STARTER_<slot Name>.slice` (`src/condor_startd.V6/Starter.cpp`), so
+//! each starter has its own `htcondor` directory:
+//! `condor.service/STARTD_for__etc_condor_condor_config.slice/STARTER_slot1_1@wn042.example.org.slice/htcondor/<name>.slice`.
+//! The starter's slice goes with its job: the parent is the startd's slice, whose counters keep
+//! every starter's and job's, those that ended included; the startd's own leaf
+//! (`STARTD_for_….scope`) is not a job's, [`Discovery::daemons`].
 //!
 //! The path shows the slot (`slot1_1@wn042.example.org`), not the cluster.proc id nor the
 //! owner: the slot is the job's identity on the node ([`JobCgroup::job_id`]).
 //! The `htcondor` directory holds every job's counters, including jobs that ended since the
-//! last reading ([`Discovery::parents`]).
+//! last reading ([`Discovery::parents`]). HTCondor makes no `htcondor.slice`.
 //!
 //! ## Slurm (`cgroup/v2` plugin, 22.05+; `src/plugins/cgroup/v2/cgroup_v2.c`)
 //!
@@ -143,6 +155,10 @@ pub struct Discovery {
     /// `system.slice/slurmstepd.scope`), sorted: their counters include all their jobs, those
     /// that ended between two readings too.
     pub parents: Vec<(BatchSystem, String)>,
+    /// Directories inside a parent that hold a daemon, not jobs (the startd's own
+    /// `STARTD_for_….scope` in its slice with `CGROUP_ALL_DAEMONS`), sorted: their CPU time is
+    /// taken off their parent's.
+    pub daemons: Vec<String>,
 }
 
 /// What to look for.
@@ -216,6 +232,13 @@ fn classify(c: &[&str], cfg: &DiscoveryConfig) -> Option<Found> {
             (n > 0).then_some(n)
         });
         if let Some(n) = base_len {
+            // With `CGROUP_ALL_DAEMONS` the base is in the starter's own slice
+            // (`STARTD_for_<config>.slice/STARTER_<slot>.slice/htcondor`), which the starter
+            // removes with its job: the startd's slice above it keeps every job's counters.
+            let in_starter = k >= 2
+                && c.get(k.saturating_sub(1))
+                    .is_some_and(|s| s.starts_with("STARTER_") && s.ends_with(".slice"));
+            let startd_len = k.saturating_sub(1);
             let k = k + n - 1;
             let below = c.get(k + 1);
             let job = below.map(|dir| {
@@ -227,7 +250,7 @@ fn classify(c: &[&str], cfg: &DiscoveryConfig) -> Option<Found> {
             });
             return Some(Found {
                 system: BatchSystem::Htcondor,
-                parent_len: k + 1,
+                parent_len: if in_starter { startd_len } else { k + 1 },
                 job,
             });
         }
@@ -403,9 +426,27 @@ pub fn discover<'a>(dirs: impl IntoIterator<Item = &'a str>, cfg: &DiscoveryConf
             }
         })
         .collect();
+    // An HTCondor daemon's slice as a parent (the startd's): its processes live in the leaf of
+    // the same name with `.scope` (`proc_family_direct_cgroup_v2.cpp`), no job's.
+    let mut daemons = Vec::new();
+    for (system, p) in &parents {
+        let Some(name) = p.last().and_then(|n| n.strip_suffix(".slice")) else {
+            continue;
+        };
+        if *system != BatchSystem::Htcondor {
+            continue;
+        }
+        let scope = format!("{name}.scope");
+        let mut leaf = p.clone();
+        leaf.push(&scope);
+        if all.contains(&leaf) {
+            daemons.push(leaf.join("/"));
+        }
+    }
     Discovery {
         jobs: out_jobs,
         parents: parents.into_iter().map(|(s, p)| (s, p.join("/"))).collect(),
+        daemons,
     }
 }
 
@@ -416,6 +457,34 @@ fn below<'a, 'b>(
 ) -> impl Iterator<Item = &'a Vec<&'b str>> + 'a {
     all.range::<Vec<&str>, _>((Excluded(top), Unbounded))
         .take_while(move |c| c.starts_with(top))
+}
+
+/// Appends a directory's name to `out` as the tree's paths and the `job` tag carry it: as the
+/// kernel escapes a mount point in mountinfo, a byte that is a space, a backslash or a control
+/// character, or that is not part of valid UTF-8, becomes `\` and its three octal digits
+/// (`\040`, `\134`, `\377`), so every name is kept, distinct and reversible
+/// ([`crate::sources::mountinfo::unescape_bytes`]) — a tag value loses neither a trailing space
+/// nor a backslash before a space. Other characters, non-ASCII letters included, stay as they are.
+pub fn escape_name_into(name: &[u8], out: &mut String) {
+    use std::fmt::Write as _;
+    let plain = |b: u8| b > b' ' && b != b'\\' && b != 0x7f;
+    if name.iter().all(|b| plain(*b) && b.is_ascii()) {
+        // the usual name: nothing to escape
+        out.push_str(std::str::from_utf8(name).unwrap_or_default());
+        return;
+    }
+    for chunk in name.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c.is_ascii() && !plain(c as u8) {
+                let _ = write!(out, "\\{:03o}", c as u8);
+            } else {
+                out.push(c);
+            }
+        }
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\{b:03o}");
+        }
+    }
 }
 
 /// Paths relative to `mount` from `find <mount> -type d` output (one path per line). Lines

@@ -120,8 +120,9 @@ fn slurm_before_and_after_26_05() {
 }
 
 #[test]
-fn htcondor_before_24_8_slot_dirs_with_pilot_groups() {
-    let d = found("htcondor-pre-24.8-slot-dirs-pilot-subgroups-sshd-find.txt");
+fn htcondor_before_23_8_slot_dirs_in_system_slice_with_pilot_groups() {
+    let d =
+        found("htcondor-pre-23.8-system.slice-htcondor-slot-dirs-pilot-subgroups-sshd-find.txt");
     assert_eq!(
         d.parents,
         [(BatchSystem::Htcondor, "system.slice/htcondor".to_owned())]
@@ -151,14 +152,16 @@ fn htcondor_before_24_8_slot_dirs_with_pilot_groups() {
 
 #[test]
 fn htcondor_24_8_slice_scope_glidein_and_ssh_to_job() {
-    let d = found("htcondor-24.8-slice-scope-glidein-inside-sshd-find.txt");
+    // HTCondor 24.8+ (vanilla_proc.cpp: `<base>/<EXECUTE with / as _>_<slot Name>`, no
+    // `condor` prefix since 79b26510, v24.8.1) under the packaged unit's
+    // `DelegateSubgroup=leaf` (condor.service since 5ab1b794, v23.8.1): the jobs are in
+    // `condor.service/htcondor`, beside the master's `leaf`.
+    let d = found("htcondor-24.8-condor.service-leaf-slice-scope-glidein-inside-sshd-find.txt");
+    let base = "system.slice/condor.service/htcondor";
     // The glidein's own `htcondor` inside slot1_2's slice is part of slot1_2, not a parent.
-    assert_eq!(
-        d.parents,
-        [(BatchSystem::Htcondor, "system.slice/htcondor".to_owned())]
-    );
+    assert_eq!(d.parents, [(BatchSystem::Htcondor, base.to_owned())]);
     assert_eq!(d.jobs.len(), 3);
-    let e = "condor_var_lib_condor_execute";
+    let e = "_var_lib_condor_execute";
     let j1 = &d.jobs[0];
     assert_eq!(
         j1.job_id,
@@ -166,7 +169,7 @@ fn htcondor_24_8_slice_scope_glidein_and_ssh_to_job() {
     );
     assert_eq!(
         j1.root,
-        format!("system.slice/htcondor/{e}_slot1_1@wn042.example.org.slice")
+        format!("{base}/{e}_slot1_1@wn042.example.org.slice")
     );
     assert_eq!(j1.sub_cgroups, 1);
     let j2 = &d.jobs[1];
@@ -175,44 +178,63 @@ fn htcondor_24_8_slice_scope_glidein_and_ssh_to_job() {
     assert_eq!(j2.sub_cgroups, 4);
     let j3 = &d.jobs[2];
     assert_eq!(j3.job_id.tag(), "slot1_3@wn042.example.org");
-    assert_eq!(
-        j3.also,
-        [format!(
-            "system.slice/htcondor/{e}_slot1_3@wn042.example.org"
-        )]
-    );
+    assert_eq!(j3.also, [format!("{base}/{e}_slot1_3@wn042.example.org")]);
     // its scope, plus sshd.slice and sshd.scope under the ssh_to_job directory
     assert_eq!(j3.sub_cgroups, 3);
 }
 
 #[test]
-fn htcondor_one_base_per_starter_with_cgroup_all_daemons() {
-    let startd = "system.slice/STARTD_for__etc_condor_condor_config.slice";
-    let e = "condor_var_lib_condor_execute";
-    let dirs: Vec<String> = [
-        String::new(),
-        "/STARTD_for__etc_condor_condor_config.scope".to_owned(),
-        "/STARTER_slot1_1.slice".to_owned(),
-        "/STARTER_slot1_1.slice/STARTER_slot1_1.scope".to_owned(),
-        "/STARTER_slot1_1.slice/htcondor".to_owned(),
-        format!("/STARTER_slot1_1.slice/htcondor/{e}_slot1_1@wn.slice"),
-        format!("/STARTER_slot1_1.slice/htcondor/{e}_slot1_1@wn.slice/{e}_slot1_1@wn.scope"),
-        "/STARTER_slot1_2.slice/htcondor".to_owned(),
-        format!("/STARTER_slot1_2.slice/htcondor/{e}_slot1_2@wn.slice"),
-    ]
-    .iter()
-    .map(|d| format!("{startd}{d}"))
-    .collect();
-    let d = discover(dirs.iter().map(String::as_str), &DiscoveryConfig::default());
-    let ids: Vec<String> = d.jobs.iter().map(|j| j.job_id.tag()).collect();
-    assert_eq!(ids, ["slot1_1@wn", "slot1_2@wn"]);
-    let parents: Vec<&str> = d.parents.iter().map(|(_, p)| p.as_str()).collect();
+fn htcondor_23_8_to_24_7_slot_dirs_under_the_delegated_unit() {
+    let d = found("htcondor-23.8-24.7-condor.service-leaf-slot-dirs-find.txt");
     assert_eq!(
-        parents,
+        d.parents,
+        [(
+            BatchSystem::Htcondor,
+            "system.slice/condor.service/htcondor".to_owned()
+        )]
+    );
+    let ids: Vec<(String, Vec<String>)> = d
+        .jobs
+        .iter()
+        .map(|j| (j.job_id.tag(), j.also.clone()))
+        .collect();
+    assert_eq!(
+        ids,
         [
-            format!("{startd}/STARTER_slot1_1.slice/htcondor"),
-            format!("{startd}/STARTER_slot1_2.slice/htcondor"),
+            ("slot1_1@wn042.example.org".to_owned(), vec![]),
+            ("slot1_2@wn042.example.org".to_owned(), vec![]),
         ]
+    );
+    assert_eq!(
+        d.jobs[0].root,
+        "system.slice/condor.service/htcondor/condor_var_lib_condor_execute_slot1_1@wn042.example.org"
+    );
+}
+
+#[test]
+fn htcondor_cgroup_all_daemons_the_startd_slice_is_the_parent() {
+    // Starter.cpp: `STARTER_<slot Name>` (the name has the host), each a slice with its own
+    // `htcondor` base, removed with the starter: the startd's slice above keeps the counters.
+    let d = found("htcondor-24.8-cgroup-all-daemons-startd-starter-slices-find.txt");
+    let startd = "system.slice/condor.service/STARTD_for__etc_condor_condor_config.slice";
+    let ids: Vec<String> = d.jobs.iter().map(|j| j.job_id.tag()).collect();
+    assert_eq!(
+        ids,
+        ["slot1_1@wn042.example.org", "slot1_2@wn042.example.org"]
+    );
+    assert_eq!(
+        d.jobs[0].root,
+        format!(
+            "{startd}/STARTER_slot1_1@wn042.example.org.slice/htcondor/\
+             _var_lib_condor_execute_slot1_1@wn042.example.org.slice"
+        )
+    );
+    assert_eq!(d.parents, [(BatchSystem::Htcondor, startd.to_owned())]);
+    assert_eq!(
+        d.daemons,
+        [format!(
+            "{startd}/STARTD_for__etc_condor_condor_config.scope"
+        )]
     );
 }
 
