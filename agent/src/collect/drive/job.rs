@@ -668,10 +668,11 @@ fn wants_text(h: &DriveHealth) -> bool {
             .is_some_and(|s| s.non_medium_errors.is_none())
 }
 
-/// What a finished call amounts to. The process's own exit status stands in for the JSON's
-/// when smartctl did not print one.
+/// What a finished call amounts to. JSON that is not smartctl's own output (without the fields
+/// every smartctl prints, [`smartctl::output`]) is no reading: taken as one, a drive whose
+/// values are all absent would look healthy.
 pub(super) fn interpret(device: &str, fin: Finished) -> ReadResult {
-    let mut health = match smartctl::parse(&fin.stdout) {
+    let mut health = match smartctl::output::parse(&fin.stdout) {
         Ok(h) => h,
         Err(source) => {
             return ReadResult::Failed(DriveError::Parse {

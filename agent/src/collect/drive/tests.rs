@@ -742,6 +742,49 @@ fn garbage_and_truncated_output_keep_the_last_good_reading() {
     assert_eq!(d.error_total(), 2);
 }
 
+/// JSON that is not smartctl's output, after a good reading: an object with a `smartctl` key
+/// but none of the fields every smartctl prints (`json_format_version`,
+/// `smartctl.exit_status`, `device`), exit 0. Taken as a reading it had no serial, model, health
+/// or counts, and the healthy failure probability (0.0149 → 0.0004): a failing drive looked
+/// healthy. It is a source error and the last good reading stays.
+#[test]
+fn json_that_is_not_smartctls_keeps_the_last_good_reading() {
+    let h = Host::new(&["sda"]);
+    let n = h.path("n");
+    let smartctl = h.smartctl(&format!(
+        "/dev/sda) n=$(cat {n} 2>/dev/null || echo 0); echo $((n+1)) > {n}\n  case $n in\n  0) cat '{}';;\n  *) echo '{{\"hello\":[\"world\"],\"smartctl\":\"yes\"}}';;\n  esac;;\n",
+        fixture("sce-ata-seagate-st3000nm0033-188-packed-4-4-4.json").display(),
+        n = n.display(),
+    ));
+    let mut m = DriveMonitor::new_inline(cfg(smartctl, 60_000, 5000), h.root());
+    let mut d = Driver::new(h.root());
+    d.sample(&mut m, 0.0);
+    let good = d.report(&mut m, 10.0);
+    let good = line(&good, "sda").to_owned();
+    assert_eq!(field(&good, "read_ok").as_deref(), Some("true"), "{good}");
+    let p_good = field(&good, "failure_probability").expect("a probability");
+
+    d.sample(&mut m, 60.0);
+    assert_eq!(h.calls().len(), 2, "the second call ran");
+    let text = d.report(&mut m, 70.0);
+    let sda = line(&text, "sda");
+    assert!(
+        sda.starts_with("drive,host=ds01,device=sda,serial=REDACTED,wwn=5000c500499602d2,model=ST3000NM0033-9ZM178,protocol=ata "),
+        "{sda}"
+    );
+    assert_eq!(field(sda, "read_ok").as_deref(), Some("false"), "{sda}");
+    assert_eq!(field(sda, "health_ok").as_deref(), Some("true"));
+    assert_eq!(field(sda, "reallocated_sectors").as_deref(), Some("1i"));
+    assert_eq!(field(sda, "failure_probability"), Some(p_good));
+    assert_eq!(field(sda, "last_read_age_s").as_deref(), Some("70i"));
+    let err = field(sda, "read_error").expect("an error");
+    assert!(
+        err.contains("smartctl /dev/sda: exit status 0: line 1: not smartctl's output: no json_format_version"),
+        "{err}"
+    );
+    assert_eq!(d.error_total(), 1);
+}
+
 #[test]
 fn without_smartctl_nothing_is_said() {
     let h = Host::new(&["sda", "sdb"]);
