@@ -694,6 +694,71 @@ fn a_hung_disk_and_a_flood_delay_nobody() {
     assert!(t.elapsed() < Duration::from_secs(1));
 }
 
+/// A controller on which every call hangs (smartctl ignoring SIGTERM, killed at its timeout):
+/// 10 disks, a round of 2 s, calls killed after 0.5 s, 2 at a time, so a round has room for
+/// about 8 calls. Each round used to start again at the first disk and drop the calls it had
+/// not started: the last disks were never tried and had no line at all. The next round now
+/// starts with the first disk left out, and a disk left out says so on its line.
+#[test]
+fn every_disk_gets_its_turn_when_hung_calls_fill_the_rounds() {
+    let disks = [
+        "sda", "sdb", "sdc", "sdd", "sde", "sdf", "sdg", "sdh", "sdi", "sdj",
+    ];
+    let h = Host::new(&disks);
+    let smartctl = h.smartctl("*) trap '' TERM; sleep 1000 & wait;;\n");
+    let mut c = cfg(smartctl, 2000, 500);
+    c.max_running = 2;
+    let mut m = DriveMonitor::new(c, h.root());
+    let mut d = Driver::new(h.root());
+    let start = Instant::now();
+    let mut slowest = Duration::ZERO;
+    let mut text = String::new();
+    // Four rounds: the first leaves two disks out, the second starts with them.
+    while start.elapsed() < Duration::from_millis(8000) {
+        let t = Instant::now();
+        d.sample(&mut m, start.elapsed().as_secs_f64());
+        slowest = slowest.max(t.elapsed());
+        if start.elapsed() > Duration::from_millis(2100) && text.is_empty() {
+            // just after the first round ended
+            text = d.report(&mut m, start.elapsed().as_secs_f64());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        slowest < Duration::from_millis(500),
+        "a sample took {slowest:?}"
+    );
+    let calls = h.calls();
+    for disk in disks {
+        let dev = format!("/dev/{disk}");
+        assert!(
+            calls.iter().any(|(_, d)| *d == dev),
+            "{disk} never tried in 4 rounds: {calls:?}"
+        );
+    }
+    // The disks the first round left out have a line that says so, and an error each.
+    let left_out: Vec<&str> = disks
+        .iter()
+        .copied()
+        .filter(|disk| {
+            text.lines()
+                .find(|l| l.starts_with(&format!("drive,host=ds01,device={disk} ")))
+                .and_then(|l| field(l, "read_error"))
+                .is_some_and(|e| e.contains("not read in its round"))
+        })
+        .collect();
+    assert!(
+        !left_out.is_empty(),
+        "no disk said it was left out:\n{text}"
+    );
+    let sdj = line(&text, "sdj");
+    assert_eq!(field(sdj, "read_ok").as_deref(), Some("false"), "{sdj}");
+    assert_eq!(
+        field(sdj, "read_error").as_deref(),
+        Some("\"smartctl /dev/sdj: not read in its round: all 2 calls (max_running) were taken until the round ended; read first in the next round\""),
+    );
+}
+
 /// Inline rounds on a stepped clock: a good reading, then garbage, then JSON cut short: the
 /// good reading stays with its age, each bad answer is a source error.
 #[test]
