@@ -410,10 +410,18 @@ impl Spawned {
                 Ok(Some(_)) => self.exited = true,
                 Ok(None) => {}
                 Err(e) => {
+                    // No child of ours any more: reaped by the agent's cleanup as it stops.
+                    let taken = !at_exit::is_live(pid);
                     self.kill();
-                    return Some(Err(CommandError::Io {
-                        program: self.program.clone(),
-                        source: e.into(),
+                    return Some(Err(if taken {
+                        CommandError::Stopping {
+                            program: self.program.clone(),
+                        }
+                    } else {
+                        CommandError::Io {
+                            program: self.program.clone(),
+                            source: e.into(),
+                        }
                     }));
                 }
             }

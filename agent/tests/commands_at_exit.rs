@@ -125,3 +125,63 @@ fn storclis_working_directory_is_removed_when_the_agent_ends_during_a_call() {
         fs::read_to_string(dir.join("calls")).is_ok_and(|c| !c.is_empty())
     });
 }
+
+/// What every way out calls (the end of `run`, `once`'s signals and end, an error from `main`,
+/// the panic hook), in a process of its own test binary: it kills a running command that
+/// ignores SIGTERM, with what it started, removes the registered directory, refuses new commands
+/// after, and finds nothing to do the second time. (The other tests of this file run the agent
+/// binary, not commands of this process.)
+#[test]
+fn cleanup_kills_running_commands_removes_directories_and_refuses_new_ones() {
+    use storwatch_agent::command::{at_exit, CommandError, Spawned};
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pids");
+    let script = format!(
+        "trap '' TERM; sleep 1000 & echo \"$$ $!\" > '{}'; wait",
+        pidfile.display()
+    );
+    let mut running = Spawned::start(Path::new("/bin/sh"), &["-c", &script], 1024).unwrap();
+    assert!(wait_for(Duration::from_secs(10), || fs::read_to_string(
+        &pidfile
+    )
+    .is_ok_and(|t| t.split_whitespace().count() == 2)));
+    let pids: Vec<u32> = fs::read_to_string(&pidfile)
+        .unwrap()
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    let private = dir.path().join("private");
+    fs::create_dir(&private).unwrap();
+    fs::write(private.join("storcli.log"), "log\n").unwrap();
+    at_exit::remove_at_exit(&private);
+
+    let t = Instant::now();
+    let done = at_exit::cleanup(at_exit::EXIT_WAIT);
+    assert!(t.elapsed() < at_exit::EXIT_WAIT, "{:?}", t.elapsed());
+    assert_eq!((done.killed, done.left, done.dirs), (1, 0, 1), "{done:?}");
+    assert!(!private.exists());
+    let running_state = |p: u32| {
+        fs::read_to_string(format!("/proc/{p}/stat"))
+            .ok()
+            .and_then(|s| Some(!s.rsplit_once(')')?.1.trim_start().starts_with('Z')))
+            .unwrap_or(false)
+    };
+    assert!(
+        wait_for(Duration::from_secs(5), || !pids
+            .iter()
+            .any(|p| running_state(*p))),
+        "still running: {pids:?}"
+    );
+    // The owner of the killed command hears that the agent is stopping.
+    let r = running.poll();
+    assert!(
+        matches!(r, Some(Err(CommandError::Stopping { .. }))),
+        "{r:?}"
+    );
+    let r = Spawned::start(Path::new("true"), &[], 1024);
+    assert!(matches!(r, Err(CommandError::Stopping { .. })), "{r:?}");
+    assert_eq!(
+        at_exit::cleanup(at_exit::EXIT_WAIT),
+        at_exit::Cleaned::default()
+    );
+}

@@ -89,6 +89,11 @@ pub(super) fn unregister(pid: Pid) -> bool {
     r.live.len() != before
 }
 
+/// Whether a command is registered (not taken by [`cleanup`]).
+pub(super) fn is_live(pid: Pid) -> bool {
+    registry().live.iter().any(|l| l.pid == pid)
+}
+
 /// Takes a command off the register and kills its group, under the lock; `false` when
 /// [`cleanup`] took (and killed) it already.
 pub(super) fn kill_registered(pid: Pid) -> bool {
