@@ -262,6 +262,11 @@ impl Spawned {
                 dying,
             });
         }
+        if !at_exit::begin_start() {
+            return Err(CommandError::Stopping {
+                program: program.to_owned(),
+            });
+        }
         let mut child = match Command::new(program)
             .args(args)
             .stdin(Stdio::null())
@@ -273,13 +278,15 @@ impl Spawned {
         {
             Ok(c) => c,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(CommandError::NotFound(program.to_owned()))
+                at_exit::start_failed();
+                return Err(CommandError::NotFound(program.to_owned()));
             }
             Err(source) => {
+                at_exit::start_failed();
                 return Err(CommandError::Io {
                     program: program.to_owned(),
                     source,
-                })
+                });
             }
         };
         // Registered at once, so that the agent's ending kills it (see [`at_exit`]); refused
@@ -287,14 +294,21 @@ impl Spawned {
         let pid = i32::try_from(child.id())
             .ok()
             .and_then(rustix::process::Pid::from_raw);
-        if let Some(pid) = pid {
-            if !at_exit::register(pid, program) {
-                at_exit::signal_kill(pid);
-                keep_dying(pid, program);
-                return Err(CommandError::Stopping {
-                    program: program.to_owned(),
-                });
-            }
+        let Some(pid) = pid else {
+            // (a child's id is a positive i32: not reached)
+            at_exit::start_failed();
+            let _ = child.kill();
+            return Err(CommandError::Io {
+                program: program.to_owned(),
+                source: std::io::Error::other("no process id"),
+            });
+        };
+        if !at_exit::register(pid, program) {
+            at_exit::signal_kill(pid);
+            keep_dying(pid, program);
+            return Err(CommandError::Stopping {
+                program: program.to_owned(),
+            });
         }
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();

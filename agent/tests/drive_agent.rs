@@ -285,3 +285,121 @@ fn sigint_ends_the_agents_hung_calls_with_it() {
 fn sigterm_ends_the_hung_calls_of_once_with_it() {
     hung_calls_end_with_the_agent("once", "TERM");
 }
+
+/// More disks than calls may run (1,000 disks, `max_running` 4, one due every 2 ms): when the
+/// agent stops, the drive thread finds its 4 calls ended by the kill and goes on to the disks
+/// waiting. None of them may start once the agent is stopping: a process forked
+/// while the agent exits outlives it. Before, the thread forked one refused call after another
+/// until the process ended (the stop waited its 2 s for them to be reaped), and the last one
+/// was left running.
+#[test]
+fn no_call_starts_once_the_agent_is_stopping() {
+    let dir = tempfile::tempdir().unwrap();
+    let (proc_root, _, config) = hung_setup(dir.path());
+    fs::write(
+        &config,
+        format!(
+            "[drive]\nsmartctl = \"{}\"\ninterval = \"2s\"\ntimeout = \"1h\"\nmax_running = 4\n",
+            dir.path().join("smartctl").display()
+        ),
+    )
+    .unwrap();
+    let sys = dir.path().join("sys");
+    // sda … sdz, sdaa … sdzz, sdaaa …: the kernel's names
+    let letter = |i: usize| char::from(b'a' + (i % 26) as u8);
+    let names: Vec<String> = (0..1000)
+        .map(|i| match i {
+            0..26 => format!("sd{}", letter(i)),
+            26..702 => format!("sd{}{}", letter(i / 26 - 1), letter(i)),
+            _ => format!(
+                "sd{}{}{}",
+                letter((i - 702) / 676),
+                letter((i - 702) / 26),
+                letter(i)
+            ),
+        })
+        .collect();
+    for (i, n) in names.iter().enumerate() {
+        fs::create_dir_all(sys.join("block").join(n)).unwrap();
+        fs::write(
+            sys.join("block").join(n).join("dev"),
+            format!("8:{}\n", i * 16),
+        )
+        .unwrap();
+    }
+    let pids = || -> Vec<i32> {
+        fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| {
+                let e = e.ok()?;
+                e.file_name()
+                    .to_str()?
+                    .starts_with("pids.")
+                    .then(|| e.path())
+            })
+            .filter_map(|p| fs::read_to_string(p).ok())
+            .flat_map(|t| {
+                t.split_whitespace()
+                    .filter_map(|p| p.parse().ok())
+                    .collect::<Vec<i32>>()
+            })
+            .collect()
+    };
+    let mut agent = Command::new(env!("CARGO_BIN_EXE_storwatch-agent"))
+        .args([
+            "run",
+            "--sample-interval",
+            "250ms",
+            "--report-interval",
+            "1s",
+        ])
+        .args(["--host", "ds01"])
+        .arg("--proc-root")
+        .arg(&proc_root)
+        .arg("--sys-root")
+        .arg(&sys)
+        .arg("--config")
+        .arg(&config)
+        .arg("--output")
+        .arg(format!("file:{}", dir.path().join("out.lp").display()))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Four calls running, and the rest of the disks due (past 2 s).
+    let started = storwatch_test_support::wait_for(Duration::from_secs(20), || pids().len() >= 8);
+    std::thread::sleep(Duration::from_millis(2500));
+    storwatch_test_support::process::signal(agent.id(), "TERM");
+    let stopping = Instant::now();
+    let mut exited = false;
+    while !exited && stopping.elapsed() < Duration::from_secs(20) {
+        exited = agent.try_wait().unwrap().is_some();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let took = stopping.elapsed();
+    let _ = agent.kill();
+    let _ = agent.wait();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut agent.stderr.take().unwrap(), &mut stderr).unwrap();
+    // (the calls that began before the exit have written their pids by now, or never will)
+    std::thread::sleep(Duration::from_millis(300));
+    let all = pids();
+    let _reaper = Reaper(all.clone());
+    assert!(started, "the calls did not start: {stderr}");
+    assert!(exited, "the agent did not stop: {stderr}");
+    let left: Vec<i32> = all.iter().copied().filter(|p| alive(*p)).collect();
+    assert!(
+        left.is_empty(),
+        "{} stand-in processes of {} left running: {left:?}\n{stderr}",
+        left.len(),
+        all.len()
+    );
+    assert_eq!(
+        all.len(),
+        8,
+        "calls started after the agent began stopping (4 before)\n{stderr}"
+    );
+    assert!(
+        took < Duration::from_secs(1),
+        "stopping took {took:?}\n{stderr}"
+    );
+}

@@ -47,12 +47,16 @@ struct Registry {
     dirs: Vec<PathBuf>,
     /// [`cleanup`] ran: no command starts any more.
     closed: bool,
+    /// Commands being started: past [`begin_start`], not yet at [`register`]. A process
+    /// forked while the agent exits would escape the kill, so [`cleanup`] waits for these.
+    starting: usize,
 }
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     live: Vec::new(),
     dirs: Vec::new(),
     closed: false,
+    starting: 0,
 });
 
 fn registry() -> std::sync::MutexGuard<'static, Registry> {
@@ -66,9 +70,30 @@ pub(super) fn signal_kill(pid: Pid) {
     let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
 }
 
-/// Registers a command just started; `false` once [`cleanup`] ran (the caller kills it).
+/// Before a command is started: `false` once [`cleanup`] ran (then none is started: a
+/// monitor's thread would otherwise fork one refused command after another until the process
+/// ends, and the last one could outlive it). After `true`, [`register`] (or [`start_failed`])
+/// must follow.
+pub(super) fn begin_start() -> bool {
+    let mut r = registry();
+    if r.closed {
+        return false;
+    }
+    r.starting += 1;
+    true
+}
+
+/// A command announced by [`begin_start`] could not be started.
+pub(super) fn start_failed() {
+    let mut r = registry();
+    r.starting = r.starting.saturating_sub(1);
+}
+
+/// Registers a command just started (after [`begin_start`]); `false` when [`cleanup`] ran in
+/// between (the caller kills it).
 pub(super) fn register(pid: Pid, program: &Path) -> bool {
     let mut r = registry();
+    r.starting = r.starting.saturating_sub(1);
     if r.closed {
         return false;
     }
@@ -170,13 +195,18 @@ pub fn cleanup(wait: Duration) -> Cleaned {
             Ok(None) => super::keep_dying(l.pid, &l.program),
         }
     }
+    // A command forked before the kill and not registered yet kills itself at `register`:
+    // wait for that (a few milliseconds), so that the process does not end before it does.
+    let deadline = Instant::now() + wait;
+    while registry().starting > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     let mut removed = 0;
     for d in &dirs {
         if std::fs::remove_dir_all(d).is_ok() {
             removed += 1;
         }
     }
-    let deadline = Instant::now() + wait;
     let mut left = super::reap_dying();
     while left > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
