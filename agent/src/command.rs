@@ -9,6 +9,8 @@
 //! tests point the configured tool path at a script that prints a fixture — the real
 //! [`SystemRunner`] then runs unchanged.
 
+pub mod at_exit;
+
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -57,6 +59,12 @@ pub enum CommandError {
         program: PathBuf,
         /// The killed commands not yet exited.
         dying: usize,
+    },
+    /// Not started: the agent is stopping ([`at_exit::cleanup`] ran).
+    #[error("{program}: not started: the agent is stopping")]
+    Stopping {
+        /// The program.
+        program: PathBuf,
     },
     /// It exited non-zero.
     #[error("{program}: exit status {status}: {stderr}")]
@@ -254,6 +262,11 @@ impl Spawned {
                 dying,
             });
         }
+        if !at_exit::begin_start() {
+            return Err(CommandError::Stopping {
+                program: program.to_owned(),
+            });
+        }
         let mut child = match Command::new(program)
             .args(args)
             .stdin(Stdio::null())
@@ -265,15 +278,38 @@ impl Spawned {
         {
             Ok(c) => c,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(CommandError::NotFound(program.to_owned()))
+                at_exit::start_failed();
+                return Err(CommandError::NotFound(program.to_owned()));
             }
             Err(source) => {
+                at_exit::start_failed();
                 return Err(CommandError::Io {
                     program: program.to_owned(),
                     source,
-                })
+                });
             }
         };
+        // Registered at once, so that the agent's ending kills it (see [`at_exit`]); refused
+        // once the agent is stopping, and then killed here.
+        let pid = i32::try_from(child.id())
+            .ok()
+            .and_then(rustix::process::Pid::from_raw);
+        let Some(pid) = pid else {
+            // (a child's id is a positive i32: not reached)
+            at_exit::start_failed();
+            let _ = child.kill();
+            return Err(CommandError::Io {
+                program: program.to_owned(),
+                source: std::io::Error::other("no process id"),
+            });
+        };
+        if !at_exit::register(pid, program) {
+            at_exit::signal_kill(pid);
+            keep_dying(pid, program);
+            return Err(CommandError::Stopping {
+                program: program.to_owned(),
+            });
+        }
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
         let mut s = Self {
@@ -388,10 +424,18 @@ impl Spawned {
                 Ok(Some(_)) => self.exited = true,
                 Ok(None) => {}
                 Err(e) => {
+                    // No child of ours any more: reaped by the agent's cleanup as it stops.
+                    let taken = !at_exit::is_live(pid);
                     self.kill();
-                    return Some(Err(CommandError::Io {
-                        program: self.program.clone(),
-                        source: e.into(),
+                    return Some(Err(if taken {
+                        CommandError::Stopping {
+                            program: self.program.clone(),
+                        }
+                    } else {
+                        CommandError::Io {
+                            program: self.program.clone(),
+                            source: e.into(),
+                        }
                     }));
                 }
             }
@@ -415,6 +459,16 @@ impl Spawned {
             return None;
         }
         self.done = true;
+        if let Some(pid) = self.pid() {
+            if !at_exit::unregister(pid) {
+                // The agent is stopping: killed, and reaped, by its cleanup.
+                self.stdout = None;
+                self.stderr = None;
+                return Some(Err(CommandError::Stopping {
+                    program: self.program.clone(),
+                }));
+            }
+        }
         // Exited (seen above): this reaps the zombie at once.
         let status = self.child.try_wait().ok().flatten();
         if status.is_none() {
@@ -456,10 +510,11 @@ impl Spawned {
         // The command is unreaped until `done` (its exit is only looked at with `WNOWAIT`), so
         // its id, the group's id, is still ours: the kernel does not hand the id of a process
         // that is not reaped to another process. Killing the group also ends a helper left
-        // holding the pipe after the command itself exited.
-        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        // And the command itself, should it have left the group (`setsid`).
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        // holding the pipe after the command itself exited. Not when the agent's cleanup took
+        // it: that killed it, and may have reaped it.
+        if !at_exit::kill_registered(pid) {
+            return;
+        }
         match rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG) {
             Ok(Some(_)) | Err(_) => {}
             Ok(None) => keep_dying(pid, &self.program),
@@ -576,6 +631,8 @@ pub enum CommandWorker<J: CommandJob> {
         outputs: Receiver<J::Output>,
         /// Asks the thread for a run at once.
         wake: Sender<()>,
+        /// The thread: the commands it started are killed when the worker is dropped.
+        thread: std::thread::ThreadId,
     },
     /// In [`CommandWorker::take`]; its clock is the `now_s` the collector passes.
     Inline {
@@ -596,7 +653,7 @@ impl<J: CommandJob> CommandWorker<J> {
     pub fn spawn(name: &str, mut job: J) -> std::io::Result<Self> {
         let (out_tx, outputs) = mpsc::channel();
         let (wake, wake_rx) = mpsc::channel::<()>();
-        std::thread::Builder::new()
+        let handle = std::thread::Builder::new()
             .name(name.to_owned())
             .spawn(move || {
                 let start = Instant::now();
@@ -622,7 +679,11 @@ impl<J: CommandJob> CommandWorker<J> {
                     }
                 }
             })?;
-        Ok(Self::Thread { outputs, wake })
+        Ok(Self::Thread {
+            outputs,
+            wake,
+            thread: handle.thread().id(),
+        })
     }
 
     /// Whether the job runs in the collector's polls.
@@ -656,6 +717,21 @@ impl<J: CommandJob> CommandWorker<J> {
                 out.extend(job.run_due(now_s, *woken));
                 *woken = false;
                 true
+            }
+        }
+    }
+}
+
+impl<J: CommandJob> Drop for CommandWorker<J> {
+    /// The thread ends at its next look at the worker (the wake-up channel is closed), which a
+    /// job waiting for a hung command reaches only at that command's deadline: so the commands
+    /// it started are killed now, with their groups (a reload replaces the workers; their calls
+    /// must not run on beside the new ones).
+    fn drop(&mut self) {
+        if let Self::Thread { thread, .. } = self {
+            let killed = at_exit::kill_started_by(*thread);
+            if killed > 0 {
+                tracing::debug!("{killed} command(s) of a stopped worker killed");
             }
         }
     }
@@ -1073,6 +1149,88 @@ mod tests {
         assert!(w.take(10.0, &mut out), "a wake-up counts once");
         assert!(w.take(19.95, &mut out));
         assert_eq!(out, [(1, false), (2, true), (3, false)]);
+    }
+
+    /// A job waiting on its thread for a command that ignores SIGTERM and never answers, up to
+    /// a deadline of its own (as the RAID controller monitor waits for storcli): dropping the
+    /// worker kills the command at once, not when the job's deadline passes.
+    struct Hangs {
+        pidfile: PathBuf,
+        started: mpsc::Sender<()>,
+    }
+
+    impl CommandJob for Hangs {
+        type Output = ();
+
+        fn run_due(&mut self, _now_s: f64, _woken: bool) -> Option<()> {
+            let script = format!(
+                "trap '' TERM; sleep 1000 & echo \"$$ $!\" > {}; wait",
+                self.pidfile.display()
+            );
+            let mut s = Spawned::start(Path::new("/bin/sh"), &["-c", &script], 1024).ok()?;
+            let _ = self.started.send(());
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while Instant::now() < deadline {
+                if s.poll().is_some() {
+                    return Some(());
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            None
+        }
+
+        fn next_due_s(&self) -> f64 {
+            f64::INFINITY
+        }
+    }
+
+    #[test]
+    fn dropping_a_worker_kills_the_commands_its_thread_waits_for() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pidfile = dir.path().join("pids");
+        let (started, started_rx) = mpsc::channel();
+        let w = CommandWorker::spawn(
+            "test-hangs",
+            Hangs {
+                pidfile: pidfile.clone(),
+                started,
+            },
+        )
+        .expect("thread");
+        started_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the command started");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let pids: Vec<u32> = loop {
+            let pids: Vec<u32> = std::fs::read_to_string(&pidfile)
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect();
+            if pids.len() == 2 || Instant::now() > deadline {
+                break pids;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        assert_eq!(pids.len(), 2, "the script and its sleep");
+        let t = Instant::now();
+        drop(w);
+        assert!(t.elapsed() < Duration::from_millis(500), "the drop waited");
+        let running = |p: u32| state(p).is_some_and(|s| s != 'Z');
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while pids.iter().any(|p| running(*p)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let left: Vec<u32> = pids.iter().copied().filter(|p| running(*p)).collect();
+        for p in &left {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &p.to_string()])
+                .status();
+        }
+        assert!(
+            left.is_empty(),
+            "still running 5 s after the drop: {left:?}"
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use storwatch_agent::clock::{self, sleep_until, wall_ns, Woke};
 use storwatch_agent::collect::{self, Live};
+use storwatch_agent::command::at_exit;
 use storwatch_agent::config::{self, Config};
 use storwatch_agent::prometheus;
 use storwatch_agent::scheduler::Scheduler;
@@ -119,7 +120,12 @@ fn parse_sort(s: &str) -> Result<top::SortKey, String> {
 }
 
 fn main() {
-    if let Err(e) = real_main() {
+    // The commands still running and the monitors' private directories do not outlive the
+    // agent, however it ends: a panic here, the rest below.
+    at_exit::install_panic_hook();
+    let r = real_main();
+    at_exit::cleanup_and_log();
+    if let Err(e) = r {
         eprintln!("storwatch-agent: {e:#}");
         std::process::exit(1);
     }
@@ -360,6 +366,9 @@ fn run(mut cfg: Config, reload: &dyn Fn() -> Result<Config>) -> Result<()> {
         }
     }
     tracing::info!("stopping");
+    // First the commands still running (a smartctl hung on a dead disk would otherwise outlive
+    // the agent, and hold a service stop for its whole timeout), then the report and the flush.
+    at_exit::cleanup_and_log();
     if sampler.pending_samples() > 0 {
         // The unfinished interval is not dropped: reported as far as it goes, marked partial.
         sampler.mark_partial();
@@ -372,13 +381,26 @@ fn run(mut cfg: Config, reload: &dyn Fn() -> Result<Config>) -> Result<()> {
 /// Samples one report interval and prints its report.
 fn once(cfg: &Config) -> Result<()> {
     // SIGTERM and SIGINT end `once` as their default action does, even when the agent was started
-    // with them ignored (a background job of a non-interactive shell has SIGINT ignored): the
-    // handler restores the default and raises the signal again.
-    let always = Arc::new(AtomicBool::new(true));
-    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        signal_hook::flag::register_conditional_default(sig, Arc::clone(&always))
-            .context("installing signal handlers")?;
-    }
+    // with them ignored (a background job of a non-interactive shell has SIGINT ignored): a thread
+    // kills the commands still running (they run in process groups of their own, which the
+    // signal does not reach) and removes the monitors' directories, then restores the default
+    // action and raises the signal again.
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+    ])
+    .context("installing signal handlers")?;
+    std::thread::Builder::new()
+        .name("storwatch-signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                at_exit::cleanup(at_exit::EXIT_WAIT);
+                let _ = signal_hook::low_level::emulate_default_handler(sig);
+                // Not ended by the signal (it cannot fail for these two): end as it would.
+                std::process::exit(128 + sig);
+            }
+        })
+        .context("starting the signal thread")?;
     let mut sink = open_sink(cfg)?;
     let mut sampler = Scheduler::new(cfg, collect::storage(cfg, true));
     let start = Instant::now();

@@ -8,6 +8,7 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn agent_dir() -> PathBuf {
@@ -140,4 +141,265 @@ fn once_reports_every_disk_of_the_fixture_tree() {
         let parsed: Vec<_> = influxdb_line_protocol::parse_lines(l).collect();
         assert!(parsed.len() == 1 && parsed[0].is_ok(), "{l}");
     }
+}
+
+/// A stand-in smartctl that never answers and ignores SIGTERM and SIGINT, as a smartctl in an
+/// ioctl on a hung disk does not end at them: it starts a `sleep` (which inherits the ignored
+/// signals), writes `<its pid> <the sleep's pid>` to `pids.<disk>`, and waits.
+fn hung_setup(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let proc_root = storwatch_test_support::files::fixture_proc_root(dir);
+    let smartctl = dir.join("smartctl");
+    fs::write(
+        &smartctl,
+        format!(
+            "#!/bin/sh\ntrap '' TERM INT\nfor dev; do :; done\nsleep 1000 &\n\
+             echo \"$$ $!\" > '{}'/pids.\"${{dev##*/}}\"\nwait\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&smartctl, fs::Permissions::from_mode(0o755)).unwrap();
+    let config = dir.join("agent.toml");
+    // Every disk due within 2 s, none killed by its timeout while the test runs.
+    fs::write(
+        &config,
+        format!(
+            "[drive]\nsmartctl = \"{}\"\ninterval = \"2s\"\ntimeout = \"1h\"\nmax_running = 8\n",
+            smartctl.display()
+        ),
+    )
+    .unwrap();
+    (
+        proc_root,
+        agent_dir().join("fixtures/sysfs/disk-server/sys"),
+        config,
+    )
+}
+
+/// The process ids the hung calls wrote: each call's shell and its sleep, 8 for the 4 disks.
+fn hung_pids(dir: &Path) -> Vec<i32> {
+    ["sda", "sdb", "sdc", "nvme0n1"]
+        .iter()
+        .filter_map(|d| fs::read_to_string(dir.join(format!("pids.{d}"))).ok())
+        .flat_map(|t| {
+            t.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect()
+}
+
+/// Whether process `pid` runs: it exists and is not a zombie (a call's `sleep`, once killed,
+/// is its dead shell's orphan, a zombie until the system's init reaps it).
+fn alive(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| Some(s.rsplit_once(')')?.1.trim_start().starts_with('Z')))
+        .is_some_and(|zombie| !zombie)
+}
+
+/// Kills what a failed test left running (the hung calls' groups), so no test leaks them.
+struct Reaper(Vec<i32>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = Command::new("kill")
+                .args(["-KILL", &p.to_string()])
+                .status();
+        }
+    }
+}
+
+/// Starts the agent (`args`: `run` or `once` and its flags) on the fixture tree with the hung
+/// smartctl, waits for the four calls, sends `signal`, and checks that the agent ends at once
+/// and leaves none of the calls, nor what they started, running.
+fn hung_calls_end_with_the_agent(mode: &str, signal: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let (proc_root, sys_root, config) = hung_setup(dir.path());
+    let out = dir.path().join("out.lp");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_storwatch-agent"));
+    cmd.args([
+        mode,
+        "--sample-interval",
+        "250ms",
+        "--report-interval",
+        "1s",
+        "--host",
+        "ds01",
+    ])
+    .arg("--proc-root")
+    .arg(&proc_root)
+    .arg("--sys-root")
+    .arg(&sys_root)
+    .arg("--config")
+    .arg(&config)
+    .arg("--output")
+    .arg(format!("file:{}", out.display()))
+    .stderr(std::process::Stdio::piped());
+    let mut agent = cmd.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while hung_pids(dir.path()).len() < 8 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pids = hung_pids(dir.path());
+    let _reaper = Reaper(pids.clone());
+    assert_eq!(pids.len(), 8, "the four calls did not all start");
+    assert!(pids.iter().all(|p| alive(*p)));
+
+    storwatch_test_support::process::signal(agent.id(), signal);
+    let stopped = Instant::now();
+    let mut exited = false;
+    while !exited && stopped.elapsed() < Duration::from_secs(20) {
+        exited = agent.try_wait().unwrap().is_some();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let took = stopped.elapsed();
+    let _ = agent.kill();
+    let status = agent.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut agent.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(exited, "the agent did not stop: {stderr}");
+    assert!(took < Duration::from_secs(5), "stopping took {took:?}");
+    // Gone by the time the agent is (it waits for them), not left to systemd's kill.
+    let left: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+    assert!(
+        left.is_empty(),
+        "{mode} ended by SIG{signal} ({status:?}) left {} of {} hung-call processes running: {left:?}\n{stderr}",
+        left.len(),
+        pids.len()
+    );
+}
+
+#[test]
+fn sigterm_ends_the_agents_hung_calls_with_it() {
+    hung_calls_end_with_the_agent("run", "TERM");
+}
+
+#[test]
+fn sigint_ends_the_agents_hung_calls_with_it() {
+    hung_calls_end_with_the_agent("run", "INT");
+}
+
+#[test]
+fn sigterm_ends_the_hung_calls_of_once_with_it() {
+    hung_calls_end_with_the_agent("once", "TERM");
+}
+
+/// More disks than calls may run (1,000 disks, `max_running` 4, one due every 2 ms): when the
+/// agent stops, the drive thread finds its 4 calls ended by the kill and goes on to the disks
+/// waiting. None of them may start once the agent is stopping: a process forked
+/// while the agent exits outlives it. Before, the thread forked one refused call after another
+/// until the process ended (the stop waited its 2 s for them to be reaped), and the last one
+/// was left running.
+#[test]
+fn no_call_starts_once_the_agent_is_stopping() {
+    let dir = tempfile::tempdir().unwrap();
+    let (proc_root, _, config) = hung_setup(dir.path());
+    fs::write(
+        &config,
+        format!(
+            "[drive]\nsmartctl = \"{}\"\ninterval = \"2s\"\ntimeout = \"1h\"\nmax_running = 4\n",
+            dir.path().join("smartctl").display()
+        ),
+    )
+    .unwrap();
+    let sys = dir.path().join("sys");
+    // sda … sdz, sdaa … sdzz, sdaaa …: the kernel's names
+    let letter = |i: usize| char::from(b'a' + (i % 26) as u8);
+    let names: Vec<String> = (0..1000)
+        .map(|i| match i {
+            0..26 => format!("sd{}", letter(i)),
+            26..702 => format!("sd{}{}", letter(i / 26 - 1), letter(i)),
+            _ => format!(
+                "sd{}{}{}",
+                letter((i - 702) / 676),
+                letter((i - 702) / 26),
+                letter(i)
+            ),
+        })
+        .collect();
+    for (i, n) in names.iter().enumerate() {
+        fs::create_dir_all(sys.join("block").join(n)).unwrap();
+        fs::write(
+            sys.join("block").join(n).join("dev"),
+            format!("8:{}\n", i * 16),
+        )
+        .unwrap();
+    }
+    let pids = || -> Vec<i32> {
+        fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| {
+                let e = e.ok()?;
+                e.file_name()
+                    .to_str()?
+                    .starts_with("pids.")
+                    .then(|| e.path())
+            })
+            .filter_map(|p| fs::read_to_string(p).ok())
+            .flat_map(|t| {
+                t.split_whitespace()
+                    .filter_map(|p| p.parse().ok())
+                    .collect::<Vec<i32>>()
+            })
+            .collect()
+    };
+    let mut agent = Command::new(env!("CARGO_BIN_EXE_storwatch-agent"))
+        .args([
+            "run",
+            "--sample-interval",
+            "250ms",
+            "--report-interval",
+            "1s",
+        ])
+        .args(["--host", "ds01"])
+        .arg("--proc-root")
+        .arg(&proc_root)
+        .arg("--sys-root")
+        .arg(&sys)
+        .arg("--config")
+        .arg(&config)
+        .arg("--output")
+        .arg(format!("file:{}", dir.path().join("out.lp").display()))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Four calls running, and the rest of the disks due (past 2 s).
+    let started = storwatch_test_support::wait_for(Duration::from_secs(20), || pids().len() >= 8);
+    std::thread::sleep(Duration::from_millis(2500));
+    storwatch_test_support::process::signal(agent.id(), "TERM");
+    let stopping = Instant::now();
+    let mut exited = false;
+    while !exited && stopping.elapsed() < Duration::from_secs(20) {
+        exited = agent.try_wait().unwrap().is_some();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let took = stopping.elapsed();
+    let _ = agent.kill();
+    let _ = agent.wait();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut agent.stderr.take().unwrap(), &mut stderr).unwrap();
+    // (the calls that began before the exit have written their pids by now, or never will)
+    std::thread::sleep(Duration::from_millis(300));
+    let all = pids();
+    let _reaper = Reaper(all.clone());
+    assert!(started, "the calls did not start: {stderr}");
+    assert!(exited, "the agent did not stop: {stderr}");
+    let left: Vec<i32> = all.iter().copied().filter(|p| alive(*p)).collect();
+    assert!(
+        left.is_empty(),
+        "{} stand-in processes of {} left running: {left:?}\n{stderr}",
+        left.len(),
+        all.len()
+    );
+    assert_eq!(
+        all.len(),
+        8,
+        "calls started after the agent began stopping (4 before)\n{stderr}"
+    );
+    assert!(
+        took < Duration::from_secs(1),
+        "stopping took {took:?}\n{stderr}"
+    );
 }

@@ -51,6 +51,7 @@ use serde_json::{Map, Value};
 
 use super::ParseError;
 
+pub mod output;
 pub mod scan;
 
 /// Which command set the drive speaks (`device.protocol`).
@@ -309,19 +310,31 @@ pub fn raw16_words(raw: u64) -> [u16; 3] {
     [w(2), w(1), w(0)]
 }
 
-/// Parses one `smartctl --json` document.
+/// Parses one `smartctl --json` document (or smartd's JSON state, which lacks smartctl's own
+/// fields); what a smartctl call printed is checked further by [`output::parse`].
 pub fn parse(json: &str) -> Result<DriveHealth, ParseError> {
+    from_object(object(json)?, json)
+}
+
+/// The JSON object of a document.
+fn object(json: &str) -> Result<Map<String, Value>, ParseError> {
     if json.trim().is_empty() {
         return Err(ParseError::new(1, "", "empty output: no smartctl JSON"));
     }
     let doc: Value = serde_json::from_str(json).map_err(|e| json_error(json, &e))?;
-    let Some(root) = doc.as_object() else {
-        return Err(ParseError::new(
+    match doc {
+        Value::Object(root) => Ok(root),
+        _ => Err(ParseError::new(
             1,
             json.lines().next().unwrap_or_default(),
             "smartctl JSON must be an object",
-        ));
-    };
+        )),
+    }
+}
+
+/// The drive a document's object describes (`json`: the document, for errors).
+fn from_object(root: Map<String, Value>, json: &str) -> Result<DriveHealth, ParseError> {
+    let root = &root;
     if !root.contains_key("smartctl") && !root.contains_key("device") {
         return Err(ParseError::new(
             1,

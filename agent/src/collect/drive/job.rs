@@ -7,7 +7,13 @@
 //! start, so a 100-disk server runs one `smartctl` every 18 s instead of 100 at once. A due call
 //! is started without waiting for the ones still running (at most `max_running` at a time);
 //! each is polled, and killed with its process group once it has run `timeout`. Disks asked for
-//! out of schedule (the members of an MD array that degraded) go first.
+//! out of schedule (the members of an MD array that degraded) go first. When hung calls held all
+//! `max_running` places until the next round, the disks not started are left out
+//! ([`DriveError::NotStarted`] on their lines) and the next round starts with the first of them:
+//! a round restarting at the first disk gave the first ones every turn and the last ones none.
+//!
+//! smartctl's output is taken as a reading only when it is smartctl's
+//! ([`smartctl::output::parse`]): any other JSON is a source error and the last reading stays.
 //!
 //! Inline (`once`, stepped tests), a round's disks are all due when it starts and the poll that
 //! starts them waits for them, each still bounded by `timeout`.
@@ -57,6 +63,17 @@ pub enum DriveError {
         status: i32,
         /// What was wrong.
         source: ParseError,
+    },
+    /// The disk's call was not started in its round: hung calls of other disks held all
+    /// `max_running` places until the next round began. It goes first in the next round.
+    #[error(
+        "smartctl {device}: not read in its round: all {max_running} calls (max_running) were taken until the round ended; read first in the next round"
+    )]
+    NotStarted {
+        /// `/dev/sdX`.
+        device: String,
+        /// `[drive] max_running`.
+        max_running: usize,
     },
     /// smartctl answered but read nothing: the command line was refused (exit bit 0) or the
     /// device could not be opened (bit 1 without a low-power message).
@@ -188,6 +205,9 @@ pub(super) struct DriveJob {
     round: u64,
     /// Each SAS disk's last non-medium error count, carried between its `-l error` calls.
     error_log: BTreeMap<String, ErrorLog>,
+    /// The first disk of the last round whose call was not started (hung calls held every
+    /// place): the next round starts with it, so that every disk gets its turn.
+    cursor: Option<String>,
 }
 
 impl DriveJob {
@@ -208,6 +228,7 @@ impl DriveJob {
             state_dir_told: false,
             round: 0,
             error_log: BTreeMap::new(),
+            cursor: None,
         }
     }
 
@@ -221,6 +242,7 @@ impl DriveJob {
             self.round += 1;
         }
         self.next_round_s = now_s + self.cfg.interval_s;
+        self.missed(out);
         self.missing = !found(&self.cfg.smartctl);
         let mut names = whole_disks(&self.root, &self.cfg.exclude);
         let mut disks: Vec<Disk> = names
@@ -315,6 +337,15 @@ impl DriveJob {
                 return;
             }
         }
+        // The round starts where the last one stopped: a round cut short by hung calls does
+        // not hand its first disks a turn again while the last ones never get one.
+        if let Some(pos) = self
+            .cursor
+            .take()
+            .and_then(|c| names.iter().position(|n| *n == c))
+        {
+            names.rotate_left(pos);
+        }
         let n = names.len().max(1) as f64;
         let spacing = if self.cfg.inline {
             0.0
@@ -323,6 +354,34 @@ impl DriveJob {
         };
         for (i, name) in names.into_iter().enumerate() {
             self.queue.push_back((now_s + i as f64 * spacing, name));
+        }
+    }
+
+    /// The calls of the round ending that were never started (hung calls held all
+    /// `max_running` places): each such disk is told so ([`DriveError::NotStarted`]), and the
+    /// first of them is where the next round starts.
+    fn missed(&mut self, out: &mut Vec<Update>) {
+        let left = std::mem::take(&mut self.queue);
+        self.cursor = left.front().map(|(_, n)| n.clone());
+        for (_, name) in left {
+            // (a disk whose call of an earlier round still runs is not started twice: not
+            // missed)
+            if self.running.iter().any(|r| r.name == name) {
+                continue;
+            }
+            let Some(t) = self.disks.get(&name) else {
+                continue;
+            };
+            let device = t.label();
+            out.push(Update::Read {
+                name,
+                at: Instant::now(),
+                result: ReadResult::Failed(DriveError::NotStarted {
+                    device,
+                    max_running: self.cfg.max_running.max(1),
+                }),
+                error_log_age_s: None,
+            });
         }
     }
 
@@ -668,10 +727,11 @@ fn wants_text(h: &DriveHealth) -> bool {
             .is_some_and(|s| s.non_medium_errors.is_none())
 }
 
-/// What a finished call amounts to. The process's own exit status stands in for the JSON's
-/// when smartctl did not print one.
+/// What a finished call amounts to. JSON that is not smartctl's own output (without the fields
+/// every smartctl prints, [`smartctl::output`]) is no reading: taken as one, a drive whose
+/// values are all absent would look healthy.
 pub(super) fn interpret(device: &str, fin: Finished) -> ReadResult {
-    let mut health = match smartctl::parse(&fin.stdout) {
+    let mut health = match smartctl::output::parse(&fin.stdout) {
         Ok(h) => h,
         Err(source) => {
             return ReadResult::Failed(DriveError::Parse {

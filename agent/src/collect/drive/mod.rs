@@ -18,7 +18,8 @@
 //! status 2 and says so, and the disk keeps its last reading, marked `asleep=true`. Not an
 //! error.
 //!
-//! **Bad answers.** Output that is not smartctl JSON, or JSON cut short, is a source error and
+//! **Bad answers.** Output that is not smartctl JSON (also JSON without the fields every
+//! smartctl prints), or JSON cut short, is a source error and
 //! the last good reading stays (its age grows in `last_read_age_s`). smartctl not installed (or
 //! not at the configured path): one info line at the first round, no error, no lines.
 //!

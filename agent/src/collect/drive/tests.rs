@@ -694,6 +694,71 @@ fn a_hung_disk_and_a_flood_delay_nobody() {
     assert!(t.elapsed() < Duration::from_secs(1));
 }
 
+/// A controller on which every call hangs (smartctl ignoring SIGTERM, killed at its timeout):
+/// 10 disks, a round of 2 s, calls killed after 0.5 s, 2 at a time, so a round has room for
+/// about 8 calls. Each round used to start again at the first disk and drop the calls it had
+/// not started: the last disks were never tried and had no line at all. The next round now
+/// starts with the first disk left out, and a disk left out says so on its line.
+#[test]
+fn every_disk_gets_its_turn_when_hung_calls_fill_the_rounds() {
+    let disks = [
+        "sda", "sdb", "sdc", "sdd", "sde", "sdf", "sdg", "sdh", "sdi", "sdj",
+    ];
+    let h = Host::new(&disks);
+    let smartctl = h.smartctl("*) trap '' TERM; sleep 1000 & wait;;\n");
+    let mut c = cfg(smartctl, 2000, 500);
+    c.max_running = 2;
+    let mut m = DriveMonitor::new(c, h.root());
+    let mut d = Driver::new(h.root());
+    let start = Instant::now();
+    let mut slowest = Duration::ZERO;
+    let mut text = String::new();
+    // Four rounds: the first leaves two disks out, the second starts with them.
+    while start.elapsed() < Duration::from_millis(8000) {
+        let t = Instant::now();
+        d.sample(&mut m, start.elapsed().as_secs_f64());
+        slowest = slowest.max(t.elapsed());
+        if start.elapsed() > Duration::from_millis(2100) && text.is_empty() {
+            // just after the first round ended
+            text = d.report(&mut m, start.elapsed().as_secs_f64());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        slowest < Duration::from_millis(500),
+        "a sample took {slowest:?}"
+    );
+    let calls = h.calls();
+    for disk in disks {
+        let dev = format!("/dev/{disk}");
+        assert!(
+            calls.iter().any(|(_, d)| *d == dev),
+            "{disk} never tried in 4 rounds: {calls:?}"
+        );
+    }
+    // The disks the first round left out have a line that says so, and an error each.
+    let left_out: Vec<&str> = disks
+        .iter()
+        .copied()
+        .filter(|disk| {
+            text.lines()
+                .find(|l| l.starts_with(&format!("drive,host=ds01,device={disk} ")))
+                .and_then(|l| field(l, "read_error"))
+                .is_some_and(|e| e.contains("not read in its round"))
+        })
+        .collect();
+    assert!(
+        !left_out.is_empty(),
+        "no disk said it was left out:\n{text}"
+    );
+    let sdj = line(&text, "sdj");
+    assert_eq!(field(sdj, "read_ok").as_deref(), Some("false"), "{sdj}");
+    assert_eq!(
+        field(sdj, "read_error").as_deref(),
+        Some("\"smartctl /dev/sdj: not read in its round: all 2 calls (max_running) were taken until the round ended; read first in the next round\""),
+    );
+}
+
 /// Inline rounds on a stepped clock: a good reading, then garbage, then JSON cut short: the
 /// good reading stays with its age, each bad answer is a source error.
 #[test]
@@ -740,6 +805,49 @@ fn garbage_and_truncated_output_keep_the_last_good_reading() {
         assert!(field(sda, "read_error").unwrap().contains(what), "{sda}");
     }
     assert_eq!(d.error_total(), 2);
+}
+
+/// JSON that is not smartctl's output, after a good reading: an object with a `smartctl` key
+/// but none of the fields every smartctl prints (`json_format_version`,
+/// `smartctl.exit_status`, `device`), exit 0. Taken as a reading it had no serial, model, health
+/// or counts, and the healthy failure probability (0.0149 → 0.0004): a failing drive looked
+/// healthy. It is a source error and the last good reading stays.
+#[test]
+fn json_that_is_not_smartctls_keeps_the_last_good_reading() {
+    let h = Host::new(&["sda"]);
+    let n = h.path("n");
+    let smartctl = h.smartctl(&format!(
+        "/dev/sda) n=$(cat {n} 2>/dev/null || echo 0); echo $((n+1)) > {n}\n  case $n in\n  0) cat '{}';;\n  *) echo '{{\"hello\":[\"world\"],\"smartctl\":\"yes\"}}';;\n  esac;;\n",
+        fixture("sce-ata-seagate-st3000nm0033-188-packed-4-4-4.json").display(),
+        n = n.display(),
+    ));
+    let mut m = DriveMonitor::new_inline(cfg(smartctl, 60_000, 5000), h.root());
+    let mut d = Driver::new(h.root());
+    d.sample(&mut m, 0.0);
+    let good = d.report(&mut m, 10.0);
+    let good = line(&good, "sda").to_owned();
+    assert_eq!(field(&good, "read_ok").as_deref(), Some("true"), "{good}");
+    let p_good = field(&good, "failure_probability").expect("a probability");
+
+    d.sample(&mut m, 60.0);
+    assert_eq!(h.calls().len(), 2, "the second call ran");
+    let text = d.report(&mut m, 70.0);
+    let sda = line(&text, "sda");
+    assert!(
+        sda.starts_with("drive,host=ds01,device=sda,serial=REDACTED,wwn=5000c500499602d2,model=ST3000NM0033-9ZM178,protocol=ata "),
+        "{sda}"
+    );
+    assert_eq!(field(sda, "read_ok").as_deref(), Some("false"), "{sda}");
+    assert_eq!(field(sda, "health_ok").as_deref(), Some("true"));
+    assert_eq!(field(sda, "reallocated_sectors").as_deref(), Some("1i"));
+    assert_eq!(field(sda, "failure_probability"), Some(p_good));
+    assert_eq!(field(sda, "last_read_age_s").as_deref(), Some("70i"));
+    let err = field(sda, "read_error").expect("an error");
+    assert!(
+        err.contains("smartctl /dev/sda: exit status 0: line 1: not smartctl's output: no json_format_version"),
+        "{err}"
+    );
+    assert_eq!(d.error_total(), 1);
 }
 
 #[test]

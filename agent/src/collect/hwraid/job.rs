@@ -38,7 +38,8 @@
 //! storcli/perccli accepts the `nolog` keyword could not be established, and one that does not
 //! would fail every call; so each call runs instead in a private directory of the monitor's
 //! ([`WorkDir`], `$TMPDIR/storwatch-storcli-<pid>-<n>`, mode 0700), emptied after each call and
-//! removed with the monitor; one left by an agent that ended without removing it (killed) is
+//! removed with the monitor, and by the agent's exit however it ends (`command::at_exit`: its
+//! thread may never get to drop it); one left by an agent that ended without removing it (killed) is
 //! removed by the next agent's monitor at its start, once that process id is gone. The call goes through `/bin/sh -c 'cd -- "$1" && shift && exec
 //! "$@"'` (the command runner sets no working directory); errors name storcli, not the shell.
 //!
@@ -495,6 +496,8 @@ impl WorkDir {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(e),
         }
+        // Removed however the agent ends, also when this monitor's thread never gets to drop it.
+        crate::command::at_exit::remove_at_exit(&path);
         let w = Self(path);
         w.empty();
         Ok(w)
@@ -580,6 +583,7 @@ fn alive(pid: i32) -> bool {
 
 impl Drop for WorkDir {
     fn drop(&mut self) {
+        crate::command::at_exit::keep_at_exit(&self.0);
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
