@@ -10,7 +10,7 @@ use std::time::Duration;
 use reqwest::header::{AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER};
 use tokio::sync::watch;
 
-use super::answer::{classify, Verdict};
+use super::answer::{classify, read_body, Verdict, MAX_INFLUX_ANSWER_BYTES};
 use super::{ForwardError, Forwarder};
 use crate::config::{Api, OutputType};
 use crate::target::Target;
@@ -52,7 +52,7 @@ impl Forwarder {
                     .get(RETRY_AFTER)
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_string);
-                let text = resp.text().await.unwrap_or_default();
+                let text = read_body(resp, MAX_INFLUX_ANSWER_BYTES).await;
                 classify(
                     self.output.api,
                     status,
@@ -103,12 +103,12 @@ impl Forwarder {
         }
         match req.send().await {
             Ok(resp) if resp.status().is_success() => {
-                let text = resp.text().await.unwrap_or_default();
+                let text = read_body(resp, MAX_INFLUX_ANSWER_BYTES).await;
                 let ok = !text.contains("\"error\"");
                 if ok {
                     tracing::info!(output = %self.output.name, db = %db, "database created");
                 } else {
-                    tracing::warn!(output = %self.output.name, db = %db, answer = %text, "CREATE DATABASE refused");
+                    tracing::warn!(output = %self.output.name, db = %db, answer = %crate::http::printable(&text), "CREATE DATABASE refused");
                 }
                 ok
             }
@@ -214,7 +214,7 @@ impl Forwarder {
                     }
                     Verdict::Refused(msg) => {
                         self.metrics.auth_errors.fetch_add(1, Ordering::Relaxed);
-                        tracing::error!(output = %self.output.name, url = %url, answer = %msg, retry_in_s = self.output.auth_retry.as_secs(), "output refuses the credentials or the target; data kept");
+                        tracing::error!(output = %self.output.name, url = %url, answer = %crate::http::printable(&msg), retry_in_s = self.output.auth_retry.as_secs(), "output refuses the credentials or the target; data kept");
                         self.sleep(self.output.auth_retry, stop).await?;
                     }
                     Verdict::TooLarge => {

@@ -28,7 +28,7 @@ use reqwest::StatusCode;
 use storwatch_wire::lp::{parse_line, Backend, Point};
 use storwatch_wire::prom::prom_line;
 
-use super::answer::Verdict;
+use super::answer::{read_body, Verdict, MAX_REMOTE_WRITE_ANSWER_BYTES};
 use super::Forwarder;
 
 /// The remote-write protocol version header of 1.0.
@@ -301,14 +301,14 @@ impl Forwarder {
                     .get(RETRY_AFTER)
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_string);
-                let text = resp.text().await.unwrap_or_default();
+                let text = read_body(resp, MAX_REMOTE_WRITE_ANSWER_BYTES).await;
                 let verdict = classify(status, retry_after.as_deref(), &text);
                 if verdict == Verdict::Done {
                     self.metrics
                         .samples_sent
                         .fetch_add(count as u64, Ordering::Relaxed);
                 } else {
-                    tracing::warn!(output = %self.output.name, status = %status, answer = %text.trim(), lines = lines.len(), "remote write not accepted");
+                    tracing::warn!(output = %self.output.name, status = %status, answer = %crate::http::printable(text.trim()), lines = lines.len(), "remote write not accepted");
                 }
                 verdict
             }
