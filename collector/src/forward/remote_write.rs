@@ -185,8 +185,8 @@ impl Samples {
     }
 }
 
-/// Labels sorted by name, each name once: a string field named like a tag keeps the tag's
-/// value, the first.
+/// Labels sorted by name, each name once ([`prom_line`] already leaves out a string field
+/// named like a tag, and keeps the last of a field written twice).
 fn clean(mut labels: Labels) -> Labels {
     labels.sort_by(|a, b| a.0.cmp(&b.0));
     labels.dedup_by(|b, a| a.0 == b.0);
@@ -382,6 +382,24 @@ mod tests {
             ]
         );
         assert_eq!((s.series(), s.samples()), (4, 8));
+    }
+
+    #[test]
+    fn a_string_field_written_twice_is_labelled_with_its_last_value() {
+        let s = Samples::of_lines(
+            &["md,host=n1,array=md0 state=\"clean\",state=\"degraded\" 1000000"],
+            0,
+        )
+        .unwrap();
+        let got = s.timeseries();
+        assert_eq!(got.len(), 1);
+        assert!(
+            got[0]
+                .0
+                .contains(&("state".to_string(), "degraded".to_string())),
+            "{:?}",
+            got[0].0
+        );
     }
 
     #[test]
