@@ -167,12 +167,32 @@ impl Forwarder {
         &self,
         url: &reqwest::Url,
         target: &Target,
-        mut stack: Vec<Vec<&str>>,
+        stack: Vec<Vec<&str>>,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(), ForwardError> {
-        stack.reverse();
+        let mut stack: Vec<Part<'_>> = stack
+            .into_iter()
+            .rev()
+            .map(|lines| Part {
+                lines,
+                known: Known::Unknown,
+            })
+            .collect();
         let mut created = false;
-        while let Some(chunk) = stack.pop() {
+        while let Some(Part {
+            lines: chunk,
+            known,
+        }) = stack.pop()
+        {
+            if known == Known::Refused && chunk.len() > 1 {
+                // Its sibling was accepted where the two together were refused: the refused
+                // line is in here, and sending it whole would only be refused again.
+                self.metrics.splits.fetch_add(1, Ordering::Relaxed);
+                bisect(&mut stack, &chunk);
+                continue;
+            }
+            // What this part's answer tells of the sibling waiting above it on the stack.
+            let mut accepted = false;
             let mut attempt = 0u32;
             loop {
                 if *stop.borrow() {
@@ -184,6 +204,7 @@ impl Forwarder {
                         self.metrics
                             .lines_sent
                             .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                        accepted = true;
                         break;
                     }
                     Verdict::Retry(after) => {
@@ -218,11 +239,16 @@ impl Forwarder {
                         self.sleep(self.output.auth_retry, stop).await?;
                     }
                     Verdict::TooLarge => {
+                        settle_sibling(&mut stack, false);
                         if chunk.len() > 1 {
                             self.metrics.splits.fetch_add(1, Ordering::Relaxed);
                             let (a, b) = chunk.split_at(chunk.len() / 2);
-                            stack.push(b.to_vec());
-                            stack.push(a.to_vec());
+                            for lines in [b, a] {
+                                stack.push(Part {
+                                    lines: lines.to_vec(),
+                                    known: Known::Unknown,
+                                });
+                            }
                         } else {
                             self.write_dead_letter(&[(
                                 chunk[0],
@@ -232,6 +258,7 @@ impl Forwarder {
                         break;
                     }
                     Verdict::BadData { reason, named } => {
+                        settle_sibling(&mut stack, false);
                         if chunk.len() == 1 {
                             self.write_dead_letter(&[(chunk[0], reason)])?;
                         } else if !named.is_empty() {
@@ -249,18 +276,69 @@ impl Forwarder {
                             // The rest is sent again: where the output already stored it, the
                             // same points are simply overwritten.
                             if !rest.is_empty() {
-                                stack.push(rest);
+                                stack.push(Part {
+                                    lines: rest,
+                                    known: Known::Unknown,
+                                });
                             }
                         } else {
-                            let (a, b) = chunk.split_at(chunk.len() / 2);
-                            stack.push(b.to_vec());
-                            stack.push(a.to_vec());
+                            self.metrics.splits.fetch_add(1, Ordering::Relaxed);
+                            bisect(&mut stack, &chunk);
                         }
                         break;
                     }
                 }
             }
+            if accepted {
+                settle_sibling(&mut stack, true);
+            }
         }
         Ok(())
+    }
+}
+
+/// A part of a batch waiting to be sent, and what is known of it.
+#[derive(Debug)]
+struct Part<'a> {
+    lines: Vec<&'a str>,
+    known: Known,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Known {
+    /// Nothing: it is sent.
+    Unknown,
+    /// The second half of a refused part, waiting for its first half's answer: if the first
+    /// half is accepted, the refused line is in this one.
+    RefusedIfSiblingAccepted,
+    /// Holds a line the output refuses: split without being sent (a single line is still sent
+    /// alone before it is dead-lettered, so that no line is dead-lettered on inference alone).
+    Refused,
+}
+
+/// Splits a refused part without names in two, the first half to be sent first.
+fn bisect<'a>(stack: &mut Vec<Part<'a>>, chunk: &[&'a str]) {
+    let (a, b) = chunk.split_at(chunk.len() / 2);
+    stack.push(Part {
+        lines: b.to_vec(),
+        known: Known::RefusedIfSiblingAccepted,
+    });
+    stack.push(Part {
+        lines: a.to_vec(),
+        known: Known::Unknown,
+    });
+}
+
+/// Once a first half has its answer: the second half, next on the stack, holds the refused
+/// line when the first was `accepted`, and is unknown otherwise.
+fn settle_sibling(stack: &mut [Part<'_>], accepted: bool) {
+    if let Some(p) = stack.last_mut() {
+        if p.known == Known::RefusedIfSiblingAccepted {
+            p.known = if accepted {
+                Known::Refused
+            } else {
+                Known::Unknown
+            };
+        }
     }
 }
