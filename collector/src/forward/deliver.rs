@@ -124,7 +124,8 @@ impl Forwarder {
     }
 
     /// Delivers `lines` of `target` completely: every line is acknowledged by the output or
-    /// dead-lettered.
+    /// dead-lettered. (`deliver_chunks` with `resent`: the lines were sent before a restart,
+    /// and a remote-write receiver refusing one of them for its time has stored it then.)
     pub async fn deliver(
         &self,
         lines: &[&str],
@@ -155,12 +156,12 @@ impl Forwarder {
             let second = stack.split_off(stack.len() / 2);
             let mut stop2 = stop.clone();
             let (a, b) = tokio::join!(
-                self.deliver_chunks(&url, target, stack, stop),
-                self.deliver_chunks(&url, target, second, &mut stop2)
+                self.deliver_chunks(&url, target, stack, false, stop),
+                self.deliver_chunks(&url, target, second, false, &mut stop2)
             );
             return a.and(b);
         }
-        self.deliver_chunks(&url, target, stack, stop).await
+        self.deliver_chunks(&url, target, stack, false, stop).await
     }
 
     pub(super) async fn deliver_chunks(
@@ -168,6 +169,7 @@ impl Forwarder {
         url: &reqwest::Url,
         target: &Target,
         stack: Vec<Vec<&str>>,
+        resent: bool,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(), ForwardError> {
         let mut stack: Vec<Part<'_>> = stack
@@ -259,7 +261,9 @@ impl Forwarder {
                     }
                     Verdict::BadData { reason, named } => {
                         settle_sibling(&mut stack, false);
-                        if chunk.len() == 1 {
+                        if chunk.len() == 1 && resent && self.refused_as_stored(&reason) {
+                            self.note_resent_refused(&reason);
+                        } else if chunk.len() == 1 {
                             self.write_dead_letter(&[(chunk[0], reason)])?;
                         } else if !named.is_empty() {
                             let entries: Vec<(&str, String)> = named

@@ -308,7 +308,18 @@ impl Forwarder {
                         .samples_sent
                         .fetch_add(count as u64, Ordering::Relaxed);
                 } else {
-                    tracing::warn!(output = %self.output.name, status = %status, answer = %crate::http::printable(text.trim()), lines = lines.len(), "remote write not accepted");
+                    // a bisection meets one refusal per halving: a log line now and then
+                    let due = match verdict {
+                        Verdict::BadData { .. } => self
+                            .quiet_refusals
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .due(),
+                        _ => Some(1),
+                    };
+                    if let Some(requests) = due {
+                        tracing::warn!(output = %self.output.name, status = %status, answer = %crate::http::printable(text.trim()), lines = lines.len(), requests, "remote write not accepted");
+                    }
                 }
                 verdict
             }
