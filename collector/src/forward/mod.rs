@@ -84,6 +84,7 @@ pub struct Forwarder {
     /// Log lines about resent lines refused, and about refused requests, kept few.
     quiet_resent: Mutex<resent::Quiet>,
     quiet_refusals: Mutex<resent::Quiet>,
+    quiet_dead_letters: Mutex<resent::Quiet>,
 }
 
 impl Forwarder {
@@ -119,6 +120,7 @@ impl Forwarder {
             dead_letter_rotation: Arc::new(RwLock::new(rotation)),
             quiet_resent: Mutex::default(),
             quiet_refusals: Mutex::default(),
+            quiet_dead_letters: Mutex::default(),
         })
     }
 

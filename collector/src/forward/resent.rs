@@ -1,4 +1,5 @@
-//! Lines resent after a restart that a remote-write receiver refuses for their time.
+//! Lines resent after a restart that a remote-write receiver refuses for their time, and
+//! log lines kept few ([`Quiet`]).
 //!
 //! The cursor lags the acknowledgements by what was in flight, so a crash resends it
 //! (`Forwarder::run`). A receiver that keeps the newest sample per series (Prometheus, Mimir)
@@ -12,8 +13,8 @@ use std::time::{Duration, Instant};
 use super::Forwarder;
 use crate::config::OutputType;
 
-/// At most one log line this often about resent lines refused, and about refused requests
-/// during a bisection.
+/// At most one log line this often about resent lines refused, refused requests during a
+/// bisection, and lines dead-lettered.
 pub(super) const LOG_EVERY: Duration = Duration::from_secs(10);
 
 /// Counts of a thing logged at most once per [`LOG_EVERY`].
@@ -26,7 +27,12 @@ pub(super) struct Quiet {
 impl Quiet {
     /// Counts one; `Some(count since the last log line)` when a log line is due now.
     pub(super) fn due(&mut self) -> Option<u64> {
-        self.since += 1;
+        self.due_for(1)
+    }
+
+    /// Counts `n`; `Some(count since the last log line)` when a log line is due now.
+    pub(super) fn due_for(&mut self, n: u64) -> Option<u64> {
+        self.since += n;
         let now = Instant::now();
         if self.last.is_some_and(|t| now.duration_since(t) < LOG_EVERY) {
             return None;
@@ -60,5 +66,22 @@ impl Forwarder {
                 "lines resent after a restart refused for their time: stored before the crash, not dead-lettered (output_resent_refused_total)"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_log_line_per_period_with_the_count_since() {
+        let mut q = Quiet::default();
+        assert_eq!(q.due(), Some(1));
+        assert_eq!(q.due(), None);
+        assert_eq!(q.due_for(5), None);
+        // the period over: the next says how many came since the last line
+        q.last = Some(Instant::now() - LOG_EVERY);
+        assert_eq!(q.due(), Some(7));
+        assert_eq!(q.due(), None);
     }
 }
