@@ -160,8 +160,9 @@ impl Forwarder {
         let mut pos = queue.load_cursor(&name);
         let mut read_pos = pos;
         let mut sent_mark = queue.load_sent_mark(&name).unwrap_or(0);
-        // lines before this position were sent before a restart
-        let resend_until = sent_mark.max(pos);
+        // lines before this position were sent before a restart (a mark past the queue's end
+        // is not this queue's)
+        let resend_until = sent_mark.min(queue.durable_end()).max(pos);
         this.metrics.cursor.store(pos, Ordering::Relaxed);
         let mut end_rx = queue.watch_end();
         tracing::info!(output = %name, url = %this.output.url, cursor = pos, resend_bytes = resend_until - pos, "forwarding");
