@@ -10,9 +10,9 @@ use storwatch_wire::lp::{parse_line, Backend};
 use crate::config::Api;
 
 /// Bytes of an InfluxDB output's answer read at most: a 1.x partial-write answer quotes every
-/// line it refused, so it is read far enough to name those of a whole batch (5,000 lines of
-/// ~200 bytes); a longer answer is cut there (lines it would have named past the cut are found
-/// by bisection instead).
+/// line it refused (`unable to parse '<line>': <reason>`), so it is read far enough to name some
+/// 4,000 refused lines of ~200 bytes; a longer answer is cut there (lines it would have named
+/// past the cut are in the rest sent again, and named by the answer to that).
 pub(super) const MAX_INFLUX_ANSWER_BYTES: usize = 1 << 20;
 /// Bytes of a remote-write receiver's answer read at most: its answers are one error line.
 pub(super) const MAX_REMOTE_WRITE_ANSWER_BYTES: usize = 64 << 10;
