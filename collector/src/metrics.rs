@@ -75,13 +75,15 @@ pub struct OutputMetrics {
     pub dead_lettered: AtomicU64,
     /// Times the dead-letter file was rotated (it reached `dead_letter.max_file_bytes`).
     pub dead_letter_rotations: AtomicU64,
-    /// Batches split in two after a 413.
+    /// Batches split in two after a 413, or bisected after a refusal that named no line.
     pub splits: AtomicU64,
     /// Samples a remote-write output's receiver acknowledged.
     pub samples_sent: AtomicU64,
     /// Lines a remote-write receiver refused for their time (out of order, duplicate
     /// timestamp, too old, out of bounds): dead-lettered, also counted in `dead_lettered`.
     pub out_of_order: AtomicU64,
+    /// Lines resent after a restart and refused for their time (already stored).
+    pub resent_refused: AtomicU64,
     /// Queue position acknowledged by this output.
     pub cursor: AtomicU64,
 }
@@ -306,7 +308,7 @@ impl Metrics {
             ),
             (
                 "output_splits_total",
-                "Batches split after a 413.",
+                "Batches split after a 413, or bisected after a refusal that named no line.",
                 "counter",
             ),
             (
@@ -317,6 +319,11 @@ impl Metrics {
             (
                 "output_out_of_order_total",
                 "Lines a remote-write receiver refused as out of order, duplicate or too old (dead-lettered).",
+                "counter",
+            ),
+            (
+                "output_resent_refused_total",
+                "Lines resent after a restart that a remote-write receiver refused as out of order, duplicate or too old: stored before the crash, not dead-lettered.",
                 "counter",
             ),
             (
@@ -339,6 +346,7 @@ impl Metrics {
                     "output_splits_total" => c(&o.splits),
                     "output_samples_sent_total" => c(&o.samples_sent),
                     "output_out_of_order_total" => c(&o.out_of_order),
+                    "output_resent_refused_total" => c(&o.resent_refused),
                     _ => end.saturating_sub(c(&o.cursor)),
                 };
                 let _ = writeln!(s, "storwatch_collector_{name}{{output=\"{}\"}} {v}", o.name);

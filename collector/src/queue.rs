@@ -98,6 +98,16 @@ struct AppendReq {
 }
 
 /// The shared handle: appends, the durable end, cursors and segment housekeeping.
+/// Records read from the queue ([`Queue::read_records`]).
+#[derive(Debug)]
+pub struct Read {
+    pub records: Vec<Vec<u8>>,
+    /// The position past each record.
+    pub ends: Vec<u64>,
+    /// The position past the read (past damage skipped after the last record too).
+    pub next: u64,
+}
+
 pub struct Queue {
     dir: PathBuf,
     opts: QueueOptions,
@@ -260,20 +270,37 @@ impl Queue {
     /// Reads records from `pos` up to the durable end, at most `max_bytes` of payload (but always
     /// at least one record), returning the payloads and the position after the last one.
     pub fn read_from(&self, pos: u64, max_bytes: usize) -> Result<(Vec<Vec<u8>>, u64), QueueError> {
+        self.read_records(pos, max_bytes)
+            .map(|r| (r.records, r.next))
+    }
+
+    /// [`Queue::read_from`], with the position past each record, so that an output may move
+    /// its cursor over the records it delivered before the whole read is.
+    pub fn read_records(&self, pos: u64, max_bytes: usize) -> Result<Read, QueueError> {
         let end = self.log.end();
         let from = self.log.locate(pos).max(self.log.first());
         let mut buf = Vec::new();
         let mut ends = Vec::new();
-        let batch = self
-            .log
-            .read(from, max_bytes.max(1), usize::MAX, &mut buf, &mut ends)?;
+        let mut marks = Vec::new();
+        let batch = self.log.read_marked(
+            from,
+            max_bytes.max(1),
+            usize::MAX,
+            &mut buf,
+            &mut ends,
+            Some(&mut marks),
+        )?;
         self.metrics
             .queue_corrupt_records
             .store(self.log.stats().corrupt_records, Ordering::Relaxed);
         let Some(batch) = batch else {
             // Nothing between `pos` and the end read before: skip to that end (a fresh
             // segment's header is all there is).
-            return Ok((Vec::new(), end.byte().max(pos)));
+            return Ok(Read {
+                records: Vec::new(),
+                ends: Vec::new(),
+                next: end.byte().max(pos),
+            });
         };
         let mut out = Vec::with_capacity(ends.len());
         let mut start = 0;
@@ -281,7 +308,34 @@ impl Queue {
             out.push(buf.get(start..e).unwrap_or_default().to_vec());
             start = e;
         }
-        Ok((out, batch.end.byte()))
+        Ok(Read {
+            records: out,
+            ends: marks.into_iter().map(|m| m.byte()).collect(),
+            next: batch.end.byte(),
+        })
+    }
+
+    /// The position up to which an output has sent requests (a hint kept beside its cursor:
+    /// lines between the cursor and it were sent before a crash, and may be stored already).
+    pub fn load_sent_mark(&self, name: &str) -> Option<u64> {
+        std::fs::read_to_string(self.sent_mark_path(name))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// Saves [`Queue::load_sent_mark`]'s hint: written and renamed, not fsync'd — it survives
+    /// the process being killed, and a power cut that loses it only loses the hint.
+    pub fn save_sent_mark(&self, name: &str, pos: u64) -> std::io::Result<()> {
+        let path = self.sent_mark_path(name);
+        let tmp = path.with_extension("sent.tmp");
+        std::fs::write(&tmp, pos.to_string())?;
+        std::fs::rename(&tmp, &path)
+    }
+
+    fn sent_mark_path(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.sent"))
     }
 
     /// Position `byte` as the log's [`Position`] (for tests and tools).

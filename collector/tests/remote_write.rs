@@ -597,3 +597,73 @@ fn retry_after_is_honoured_and_the_request_is_remote_write_1_0() {
     assert_eq!(c.metric("output_retries_total{output=\"fake\"}"), 2);
     assert_eq!(c.metric("output_samples_sent_total{output=\"fake\"}"), 2);
 }
+
+/// Issue 29.10: the cost of one refused line in a full batch, counted in requests. The
+/// receiver refuses any request holding the line (as Prometheus refuses a request whole for one
+/// out-of-order sample, naming no line); the batch is bisected, and a half whose sibling was
+/// accepted is split without being sent. docs/collector.md gives these figures.
+#[test]
+fn one_refused_line_in_a_5000_line_batch_costs_the_requests_the_docs_give() {
+    use storwatch_test_support::http::{answer, FakeServer};
+
+    let dir = scratch();
+    let fake = FakeServer::start(
+        Vec::new(),
+        Box::new(|seen| {
+            let body = snap::raw::Decoder::new()
+                .decompress_vec(&seen.body)
+                .unwrap_or_default();
+            body.windows(8)
+                .any(|w| w == b"refused!")
+                .then(|| answer(400, "out of order sample"))
+        }),
+    );
+    let port = free_port();
+    std::fs::write(dir.path().join("tokens"), format!("agents:{TOKEN}\n")).unwrap();
+    std::fs::set_permissions(
+        dir.path().join("tokens"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    let config = dir.path().join("collector.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:{port}\"\nqueue_dir = \"{q}\"\ntoken_file = \"{t}\"\n\
+             [heartbeat]\ninterval_s = 0\n\
+             [[outputs]]\ntype = \"prometheus_remote_write\"\nname = \"fake\"\n\
+             url = \"{u}/api/v1/write\"\ndb = \"storwatch\"\n",
+            q = dir.path().join("queue").display(),
+            t = dir.path().join("tokens").display(),
+            u = fake.url_base,
+        ),
+    )
+    .unwrap();
+    let c = Collector::start_with_config(&Collector::bin(), &config, port);
+    let t = now_ms() * 1_000_000;
+    // one batch of 5,000 lines, the refused one at `bad`
+    let batch = |bad: usize| -> String {
+        (0..5000)
+            .map(|i| {
+                let host = if i == bad {
+                    "refused!".to_string()
+                } else {
+                    format!("h{i}")
+                };
+                format!("m,host={host} v={i} {t}\n")
+            })
+            .collect()
+    };
+    let mut costs = Vec::new();
+    for bad in [4999, 0] {
+        let before = fake.requests().len();
+        post(&c, &batch(bad));
+        drained(&c);
+        costs.push(fake.requests().len() - before);
+    }
+    // the refused line last: 1 + 14 (one per halving: the accepted first halves); first:
+    // 1 + 2 per halving but the last (every second half is sent too)
+    assert_eq!(costs, vec![15, 25], "requests for one refused line");
+    assert_eq!(c.metric("output_dead_lettered_total{output=\"fake\"}"), 2);
+    assert_eq!(c.metric("output_lines_sent_total{output=\"fake\"}"), 9998);
+}

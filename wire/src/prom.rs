@@ -10,6 +10,12 @@
 //! flush; `rkb_per_s` is `read_bytes_per_second`). Fields with `total` in their name are counters
 //! and end in `_total`; a gauge never ends in `_count`, `_sum` or `_bucket`, the parts of a
 //! histogram or summary (`count` is written `number`). String fields are labels of the measurement's `_info` metric (value 1).
+//!
+//! A line that writes a field twice (`state="a",state="b"`, or two fields that come to one
+//! Prometheus name) is read as InfluxDB stores it: the last value wins, for numbers and strings
+//! alike, so the scrape, remote write and InfluxDB all hold one value, the same one. A string
+//! field named like one of the line's tags is left out of `_info`: the tag's label stays (a
+//! label name appears once in a series).
 
 use crate::lp::{FieldValue, Point};
 
@@ -47,20 +53,35 @@ pub fn prom_line(p: &Point<'_>) -> PromLine {
         .map(|(k, v)| (tag_label_name(k), v.to_string()))
         .collect();
     labels.sort();
-    let mut values = Vec::new();
-    let mut info = Vec::new();
-    for (field, value) in &p.fields {
+    // two tags that come to one label name (`a-b`, `a_b`): one label
+    labels.dedup_by(|b, a| a.0 == b.0);
+    let mut values: Vec<(String, String, f64)> = Vec::with_capacity(p.fields.len());
+    let mut info: Vec<(String, String)> = Vec::new();
+    for (i, (field, value)) in p.fields.iter().enumerate() {
+        // written again later in the line: the later value is the line's
+        if p.fields
+            .get(i + 1..)
+            .is_some_and(|rest| rest.iter().any(|(k, _)| k == field))
+        {
+            continue;
+        }
         let v = match value {
             FieldValue::Float(f) => *f,
             FieldValue::Integer(i) => *i as f64,
             FieldValue::Unsigned(u) => *u as f64,
             FieldValue::Boolean(b) => f64::from(u8::from(*b)),
             FieldValue::String(s) => {
-                info.push((label_name(field), s.to_string()));
+                let name = label_name(field);
+                if labels.iter().any(|(k, _)| *k == name) {
+                    continue;
+                }
+                info.retain(|(k, _)| *k != name);
+                info.push((name, s.to_string()));
                 continue;
             }
         };
         let (name, scale) = prom_field(field);
+        values.retain(|(n, _, _)| *n != name);
         values.push((name, field.to_string(), v * scale));
     }
     PromLine {
@@ -208,6 +229,37 @@ mod tests {
         assert_eq!(p.info, vec![("state".into(), "recovering".into())]);
         assert_eq!(p.metric("stalled"), "storwatch_md_stalled");
         assert_eq!(p.info_metric(), "storwatch_md_info");
+    }
+
+    #[test]
+    fn a_field_written_twice_keeps_its_last_value() {
+        // InfluxDB stores the last value of a field a line writes twice; so do the scrape and
+        // remote write, strings and numbers alike
+        let line = "md,host=n1 state=\"first\",v=1,state=\"second\",v=2i,sync_pct=3,sync_pct=4 1";
+        let p = prom_line(&parse_line(line, Backend::V1).unwrap());
+        assert_eq!(p.info, vec![("state".into(), "second".into())]);
+        assert_eq!(
+            p.values,
+            vec![
+                ("v".into(), "v".into(), 2.0),
+                ("sync_percent".into(), "sync_pct".into(), 4.0)
+            ]
+        );
+        // two fields of one Prometheus name: the later; a string field named like a tag: the
+        // tag's label only (one label name per series); a field that changes type: its last
+        let p = prom_line(
+            &parse_line(
+                "m,host=n1 a_b=\"x\",a-b=\"y\",host=\"h\",r_ms=1,r_s=2,k=1,k=\"s\" 1",
+                Backend::V1,
+            )
+            .unwrap(),
+        );
+        assert_eq!(
+            p.info,
+            vec![("a_b".into(), "y".into()), ("k".into(), "s".into())]
+        );
+        assert_eq!(p.values, vec![("read_seconds".into(), "r_s".into(), 2.0)]);
+        assert_eq!(p.labels, vec![("host".into(), "n1".into())]);
     }
 
     #[test]

@@ -274,6 +274,23 @@ event,host=node1,kind=md_degraded message=\"md0 lost a member\" 1700000000000000
     }
 
     #[test]
+    fn a_field_written_twice_is_one_sample_with_the_last_value() {
+        // a duplicate label or a second sample of one series would fail the whole scrape
+        let mut e = Exposition::default();
+        e.update("md,host=n1,array=md0 state=\"clean\",v=1,state=\"degraded\",v=2,host=\"x\" 1\n");
+        let text = e.render();
+        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            samples,
+            vec![
+                "storwatch_md_info{array=\"md0\",host=\"n1\",state=\"degraded\"} 1",
+                "storwatch_md_v{array=\"md0\",host=\"n1\"} 2",
+            ],
+            "{text}"
+        );
+    }
+
+    #[test]
     fn labels_are_escaped_and_names_made_valid() {
         let mut e = Exposition::default();
         e.update("my-meas,host=a\\ b,9tag=x\\\"y\\\\z,__x=1 v.1=2i 1\n");

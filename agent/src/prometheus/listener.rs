@@ -9,7 +9,9 @@
 //! * A client has [`CLIENT_TIMEOUT`] from its connection to send its request's headers, then
 //!   [`CLIENT_TIMEOUT`] more to read the whole answer; at its deadline the connection is closed
 //!   (the client sees the connection end, with no answer or a cut one). Writes never block: a
-//!   client that does not read holds a socket buffer, not the loop.
+//!   client that does not read holds a socket buffer, not the loop. The buffer is
+//!   [`SEND_BUFFER`] until the answer, then the answer's size up to [`MAX_SEND_BUFFER`] while
+//!   [`SEND_BUFFER_BUDGET`] lasts, so that a big page goes out at the link's speed.
 //! * At most `max_connections` connections are open (`[prometheus] max_connections`, default
 //!   [`DEFAULT_MAX_CONNECTIONS`]); a new one beyond the cap resets the one nearest its deadline —
 //!   mostly the longest-waiting client that has not finished its request, since an answer being
@@ -43,10 +45,19 @@ pub const MAX_REQUEST_LINE: usize = 1 << 10;
 /// and a connection beyond is dropped and retried by its client a second later). Linux caps it at
 /// `net.core.somaxconn` (4096 by default).
 const LISTEN_BACKLOG: i32 = 1024;
-/// Each connection's socket send buffer (the kernel doubles it): what a client that does not
-/// read can make the kernel hold for it, instead of the megabytes autotuning grows a buffer to.
-/// At 50 ms of round trip it still carries some 1.3 MB/s, a second for a big server's page.
+/// Each connection's socket send buffer until it is answered (the kernel doubles it): what a
+/// client that does not read its answer can make the kernel hold for it, instead of the
+/// megabytes autotuning grows a buffer to. Answers up to this size are sent with it.
 pub const SEND_BUFFER: usize = 32 << 10;
+/// The send buffer a connection answered with a larger page gets: the page's size, at most
+/// this (and at most the kernel's `net.core.wmem_max`). With 32 KiB, the kernel sent ~64 KB
+/// and then waited for the client's delayed ACK (40 ms) before the next: a 4.3 MB page took
+/// 1.8 s on loopback, and a page over ~9 MB could not be sent within [`CLIENT_TIMEOUT`].
+pub const MAX_SEND_BUFFER: usize = 4 << 20;
+/// The enlarged send buffers of all connections together at most: beyond it an answer is sent
+/// with [`SEND_BUFFER`] (slowly, as above), so that clients asking for the page and never
+/// reading it hold at most this much of the kernel's memory.
+pub const SEND_BUFFER_BUDGET: usize = 32 << 20;
 /// Each connection's socket receive buffer (the kernel doubles it, and keeps at least its own
 /// minimum): a request is at most a few KiB, and a client that keeps sending after it while its
 /// answer is written would otherwise fill the default (autotuned to some 128 KiB), charged to the
@@ -200,6 +211,8 @@ struct Conn {
     stream: TcpStream,
     deadline: Instant,
     state: State,
+    /// What its send buffer was enlarged to, from [`SEND_BUFFER_BUDGET`] (0: not enlarged).
+    send_buffer: usize,
 }
 
 #[derive(Default)]
@@ -231,6 +244,8 @@ pub(super) struct EventLoop {
     accept_paused_until: Option<Instant>,
     closed_at_cap: u64,
     last_cap_warning: Option<Instant>,
+    /// What is left of [`SEND_BUFFER_BUDGET`].
+    send_budget: usize,
 }
 
 impl EventLoop {
@@ -263,6 +278,7 @@ impl EventLoop {
             accept_paused_until: None,
             closed_at_cap: 0,
             last_cap_warning: None,
+            send_budget: SEND_BUFFER_BUDGET,
         })
     }
 
@@ -383,6 +399,7 @@ impl EventLoop {
             stream,
             deadline,
             state: State::Reading(RequestHead::default()),
+            send_buffer: 0,
         });
         self.deadlines.insert((deadline, token));
         self.open += 1;
@@ -446,9 +463,19 @@ impl EventLoop {
             Asked::HeadersTooLarge => Arc::clone(&self.answers.headers_too_large),
         };
         let deadline = Instant::now() + CLIENT_TIMEOUT;
-        let Some(conn) = self.conn(token) else {
+        let budget = self.send_budget;
+        let Some(conn) = conn_in(&mut self.slots, token) else {
             return;
         };
+        // A page larger than the send buffer goes out at the link's speed only with a buffer
+        // that holds it (the client's delayed ACKs pace a small one), from a bounded budget.
+        let want = answer.len().min(MAX_SEND_BUFFER).min(budget);
+        if want > SEND_BUFFER
+            && rustix::net::sockopt::set_socket_send_buffer_size(&conn.stream, want).is_ok()
+        {
+            conn.send_buffer = want;
+            self.send_budget -= want;
+        }
         let old = std::mem::replace(&mut conn.deadline, deadline);
         conn.state = State::Writing { answer, sent: 0 };
         self.deadlines.remove(&(old, token));
@@ -519,6 +546,7 @@ impl EventLoop {
         };
         slot.generation = slot.generation.wrapping_add(1);
         self.deadlines.remove(&(conn.deadline, token));
+        self.send_budget += conn.send_buffer;
         if reset {
             let _ = rustix::net::sockopt::set_socket_linger(&conn.stream, Some(Duration::ZERO));
         }

@@ -15,8 +15,8 @@ use serde::{Deserialize, Deserializer};
 
 pub use exposition::{Exposition, KEEP_REPORTS};
 pub use listener::{
-    CLIENT_TIMEOUT, DEFAULT_MAX_CONNECTIONS, MAX_REQUEST_BYTES, MAX_REQUEST_LINE, RECV_BUFFER,
-    SEND_BUFFER,
+    CLIENT_TIMEOUT, DEFAULT_MAX_CONNECTIONS, MAX_REQUEST_BYTES, MAX_REQUEST_LINE, MAX_SEND_BUFFER,
+    RECV_BUFFER, SEND_BUFFER, SEND_BUFFER_BUDGET,
 };
 
 /// `[prometheus]` in the agent's configuration.

@@ -1,6 +1,6 @@
 //! Reading an output's answer into what to do next ([`Verdict`]), and finding the lines a
 //! 400/422 answer names (v1 `unable to parse '<line>'` and field type conflicts, v3 partial-write
-//! JSON).
+//! JSON), and reading an answer's body up to a bound ([`read_body`]).
 
 use std::time::Duration;
 
@@ -8,6 +8,37 @@ use reqwest::StatusCode;
 use storwatch_wire::lp::{parse_line, Backend};
 
 use crate::config::Api;
+
+/// Bytes of an InfluxDB output's answer read at most: a 1.x partial-write answer quotes every
+/// line it refused (`unable to parse '<line>': <reason>`), so it is read far enough to name some
+/// 4,000 refused lines of ~200 bytes; a longer answer is cut there (lines it would have named
+/// past the cut are in the rest sent again, and named by the answer to that).
+pub(super) const MAX_INFLUX_ANSWER_BYTES: usize = 1 << 20;
+/// Bytes of a remote-write receiver's answer read at most: its answers are one error line.
+pub(super) const MAX_REMOTE_WRITE_ANSWER_BYTES: usize = 64 << 10;
+
+/// The body of `resp`, read up to `max` bytes and the rest left unread (the connection is then
+/// closed rather than reused), as text; a body cut inside a character ends with U+FFFD. A
+/// receiver answering with a body of gigabytes costs `max` bytes, not its size.
+pub(super) async fn read_body(mut resp: reqwest::Response, max: usize) -> String {
+    let mut buf: Vec<u8> = Vec::with_capacity(
+        resp.content_length()
+            .map_or(4096, |l| usize::try_from(l).unwrap_or(max))
+            .min(max),
+    );
+    // a body that breaks off (timeout, reset) is read as far as it came
+    while let Ok(Some(chunk)) = resp.chunk().await {
+        let room = max.saturating_sub(buf.len());
+        buf.extend_from_slice(chunk.get(..chunk.len().min(room)).unwrap_or_default());
+        if buf.len() >= max {
+            break;
+        }
+    }
+    match String::from_utf8(buf) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    }
+}
 
 /// What to do after an answer.
 #[derive(Debug, Clone, PartialEq)]

@@ -45,7 +45,15 @@ impl Forwarder {
                 .out_of_order
                 .fetch_add(late as u64, Ordering::Relaxed);
         }
-        tracing::error!(output = %self.output.name, lines = entries.len(), file = %file.path().display(), "lines refused by the output written to the dead-letter file");
+        // a bisection writes one line at a time: a log line now and then, with the count since
+        let due = self
+            .quiet_dead_letters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .due_for(entries.len() as u64);
+        if let Some(lines) = due {
+            tracing::error!(output = %self.output.name, lines, file = %file.path().display(), "lines refused by the output written to the dead-letter file");
+        }
         Ok(())
     }
 }

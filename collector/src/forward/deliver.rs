@@ -10,7 +10,7 @@ use std::time::Duration;
 use reqwest::header::{AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER};
 use tokio::sync::watch;
 
-use super::answer::{classify, Verdict};
+use super::answer::{classify, read_body, Verdict, MAX_INFLUX_ANSWER_BYTES};
 use super::{ForwardError, Forwarder};
 use crate::config::{Api, OutputType};
 use crate::target::Target;
@@ -52,7 +52,7 @@ impl Forwarder {
                     .get(RETRY_AFTER)
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_string);
-                let text = resp.text().await.unwrap_or_default();
+                let text = read_body(resp, MAX_INFLUX_ANSWER_BYTES).await;
                 classify(
                     self.output.api,
                     status,
@@ -103,12 +103,12 @@ impl Forwarder {
         }
         match req.send().await {
             Ok(resp) if resp.status().is_success() => {
-                let text = resp.text().await.unwrap_or_default();
+                let text = read_body(resp, MAX_INFLUX_ANSWER_BYTES).await;
                 let ok = !text.contains("\"error\"");
                 if ok {
                     tracing::info!(output = %self.output.name, db = %db, "database created");
                 } else {
-                    tracing::warn!(output = %self.output.name, db = %db, answer = %text, "CREATE DATABASE refused");
+                    tracing::warn!(output = %self.output.name, db = %db, answer = %crate::http::printable(&text), "CREATE DATABASE refused");
                 }
                 ok
             }
@@ -124,7 +124,8 @@ impl Forwarder {
     }
 
     /// Delivers `lines` of `target` completely: every line is acknowledged by the output or
-    /// dead-lettered.
+    /// dead-lettered. (`deliver_chunks` with `resent`: the lines were sent before a restart,
+    /// and a remote-write receiver refusing one of them for its time has stored it then.)
     pub async fn deliver(
         &self,
         lines: &[&str],
@@ -155,24 +156,45 @@ impl Forwarder {
             let second = stack.split_off(stack.len() / 2);
             let mut stop2 = stop.clone();
             let (a, b) = tokio::join!(
-                self.deliver_chunks(&url, target, stack, stop),
-                self.deliver_chunks(&url, target, second, &mut stop2)
+                self.deliver_chunks(&url, target, stack, false, stop),
+                self.deliver_chunks(&url, target, second, false, &mut stop2)
             );
             return a.and(b);
         }
-        self.deliver_chunks(&url, target, stack, stop).await
+        self.deliver_chunks(&url, target, stack, false, stop).await
     }
 
     pub(super) async fn deliver_chunks(
         &self,
         url: &reqwest::Url,
         target: &Target,
-        mut stack: Vec<Vec<&str>>,
+        stack: Vec<Vec<&str>>,
+        resent: bool,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(), ForwardError> {
-        stack.reverse();
+        let mut stack: Vec<Part<'_>> = stack
+            .into_iter()
+            .rev()
+            .map(|lines| Part {
+                lines,
+                known: Known::Unknown,
+            })
+            .collect();
         let mut created = false;
-        while let Some(chunk) = stack.pop() {
+        while let Some(Part {
+            lines: chunk,
+            known,
+        }) = stack.pop()
+        {
+            if known == Known::Refused && chunk.len() > 1 {
+                // Its sibling was accepted where the two together were refused: the refused
+                // line is in here, and sending it whole would only be refused again.
+                self.metrics.splits.fetch_add(1, Ordering::Relaxed);
+                bisect(&mut stack, &chunk);
+                continue;
+            }
+            // What this part's answer tells of the sibling waiting above it on the stack.
+            let mut accepted = false;
             let mut attempt = 0u32;
             loop {
                 if *stop.borrow() {
@@ -184,6 +206,7 @@ impl Forwarder {
                         self.metrics
                             .lines_sent
                             .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                        accepted = true;
                         break;
                     }
                     Verdict::Retry(after) => {
@@ -214,15 +237,20 @@ impl Forwarder {
                     }
                     Verdict::Refused(msg) => {
                         self.metrics.auth_errors.fetch_add(1, Ordering::Relaxed);
-                        tracing::error!(output = %self.output.name, url = %url, answer = %msg, retry_in_s = self.output.auth_retry.as_secs(), "output refuses the credentials or the target; data kept");
+                        tracing::error!(output = %self.output.name, url = %url, answer = %crate::http::printable(&msg), retry_in_s = self.output.auth_retry.as_secs(), "output refuses the credentials or the target; data kept");
                         self.sleep(self.output.auth_retry, stop).await?;
                     }
                     Verdict::TooLarge => {
+                        settle_sibling(&mut stack, false);
                         if chunk.len() > 1 {
                             self.metrics.splits.fetch_add(1, Ordering::Relaxed);
                             let (a, b) = chunk.split_at(chunk.len() / 2);
-                            stack.push(b.to_vec());
-                            stack.push(a.to_vec());
+                            for lines in [b, a] {
+                                stack.push(Part {
+                                    lines: lines.to_vec(),
+                                    known: Known::Unknown,
+                                });
+                            }
                         } else {
                             self.write_dead_letter(&[(
                                 chunk[0],
@@ -232,7 +260,10 @@ impl Forwarder {
                         break;
                     }
                     Verdict::BadData { reason, named } => {
-                        if chunk.len() == 1 {
+                        settle_sibling(&mut stack, false);
+                        if chunk.len() == 1 && resent && self.refused_as_stored(&reason) {
+                            self.note_resent_refused(&reason);
+                        } else if chunk.len() == 1 {
                             self.write_dead_letter(&[(chunk[0], reason)])?;
                         } else if !named.is_empty() {
                             let entries: Vec<(&str, String)> = named
@@ -249,18 +280,69 @@ impl Forwarder {
                             // The rest is sent again: where the output already stored it, the
                             // same points are simply overwritten.
                             if !rest.is_empty() {
-                                stack.push(rest);
+                                stack.push(Part {
+                                    lines: rest,
+                                    known: Known::Unknown,
+                                });
                             }
                         } else {
-                            let (a, b) = chunk.split_at(chunk.len() / 2);
-                            stack.push(b.to_vec());
-                            stack.push(a.to_vec());
+                            self.metrics.splits.fetch_add(1, Ordering::Relaxed);
+                            bisect(&mut stack, &chunk);
                         }
                         break;
                     }
                 }
             }
+            if accepted {
+                settle_sibling(&mut stack, true);
+            }
         }
         Ok(())
+    }
+}
+
+/// A part of a batch waiting to be sent, and what is known of it.
+#[derive(Debug)]
+struct Part<'a> {
+    lines: Vec<&'a str>,
+    known: Known,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Known {
+    /// Nothing: it is sent.
+    Unknown,
+    /// The second half of a refused part, waiting for its first half's answer: if the first
+    /// half is accepted, the refused line is in this one.
+    RefusedIfSiblingAccepted,
+    /// Holds a line the output refuses: split without being sent (a single line is still sent
+    /// alone before it is dead-lettered, so that no line is dead-lettered on inference alone).
+    Refused,
+}
+
+/// Splits a refused part without names in two, the first half to be sent first.
+fn bisect<'a>(stack: &mut Vec<Part<'a>>, chunk: &[&'a str]) {
+    let (a, b) = chunk.split_at(chunk.len() / 2);
+    stack.push(Part {
+        lines: b.to_vec(),
+        known: Known::RefusedIfSiblingAccepted,
+    });
+    stack.push(Part {
+        lines: a.to_vec(),
+        known: Known::Unknown,
+    });
+}
+
+/// Once a first half has its answer: the second half, next on the stack, holds the refused
+/// line when the first was `accepted`, and is unknown otherwise.
+fn settle_sibling(stack: &mut [Part<'_>], accepted: bool) {
+    if let Some(p) = stack.last_mut() {
+        if p.known == Known::RefusedIfSiblingAccepted {
+            p.known = if accepted {
+                Known::Refused
+            } else {
+                Known::Unknown
+            };
+        }
     }
 }

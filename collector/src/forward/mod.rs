@@ -5,16 +5,20 @@
 //!
 //! Each output has its own cursor into the queue and advances it only after the output
 //! acknowledged everything up to it (or the lines it refused went to the dead-letter file), so
-//! a crash re-sends at most the batches that were in flight (`max_in_flight`) — harmless, since
-//! a point written twice with the same series and timestamp is overwritten, not duplicated.
+//! a crash re-sends the batches that were in flight (`max_in_flight`) and the delivered part of
+//! a record cut across batches — harmless, since a point written twice with the same series
+//! and timestamp is overwritten, not duplicated (a remote-write receiver that refuses the
+//! resent samples as out of order is counted apart: `resent`).
 //!
 //! Answers, by status:
 //! * 2xx: done.
 //! * 400 / 422 (bad data): lines the answer names (v1 `unable to parse '…'` and field type
 //!   conflicts, v3 partial-write JSON with `line_number`) go to the dead-letter file and the
-//!   rest is sent again; when nothing is named the batch is split in two and each half retried,
-//!   down to single lines, which are dead-lettered with the answer as the reason. One bad line
-//!   therefore never blocks the queue.
+//!   rest is sent again; when nothing is named the batch is split in two and the first half
+//!   sent: the second is sent after it only when the first was refused too, and split unsent
+//!   when the first was accepted (the refused line must be in it); down to single lines, which
+//!   are sent alone and dead-lettered with the answer as the reason. One bad line therefore
+//!   never blocks the queue, and costs about 1.5 requests per halving (docs/collector.md).
 //! * 413: the batch is split in two (a single line that is still too large is dead-lettered).
 //! * 401 / 403 / 404: credentials or database are wrong; the data is kept, an error is logged at
 //!   every attempt and the attempt repeated every `auth_retry_s`. A v1 output answering 404
@@ -27,7 +31,8 @@
 //! configured database, a named one to that database (see [`Output::url_for`]).
 //!
 //! Files: `output` (configuration → URL and credentials), `answer` (status and body → verdict),
-//! `deliver` (batching, retries, splits), `dead_letter` (lines refused for good),
+//! `deliver` (batching, retries, splits), `dead_letter` (lines refused for good), `resent`
+//! (resent lines refused as already stored),
 //! `remote_write` (lines as remote-write requests, their answers), and here the
 //! loop that follows the queue from the output's cursor.
 
@@ -36,6 +41,7 @@ mod dead_letter;
 mod deliver;
 mod output;
 pub mod remote_write;
+mod resent;
 
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -51,7 +57,7 @@ use tokio::task::JoinSet;
 
 use crate::config::ConfigError;
 use crate::metrics::{Metrics, OutputMetrics};
-use crate::queue::Queue;
+use crate::queue::{Queue, Read};
 use crate::target::Target;
 pub use answer::{classify, named_lines, Verdict};
 use output::out_err;
@@ -75,6 +81,10 @@ pub struct Forwarder {
     dead_letter: Mutex<RotatingFile>,
     /// The dead-letter limits in force; replaced on SIGHUP, read at every write.
     dead_letter_rotation: Arc<RwLock<Rotation>>,
+    /// Log lines about resent lines refused, and about refused requests, kept few.
+    quiet_resent: Mutex<resent::Quiet>,
+    quiet_refusals: Mutex<resent::Quiet>,
+    quiet_dead_letters: Mutex<resent::Quiet>,
 }
 
 impl Forwarder {
@@ -108,6 +118,9 @@ impl Forwarder {
             // 0600: refused lines are the sites' data, and their reasons may quote it.
             dead_letter: Mutex::new(RotatingFile::new(path, rotation, 0o600, true)),
             dead_letter_rotation: Arc::new(RwLock::new(rotation)),
+            quiet_resent: Mutex::default(),
+            quiet_refusals: Mutex::default(),
+            quiet_dead_letters: Mutex::default(),
         })
     }
 
@@ -130,9 +143,14 @@ impl Forwarder {
     ///
     /// Up to `max_in_flight` batches are in flight at once, across reads of the queue: the next
     /// read is made while earlier batches are still being sent, so the output never waits for
-    /// the collector between batches. The cursor moves only over a contiguous prefix of reads
-    /// whose every batch was acknowledged or dead-lettered, so a crash re-sends at most what was
-    /// in flight, never skips anything.
+    /// the collector between batches. The cursor moves over a contiguous prefix of batches
+    /// every one of which was acknowledged or dead-lettered, to the end of the last record they
+    /// complete, so a crash re-sends what was in flight (and the rest of a record cut across
+    /// batches), never skips anything.
+    ///
+    /// How far requests were sent is kept beside the cursor ([`Queue::save_sent_mark`]): after
+    /// a restart, lines up to there are a resend, and a remote-write receiver refusing them for
+    /// their time refuses samples it stored before the crash — counted apart, not dead-lettered.
     pub async fn run(self, queue: Arc<Queue>, all: Arc<Metrics>, mut stop: watch::Receiver<bool>) {
         let this = Arc::new(self);
         let name = this.output.name.clone();
@@ -141,14 +159,18 @@ impl Forwarder {
         // read starts (ahead of `pos` by what is read and not yet delivered).
         let mut pos = queue.load_cursor(&name);
         let mut read_pos = pos;
+        let mut sent_mark = queue.load_sent_mark(&name).unwrap_or(0);
+        // lines before this position were sent before a restart (a mark past the queue's end
+        // is not this queue's)
+        let resend_until = sent_mark.min(queue.durable_end()).max(pos);
         this.metrics.cursor.store(pos, Ordering::Relaxed);
         let mut end_rx = queue.watch_end();
-        tracing::info!(output = %name, url = %this.output.url, cursor = pos, "forwarding");
+        tracing::info!(output = %name, url = %this.output.url, cursor = pos, resend_bytes = resend_until - pos, "forwarding");
         // Reads not yet delivered whole, oldest first; `first` numbers the front one.
         let mut reads: VecDeque<Pending> = VecDeque::new();
         let mut first: u64 = 0;
         let mut ready: VecDeque<Chunk> = VecDeque::new();
-        let mut tasks: JoinSet<(u64, Result<(), ForwardError>)> = JoinSet::new();
+        let mut tasks: JoinSet<(u64, usize, Result<(), ForwardError>)> = JoinSet::new();
         loop {
             if *stop.borrow() {
                 return;
@@ -158,14 +180,16 @@ impl Forwarder {
                 let q = queue.clone();
                 let max = this.output.batch_bytes * window;
                 let from = read_pos;
-                let read = tokio::task::spawn_blocking(move || q.read_from(from, max)).await;
+                let read = tokio::task::spawn_blocking(move || q.read_records(from, max)).await;
                 match read {
-                    Ok(Ok((records, next))) => {
+                    Ok(Ok(read)) => {
                         let seq = first + reads.len() as u64;
-                        let chunks = this.chunks(records, seq);
+                        let next = read.next;
+                        let chunks = this.chunks(read, from, resend_until, seq);
                         reads.push_back(Pending {
                             next,
-                            left: chunks.len(),
+                            done: 0,
+                            batches: chunks.iter().map(|c| (false, c.completes)).collect(),
                         });
                         ready.extend(chunks);
                         read_pos = next.max(read_pos);
@@ -184,14 +208,20 @@ impl Forwarder {
                 let Some(chunk) = ready.pop_front() else {
                     break;
                 };
+                if chunk.reach > sent_mark {
+                    sent_mark = chunk.reach;
+                    if let Err(e) = queue.save_sent_mark(&name, sent_mark) {
+                        tracing::warn!(output = %name, error = %e, "cannot save how far requests were sent");
+                    }
+                }
                 let (fwd, mut stop) = (this.clone(), stop.clone());
                 tasks.spawn(async move {
                     let url = fwd.output.url_for(&chunk.target);
                     let lines = chunk.lines();
                     let r = fwd
-                        .deliver_chunks(&url, &chunk.target, vec![lines], &mut stop)
+                        .deliver_chunks(&url, &chunk.target, vec![lines], chunk.resent, &mut stop)
                         .await;
-                    (chunk.read, r)
+                    (chunk.read, chunk.index, r)
                 });
             }
             // A read that held nothing to send (only damaged records) is done at once.
@@ -210,18 +240,19 @@ impl Forwarder {
                 _ = stop.changed() => return,
             };
             let failed = match done {
-                Some(Ok((seq, Ok(())))) => {
-                    if let Some(p) = seq
+                Some(Ok((seq, index, Ok(())))) => {
+                    if let Some(b) = seq
                         .checked_sub(first)
                         .and_then(|i| reads.get_mut(i as usize))
+                        .and_then(|p| p.batches.get_mut(index))
                     {
-                        p.left = p.left.saturating_sub(1);
+                        b.0 = true;
                     }
                     this.advance(&queue, &all, &mut reads, &mut first, &mut pos);
                     None
                 }
-                Some(Ok((_, Err(ForwardError::Stopped)))) => return,
-                Some(Ok((_, Err(e)))) => Some(e.to_string()),
+                Some(Ok((_, _, Err(ForwardError::Stopped)))) => return,
+                Some(Ok((_, _, Err(e)))) => Some(e.to_string()),
                 Some(Err(e)) => Some(format!("delivery task ended: {e}")),
                 None => None,
             };
@@ -243,7 +274,8 @@ impl Forwarder {
         }
     }
 
-    /// Moves the cursor over the reads at the front that are delivered whole, saves it and
+    /// Moves the cursor over the batches at the front that are delivered, to the end of the
+    /// last record they complete (over a whole read once all its batches are), saves it and
     /// frees the segments every output has passed.
     fn advance(
         &self,
@@ -253,17 +285,22 @@ impl Forwarder {
         first: &mut u64,
         pos: &mut u64,
     ) {
-        let mut moved = false;
-        while let Some(p) = reads.front() {
-            if p.left > 0 {
+        let before = *pos;
+        while let Some(p) = reads.front_mut() {
+            while let Some(&(true, completes)) = p.batches.get(p.done) {
+                if let Some(end) = completes {
+                    *pos = (*pos).max(end);
+                }
+                p.done += 1;
+            }
+            if p.done < p.batches.len() {
                 break;
             }
             *pos = (*pos).max(p.next);
             reads.pop_front();
             *first += 1;
-            moved = true;
         }
-        if !moved {
+        if *pos == before {
             return;
         }
         if let Err(e) = queue.save_cursor(&self.output.name, *pos) {
@@ -275,12 +312,16 @@ impl Forwarder {
         }
     }
 
-    /// The records of one read as batches of at most `batch_lines` lines and `batch_bytes`
-    /// bytes, each of one target (consecutive records of one target share batches).
-    fn chunks(&self, records: Vec<Vec<u8>>, read: u64) -> Vec<Chunk> {
+    /// The records of one read (made from `from`) as batches of at most `batch_lines` lines and
+    /// `batch_bytes` bytes, each of one target (consecutive records of one target share
+    /// batches), none holding lines from both sides of `resend_until`.
+    fn chunks(&self, read: Read, from: u64, resend_until: u64, seq: u64) -> Vec<Chunk> {
         let mut out: Vec<Chunk> = Vec::new();
         let mut bytes = 0;
-        for mut r in records {
+        let mut start = from;
+        for (mut r, end) in read.records.into_iter().zip(read.ends) {
+            let resent = start < resend_until;
+            start = end;
             let Some((target, header)) =
                 Target::of_record(&r).map(|(t, lines)| (t, r.len() - lines.len()))
             else {
@@ -303,6 +344,7 @@ impl Forwarder {
                 let full = match out.last() {
                     Some(c) => {
                         c.target != target
+                            || c.resent != resent
                             || c.count >= self.output.batch_lines
                             || bytes + l.len() > self.output.batch_bytes
                     }
@@ -310,10 +352,14 @@ impl Forwarder {
                 };
                 if full {
                     out.push(Chunk {
-                        read,
+                        read: seq,
+                        index: out.len(),
                         target: target.clone(),
                         parts: Vec::new(),
                         count: 0,
+                        completes: None,
+                        reach: end,
+                        resent,
                     });
                     bytes = 0;
                 }
@@ -325,26 +371,43 @@ impl Forwarder {
                     _ => c.parts.push((text.clone(), vec![range])),
                 }
                 c.count += 1;
+                c.reach = end;
                 bytes += l.len() + 1;
+            }
+            // the record's last line is in the last batch: delivering it (and all before)
+            // delivers the record
+            if let Some(c) = out.last_mut() {
+                c.completes = Some(end);
             }
         }
         out
     }
 }
 
-/// A read of the queue being delivered: the cursor may move to `next` once its `left` batches
-/// and every earlier read are delivered.
+/// A read of the queue being delivered: the cursor may move to `next` once its batches and
+/// every earlier read are delivered, and to a batch's end of record once it and every batch
+/// before it are.
 #[derive(Debug)]
 struct Pending {
     next: u64,
-    left: usize,
+    /// Per batch: delivered, and the end of the last record it completes.
+    batches: Vec<(bool, Option<u64>)>,
+    /// Batches at the front delivered and passed.
+    done: usize,
 }
 
 /// One batch: lines of one target, as ranges into the text of the records they came from.
 #[derive(Debug)]
 struct Chunk {
-    /// The number of the read it came from.
+    /// The number of the read it came from, and its own within the read.
     read: u64,
+    index: usize,
+    /// The position past the last record whose last line is in it.
+    completes: Option<u64>,
+    /// The position past the record of its last line: how far sending it sends.
+    reach: u64,
+    /// Its lines were sent before a restart.
+    resent: bool,
     target: Target,
     parts: Vec<(Arc<String>, Vec<Range<usize>>)>,
     count: usize,

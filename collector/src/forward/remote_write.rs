@@ -28,7 +28,7 @@ use reqwest::StatusCode;
 use storwatch_wire::lp::{parse_line, Backend, Point};
 use storwatch_wire::prom::prom_line;
 
-use super::answer::Verdict;
+use super::answer::{read_body, Verdict, MAX_REMOTE_WRITE_ANSWER_BYTES};
 use super::Forwarder;
 
 /// The remote-write protocol version header of 1.0.
@@ -185,8 +185,8 @@ impl Samples {
     }
 }
 
-/// Labels sorted by name, each name once: a string field named like a tag keeps the tag's
-/// value, the first.
+/// Labels sorted by name, each name once ([`prom_line`] already leaves out a string field
+/// named like a tag, and keeps the last of a field written twice).
 fn clean(mut labels: Labels) -> Labels {
     labels.sort_by(|a, b| a.0.cmp(&b.0));
     labels.dedup_by(|b, a| a.0 == b.0);
@@ -301,14 +301,25 @@ impl Forwarder {
                     .get(RETRY_AFTER)
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_string);
-                let text = resp.text().await.unwrap_or_default();
+                let text = read_body(resp, MAX_REMOTE_WRITE_ANSWER_BYTES).await;
                 let verdict = classify(status, retry_after.as_deref(), &text);
                 if verdict == Verdict::Done {
                     self.metrics
                         .samples_sent
                         .fetch_add(count as u64, Ordering::Relaxed);
                 } else {
-                    tracing::warn!(output = %self.output.name, status = %status, answer = %text.trim(), lines = lines.len(), "remote write not accepted");
+                    // a bisection meets one refusal per halving: a log line now and then
+                    let due = match verdict {
+                        Verdict::BadData { .. } => self
+                            .quiet_refusals
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .due(),
+                        _ => Some(1),
+                    };
+                    if let Some(requests) = due {
+                        tracing::warn!(output = %self.output.name, status = %status, answer = %crate::http::printable(text.trim()), lines = lines.len(), requests, "remote write not accepted");
+                    }
                 }
                 verdict
             }
@@ -382,6 +393,24 @@ mod tests {
             ]
         );
         assert_eq!((s.series(), s.samples()), (4, 8));
+    }
+
+    #[test]
+    fn a_string_field_written_twice_is_labelled_with_its_last_value() {
+        let s = Samples::of_lines(
+            &["md,host=n1,array=md0 state=\"clean\",state=\"degraded\" 1000000"],
+            0,
+        )
+        .unwrap();
+        let got = s.timeseries();
+        assert_eq!(got.len(), 1);
+        assert!(
+            got[0]
+                .0
+                .contains(&("state".to_string(), "degraded".to_string())),
+            "{:?}",
+            got[0].0
+        );
     }
 
     #[test]

@@ -35,8 +35,25 @@ impl Log {
         out: &mut Vec<u8>,
         ends: &mut Vec<usize>,
     ) -> Result<Option<Batch>, LogError> {
+        self.read_marked(from, max_bytes, max_records, out, ends, None)
+    }
+
+    /// [`Log::read`], and in `marks` (cleared first), per record, the position just past it in
+    /// the log: a reader that acknowledges part of a batch moves its cursor to one of them.
+    pub fn read_marked(
+        &self,
+        from: Position,
+        max_bytes: usize,
+        max_records: usize,
+        out: &mut Vec<u8>,
+        ends: &mut Vec<usize>,
+        mut marks: Option<&mut Vec<Position>>,
+    ) -> Result<Option<Batch>, LogError> {
         out.clear();
         ends.clear();
+        if let Some(m) = marks.as_deref_mut() {
+            m.clear();
+        }
         let mut batch: Option<Batch> = None;
         let mut pos = from;
         let mut scratch = Vec::new();
@@ -67,6 +84,12 @@ impl Log {
                             .count
                             .map_or(0, |f| f(out.get(mark..).unwrap_or_default()));
                         ends.push(out.len());
+                        if let Some(m) = marks.as_deref_mut() {
+                            m.push(Position {
+                                segment: seg.name,
+                                offset: end,
+                            });
+                        }
                         let b = batch.get_or_insert(Batch::empty(here));
                         b.reach(seg.name, end, items);
                         b.records += 1;
