@@ -31,7 +31,8 @@
 //! * the panels made for an incident show it on its scenario and not on `healthy`;
 //! * the stat rows, computed as Grafana does (each series' last value, folded by the panel's
 //!   reduce-row function, coloured by its thresholds), show nothing red or orange on `healthy`
-//!   and turn red on the incidents (a degraded array, a flapping path, a write storm);
+//!   and turn red or orange on the incidents (an array without redundancy, a degraded one, a
+//!   flapping path, a write storm, starved jobs);
 //! * nothing was lost on the way: every report of every agent is in influxd, no agent dropped a
 //!   line (its own `agent` lines, and its output's counters once flushed), and the collector
 //!   rejected and dead-lettered none.
@@ -898,18 +899,22 @@ fn first_screen(influx: &Influxd) {
             }
         }
     }
-    for (title, kind) in [
-        ("Redundancy left", Kind::MdDegraded),
-        ("Paths flapping", Kind::MultipathFlap),
-        ("Peak %util", Kind::WriteStorm),
-        ("Jobs' I/O stall", Kind::JobsIoStarved),
+    for (title, kind, want) in [
+        ("Redundancy left", Kind::MdRebuild, "red"),
+        ("Rebuild risk", Kind::MdRebuild, "red"),
+        // a RAID6 with one member down still has one failure to spare: degraded, not lost
+        ("Members missing", Kind::MdDegraded, "orange"),
+        ("Paths flapping", Kind::MultipathFlap, "red"),
+        ("Peak %util", Kind::WriteStorm, "red"),
+        ("Jobs' I/O stall", Kind::JobsIoStarved, "red"),
+        ("Jobs' CPU efficiency", Kind::JobsIoStarved, "red"),
     ] {
         let c = colour_of
             .get(&(title.to_string(), host(kind)))
             .cloned()
             .unwrap_or_default();
-        if c != "red" {
-            problems.push(format!("{title:?} is {c:?} on {}, not red", host(kind)));
+        if c != want {
+            problems.push(format!("{title:?} is {c:?} on {}, not {want}", host(kind)));
         }
     }
     assert!(problems.is_empty(), "{}\n{table}", problems.join("\n"));
