@@ -7,7 +7,11 @@
 //! * every measurement, tag and field a query names is in the documented contract, read from the
 //!   tables of `docs/metrics*.md` and the heartbeat line of `docs/collector.md`;
 //! * template variables used in queries are defined, `$tag_x` aliases name a GROUP BY tag, and
-//!   each runbook a rule points to exists.
+//!   each runbook a rule points to exists;
+//! * every table column is coloured by its own rule (green only for the good value of a boolean
+//!   or state, no "higher is worse" list on a lower-is-worse field, no range-start Time column),
+//!   no `$variable` sits where Grafana's InfluxDB frontend escapes it as a regex, and every
+//!   dashboard opens on a row of stats and the list of the alerts firing.
 //!
 //! Every failure names the file, the panel or rule, and the offending name.
 #![allow(clippy::unwrap_used)]
@@ -1825,6 +1829,34 @@ fn dashboard_colour_problems(file: &str, d: &Json, c: &Contract) -> Vec<String> 
     errs
 }
 
+/// What the first screen lacks: a row of stats at the top (at least four, each coloured by its
+/// thresholds) and the list of the alerts firing.
+fn first_screen_problems(file: &str, d: &Json) -> Vec<String> {
+    let top: Vec<&Json> = d["panels"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["gridPos"]["y"].as_u64().is_some_and(|y| y < 9))
+        .collect();
+    let stats = top
+        .iter()
+        .filter(|p| {
+            s(p, "type") == "stat"
+                && s(&p["fieldConfig"]["defaults"]["color"], "mode") == "thresholds"
+        })
+        .count();
+    let mut errs = Vec::new();
+    if stats < 4 {
+        errs.push(format!(
+            "{file}: {stats} stat panel(s) coloured by thresholds on the first screen (y < 9): the page opens without a summary"
+        ));
+    }
+    if !top.iter().any(|p| s(p, "type") == "alertlist") {
+        errs.push(format!("{file}: no alert list on the first screen"));
+    }
+    errs
+}
+
 #[test]
 fn dashboards_colour_good_green_and_bad_red() {
     let c = contract();
@@ -1832,6 +1864,7 @@ fn dashboards_colour_good_green_and_bad_red() {
     for file in files("dashboards", ".json") {
         let d: Json = serde_json::from_str(&read(&file)).unwrap();
         errs.extend(dashboard_colour_problems(&file, &d, &c));
+        errs.extend(first_screen_problems(&file, &d));
     }
     assert!(
         errs.is_empty(),
@@ -1916,6 +1949,16 @@ fn colour_check_rejects_what_misleads_the_person_on_call() {
     let errs = dashboard_colour_problems("x", &risk, &c).join("\n");
     assert!(errs.contains("a risk drawn in a palette"), "{errs}");
     assert!(errs.contains("an idle (or just failed) device"), "{errs}");
+}
+
+#[test]
+fn a_page_without_a_summary_is_caught() {
+    let open_rows = json!({"panels": [
+        {"type": "row", "title": "Network", "gridPos": {"y": 0}},
+        {"type": "timeseries", "title": "NIC", "gridPos": {"y": 1}}]});
+    let errs = first_screen_problems("x", &open_rows).join("\n");
+    assert!(errs.contains("0 stat panel(s)"), "{errs}");
+    assert!(errs.contains("no alert list"), "{errs}");
 }
 
 #[test]
