@@ -900,14 +900,14 @@ fn first_screen(influx: &Influxd) {
         }
     }
     for (title, kind, want) in [
-        ("Redundancy left", Kind::MdRebuild, "red"),
+        ("Redundancy", Kind::MdRebuild, "red"),
         ("Rebuild risk", Kind::MdRebuild, "red"),
         // a RAID6 with one member down still has one failure to spare: degraded, not lost
-        ("Members missing", Kind::MdDegraded, "orange"),
-        ("Paths flapping", Kind::MultipathFlap, "red"),
+        ("Members down", Kind::MdDegraded, "orange"),
+        ("Flapping paths", Kind::MultipathFlap, "red"),
         ("Peak %util", Kind::WriteStorm, "red"),
-        ("Jobs' I/O stall", Kind::JobsIoStarved, "red"),
-        ("Jobs' CPU efficiency", Kind::JobsIoStarved, "red"),
+        ("I/O stall", Kind::JobsIoStarved, "red"),
+        ("CPU efficiency", Kind::JobsIoStarved, "red"),
     ] {
         let c = colour_of
             .get(&(title.to_string(), host(kind)))
