@@ -7,7 +7,11 @@
 //! * every measurement, tag and field a query names is in the documented contract, read from the
 //!   tables of `docs/metrics*.md` and the heartbeat line of `docs/collector.md`;
 //! * template variables used in queries are defined, `$tag_x` aliases name a GROUP BY tag, and
-//!   each runbook a rule points to exists.
+//!   each runbook a rule points to exists;
+//! * every table column is coloured by its own rule (green only for the good value of a boolean
+//!   or state, no "higher is worse" list on a lower-is-worse field, no range-start Time column),
+//!   no `$variable` sits where Grafana's InfluxDB frontend escapes it as a regex, and every
+//!   dashboard opens on a row of stats and the list of the alerts firing.
 //!
 //! Every failure names the file, the panel or rule, and the offending name.
 #![allow(clippy::unwrap_used)]
@@ -15,7 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use serde_json::Value as Json;
+use serde_json::{json, Value as Json};
 use serde_norway::Value as Yaml;
 
 fn root() -> PathBuf {
@@ -49,6 +53,8 @@ fn files(dir: &str, ext: &str) -> Vec<String> {
 struct Measurement {
     tags: BTreeSet<String>,
     fields: BTreeSet<String>,
+    /// each field's type where its table gives one (`boolean`, `string`, `integer`, `float`)
+    types: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Default)]
@@ -104,6 +110,20 @@ fn strip_parens(s: &str) -> String {
         }
     }
     out
+}
+
+/// `ty` (a table's type cell) as the type of `names`, when it is one of the line protocol's.
+fn add_types(entry: &mut Measurement, names: &[String], ty: &str) {
+    let ty = match ty.trim() {
+        "boolean" | "bool" => "boolean",
+        "string" => "string",
+        "integer" | "int" => "integer",
+        "float" => "float",
+        _ => return,
+    };
+    for n in names {
+        entry.types.insert(n.clone(), ty.to_string());
+    }
 }
 
 /// Tables and sentences of one metrics document: a `## \`name\`` heading opens a measurement; a
@@ -169,9 +189,13 @@ fn parse_metrics_doc(text: &str, c: &mut Contract) {
                 if let Some(m) = &current {
                     let entry = c.measurements.entry(m.clone()).or_default();
                     let names = backticked(second);
+                    let ty = line.split('|').nth(3).unwrap_or("");
                     match first {
                         "tag" => entry.tags.extend(names),
-                        _ => entry.fields.extend(names),
+                        _ => {
+                            add_types(entry, &names, ty);
+                            entry.fields.extend(names);
+                        }
                     }
                 }
                 continue;
@@ -190,7 +214,10 @@ fn parse_metrics_doc(text: &str, c: &mut Contract) {
                 let names = backticked(first);
                 match mode {
                     "tag" => entry.tags.extend(names),
-                    "field" => entry.fields.extend(names),
+                    "field" => {
+                        add_types(entry, &names, line.split('|').nth(2).unwrap_or(""));
+                        entry.fields.extend(names);
+                    }
                     _ => {}
                 }
             }
@@ -1154,7 +1181,8 @@ fn dashboards_are_valid_and_name_only_documented_metrics() {
             if !ids.insert(id) {
                 errs.push(format!("{file}: panel {title:?}: id {id} not unique"));
             }
-            if s(p, "type") == "row" {
+            // a row holds panels; the alert list reads Grafana's alert rules, not the datasource
+            if matches!(s(p, "type"), "row" | "alertlist") {
                 continue;
             }
             let targets = p["targets"].as_array().map(Vec::as_slice).unwrap_or(&[]);
@@ -1478,4 +1506,471 @@ fn every_runbook_belongs_to_a_rule_and_thresholds_are_documented() {
         }
     }
     assert!(errs.is_empty(), "{}", errs.join("\n"));
+}
+
+// ------------------------------------------------------------------------------------------
+// Colours: green means good, red means bad, column by column
+
+/// Fields where the lower value is the worse one: a threshold list that turns red as they grow
+/// paints the worst case green (redundancy 0 green, 2 red).
+const LOWER_IS_WORSE: &[&str] = &[
+    "redundancy_left",
+    "cpu_efficiency_pct",
+    "available_spare_pct",
+];
+/// Booleans that are good when true; the others in a coloured column are bad when true, but
+/// for those that say nothing good or bad either way.
+const GOOD_WHEN_TRUE: &[&str] = &[
+    "health_ok",
+    "read_ok",
+    "ok",
+    "bbu_ok",
+    "on_preferred_group",
+    "write_back_active",
+];
+const NEUTRAL_BOOLEANS: &[&str] = &[
+    "asleep",
+    "queue_if_no_path",
+    "bbu_present",
+    "write_back_configured",
+];
+/// State words that mean redundancy or data lost.
+const BAD_WORDS: &[&str] = &[
+    "failed", "faulty", "degraded", "DEGRADED", "FAULTED", "UNAVAIL", "Dgrd", "OfLn", "Offln",
+    "Failed", "UBad", "Msng", "offline",
+];
+/// Probabilities of loss: a palette would draw the first of them in its first colour, green.
+const RISKS: &[&str] = &["rebuild_risk", "failure_probability"];
+
+/// One column of a table query: the field read, its measurement and the column's name.
+#[derive(Debug, PartialEq)]
+struct Column {
+    measurement: String,
+    field: String,
+    name: String,
+}
+
+/// The columns a table query selects (`last("rebuild_progress_pct") AS "sync_pct"`): the first
+/// double-quoted name of each SELECT item and its `AS` name (the field itself without one).
+fn table_columns(q: &str) -> Vec<Column> {
+    let upper = q.to_ascii_uppercase();
+    let (Some(sel), Some(from)) = (upper.find("SELECT "), upper.find(" FROM ")) else {
+        return Vec::new();
+    };
+    let rest = &q[from + 6..];
+    let measurement = rest
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .rsplit('.')
+        .next()
+        .unwrap_or("")
+        .trim_matches('"')
+        .to_string();
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0i32, sel + 7);
+    let select = &q[..from];
+    for (i, ch) in select.char_indices().skip(sel + 7) {
+        match ch {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&select[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&select[start..]);
+    items
+        .into_iter()
+        .filter_map(|item| {
+            let quoted: Vec<&str> = item.split('"').skip(1).step_by(2).collect();
+            let field = quoted.first()?.to_string();
+            let name = match item.to_ascii_uppercase().find(" AS ") {
+                Some(_) => quoted.last()?.to_string(),
+                None => field.clone(),
+            };
+            Some(Column {
+                measurement: measurement.clone(),
+                field,
+                name,
+            })
+        })
+        .collect()
+}
+
+/// What Grafana applies to column `col` of table panel `p`: the panel's defaults, then each
+/// override naming the column, property by property (`custom.cellOptions`, `thresholds`, …).
+fn column_config(p: &Json, col: &str) -> BTreeMap<String, (Json, bool)> {
+    let mut m = BTreeMap::new();
+    let d = &p["fieldConfig"]["defaults"];
+    for k in ["thresholds", "color", "mappings", "unit"] {
+        if let Some(v) = d.get(k) {
+            m.insert(k.to_string(), (v.clone(), false));
+        }
+    }
+    if let Some(v) = d["custom"].get("cellOptions") {
+        m.insert("custom.cellOptions".to_string(), (v.clone(), false));
+    }
+    for o in p["fieldConfig"]["overrides"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        if s(&o["matcher"], "id") == "byName" && s(&o["matcher"], "options") == col {
+            for prop in o["properties"].as_array().into_iter().flatten() {
+                m.insert(s(prop, "id").to_string(), (prop["value"].clone(), true));
+            }
+        }
+    }
+    m
+}
+
+/// The color a value mapping gives `word`, if any.
+fn mapped_color<'a>(mappings: &'a Json, word: &str) -> Option<&'a str> {
+    mappings.as_array().into_iter().flatten().find_map(|m| {
+        (s(m, "type") == "value")
+            .then(|| m["options"].get(word))
+            .flatten()
+            .map(|r| s(r, "color"))
+    })
+}
+
+fn is_green(color: &str) -> bool {
+    color.contains("green")
+}
+
+fn is_red(color: &str) -> bool {
+    color.contains("red")
+}
+
+/// What is wrong with the colours of one table column: green for a bad value, red for a good
+/// one, a state or boolean without the mapping that colours it, one threshold list for every
+/// column.
+fn column_colour_problems(p: &Json, col: &Column, ty: &str) -> Vec<String> {
+    let cfg = column_config(p, &col.name);
+    let get = |k: &str| cfg.get(k).map(|(v, _)| v).unwrap_or(&Json::Null);
+    let own = |k: &str| cfg.get(k).is_some_and(|(_, own)| *own);
+    let cell = s(get("custom.cellOptions"), "type");
+    if !matches!(cell, "color-text" | "color-background") {
+        return Vec::new();
+    }
+    let name = &col.name;
+    let mut errs = Vec::new();
+    let mappings = get("mappings");
+    let mode = s(get("color"), "mode");
+    let steps: Vec<(&str, Option<f64>)> = get("thresholds")["steps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|st| (s(st, "color"), st["value"].as_f64()))
+        .collect();
+    let base = steps.first().map(|x| x.0).unwrap_or("green");
+    match ty {
+        "boolean" => {
+            let good = GOOD_WHEN_TRUE.contains(&col.field.as_str());
+            let neutral = NEUTRAL_BOOLEANS.contains(&col.field.as_str());
+            for (word, truth) in [("true", true), ("false", false), ("1", true), ("0", false)] {
+                match mapped_color(mappings, word) {
+                    None => errs.push(format!("boolean column {name:?} has no value mapping for {word} (it would take the color of the first threshold)")),
+                    Some(c) if neutral && (is_green(c) || is_red(c)) => errs.push(format!("{name:?} = {word} says neither good nor bad, but is mapped {c}")),
+                    Some(c) if !neutral && truth == good && !is_green(c) => errs.push(format!("{name:?} = {word} is the good value, mapped {c}")),
+                    Some(c) if !neutral && truth != good && is_green(c) => errs.push(format!("{name:?} = {word} is the bad value, mapped green")),
+                    _ => {}
+                }
+            }
+        }
+        "string" => {
+            if mappings.as_array().is_none_or(|a| a.is_empty()) {
+                errs.push(format!("state column {name:?} is coloured without value mappings: every word takes the first threshold's color"));
+            }
+            if mode != "fixed" && is_green(base) {
+                errs.push(format!("state column {name:?}: a word without a mapping is green (the first threshold)"));
+            }
+            for w in BAD_WORDS {
+                if mapped_color(mappings, w).is_some_and(is_green) {
+                    errs.push(format!("state column {name:?}: {w} is mapped green"));
+                }
+            }
+        }
+        _ if mode == "thresholds" => {
+            if !own("thresholds") {
+                errs.push(format!("numeric column {name:?} is coloured by the panel's one threshold list: give it its own (an override)"));
+            }
+            if LOWER_IS_WORSE.contains(&col.field.as_str()) {
+                if steps.last().is_some_and(|x| is_red(x.0)) || is_green(base) {
+                    errs.push(format!(
+                        "{name:?}: lower is worse, but its thresholds go from {base} up to red"
+                    ));
+                }
+            } else if is_red(base) {
+                errs.push(format!(
+                    "{name:?}: higher is worse, but its lowest values are red"
+                ));
+            }
+        }
+        _ => {}
+    }
+    errs
+}
+
+/// A `$variable` outside an InfluxQL regex literal but between two slashes: Grafana's InfluxDB
+/// frontend takes any text between two `/` for a regex and escapes the variable's value there
+/// (`sum("x") * 10000 / $__interval_ms AS "a", … / $__interval_ms` fails in the browser with
+/// `found \, expected identifier`).
+fn variables_escaped_as_regex(q: &str) -> Vec<String> {
+    let b = q.as_bytes();
+    // the spans of the regex literals (`=~ /…/`, `!~ /…/`)
+    let mut spans = Vec::new();
+    let mut i = 0;
+    while i + 1 < b.len() {
+        if (b[i] == b'=' || b[i] == b'!') && b[i + 1] == b'~' {
+            let mut j = i + 2;
+            while j < b.len() && b[j] == b' ' {
+                j += 1;
+            }
+            if j < b.len() && b[j] == b'/' {
+                let mut k = j + 1;
+                while k < b.len() && !(b[k] == b'/' && b[k - 1] != b'\\') {
+                    k += 1;
+                }
+                spans.push((j, k));
+                i = k;
+            }
+        }
+        i += 1;
+    }
+    let mut out = Vec::new();
+    for (at, _) in q.match_indices('$') {
+        let name: String = q[at + 1..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if name.is_empty() || spans.iter().any(|&(s, e)| s < at && at < e) {
+            continue;
+        }
+        if q[..at].contains('/') && q[at..].contains('/') {
+            out.push(format!("${name} lies between two slashes outside a regex: Grafana escapes it as a regex (use one division per query and no regex after it)"));
+        }
+    }
+    out
+}
+
+/// The colour and layout problems of one dashboard.
+fn dashboard_colour_problems(file: &str, d: &Json, c: &Contract) -> Vec<String> {
+    let mut errs = Vec::new();
+    for p in all_panels(d["panels"].as_array().map(Vec::as_slice).unwrap_or(&[])) {
+        let at = format!("{file}: panel {:?}", s(p, "title"));
+        let queries: Vec<&str> = p["targets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| s(t, "query"))
+            .collect();
+        for q in &queries {
+            errs.extend(
+                variables_escaped_as_regex(q)
+                    .into_iter()
+                    .map(|e| format!("{at}: {e}")),
+            );
+        }
+        match s(p, "type") {
+            "table" => {
+                let time_hidden = p["transformations"].as_array().is_some_and(|tr| {
+                    tr.iter().any(|t| {
+                        s(t, "id") == "organize"
+                            && t["options"]["excludeByName"]["Time"] == Json::Bool(true)
+                    })
+                });
+                if !time_hidden {
+                    errs.push(format!("{at}: the Time column (the range's start on every row) is not excluded by an organize transformation"));
+                }
+                let mut seen = BTreeSet::new();
+                for q in &queries {
+                    for col in table_columns(q) {
+                        if !seen.insert(col.name.clone()) {
+                            continue;
+                        }
+                        let ty = c
+                            .measurements
+                            .get(&col.measurement)
+                            .and_then(|m| m.types.get(&col.field))
+                            .map(String::as_str)
+                            .unwrap_or("");
+                        errs.extend(
+                            column_colour_problems(p, &col, ty)
+                                .into_iter()
+                                .map(|e| format!("{at}: {e}")),
+                        );
+                    }
+                }
+            }
+            "status-history" => {
+                let base = s(
+                    &p["fieldConfig"]["defaults"]["thresholds"]["steps"][0],
+                    "color",
+                );
+                if is_green(base) {
+                    errs.push(format!("{at}: its lowest values are green: an idle (or just failed) device is not a good one"));
+                }
+            }
+            _ => {
+                let risk = queries
+                    .iter()
+                    .any(|q| RISKS.iter().any(|r| q.contains(&format!("(\"{r}\")"))));
+                let mode = s(&p["fieldConfig"]["defaults"]["color"], "mode");
+                if risk && (mode.is_empty() || mode.starts_with("palette")) {
+                    errs.push(format!("{at}: a risk drawn in a palette (the first series green): give it a fixed or shades color"));
+                }
+            }
+        }
+    }
+    errs
+}
+
+/// What the first screen lacks: a row of stats at the top (at least four, each coloured by its
+/// thresholds) and the list of the alerts firing.
+fn first_screen_problems(file: &str, d: &Json) -> Vec<String> {
+    let top: Vec<&Json> = d["panels"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["gridPos"]["y"].as_u64().is_some_and(|y| y < 9))
+        .collect();
+    let stats = top
+        .iter()
+        .filter(|p| {
+            s(p, "type") == "stat"
+                && s(&p["fieldConfig"]["defaults"]["color"], "mode") == "thresholds"
+        })
+        .count();
+    let mut errs = Vec::new();
+    if stats < 4 {
+        errs.push(format!(
+            "{file}: {stats} stat panel(s) coloured by thresholds on the first screen (y < 9): the page opens without a summary"
+        ));
+    }
+    if !top.iter().any(|p| s(p, "type") == "alertlist") {
+        errs.push(format!("{file}: no alert list on the first screen"));
+    }
+    errs
+}
+
+#[test]
+fn dashboards_colour_good_green_and_bad_red() {
+    let c = contract();
+    let mut errs = Vec::new();
+    for file in files("dashboards", ".json") {
+        let d: Json = serde_json::from_str(&read(&file)).unwrap();
+        errs.extend(dashboard_colour_problems(&file, &d, &c));
+        errs.extend(first_screen_problems(&file, &d));
+    }
+    assert!(
+        errs.is_empty(),
+        "{} colour problem(s) in the dashboards:\n{}",
+        errs.len(),
+        errs.join("\n")
+    );
+}
+
+#[test]
+fn contract_has_the_types_of_the_fields() {
+    let c = contract();
+    let ty = |m: &str, f: &str| c.measurements[m].types.get(f).cloned().unwrap_or_default();
+    assert_eq!(ty("drive", "health_ok"), "boolean");
+    assert_eq!(ty("raid_vd", "degraded"), "boolean");
+    assert_eq!(ty("md", "degraded"), "integer");
+    assert_eq!(ty("md", "state"), "string");
+    assert_eq!(ty("mpath_path", "flapping"), "boolean");
+    assert_eq!(ty("raid_controller", "bbu_state"), "string");
+}
+
+#[test]
+fn colour_check_rejects_what_misleads_the_person_on_call() {
+    let c = contract();
+    // the site overview's arrays table and the disk server's drives table as they were: one
+    // "higher is worse" threshold list for every column, strings unmapped, Time shown
+    let table = |q: &str, defaults: Json, overrides: Json| {
+        json!({"panels": [{"type": "table", "title": "t", "targets": [{"query": q}],
+            "fieldConfig": {"defaults": defaults, "overrides": overrides}}]})
+    };
+    let one_list = json!({"thresholds": {"steps": [{"color": "green", "value": null},
+        {"color": "orange", "value": 0.001}, {"color": "red", "value": 0.01}]},
+        "color": {"mode": "thresholds"}, "custom": {"cellOptions": {"type": "color-text"}}});
+    let arrays = table(
+        r#"SELECT last("state") AS "state", last("redundancy_left") AS "redundancy_left" FROM "$rp"."md" WHERE $timeFilter GROUP BY "host", "array""#,
+        one_list.clone(),
+        json!([]),
+    );
+    let errs = dashboard_colour_problems("x", &arrays, &c).join("\n");
+    for want in [
+        "Time column",
+        "state column \"state\" is coloured without value mappings",
+        "a word without a mapping is green",
+        "\"redundancy_left\": lower is worse",
+        "\"redundancy_left\" is coloured by the panel's one threshold list",
+    ] {
+        assert!(errs.contains(want), "{want:?} not in:\n{errs}");
+    }
+    let drives = table(
+        r#"SELECT last("health_ok") AS "health_ok" FROM "$rp"."drive" WHERE $timeFilter GROUP BY "device""#,
+        one_list,
+        json!([]),
+    );
+    let errs = dashboard_colour_problems("x", &drives, &c).join("\n");
+    assert!(
+        errs.contains("boolean column \"health_ok\" has no value mapping for 0"),
+        "{errs}"
+    );
+    // a flapping path mapped the wrong way round
+    let flapping = table(
+        r#"SELECT last("flapping") AS "flapping" FROM "$rp"."mpath_path" WHERE $timeFilter GROUP BY "path""#,
+        json!({"custom": {"cellOptions": {"type": "color-text"}}}),
+        json!([{"matcher": {"id": "byName", "options": "flapping"}, "properties": [{"id": "mappings",
+            "value": [{"type": "value", "options": {"true": {"color": "green"}, "false": {"color": "red"},
+            "1": {"color": "green"}, "0": {"color": "red"}}}]}]}]),
+    );
+    let errs = dashboard_colour_problems("x", &flapping, &c).join("\n");
+    assert!(
+        errs.contains("\"flapping\" = true is the bad value, mapped green"),
+        "{errs}"
+    );
+    assert!(
+        errs.contains("\"flapping\" = false is the good value, mapped red"),
+        "{errs}"
+    );
+    // the risk line in the palette's green, the heat map's idle green
+    let risk = json!({"panels": [{"type": "timeseries", "title": "r", "targets": [{"query":
+        r#"SELECT max("rebuild_risk") FROM "$rp"."md" WHERE $timeFilter GROUP BY time($__interval)"#}],
+        "fieldConfig": {"defaults": {"color": {"mode": "palette-classic"}}}},
+        {"type": "status-history", "title": "h", "targets": [],
+        "fieldConfig": {"defaults": {"thresholds": {"steps": [{"color": "green", "value": null}]}}}}]});
+    let errs = dashboard_colour_problems("x", &risk, &c).join("\n");
+    assert!(errs.contains("a risk drawn in a palette"), "{errs}");
+    assert!(errs.contains("an idle (or just failed) device"), "{errs}");
+}
+
+#[test]
+fn a_page_without_a_summary_is_caught() {
+    let open_rows = json!({"panels": [
+        {"type": "row", "title": "Network", "gridPos": {"y": 0}},
+        {"type": "timeseries", "title": "NIC", "gridPos": {"y": 1}}]});
+    let errs = first_screen_problems("x", &open_rows).join("\n");
+    assert!(errs.contains("0 stat panel(s)"), "{errs}");
+    assert!(errs.contains("no alert list"), "{errs}");
+}
+
+#[test]
+fn a_variable_between_two_slashes_is_caught() {
+    let was = r#"SELECT sum("read_bytes_per_s") * 10000 / $__interval_ms AS "read", sum("write_bytes_per_s") * 10000 / $__interval_ms AS "write" FROM "raw"."job_io" WHERE "host" =~ /^$host$/ AND $timeFilter GROUP BY time($__interval), "device" fill(none)"#;
+    let errs = variables_escaped_as_regex(was);
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    assert!(errs[0].starts_with("$__interval_ms"));
+    // one division, and the host compared without a regex after it
+    let now = r#"SELECT sum("read_bytes_per_s") * 10000 / $__interval_ms AS "read" FROM "raw"."job_io" WHERE "host" = '$host' AND $timeFilter GROUP BY time($__interval), "device" fill(none)"#;
+    assert_eq!(variables_escaped_as_regex(now), Vec::<String>::new());
+    // variables inside regex literals are what Grafana should escape
+    let regex = r#"SELECT max("util_max_pct") FROM "$rp"."disk" WHERE "host" =~ /^$host$/ AND "device" !~ /^$device$/ AND $timeFilter"#;
+    assert_eq!(variables_escaped_as_regex(regex), Vec::<String>::new());
 }

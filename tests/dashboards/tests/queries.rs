@@ -29,6 +29,10 @@
 //!   expanded as Grafana does (`$timeFilter`, `$__interval`, `$site`/`$device` as "All" = `.*`,
 //!   `$host` each scenario's host), none errors, and each returns data on at least one scenario;
 //! * the panels made for an incident show it on its scenario and not on `healthy`;
+//! * the stat rows, computed as Grafana does (each series' last value, folded by the panel's
+//!   reduce-row function, coloured by its thresholds), show nothing red or orange on `healthy`
+//!   and turn red or orange on the incidents (an array without redundancy, a degraded one, a
+//!   flapping path, a write storm, starved jobs);
 //! * nothing was lost on the way: every report of every agent is in influxd, no agent dropped a
 //!   line (its own `agent` lines, and its output's counters once flushed), and the collector
 //!   rejected and dead-lettered none.
@@ -683,6 +687,7 @@ fn dashboards_and_alert_rules_on_a_simulated_fleet() {
 
     jobs_panels(&influx);
     incident_panels(&influx);
+    first_screen(&influx);
     eprintln!("done in {:.1} s", t0.elapsed().as_secs_f64());
 }
 
@@ -792,6 +797,128 @@ fn incident_panels(influx: &Influxd) {
     );
 
     drives_and_hardware_raid(influx);
+}
+
+/// The colour a stat panel shows on host `h`, with its value: every series of its queries, the
+/// last value of each, folded as its `calculateField` reduce-row transformation does (`min`,
+/// `max`, `sum`), then the step of its thresholds that value reaches.
+fn stat_colour(influx: &Influxd, p: &Json, h: &str) -> (Option<f64>, String) {
+    let reducer = p["transformations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["id"] == "calculateField")
+        .and_then(|t| t["options"]["reduce"]["reducer"].as_str())
+        .unwrap_or("max")
+        .to_string();
+    let mut lasts = Vec::new();
+    for t in p["targets"].as_array().into_iter().flatten() {
+        let q = expand_dashboard(influx, t["query"].as_str().unwrap_or(""), h);
+        let col = q
+            .split(" AS \"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap_or("")
+            .to_string();
+        for (_, vals) in column(influx, &q, &col) {
+            if let Some(v) = vals.iter().rev().find_map(Json::as_f64) {
+                lasts.push(v);
+            }
+        }
+    }
+    let value = match reducer.as_str() {
+        "min" => lasts.iter().copied().reduce(f64::min),
+        "sum" => (!lasts.is_empty()).then(|| lasts.iter().sum()),
+        _ => lasts.iter().copied().reduce(f64::max),
+    };
+    let steps = p["fieldConfig"]["defaults"]["thresholds"]["steps"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let colour = match value {
+        None => "none".to_string(),
+        Some(v) => steps
+            .iter()
+            .rfind(|st| st["value"].as_f64().is_none_or(|x| v >= x))
+            .and_then(|st| st["color"].as_str())
+            .unwrap_or("")
+            .to_string(),
+    };
+    (value, colour)
+}
+
+/// The stat rows: nothing red or orange on the healthy hosts; the incidents red on the first
+/// screen (the disk server's stat for its kind of trouble).
+fn first_screen(influx: &Influxd) {
+    let stats = |file: &str| -> Vec<Json> {
+        let d: Json = serde_json::from_str(
+            &std::fs::read_to_string(workspace().join("dashboards").join(file)).unwrap(),
+        )
+        .unwrap();
+        d["panels"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["type"] == "stat")
+            .cloned()
+            .collect()
+    };
+    let mut table = String::new();
+    let mut problems = Vec::new();
+    let mut colour_of = BTreeMap::new();
+    for (file, hosts) in [
+        (
+            "disk-server.json",
+            vec![
+                Kind::Healthy,
+                Kind::MdDegraded,
+                Kind::MdRebuild,
+                Kind::MultipathFlap,
+                Kind::WriteStorm,
+            ],
+        ),
+        (
+            "worker-node.json",
+            vec![Kind::WorkerHtcondor, Kind::WorkerSlurm, Kind::JobsIoStarved],
+        ),
+    ] {
+        for p in stats(file) {
+            let title = p["title"].as_str().unwrap_or("").to_string();
+            for kind in &hosts {
+                let h = host(*kind);
+                let (v, c) = stat_colour(influx, &p, &h);
+                table.push_str(&format!("{file} {title:30} {h:28} {v:?} {c}\n"));
+                colour_of.insert((title.clone(), h.clone()), c.clone());
+                let healthy = matches!(
+                    kind,
+                    Kind::Healthy | Kind::WorkerHtcondor | Kind::WorkerSlurm
+                );
+                if healthy && (c.contains("red") || c.contains("orange")) {
+                    problems.push(format!("{file}: {title:?} is {c} ({v:?}) on healthy {h}"));
+                }
+            }
+        }
+    }
+    for (title, kind, want) in [
+        ("Redundancy", Kind::MdRebuild, "red"),
+        ("Rebuild risk", Kind::MdRebuild, "red"),
+        // a RAID6 with one member down still has one failure to spare: degraded, not lost
+        ("Members down", Kind::MdDegraded, "orange"),
+        ("Flapping paths", Kind::MultipathFlap, "red"),
+        ("Peak %util", Kind::WriteStorm, "red"),
+        ("I/O stall", Kind::JobsIoStarved, "red"),
+        ("CPU efficiency", Kind::JobsIoStarved, "red"),
+    ] {
+        let c = colour_of
+            .get(&(title.to_string(), host(kind)))
+            .cloned()
+            .unwrap_or_default();
+        if c != want {
+            problems.push(format!("{title:?} is {c:?} on {}, not {want}", host(kind)));
+        }
+    }
+    assert!(problems.is_empty(), "{}\n{table}", problems.join("\n"));
+    eprintln!("stat rows:\n{table}");
 }
 
 /// The last value of `col` of each series of a table query, by the series' tag `tag`.
