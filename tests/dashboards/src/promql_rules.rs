@@ -1,6 +1,6 @@
 //! The Prometheus rule file `alerts/prometheus/storwatch-rules.yml`, generated from one
 //! definition: each Grafana rule of `alerts/storwatch-rules.yaml` gives an alerting rule its
-//! name (the Grafana uid), group and group interval, `for`, `severity` and `object` labels and
+//! name (the Grafana uid), group (`storwatch: ` and the Grafana group's name) and group interval, `for`, `severity` and `object` labels and
 //! its summary, description and runbook; `alerts/prometheus/expressions.yaml` gives its PromQL
 //! (by uid), and the recording rules, each placed at the start of a group.
 //!
@@ -310,6 +310,13 @@ fn field(out: &mut String, indent: &str, key: &str, value: &str) {
     }
 }
 
+/// A Prometheus group's name: the Grafana group's, which Grafana shows under the folder
+/// `storwatch`, with `storwatch: ` before it, as Prometheus (and Grafana's list of a Prometheus
+/// datasource's rules) shows a group with only its rule file's path above it.
+pub fn prom_group_name(grafana_group: &str) -> String {
+    format!("storwatch: {grafana_group}")
+}
+
 /// The rule file's text.
 pub fn render(groups: &[Group]) -> String {
     let mut out = String::from(
@@ -322,7 +329,7 @@ pub fn render(groups: &[Group]) -> String {
          groups:\n",
     );
     for g in groups {
-        let _ = writeln!(out, "- name: {}", scalar(&g.name));
+        let _ = writeln!(out, "- name: {}", scalar(&prom_group_name(&g.name)));
         let _ = writeln!(out, "  interval: {}", scalar(&g.interval));
         out.push_str("  rules:\n");
         for r in &g.recording {
