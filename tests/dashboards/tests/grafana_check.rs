@@ -36,7 +36,11 @@ fn dropin_env_after(home: &Path, args: &[&str], var: &str) -> (i32, String) {
         .args(args)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let script = format!(
         "set -euo pipefail\n{}\nv=$(dropin_env \"$1\" \"$2\")\necho \"$v\"\n",
         function("dropin_env")

@@ -180,7 +180,10 @@ fn check_prometheus_installed(target: &Path, manage_alerts: bool) {
     );
     let ds: Yaml = serde_norway::from_str(&installed).unwrap();
     let ds = &ds["datasources"][0];
-    assert_eq!(ds["jsonData"]["manageAlerts"].as_bool(), Some(manage_alerts));
+    assert_eq!(
+        ds["jsonData"]["manageAlerts"].as_bool(),
+        Some(manage_alerts)
+    );
     assert_eq!(ds["uid"].as_str(), Some("storwatch-prometheus"));
     assert_eq!(ds["type"].as_str(), Some("prometheus"));
     assert_eq!(ds["url"].as_str(), Some("${STORWATCH_PROMETHEUS_URL}"));

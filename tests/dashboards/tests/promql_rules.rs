@@ -23,7 +23,9 @@ use storwatch_dashboards_tests::fleet::{
 use storwatch_dashboards_tests::prom::{
     promtool_values_scraped, scrape_labels, scrape_reports, selector, Samples,
 };
-use storwatch_dashboards_tests::promql_rules::{generate, prom_group_name, rule_groups, RULES_FILE};
+use storwatch_dashboards_tests::promql_rules::{
+    generate, prom_group_name, rule_groups, RULES_FILE,
+};
 use storwatch_dashboards_tests::{history_phases, shift};
 use storwatch_sim::scenario::Kind;
 use storwatch_test_support::{promtool, workspace};

@@ -13,6 +13,8 @@
 //! takes a missing value as false. The Prometheus rule generator reads that form
 //! (`tests/dashboards/src/promql_rules.rs`).
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::PathBuf;
 
 use serde_norway::Value as Yaml;
