@@ -169,7 +169,7 @@ install_grafana_side() {
     --systemd-dir "$home/systemd" "$@" >"$home/install.log" 2>&1 ||
     { cat "$home/install.log" >&2; die "deploy/grafana/install.sh failed"; }
   # the directories a Grafana package ships empty, so that Grafana has nothing to complain of
-  mkdir -p "$home/provisioning/plugins" "$home/provisioning/notifiers" \
+  mkdir -p "$home/provisioning/plugins" "$home/provisioning/notifiers" "$home/provisioning/alerting" \
     "$home/provisioning/access-control" "$home/data" "$home/logs" "$home/plugins"
   sed 's/^/  /' "$home/install.log"
 }
