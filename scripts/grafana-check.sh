@@ -169,14 +169,20 @@ install_grafana_side() {
     --systemd-dir "$home/systemd" "$@" >"$home/install.log" 2>&1 ||
     { cat "$home/install.log" >&2; die "deploy/grafana/install.sh failed"; }
   # the directories a Grafana package ships empty, so that Grafana has nothing to complain of
-  mkdir -p "$home/provisioning/plugins" "$home/provisioning/notifiers" \
+  mkdir -p "$home/provisioning/plugins" "$home/provisioning/notifiers" "$home/provisioning/alerting" \
     "$home/provisioning/access-control" "$home/data" "$home/logs" "$home/plugins"
   sed 's/^/  /' "$home/install.log"
 }
 
-# dropin_env HOME VAR: the value the installed grafana-server drop-in gives VAR
+# dropin_env HOME VAR: the value the installed grafana-server drop-ins give VAR (install.sh
+# writes storwatch.conf for InfluxDB and storwatch-prometheus.conf for Prometheus: either may be
+# missing), empty when none does
 dropin_env() {
-  sed -n "s/^Environment=$2=//p" "$1/systemd/grafana-server.service.d/storwatch.conf" 2>/dev/null | tail -1
+  local f
+  for f in "$1"/systemd/grafana-server.service.d/*.conf; do
+    [ -f "$f" ] || continue
+    sed -n "s/^Environment=$2=//p" "$f"
+  done | tail -1
 }
 
 # start_grafana HOME: Grafana on a free port with HOME's provisioning; sets grafana_url
@@ -649,6 +655,8 @@ else
   [ -n "${PROMETHEUS_PORT:-}" ] || die "quickstart --prometheus wrote no PROMETHEUS_PORT in $qs/ports.env"
   prom_url=http://127.0.0.1:$PROMETHEUS_PORT
   install_grafana_side prometheus --datasource prometheus --prometheus-url "$prom_url"
+  [ "$(dropin_env "$scratch/prometheus" STORWATCH_PROMETHEUS_URL)" = "$prom_url" ] ||
+    die "install.sh --prometheus-url wrote no STORWATCH_PROMETHEUS_URL drop-in"
   start_grafana "$scratch/prometheus"
   python3 -c "$checker" "$grafana_url" "$admin_password" "$scratch/prometheus" "$grafana_started" prometheus \
     storwatch-prometheus "$prom_url" - - dashboards/prometheus/*.json || status=1

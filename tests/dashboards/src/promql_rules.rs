@@ -1,6 +1,6 @@
 //! The Prometheus rule file `alerts/prometheus/storwatch-rules.yml`, generated from one
 //! definition: each Grafana rule of `alerts/storwatch-rules.yaml` gives an alerting rule its
-//! name (the Grafana uid), group and group interval, `for`, `severity` and `object` labels and
+//! name (the Grafana uid), group (`storwatch: ` and the Grafana group's name) and group interval, `for`, `severity` and `object` labels and
 //! its summary, description and runbook; `alerts/prometheus/expressions.yaml` gives its PromQL
 //! (by uid), and the recording rules, each placed at the start of a group.
 //!
@@ -62,12 +62,52 @@ fn text<'a>(v: &'a Yaml, what: &str, problems: &mut Vec<String>) -> &'a str {
     }
 }
 
-/// Grafana's template `t` in Prometheus's: `.Labels.` is `$labels.`, and `$values.<r>.Value`
-/// with `r` = `value_ref` is `$value` (a function applied to it becomes a pipe). Another ref is
-/// an error.
-pub fn prom_template(t: &str, value_ref: Option<&str>) -> Result<String, String> {
+/// `{{ with $values.X }}{{ f .Value }}{{ else }}…{{ end }}`, the form a Grafana template needs
+/// for a value that an evaluation without data or with an error lacks
+/// (`tests/dashboards/tests/rule_templates.rs`), as `{{ f $values.X.Value }}`. Any other
+/// `with $values.X` block is an error.
+fn unguard(t: &str) -> Result<String, String> {
+    const OPEN: &str = "{{ with $values.";
+    let bad = || {
+        format!(
+            "{t:?}: a `with $values.X` block other than \
+             {{{{ with $values.X }}}}{{{{ [f] .Value }}}}[{{{{ else }}}}text]{{{{ end }}}}"
+        )
+    };
     let mut out = String::new();
     let mut rest = t;
+    while let Some(i) = rest.find(OPEN) {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + OPEN.len()..];
+        let close = after.find("}}").ok_or_else(bad)?;
+        let r = after[..close].trim();
+        let body = after[close + 2..].strip_prefix("{{").ok_or_else(bad)?;
+        let vclose = body.find("}}").ok_or_else(bad)?;
+        let words: Vec<&str> = body[..vclose].split_whitespace().collect();
+        let value = match words.as_slice() {
+            [".Value"] => format!("{{{{ $values.{r}.Value }}}}"),
+            [f, ".Value"] => format!("{{{{ {f} $values.{r}.Value }}}}"),
+            _ => return Err(bad()),
+        };
+        let mut tail = &body[vclose + 2..];
+        if let Some(e) = tail.strip_prefix("{{ else }}") {
+            tail = &e[e.find("{{").ok_or_else(bad)?..];
+        }
+        rest = tail.strip_prefix("{{ end }}").ok_or_else(bad)?;
+        out.push_str(&value);
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Grafana's template `t` in Prometheus's: `.Labels.` is `$labels.`, and `$values.<r>.Value`
+/// with `r` = `value_ref` is `$value` (a function applied to it becomes a pipe; the guarded
+/// `{{ with $values.<r> }}` form too, as Prometheus's `$value` is always there). Another ref is
+/// an error.
+pub fn prom_template(t: &str, value_ref: Option<&str>) -> Result<String, String> {
+    let t = &unguard(t)?;
+    let mut out = String::new();
+    let mut rest = t.as_str();
     while let Some(open) = rest.find("{{") {
         out.push_str(&rest[..open]);
         let Some(close) = rest[open..].find("}}") else {
@@ -270,6 +310,13 @@ fn field(out: &mut String, indent: &str, key: &str, value: &str) {
     }
 }
 
+/// A Prometheus group's name: the Grafana group's, which Grafana shows under the folder
+/// `storwatch`, with `storwatch: ` before it, as Prometheus (and Grafana's list of a Prometheus
+/// datasource's rules) shows a group with only its rule file's path above it.
+pub fn prom_group_name(grafana_group: &str) -> String {
+    format!("storwatch: {grafana_group}")
+}
+
 /// The rule file's text.
 pub fn render(groups: &[Group]) -> String {
     let mut out = String::from(
@@ -282,7 +329,7 @@ pub fn render(groups: &[Group]) -> String {
          groups:\n",
     );
     for g in groups {
-        let _ = writeln!(out, "- name: {}", scalar(&g.name));
+        let _ = writeln!(out, "- name: {}", scalar(&prom_group_name(&g.name)));
         let _ = writeln!(out, "  interval: {}", scalar(&g.interval));
         out.push_str("  rules:\n");
         for r in &g.recording {
@@ -333,6 +380,18 @@ mod tests {
             "{{ $labels.array }}{{ if $labels.vdev }}{{ $labels.pool }}/{{ $labels.vdev }}{{ end }}"
         );
         assert!(prom_template("{{ $labels.x", None).is_err());
+    }
+
+    #[test]
+    fn guarded_values_become_prometheus_ones() {
+        let t = "{{ $labels.host }} for {{ with $values.B }}{{ humanizeDuration .Value }}{{ else }}?{{ end }} ({{ with $values.B }}{{ .Value }}{{ end }})";
+        assert_eq!(
+            prom_template(t, Some("B")).unwrap(),
+            "{{ $labels.host }} for {{ $value | humanizeDuration }} ({{ $value }})"
+        );
+        assert!(prom_template("{{ with $values.RB }}{{ .Value }}{{ end }}", Some("RA")).is_err());
+        assert!(prom_template("{{ with $values.B }}{{ .Labels.x }}{{ end }}", Some("B")).is_err());
+        assert!(prom_template("{{ with $values.B }}{{ .Value }}", Some("B")).is_err());
     }
 
     #[test]

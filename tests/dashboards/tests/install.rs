@@ -159,18 +159,31 @@ fn runbook_links_only(installed: &str, original: &str) -> usize {
 }
 
 /// What `--datasource prometheus` (or `both`) with `--prometheus-url` puts on a Grafana host: the
-/// Prometheus datasource as shipped, every PromQL dashboard as `<name>-prometheus.json` beside
-/// the InfluxDB ones, uids unique in the folder, the drop-in with the URL.
-fn check_prometheus_installed(target: &Path) {
+/// Prometheus datasource as shipped but for `manageAlerts` (`manage_alerts`: Prometheus's rules
+/// are the installation's, so Grafana lists them; else Grafana's are, and Prometheus's would be
+/// listed beside them), every PromQL dashboard as `<name>-prometheus.json` beside the InfluxDB
+/// ones, uids unique in the folder, the drop-in with the URL.
+fn check_prometheus_installed(target: &Path, manage_alerts: bool) {
     let repo = root();
     let prov = target.join("provisioning");
     let shipped = repo.join("deploy/grafana/provisioning/datasources/storwatch-prometheus.yaml");
+    let shipped = std::fs::read_to_string(&shipped).unwrap();
+    assert!(shipped.contains("\n      manageAlerts: true\n"));
+    let installed =
+        std::fs::read_to_string(prov.join("datasources/storwatch-prometheus.yaml")).unwrap();
     assert_eq!(
-        std::fs::read(prov.join("datasources/storwatch-prometheus.yaml")).unwrap(),
-        std::fs::read(&shipped).unwrap()
+        installed,
+        shipped.replace(
+            "manageAlerts: true",
+            &format!("manageAlerts: {manage_alerts}")
+        )
     );
-    let ds: Yaml = serde_norway::from_str(&std::fs::read_to_string(&shipped).unwrap()).unwrap();
+    let ds: Yaml = serde_norway::from_str(&installed).unwrap();
     let ds = &ds["datasources"][0];
+    assert_eq!(
+        ds["jsonData"]["manageAlerts"].as_bool(),
+        Some(manage_alerts)
+    );
     assert_eq!(ds["uid"].as_str(), Some("storwatch-prometheus"));
     assert_eq!(ds["type"].as_str(), Some("prometheus"));
     assert_eq!(ds["url"].as_str(), Some("${STORWATCH_PROMETHEUS_URL}"));
@@ -275,14 +288,15 @@ fn installs_the_prometheus_side() {
         text.contains("alerts/prometheus/storwatch-rules.yml") && text.contains("rule_files"),
         "says where the rule file is and how to load it: {text}"
     );
-    check_prometheus_installed(dir.path());
+    check_prometheus_installed(dir.path(), true);
     assert!(!prov.join("datasources/storwatch.yaml").exists());
     assert!(!prov.join("alerting").exists(), "no Grafana rule");
     assert!(names(&dir.path().join("dashboards"))
         .iter()
         .all(|n| n.ends_with("-prometheus.json")));
 
-    // both, with Prometheus's rule file: the InfluxDB side as before, the Prometheus one beside
+    // both, with Prometheus's rules as the installation's: the InfluxDB datasource and
+    // dashboards as before, the Prometheus ones beside, Prometheus's rule file, no Grafana rule
     let rules = dir.path().join("prometheus-rules");
     let both = [
         "--influx-url",
@@ -291,11 +305,13 @@ fn installs_the_prometheus_side() {
         "both",
         url[0],
         url[1],
+        "--alert-rules",
+        "prometheus",
         "--prometheus-rules",
         rules.to_str().unwrap(),
     ];
     let out = install(&script, dir.path(), &both);
-    assert!(out.contains("alert rules (runbooks at"), "{out}");
+    assert!(!out.contains("alert rules (runbooks at"), "{out}");
     let alerts = std::fs::read_to_string(root().join("alerts/prometheus/storwatch-rules.yml"))
         .unwrap()
         .lines()
@@ -305,9 +321,30 @@ fn installs_the_prometheus_side() {
         out.contains(&format!("storwatch-rules.yml ({alerts} alerting rules")),
         "{out}"
     );
-    check_installed(dir.path());
-    check_prometheus_installed(dir.path());
+    check_prometheus_installed(dir.path(), true);
     check_prometheus_rules(&rules);
+    assert!(prov.join("datasources/storwatch.yaml").is_file());
+    assert!(!prov.join("alerting/storwatch-rules.yaml").exists());
+
+    // both, with Grafana's rules (the default): one set of rules, Grafana's, and the
+    // Prometheus datasource's rules kept out of Grafana's alert list; the earlier run's
+    // Prometheus rule file is the site's to unload (the script says so)
+    let out = install(
+        &script,
+        dir.path(),
+        &[
+            "--influx-url",
+            "http://influxdb.example.org:8086",
+            "--datasource",
+            "both",
+            url[0],
+            url[1],
+        ],
+    );
+    assert!(out.contains("alert rules (runbooks at"), "{out}");
+    assert!(out.contains("every alert fires twice"), "{out}");
+    check_installed(dir.path());
+    check_prometheus_installed(dir.path(), false);
 
     // a re-run without --datasource (an upgrade) keeps the Prometheus side an earlier run put there
     let out = install(
@@ -317,7 +354,7 @@ fn installs_the_prometheus_side() {
     );
     assert!(!out.contains("removed"), "{out}");
     check_installed(dir.path());
-    check_prometheus_installed(dir.path());
+    check_prometheus_installed(dir.path(), false);
 
     // back to InfluxDB alone, asked for: the Prometheus datasource and dashboards go, the rest is
     // as ever
@@ -355,6 +392,25 @@ fn installs_the_prometheus_side() {
     for args in [
         vec!["--datasource", "graphite"],
         vec!["--datasource", "prometheus", "--prometheus-rules", "/tmp/x"],
+        // Prometheus's rules beside Grafana's: every alert twice
+        vec![
+            "--datasource",
+            "both",
+            "--runbook-base",
+            BASE,
+            "--prometheus-rules",
+            "/tmp/x",
+        ],
+        vec!["--datasource", "prometheus", "--alert-rules", "grafana"],
+        vec!["--datasource", "both", "--alert-rules", "alertmanager"],
+        vec![
+            "--datasource",
+            "both",
+            "--alert-rules",
+            "prometheus",
+            "--policies",
+            "example",
+        ],
         vec![
             "--datasource",
             "prometheus",
@@ -530,6 +586,8 @@ fn installs_from_the_package_layout() {
             "both",
             "--prometheus-url",
             "http://prometheus.example.org:9090",
+            "--alert-rules",
+            "prometheus",
             "--prometheus-rules",
             rules.to_str().unwrap(),
         ],
@@ -538,8 +596,8 @@ fn installs_from_the_package_layout() {
         out.contains("/usr/share/storwatch/prometheus/prometheus.yml"),
         "{out}"
     );
-    check_installed(&target);
-    check_prometheus_installed(&target);
+    assert!(out.contains("removed"), "Grafana's rules go: {out}");
+    check_prometheus_installed(&target, true);
     check_prometheus_rules(&rules);
 }
 

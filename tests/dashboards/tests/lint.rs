@@ -1336,6 +1336,13 @@ fn alert_rules_are_valid_and_name_only_documented_metrics() {
                     "{file}: group {gname:?} needs name, folder and interval"
                 ));
             }
+            // Grafana's alert list shows the group under the folder `storwatch`: a name for
+            // people ("Disks", "MD RAID"), not a slug repeating the folder
+            if !gname.starts_with(|c: char| c.is_ascii_uppercase()) || gname.contains("storwatch") {
+                errs.push(format!(
+                    "{file}: group {gname:?}: name it for people, capitalised and without the folder's name (\"Disks\", \"MD RAID\")"
+                ));
+            }
             for (k, v) in ["name", "folder", "interval"].map(|k| (k, ys(g, k))) {
                 if let Some(e) = env_interpolated(v) {
                     errs.push(format!("{file}: group {gname:?} {k}: {e}"));

@@ -23,7 +23,9 @@ use storwatch_dashboards_tests::fleet::{
 use storwatch_dashboards_tests::prom::{
     promtool_values_scraped, scrape_labels, scrape_reports, selector, Samples,
 };
-use storwatch_dashboards_tests::promql_rules::{generate, rule_groups, RULES_FILE};
+use storwatch_dashboards_tests::promql_rules::{
+    generate, prom_group_name, rule_groups, RULES_FILE,
+};
 use storwatch_dashboards_tests::{history_phases, shift};
 use storwatch_sim::scenario::Kind;
 use storwatch_test_support::{promtool, workspace};
@@ -58,7 +60,7 @@ fn every_grafana_rule_has_one_alerting_rule_and_the_file_reads_back() {
     assert_eq!(file_groups.len(), groups.len());
     let mut alerts = 0;
     for (g, fg) in groups.iter().zip(file_groups) {
-        assert_eq!(fg["name"].as_str(), Some(g.name.as_str()));
+        assert_eq!(fg["name"].as_str(), Some(prom_group_name(&g.name).as_str()));
         assert_eq!(fg["interval"].as_str(), Some(g.interval.as_str()));
         let rules = fg["rules"].as_sequence().unwrap();
         assert_eq!(
