@@ -326,11 +326,20 @@ impl Queue {
     }
 
     /// Saves [`Queue::load_sent_mark`]'s hint: written and renamed, not fsync'd — it survives
-    /// the process being killed, and a power cut that loses it only loses the hint.
+    /// the process being killed, and a power cut that loses it only loses the hint. Private
+    /// (0600) like every other file of the queue directory.
     pub fn save_sent_mark(&self, name: &str, pos: u64) -> std::io::Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
         let path = self.sent_mark_path(name);
         let tmp = path.with_extension("sent.tmp");
-        std::fs::write(&tmp, pos.to_string())?;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?
+            .write_all(pos.to_string().as_bytes())?;
         std::fs::rename(&tmp, &path)
     }
 
