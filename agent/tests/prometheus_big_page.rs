@@ -1,5 +1,5 @@
 //! A big `/metrics` page scraped by a real Prometheus (Debian's `prometheus`): the agent on a
-//! proc tree with 4,000 disks (`/proc/diskstats` only), and a long tag value on every line: a page of some 11 MB. With the
+//! proc tree with 1,200 disks (`/proc/diskstats` only), and a long tag value on every line: a page of some 11 MB. With the
 //! listener's 32 KiB send buffer the kernel waited for the client's delayed ACK after every
 //! ~64 KB, and such a page could not be sent within the 5 s a client gets: Prometheus saw the
 //! scrape cut (`up` 0). Every scrape must now bring the whole page; the scrape durations are
@@ -10,7 +10,7 @@ use std::net::TcpListener;
 use std::process::Command;
 use std::time::Duration;
 
-use storwatch_test_support::{binary, http, scratch, urlencode, wait_for, Proc};
+use storwatch_test_support::{binary, http, scratch, wait_for, Proc, Prometheus};
 
 const DISKS: usize = 1200;
 /// A long `[tags]` value on every sample makes the page large with few samples, so that the
@@ -23,26 +23,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-fn query(port: u16, q: &str) -> Vec<f64> {
-    let (code, text) = http(
-        &format!(
-            "http://127.0.0.1:{port}/api/v1/query?query={}",
-            urlencode(q)
-        ),
-        "GET",
-        &[],
-        b"",
-    );
-    assert_eq!(code, 200, "{text}");
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    v["data"]["result"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["value"][1].as_str().unwrap().parse().unwrap())
-        .collect()
 }
 
 #[test]
@@ -106,63 +86,29 @@ fn prometheus_gets_a_page_of_11_mb_whole_at_every_scrape() {
         code == 200 && samples > DISKS * 10
     }));
 
-    let prom_port = free_port();
-    let pdir = dir.path().join("prometheus");
-    std::fs::create_dir_all(&pdir).unwrap();
-    std::fs::write(
-        pdir.join("prometheus.yml"),
-        format!(
+    let prom = Prometheus::start(
+        &dir.path().join("prometheus"),
+        &format!(
             "global:\n  scrape_interval: 5s\n  scrape_timeout: 5s\n\
              scrape_configs:\n  - job_name: storwatch\n    honor_labels: true\n    \
              static_configs:\n      - targets: ['127.0.0.1:{agent_port}']\n"
         ),
-    )
-    .unwrap();
-    let _prom = Proc::spawn(
-        "prometheus",
-        &pdir.join("log"),
-        Command::new("prometheus")
-            .arg(format!(
-                "--config.file={}",
-                pdir.join("prometheus.yml").display()
-            ))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                pdir.join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
-            .arg("--log.level=warn"),
+        &[],
     );
-    assert!(wait_for(Duration::from_secs(30), || {
-        http(
-            &format!("http://127.0.0.1:{prom_port}/-/ready"),
-            "GET",
-            &[],
-            b"",
-        )
-        .0 == 200
-    }));
     // four scrapes, each given the 5 s the agent gives a client
     let scrapes = "count_over_time(up{job=\"storwatch\"}[1h])";
     assert!(
-        wait_for(Duration::from_secs(90), || query(prom_port, scrapes)
+        wait_for(Duration::from_secs(90), || prom
+            .query(scrapes)
             .first()
             .is_some_and(|n| *n >= 4.0)),
         "Prometheus did not scrape four times"
     );
-    let up = query(prom_port, "min_over_time(up{job=\"storwatch\"}[1h])");
-    let got = query(
-        prom_port,
-        "min_over_time(scrape_samples_scraped{job=\"storwatch\"}[1h])",
-    );
-    let durations = query(
-        prom_port,
-        "quantile_over_time(0.5, scrape_duration_seconds{job=\"storwatch\"}[1h])",
-    );
-    let max = query(
-        prom_port,
-        "max_over_time(scrape_duration_seconds{job=\"storwatch\"}[1h])",
-    );
+    let up = prom.query("min_over_time(up{job=\"storwatch\"}[1h])");
+    let got = prom.query("min_over_time(scrape_samples_scraped{job=\"storwatch\"}[1h])");
+    let durations =
+        prom.query("quantile_over_time(0.5, scrape_duration_seconds{job=\"storwatch\"}[1h])");
+    let max = prom.query("max_over_time(scrape_duration_seconds{job=\"storwatch\"}[1h])");
     eprintln!(
         "page {:.1} MB, {samples} samples; scrape_duration_seconds median {:?}, max {:?}",
         bytes as f64 / 1e6,

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use storwatch_test_support::http::read_request;
-use storwatch_test_support::{http, scratch, wait_for, Collector, Proc};
+use storwatch_test_support::{http, scratch, wait_for, Collector, Proc, Prometheus};
 
 const TOKEN: &str = "remote-write-resend-token";
 
@@ -217,39 +217,12 @@ fn a_kill_9_resends_about_one_batch_not_a_whole_queue_read() {
 #[test]
 fn resent_samples_refused_as_out_of_order_are_counted_apart_not_dead_lettered() {
     let dir = scratch();
-    let prom_port = free_port();
-    let pdir = dir.path().join("prometheus");
-    std::fs::create_dir_all(&pdir).unwrap();
-    std::fs::write(
-        pdir.join("prometheus.yml"),
+    let prom = Prometheus::start(
+        &dir.path().join("prometheus"),
         "global:\n  scrape_interval: 1h\n",
-    )
-    .unwrap();
-    let _prom = Proc::spawn(
-        "prometheus",
-        &pdir.join("log"),
-        Command::new("prometheus")
-            .arg(format!(
-                "--config.file={}",
-                pdir.join("prometheus.yml").display()
-            ))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                pdir.join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
-            .arg("--web.enable-remote-write-receiver")
-            .arg("--log.level=warn"),
+        &["--web.enable-remote-write-receiver"],
     );
-    assert!(wait_for(Duration::from_secs(30), || {
-        http(
-            &format!("http://127.0.0.1:{prom_port}/-/ready"),
-            "GET",
-            &[],
-            b"",
-        )
-        .0 == 200
-    }));
+    let prom_port = prom.port;
     let output = |name: &str| {
         format!(
             "[[outputs]]\ntype = \"prometheus_remote_write\"\nname = \"{name}\"\n\

@@ -11,7 +11,8 @@
 //! * [`wait`]: waiting for a condition, and the wall clock;
 //! * [`pki`]: a CA and certificates made with `openssl`, for TLS tests;
 //! * [`reports`]: small synthetic reports whose arrival can be checked point by point;
-//! * [`lp`]: the fields of a line of line protocol.
+//! * [`lp`]: the fields of a line of line protocol;
+//! * [`prometheus`]: a throw-away Prometheus on 127.0.0.1 and its instant queries.
 //!
 //! It depends on no workspace crate, so that the agent's and the collector's own tests can use
 //! it. Everything here panics with a clear message instead of returning errors: a failure is the
@@ -25,6 +26,7 @@ pub mod influxd;
 pub mod lp;
 pub mod pki;
 pub mod process;
+pub mod prometheus;
 pub mod promtool;
 pub mod reports;
 pub mod wait;
@@ -34,5 +36,6 @@ pub use files::{fixture_roots, scratch, workspace};
 pub use http::{gzip, http, post_form, urlencode};
 pub use influxd::Influxd;
 pub use process::{binary, in_private_mounts, telegraf, Proc};
+pub use prometheus::Prometheus;
 pub use promtool::{promtool, promtool_ok};
 pub use wait::{now_ns, now_s, wait_for, wait_until};
