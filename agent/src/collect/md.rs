@@ -499,6 +499,42 @@ mod tests {
         assert_eq!(poll(&mut m, &h, 8.0), vec![ev("md0", "clean", "")]);
     }
 
+    /// While a run goes on the detector keeps no copy of the reading (it derives every poll);
+    /// once the run ends it keeps one again, so identical idle readings are skipped and the next
+    /// change is still announced.
+    #[test]
+    fn after_a_check_ends_the_idle_array_still_announces_its_next_change() {
+        let h = Host::new();
+        let mut m = monitor();
+        let members = "sdg[6](S) sdf[5] sde[4] sdd[3] sdc[2] sdb[1] sda[0]";
+        h.mdstat(&raid6(members, "[6/6] [UUUUUU]", ""));
+        assert_eq!(poll(&mut m, &h, 0.0), vec![]);
+        for (t, done) in [(1, 100_000), (2, 200_000), (3, 200_000), (4, 300_000)] {
+            h.mdstat(&raid6(
+                members,
+                "[6/6] [UUUUUU]",
+                &format!(
+                    "      [>....................]  check =  5.0% ({done}/1000000) finish=10.0min speed=1000K/sec\n"
+                ),
+            ));
+            poll(&mut m, &h, f64::from(t));
+            let s = m.array("md0").expect("md0");
+            assert_eq!(s.sync_action, "check", "at {t}");
+        }
+        h.mdstat(&raid6(members, "[6/6] [UUUUUU]", ""));
+        poll(&mut m, &h, 5.0);
+        for t in 6..9 {
+            assert_eq!(poll(&mut m, &h, f64::from(t)), vec![], "at {t}");
+            let s = m.array("md0").expect("md0");
+            assert_eq!(
+                (s.state, s.sync_action.as_str()),
+                (ArrayState::Clean, "idle")
+            );
+        }
+        sdc_fails(&mut m, &h, 9.0);
+        assert_eq!(poll(&mut m, &h, 10.0), vec![]);
+    }
+
     #[test]
     fn recovery_progresses_to_completion_with_our_own_eta() {
         let h = Host::new();

@@ -26,8 +26,10 @@ struct Tracked {
     mismatch_told_in_run: bool,
     /// The poll that last listed the array.
     seen_in: u64,
-    /// The mdstat and sysfs reading this state was derived from.
-    input: (MdArray, Option<MdSys>),
+    /// The mdstat and sysfs reading this state was derived from; `None` while a run is tracked,
+    /// when the next poll derives the status again whatever it reads (copying the reading every
+    /// second for nothing was a third of the detector's work on a syncing array).
+    input: Option<(MdArray, Option<MdSys>)>,
     /// What the rebuild risk was computed from, while degraded or recovering.
     exposure: Option<Exposure>,
 }
@@ -113,14 +115,19 @@ impl MdDetector {
                 // The same reading as the last poll with nothing running: the status is a pure
                 // function of the reading then (no progress samples, no clock), so it, the
                 // members and the events would come out the same. Most arrays, most seconds.
-                if p.run.is_none() && p.input.0 == a && p.input.1.as_ref() == s {
+                let same = p
+                    .input
+                    .as_ref()
+                    .is_some_and(|(pa, ps)| *pa == a && ps.as_ref() == s);
+                if p.run.is_none() && same {
                     p.seen_in = poll_no;
                     continue;
                 }
             }
             let members = derive_members(&a, s);
-            let prev = self.arrays.remove(&a.name);
-            let mut run = prev.as_ref().and_then(|p| p.run.clone());
+            let mut prev = self.arrays.remove(&a.name);
+            // Taken, not copied: a long run holds `eta_window_s` of samples.
+            let mut run = prev.as_mut().and_then(|p| p.run.take());
             let (status, exposure) = derive(&a, s, &members, &mut run, now_s, &self.params);
             match &prev {
                 Some(p) => transitions(p, &status, &members, events),
@@ -147,8 +154,10 @@ impl MdDetector {
             if let Some(p) = &prev {
                 (mismatch_told, mismatch_told_in_run) = mismatch_growth(p, &status, events);
             }
+            let key = a.name.clone();
+            let input = run.is_none().then(|| (a, s.cloned()));
             self.arrays.insert(
-                a.name.clone(),
+                key,
                 Tracked {
                     status,
                     members,
@@ -156,7 +165,7 @@ impl MdDetector {
                     mismatch_told,
                     mismatch_told_in_run,
                     seen_in: poll_no,
-                    input: (a, s.cloned()),
+                    input,
                     exposure,
                 },
             );
