@@ -147,7 +147,7 @@ done
 # harness = false, run once in its test mode) take no --skip: the libraries', binaries' and
 # integration tests (libtest) less those run beside, the benchmarks, the doc tests.
 rest() { # cargo test's target selection [-- the tests' arguments]
-  INSTA_UPDATE=no cargo test --workspace --locked "$@" 2>&1 | tee -a "$logs/rest"
+  INSTA_UPDATE=no cargo test --workspace --locked --no-fail-fast "$@" 2>&1 | tee -a "$logs/rest"
 }
 failed=()
 rest --lib --bins --test '*' -- --exact "${skips[@]}" || failed+=("the rest's tests")
