@@ -7,12 +7,11 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use storwatch_test_support::http::read_request;
-use storwatch_test_support::{http, scratch, wait_for, Collector, Proc, Prometheus};
+use storwatch_test_support::{http, scratch, wait_for, Collector, Prometheus};
 
 const TOKEN: &str = "remote-write-resend-token";
 
