@@ -6,24 +6,15 @@
 //! printed (docs/prometheus.md quotes them), not held to a time.
 #![allow(clippy::unwrap_used)]
 
-use std::net::TcpListener;
 use std::process::Command;
 use std::time::Duration;
 
-use storwatch_test_support::{binary, http, scratch, wait_for, Proc, Prometheus};
+use storwatch_test_support::{binary, free_port, http, scratch, wait_for, Proc, Prometheus};
 
 const DISKS: usize = 1200;
 /// A long `[tags]` value on every sample makes the page large with few samples, so that the
 /// time Prometheus spends on the samples stays small beside the transfer.
 const SITE: &str = "a-site-whose-tag-values-are-long";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 #[test]
 fn prometheus_gets_a_page_of_11_mb_whole_at_every_scrape() {

@@ -24,7 +24,7 @@ use rustix::net::{AddressFamily, SocketType};
 use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
 use storwatch_sim::scenario::Kind;
 use storwatch_sim::sim::Sim;
-use storwatch_test_support::{binary, scratch, wait_for, Proc};
+use storwatch_test_support::{binary, free_port, scratch, wait_for, Proc};
 
 const IDLE: usize = 1500;
 const HALF_SENT: usize = 50;
@@ -75,15 +75,6 @@ impl Drop for Stepping {
             let _ = t.join();
         }
     }
-}
-
-/// A port nobody listens on now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A field of /proc/<pid>/status (`VmRSS`, `Threads`), as its number.

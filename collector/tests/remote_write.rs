@@ -14,14 +14,15 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value as Json;
 use storwatch_agent::prometheus::Exposition;
-use storwatch_test_support::{http, scratch, urlencode, wait_for, workspace, Collector, Proc};
+use storwatch_test_support::{
+    free_port, http, now_ms, scratch, urlencode, wait_for, workspace, Collector, Proc,
+};
 
 const TOKEN: &str = "remote-write-test-token";
 
@@ -39,21 +40,6 @@ fn report_at(ts_ns: i64) -> String {
             format!("{rest} {ts_ns}\n")
         })
         .collect()
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
 }
 
 /// A real remote-write receiver with its query API.

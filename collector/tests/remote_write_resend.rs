@@ -11,24 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use storwatch_test_support::http::read_request;
-use storwatch_test_support::{http, scratch, wait_for, Collector, Prometheus};
+use storwatch_test_support::{free_port, http, now_ms, scratch, wait_for, Collector, Prometheus};
 
 const TOKEN: &str = "remote-write-resend-token";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
 
 fn varint(b: &[u8], i: &mut usize) -> u64 {
     let mut v = 0u64;

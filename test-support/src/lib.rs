@@ -33,9 +33,9 @@ pub mod wait;
 
 pub use collector::Collector;
 pub use files::{fixture_roots, scratch, workspace};
-pub use http::{gzip, http, post_form, urlencode};
+pub use http::{free_port, gzip, http, post_form, urlencode};
 pub use influxd::Influxd;
 pub use process::{binary, in_private_mounts, telegraf, Proc};
 pub use prometheus::Prometheus;
 pub use promtool::{promtool, promtool_ok};
-pub use wait::{now_ns, now_s, wait_for, wait_until};
+pub use wait::{now_ms, now_ns, now_s, wait_for, wait_until};

@@ -1,12 +1,11 @@
 //! A throw-away Prometheus (Debian's `prometheus`) on 127.0.0.1, for the tests that have one
 //! scrape the agent or receive the collector's remote write, and ask it what it stored.
 
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::{http, urlencode, wait_for, Proc};
+use crate::{free_port, http, urlencode, wait_for, Proc};
 
 /// A Prometheus started in `dir` on a free port, stopped on drop.
 pub struct Prometheus {
@@ -21,11 +20,7 @@ impl Prometheus {
         std::fs::create_dir_all(dir).unwrap();
         let conf = dir.join("prometheus.yml");
         std::fs::write(&conf, config).unwrap();
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let proc = Proc::spawn(
             "prometheus",
             &dir.join("log"),

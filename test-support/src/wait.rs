@@ -27,6 +27,11 @@ pub fn now_s() -> u64 {
         .as_secs()
 }
 
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    now_ns() / 1_000_000
+}
+
 /// Nanoseconds since the Unix epoch.
 pub fn now_ns() -> i64 {
     SystemTime::now()
