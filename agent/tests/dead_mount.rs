@@ -68,7 +68,10 @@ fn no_fuse() -> bool {
     if Path::new("/dev/fuse").exists() {
         return false;
     }
-    eprintln!("SKIPPED: /dev/fuse does not exist on this machine; FUSE cannot mount here");
+    storwatch_test_support::skip_or_fail(
+        "fuse",
+        "/dev/fuse does not exist on this machine; FUSE cannot mount here",
+    );
     true
 }
 

@@ -8,17 +8,17 @@
 //! * Python: `influxdb` 5.3 (Debian's `python3-influxdb`, the v1 client) and `influxdb-client`
 //!   (PyPI, the v2 client, installed by `scripts/test.sh` into `target/pyclients`);
 //! * Telegraf's `influxdb` (CREATE DATABASE first, then /write) and `influxdb_v2` outputs, when a
-//!   telegraf binary is found (`STORWATCH_TELEGRAF`, else `PATH`); otherwise the test says it
-//!   was skipped. Building one takes minutes (see docs/collector.md).
+//!   telegraf binary is found (`STORWATCH_TELEGRAF`, else `PATH`); otherwise the test fails,
+//!   or says SKIPPED with `STORWATCH_ALLOW_SKIP`. Building one takes minutes (see
+//!   docs/collector.md).
 #![allow(clippy::unwrap_used)]
 
-use std::io::Write as _;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use storwatch_test_support::{
-    http, now_s, telegraf, wait_for, workspace, Collector, Influxd, Proc,
+    http, now_s, skip_or_fail, telegraf, wait_for, workspace, Collector, Influxd, Proc,
 };
 
 const TOKEN: &str = "clients-token-0123456789";
@@ -237,14 +237,10 @@ with InfluxDBClient(url="http://127.0.0.1:" + os.environ["PORT"], token=os.envir
 #[test]
 fn telegraf_outputs_write_to_their_own_databases() {
     let Some(bin) = telegraf() else {
-        // Written to stderr itself, past the test harness's capture, so that the skip shows in
-        // every run's output, not only when a test fails.
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED telegraf_outputs_write_to_their_own_databases: no telegraf binary \
-             (set STORWATCH_TELEGRAF or put telegraf on PATH)"
+        return skip_or_fail(
+            "telegraf",
+            "no telegraf binary (set STORWATCH_TELEGRAF or put telegraf on PATH)",
         );
-        return;
     };
     let s = site(18750, 18754);
     let conf = s.dir.path().join("telegraf.conf");

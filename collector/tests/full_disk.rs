@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use storwatch_test_support::{in_private_mounts, now_s, wait_for, Collector};
+use storwatch_test_support::{in_private_mounts, now_s, skip_or_fail, wait_for, Collector};
 
 const PORT: u16 = 18290;
 const TOKEN: &str = "agents-token-0123456789";
@@ -72,7 +72,10 @@ exec "$3" --config "$4""#;
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         if let Ok(Some(status)) = child.try_wait() {
-            eprintln!("SKIPPED: cannot mount a tmpfs in a private namespace here ({status})");
+            skip_or_fail(
+                "mount-namespace",
+                &format!("cannot mount a tmpfs in a private namespace here ({status})"),
+            );
             return None;
         }
         if TcpStream::connect(("127.0.0.1", PORT)).is_ok() && request("GET", "/ping", b"").0 == 204

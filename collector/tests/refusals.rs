@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use storwatch_test_support::{http, telegraf, wait_for, Collector, Proc};
+use storwatch_test_support::{http, skip_or_fail, telegraf, wait_for, Collector, Proc};
 
 const TOKEN: &str = "refusals-agents-token-0123456789";
 const STRANGER: &str = "not-a-token-of-this-collector-00";
@@ -367,12 +367,10 @@ fn what_a_refused_client_still_sends_is_read_only_up_to_a_bound() {
 #[test]
 fn telegraf_reads_the_refusals() {
     let Some(bin) = telegraf() else {
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED telegraf_reads_the_refusals: no telegraf binary \
-             (set STORWATCH_TELEGRAF or put telegraf on PATH)"
+        return skip_or_fail(
+            "telegraf",
+            "no telegraf binary (set STORWATCH_TELEGRAF or put telegraf on PATH)",
         );
-        return;
     };
     let dir = tempfile::tempdir().unwrap();
     let c = full_collector(dir.path(), 18966);

@@ -29,6 +29,7 @@ pub mod process;
 pub mod prometheus;
 pub mod promtool;
 pub mod reports;
+pub mod skip;
 pub mod wait;
 
 pub use collector::Collector;
@@ -38,4 +39,5 @@ pub use influxd::Influxd;
 pub use process::{binary, in_private_mounts, telegraf, Proc};
 pub use prometheus::Prometheus;
 pub use promtool::{promtool, promtool_ok};
+pub use skip::skip_or_fail;
 pub use wait::{now_ms, now_ns, now_s, wait_for, wait_until};

@@ -176,11 +176,10 @@ fn read_walk_bench_builds_and_prints_four_costs() {
 fn agent_bench_script_measures_the_agent_on_the_bench_host() {
     let harness = workspace().join("../shared/bench");
     if !harness.join("run.sh").is_file() {
-        eprintln!(
-            "SKIPPED agent_bench_script_measures_the_agent_on_the_bench_host: no bench harness at {}",
-            harness.display()
+        return storwatch_test_support::skip_or_fail(
+            "bench-harness",
+            &format!("no bench harness at {}", harness.display()),
         );
-        return;
     }
     let agent = binary("storwatch-agent", "storwatch-agent");
     let dir = scratch();
