@@ -586,7 +586,8 @@ fn retry_after_is_honoured_and_the_request_is_remote_write_1_0() {
 /// Issue 29.10: the cost of one refused line in a full batch, counted in requests. The
 /// receiver refuses any request holding the line (as Prometheus refuses a request whole for one
 /// out-of-order sample, naming no line); the batch is bisected, and a half whose sibling was
-/// accepted is split without being sent. docs/collector.md gives these figures.
+/// accepted is split without being sent. docs/collector.md gives these figures. One shard
+/// (`max_in_flight = 1`): the batch is one request, as the figures count it.
 #[test]
 fn one_refused_line_in_a_5000_line_batch_costs_the_requests_the_docs_give() {
     use storwatch_test_support::http::{answer, FakeServer};
@@ -617,7 +618,8 @@ fn one_refused_line_in_a_5000_line_batch_costs_the_requests_the_docs_give() {
             "listen = \"127.0.0.1:{port}\"\nqueue_dir = \"{q}\"\ntoken_file = \"{t}\"\n\
              [heartbeat]\ninterval_s = 0\n\
              [[outputs]]\ntype = \"prometheus_remote_write\"\nname = \"fake\"\n\
-             url = \"{u}/api/v1/write\"\ndb = \"storwatch\"\n",
+             url = \"{u}/api/v1/write\"\ndb = \"storwatch\"\n\
+             max_in_flight = 1\n",
             q = dir.path().join("queue").display(),
             t = dir.path().join("tokens").display(),
             u = fake.url_base,

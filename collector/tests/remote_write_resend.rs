@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -270,4 +271,126 @@ fn fourth_record_end(queue: &Path) -> u64 {
     let read = q.read_records(0, 1 << 20).unwrap();
     assert_eq!(read.records.len(), 5);
     read.ends[3]
+}
+
+/// A remote-write receiver on `port` answering 503 to any request holding the value `held`
+/// while `hold` is set, 204 to the rest (recording their values); one thread per connection,
+/// so that the requests in flight at once are answered at once.
+fn holding_receiver(port: u16, held: f64, hold: Arc<AtomicBool>) -> Arc<Mutex<Vec<Vec<f64>>>> {
+    let listener = TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let (s, hold) = (s.clone(), hold.clone());
+            std::thread::spawn(move || {
+                let Some(req) = read_request(stream.try_clone().unwrap()) else {
+                    return;
+                };
+                let values = sample_values(&req.body);
+                let answer: &[u8] = if hold.load(Ordering::SeqCst) && values.contains(&held) {
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                } else {
+                    s.lock().unwrap().push(values);
+                    b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                };
+                let _ = stream.write_all(answer);
+            });
+        }
+    });
+    seen
+}
+
+/// Several requests in flight: a batch is cut into shards by series, sent at once. One shard of
+/// the fourth record's batch is refused (503) until released while the batch's other shards are
+/// delivered: the saved cursor stays at the end of the third record across a kill -9 (it passes
+/// a record only when every shard has delivered everything up to it), and after the restart
+/// every line is delivered.
+#[test]
+fn with_shards_in_flight_the_cursor_passes_a_record_only_when_every_shard_delivered_it() {
+    let dir = scratch();
+    let receiver_port = free_port();
+    let port = free_port();
+    let config = write_config(
+        dir.path(),
+        port,
+        &format!(
+            "[[outputs]]\ntype = \"prometheus_remote_write\"\nname = \"rw\"\n\
+             url = \"http://127.0.0.1:{receiver_port}/api/v1/write\"\nbatch_lines = 100\n\
+             max_in_flight = 4\nbackoff_min_ms = 50\nbackoff_max_s = 1\n"
+        ),
+    );
+    let held = 1e9;
+    let hold = Arc::new(AtomicBool::new(true));
+    let seen = holding_receiver(receiver_port, held, hold.clone());
+    let mut c = Collector::start_with_config(&Collector::bin(), &config, port);
+    // six records (one batch each) of 100 series; the fourth's first line is the held one
+    let t0 = now_ms() - 600_000;
+    let value = |k: usize, i: usize| {
+        if (k, i) == (3, 0) {
+            held
+        } else {
+            (k * 100 + i) as f64
+        }
+    };
+    for k in 0..6 {
+        let body: String = (0..100)
+            .map(|i| {
+                let host = if (k, i) == (3, 0) {
+                    "held".to_string()
+                } else {
+                    format!("h{i}")
+                };
+                format!(
+                    "m,host={host} v={} {}\n",
+                    value(k, i),
+                    (t0 + k as i64 * 10_000) * 1_000_000
+                )
+            })
+            .collect();
+        post(&c, &body);
+    }
+    let delivered = |k: usize| -> usize {
+        let all = seen.lock().unwrap();
+        (0..100)
+            .filter(|i| all.iter().flatten().any(|v| *v == value(k, *i)))
+            .count()
+    };
+    // the first three records delivered, and of the fourth every shard but the held one's
+    assert!(wait_for(Duration::from_secs(30), || delivered(2) == 100
+        && delivered(3) > 0
+        && c.metric("output_retries_total{output=\"rw\"}") >= 2));
+    assert!(delivered(3) < 100);
+    assert!(
+        (50..100).contains(&delivered(3)),
+        "the other shards of the batch were sent beside the held one: {} of 100",
+        delivered(3)
+    );
+    c.stop();
+    let queue = dir.path().join("queue");
+    {
+        use storwatch_collector::metrics::Metrics;
+        use storwatch_collector::queue::{Queue, QueueOptions};
+        let (q, _) = Queue::open(
+            &queue,
+            QueueOptions::default(),
+            Arc::new(Metrics::default()),
+        )
+        .unwrap();
+        let read = q.read_records(0, 1 << 20).unwrap();
+        assert_eq!(read.records.len(), 6);
+        assert_eq!(
+            q.load_cursor("rw"),
+            read.ends[2],
+            "the saved cursor is at the end of the third record, not past the fourth"
+        );
+    }
+    hold.store(false, Ordering::SeqCst);
+    c.start_again();
+    assert!(backlog_drained(&c, "rw"));
+    for k in 0..6 {
+        assert_eq!(delivered(k), 100, "record {k}");
+    }
+    assert_eq!(c.metric("output_dead_lettered_total{output=\"rw\"}"), 0);
 }

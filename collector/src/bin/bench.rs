@@ -27,6 +27,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 
+#[path = "bench/drain.rs"]
+mod drain;
+#[path = "bench/remote_write.rs"]
+mod remote_write;
+
 struct Args {
     senders: usize,
     seconds: u64,
@@ -39,18 +44,26 @@ struct Args {
     max_in_flight: Option<usize>,
     /// Parts the drain lines are cut in, each ingested directly and then drained.
     rounds: usize,
+    /// Drain into a Prometheus and a VictoriaMetrics too.
+    remote_write: bool,
+    /// Another collector build, drained the same way part by part (the build before).
+    compare: Option<PathBuf>,
 }
 
 const USAGE: &str = "\
 usage: storwatch-collector-bench [--senders N] [--seconds S] [--lines-per-request N]
                                  [--drain-lines N] [--gzip] [--skip-drain] [--port-base PORT]
-                                 [--max-in-flight N] [--rounds N]
+                                 [--max-in-flight N] [--rounds N] [--remote-write]
+                                 [--compare COLLECTOR]
 
 Durable acknowledgements per second from N concurrent senders (the collector's output
 unreachable), then the drain of a backlog of --drain-lines lines into a local influxd against
 influxd's own ingest of the same lines, in --rounds parts (default 4) each ingested directly
 and then drained (--max-in-flight: the draining output's max_in_flight, default the
 collector's). Ports PORT..PORT+3 on 127.0.0.1 (default 18500).
+--remote-write: each part is drained into a Prometheus and a VictoriaMetrics as well (remote
+write), and the rates and CPU compared with the InfluxDB output's. --compare COLLECTOR: that
+build drains every part the same way too (its own receivers), each figure side by side.
 ";
 
 fn args() -> anyhow::Result<Args> {
@@ -64,6 +77,8 @@ fn args() -> anyhow::Result<Args> {
         port_base: 18500,
         max_in_flight: None,
         rounds: 4,
+        remote_write: false,
+        compare: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -82,6 +97,12 @@ fn args() -> anyhow::Result<Args> {
             "--skip-drain" => a.skip_drain = true,
             "--max-in-flight" => a.max_in_flight = Some(num()?),
             "--rounds" => a.rounds = num()?,
+            "--remote-write" => a.remote_write = true,
+            "--compare" => {
+                a.compare = Some(PathBuf::from(
+                    it.next().context("--compare needs a collector binary")?,
+                ))
+            }
             "--port-base" => {
                 a.port_base = u16::try_from(num()?)
                     .ok()
@@ -149,21 +170,30 @@ impl Drop for Proc {
     }
 }
 
-/// The collector on `port` with one output to `output`; `output_extra` adds settings of that
-/// output (TOML lines).
-fn collector(dir: &Path, port: u16, output: &str, output_extra: &str) -> anyhow::Result<Proc> {
-    let bin = std::env::current_exe()?
+/// The collector built beside the bench.
+fn own_collector() -> anyhow::Result<PathBuf> {
+    Ok(std::env::current_exe()?
         .parent()
         .context("no parent")?
-        .join("storwatch-collector");
+        .join("storwatch-collector"))
+}
+
+/// An InfluxDB output named `out` to `url`; `extra` adds settings (TOML lines).
+fn influx_output(url: &str, extra: &str) -> String {
+    format!(
+        "[[outputs]]\nname = \"out\"\nurl = \"{url}\"\ndb = \"bench\"\ngzip = false\n\
+         backoff_min_ms = 50\nbackoff_max_s = 1\n{extra}\n"
+    )
+}
+
+/// The collector `bin` on `port` with the output section `output` (one output, named `out`).
+fn collector(dir: &Path, port: u16, bin: &Path, output: &str) -> anyhow::Result<Proc> {
     let cfg = dir.join(format!("collector-{port}.toml"));
     std::fs::write(
         &cfg,
         format!(
             "listen = \"127.0.0.1:{port}\"\nqueue_dir = \"{}\"\ntoken_file = \"{}\"\n\
-             [limits]\nrate_limit_lines_per_s = 0\n[heartbeat]\ninterval_s = 0\n\
-             [[outputs]]\nname = \"influx\"\nurl = \"{output}\"\ndb = \"bench\"\ngzip = false\n\
-             backoff_min_ms = 50\nbackoff_max_s = 1\n{output_extra}\n",
+             [limits]\nrate_limit_lines_per_s = 0\n[heartbeat]\ninterval_s = 0\n{output}",
             dir.join("queue").display(),
             dir.join("tokens").display()
         ),
@@ -263,13 +293,23 @@ async fn metric(client: &reqwest::Client, base: &str, name: &str) -> u64 {
         .unwrap_or(u64::MAX)
 }
 
+/// Series of the bench's lines (600 hosts × 24 devices), and the time between their reports.
+const SERIES: usize = 14_400;
+const REPORT_NS: u64 = 10_000_000_000;
+
 fn bodies(count: usize, lines: usize, ts0: u64, gz: bool) -> Vec<Vec<u8>> {
     (0..count)
         .map(|b| {
             let mut s = String::with_capacity(lines * 260);
             for i in 0..lines {
                 let n = b * lines + i;
-                line(&mut s, n % 600, (n / 600) % 24, ts0 + n as u64);
+                // each of the 14,400 series once per 10 s report
+                line(
+                    &mut s,
+                    n % 600,
+                    (n / 600) % 24,
+                    ts0 + (n / SERIES) as u64 * REPORT_NS,
+                );
             }
             if gz {
                 gzip(s.as_bytes())
@@ -283,7 +323,8 @@ fn bodies(count: usize, lines: usize, ts0: u64, gz: bool) -> Vec<Vec<u8>> {
 async fn ack_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     // Output to a closed port: nothing drains, so the backlog grows for the whole run.
     let port = a.port_base;
-    let mut proc = collector(dir, port, "http://127.0.0.1:9", "")?;
+    let out = influx_output("http://127.0.0.1:9", "");
+    let mut proc = collector(dir, port, &own_collector()?, &out)?;
     let base = &format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(64)
@@ -386,179 +427,6 @@ fn raw_len(lines: usize) -> usize {
     s.len()
 }
 
-/// influxd's own ingest rate of `bodies` written straight to its `/write` into `db` by two
-/// writers, in lines per second.
-async fn direct_ingest(
-    client: &reqwest::Client,
-    influx: &str,
-    db: &str,
-    bodies: &Arc<Vec<Vec<u8>>>,
-) -> anyhow::Result<f64> {
-    let t = Instant::now();
-    let next = Arc::new(AtomicU64::new(0));
-    let mut ws = Vec::new();
-    for _ in 0..2 {
-        let (client, bodies, next) = (client.clone(), bodies.clone(), next.clone());
-        let url = format!("{influx}/write?db={db}&precision=ns");
-        ws.push(tokio::spawn(async move {
-            let (mut failed, mut lines) = (0, 0);
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed) as usize;
-                let Some(b) = bodies.get(i) else { break };
-                let r = client.post(&url).body(b.clone()).send().await;
-                if matches!(&r, Ok(r) if r.status().as_u16() == 204) {
-                    lines += b.iter().filter(|c| **c == b'\n').count();
-                } else {
-                    eprintln!("direct write failed: {r:?}");
-                    failed += 1;
-                }
-            }
-            (failed, lines)
-        }));
-    }
-    let mut total = 0;
-    for w in ws {
-        let (failed, lines) = w.await?;
-        if failed > 0 {
-            bail!("influxd refused direct writes: its figure would be wrong");
-        }
-        total += lines;
-    }
-    Ok(total as f64 / t.elapsed().as_secs_f64())
-}
-
-/// Fills the collector's queue in `qdir` with `bodies` while its output is unreachable.
-async fn fill(
-    client: &reqwest::Client,
-    a: &Args,
-    qdir: &Path,
-    bodies: &[Vec<u8>],
-) -> anyhow::Result<()> {
-    let mut proc = collector(qdir, a.port_base + 1, "http://127.0.0.1:9", "")?;
-    let base = &format!("http://127.0.0.1:{}", a.port_base + 1);
-    wait_ping(client, base, &mut proc).await?;
-    for b in bodies {
-        let r = client
-            .post(format!("{base}/write?db=bench"))
-            .header("Authorization", "Token bench-token-0123456789")
-            .body(b.clone())
-            .send()
-            .await?;
-        if r.status().as_u16() != 204 {
-            bail!("fill failed: {}", r.status());
-        }
-    }
-    Ok(())
-}
-
-/// Starts the collector on the queue in `qdir` with its output to `influx` and waits until it
-/// has delivered its whole backlog: the time from its start, its peak RSS and its CPU seconds.
-async fn drain(
-    client: &reqwest::Client,
-    a: &Args,
-    qdir: &Path,
-    influx: &str,
-) -> anyhow::Result<(Duration, u64, f64)> {
-    let extra = match a.max_in_flight {
-        Some(n) => format!("max_in_flight = {n}"),
-        None => String::new(),
-    };
-    let mut proc = collector(qdir, a.port_base + 1, influx, &extra)?;
-    let base = &format!("http://127.0.0.1:{}", a.port_base + 1);
-    let t = Instant::now();
-    wait_ping(client, base, &mut proc).await?;
-    loop {
-        let backlog = metric(client, base, "output_backlog_bytes{output=\"influx\"}").await;
-        if backlog == 0 {
-            break;
-        }
-        if let Some(status) = proc.0.try_wait()? {
-            bail!("storwatch-collector exited while draining ({status})");
-        }
-        if t.elapsed() > Duration::from_secs(600) {
-            bail!("drain did not finish");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    Ok((t.elapsed(), vm_hwm_kib(proc.0.id()), cpu_s(proc.0.id())))
-}
-
-async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
-    let client = reqwest::Client::new();
-    let idir = dir.join("influx");
-    let influxd = Influxd::start(&idir, a.port_base + 2)?;
-    let influx = &format!("http://127.0.0.1:{}", a.port_base + 2);
-    for db in ["bench", "direct"] {
-        client
-            .post(format!("{influx}/query"))
-            .form(&[("q", format!("CREATE DATABASE {db}"))])
-            .send()
-            .await?;
-    }
-    let per = 5000;
-    let count = a.drain_lines.div_ceil(per);
-    let ts0 = now_ns() - 3_600_000_000_000;
-    let all = bodies(count, per, ts0, false);
-    let total = (count * per) as u64;
-    // The lines in `rounds` parts; each part is written by influxd's own ingest and then
-    // drained by the collector, part after part, so that a change of the machine's load during
-    // the run falls on both sides alike.
-    let rounds = a.rounds.clamp(1, count);
-    let parts: Vec<Arc<Vec<Vec<u8>>>> = all
-        .chunks(count.div_ceil(rounds))
-        .map(|c| Arc::new(c.to_vec()))
-        .collect();
-    drop(all);
-    let qdir = dir.join("drain");
-    std::fs::create_dir_all(&qdir)?;
-    let (mut t_direct, mut t_drain) = (Duration::ZERO, Duration::ZERO);
-    let (mut hwm, mut cpu) = (0, 0.0);
-    let mut ratios = Vec::new();
-    for part in &parts {
-        let lines = (part.len() * per) as f64;
-        let t = Instant::now();
-        direct_ingest(&client, influx, "direct", part).await?;
-        let d = t.elapsed();
-        fill(&client, a, &qdir, part).await?;
-        let (c, h, u) = drain(&client, a, &qdir, influx).await?;
-        ratios.push(100.0 * (lines / c.as_secs_f64()) / (lines / d.as_secs_f64()));
-        t_direct += d;
-        t_drain += c;
-        hwm = hwm.max(h);
-        cpu += u;
-    }
-    let direct = total as f64 / t_direct.as_secs_f64();
-    let drain = total as f64 / t_drain.as_secs_f64();
-    let q: serde_json::Value = serde_json::from_str(
-        &client
-            .post(format!("{influx}/query"))
-            .form(&[("db", "bench"), ("q", "SELECT count(util_pct) FROM disk")])
-            .send()
-            .await?
-            .text()
-            .await?,
-    )?;
-    let stored = q
-        .pointer("/results/0/series/0/values/0/1")
-        .and_then(|v| v.as_u64())
-        .unwrap_or(0);
-    let (lo, hi) = ratios
-        .iter()
-        .fold((f64::MAX, 0f64), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
-    println!(
-        "drain: {total} lines; influxd direct ingest {direct:.0} lines/s (2 writers, 5000-line batches); \
-         collector drain {drain:.0} lines/s = {:.0}% of direct ({} rounds alternating the two, {lo:.0}-{hi:.0}% \
-         per round); collector peak RSS while draining {hwm} KiB, CPU {cpu:.2} s; stored in influxd: {stored} lines",
-        100.0 * drain / direct,
-        parts.len(),
-    );
-    if stored != total {
-        bail!("influxd holds {stored} of the {total} lines the collector drained");
-    }
-    drop(influxd);
-    Ok(())
-}
-
 /// Fails when one of the bench's four ports is taken (another bench, a test's influxd): its
 /// figures would be somebody else's.
 fn ports_free(base: u16) -> anyhow::Result<()> {
@@ -580,7 +448,7 @@ fn main() -> anyhow::Result<()> {
     let r = rt.block_on(async {
         ack_bench(&a, &dir.join("acks")).await?;
         if !a.skip_drain {
-            drain_bench(&a, &dir).await?;
+            drain::drain_bench(&a, &dir).await?;
         }
         anyhow::Ok(())
     });

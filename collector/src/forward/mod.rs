@@ -42,6 +42,8 @@ mod deliver;
 mod output;
 pub mod remote_write;
 mod resent;
+mod rw_encode;
+mod shard;
 
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -55,7 +57,7 @@ use storwatch_wire::rotate::{RotateError, RotatingFile, Rotation};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::config::ConfigError;
+use crate::config::{ConfigError, OutputType};
 use crate::metrics::{Metrics, OutputMetrics};
 use crate::queue::{Queue, Read};
 use crate::target::Target;
@@ -85,6 +87,9 @@ pub struct Forwarder {
     quiet_resent: Mutex<resent::Quiet>,
     quiet_refusals: Mutex<resent::Quiet>,
     quiet_dead_letters: Mutex<resent::Quiet>,
+    /// A remote-write output's request encoders, one per request in flight, kept with their
+    /// buffers and name caches.
+    encoders: Mutex<Vec<remote_write::Encoder>>,
 }
 
 impl Forwarder {
@@ -121,6 +126,7 @@ impl Forwarder {
             quiet_resent: Mutex::default(),
             quiet_refusals: Mutex::default(),
             quiet_dead_letters: Mutex::default(),
+            encoders: Mutex::default(),
         })
     }
 
@@ -155,6 +161,13 @@ impl Forwarder {
         let this = Arc::new(self);
         let name = this.output.name.clone();
         let window = this.output.max_in_flight.max(1);
+        // a remote-write output's batches go out cut into shards by series, one batch at a time
+        let shards = if this.output.kind == OutputType::PrometheusRemoteWrite {
+            window
+        } else {
+            1
+        };
+        let (mut next_group, mut sending_group) = (0u64, None);
         // `pos`: the saved cursor, the end of the delivered prefix; `read_pos`: where the next
         // read starts (ahead of `pos` by what is read and not yet delivered).
         let mut pos = queue.load_cursor(&name);
@@ -185,7 +198,10 @@ impl Forwarder {
                     Ok(Ok(read)) => {
                         let seq = first + reads.len() as u64;
                         let next = read.next;
-                        let chunks = this.chunks(read, from, resend_until, seq);
+                        let mut chunks = this.chunks(read, from, resend_until, seq);
+                        if shards > 1 {
+                            chunks = shard::split(chunks, shards, &mut next_group);
+                        }
                         reads.push_back(Pending {
                             next,
                             done: 0,
@@ -205,9 +221,17 @@ impl Forwarder {
                 }
             }
             while tasks.len() < window {
+                // a batch's shards start together, once the batch before is delivered whole
+                if shards > 1
+                    && !tasks.is_empty()
+                    && ready.front().map(|c| c.group) != sending_group
+                {
+                    break;
+                }
                 let Some(chunk) = ready.pop_front() else {
                     break;
                 };
+                sending_group = Some(chunk.group);
                 if chunk.reach > sent_mark {
                     sent_mark = chunk.reach;
                     if let Err(e) = queue.save_sent_mark(&name, sent_mark) {
@@ -360,6 +384,7 @@ impl Forwarder {
                         completes: None,
                         reach: end,
                         resent,
+                        group: 0,
                     });
                     bytes = 0;
                 }
@@ -411,6 +436,9 @@ struct Chunk {
     target: Target,
     parts: Vec<(Arc<String>, Vec<Range<usize>>)>,
     count: usize,
+    /// The batch it is a shard of (remote write, [`shard`]): the shards of one batch are sent
+    /// together.
+    group: u64,
 }
 
 impl Chunk {

@@ -40,6 +40,9 @@ pub struct Output {
 /// The most write requests one output keeps in flight (`max_in_flight` above it is capped).
 pub(crate) const MAX_IN_FLIGHT: usize = 8;
 
+/// A remote-write output's `max_in_flight` by default: the shards a batch is cut into.
+pub(crate) const REMOTE_WRITE_SHARDS: usize = 4;
+
 pub(super) fn out_err(url: &str, reason: impl Into<String>) -> ConfigError {
     ConfigError::Output {
         url: url.to_string(),
@@ -300,7 +303,11 @@ impl Output {
             backoff_max: Duration::from_secs(cfg.backoff_max_s.max(1)),
             auth_retry: Duration::from_secs(cfg.auth_retry_s.max(1)),
             ca_file: cfg.ca_file.clone(),
-            max_in_flight: cfg.max_in_flight.unwrap_or(1).clamp(1, MAX_IN_FLIGHT),
+            // the shards of a batch, sent at once (forward/shard.rs)
+            max_in_flight: cfg
+                .max_in_flight
+                .unwrap_or(REMOTE_WRITE_SHARDS)
+                .clamp(1, MAX_IN_FLIGHT),
         })
     }
 }
@@ -410,7 +417,7 @@ mod tests {
         assert_eq!(o.kind, OutputType::PrometheusRemoteWrite);
         assert_eq!(o.url.as_str(), "http://prom:9090/api/v1/write");
         assert_eq!(o.name, "prom_9090_remote_write");
-        assert_eq!(o.max_in_flight, 1);
+        assert_eq!(o.max_in_flight, REMOTE_WRITE_SHARDS);
         assert_eq!(o.own_target(), ("storwatch".into(), String::new()));
         let t = Target {
             db: "telegraf".into(),

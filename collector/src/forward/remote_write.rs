@@ -20,34 +20,22 @@
 //!
 //! The protobuf is written by hand: four small messages, no code generation in the build.
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
+use super::answer::{read_body, Verdict, MAX_REMOTE_WRITE_ANSWER_BYTES};
+pub use super::rw_encode::{Encoder, Labels};
+use super::Forwarder;
 use reqwest::header::{AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER};
 use reqwest::StatusCode;
-use storwatch_wire::lp::{parse_line, Backend, Point};
-use storwatch_wire::prom::prom_line;
-
-use super::answer::{read_body, Verdict, MAX_REMOTE_WRITE_ANSWER_BYTES};
-use super::Forwarder;
 
 /// The remote-write protocol version header of 1.0.
 pub const VERSION_HEADER: &str = "0.1.0";
 
-/// Labels of one series without `__name__`, sorted by name, each name once.
-type Labels = Vec<(String, String)>;
-
-/// A batch of lines as one `WriteRequest`.
-///
-/// The label set of a line is looked up once per line, not per field (a 200-disk report's
-/// ~450 lines carry ~9,000 samples): series are keyed by the label set's number and the metric
-/// name, and `__name__` joins the labels only when the request is written.
+/// A batch of lines as one `WriteRequest` (an [`Encoder`] of its own, for tests and tools; the
+/// output reuses its encoders from one request to the next).
 #[derive(Debug, Default)]
 pub struct Samples {
-    label_sets: Vec<Labels>,
-    label_ids: HashMap<Labels, u32>,
-    series: HashMap<(u32, String), Vec<(i64, f64)>>,
-    samples: usize,
+    enc: Encoder,
 }
 
 impl Samples {
@@ -55,165 +43,39 @@ impl Samples {
     /// cannot be read (the queue holds only validated lines, so none in practice) are
     /// returned as (index, reason) instead.
     pub fn of_lines(lines: &[&str], now_ms: i64) -> Result<Samples, Vec<(usize, String)>> {
-        let mut out = Samples::default();
-        let mut bad = Vec::new();
-        for (i, line) in lines.iter().enumerate() {
-            match parse_any(line) {
-                Ok(p) => out.add(&p, now_ms),
-                Err(e) => bad.push((i, format!("not line protocol: {e}"))),
-            }
-        }
-        if bad.is_empty() {
-            Ok(out)
-        } else {
-            Err(bad)
-        }
-    }
-
-    fn add(&mut self, p: &Point<'_>, now_ms: i64) {
-        let ts = p
-            .timestamp
-            .map(|ns| ns.div_euclid(1_000_000))
-            .unwrap_or(now_ms);
-        let line = prom_line(p);
-        if !line.values.is_empty() {
-            let id = self.label_set(clean(line.labels.clone()));
-            for (name, _, v) in &line.values {
-                self.push(id, line.metric(name), ts, *v);
-            }
-        }
-        if !line.info.is_empty() {
-            let mut labels = line.labels.clone();
-            labels.extend(line.info.iter().cloned());
-            let id = self.label_set(clean(labels));
-            self.push(id, line.info_metric(), ts, 1.0);
-        }
-    }
-
-    fn label_set(&mut self, labels: Labels) -> u32 {
-        if let Some(id) = self.label_ids.get(&labels) {
-            return *id;
-        }
-        let id = self.label_sets.len() as u32;
-        self.label_sets.push(labels.clone());
-        self.label_ids.insert(labels, id);
-        id
-    }
-
-    fn push(&mut self, id: u32, name: String, ts: i64, v: f64) {
-        self.series.entry((id, name)).or_default().push((ts, v));
-        self.samples += 1;
+        let mut enc = Encoder::default();
+        enc.add_lines(lines, now_ms)?;
+        Ok(Samples { enc })
     }
 
     /// Series in the batch.
     pub fn series(&self) -> usize {
-        self.series.len()
+        self.enc.series()
     }
 
     /// Samples in the batch, before a series' samples at one millisecond are made one.
     pub fn samples(&self) -> usize {
-        self.samples
+        self.enc.samples()
     }
 
     /// Every series: its labels with `__name__`, sorted, and its samples in time order, one per
-    /// millisecond (the later line's); series in the order their lines came.
-    pub fn timeseries(&self) -> Vec<(Labels, Vec<(i64, f64)>)> {
-        let mut keys: Vec<&(u32, String)> = self.series.keys().collect();
-        keys.sort();
-        keys.into_iter()
-            .map(|key| {
-                let base = self.label_sets.get(key.0 as usize).map_or(&[][..], |l| l);
-                let at = base.partition_point(|(k, _)| k.as_str() < "__name__");
-                let mut labels = Vec::with_capacity(base.len() + 1);
-                labels.extend_from_slice(&base[..at]);
-                labels.push(("__name__".to_string(), key.1.clone()));
-                labels.extend_from_slice(&base[at..]);
-                let mut samples = self.series.get(key).cloned().unwrap_or_default();
-                // stable: of two samples at one millisecond the later line's comes last
-                samples.sort_by_key(|(t, _)| *t);
-                samples.dedup_by(|later, earlier| {
-                    if later.0 == earlier.0 {
-                        earlier.1 = later.1;
-                        true
-                    } else {
-                        false
-                    }
-                });
-                (labels, samples)
-            })
-            .collect()
+    /// millisecond (the later line's); series by label set (in the order their lines came) and
+    /// name.
+    pub fn timeseries(&mut self) -> Vec<(Labels, Vec<(i64, f64)>)> {
+        self.enc.timeseries()
     }
 
     /// The `WriteRequest` protobuf, uncompressed.
-    pub fn protobuf(&self) -> Vec<u8> {
-        self.encode().0
-    }
-
-    /// The protobuf and the number of samples it holds.
-    fn encode(&self) -> (Vec<u8>, usize) {
-        let mut count = 0;
-        let mut out = Vec::with_capacity(64 * self.samples());
-        let mut ts_buf = Vec::new();
-        let mut msg = Vec::new();
-        for (labels, samples) in self.timeseries() {
-            ts_buf.clear();
-            for (k, v) in &labels {
-                msg.clear();
-                put_bytes(&mut msg, 1, k.as_bytes());
-                put_bytes(&mut msg, 2, v.as_bytes());
-                put_bytes(&mut ts_buf, 1, &msg);
-            }
-            count += samples.len();
-            for (t, v) in samples {
-                msg.clear();
-                // Sample { double value = 1; int64 timestamp = 2; }
-                msg.push(0x09);
-                msg.extend_from_slice(&v.to_le_bytes());
-                msg.push(0x10);
-                put_varint(&mut msg, t as u64);
-                put_bytes(&mut ts_buf, 2, &msg);
-            }
-            put_bytes(&mut out, 1, &ts_buf);
-        }
-        (out, count)
+    pub fn protobuf(&mut self) -> Vec<u8> {
+        self.enc.encode();
+        self.enc.protobuf().to_vec()
     }
 
     /// The request body (the protobuf in snappy's block format) and the samples it holds.
-    pub fn body(&self) -> Result<(Vec<u8>, usize), snap::Error> {
-        let (proto, count) = self.encode();
-        Ok((snap::raw::Encoder::new().compress_vec(&proto)?, count))
+    pub fn body(&mut self) -> Result<(Vec<u8>, usize), snap::Error> {
+        let count = self.enc.encode();
+        Ok((self.enc.compress()?.to_vec(), count))
     }
-}
-
-/// Labels sorted by name, each name once ([`prom_line`] already leaves out a string field
-/// named like a tag, and keeps the last of a field written twice).
-fn clean(mut labels: Labels) -> Labels {
-    labels.sort_by(|a, b| a.0.cmp(&b.0));
-    labels.dedup_by(|b, a| a.0 == b.0);
-    labels
-}
-
-/// A queue line by the grammar of the InfluxDB versions in turn: the collector took it under
-/// the rules of its InfluxDB outputs, whichever they are.
-fn parse_any(line: &str) -> Result<Point<'_>, String> {
-    parse_line(line, Backend::V2)
-        .or_else(|_| parse_line(line, Backend::V1))
-        .or_else(|_| parse_line(line, Backend::V3))
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-/// A length-delimited field (wire type 2).
-fn put_bytes(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
-    put_varint(out, u64::from((field << 3) | 2));
-    put_varint(out, bytes.len() as u64);
-    out.extend_from_slice(bytes);
 }
 
 /// Whether a refusal is about the samples' time (counted as out of order): Prometheus's
@@ -265,24 +127,37 @@ impl Forwarder {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as i64)
             .unwrap_or(0);
-        let samples = match Samples::of_lines(lines, now_ms) {
-            Ok(s) => s,
-            Err(named) => {
-                return Verdict::BadData {
-                    reason: "not line protocol".into(),
-                    named,
-                }
-            }
-        };
-        let (body, count) = match samples.body() {
-            Ok(b) => b,
-            Err(e) => {
+        // one of the output's encoders, its buffers and caches kept from an earlier request
+        let mut enc = self
+            .encoders
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .unwrap_or_default();
+        enc.clear();
+        let made = match enc.add_lines(lines, now_ms) {
+            Ok(()) => {
+                let count = enc.encode();
                 // Only an input over snappy's 4 GiB limit fails; batch_bytes keeps far below.
-                return Verdict::BadData {
-                    reason: format!("cannot compress the request: {e}"),
-                    named: Vec::new(),
-                };
+                enc.compress()
+                    .map(|b| (b.to_vec(), count))
+                    .map_err(|e| Verdict::BadData {
+                        reason: format!("cannot compress the request: {e}"),
+                        named: Vec::new(),
+                    })
             }
+            Err(named) => Err(Verdict::BadData {
+                reason: "not line protocol".into(),
+                named,
+            }),
+        };
+        self.encoders
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(enc);
+        let (body, count) = match made {
+            Ok(m) => m,
+            Err(v) => return v,
         };
         let mut req = self
             .client
@@ -345,7 +220,7 @@ mod tests {
             "disk,host=n1,device=sda r_await_ms=6,util_pct=70i 1000000000",
             "md,host=n1,array=md0 state=\"clean\",host=\"x\",degraded=false 1000000000",
         ];
-        let s = Samples::of_lines(&lines, 0).unwrap();
+        let mut s = Samples::of_lines(&lines, 0).unwrap();
         let got = s.timeseries();
         let l = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
             pairs
@@ -397,7 +272,7 @@ mod tests {
 
     #[test]
     fn a_string_field_written_twice_is_labelled_with_its_last_value() {
-        let s = Samples::of_lines(
+        let mut s = Samples::of_lines(
             &["md,host=n1,array=md0 state=\"clean\",state=\"degraded\" 1000000"],
             0,
         )
@@ -415,7 +290,7 @@ mod tests {
 
     #[test]
     fn protobuf_bytes_of_one_sample() {
-        let s = Samples::of_lines(&["m v=1.5 3000000"], 0).unwrap();
+        let mut s = Samples::of_lines(&["m v=1.5 3000000"], 0).unwrap();
         let label = [&[0x0a, 8][..], b"__name__", &[0x12, 13], b"storwatch_m_v"].concat();
         let mut sample = vec![0x09];
         sample.extend_from_slice(&1.5f64.to_le_bytes());
@@ -436,7 +311,7 @@ mod tests {
             want
         );
         // negative times (before 1970) are two's complement varints, ten bytes
-        let s = Samples::of_lines(&["m v=1 -1000000"], 0).unwrap();
+        let mut s = Samples::of_lines(&["m v=1 -1000000"], 0).unwrap();
         assert!(s
             .protobuf()
             .ends_with(&[0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]));
@@ -444,7 +319,7 @@ mod tests {
 
     #[test]
     fn lines_without_time_get_now_and_bad_lines_are_named() {
-        let s = Samples::of_lines(&["m v=1"], 42).unwrap();
+        let mut s = Samples::of_lines(&["m v=1"], 42).unwrap();
         assert_eq!(s.timeseries()[0].1, vec![(42, 1.0)]);
         let bad = Samples::of_lines(&["m v=1 1", "not a line"], 0).unwrap_err();
         assert_eq!(bad.len(), 1);
