@@ -6,6 +6,7 @@
 //! thread, each with a deadline, their number capped (see `listener` for the limits).
 
 pub mod exposition;
+mod help;
 mod listener;
 
 use std::net::TcpListener;
