@@ -9,6 +9,9 @@
 //!   `deploy/influxdb/setup.influxql`, the 2.x tasks `deploy/influxdb/v2/tasks/*.flux` and the
 //!   3.x plugin's table in `deploy/influxdb/v3/storwatch_rollups.py` — [`influx`].
 //!
+//! And from their own definitions, by the generators of `storwatch-dashboards-tests`: the
+//! PromQL dashboards and alert rules — [`promql`].
+//!
 //! `check` also holds the Prometheus names of the contract to the ones the agent's exposition
 //! and the collector's remote write make (`storwatch_wire::prom`), and enforces the shape
 //! rules ([`shape`]): no non-test source file over 600 lines, no import cycle between the
@@ -17,6 +20,7 @@
 mod docs;
 mod help;
 mod influx;
+mod promql;
 mod shape;
 
 use std::path::{Path, PathBuf};
@@ -37,11 +41,12 @@ fn workspace() -> PathBuf {
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
-/// Everything the contract generates.
+/// Everything generated: from the contract, and the PromQL dashboards and rules.
 fn outputs(root: &Path, c: &Contract) -> Result<Vec<Output>, String> {
     let mut out = docs::outputs(root, c)?;
     out.push(help::output(c));
     out.extend(influx::outputs(root, c)?);
+    out.extend(promql::outputs(root)?);
     Ok(out)
 }
 
@@ -193,5 +198,31 @@ fn main() -> ExitCode {
             eprintln!("usage: cargo xtask gen | check");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prometheus_name_the_wire_spells_otherwise_is_named() {
+        let mut c = Contract::workspace();
+        assert!(prom_name_problems(&c).is_empty());
+        let f = c.domains[0].measurements[0].fields.first_mut().unwrap();
+        f.prom = "storwatch_wrong".to_string();
+        let errs = prom_name_problems(&c);
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(errs[0].contains("storwatch_wrong"), "{errs:?}");
+    }
+
+    #[test]
+    fn the_first_difference_is_shown() {
+        assert_eq!(
+            first_difference("a\nb\n", "a\nc\n"),
+            " (line 2: \"b\" where the contract makes \"c\")"
+        );
+        assert_eq!(first_difference("a\n", "a\n"), "");
     }
 }
