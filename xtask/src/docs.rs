@@ -162,10 +162,58 @@ pub(crate) fn fill(doc: &str, text: &str, c: &Contract) -> Result<String, String
     Ok(out)
 }
 
+/// Names of the contract its document never mentions (between backticks, or as `name=` in an
+/// example line): a field without a table row must be told of in the document's prose (`mem`'s
+/// fields, `event`'s).
+pub(crate) fn unmentioned(root: &Path, c: &Contract) -> Vec<String> {
+    let mut errs = Vec::new();
+    for d in &c.domains {
+        let Ok(text) = std::fs::read_to_string(root.join(&d.doc)) else {
+            errs.push(format!("{}: {} is not readable", d.file, d.doc));
+            continue;
+        };
+        for m in &d.measurements {
+            let names = m
+                .tags
+                .iter()
+                .map(|t| &t.name)
+                .chain(m.fields.iter().map(|f| &f.name));
+            for n in names {
+                let in_example =
+                    text.contains(&format!(",{n}=")) || text.contains(&format!(" {n}="));
+                if !text.contains(&format!("`{n}`")) && !in_example {
+                    errs.push(format!(
+                        "{}: {}.{n} is not in {} (no table row, no `{n}` in its text)",
+                        d.file, m.name, d.doc
+                    ));
+                }
+            }
+        }
+    }
+    errs
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_the_document_never_mentions_is_named() {
+        let mut c = Contract::workspace();
+        let root = crate::workspace();
+        assert!(
+            unmentioned(&root, &c).is_empty(),
+            "{:?}",
+            unmentioned(&root, &c)
+        );
+        let mut f = c.domains[0].measurements[0].fields[0].clone();
+        f.name = "never_documented_xyz".into();
+        c.domains[0].measurements[0].fields.push(f);
+        let errs = unmentioned(&root, &c);
+        assert_eq!(errs.len(), 1);
+        assert!(errs[0].contains("never_documented_xyz"), "{errs:?}");
+    }
 
     #[test]
     fn empty_cells_are_written_as_the_docs_write_them() {

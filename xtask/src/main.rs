@@ -145,6 +145,7 @@ fn check(root: &Path) -> Vec<String> {
         }
         Err(e) => errs.push(e),
     }
+    errs.extend(docs::unmentioned(root, &c));
     errs.extend(prom_name_problems(&c));
     errs.extend(shape::problems(root));
     errs
