@@ -8,7 +8,7 @@
 //! `_per_second`, `_pct` `_percent`, and iostat's one-letter directions are written out (`r`
 //! read, `w` write, `d` discard, `f` flush; `rkb_per_s` is `read_bytes_per_second`). So
 //! `disk.r_await_ms` is `storwatch_disk_read_await_seconds`. Fields with `total` in their name
-//! are counters and end in `_total` (`pressure.io_some_total_us` is
+//! after its first word are counters and end in `_total` (`pressure.io_some_total_us` is
 //! `storwatch_pressure_io_some_seconds_total`); all others are gauges. String fields (states,
 //! names) are left out: they are labels in the `_info` metric of their measurement when they
 //! describe the series (`storwatch_md_info{array="md0",state="recovering",sync_action="recover"}
