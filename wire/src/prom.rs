@@ -7,8 +7,9 @@
 //! base units, as `promtool check metrics` asks: `_ms`, `_us`, `_s` become `_seconds` (values
 //! scaled), `_kb` `_bytes` (×1024, the kernel's KiB), `_per_s` `_per_second`, `_pct` `_percent`,
 //! and iostat's one-letter directions are written out (`r` read, `w` write, `d` discard, `f`
-//! flush; `rkb_per_s` is `read_bytes_per_second`). Fields with `total` in their name are counters
-//! and end in `_total`; a gauge never ends in `_count`, `_sum` or `_bucket`, the parts of a
+//! flush; `rkb_per_s` is `read_bytes_per_second`). Fields with `total` in their name after its
+//! first word are counters and end in `_total` (`mem.total_kb`, an amount, is the gauge
+//! `storwatch_mem_total_bytes`); a gauge never ends in `_count`, `_sum` or `_bucket`, the parts of a
 //! histogram or summary (`count` is written `number`). String fields are labels of the measurement's `_info` metric (value 1).
 //!
 //! A line that writes a field twice (`state="a",state="b"`, or two fields that come to one
@@ -101,7 +102,9 @@ pub fn prom_field(field: &str) -> (String, f64) {
     for (i, t) in tokens.iter().enumerate() {
         let after_per = i > 0 && tokens.get(i - 1).is_some_and(|p| p == "per");
         match t.as_str() {
-            "total" => total = true,
+            // `total` first names an amount (`mem.total_kb`, MemTotal), a gauge; after another
+            // word a cumulative count (`errors_total`, `io_some_total_us`)
+            "total" if i > 0 => total = true,
             "s" if after_per => parts.push("second"),
             "s" | "sec" => parts.push("seconds"),
             "ms" => {
@@ -260,6 +263,13 @@ mod tests {
         );
         assert_eq!(p.values, vec![("read_seconds".into(), "r_s".into(), 2.0)]);
         assert_eq!(p.labels, vec![("host".into(), "n1".into())]);
+    }
+
+    #[test]
+    fn total_first_is_an_amount_and_after_a_word_a_counter() {
+        assert_eq!(prom_field("total_kb"), ("total_bytes".to_string(), 1024.0));
+        assert_eq!(prom_field("errors_total").0, "errors_total");
+        assert_eq!(prom_field("io_some_total_us").0, "io_some_seconds_total");
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! A scrape must not wait behind other clients, and no client may make the agent spend more than
 //! a little memory or a thread: every connection is non-blocking and registered with one epoll
 //! instance; what is kept of it is its socket, a deadline, and either the request line read so
-//! far (at most [`MAX_REQUEST_LINE`] bytes: the rest of the headers are only counted) or the
-//! answer being written (a shared reference to the page, and how much of it went out).
+//! far (at most [`MAX_REQUEST_LINE`](super::http::MAX_REQUEST_LINE) bytes: the rest of the
+//! headers are only counted; [`super::http`] reads them) or the answer being written (a shared
+//! reference to the page, and how much of it went out).
 //!
 //! * A client has [`CLIENT_TIMEOUT`] from its connection to send its request's headers, then
 //!   [`CLIENT_TIMEOUT`] more to read the whole answer; at its deadline the connection is closed
@@ -32,14 +33,12 @@ use rustix::buffer::spare_capacity;
 use rustix::event::{epoll, Timespec};
 use rustix::io::Errno;
 
+use super::http::{answer, Asked, RequestHead};
+
 /// Time a client gets to send its request, and then to read the whole answer.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Connections open at once unless `[prometheus] max_connections` says otherwise.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 2048;
-/// Request headers read at most; a longer request is answered 431.
-pub const MAX_REQUEST_BYTES: usize = 8 << 10;
-/// Request line kept at most; a longer one is answered 414.
-pub const MAX_REQUEST_LINE: usize = 1 << 10;
 /// Connections the kernel completes and queues before the loop takes them (std's 128 is
 /// filled in a few milliseconds by a burst of connections while the thread waits for a core,
 /// and a connection beyond is dropped and retried by its client a second later). Linux caps it at
@@ -75,19 +74,6 @@ const LISTENER: u64 = u64::MAX;
 
 /// The page every `GET /metrics` gets: the whole HTTP answer, head and body.
 pub(super) type Page = Arc<Mutex<Arc<[u8]>>>;
-
-/// An HTTP/1.1 answer with `body`, closing the connection.
-pub(super) fn answer(status: &str, body: &[u8]) -> Arc<[u8]> {
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let mut out = Vec::with_capacity(head.len() + body.len());
-    out.extend_from_slice(head.as_bytes());
-    out.extend_from_slice(body);
-    out.into()
-}
 
 /// Connections the listener may hold with `max` configured and an open-file limit of
 /// `file_limit` (`None`: unlimited): at most half the limit, so that the sampling always finds
@@ -128,78 +114,6 @@ pub(super) fn cap_within_file_limit(max: usize) -> usize {
         );
     }
     cap
-}
-
-/// What a request asked for, once its headers are in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Asked {
-    Metrics,
-    NotFound,
-    MethodNotAllowed,
-    UriTooLong,
-    HeadersTooLarge,
-}
-
-/// A request's head read piece by piece: the request line is kept, the headers are only counted
-/// until the blank line that ends them.
-#[derive(Debug, Default)]
-pub(super) struct RequestHead {
-    line: Vec<u8>,
-    line_done: bool,
-    bytes: usize,
-    /// How much of `\r\n\r\n` the bytes so far end with.
-    end: u8,
-}
-
-impl RequestHead {
-    /// Takes in the next bytes; what was asked once the head is complete (bytes after it are
-    /// ignored) or too large.
-    pub(super) fn feed(&mut self, bytes: &[u8]) -> Option<Asked> {
-        for &b in bytes {
-            self.bytes += 1;
-            if self.bytes > MAX_REQUEST_BYTES {
-                return Some(Asked::HeadersTooLarge);
-            }
-            if !self.line_done {
-                if b == b'\n' {
-                    self.line_done = true;
-                } else if self.line.len() >= MAX_REQUEST_LINE {
-                    return Some(Asked::UriTooLong);
-                } else {
-                    self.line.push(b);
-                }
-            }
-            const END: &[u8; 4] = b"\r\n\r\n";
-            self.end = match END.get(usize::from(self.end)) {
-                Some(&want) if want == b => self.end + 1,
-                _ if b == b'\r' => 1,
-                _ => 0,
-            };
-            if self.end == 4 {
-                return Some(self.asked());
-            }
-        }
-        None
-    }
-
-    /// What was asked by a client that closed its side before the end of the headers (a
-    /// request line and no blank line after it, as a hand-typed request often is); `None` when
-    /// it sent nothing.
-    pub(super) fn at_end_of_input(&self) -> Option<Asked> {
-        (self.bytes > 0).then(|| self.asked())
-    }
-
-    fn asked(&self) -> Asked {
-        let line = String::from_utf8_lossy(&self.line);
-        let mut parts = line.split_whitespace();
-        let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-        let path = target.split('?').next().unwrap_or("");
-        match (method, path) {
-            ("GET", "/metrics") => Asked::Metrics,
-            ("GET", _) => Asked::NotFound,
-            _ => Asked::MethodNotAllowed,
-        }
-    }
 }
 
 enum State {
@@ -609,51 +523,6 @@ fn conn_in(slots: &mut [Slot], token: u64) -> Option<&mut Conn> {
 mod tests {
     use super::*;
 
-    fn asked(chunks: &[&[u8]]) -> Option<Asked> {
-        let mut head = RequestHead::default();
-        chunks.iter().find_map(|c| head.feed(c))
-    }
-
-    #[test]
-    fn a_request_is_complete_at_its_blank_line_in_any_pieces() {
-        let req = b"GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\r\n";
-        assert_eq!(asked(&[req]), Some(Asked::Metrics));
-        for cut in 1..req.len() {
-            let (a, b) = req.split_at(cut);
-            assert_eq!(asked(&[a, b]), Some(Asked::Metrics), "cut at {cut}");
-        }
-        let bytes: Vec<&[u8]> = req.chunks(1).collect();
-        assert_eq!(asked(&bytes), Some(Asked::Metrics));
-        assert_eq!(asked(&[b"GET /metrics HTTP/1.1\r\nHost: a\r\n"]), None);
-        assert_eq!(asked(&[b"GET /metrics HTTP/1.1\r\n\r\r\n"]), None);
-    }
-
-    #[test]
-    fn other_paths_methods_and_oversized_requests() {
-        assert_eq!(asked(&[b"GET / HTTP/1.1\r\n\r\n"]), Some(Asked::NotFound));
-        assert_eq!(
-            asked(&[b"POST /metrics HTTP/1.1\r\n\r\n"]),
-            Some(Asked::MethodNotAllowed)
-        );
-        assert_eq!(asked(&[b"\r\n\r\n"]), Some(Asked::MethodNotAllowed));
-        let long_line = [b'a'; MAX_REQUEST_LINE + 1];
-        assert_eq!(asked(&[b"GET /", &long_line]), Some(Asked::UriTooLong));
-        let header = format!("X: {}\r\n", "b".repeat(100));
-        let mut many = b"GET /metrics HTTP/1.1\r\n".to_vec();
-        while many.len() <= MAX_REQUEST_BYTES {
-            many.extend_from_slice(header.as_bytes());
-        }
-        assert_eq!(asked(&[&many]), Some(Asked::HeadersTooLarge));
-    }
-
-    #[test]
-    fn a_request_line_without_its_blank_line_is_answered_at_end_of_input() {
-        let mut head = RequestHead::default();
-        assert_eq!(head.at_end_of_input(), None);
-        assert_eq!(head.feed(b"GET /metrics HTTP/1.0\n"), None);
-        assert_eq!(head.at_end_of_input(), Some(Asked::Metrics));
-    }
-
     #[test]
     fn the_cap_is_half_the_file_limit_at_most() {
         assert_eq!(connection_cap(2048, Some(4096)), 2048);
@@ -661,15 +530,5 @@ mod tests {
         assert_eq!(connection_cap(2048, None), 2048);
         assert_eq!(connection_cap(2048, Some(1)), 1);
         assert_eq!(connection_cap(10, Some(1 << 20)), 10);
-    }
-
-    #[test]
-    fn an_answer_says_its_length_and_closes() {
-        let a = answer("200 OK", b"x 1\n");
-        let text = std::str::from_utf8(&a).unwrap();
-        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
-        assert!(text.contains("Content-Length: 4\r\n"), "{text}");
-        assert!(text.contains("Connection: close\r\n"), "{text}");
-        assert!(text.ends_with("\r\n\r\nx 1\n"), "{text}");
     }
 }

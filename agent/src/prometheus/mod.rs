@@ -6,6 +6,8 @@
 //! thread, each with a deadline, their number capped (see `listener` for the limits).
 
 pub mod exposition;
+mod help;
+mod http;
 mod listener;
 
 use std::net::TcpListener;
@@ -14,9 +16,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::{Deserialize, Deserializer};
 
 pub use exposition::{Exposition, KEEP_REPORTS};
+pub use http::{MAX_REQUEST_BYTES, MAX_REQUEST_LINE};
 pub use listener::{
-    CLIENT_TIMEOUT, DEFAULT_MAX_CONNECTIONS, MAX_REQUEST_BYTES, MAX_REQUEST_LINE, MAX_SEND_BUFFER,
-    RECV_BUFFER, SEND_BUFFER, SEND_BUFFER_BUDGET,
+    CLIENT_TIMEOUT, DEFAULT_MAX_CONNECTIONS, MAX_SEND_BUFFER, RECV_BUFFER, SEND_BUFFER,
+    SEND_BUFFER_BUDGET,
 };
 
 /// `[prometheus]` in the agent's configuration.
@@ -67,7 +70,7 @@ impl Exporter {
             max_connections = cap,
             "serving Prometheus metrics at /metrics"
         );
-        let page: listener::Page = Arc::new(Mutex::new(listener::answer("200 OK", b"")));
+        let page: listener::Page = Arc::new(Mutex::new(http::answer("200 OK", b"")));
         let event_loop = listener::EventLoop::new(listener, Arc::clone(&page), cap)?;
         std::thread::Builder::new()
             .name("prometheus".into())
@@ -87,7 +90,7 @@ impl Exporter {
             st.update(&text);
             st.render()
         };
-        let page = listener::answer("200 OK", rendered.as_bytes());
+        let page = http::answer("200 OK", rendered.as_bytes());
         *self.page.lock().unwrap_or_else(PoisonError::into_inner) = page;
     }
 }

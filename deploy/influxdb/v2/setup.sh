@@ -2,7 +2,7 @@
 # Set up storwatch on InfluxDB 2.x with the `influx` v2 CLI: the buckets that stand for the 1.x
 # retention policies of ../setup.influxql, the DBRP mappings that let the collector keep writing
 # /write?db=storwatch and the dashboards keep querying "rp_1m"."disk" in InfluxQL, and one task per
-# continuous query (tasks/*.flux, generated from setup.influxql by generate.py). Idempotent: an
+# continuous query (tasks/*.flux, generated with setup.influxql by `cargo xtask gen`). Idempotent: an
 # existing bucket gets its retention updated, an existing task (same name) its Flux replaced.
 #
 #   deploy/influxdb/v2/setup.sh [--org ORG] [--dry-run]

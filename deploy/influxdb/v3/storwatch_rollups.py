@@ -25,8 +25,8 @@ Arguments: level (1m or 1h), window (default 5m / 2h: how far back each run reco
 target_database (default storwatch/rp_<level>), end (an RFC 3339 time: backfill the window
 before it instead of the one before now; use with `influxdb3 test schedule_plugin`).
 
-The ROLLUPS table below is generated from setup.influxql by deploy/influxdb/v2/generate.py; a test
-(tests/dashboards/tests/rollups_v2_v3.rs) fails when it drifts from the continuous queries.
+The ROLLUPS table below is generated, with setup.influxql's continuous queries, from the metric
+contract (contract/*.yaml) by `cargo xtask gen`; `cargo xtask check` fails when it drifts.
 """
 
 from datetime import datetime, timedelta, timezone

@@ -323,9 +323,8 @@ pub fn render(groups: &[Group]) -> String {
         "# storwatch's alert rules for Prometheus: GENERATED, do not edit. One alerting rule per\n\
          # Grafana rule of alerts/storwatch-rules.yaml (name = its uid; group, interval, `for`,\n\
          # labels and annotations from there), the PromQL from alerts/prometheus/expressions.yaml;\n\
-         # regenerate with `STORWATCH_BLESS=1 cargo test -p storwatch-dashboards-tests --test\n\
-         # promql_rules`. Load it with `rule_files:` in prometheus.yml (docs/prometheus.md); it\n\
-         # expects the agents scraped with `job_name: storwatch` every 10 s.\n\
+         # regenerate with `cargo xtask gen`. Load it with `rule_files:` in prometheus.yml\n\
+         # (docs/prometheus.md); it expects the agents scraped with `job_name: storwatch` every 10 s.\n\
          groups:\n",
     );
     for g in groups {

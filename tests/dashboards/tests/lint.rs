@@ -4,8 +4,9 @@
 //! * every datasource reference is the dashboards' `${DS_STORWATCH}` input/variable, the
 //!   provisioned `storwatch-influxdb`, Grafana's own annotations or the expression engine;
 //! * every rule's condition, and every expression's input, names a refId of the rule;
-//! * every measurement, tag and field a query names is in the documented contract, read from the
-//!   tables of `docs/metrics*.md` and the heartbeat line of `docs/collector.md`;
+//! * every measurement, tag and field a query names is in the metric contract (`contract/*.yaml`,
+//!   from which the tables of `docs/metrics*.md` are generated), and each field lists the rules
+//!   that read it;
 //! * template variables used in queries are defined, `$tag_x` aliases name a GROUP BY tag, and
 //!   each runbook a rule points to exists;
 //! * every table column is coloured by its own rule (green only for the good value of a boolean
@@ -47,13 +48,13 @@ fn files(dir: &str, ext: &str) -> Vec<String> {
 }
 
 // ------------------------------------------------------------------------------------------
-// The contract: measurements with their tags and fields, from the documentation.
+// The contract: measurements with their tags and fields, from contract/*.yaml.
 
 #[derive(Debug, Default, Clone)]
 struct Measurement {
     tags: BTreeSet<String>,
     fields: BTreeSet<String>,
-    /// each field's type where its table gives one (`boolean`, `string`, `integer`, `float`)
+    /// each field's type (`boolean`, `string`, `integer`, `float`)
     types: BTreeMap<String, String>,
 }
 
@@ -87,258 +88,52 @@ impl Contract {
     }
 }
 
-/// The names between backticks in `s`.
-fn backticked(s: &str) -> Vec<String> {
-    s.split('`')
-        .skip(1)
-        .step_by(2)
-        .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-        .map(str::to_string)
-        .collect()
-}
-
-/// `s` without anything inside parentheses (the examples of a tag's values).
-fn strip_parens(s: &str) -> String {
-    let mut depth = 0usize;
-    let mut out = String::new();
-    for c in s.chars() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth = depth.saturating_sub(1),
-            _ if depth == 0 => out.push(c),
-            _ => {}
-        }
-    }
-    out
-}
-
-/// `ty` (a table's type cell) as the type of `names`, when it is one of the line protocol's.
-fn add_types(entry: &mut Measurement, names: &[String], ty: &str) {
-    let ty = match ty.trim() {
-        "boolean" | "bool" => "boolean",
-        "string" => "string",
-        "integer" | "int" => "integer",
-        "float" => "float",
-        _ => return,
-    };
-    for n in names {
-        entry.types.insert(n.clone(), ty.to_string());
-    }
-}
-
-/// Tables and sentences of one metrics document: a `## \`name\`` heading opens a measurement; a
-/// table whose first column is headed `tag` or `field` lists them; a paragraph starting "Tag(s)"
-/// names tags then, after "Field(s)", fields; a paragraph that starts with a name lists fields.
-fn parse_metrics_doc(text: &str, c: &mut Contract) {
-    let mut current: Option<String> = None;
-    let mut mode = "";
-    let mut in_code = false;
-    let mut paragraph = String::new();
-    let flush = |p: &mut String, current: &Option<String>, c: &mut Contract| {
-        if let Some(m) = current {
-            let s = strip_parens(p.trim());
-            let entry = c.measurements.entry(m.clone()).or_default();
-            if s.starts_with("Tag") {
-                let (tags, fields) = match s.find("Field") {
-                    Some(i) => s.split_at(i),
-                    None => (s.as_str(), ""),
-                };
-                entry.tags.extend(backticked(tags));
-                entry.fields.extend(backticked(fields));
-            } else if s.starts_with("Field") || s.starts_with('`') {
-                entry.fields.extend(backticked(&s));
-            }
-        }
-        p.clear();
-    };
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            in_code = !in_code;
-            continue;
-        }
-        if in_code {
-            continue;
-        }
-        if line.contains("`[tags]`:") {
-            let after = line.split("`[tags]`:").nth(1).unwrap_or("");
-            let until = after.split(')').next().unwrap_or("");
-            c.global_tags.extend(backticked(until));
-        }
-        if let Some(i) = line.find("carries the tag `") {
-            c.global_tags
-                .extend(backticked(&line[i..]).into_iter().take(1));
-        }
-        if let Some(h) = line.strip_prefix("## ") {
-            flush(&mut paragraph, &current, c);
-            current = h
-                .strip_prefix('`')
-                .and_then(|r| r.split('`').next())
-                .map(str::to_string);
-            mode = "";
-            continue;
-        }
-        if line.starts_with('|') {
-            flush(&mut paragraph, &current, c);
-            let first = line.split('|').nth(1).unwrap_or("").trim();
-            if first.starts_with("---") {
-                continue;
-            }
-            // a table whose rows say what they name (`| tag | \`controller\` | … |`)
-            let second = line.split('|').nth(2).unwrap_or("");
-            if matches!(first, "tag" | "field") && second.contains('`') {
-                if let Some(m) = &current {
-                    let entry = c.measurements.entry(m.clone()).or_default();
-                    let names = backticked(second);
-                    let ty = line.split('|').nth(3).unwrap_or("");
-                    match first {
-                        "tag" => entry.tags.extend(names),
-                        _ => {
-                            add_types(entry, &names, ty);
-                            entry.fields.extend(names);
-                        }
-                    }
-                }
-                continue;
-            }
-            // a bold row inside a table (`| **NVMe** | | |`) heads a group of its rows
-            if !first.contains('`') && !first.starts_with("**") {
-                mode = match first {
-                    "tag" => "tag",
-                    "field" => "field",
-                    _ => "",
-                };
-                continue;
-            }
-            if let Some(m) = &current {
-                let entry = c.measurements.entry(m.clone()).or_default();
-                let names = backticked(first);
-                match mode {
-                    "tag" => entry.tags.extend(names),
-                    "field" => {
-                        add_types(entry, &names, line.split('|').nth(2).unwrap_or(""));
-                        entry.fields.extend(names);
-                    }
-                    _ => {}
-                }
-            }
-            continue;
-        }
-        if line.trim().is_empty() {
-            flush(&mut paragraph, &current, c);
-        } else {
-            paragraph.push(' ');
-            paragraph.push_str(line.trim());
-        }
-    }
-    flush(&mut paragraph, &current, c);
-}
-
-/// Line-protocol templates in code blocks (`measurement,tag=<..> field=<..>i <now>`).
-fn parse_line_protocol_examples(text: &str, c: &mut Contract) {
-    let mut in_code = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            in_code = !in_code;
-            continue;
-        }
-        if !in_code {
-            continue;
-        }
-        let mut plain = String::new();
-        let mut depth = 0usize;
-        for ch in line.chars() {
-            match ch {
-                '<' => depth += 1,
-                '>' => depth = depth.saturating_sub(1),
-                _ if depth == 0 => plain.push(ch),
-                _ => {}
-            }
-        }
-        let mut parts = plain.split_whitespace();
-        let (Some(head), Some(fields)) = (parts.next(), parts.next()) else {
-            continue;
-        };
-        let mut head = head.split(',');
-        let name = head.next().unwrap_or("");
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
-            continue;
-        }
-        let tags: Vec<String> = head
-            .filter_map(|kv| kv.split('=').next())
-            .map(str::to_string)
-            .collect();
-        let fields: Vec<String> = fields
-            .split(',')
-            .filter_map(|kv| kv.split_once('=').map(|(k, _)| k.to_string()))
-            .collect();
-        if tags.is_empty() || fields.is_empty() {
-            continue;
-        }
-        let entry = c.measurements.entry(name.to_string()).or_default();
-        entry.tags.extend(tags);
-        entry.fields.extend(fields);
-    }
-}
-
-/// The InfluxDB setup: retention policies and the continuous queries that fill the rollups.
-const SETUP: &str = "deploy/influxdb/setup.influxql";
-
-/// The first double-quoted name in `s`.
-fn first_quoted(s: &str) -> Option<&str> {
-    s.split('"').nth(1)
-}
-
-/// Retention policies (`CREATE RETENTION POLICY "x" … [DEFAULT]`) and, for each continuous
-/// query, the fields it writes (`fn("in") AS "out",` lines) into `INTO "db"."rp"."measurement"`.
-fn parse_setup(text: &str, c: &mut Contract) {
-    let mut pending: Vec<(String, String)> = Vec::new();
-    for line in text.lines().map(str::trim) {
-        if line.starts_with("--") {
-            continue;
-        }
-        if let Some(rest) = line.strip_prefix("CREATE RETENTION POLICY ") {
-            if let Some(rp) = first_quoted(rest) {
-                c.retention_policies.push(rp.to_string());
-                if line.trim_end_matches(';').ends_with(" DEFAULT") {
-                    c.default_rp = rp.to_string();
-                }
-            }
-        } else if let Some(into) = line.strip_prefix("INTO ") {
-            let parts: Vec<&str> = into.split('"').skip(1).step_by(2).collect();
-            if let [_, rp, m] = parts[..] {
-                let fields = c
-                    .rollups
-                    .entry(rp.to_string())
-                    .or_default()
-                    .entry(m.to_string())
-                    .or_default();
-                fields.extend(pending.drain(..));
-            }
-            pending.clear();
-        } else if let Some((call, out)) = line.trim_end_matches(',').split_once(" AS ") {
-            if let (Some((f, _)), Some(out)) = (call.split_once('('), first_quoted(out)) {
-                pending.push((out.to_string(), f.to_ascii_lowercase()));
-            }
-        }
-    }
-}
-
+/// The contract, from `contract/*.yaml` (crate `storwatch-contract`): every measurement with
+/// its tags, fields and types, the retention policies, and per rollup level and measurement each
+/// field it keeps with the function that makes it from the finer level. The measurements of
+/// `contract/collector.yaml` are the collector's: they carry no configured tags.
 fn contract() -> Contract {
-    let mut c = Contract::default();
-    parse_setup(&read(SETUP), &mut c);
-    for doc in files("docs", ".md") {
-        let name = doc.rsplit('/').next().unwrap_or("");
-        if name.starts_with("metrics") {
-            parse_metrics_doc(&read(&doc), &mut c);
+    let yaml = storwatch_contract::Contract::workspace();
+    let mut c = Contract {
+        global_tags: yaml.common.tags.iter().map(|t| t.name.clone()).collect(),
+        ..Contract::default()
+    };
+    for d in &yaml.domains {
+        for m in &d.measurements {
+            if d.file != "contract/collector.yaml" {
+                c.agent.insert(m.name.clone());
+            }
+            let e = c.measurements.entry(m.name.clone()).or_default();
+            e.tags.extend(m.tags.iter().map(|t| t.name.clone()));
+            for f in &m.fields {
+                e.fields.insert(f.name.clone());
+                e.types.insert(f.name.clone(), f.ty.as_str().to_string());
+            }
         }
     }
-    c.agent = c.measurements.keys().cloned().collect();
-    parse_line_protocol_examples(&read("docs/collector.md"), &mut c);
+    let rps = &yaml.common.retention_policies;
+    c.retention_policies = rps.iter().map(|r| r.name.clone()).collect();
+    c.default_rp = yaml.default_rp().to_string();
+    for rp in rps.iter().skip(1) {
+        for m in yaml.measurements() {
+            for r in m.rollups_at(&rp.name).unwrap() {
+                c.rollups
+                    .entry(rp.name.clone())
+                    .or_default()
+                    .entry(m.name.clone())
+                    .or_default()
+                    .insert(r.output, r.func);
+            }
+        }
+    }
     c
 }
 
+/// The InfluxDB setup the dashboards' retention policies must exist in.
+const SETUP: &str = "deploy/influxdb/setup.influxql";
+
 #[test]
-fn contract_is_read_from_the_docs() {
+fn contract_is_read_from_its_yaml() {
     let c = contract();
     let expect = |m: &str, tags: &[&str], fields: &[&str]| {
         for t in tags {
@@ -1980,4 +1775,67 @@ fn a_variable_between_two_slashes_is_caught() {
     // variables inside regex literals are what Grafana should escape
     let regex = r#"SELECT max("util_max_pct") FROM "$rp"."disk" WHERE "host" =~ /^$host$/ AND "device" !~ /^$device$/ AND $timeFilter"#;
     assert_eq!(variables_escaped_as_regex(regex), Vec::<String>::new());
+}
+
+/// The fields each Grafana alert rule's queries read: (measurement, field) -> rule uids.
+fn fields_read_by_rules(c: &Contract) -> BTreeMap<(String, String), BTreeSet<String>> {
+    let mut read_by: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for file in files("alerts", ".yaml") {
+        let doc: Yaml = serde_norway::from_str(&read(&file)).unwrap();
+        for g in y(&doc, "groups").as_sequence().into_iter().flatten() {
+            for r in y(g, "rules").as_sequence().into_iter().flatten() {
+                let uid = ys(r, "uid");
+                for d in y(r, "data").as_sequence().into_iter().flatten() {
+                    let q = ys(y(d, "model"), "query");
+                    let Ok(names) = (if q.is_empty() {
+                        Err(Vec::new())
+                    } else {
+                        check_query(q, c)
+                    }) else {
+                        continue;
+                    };
+                    let reads = names.selected.iter().map(|(_, f)| f).chain(&names.filtered);
+                    for f in reads {
+                        for m in names.measurements.iter().filter(|m| c.is_field(m, f)) {
+                            read_by
+                                .entry((m.clone(), f.clone()))
+                                .or_default()
+                                .insert(uid.to_string());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    read_by
+}
+
+#[test]
+fn the_contract_names_the_rules_that_read_each_field() {
+    let c = contract();
+    let read_by = fields_read_by_rules(&c);
+    assert!(
+        read_by.contains_key(&("md".to_string(), "degraded".to_string())),
+        "{read_by:#?}"
+    );
+    let yaml = storwatch_contract::Contract::workspace();
+    let mut errs = Vec::new();
+    for m in yaml.measurements() {
+        for f in &m.fields {
+            let said: BTreeSet<String> = f.alerts.iter().cloned().collect();
+            let key = (m.name.clone(), f.name.clone());
+            let real = read_by.get(&key).cloned().unwrap_or_default();
+            if said != real {
+                errs.push(format!(
+                    "{}.{}: the contract says alerts {said:?}, the rules that read it are {real:?}",
+                    m.name, f.name
+                ));
+            }
+        }
+    }
+    assert!(
+        errs.is_empty(),
+        "contract/*.yaml `alerts` out of date:\n{}",
+        errs.join("\n")
+    );
 }

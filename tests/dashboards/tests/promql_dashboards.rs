@@ -1,6 +1,6 @@
 //! The dashboards for a Prometheus datasource (`dashboards/prometheus/`): the committed files are
 //! what the generator makes of the InfluxQL dashboards and `queries.yaml`
-//! (`STORWATCH_BLESS=1` rewrites them), every InfluxQL query has its PromQL counterpart, and
+//! (`cargo xtask gen` writes them), every InfluxQL query has its PromQL counterpart, and
 //! every PromQL query runs on a real Prometheus holding the simulated fleet as a Prometheus
 //! scraping each agent's `/metrics` after each report would: none errors, every panel has data on
 //! some scenario's host, and the incidents show where they should.
@@ -54,24 +54,17 @@ const NO_SIM_DATA: &[(&str, &str, &str)] = &[(
 fn committed_dashboards_are_the_generated_ones() {
     let files = generate().unwrap_or_else(|e| panic!("dashboards/prometheus/queries.yaml:\n{e}"));
     let dir = workspace().join("dashboards/prometheus");
-    let bless = std::env::var_os("STORWATCH_BLESS").is_some();
     let mut stale = Vec::new();
     for (file, text) in files {
-        let path = dir.join(&file);
-        let old = std::fs::read_to_string(&path).unwrap_or_default();
+        let old = std::fs::read_to_string(dir.join(&file)).unwrap_or_default();
         if old != text {
-            if bless {
-                std::fs::write(&path, text).unwrap();
-            } else {
-                stale.push(file);
-            }
+            stale.push(file);
         }
     }
     assert!(
         stale.is_empty(),
         "dashboards/prometheus/{stale:?} differ from what the generator makes of dashboards/*.json \
-         and queries.yaml: STORWATCH_BLESS=1 cargo test -p storwatch-dashboards-tests --test \
-         promql_dashboards rewrites them"
+         and queries.yaml: run `cargo xtask gen`"
     );
 }
 

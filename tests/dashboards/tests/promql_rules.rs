@@ -1,6 +1,6 @@
 //! The Prometheus alert rules (`alerts/prometheus/storwatch-rules.yml`): generated from the
 //! Grafana rules and `alerts/prometheus/expressions.yaml` (the committed file is what the
-//! generator makes; `STORWATCH_BLESS=1` rewrites it), clean under `promtool check rules`, and
+//! generator makes; `cargo xtask gen` writes it), clean under `promtool check rules`, and
 //! firing on the simulated fleet exactly as `fleet::SCENARIOS` lists, rule by rule, under
 //! `promtool test rules`: each host's reports through the agent's own `/metrics` exposition as
 //! a Prometheus scraping it every 10 s stores them (one test group per host, the rules
@@ -35,18 +35,11 @@ use storwatch_wire::prom::{metric_name, prom_field};
 fn the_rule_file_is_the_generated_one() {
     let root = workspace();
     let made = generate(&root).unwrap_or_else(|p| panic!("{}", p.join("\n")));
-    let path = root.join(RULES_FILE);
-    if std::env::var_os("STORWATCH_BLESS").is_some() {
-        // whole or not at all: the other tests read it meanwhile
-        let tmp = path.with_extension("yml.new");
-        std::fs::write(&tmp, &made).unwrap();
-        std::fs::rename(&tmp, &path).unwrap();
-    }
-    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    let committed = std::fs::read_to_string(root.join(RULES_FILE)).unwrap_or_default();
     assert!(
         committed == made,
         "{RULES_FILE} is not what alerts/storwatch-rules.yaml and alerts/prometheus/expressions.yaml \
-         make: run STORWATCH_BLESS=1 cargo test -p storwatch-dashboards-tests --test promql_rules"
+         make: run `cargo xtask gen`"
     );
 }
 

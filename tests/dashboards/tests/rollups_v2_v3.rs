@@ -4,7 +4,7 @@
 //! with the same source and target measurement and level, the same fields made by the same
 //! aggregates, the same window, schedule and look-back; and the buckets and databases keep what
 //! the retention policies keep. Each file is parsed on its own, so a continuous query edited
-//! without running `deploy/influxdb/v2/generate.py` fails here.
+//! without running `cargo xtask gen` fails here.
 //!
 //! Besides the drift checks, the plugin runs against a stand-in runtime and its SQL on DataFusion
 //! (InfluxDB 3's query engine; no InfluxDB 3 server can be installed here), and, ignored by
@@ -209,7 +209,7 @@ fn every_continuous_query_has_a_flux_task_that_makes_the_same_fields() {
     assert_eq!(
         cqs.keys().collect::<Vec<_>>(),
         tasks.keys().collect::<Vec<_>>(),
-        "one task per continuous query (run deploy/influxdb/v2/generate.py)"
+        "one task per continuous query (run `cargo xtask gen`)"
     );
     for (name, cq) in &cqs {
         assert_eq!(
@@ -238,7 +238,7 @@ fn the_influxdb3_plugin_table_matches_the_continuous_queries() {
     assert_eq!(
         cqs.keys().collect::<Vec<_>>(),
         table.keys().collect::<Vec<_>>(),
-        "one plugin entry per continuous query (run deploy/influxdb/v2/generate.py)"
+        "one plugin entry per continuous query (run `cargo xtask gen`)"
     );
     for (name, cq) in &cqs {
         assert_eq!(&table[name], cq, "{name}: the plugin entry differs");
