@@ -144,7 +144,7 @@ struct DriveState {
 }
 
 /// The drive monitor.
-pub struct DriveMonitor {
+pub struct DriveCollector {
     cfg: DriveConfig,
     root: Root,
     inline: bool,
@@ -161,9 +161,9 @@ pub struct DriveMonitor {
     dirty: bool,
 }
 
-impl std::fmt::Debug for DriveMonitor {
+impl std::fmt::Debug for DriveCollector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DriveMonitor")
+        f.debug_struct("DriveCollector")
             .field("cfg", &self.cfg)
             .field("running", &self.worker.is_some())
             .field("drives", &self.drives.keys().collect::<Vec<_>>())
@@ -171,7 +171,7 @@ impl std::fmt::Debug for DriveMonitor {
     }
 }
 
-impl DriveMonitor {
+impl DriveCollector {
     /// A monitor running smartctl on a thread of its own (started at the first sample).
     pub fn new(cfg: DriveConfig, root: Root) -> Self {
         Self {
@@ -352,7 +352,7 @@ impl DriveMonitor {
     }
 }
 
-impl Collector for DriveMonitor {
+impl Collector for DriveCollector {
     fn sources(&self) -> &'static [&'static str] {
         &[SOURCE]
     }

@@ -97,7 +97,7 @@ pub struct VdNow {
 }
 
 /// The hardware RAID monitor.
-pub struct HwraidMonitor {
+pub struct HwraidCollector {
     cfg: HwraidConfig,
     root: Root,
     inline: bool,
@@ -118,9 +118,9 @@ pub struct HwraidMonitor {
     book: Option<DriveBook>,
 }
 
-impl std::fmt::Debug for HwraidMonitor {
+impl std::fmt::Debug for HwraidCollector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HwraidMonitor")
+        f.debug_struct("HwraidCollector")
             .field("cfg", &self.cfg)
             .field("running", &self.worker.is_some())
             .field("read_ok", &self.read_ok)
@@ -128,7 +128,7 @@ impl std::fmt::Debug for HwraidMonitor {
     }
 }
 
-impl HwraidMonitor {
+impl HwraidCollector {
     /// A monitor running storcli on a thread of its own (started at the first sample).
     pub fn new(cfg: HwraidConfig, risk: RiskModel, root: Root) -> Self {
         let params = Params {
@@ -260,7 +260,7 @@ impl HwraidMonitor {
     }
 }
 
-impl Collector for HwraidMonitor {
+impl Collector for HwraidCollector {
     fn sources(&self) -> &'static [&'static str] {
         &[SOURCE]
     }
