@@ -3,7 +3,7 @@
 //! `zpool status` can hang for minutes on a pool with a dead device, so every command runs with a
 //! deadline and is killed when it passes it, with its whole process group (a tool run through a
 //! wrapper script leaves nothing behind); the sampling loop never waits on one: collectors that
-//! use commands run them through a [`CommandWorker`], on a thread of its own at the job's own
+//! use commands run them through a [`WorkerHandle`], on a thread of its own at the job's own
 //! interval (or, for `once` and tests stepping simulated time, inline in the poll that finds them
 //! due). Tests replace the tool with captured output through [`CapturedRunner`], and whole-agent
 //! tests point the configured tool path at a script that prints a fixture — the real
@@ -605,7 +605,7 @@ impl CommandRunner for CapturedRunner {
 }
 
 /// The commands one collector runs, and when they are due.
-pub trait CommandJob: Send + 'static {
+pub trait Worker: Send + 'static {
     /// What one run hands back to the collector.
     type Output: Send + 'static;
 
@@ -620,11 +620,11 @@ pub trait CommandJob: Send + 'static {
 /// The longest a worker thread sleeps without looking at its job again.
 const MAX_SLEEP: Duration = Duration::from_secs(3600);
 
-/// Where a collector's [`CommandJob`] runs: on a thread of its own (the daemon: the sampling
+/// Where a collector's [`Worker`] runs: on a thread of its own (the daemon: the sampling
 /// loop never waits for a hung tool), or inline, in the poll that finds a command due (`once`,
 /// and tests that step simulated time, where a thread answering in real time would fall
 /// behind). The thread ends when the worker is dropped.
-pub enum CommandWorker<J: CommandJob> {
+pub enum WorkerHandle<J: Worker> {
     /// On its own thread; its clock is the seconds since the thread started.
     Thread {
         /// What the thread's runs answered.
@@ -634,7 +634,7 @@ pub enum CommandWorker<J: CommandJob> {
         /// The thread: the commands it started are killed when the worker is dropped.
         thread: std::thread::ThreadId,
     },
-    /// In [`CommandWorker::take`]; its clock is the `now_s` the collector passes.
+    /// In [`WorkerHandle::take`]; its clock is the `now_s` the collector passes.
     Inline {
         /// The job.
         job: J,
@@ -643,7 +643,7 @@ pub enum CommandWorker<J: CommandJob> {
     },
 }
 
-impl<J: CommandJob> CommandWorker<J> {
+impl<J: Worker> WorkerHandle<J> {
     /// A worker running `job` in the collector's polls.
     pub fn inline(job: J) -> Self {
         Self::Inline { job, woken: false }
@@ -722,7 +722,7 @@ impl<J: CommandJob> CommandWorker<J> {
     }
 }
 
-impl<J: CommandJob> Drop for CommandWorker<J> {
+impl<J: Worker> Drop for WorkerHandle<J> {
     /// The thread ends at its next look at the worker (the wake-up channel is closed), which a
     /// job waiting for a hung command reaches only at that command's deadline: so the commands
     /// it started are killed now, with their groups (a reload replaces the workers; their calls
@@ -1107,7 +1107,7 @@ mod tests {
         _alive: mpsc::Sender<()>,
     }
 
-    impl CommandJob for Every {
+    impl Worker for Every {
         type Output = (u32, bool);
 
         fn run_due(&mut self, now_s: f64, woken: bool) -> Option<(u32, bool)> {
@@ -1138,7 +1138,7 @@ mod tests {
     #[test]
     fn inline_worker_runs_what_is_due_by_the_callers_clock() {
         let (job, _alive) = every(10.0);
-        let mut w = CommandWorker::inline(job);
+        let mut w = WorkerHandle::inline(job);
         assert!(w.is_inline());
         let mut out = Vec::new();
         assert!(w.take(0.0, &mut out));
@@ -1159,7 +1159,7 @@ mod tests {
         started: mpsc::Sender<()>,
     }
 
-    impl CommandJob for Hangs {
+    impl Worker for Hangs {
         type Output = ();
 
         fn run_due(&mut self, _now_s: f64, _woken: bool) -> Option<()> {
@@ -1189,7 +1189,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let pidfile = dir.path().join("pids");
         let (started, started_rx) = mpsc::channel();
-        let w = CommandWorker::spawn(
+        let w = WorkerHandle::spawn(
             "test-hangs",
             Hangs {
                 pidfile: pidfile.clone(),
@@ -1236,7 +1236,7 @@ mod tests {
     #[test]
     fn thread_worker_answers_on_its_own_and_ends_when_dropped() {
         let (job, alive) = every(3600.0);
-        let mut w = CommandWorker::spawn("test-commands", job).expect("thread");
+        let mut w = WorkerHandle::spawn("test-commands", job).expect("thread");
         assert!(!w.is_inline());
         let mut out = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(10);

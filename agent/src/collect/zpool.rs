@@ -22,7 +22,7 @@ use storwatch_wire::lp::LineWriter;
 
 use crate::collect::drive::{BookView, DriveBook};
 use crate::collect::{Collector, Live, ReportCx, SampleCx};
-use crate::command::{CommandError, CommandJob, CommandRunner, CommandWorker};
+use crate::command::{CommandError, CommandRunner, Worker, WorkerHandle};
 use crate::event::Event;
 use crate::health::risk::{MemberRate, RiskModel};
 use crate::health::zpool::{PoolReport, ZpoolDetector};
@@ -87,7 +87,7 @@ enum Json {
 }
 
 /// `zpool status` and `zpool list`, every `interval_s` and when woken.
-struct ZpoolJob {
+struct ZpoolWorker {
     runner: Arc<dyn CommandRunner>,
     zpool: PathBuf,
     timeout: Duration,
@@ -103,7 +103,7 @@ struct ZpoolJob {
     next_s: f64,
 }
 
-impl ZpoolJob {
+impl ZpoolWorker {
     fn label(&self, args: &str) -> PathBuf {
         PathBuf::from(format!("{} {args}", self.zpool.display()))
     }
@@ -156,7 +156,7 @@ impl ZpoolJob {
     }
 }
 
-impl CommandJob for ZpoolJob {
+impl Worker for ZpoolWorker {
     type Output = CommandSample;
 
     fn run_due(&mut self, now_s: f64, woken: bool) -> Option<CommandSample> {
@@ -198,7 +198,7 @@ pub struct PoolNow {
 pub struct ZpoolCollector {
     cfg: ZpoolConfig,
     runner: Arc<dyn CommandRunner>,
-    worker: Option<CommandWorker<ZpoolJob>>,
+    worker: Option<WorkerHandle<ZpoolWorker>>,
     inline: bool,
     detector: ZpoolDetector,
     command_errors: u64,
@@ -259,7 +259,7 @@ impl ZpoolCollector {
     }
 
     fn start_worker(&mut self) -> Result<(), SourceError> {
-        let job = ZpoolJob {
+        let job = ZpoolWorker {
             runner: Arc::clone(&self.runner),
             zpool: self.cfg.zpool.clone(),
             timeout: seconds(self.cfg.timeout_s, 10.0),
@@ -274,9 +274,9 @@ impl ZpoolCollector {
             next_s: f64::NEG_INFINITY,
         };
         self.worker = Some(if self.inline {
-            CommandWorker::inline(job)
+            WorkerHandle::inline(job)
         } else {
-            CommandWorker::spawn("storwatch-zpool", job)
+            WorkerHandle::spawn("storwatch-zpool", job)
                 .map_err(|e| SourceError::io(Path::new("zpool worker thread"), e))?
         });
         Ok(())

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use super::smartd::StateFiles;
 use crate::collect::fs::Placement;
-use crate::command::{found, CommandError, CommandJob, Finished, Spawned};
+use crate::command::{found, CommandError, Finished, Spawned, Worker};
 use crate::config::glob_match;
 use crate::root::{list_dir, read_optional, Root};
 use crate::sources::smartctl::scan::{self, ScanEntry};
@@ -127,7 +127,7 @@ pub(super) enum Update {
         result: ReadResult,
         /// A SAS disk's non-medium error count in the reading came from a `-l error` call this
         /// long before the reading (0: the call that followed it; more: carried from an earlier
-        /// round's call, [`JobConfig::sas_error_log_every`]). `None`: no such count.
+        /// round's call, [`WorkerConfig::sas_error_log_every`]). `None`: no such count.
         error_log_age_s: Option<f64>,
     },
 }
@@ -158,7 +158,7 @@ struct ErrorLog {
 
 /// The settings the worker needs, resolved.
 #[derive(Debug, Clone)]
-pub(super) struct JobConfig {
+pub(super) struct WorkerConfig {
     pub(super) smartctl: PathBuf,
     pub(super) interval_s: f64,
     pub(super) timeout: Duration,
@@ -178,10 +178,10 @@ pub(super) struct JobConfig {
     pub(super) sas_error_log_every: u32,
 }
 
-/// The drive monitor's [`CommandJob`].
+/// The drive monitor's [`Worker`].
 #[derive(Debug)]
-pub(super) struct DriveJob {
-    cfg: JobConfig,
+pub(super) struct DriveWorker {
+    cfg: WorkerConfig,
     root: Root,
     urgent: Urgent,
     /// The disks of the current round, with the device and `-d` type smartctl reads each by.
@@ -210,8 +210,8 @@ pub(super) struct DriveJob {
     cursor: Option<String>,
 }
 
-impl DriveJob {
-    pub(super) fn new(cfg: JobConfig, root: Root, urgent: Urgent) -> Self {
+impl DriveWorker {
+    pub(super) fn new(cfg: WorkerConfig, root: Root, urgent: Urgent) -> Self {
         Self {
             cfg,
             root,
@@ -641,7 +641,7 @@ impl DriveJob {
     }
 }
 
-impl CommandJob for DriveJob {
+impl Worker for DriveWorker {
     type Output = Vec<Update>;
 
     fn run_due(&mut self, now_s: f64, woken: bool) -> Option<Vec<Update>> {
@@ -964,7 +964,7 @@ mod tests {
         )
         .expect("script");
         std::fs::set_permissions(&smartctl, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        let cfg = JobConfig {
+        let cfg = WorkerConfig {
             smartctl,
             interval_s: 2.0,
             timeout: Duration::from_secs(1),
@@ -978,7 +978,7 @@ mod tests {
             sas_error_log_every: 6,
         };
         let root = Root::new(dir.path().join("proc"), sys);
-        let mut job = DriveJob::new(cfg, root, Urgent::default());
+        let mut job = DriveWorker::new(cfg, root, Urgent::default());
 
         let start = Instant::now();
         let mut held = false;

@@ -50,11 +50,11 @@ use storwatch_wire::lp::LineWriter;
 
 use super::fs::Placement;
 use super::{Collector, ReportCx, SampleCx};
-use crate::command::CommandWorker;
+use crate::command::WorkerHandle;
 use crate::health::risk::RiskModel;
 use crate::root::Root;
 use crate::sources::smartctl::{DriveHealth, OverallHealth, Protocol};
-use job::{DriveJob, JobConfig, ReadResult, Update, Urgent};
+use job::{DriveWorker, ReadResult, Update, Urgent, WorkerConfig};
 
 pub use book::{BookEntry, BookView, DriveBook};
 pub use job::DriveError;
@@ -148,7 +148,7 @@ pub struct DriveCollector {
     cfg: DriveConfig,
     root: Root,
     inline: bool,
-    worker: Option<CommandWorker<DriveJob>>,
+    worker: Option<WorkerHandle<DriveWorker>>,
     urgent: Urgent,
     drives: BTreeMap<String, DriveState>,
     /// Events of this report interval already looked at.
@@ -225,8 +225,8 @@ impl DriveCollector {
     }
 
     fn start_worker(&mut self) -> Result<(), std::io::Error> {
-        let job = DriveJob::new(
-            JobConfig {
+        let job = DriveWorker::new(
+            WorkerConfig {
                 smartctl: self.cfg.smartctl.clone(),
                 interval_s: self.cfg.interval.as_secs_f64().max(1.0),
                 timeout: self.cfg.timeout.max(Duration::from_millis(100)),
@@ -243,9 +243,9 @@ impl DriveCollector {
             Arc::clone(&self.urgent),
         );
         self.worker = Some(if self.inline {
-            CommandWorker::inline(job)
+            WorkerHandle::inline(job)
         } else {
-            CommandWorker::spawn("storwatch-drive", job)?
+            WorkerHandle::spawn("storwatch-drive", job)?
         });
         Ok(())
     }

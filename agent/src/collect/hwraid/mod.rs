@@ -2,7 +2,7 @@
 //! monitor's own thread: the `raid_controller`, `raid_vd` and `raid_pd` lines.
 //!
 //! **When.** A round every `[hwraid] interval` (default 60 s) runs two or three storcli calls
-//! (four while a drive rebuilds: [`job`]), one after the other, on a thread of its own: the
+//! (four while a drive rebuilds: [`worker`]), one after the other, on a thread of its own: the
 //! sampling loop never waits for storcli. Each call is killed with its process group after
 //! `timeout` (default 60 s) and its output is read up to `max_output_bytes` (default 4 MiB; a
 //! 24-drive controller's `show all` is 30–100 kB).
@@ -25,8 +25,8 @@
 
 mod detail;
 mod first;
-mod job;
 mod tie;
+mod worker;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -37,13 +37,13 @@ use storwatch_wire::lp::LineWriter;
 
 use super::drive::DriveBook;
 use super::{Collector, Live, ReportCx, SampleCx};
-use crate::command::CommandWorker;
+use crate::command::WorkerHandle;
 use crate::health::hwraid::{HwraidDetector, MemberReading, Params, VdStatus};
 use crate::health::risk::RiskModel;
 use crate::root::Root;
-use job::{HwraidJob, JobConfig, Update};
+use worker::{HwraidWorker, Update, WorkerConfig};
 
-pub use job::HwraidError;
+pub use worker::HwraidError;
 
 /// The source name errors are counted under.
 const SOURCE: &str = "storcli";
@@ -101,7 +101,7 @@ pub struct HwraidCollector {
     cfg: HwraidConfig,
     root: Root,
     inline: bool,
-    worker: Option<CommandWorker<HwraidJob>>,
+    worker: Option<WorkerHandle<HwraidWorker>>,
     detector: HwraidDetector,
     /// The last round ended without an error (`None` before the first round ended).
     read_ok: Option<bool>,
@@ -171,8 +171,8 @@ impl HwraidCollector {
 
     fn start_worker(&mut self) -> Result<(), std::io::Error> {
         let program = (!self.cfg.storcli.as_os_str().is_empty()).then(|| self.cfg.storcli.clone());
-        let job = HwraidJob::new(
-            JobConfig {
+        let job = HwraidWorker::new(
+            WorkerConfig {
                 program,
                 interval_s: self.cfg.interval.as_secs_f64().max(1.0),
                 timeout: self.cfg.timeout.max(Duration::from_millis(100)),
@@ -181,9 +181,9 @@ impl HwraidCollector {
             self.root.clone(),
         );
         self.worker = Some(if self.inline {
-            CommandWorker::inline(job)
+            WorkerHandle::inline(job)
         } else {
-            CommandWorker::spawn("storwatch-hwraid", job)?
+            WorkerHandle::spawn("storwatch-hwraid", job)?
         });
         Ok(())
     }

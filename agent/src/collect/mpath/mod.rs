@@ -31,14 +31,14 @@ use serde::Deserialize;
 use storwatch_wire::lp::LineWriter;
 
 use crate::collect::{Collector, Live, ReportCx, SampleCx};
-use crate::command::{CommandRunner, CommandWorker};
+use crate::command::{CommandRunner, WorkerHandle};
 use crate::event::Event;
 use crate::health::mpath::{MapObservation, MpathDetector, PathObservation};
 use crate::root::Root;
 use crate::sources::dmmultipath::{ioctl::DmControl, DevT, MultipathTable};
 use crate::sources::multipathd::{self, JsonMap};
 use crate::sources::SourceError;
-use commands::MpathJob;
+use commands::MpathWorker;
 use kernel::{DmView, IoctlReader};
 use topology::{SysMap, SysPath, Topology};
 
@@ -130,7 +130,7 @@ pub struct MpathCollector {
     kernel: Kernel,
     /// Run commands in `poll` instead of on a thread (tests, `once`).
     inline: bool,
-    worker: Option<CommandWorker<MpathJob>>,
+    worker: Option<WorkerHandle<MpathWorker>>,
     dm_view: Option<DmView>,
     dm_fresh: bool,
     mpd: Vec<JsonMap>,
@@ -255,11 +255,11 @@ impl MpathCollector {
             return Ok(());
         }
         if self.worker.is_none() {
-            let job = MpathJob::new(&self.cfg, self.runner.clone(), need_dm, !self.inline);
+            let job = MpathWorker::new(&self.cfg, self.runner.clone(), need_dm, !self.inline);
             if self.inline {
-                self.worker = Some(CommandWorker::inline(job));
+                self.worker = Some(WorkerHandle::inline(job));
             } else {
-                match CommandWorker::spawn("mpath-commands", job) {
+                match WorkerHandle::spawn("mpath-commands", job) {
                     Ok(w) => self.worker = Some(w),
                     Err(e) => tracing::warn!("mpath: cannot start the command thread: {e}"),
                 }

@@ -56,7 +56,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::command::{found, CommandError, CommandJob, Spawned};
+use crate::command::{found, CommandError, Spawned, Worker};
 use crate::root::Root;
 use crate::sources::storcli::{self, Controller, PdState};
 use crate::sources::ParseError;
@@ -180,7 +180,7 @@ pub(super) enum Update {
 
 /// The settings the worker needs, resolved.
 #[derive(Debug, Clone)]
-pub(super) struct JobConfig {
+pub(super) struct WorkerConfig {
     /// The program given, or `None` to look for [`PROGRAMS`].
     pub(super) program: Option<PathBuf>,
     pub(super) interval_s: f64,
@@ -196,10 +196,10 @@ struct Killed {
     started: Instant,
 }
 
-/// The hardware RAID monitor's [`crate::command::CommandJob`].
+/// The hardware RAID monitor's [`crate::command::Worker`].
 #[derive(Debug)]
-pub(super) struct HwraidJob {
-    cfg: JobConfig,
+pub(super) struct HwraidWorker {
+    cfg: WorkerConfig,
     root: Root,
     next_round_s: f64,
     /// The wait before the next round: `interval`, doubled after each round with a timeout.
@@ -219,8 +219,8 @@ pub(super) struct HwraidJob {
     told: BTreeSet<String>,
 }
 
-impl HwraidJob {
-    pub(super) fn new(cfg: JobConfig, root: Root) -> Self {
+impl HwraidWorker {
+    pub(super) fn new(cfg: WorkerConfig, root: Root) -> Self {
         Self {
             delay_s: cfg.interval_s,
             cfg,
@@ -409,7 +409,7 @@ impl HwraidJob {
     }
 }
 
-impl CommandJob for HwraidJob {
+impl Worker for HwraidWorker {
     type Output = Vec<Update>;
 
     fn run_due(&mut self, now_s: f64, _woken: bool) -> Option<Vec<Update>> {
@@ -629,11 +629,11 @@ mod tests {
         script
     }
 
-    fn job(dir: &Path, program: PathBuf) -> HwraidJob {
+    fn job(dir: &Path, program: PathBuf) -> HwraidWorker {
         let sys = dir.join("sys");
         std::fs::create_dir_all(sys.join("block")).expect("sys");
-        HwraidJob::new(
-            JobConfig {
+        HwraidWorker::new(
+            WorkerConfig {
                 program: Some(program),
                 interval_s: 60.0,
                 timeout: Duration::from_millis(300),
@@ -658,7 +658,7 @@ mod tests {
 
     /// Waits (bounded) until the call the job killed has exited, as a SIGKILLed `sleep` does
     /// within microseconds.
-    fn killed_exits(j: &HwraidJob) {
+    fn killed_exits(j: &HwraidWorker) {
         let pid = j.killed.borrow().as_ref().expect("a killed call").pid;
         let start = Instant::now();
         while !exited(pid) {
