@@ -48,7 +48,7 @@ use serde::Deserialize;
 use storwatch_wire::lp::LineWriter;
 
 use super::{r3, Collector, ReportCx, SampleCx};
-use crate::config::glob_match;
+use crate::filter::Filter;
 use crate::root::{read_optional, Root};
 use crate::sources::mountinfo::{self, Mount};
 use crate::sources::statvfs::{self, FsStat};
@@ -67,10 +67,10 @@ pub struct FsConfig {
     /// Report filesystem capacity at all.
     pub enabled: bool,
     /// How often the mounts are measured; the report interval when shorter.
-    #[serde(with = "crate::config::duration")]
+    #[serde(with = "crate::duration")]
     pub interval: Duration,
     /// The span the fill rate is measured over.
-    #[serde(with = "crate::config::duration")]
+    #[serde(with = "crate::duration")]
     pub fill_window: Duration,
     /// Seconds a `statvfs` call may take before its mount point is skipped.
     pub timeout_s: f64,
@@ -281,11 +281,12 @@ struct Round {
 pub fn select<'a>(mounts: &'a [Mount], cfg: &FsConfig) -> Vec<&'a Mount> {
     let mut chosen: BTreeMap<(u32, u32), usize> = BTreeMap::new();
     let mut order: Vec<&Mount> = Vec::new();
+    let fstypes = Filter::excluding(&cfg.exclude_fstypes);
+    let mount_points = Filter::excluding(&cfg.exclude_mounts);
     for m in mounts {
-        if cfg.exclude_fstypes.iter().any(|p| glob_match(p, &m.fstype))
-            || cfg.exclude_mounts.iter().any(|p| {
-                glob_match(p, &m.mount_point) || glob_match(p, &m.path().to_string_lossy())
-            })
+        if !fstypes.matches(&m.fstype)
+            || !mount_points.matches(&m.mount_point)
+            || !mount_points.matches(&m.path().to_string_lossy())
         {
             continue;
         }

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use storwatch_wire::lp::LineWriter;
 
-use crate::collect::drive::{BookView, DriveBook};
+use crate::collect::book::{BookView, DriveBook};
 use crate::collect::{Collector, Live, ReportCx, SampleCx};
 use crate::event::Event;
 use crate::health::md::{ArrayStatus, MdDetector, MemberStatus};

@@ -18,6 +18,7 @@
 //! (logged once per report interval, reported in the `agent_source` lines) and the rest of the
 //! sample goes on.
 
+pub mod book;
 pub mod disk;
 pub mod drive;
 pub mod fs;
@@ -297,9 +298,9 @@ impl SourceErrors {
 /// that one report interval already has their answers.
 pub fn storage(cfg: &Config, inline: bool) -> Vec<Box<dyn Collector>> {
     let mut v: Vec<Box<dyn Collector>> = Vec::new();
-    // The drive monitor's readings, for the rebuild risks of the arrays and pools (see
-    // drive::book); the zpool monitor's vdev leaves, for the drives' `pool` tag.
-    let book = drive::DriveBook::new(cfg.sys_root == std::path::Path::new("/sys"));
+    // The drive collector's readings, for the rebuild risks of the arrays and pools (see
+    // book); the zpool collector's vdev leaves, for the drives' `pool` tag.
+    let book = book::DriveBook::new(cfg.sys_root == std::path::Path::new("/sys"));
     if cfg.mpath.enabled {
         let runner = Arc::new(SystemRunner);
         v.push(if inline {

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use storwatch_wire::lp::LineWriter;
 
-use crate::collect::drive::{BookView, DriveBook};
+use crate::collect::book::{BookView, DriveBook};
 use crate::collect::{Collector, Live, ReportCx, SampleCx};
 use crate::command::{CommandError, CommandRunner, Worker, WorkerHandle};
 use crate::event::Event;

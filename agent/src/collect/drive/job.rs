@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use super::smartd::StateFiles;
 use crate::collect::fs::Placement;
 use crate::command::{found, CommandError, Finished, Spawned, Worker};
-use crate::config::glob_match;
+use crate::filter::Filter;
 use crate::root::{list_dir, read_optional, Root};
 use crate::sources::smartctl::scan::{self, ScanEntry};
 use crate::sources::smartctl::{self, DriveHealth, Outcome};
@@ -164,7 +164,7 @@ pub(super) struct WorkerConfig {
     pub(super) timeout: Duration,
     pub(super) max_output_bytes: usize,
     pub(super) max_running: usize,
-    pub(super) exclude: Vec<String>,
+    pub(super) filter: Filter,
     /// Look for disks behind MegaRAID controllers (`smartctl --scan`) when the kernel has one.
     pub(super) megaraid: bool,
     /// Calls of a round all at its start, and waited for (`once`, stepped tests).
@@ -244,7 +244,7 @@ impl DriveWorker {
         self.next_round_s = now_s + self.cfg.interval_s;
         self.missed(out);
         self.missing = !found(&self.cfg.smartctl);
-        let mut names = whole_disks(&self.root, &self.cfg.exclude);
+        let mut names = whole_disks(&self.root, &self.cfg.filter);
         let mut disks: Vec<Disk> = names
             .iter()
             .map(|n| Disk {
@@ -266,7 +266,7 @@ impl DriveWorker {
             match self.scan(out) {
                 Ok(found) => {
                     for (name, t) in found {
-                        if self.cfg.exclude.iter().any(|p| glob_match(p, &name)) {
+                        if !self.cfg.filter.matches(&name) {
                             continue;
                         }
                         disks.push(Disk {
@@ -786,13 +786,13 @@ fn is_drive(name: &str) -> bool {
 
 /// The whole disks of `/sys/block`, sorted, without the excluded ones. An unreadable
 /// `/sys/block` is no disks.
-fn whole_disks(root: &Root, exclude: &[String]) -> Vec<String> {
+fn whole_disks(root: &Root, filter: &Filter) -> Vec<String> {
     let mut names: Vec<String> = list_dir(&root.sys("block"))
         .ok()
         .flatten()
         .unwrap_or_default()
         .into_iter()
-        .filter(|n| is_drive(n) && !exclude.iter().any(|p| glob_match(p, n)))
+        .filter(|n| is_drive(n) && filter.matches(n))
         .collect();
     names.sort_by(|a, b| (a.len(), a).cmp(&(b.len(), b)));
     names
@@ -920,11 +920,11 @@ mod tests {
         let sys = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sysfs/disk-server/sys");
         let root = Root::new("/nonexistent", sys);
         assert_eq!(
-            whole_disks(&root, &[]),
+            whole_disks(&root, &Filter::default()),
             ["sda", "sdb", "sdc", "nvme0n1"].map(String::from)
         );
         assert_eq!(
-            whole_disks(&root, &["sdc".into()]),
+            whole_disks(&root, &Filter::excluding(&["sdc".into()])),
             ["sda", "sdb", "nvme0n1"].map(String::from)
         );
         let sda = above(&root, "sda");
@@ -970,7 +970,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             max_output_bytes: 1 << 20,
             max_running: 4,
-            exclude: Vec::new(),
+            filter: Filter::default(),
             megaraid: false,
             inline: false,
             smartd_state_dir: None,

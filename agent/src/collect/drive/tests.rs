@@ -261,7 +261,7 @@ fn lines_of_real_fixtures() {
         let entry = s
             .health
             .as_ref()
-            .map(|h| book::BookEntry::assess(device, h, &RiskModel::default()));
+            .map(|h| BookEntry::assess(device, h, &RiskModel::default()));
         let mut w = LineWriter::new("ds01", &[]);
         write_line(
             &mut w,

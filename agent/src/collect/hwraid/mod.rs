@@ -35,7 +35,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use storwatch_wire::lp::LineWriter;
 
-use super::drive::DriveBook;
+use super::book::DriveBook;
 use super::{Collector, Live, ReportCx, SampleCx};
 use crate::command::WorkerHandle;
 use crate::health::hwraid::{HwraidDetector, MemberReading, Params, VdStatus};
@@ -60,11 +60,11 @@ pub struct HwraidConfig {
     /// `/opt/MegaRAID/storcli/storcli64` and `/opt/MegaRAID/perccli/perccli64`.
     pub storcli: PathBuf,
     /// A round of calls every this long (default 60s).
-    #[serde(with = "crate::config::duration")]
+    #[serde(with = "crate::duration")]
     pub interval: Duration,
     /// A call still running after this long is killed with its process group and reported
     /// (default 60s).
-    #[serde(with = "crate::config::duration")]
+    #[serde(with = "crate::duration")]
     pub timeout: Duration,
     /// Standard output read from one call at most; past it the call is killed and reported
     /// (default 4 MiB).
@@ -72,7 +72,7 @@ pub struct HwraidConfig {
     /// A rebuild whose progress has not moved for this long is `rebuild_stalled` (default 2h:
     /// storcli's progress is a whole percent, and 1 % of a 16 TB drive rebuilt at 50 MB/s
     /// under load takes 53 minutes).
-    #[serde(with = "crate::config::duration")]
+    #[serde(with = "crate::duration")]
     pub stall_after: Duration,
 }
 

@@ -327,7 +327,7 @@ fn a_drive_s_smartctl_reading_is_preferred_to_storcli_s_counters() {
 
     // smartctl read 252:5 (serial ZL21DC50, clean in storcli's counters) with pending sectors
     let book = DriveBook::new(false);
-    book.publish(vec![crate::collect::drive::BookEntry {
+    book.publish(vec![crate::collect::book::BookEntry {
         device: "bus/0:megaraid,31".into(),
         serial: Some("ZL21DC50".into()),
         wwn: None,
