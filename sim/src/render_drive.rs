@@ -17,8 +17,8 @@
 
 use std::io;
 
+use crate::files::Tree;
 use crate::model::{Controller, DriveProtocol, Host, Smart};
-use crate::tree::Tree;
 
 mod json;
 mod smartctl;
