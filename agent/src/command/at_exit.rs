@@ -192,7 +192,7 @@ pub fn cleanup(wait: Duration) -> Cleaned {
     for l in &live {
         match rustix::process::waitpid(Some(l.pid), rustix::process::WaitOptions::NOHANG) {
             Ok(Some(_)) | Err(_) => {}
-            Ok(None) => super::keep_dying(l.pid, &l.program),
+            Ok(None) => super::dying::keep_dying(l.pid, &l.program),
         }
     }
     // A command forked before the kill and not registered yet kills itself at `register`:
