@@ -26,6 +26,7 @@
 mod detail;
 mod first;
 mod tie;
+mod workdir;
 mod worker;
 
 use std::collections::BTreeMap;
