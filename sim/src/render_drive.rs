@@ -20,6 +20,7 @@ use std::io;
 use crate::files::Tree;
 use crate::model::{Controller, DriveProtocol, Host, Smart};
 
+mod ata;
 mod json;
 mod smartctl;
 mod storcli;
