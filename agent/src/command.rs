@@ -3,7 +3,7 @@
 //! `zpool status` can hang for minutes on a pool with a dead device, so every command runs with a
 //! deadline and is killed when it passes it, with its whole process group (a tool run through a
 //! wrapper script leaves nothing behind); the sampling loop never waits on one: collectors that
-//! use commands run them through a [`WorkerHandle`], on a thread of its own at the job's own
+//! use commands run them through a [`WorkerHandle`], on a thread of its own at the worker's own
 //! interval (or, for `once` and tests stepping simulated time, inline in the poll that finds them
 //! due). Tests replace the tool with captured output through [`CapturedRunner`], and whole-agent
 //! tests point the configured tool path at a script that prints a fixture — the real

@@ -20,40 +20,43 @@ pub trait Worker: Send + 'static {
     fn next_due_s(&self) -> f64;
 }
 
-/// The longest a worker thread sleeps without looking at its job again.
+/// The longest a handle's thread sleeps without asking its worker again.
 const MAX_SLEEP: Duration = Duration::from_secs(3600);
 
 /// Where a collector's [`Worker`] runs: on a thread of its own (the daemon: the sampling
 /// loop never waits for a hung tool), or inline, in the poll that finds a command due (`once`,
 /// and tests that step simulated time, where a thread answering in real time would fall
-/// behind). The thread ends when the worker is dropped.
-pub enum WorkerHandle<J: Worker> {
+/// behind). The thread ends when the handle is dropped.
+pub enum WorkerHandle<W: Worker> {
     /// On its own thread; its clock is the seconds since the thread started.
     Thread {
         /// What the thread's runs answered.
-        outputs: Receiver<J::Output>,
+        outputs: Receiver<W::Output>,
         /// Asks the thread for a run at once.
         wake: Sender<()>,
-        /// The thread: the commands it started are killed when the worker is dropped.
+        /// The thread: the commands it started are killed when the handle is dropped.
         thread: std::thread::ThreadId,
     },
     /// In [`WorkerHandle::take`]; its clock is the `now_s` the collector passes.
     Inline {
-        /// The job.
-        job: J,
+        /// The worker.
+        worker: W,
         /// A run was asked for at the next poll.
         woken: bool,
     },
 }
 
-impl<J: Worker> WorkerHandle<J> {
-    /// A worker running `job` in the collector's polls.
-    pub fn inline(job: J) -> Self {
-        Self::Inline { job, woken: false }
+impl<W: Worker> WorkerHandle<W> {
+    /// A handle running `worker` in the collector's polls.
+    pub fn inline(worker: W) -> Self {
+        Self::Inline {
+            worker,
+            woken: false,
+        }
     }
 
-    /// A worker running `job` on a thread named `name`.
-    pub fn spawn(name: &str, mut job: J) -> std::io::Result<Self> {
+    /// A handle running `worker` on a thread named `name`.
+    pub fn spawn(name: &str, mut worker: W) -> std::io::Result<Self> {
         let (out_tx, outputs) = mpsc::channel();
         let (wake, wake_rx) = mpsc::channel::<()>();
         let handle = std::thread::Builder::new()
@@ -63,12 +66,12 @@ impl<J: Worker> WorkerHandle<J> {
                 let mut woken = false;
                 loop {
                     let now = start.elapsed().as_secs_f64();
-                    if let Some(out) = job.run_due(now, woken) {
+                    if let Some(out) = worker.run_due(now, woken) {
                         if out_tx.send(out).is_err() {
                             return; // the collector is gone
                         }
                     }
-                    let wait = job.next_due_s() - start.elapsed().as_secs_f64();
+                    let wait = worker.next_due_s() - start.elapsed().as_secs_f64();
                     let wait = Duration::try_from_secs_f64(wait.max(0.0))
                         .map_or(MAX_SLEEP, |d| d.min(MAX_SLEEP));
                     match wake_rx.recv_timeout(wait) {
@@ -89,7 +92,7 @@ impl<J: Worker> WorkerHandle<J> {
         })
     }
 
-    /// Whether the job runs in the collector's polls.
+    /// Whether the worker runs in the collector's polls.
     pub fn is_inline(&self) -> bool {
         matches!(self, Self::Inline { .. })
     }
@@ -104,10 +107,10 @@ impl<J: Worker> WorkerHandle<J> {
         }
     }
 
-    /// Appends what the job answered since the last call to `out` — inline, after running
+    /// Appends what the worker answered since the last call to `out` — inline, after running
     /// what is due at `now_s`. `false` when the thread is gone (it panicked): the collector
     /// starts a new worker.
-    pub fn take(&mut self, now_s: f64, out: &mut Vec<J::Output>) -> bool {
+    pub fn take(&mut self, now_s: f64, out: &mut Vec<W::Output>) -> bool {
         match self {
             Self::Thread { outputs, .. } => loop {
                 match outputs.try_recv() {
@@ -116,8 +119,8 @@ impl<J: Worker> WorkerHandle<J> {
                     Err(TryRecvError::Disconnected) => return false,
                 }
             },
-            Self::Inline { job, woken } => {
-                out.extend(job.run_due(now_s, *woken));
+            Self::Inline { worker, woken } => {
+                out.extend(worker.run_due(now_s, *woken));
                 *woken = false;
                 true
             }
@@ -125,9 +128,9 @@ impl<J: Worker> WorkerHandle<J> {
     }
 }
 
-impl<J: Worker> Drop for WorkerHandle<J> {
-    /// The thread ends at its next look at the worker (the wake-up channel is closed), which a
-    /// job waiting for a hung command reaches only at that command's deadline: so the commands
+impl<W: Worker> Drop for WorkerHandle<W> {
+    /// The thread ends at its next look at the wake-up channel (closed with the handle), which a
+    /// worker waiting for a hung command reaches only at that command's deadline: so the commands
     /// it started are killed now, with their groups (a reload replaces the workers; their calls
     /// must not run on beside the new ones).
     fn drop(&mut self) {

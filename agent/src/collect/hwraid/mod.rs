@@ -172,7 +172,7 @@ impl HwraidCollector {
 
     fn start_worker(&mut self) -> Result<(), std::io::Error> {
         let program = (!self.cfg.storcli.as_os_str().is_empty()).then(|| self.cfg.storcli.clone());
-        let job = HwraidWorker::new(
+        let worker = HwraidWorker::new(
             WorkerConfig {
                 program,
                 interval_s: self.cfg.interval.as_secs_f64().max(1.0),
@@ -182,9 +182,9 @@ impl HwraidCollector {
             self.root.clone(),
         );
         self.worker = Some(if self.inline {
-            WorkerHandle::inline(job)
+            WorkerHandle::inline(worker)
         } else {
-            WorkerHandle::spawn("storwatch-hwraid", job)?
+            WorkerHandle::spawn("storwatch-hwraid", worker)?
         });
         Ok(())
     }

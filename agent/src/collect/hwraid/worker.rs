@@ -502,7 +502,7 @@ mod tests {
         script
     }
 
-    fn job(dir: &Path, program: PathBuf) -> HwraidWorker {
+    fn worker(dir: &Path, program: PathBuf) -> HwraidWorker {
         let sys = dir.join("sys");
         std::fs::create_dir_all(sys.join("block")).expect("sys");
         HwraidWorker::new(
@@ -529,7 +529,7 @@ mod tests {
             .unwrap_or(0)
     }
 
-    /// Waits (bounded) until the call the job killed has exited, as a SIGKILLed `sleep` does
+    /// Waits (bounded) until the call the worker killed has exited, as a SIGKILLed `sleep` does
     /// within microseconds.
     fn killed_exits(j: &HwraidWorker) {
         let pid = j.killed.borrow().as_ref().expect("a killed call").pid;
@@ -543,9 +543,9 @@ mod tests {
     #[test]
     fn no_round_while_a_killed_call_has_not_exited() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut j = job(dir.path(), stand_in(dir.path()));
+        let mut j = worker(dir.path(), stand_in(dir.path()));
         // A process of ours that has not exited stands for a storcli stuck in the kernel after
-        // SIGKILL (nothing unprivileged survives SIGKILL): the job killed it 90 s ago.
+        // SIGKILL (nothing unprivileged survives SIGKILL): the worker killed it 90 s ago.
         let mut stuck = std::process::Command::new("sleep")
             .arg("1000")
             .spawn()
@@ -612,7 +612,7 @@ mod tests {
     #[test]
     fn each_timeout_doubles_the_wait_up_to_an_hour_and_a_good_round_resets_it() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut j = job(dir.path(), stand_in(dir.path()));
+        let mut j = worker(dir.path(), stand_in(dir.path()));
         std::fs::write(dir.path().join("hang"), "").expect("hang");
         let mut now = 0.0;
         let mut waits = Vec::new();
