@@ -3,21 +3,24 @@
 //! `zpool status` can hang for minutes on a pool with a dead device, so every command runs with a
 //! deadline and is killed when it passes it, with its whole process group (a tool run through a
 //! wrapper script leaves nothing behind); the sampling loop never waits on one: collectors that
-//! use commands run them through a [`CommandWorker`], on a thread of its own at the job's own
+//! use commands run them through a [`WorkerHandle`], on a thread of its own at the worker's own
 //! interval (or, for `once` and tests stepping simulated time, inline in the poll that finds them
 //! due). Tests replace the tool with captured output through [`CapturedRunner`], and whole-agent
 //! tests point the configured tool path at a script that prints a fixture — the real
 //! [`SystemRunner`] then runs unchanged.
 
 pub mod at_exit;
+mod dying;
+mod spawned;
+mod worker;
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
-use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
+
+pub use dying::{dying, reap_dying, MAX_DYING};
+pub use spawned::{Finished, Spawned};
+pub use worker::{Worker, WorkerHandle};
 
 /// Why a command produced no usable output.
 #[derive(Debug, thiserror::Error)]
@@ -83,28 +86,6 @@ pub enum CommandError {
 /// into the agent's memory (its unit allows 128 MiB).
 pub const MAX_OUTPUT_BYTES: usize = 8 << 20;
 
-/// Killed commands that have not exited yet, at most. A process stuck in the kernel (`smartctl`
-/// in an `SG_IO` ioctl on a hung disk, `zpool status` on a dead pool: state `D`) does not end
-/// at `SIGKILL` until the kernel gives up on the device, a minute or more: [`Spawned::kill`]
-/// does not wait for it but keeps it here, and later polls reap it. While this many are still
-/// there no new command is started ([`CommandError::TooManyDying`]).
-pub const MAX_DYING: usize = 64;
-
-/// From this many killed commands not yet exited on, each new one is logged as a warning.
-const DYING_WARN: usize = 8;
-
-/// One command killed and not yet reaped.
-#[derive(Debug)]
-struct Dying {
-    pid: rustix::process::Pid,
-    program: PathBuf,
-    killed: Instant,
-}
-
-/// The killed commands not yet reaped, of the whole process (commands are killed from several
-/// threads, and from `Drop`).
-static DYING: Mutex<Vec<Dying>> = Mutex::new(Vec::new());
-
 /// Whether `program` can be run: an existing file when it names a path, else a file of that
 /// name in a `PATH` directory.
 pub fn found(program: &Path) -> bool {
@@ -115,51 +96,6 @@ pub fn found(program: &Path) -> bool {
         std::env::split_paths(&paths)
             .any(|d| !d.as_os_str().is_empty() && d.join(program).is_file())
     })
-}
-
-/// Reaps the killed commands that have exited since (never blocks); how many are left.
-pub fn reap_dying() -> usize {
-    let mut dying = DYING.lock().unwrap_or_else(PoisonError::into_inner);
-    dying.retain(|d| {
-        match rustix::process::waitpid(Some(d.pid), rustix::process::WaitOptions::NOHANG) {
-            Ok(None) => true,
-            Ok(Some(_)) => {
-                let waited = d.killed.elapsed();
-                if waited >= Duration::from_secs(1) {
-                    tracing::info!(
-                        "{} (pid {}): exited {waited:.1?} after it was killed",
-                        d.program.display(),
-                        d.pid.as_raw_nonzero()
-                    );
-                }
-                false
-            }
-            // ECHILD: not ours to wait for any more; nothing else can fail with a valid pid.
-            Err(_) => false,
-        }
-    });
-    dying.len()
-}
-
-/// Keeps a killed command that has not exited yet, for [`reap_dying`].
-fn keep_dying(pid: rustix::process::Pid, program: &Path) {
-    let mut dying = DYING.lock().unwrap_or_else(PoisonError::into_inner);
-    dying.push(Dying {
-        pid,
-        program: program.to_owned(),
-        killed: Instant::now(),
-    });
-    if dying.len() >= DYING_WARN {
-        tracing::warn!(
-            "{} killed commands have not exited yet (stuck on a hung device?); no new command starts at {MAX_DYING}",
-            dying.len()
-        );
-    }
-}
-
-/// Killed commands that have not exited yet (after reaping those that have).
-pub fn dying() -> usize {
-    reap_dying()
 }
 
 /// Runs a program and returns its standard output.
@@ -205,362 +141,6 @@ impl CommandRunner for SystemRunner {
     }
 }
 
-/// What a command that ran to its end left: its exit status and what it printed. A tool whose
-/// exit status is a bit mask with output worth reading either way (`smartctl`) is run through
-/// [`Spawned`], which hands both back instead of calling a non-zero status a failure.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finished {
-    /// Its exit code (-1 when it was ended by a signal).
-    pub status: i32,
-    /// Its standard output, lossily decoded.
-    pub stdout: String,
-    /// The first 300 characters of its standard error, lines joined with ` / `.
-    pub stderr: String,
-}
-
-/// A command started and not waited for: its owner polls it ([`Spawned::poll`]) and kills it
-/// ([`Spawned::kill`]) when it passes the owner's deadline, so that one thread can keep several
-/// running and none of them can hold it up.
-///
-/// The command runs in a process group of its own, and killing it kills the group: a tool
-/// started through a wrapper script (or one that forks helpers) leaves no child behind holding
-/// the output pipe open. Its pipes are non-blocking and read by each [`Spawned::poll`] (no
-/// thread per command: starting two threads for every call was most of what a call cost the
-/// agent); between polls a command whose output outgrows the pipe (64 KiB) waits for the next
-/// one. Standard output is read up to `limit` bytes; past that the group is killed and the run
-/// is [`CommandError::TooMuchOutput`]. Standard error is kept to its first 4 KiB, the rest read
-/// and dropped. Dropping a `Spawned` that has not finished kills it.
-#[derive(Debug)]
-pub struct Spawned {
-    program: PathBuf,
-    child: std::process::Child,
-    limit: usize,
-    /// Standard output, until its end was read (then `out_eof`) or the command was killed.
-    stdout: Option<std::process::ChildStdout>,
-    out: Vec<u8>,
-    out_eof: bool,
-    /// More than `limit` bytes were printed.
-    overflowed: bool,
-    stderr: Option<std::process::ChildStderr>,
-    err: Vec<u8>,
-    err_eof: bool,
-    /// The command has exited: seen with `WNOWAIT`, so that it stays a zombie, unreaped, and
-    /// its process id (the group's id) cannot be given to another process until `done`.
-    exited: bool,
-    /// It answered or was killed; it is reaped (or left to [`reap_dying`]).
-    done: bool,
-}
-
-impl Spawned {
-    /// Starts `program args…` with standard input closed, in a new process group.
-    pub fn start(program: &Path, args: &[&str], limit: usize) -> Result<Self, CommandError> {
-        use std::os::unix::process::CommandExt;
-        let dying = reap_dying();
-        if dying >= MAX_DYING {
-            return Err(CommandError::TooManyDying {
-                program: program.to_owned(),
-                dying,
-            });
-        }
-        if !at_exit::begin_start() {
-            return Err(CommandError::Stopping {
-                program: program.to_owned(),
-            });
-        }
-        let mut child = match Command::new(program)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .env("LC_ALL", "C")
-            .process_group(0)
-            .spawn()
-        {
-            Ok(c) => c,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                at_exit::start_failed();
-                return Err(CommandError::NotFound(program.to_owned()));
-            }
-            Err(source) => {
-                at_exit::start_failed();
-                return Err(CommandError::Io {
-                    program: program.to_owned(),
-                    source,
-                });
-            }
-        };
-        // Registered at once, so that the agent's ending kills it (see [`at_exit`]); refused
-        // once the agent is stopping, and then killed here.
-        let pid = i32::try_from(child.id())
-            .ok()
-            .and_then(rustix::process::Pid::from_raw);
-        let Some(pid) = pid else {
-            // (a child's id is a positive i32: not reached)
-            at_exit::start_failed();
-            let _ = child.kill();
-            return Err(CommandError::Io {
-                program: program.to_owned(),
-                source: std::io::Error::other("no process id"),
-            });
-        };
-        if !at_exit::register(pid, program) {
-            at_exit::signal_kill(pid);
-            keep_dying(pid, program);
-            return Err(CommandError::Stopping {
-                program: program.to_owned(),
-            });
-        }
-        let stdout = child.stdout.take();
-        let stderr = child.stderr.take();
-        let mut s = Self {
-            program: program.to_owned(),
-            child,
-            limit,
-            stdout,
-            // a smartctl `-a` document is 5–60 kB: one allocation for most
-            out: Vec::with_capacity(limit.saturating_add(1).min(64 << 10)),
-            out_eof: false,
-            overflowed: false,
-            stderr,
-            err: Vec::new(),
-            err_eof: false,
-            exited: false,
-            done: false,
-        };
-        let nonblocking = |fd: rustix::fd::BorrowedFd<'_>| -> std::io::Result<()> {
-            let flags = rustix::fs::fcntl_getfl(fd)?;
-            rustix::fs::fcntl_setfl(fd, flags | rustix::fs::OFlags::NONBLOCK)?;
-            Ok(())
-        };
-        use std::os::fd::AsFd;
-        let set = match (&s.stdout, &s.stderr) {
-            (Some(o), Some(e)) => nonblocking(o.as_fd()).and_then(|()| nonblocking(e.as_fd())),
-            _ => Err(std::io::Error::other("no pipe to read its output")),
-        };
-        if let Err(source) = set {
-            s.kill();
-            return Err(CommandError::Io {
-                program: program.to_owned(),
-                source,
-            });
-        }
-        Ok(s)
-    }
-
-    /// Reads what the command printed since the last call, without blocking: standard output
-    /// up to one byte past the limit (then `overflowed`), standard error's first 4 KiB (the
-    /// rest dropped, so a chatty tool does not block on a full pipe).
-    fn drain(&mut self) {
-        use std::io::ErrorKind::{Interrupted, WouldBlock};
-        if !self.out_eof && !self.overflowed {
-            match &mut self.stdout {
-                Some(s) => {
-                    let room = (self.limit as u64 + 1).saturating_sub(self.out.len() as u64);
-                    match s.by_ref().take(room).read_to_end(&mut self.out) {
-                        Ok(_) if self.out.len() > self.limit => {
-                            self.overflowed = true;
-                            self.out = Vec::new();
-                        }
-                        Ok(_) => self.out_eof = true,
-                        Err(e) if matches!(e.kind(), WouldBlock | Interrupted) => {}
-                        Err(_) => self.out_eof = true, // as a closed pipe
-                    }
-                }
-                None => self.out_eof = true,
-            }
-        }
-        if !self.err_eof {
-            match &mut self.stderr {
-                Some(s) => {
-                    let mut scratch = [0u8; 4096];
-                    loop {
-                        match s.read(&mut scratch) {
-                            Ok(0) => {
-                                self.err_eof = true;
-                                break;
-                            }
-                            Ok(n) => {
-                                let keep = n.min(4096usize.saturating_sub(self.err.len()));
-                                self.err.extend_from_slice(&scratch[..keep]);
-                            }
-                            Err(e) if e.kind() == Interrupted => {}
-                            Err(e) if e.kind() == WouldBlock => break,
-                            Err(_) => {
-                                self.err_eof = true;
-                                break;
-                            }
-                        }
-                    }
-                }
-                None => self.err_eof = true,
-            }
-        }
-    }
-
-    /// The process id of the command (and of its process group).
-    pub fn id(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// `None` while it runs; its result once it has exited and its output is read, or once it
-    /// printed more than the limit (then it is killed). Never blocks. Also reaps the killed
-    /// commands that have exited since ([`reap_dying`]).
-    pub fn poll(&mut self) -> Option<Result<Finished, CommandError>> {
-        reap_dying();
-        if self.done {
-            return None;
-        }
-        if !self.exited {
-            use rustix::process::{waitid, WaitId, WaitIdOptions};
-            let Some(pid) = self.pid() else {
-                self.kill();
-                return Some(Err(CommandError::Io {
-                    program: self.program.clone(),
-                    source: std::io::Error::other("no process id"),
-                }));
-            };
-            let opts = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
-            match waitid(WaitId::Pid(pid), opts) {
-                Ok(Some(_)) => self.exited = true,
-                Ok(None) => {}
-                Err(e) => {
-                    // No child of ours any more: reaped by the agent's cleanup as it stops.
-                    let taken = !at_exit::is_live(pid);
-                    self.kill();
-                    return Some(Err(if taken {
-                        CommandError::Stopping {
-                            program: self.program.clone(),
-                        }
-                    } else {
-                        CommandError::Io {
-                            program: self.program.clone(),
-                            source: e.into(),
-                        }
-                    }));
-                }
-            }
-        }
-        // Read after looking at its exit, so that an exited command's output is read to its end
-        // in this same poll.
-        self.drain();
-        if self.overflowed {
-            self.kill();
-            return Some(Err(CommandError::TooMuchOutput {
-                program: self.program.clone(),
-                limit: self.limit,
-            }));
-        }
-        if !self.exited {
-            return None;
-        }
-        // Exited; its output is complete when the pipe is closed (a helper it left behind may
-        // still hold it: then this waits for the owner's deadline like a hung command).
-        if !(self.out_eof && self.err_eof) {
-            return None;
-        }
-        self.done = true;
-        if let Some(pid) = self.pid() {
-            if !at_exit::unregister(pid) {
-                // The agent is stopping: killed, and reaped, by its cleanup.
-                self.stdout = None;
-                self.stderr = None;
-                return Some(Err(CommandError::Stopping {
-                    program: self.program.clone(),
-                }));
-            }
-        }
-        // Exited (seen above): this reaps the zombie at once.
-        let status = self.child.try_wait().ok().flatten();
-        if status.is_none() {
-            if let Some(pid) = self.pid() {
-                keep_dying(pid, &self.program);
-            }
-        }
-        self.stdout = None;
-        self.stderr = None;
-        let out = std::mem::take(&mut self.out);
-        let err = std::mem::take(&mut self.err);
-        let status = status.and_then(|s| s.code()).unwrap_or(-1);
-        Some(Ok(Finished {
-            status,
-            // valid UTF-8 (the rule) is moved, not copied
-            stdout: String::from_utf8(out)
-                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
-            stderr: short_stderr(&err),
-        }))
-    }
-
-    /// Kills the command's whole process group, without waiting for it: a command stuck in the
-    /// kernel on a hung device does not end at `SIGKILL` until the kernel gives up on the
-    /// device, and the caller (the drive monitor's one thread, a collector's deadline) must not
-    /// wait for that. A command not ended yet is kept to be reaped by later polls
-    /// ([`reap_dying`], called by [`Spawned::start`] and [`Spawned::poll`]). Its pipes are
-    /// closed.
-    pub fn kill(&mut self) {
-        if self.done {
-            return;
-        }
-        self.done = true;
-        self.stdout = None;
-        self.stderr = None;
-        self.out = Vec::new();
-        let Some(pid) = self.pid() else {
-            return;
-        };
-        // The command is unreaped until `done` (its exit is only looked at with `WNOWAIT`), so
-        // its id, the group's id, is still ours: the kernel does not hand the id of a process
-        // that is not reaped to another process. Killing the group also ends a helper left
-        // holding the pipe after the command itself exited. Not when the agent's cleanup took
-        // it: that killed it, and may have reaped it.
-        if !at_exit::kill_registered(pid) {
-            return;
-        }
-        match rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG) {
-            Ok(Some(_)) | Err(_) => {}
-            Ok(None) => keep_dying(pid, &self.program),
-        }
-        reap_dying();
-    }
-
-    /// The command's id as a [`rustix::process::Pid`].
-    fn pid(&self) -> Option<rustix::process::Pid> {
-        i32::try_from(self.child.id())
-            .ok()
-            .and_then(rustix::process::Pid::from_raw)
-    }
-
-    /// The error a caller reports when it kills the command at its deadline.
-    pub fn timeout_error(&self, timeout: Duration) -> CommandError {
-        CommandError::Timeout {
-            program: self.program.clone(),
-            timeout,
-        }
-    }
-}
-
-impl Drop for Spawned {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// A tool's standard error as one log line: its first 300 characters, lines joined.
-fn short_stderr(err: &[u8]) -> String {
-    let mut stderr = String::from_utf8_lossy(err).into_owned();
-    stderr.truncate(
-        stderr
-            .char_indices()
-            .nth(300)
-            .map_or(stderr.len(), |(i, _)| i),
-    );
-    stderr
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" / ")
-}
-
 /// Answers from captured output, keyed by `"program arg arg"` (program by file name only).
 /// For tests of collectors that use commands.
 #[derive(Debug, Default, Clone)]
@@ -601,139 +181,6 @@ impl CommandRunner for CapturedRunner {
             .get(&key)
             .cloned()
             .ok_or_else(|| CommandError::NotFound(program.to_owned()))
-    }
-}
-
-/// The commands one collector runs, and when they are due.
-pub trait CommandJob: Send + 'static {
-    /// What one run hands back to the collector.
-    type Output: Send + 'static;
-
-    /// Runs the commands due at `now_s` (seconds on the worker's clock), or whatever a wake-up
-    /// asks for when `woken`; `None` when nothing was due.
-    fn run_due(&mut self, now_s: f64, woken: bool) -> Option<Self::Output>;
-
-    /// When the next command is due, on the same clock.
-    fn next_due_s(&self) -> f64;
-}
-
-/// The longest a worker thread sleeps without looking at its job again.
-const MAX_SLEEP: Duration = Duration::from_secs(3600);
-
-/// Where a collector's [`CommandJob`] runs: on a thread of its own (the daemon: the sampling
-/// loop never waits for a hung tool), or inline, in the poll that finds a command due (`once`,
-/// and tests that step simulated time, where a thread answering in real time would fall
-/// behind). The thread ends when the worker is dropped.
-pub enum CommandWorker<J: CommandJob> {
-    /// On its own thread; its clock is the seconds since the thread started.
-    Thread {
-        /// What the thread's runs answered.
-        outputs: Receiver<J::Output>,
-        /// Asks the thread for a run at once.
-        wake: Sender<()>,
-        /// The thread: the commands it started are killed when the worker is dropped.
-        thread: std::thread::ThreadId,
-    },
-    /// In [`CommandWorker::take`]; its clock is the `now_s` the collector passes.
-    Inline {
-        /// The job.
-        job: J,
-        /// A run was asked for at the next poll.
-        woken: bool,
-    },
-}
-
-impl<J: CommandJob> CommandWorker<J> {
-    /// A worker running `job` in the collector's polls.
-    pub fn inline(job: J) -> Self {
-        Self::Inline { job, woken: false }
-    }
-
-    /// A worker running `job` on a thread named `name`.
-    pub fn spawn(name: &str, mut job: J) -> std::io::Result<Self> {
-        let (out_tx, outputs) = mpsc::channel();
-        let (wake, wake_rx) = mpsc::channel::<()>();
-        let handle = std::thread::Builder::new()
-            .name(name.to_owned())
-            .spawn(move || {
-                let start = Instant::now();
-                let mut woken = false;
-                loop {
-                    let now = start.elapsed().as_secs_f64();
-                    if let Some(out) = job.run_due(now, woken) {
-                        if out_tx.send(out).is_err() {
-                            return; // the collector is gone
-                        }
-                    }
-                    let wait = job.next_due_s() - start.elapsed().as_secs_f64();
-                    let wait = Duration::try_from_secs_f64(wait.max(0.0))
-                        .map_or(MAX_SLEEP, |d| d.min(MAX_SLEEP));
-                    match wake_rx.recv_timeout(wait) {
-                        Ok(()) => {
-                            woken = true;
-                            // Several wake-ups while a command ran are one reason to run again.
-                            while wake_rx.try_recv().is_ok() {}
-                        }
-                        Err(RecvTimeoutError::Timeout) => woken = false,
-                        Err(RecvTimeoutError::Disconnected) => return,
-                    }
-                }
-            })?;
-        Ok(Self::Thread {
-            outputs,
-            wake,
-            thread: handle.thread().id(),
-        })
-    }
-
-    /// Whether the job runs in the collector's polls.
-    pub fn is_inline(&self) -> bool {
-        matches!(self, Self::Inline { .. })
-    }
-
-    /// Asks for a run at once: on the thread now, inline at the next [`Self::take`].
-    pub fn wake(&mut self) {
-        match self {
-            Self::Thread { wake, .. } => {
-                let _ = wake.send(());
-            }
-            Self::Inline { woken, .. } => *woken = true,
-        }
-    }
-
-    /// Appends what the job answered since the last call to `out` — inline, after running
-    /// what is due at `now_s`. `false` when the thread is gone (it panicked): the collector
-    /// starts a new worker.
-    pub fn take(&mut self, now_s: f64, out: &mut Vec<J::Output>) -> bool {
-        match self {
-            Self::Thread { outputs, .. } => loop {
-                match outputs.try_recv() {
-                    Ok(o) => out.push(o),
-                    Err(TryRecvError::Empty) => return true,
-                    Err(TryRecvError::Disconnected) => return false,
-                }
-            },
-            Self::Inline { job, woken } => {
-                out.extend(job.run_due(now_s, *woken));
-                *woken = false;
-                true
-            }
-        }
-    }
-}
-
-impl<J: CommandJob> Drop for CommandWorker<J> {
-    /// The thread ends at its next look at the worker (the wake-up channel is closed), which a
-    /// job waiting for a hung command reaches only at that command's deadline: so the commands
-    /// it started are killed now, with their groups (a reload replaces the workers; their calls
-    /// must not run on beside the new ones).
-    fn drop(&mut self) {
-        if let Self::Thread { thread, .. } = self {
-            let killed = at_exit::kill_started_by(*thread);
-            if killed > 0 {
-                tracing::debug!("{killed} command(s) of a stopped worker killed");
-            }
-        }
     }
 }
 
@@ -796,7 +243,7 @@ sys.stdin.read()
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
+    use std::sync::{mpsc, Arc};
 
     #[test]
     fn runs_and_captures_stdout() {
@@ -1107,7 +554,7 @@ mod tests {
         _alive: mpsc::Sender<()>,
     }
 
-    impl CommandJob for Every {
+    impl Worker for Every {
         type Output = (u32, bool);
 
         fn run_due(&mut self, now_s: f64, woken: bool) -> Option<(u32, bool)> {
@@ -1138,7 +585,7 @@ mod tests {
     #[test]
     fn inline_worker_runs_what_is_due_by_the_callers_clock() {
         let (job, _alive) = every(10.0);
-        let mut w = CommandWorker::inline(job);
+        let mut w = WorkerHandle::inline(job);
         assert!(w.is_inline());
         let mut out = Vec::new();
         assert!(w.take(0.0, &mut out));
@@ -1159,7 +606,7 @@ mod tests {
         started: mpsc::Sender<()>,
     }
 
-    impl CommandJob for Hangs {
+    impl Worker for Hangs {
         type Output = ();
 
         fn run_due(&mut self, _now_s: f64, _woken: bool) -> Option<()> {
@@ -1189,7 +636,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let pidfile = dir.path().join("pids");
         let (started, started_rx) = mpsc::channel();
-        let w = CommandWorker::spawn(
+        let w = WorkerHandle::spawn(
             "test-hangs",
             Hangs {
                 pidfile: pidfile.clone(),
@@ -1236,7 +683,7 @@ mod tests {
     #[test]
     fn thread_worker_answers_on_its_own_and_ends_when_dropped() {
         let (job, alive) = every(3600.0);
-        let mut w = CommandWorker::spawn("test-commands", job).expect("thread");
+        let mut w = WorkerHandle::spawn("test-commands", job).expect("thread");
         assert!(!w.is_inline());
         let mut out = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(10);

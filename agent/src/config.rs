@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::duration;
+
 /// The default configuration file.
 pub const DEFAULT_PATH: &str = "/etc/storwatch/agent.toml";
 
@@ -425,71 +427,6 @@ impl Config {
     }
 }
 
-/// True when `name` matches the shell-style glob `pat` (only `*` is special).
-pub fn glob_match(pat: &str, name: &str) -> bool {
-    let mut parts = pat.split('*');
-    let first = parts.next().unwrap_or_default();
-    let Some(mut rest) = name.strip_prefix(first) else {
-        return false;
-    };
-    let parts: Vec<&str> = parts.collect();
-    let Some((last, middle)) = parts.split_last() else {
-        return rest.is_empty();
-    };
-    for p in middle {
-        match rest.find(p) {
-            Some(i) => rest = &rest[i + p.len()..],
-            None => return false,
-        }
-    }
-    rest.ends_with(last)
-}
-
-/// Durations written as `500ms`, `1s`, `10s`, `5m`, `1h` (and a bare number of seconds).
-pub mod duration {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer};
-
-    /// Parses `"1s"`, `"250ms"`, `"5m"`, `"1h"`, `"2.5s"`, `"10"` (seconds).
-    pub fn parse(s: &str) -> Result<Duration, String> {
-        let s = s.trim();
-        let split = s
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(s.len());
-        let (num, unit) = s.split_at(split);
-        let n: f64 = num
-            .parse()
-            .map_err(|_| format!("{s:?}: expected a duration such as 1s, 500ms, 5m"))?;
-        let secs = match unit.trim() {
-            "ms" => n / 1000.0,
-            "" | "s" => n,
-            "m" | "min" => n * 60.0,
-            "h" => n * 3600.0,
-            other => return Err(format!("{s:?}: unknown unit {other:?} (ms, s, m, h)")),
-        };
-        if !secs.is_finite() || !(0.0..=86_400.0 * 365.0).contains(&secs) {
-            return Err(format!("{s:?}: out of range"));
-        }
-        Ok(Duration::from_secs_f64(secs))
-    }
-
-    /// Formats a duration the way it would be written in the config.
-    pub fn format(d: Duration) -> String {
-        let ms = d.as_millis();
-        if ms % 1000 != 0 {
-            format!("{ms}ms")
-        } else {
-            format!("{}s", ms / 1000)
-        }
-    }
-
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let s = String::deserialize(d)?;
-        parse(&s).map_err(serde::de::Error::custom)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -524,37 +461,9 @@ mod tests {
     }
 
     #[test]
-    fn durations() {
-        assert_eq!(duration::parse("1s"), Ok(Duration::from_secs(1)));
-        assert_eq!(duration::parse("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(duration::parse("5m"), Ok(Duration::from_secs(300)));
-        assert_eq!(duration::parse("1h"), Ok(Duration::from_secs(3600)));
-        assert_eq!(duration::parse("10"), Ok(Duration::from_secs(10)));
-        assert!(duration::parse("ten").is_err());
-        assert!(duration::parse("5 fortnights").is_err());
-        assert!(duration::parse("").is_err());
-        assert_eq!(duration::format(Duration::from_millis(1500)), "1500ms");
-        assert_eq!(duration::format(Duration::from_secs(10)), "10s");
-    }
-
-    #[test]
     fn missing_default_file_is_fine_missing_named_file_is_not() {
         let p = Path::new("/nonexistent/storwatch/agent.toml");
         assert!(Config::load(p, false).is_ok());
         assert!(Config::load(p, true).is_err());
-    }
-
-    #[test]
-    fn globs() {
-        assert!(glob_match("loop*", "loop0"));
-        assert!(!glob_match("loop*", "sdloop"));
-        assert!(glob_match("*", "anything"));
-        assert!(glob_match("sd*1", "sda1"));
-        assert!(!glob_match("sd*1", "sda2"));
-        assert!(glob_match("lo", "lo"));
-        assert!(!glob_match("lo", "lo0"));
-        assert!(glob_match("veth*", "veth1234abc"));
-        assert!(glob_match("a*b*c", "axxbyyc"));
-        assert!(!glob_match("a*b*c", "axxcyyb"));
     }
 }

@@ -13,6 +13,7 @@ use storwatch_agent::clock::{self, sleep_until, wall_ns, Woke};
 use storwatch_agent::collect::{self, Live};
 use storwatch_agent::command::at_exit;
 use storwatch_agent::config::{self, Config};
+use storwatch_agent::duration;
 use storwatch_agent::prometheus;
 use storwatch_agent::scheduler::Scheduler;
 use storwatch_agent::sink::{self, OutputSpec, Sink};
@@ -49,10 +50,10 @@ struct Overrides {
     #[arg(long, global = true, value_name = "DIR")]
     sys_root: Option<PathBuf>,
     /// Sampling interval (e.g. 1s, 500ms).
-    #[arg(long, global = true, value_parser = config::duration::parse)]
+    #[arg(long, global = true, value_parser = duration::parse)]
     sample_interval: Option<Duration>,
     /// Report interval, a whole multiple of the sampling interval (e.g. 10s).
-    #[arg(long, global = true, value_parser = config::duration::parse)]
+    #[arg(long, global = true, value_parser = duration::parse)]
     report_interval: Option<Duration>,
     /// %util at or above which a second counts as saturated.
     #[arg(long, global = true, value_name = "PCT")]
@@ -261,8 +262,8 @@ fn run(mut cfg: Config, reload: &dyn Fn() -> Result<Config>) -> Result<()> {
         proc = %cfg.proc_root.display(),
         sys = %cfg.sys_root.display(),
         output = %cfg.output,
-        sample = %config::duration::format(cfg.sample_interval),
-        report = %config::duration::format(cfg.report_interval),
+        sample = %duration::format(cfg.sample_interval),
+        report = %duration::format(cfg.report_interval),
         "storwatch-agent {} starting", env!("CARGO_PKG_VERSION")
     );
     sampler.sample(0.0);
@@ -350,7 +351,7 @@ fn run(mut cfg: Config, reload: &dyn Fn() -> Result<Config>) -> Result<()> {
                     sample_ns = i64::try_from(cfg.sample_interval.as_nanos()).unwrap_or(i64::MAX);
                     report_ns = i64::try_from(cfg.report_interval.as_nanos()).unwrap_or(i64::MAX);
                     next = (wall_ns() / sample_ns) * sample_ns;
-                    tracing::info!(output = %cfg.output, sample = %config::duration::format(cfg.sample_interval), report = %config::duration::format(cfg.report_interval), "SIGHUP: configuration reloaded");
+                    tracing::info!(output = %cfg.output, sample = %duration::format(cfg.sample_interval), report = %duration::format(cfg.report_interval), "SIGHUP: configuration reloaded");
                 }
                 Err(e) => tracing::error!("SIGHUP: {e:#}; keeping the running configuration"),
             }

@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use storwatch_agent::collect::md::MdMonitor;
-use storwatch_agent::collect::mpath::{MpathConfig, MpathMonitor};
-use storwatch_agent::collect::zpool::{ZpoolConfig, ZpoolMonitor};
+use storwatch_agent::collect::md::MdCollector;
+use storwatch_agent::collect::mpath::{MpathCollector, MpathConfig};
+use storwatch_agent::collect::zpool::{ZpoolCollector, ZpoolConfig};
 use storwatch_agent::collect::{Collector, Live};
 use storwatch_agent::command::SystemRunner;
 use storwatch_agent::config::Config;
@@ -33,7 +33,7 @@ fn config(root: &Path) -> Config {
 /// every sample has their answer.
 fn monitors(root: &Path, cfg: &Config) -> Vec<Box<dyn Collector>> {
     vec![
-        Box::new(MpathMonitor::new_inline(
+        Box::new(MpathCollector::new_inline(
             MpathConfig {
                 dmsetup: root.join("bin/dmsetup"),
                 dmsetup_interval_s: 1.0,
@@ -43,8 +43,8 @@ fn monitors(root: &Path, cfg: &Config) -> Vec<Box<dyn Collector>> {
             },
             Arc::new(SystemRunner),
         )),
-        Box::new(MdMonitor::new(cfg.md.clone(), cfg.risk)),
-        Box::new(ZpoolMonitor::new_inline(
+        Box::new(MdCollector::new(cfg.md.clone(), cfg.risk)),
+        Box::new(ZpoolCollector::new_inline(
             ZpoolConfig {
                 zpool: root.join("bin/zpool"),
                 interval_s: 0.0,

@@ -11,6 +11,7 @@
 //! (atomic files under the root) → `sim` (stepping and the real-time loop).
 
 pub mod agents;
+pub mod files;
 pub mod fs;
 pub mod model;
 pub mod render;

@@ -17,9 +17,10 @@
 
 use std::io;
 
+use crate::files::Tree;
 use crate::model::{Controller, DriveProtocol, Host, Smart};
-use crate::tree::Tree;
 
+mod ata;
 mod json;
 mod smartctl;
 mod storcli;

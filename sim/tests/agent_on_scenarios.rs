@@ -8,9 +8,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use storwatch_agent::collect::md::MdMonitor;
-use storwatch_agent::collect::mpath::{MpathConfig, MpathMonitor};
-use storwatch_agent::collect::zpool::{ZpoolConfig, ZpoolMonitor};
+use storwatch_agent::collect::md::MdCollector;
+use storwatch_agent::collect::mpath::{MpathCollector, MpathConfig};
+use storwatch_agent::collect::zpool::{ZpoolCollector, ZpoolConfig};
 use storwatch_agent::collect::Collector;
 use storwatch_agent::command::SystemRunner;
 use storwatch_agent::config::Config;
@@ -33,7 +33,7 @@ fn config(root: &Path) -> Config {
 }
 
 fn mpath_monitor(root: &Path, dmsetup_interval_s: f64) -> Box<dyn Collector> {
-    Box::new(MpathMonitor::new_inline(
+    Box::new(MpathCollector::new_inline(
         MpathConfig {
             dmsetup: root.join("bin/dmsetup"),
             dmsetup_interval_s,
@@ -151,7 +151,7 @@ fn write_storm_pins_every_lun_at_100_percent_with_the_nic_far_below_line_rate() 
 #[test]
 fn md_rebuild_reports_a_recovering_raid6_then_a_second_failure() {
     let text = report(Kind::MdRebuild, 5, |_| {
-        vec![Box::new(MdMonitor::new(
+        vec![Box::new(MdCollector::new(
             Default::default(),
             RiskModel::default(),
         ))]
@@ -174,7 +174,7 @@ fn md_rebuild_reports_a_recovering_raid6_then_a_second_failure() {
     // Ten minutes in, slot 11 fails: two members down, recovery continuing.
     let dir = tempfile::tempdir().unwrap();
     let mut sim = Sim::new(dir.path(), Kind::MdRebuild, "sim1", 7, 60.0).unwrap();
-    let mut mon = MdMonitor::new(Default::default(), RiskModel::default());
+    let mut mon = MdCollector::new(Default::default(), RiskModel::default());
     let root = storwatch_agent::root::Root::new(dir.path().join("proc"), dir.path().join("sys"));
     let mut events = Vec::new();
     for i in 0..15 {
@@ -249,7 +249,7 @@ fn multipath_flap_fails_and_reinstates_a_path_in_sysfs_and_device_mapper() {
 fn zpool_resilver_through_the_zpool_stand_in() {
     let dir = tempfile::tempdir().unwrap();
     let mut sim = Sim::new(dir.path(), Kind::ZpoolResilver, "sim1", 7, 1.0).unwrap();
-    let mut m = ZpoolMonitor::new(
+    let mut m = ZpoolCollector::new(
         ZpoolConfig {
             zpool: dir.path().join("bin/zpool"),
             interval_s: 0.2,

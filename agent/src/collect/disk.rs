@@ -10,7 +10,8 @@
 use storwatch_wire::lp::LineWriter;
 
 use super::{r3, Collector, Live, ReportCx, SampleCx, SourceErrors, Watched};
-use crate::config::{glob_match, Config};
+use crate::config::Config;
+use crate::filter::Filter;
 use crate::rates::{self, DiskCounters, DiskRates};
 use crate::root::{read_into, Root};
 use crate::sources::diskstats;
@@ -80,7 +81,7 @@ impl DiskState {
 pub struct DiskCollector {
     threshold: f64,
     tunables_interval_s: f64,
-    exclude: Vec<String>,
+    filter: Filter,
     buf: String,
     scratch: Vec<f64>,
     generation: u64,
@@ -102,7 +103,7 @@ impl DiskCollector {
         Self {
             threshold: cfg.saturation_threshold_pct,
             tunables_interval_s: cfg.tunables_interval.as_secs_f64(),
-            exclude: cfg.exclude_devices.clone(),
+            filter: Filter::excluding(&cfg.exclude_devices),
             buf: String::with_capacity(64 * 1024),
             scratch: Vec::new(),
             generation: 0,
@@ -164,7 +165,7 @@ impl DiskCollector {
             d.prev = cur;
             return;
         }
-        if self.exclude.iter().any(|p| glob_match(p, row.name)) {
+        if !self.filter.matches(row.name) {
             return;
         }
         // A device we have not seen: learn what it is (sysfs, once), no rate yet.

@@ -37,7 +37,7 @@
 //! Both appear once the history spans a twelfth of the window (30 min by default), and start over
 //! when the filesystem's size or device changes (grown, or another filesystem mounted there).
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
@@ -48,12 +48,20 @@ use serde::Deserialize;
 use storwatch_wire::lp::LineWriter;
 
 use super::{r3, Collector, ReportCx, SampleCx};
-use crate::config::glob_match;
+use crate::filter::Filter;
 use crate::root::{read_optional, Root};
 use crate::sources::mountinfo::{self, Mount};
 use crate::sources::statvfs::{self, FsStat};
 use crate::sources::sysblock::{self, DeviceKind};
 use crate::sources::{diskstats, SourceError};
+
+mod fill;
+mod round;
+mod statfs;
+
+use fill::History;
+use round::{give_up, progress, RoundCx, Worker};
+pub use statfs::{FileStatfs, Statfs, SystemStatfs};
 
 const MOUNTINFO: &str = "mountinfo";
 const STATVFS: &str = "statvfs";
@@ -67,10 +75,10 @@ pub struct FsConfig {
     /// Report filesystem capacity at all.
     pub enabled: bool,
     /// How often the mounts are measured; the report interval when shorter.
-    #[serde(with = "crate::config::duration")]
+    #[serde(with = "crate::duration")]
     pub interval: Duration,
     /// The span the fill rate is measured over.
-    #[serde(with = "crate::config::duration")]
+    #[serde(with = "crate::duration")]
     pub fill_window: Duration,
     /// Seconds a `statvfs` call may take before its mount point is skipped.
     pub timeout_s: f64,
@@ -145,96 +153,6 @@ impl Default for FsConfig {
     }
 }
 
-/// Where the numbers of a mount point come from.
-pub trait Statfs: Send + Sync {
-    /// Capacity of the filesystem mounted at `path` (of the host's namespace), whose mount point
-    /// mountinfo prints as `mount_point` (escaped, as in the `mount` tag).
-    fn statvfs(&self, mount_point: &str, path: &Path) -> io::Result<FsStat>;
-
-    /// Each of `mounts` (mount point as printed, path) in order, `each(i, result)` called with
-    /// every answer as it comes and saying whether to go on. By default one call after another.
-    fn statvfs_each(
-        &self,
-        mounts: &[(&str, &Path)],
-        each: &mut dyn FnMut(usize, io::Result<FsStat>) -> bool,
-    ) {
-        for (i, (mp, path)) in mounts.iter().enumerate() {
-            if !each(i, self.statvfs(mp, path)) {
-                return;
-            }
-        }
-    }
-
-    /// Whether an earlier call on this mount point is known to be still stuck, so that it is
-    /// not tried again (`statvfs_each` gave up on it itself). By default none is.
-    fn still_stuck(&self, _mount_point: &str, _path: &Path) -> bool {
-        false
-    }
-}
-
-/// `statvfs(3)` under `rootfs`.
-#[derive(Debug, Clone)]
-pub struct SystemStatfs {
-    /// Where the host's `/` is.
-    pub rootfs: PathBuf,
-    /// How long one call is waited for (`timeout_s`).
-    pub timeout: Duration,
-}
-
-impl Statfs for SystemStatfs {
-    fn statvfs(&self, _mount_point: &str, path: &Path) -> io::Result<FsStat> {
-        // In a child process: a hung FUSE mount would otherwise hold a thread of the agent in
-        // an uninterruptible wait, and the agent could not exit (see sources/statvfs.rs).
-        statvfs::stat_apart(&self.under_rootfs(path), self.timeout)
-    }
-
-    fn statvfs_each(
-        &self,
-        mounts: &[(&str, &Path)],
-        each: &mut dyn FnMut(usize, io::Result<FsStat>) -> bool,
-    ) {
-        // One child for the round: a fork costs far more than the calls.
-        let paths: Vec<PathBuf> = mounts.iter().map(|(_, p)| self.under_rootfs(p)).collect();
-        let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
-        statvfs::stat_apart_each(&refs, self.timeout, each);
-    }
-
-    fn still_stuck(&self, _mount_point: &str, path: &Path) -> bool {
-        statvfs::still_stuck(&self.under_rootfs(path))
-    }
-}
-
-impl SystemStatfs {
-    fn under_rootfs(&self, path: &Path) -> PathBuf {
-        self.rootfs.join(path.strip_prefix("/").unwrap_or(path))
-    }
-}
-
-/// The simulator's stand-in: numbers per mount point (escaped as in mountinfo) in a file, read
-/// on each call.
-#[derive(Debug, Clone)]
-pub struct FileStatfs {
-    /// The file.
-    pub path: PathBuf,
-}
-
-impl Statfs for FileStatfs {
-    fn statvfs(&self, mount_point: &str, _path: &Path) -> io::Result<FsStat> {
-        let text = std::fs::read_to_string(&self.path)?;
-        statvfs::parse_file(&text)
-            .rows
-            .into_iter()
-            .find(|(mp, _)| mp == mount_point)
-            .map(|(_, s)| s)
-            .ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::NotFound,
-                    format!("not in {}", self.path.display()),
-                )
-            })
-    }
-}
-
 /// Where a filesystem lives in the block-device stack.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Placement {
@@ -281,11 +199,12 @@ struct Round {
 pub fn select<'a>(mounts: &'a [Mount], cfg: &FsConfig) -> Vec<&'a Mount> {
     let mut chosen: BTreeMap<(u32, u32), usize> = BTreeMap::new();
     let mut order: Vec<&Mount> = Vec::new();
+    let fstypes = Filter::excluding(&cfg.exclude_fstypes);
+    let mount_points = Filter::excluding(&cfg.exclude_mounts);
     for m in mounts {
-        if cfg.exclude_fstypes.iter().any(|p| glob_match(p, &m.fstype))
-            || cfg.exclude_mounts.iter().any(|p| {
-                glob_match(p, &m.mount_point) || glob_match(p, &m.path().to_string_lossy())
-            })
+        if !fstypes.matches(&m.fstype)
+            || !mount_points.matches(&m.mount_point)
+            || !mount_points.matches(&m.path().to_string_lossy())
         {
             continue;
         }
@@ -362,266 +281,6 @@ pub fn place(root: &Root, name: &str, names: &BTreeMap<(u32, u32), String>) -> P
     out.md = md.into_iter().collect::<Vec<_>>().join(",");
     out.mpath = mpath.into_iter().collect::<Vec<_>>().join(",");
     out
-}
-
-/// Mount points whose `statvfs` has not returned, shared with the threads running rounds.
-type Stuck = Arc<Mutex<BTreeSet<String>>>;
-
-/// Where a round's thread is: in `statvfs` on a mount point (`Some`) or elsewhere (`None`), and
-/// since when; and whether it was given up on. One per thread: a thread given up on must not
-/// move its successor's clock.
-#[derive(Debug)]
-struct Progress {
-    mount: Option<String>,
-    since: Instant,
-    abandoned: bool,
-}
-type Busy = Arc<Mutex<Progress>>;
-
-fn progress(busy: &Busy, mount: Option<String>) {
-    let mut p = lock(busy);
-    p.mount = mount;
-    p.since = Instant::now();
-}
-
-/// The round's thread got the answer for `mount`; `next` is the call it waits for now. Whether
-/// to go on: not once the thread has been given up on (another one measures the rest).
-///
-/// Under the progress lock, which [`give_up`] holds from its look at the clock to putting the
-/// mount point in `stuck`: either the thread was given up on first, and the mount point it put
-/// in `stuck` is taken out here (it answered), or the progress moved first and it is not given
-/// up on. With two locks a mount point that had answered could stay in `stuck` for ever.
-fn answered(busy: &Busy, stuck: &Stuck, mount: &str, next: Option<String>) -> bool {
-    let mut p = lock(busy);
-    // A call that was given up on came back: the mount point is measured again.
-    lock(stuck).remove(mount);
-    if p.abandoned {
-        return false;
-    }
-    p.mount = next;
-    p.since = Instant::now();
-    true
-}
-
-/// Gives up on a round's thread that made no progress for `timeout`: marks it abandoned and
-/// puts the mount point it is stuck on into `stuck`, in one hold of the progress lock (see
-/// [`answered`]). `None` while it is making progress; else where it was stuck (`Some(None)`:
-/// not in a `statvfs`).
-fn give_up(busy: &Busy, stuck: &Stuck, timeout: Duration) -> Option<Option<String>> {
-    let mut p = lock(busy);
-    if p.since.elapsed() <= timeout {
-        return None;
-    }
-    p.abandoned = true;
-    if let Some(mp) = &p.mount {
-        lock(stuck).insert(mp.clone());
-    }
-    Some(p.mount.clone())
-}
-
-/// Everything a round needs, cloned into its thread.
-#[derive(Clone)]
-struct RoundCx {
-    root: Root,
-    cfg: FsConfig,
-    statfs: Arc<dyn Statfs>,
-    stuck: Stuck,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// One round: the mount table, each filesystem's place, each one's numbers.
-fn run_round(cx: &RoundCx, busy: &Busy, at_s: f64) -> Round {
-    let mut round = Round {
-        at_s,
-        ..Round::default()
-    };
-    let path = cx.root.proc("self/mountinfo");
-    let text = match read_optional(&path) {
-        Ok(Some(t)) => t,
-        // No mount table (a fixture tree without one): nothing to measure, quietly.
-        Ok(None) => return round,
-        Err(e) => {
-            round.errors.push((MOUNTINFO, e.to_string()));
-            return round;
-        }
-    };
-    let parsed = mountinfo::parse(&text);
-    for e in parsed.errors {
-        round
-            .errors
-            .push((MOUNTINFO, SourceError::parse(&path, e).to_string()));
-    }
-    let chosen = select(&parsed.rows, &cx.cfg);
-    let names = if chosen.iter().any(|m| m.major != 0) {
-        device_names(&cx.root).unwrap_or_else(|e| {
-            round.errors.push((MOUNTINFO, e.to_string()));
-            BTreeMap::new()
-        })
-    } else {
-        BTreeMap::new()
-    };
-    let todo: Vec<&Mount> = {
-        let stuck = lock(&cx.stuck);
-        chosen
-            .into_iter()
-            .filter(|m| {
-                !stuck.contains(&m.mount_point) && !cx.statfs.still_stuck(&m.mount_point, &m.path())
-            })
-            .collect()
-    };
-    let paths: Vec<PathBuf> = todo.iter().map(|m| m.path()).collect();
-    let args: Vec<(&str, &Path)> = todo
-        .iter()
-        .zip(&paths)
-        .map(|(m, p)| (m.mount_point.as_str(), p.as_path()))
-        .collect();
-    let mut results = Vec::with_capacity(todo.len());
-    progress(busy, todo.first().map(|m| m.mount_point.clone()));
-    cx.statfs.statvfs_each(&args, &mut |i, r| {
-        results.push(r);
-        answered(
-            busy,
-            &cx.stuck,
-            &todo[i].mount_point,
-            todo.get(i + 1).map(|m| m.mount_point.clone()),
-        )
-    });
-    progress(busy, None);
-    for (m, result) in todo.into_iter().zip(results) {
-        let stat = match result {
-            Ok(s) => s,
-            // Unmounted between reading the table and the call.
-            Err(e)
-                if e.kind() == io::ErrorKind::NotFound
-                    && cx.cfg.statvfs_file.as_os_str().is_empty() =>
-            {
-                continue
-            }
-            // Given up on by `statvfs_each` itself (the child's deadline): skipped until the
-            // call returns.
-            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-                round.errors.push((
-                    STATVFS,
-                    format!("statvfs {}: {e}; skipped until it answers", m.mount_point),
-                ));
-                continue;
-            }
-            Err(e) => {
-                round
-                    .errors
-                    .push((STATVFS, format!("statvfs {}: {e}", m.mount_point)));
-                continue;
-            }
-        };
-        let place = if m.fstype == "zfs" {
-            Placement {
-                pool: m.source.split('/').next().unwrap_or_default().to_owned(),
-                ..Placement::default()
-            }
-        } else if let Some(name) = names.get(&(m.major, m.minor)) {
-            place(&cx.root, name, &names)
-        } else {
-            Placement::default()
-        };
-        round.readings.push(FsReading {
-            mount: m.mount_point.clone(),
-            fstype: m.fstype.clone(),
-            devt: (m.major, m.minor),
-            read_only: m.read_only || stat.read_only,
-            place,
-            stat,
-        });
-    }
-    round
-}
-
-/// A thread running rounds on request.
-struct Worker {
-    requests: Sender<f64>,
-    rounds: Receiver<Round>,
-    busy: Busy,
-}
-
-impl Worker {
-    fn spawn(cx: RoundCx) -> io::Result<Self> {
-        let (requests, req_rx) = mpsc::channel::<f64>();
-        let (round_tx, rounds) = mpsc::channel();
-        let busy = Arc::new(Mutex::new(Progress {
-            mount: None,
-            since: Instant::now(),
-            abandoned: false,
-        }));
-        let theirs = Arc::clone(&busy);
-        std::thread::Builder::new()
-            .name("storwatch-fs".into())
-            .spawn(move || {
-                while let Ok(at_s) = req_rx.recv() {
-                    if round_tx.send(run_round(&cx, &theirs, at_s)).is_err() {
-                        break;
-                    }
-                }
-            })?;
-        Ok(Self {
-            requests,
-            rounds,
-            busy,
-        })
-    }
-}
-
-/// Used bytes over the fill window, for one filesystem.
-#[derive(Debug, Default)]
-struct History {
-    devt: (u32, u32),
-    size_bytes: u64,
-    points: VecDeque<(f64, f64)>,
-}
-
-impl History {
-    /// Adds a reading at `t` seconds and returns the fill rate (bytes/s) and the span it covers,
-    /// once the span is long enough.
-    fn add(&mut self, t: f64, r: &FsReading, window_s: f64) -> Option<(f64, f64)> {
-        let size = r.stat.size_bytes();
-        if self.devt != r.devt || self.size_bytes != size {
-            self.devt = r.devt;
-            self.size_bytes = size;
-            self.points.clear();
-        }
-        let used = r.stat.used_bytes() as f64;
-        while self.points.front().is_some_and(|p| p.0 < t - window_s) {
-            self.points.pop_front();
-        }
-        // Keep about 60 points over the window; the latest reading always takes part.
-        if self
-            .points
-            .back()
-            .is_none_or(|p| t - p.0 >= window_s / 60.0)
-        {
-            self.points.push_back((t, used));
-        }
-        let mut pts: Vec<(f64, f64)> = self.points.iter().copied().collect();
-        if pts.last().is_some_and(|p| p.0 < t) {
-            pts.push((t, used));
-        }
-        let span = t - pts.first()?.0;
-        if pts.len() < 2 || span < window_s / 12.0 {
-            return None;
-        }
-        Some((slope(&pts)?, span))
-    }
-}
-
-/// Least-squares slope of `pts` (x, y).
-fn slope(pts: &[(f64, f64)]) -> Option<f64> {
-    let n = pts.len() as f64;
-    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
-    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxx: f64 = pts.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
-    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    (sxx > 0.0).then(|| sxy / sxx)
 }
 
 /// Capacity of the mounted filesystems.
@@ -846,6 +505,7 @@ impl Collector for FsCollector {
 
 #[cfg(test)]
 mod tests {
+    use super::round::{answered, lock, Progress, Stuck};
     use super::*;
     use crate::collect::SourceErrors;
     use std::collections::HashMap;

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use storwatch_wire::lp::LineWriter;
 
-use crate::collect::drive::{BookView, DriveBook};
+use crate::collect::book::{BookView, DriveBook};
 use crate::collect::{Collector, Live, ReportCx, SampleCx};
 use crate::event::Event;
 use crate::health::md::{ArrayStatus, MdDetector, MemberStatus};
@@ -143,7 +143,7 @@ pub struct MdNow {
 
 /// Watches `/proc/mdstat` and `/sys/block/md*/md`.
 #[derive(Debug)]
-pub struct MdMonitor {
+pub struct MdCollector {
     config: MdConfig,
     detector: MdDetector,
     sys_cache: BTreeMap<String, SysCache>,
@@ -156,7 +156,7 @@ pub struct MdMonitor {
     book: Option<DriveBook>,
 }
 
-impl MdMonitor {
+impl MdCollector {
     /// A monitor with `config`, computing risk with `risk`.
     pub fn new(config: MdConfig, risk: RiskModel) -> Self {
         Self {
@@ -207,7 +207,7 @@ impl MdMonitor {
     }
 }
 
-impl MdMonitor {
+impl MdCollector {
     /// The array's sysfs: the running state every poll, the rest when due or when mdstat shows
     /// the array changed shape.
     /// Brings the array's sysfs view in the cache up to date; afterwards the cache holds it, or
@@ -270,7 +270,7 @@ impl MdMonitor {
     }
 }
 
-impl MdMonitor {
+impl MdCollector {
     /// Reads the subsystem once; state changes are appended to `events`. An absent subsystem
     /// is silent; a broken one is an error (the rest of the poll still goes on).
     pub fn poll(
@@ -346,7 +346,7 @@ impl MdMonitor {
     }
 }
 
-impl Collector for MdMonitor {
+impl Collector for MdCollector {
     fn sources(&self) -> &'static [&'static str] {
         &["md"]
     }
@@ -358,7 +358,7 @@ impl Collector for MdMonitor {
     }
 
     fn report(&mut self, w: &mut LineWriter, cx: &mut ReportCx<'_>) {
-        MdMonitor::report(self, w, cx.ts_ns);
+        MdCollector::report(self, w, cx.ts_ns);
     }
 
     fn live(&self, live: &mut Live) {
@@ -417,11 +417,11 @@ mod tests {
         }
     }
 
-    fn monitor() -> MdMonitor {
-        MdMonitor::new(MdConfig::default(), RiskModel::default())
+    fn monitor() -> MdCollector {
+        MdCollector::new(MdConfig::default(), RiskModel::default())
     }
 
-    fn poll(m: &mut MdMonitor, h: &Host, t: f64) -> Vec<(String, String, String)> {
+    fn poll(m: &mut MdCollector, h: &Host, t: f64) -> Vec<(String, String, String)> {
         let mut ev = Vec::new();
         m.poll(&h.root, t, &mut ev).expect("poll");
         ev.into_iter()
@@ -433,7 +433,7 @@ mod tests {
         (object.into(), from.into(), to.into())
     }
 
-    fn report(m: &mut MdMonitor) -> String {
+    fn report(m: &mut MdCollector) -> String {
         let mut w = LineWriter::new("ds01", &[]);
         m.report(&mut w, 1_700_000_000_000_000_000);
         String::from_utf8(w.take()).expect("utf8")
@@ -452,7 +452,7 @@ mod tests {
     }
 
     /// sdc of the clean 6-disk raid6 with a spare fails at `t`: the array and the member say so.
-    fn sdc_fails(m: &mut MdMonitor, h: &Host, t: f64) {
+    fn sdc_fails(m: &mut MdCollector, h: &Host, t: f64) {
         h.mdstat(&raid6(
             "sdg[6](S) sdf[5] sde[4] sdd[3] sdc[2](F) sdb[1] sda[0]",
             "[6/5] [UU_UUU]",
@@ -750,7 +750,7 @@ mod tests {
         // The position is mdstat's, every poll; sysfs' mismatch count is read every
         // PROGRESS_REFRESH_POLLS polls since the last full read (the one at 0.0) while the
         // check runs: polls 2-4 still have 0, poll 5 reads 128 and says so.
-        let mismatch = |m: &MdMonitor| m.array("md2").and_then(|s| s.mismatch_cnt);
+        let mismatch = |m: &MdCollector| m.array("md2").and_then(|s| s.mismatch_cnt);
         let mut t = 2.0;
         for polls in 2..PROGRESS_REFRESH_POLLS {
             assert_eq!(poll(&mut m, &h, t), vec![], "poll {polls}");
@@ -832,14 +832,14 @@ mod tests {
     #[test]
     fn member_sysfs_is_reread_when_due_or_when_mdstat_changes() {
         let h = Host::new();
-        let mut m = MdMonitor::new(
+        let mut m = MdCollector::new(
             MdConfig {
                 member_refresh_polls: 3,
                 ..MdConfig::default()
             },
             RiskModel::default(),
         );
-        let errors = |m: &MdMonitor| {
+        let errors = |m: &MdCollector| {
             m.arrays()
                 .flat_map(|(_, ms)| ms.iter())
                 .find(|x| x.name == "sdb1")
@@ -870,7 +870,7 @@ mod tests {
     #[test]
     fn stalled_recovery() {
         let h = Host::new();
-        let mut m = MdMonitor::new(
+        let mut m = MdCollector::new(
             MdConfig {
                 stall_polls: 3,
                 ..MdConfig::default()
@@ -923,7 +923,7 @@ mod tests {
             Err(SourceError::Parse { .. })
         ));
         // Disabled: not even read.
-        let mut off = MdMonitor::new(
+        let mut off = MdCollector::new(
             MdConfig {
                 enabled: false,
                 ..MdConfig::default()

@@ -18,6 +18,7 @@
 //! (logged once per report interval, reported in the `agent_source` lines) and the rest of the
 //! sample goes on.
 
+pub mod book;
 pub mod disk;
 pub mod drive;
 pub mod fs;
@@ -38,9 +39,9 @@ use crate::command::SystemRunner;
 use crate::config::Config;
 use crate::event::Event;
 use crate::root::Root;
-use md::MdMonitor;
-use mpath::MpathMonitor;
-use zpool::ZpoolMonitor;
+use md::MdCollector;
+use mpath::MpathCollector;
+use zpool::ZpoolCollector;
 
 pub use disk::{DiskCollector, DiskNow};
 pub use host::HostCollector;
@@ -297,31 +298,33 @@ impl SourceErrors {
 /// that one report interval already has their answers.
 pub fn storage(cfg: &Config, inline: bool) -> Vec<Box<dyn Collector>> {
     let mut v: Vec<Box<dyn Collector>> = Vec::new();
-    // The drive monitor's readings, for the rebuild risks of the arrays and pools (see
-    // drive::book); the zpool monitor's vdev leaves, for the drives' `pool` tag.
-    let book = drive::DriveBook::new(cfg.sys_root == std::path::Path::new("/sys"));
+    // The drive collector's readings, for the rebuild risks of the arrays and pools (see
+    // book); the zpool collector's vdev leaves, for the drives' `pool` tag.
+    let book = book::DriveBook::new(cfg.sys_root == std::path::Path::new("/sys"));
     if cfg.mpath.enabled {
         let runner = Arc::new(SystemRunner);
         v.push(if inline {
-            Box::new(MpathMonitor::new_inline(cfg.mpath.clone(), runner))
+            Box::new(MpathCollector::new_inline(cfg.mpath.clone(), runner))
         } else {
-            Box::new(MpathMonitor::new(cfg.mpath.clone(), runner))
+            Box::new(MpathCollector::new(cfg.mpath.clone(), runner))
         });
     }
     if cfg.md.enabled {
         v.push(Box::new(
-            MdMonitor::new(cfg.md.clone(), cfg.risk).with_book(book.clone()),
+            MdCollector::new(cfg.md.clone(), cfg.risk).with_book(book.clone()),
         ));
     }
     if cfg.zpool.enabled {
         let runner = Arc::new(SystemRunner);
         v.push(if inline {
             Box::new(
-                ZpoolMonitor::new_inline(cfg.zpool.clone(), cfg.risk, runner)
+                ZpoolCollector::new_inline(cfg.zpool.clone(), cfg.risk, runner)
                     .with_book(book.clone()),
             )
         } else {
-            Box::new(ZpoolMonitor::new(cfg.zpool.clone(), cfg.risk, runner).with_book(book.clone()))
+            Box::new(
+                ZpoolCollector::new(cfg.zpool.clone(), cfg.risk, runner).with_book(book.clone()),
+            )
         });
     }
     // storcli reads this machine's controllers: on another sys root (a fixture, the simulator)
@@ -332,9 +335,9 @@ pub fn storage(cfg: &Config, inline: bool) -> Vec<Box<dyn Collector>> {
         let root = crate::root::Root::new(&cfg.proc_root, &cfg.sys_root);
         let (c, r) = (cfg.hwraid.clone(), cfg.risk);
         v.push(if inline {
-            Box::new(hwraid::HwraidMonitor::new_inline(c, r, root).with_book(book.clone()))
+            Box::new(hwraid::HwraidCollector::new_inline(c, r, root).with_book(book.clone()))
         } else {
-            Box::new(hwraid::HwraidMonitor::new(c, r, root).with_book(book.clone()))
+            Box::new(hwraid::HwraidCollector::new(c, r, root).with_book(book.clone()))
         });
     }
     // The disks are named by the sys root, and smartctl reads this machine's /dev: on another
@@ -346,12 +349,13 @@ pub fn storage(cfg: &Config, inline: bool) -> Vec<Box<dyn Collector>> {
         let root = crate::root::Root::new(&cfg.proc_root, &cfg.sys_root);
         v.push(if inline {
             Box::new(
-                drive::DriveMonitor::new_inline(cfg.drive.clone(), root)
+                drive::DriveCollector::new_inline(cfg.drive.clone(), root)
                     .with_book(book.clone(), cfg.risk),
             )
         } else {
             Box::new(
-                drive::DriveMonitor::new(cfg.drive.clone(), root).with_book(book.clone(), cfg.risk),
+                drive::DriveCollector::new(cfg.drive.clone(), root)
+                    .with_book(book.clone(), cfg.risk),
             )
         });
     }

@@ -8,7 +8,8 @@
 use storwatch_wire::lp::LineWriter;
 
 use super::{r3, Collector, Live, ReportCx, SampleCx, SourceErrors, Watched};
-use crate::config::{glob_match, Config};
+use crate::config::Config;
+use crate::filter::Filter;
 use crate::rates::{self, NetCounters, NetRates};
 use crate::root::{read_into, Root};
 use crate::sources::netdev;
@@ -42,7 +43,7 @@ struct NetState {
 
 /// Every network interface of the host (but the excluded ones).
 pub struct NetCollector {
-    exclude: Vec<String>,
+    filter: Filter,
     buf: String,
     generation: u64,
     nets: super::NameMap<NetState>,
@@ -52,7 +53,7 @@ impl NetCollector {
     /// A collector with `cfg`'s exclusions.
     pub fn new(cfg: &Config) -> Self {
         Self {
-            exclude: cfg.exclude_interfaces.clone(),
+            filter: Filter::excluding(&cfg.exclude_interfaces),
             buf: String::with_capacity(4096),
             generation: 0,
             nets: super::NameMap::default(),
@@ -88,7 +89,7 @@ impl NetCollector {
             n.prev = cur;
             return;
         }
-        if self.exclude.iter().any(|p| glob_match(p, row.iface)) {
+        if !self.filter.matches(row.iface) {
             return;
         }
         self.nets.insert(

@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use storwatch_wire::lp::LineWriter;
 
-use crate::collect::drive::{BookView, DriveBook};
+use crate::collect::book::{BookView, DriveBook};
 use crate::collect::{Collector, Live, ReportCx, SampleCx};
-use crate::command::{CommandError, CommandJob, CommandRunner, CommandWorker};
+use crate::command::{CommandError, CommandRunner, Worker, WorkerHandle};
 use crate::event::Event;
 use crate::health::risk::{MemberRate, RiskModel};
 use crate::health::zpool::{PoolReport, ZpoolDetector};
@@ -87,7 +87,7 @@ enum Json {
 }
 
 /// `zpool status` and `zpool list`, every `interval_s` and when woken.
-struct ZpoolJob {
+struct ZpoolWorker {
     runner: Arc<dyn CommandRunner>,
     zpool: PathBuf,
     timeout: Duration,
@@ -103,7 +103,7 @@ struct ZpoolJob {
     next_s: f64,
 }
 
-impl ZpoolJob {
+impl ZpoolWorker {
     fn label(&self, args: &str) -> PathBuf {
         PathBuf::from(format!("{} {args}", self.zpool.display()))
     }
@@ -156,7 +156,7 @@ impl ZpoolJob {
     }
 }
 
-impl CommandJob for ZpoolJob {
+impl Worker for ZpoolWorker {
     type Output = CommandSample;
 
     fn run_due(&mut self, now_s: f64, woken: bool) -> Option<CommandSample> {
@@ -195,10 +195,10 @@ pub struct PoolNow {
 }
 
 /// The zpool monitor.
-pub struct ZpoolMonitor {
+pub struct ZpoolCollector {
     cfg: ZpoolConfig,
     runner: Arc<dyn CommandRunner>,
-    worker: Option<CommandWorker<ZpoolJob>>,
+    worker: Option<WorkerHandle<ZpoolWorker>>,
     inline: bool,
     detector: ZpoolDetector,
     command_errors: u64,
@@ -207,9 +207,9 @@ pub struct ZpoolMonitor {
     book: Option<DriveBook>,
 }
 
-impl std::fmt::Debug for ZpoolMonitor {
+impl std::fmt::Debug for ZpoolCollector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ZpoolMonitor")
+        f.debug_struct("ZpoolCollector")
             .field("cfg", &self.cfg)
             .field("running", &self.worker.is_some())
             .field("pools", &self.detector.pools().collect::<Vec<_>>())
@@ -218,7 +218,7 @@ impl std::fmt::Debug for ZpoolMonitor {
     }
 }
 
-impl ZpoolMonitor {
+impl ZpoolCollector {
     /// A monitor running `zpool` through `runner` (the real [`crate::command::SystemRunner`] in
     /// the agent). Nothing runs until the first `poll` finds ZFS loaded.
     pub fn new(cfg: ZpoolConfig, risk: RiskModel, runner: Arc<dyn CommandRunner>) -> Self {
@@ -259,7 +259,7 @@ impl ZpoolMonitor {
     }
 
     fn start_worker(&mut self) -> Result<(), SourceError> {
-        let job = ZpoolJob {
+        let job = ZpoolWorker {
             runner: Arc::clone(&self.runner),
             zpool: self.cfg.zpool.clone(),
             timeout: seconds(self.cfg.timeout_s, 10.0),
@@ -274,9 +274,9 @@ impl ZpoolMonitor {
             next_s: f64::NEG_INFINITY,
         };
         self.worker = Some(if self.inline {
-            CommandWorker::inline(job)
+            WorkerHandle::inline(job)
         } else {
-            CommandWorker::spawn("storwatch-zpool", job)
+            WorkerHandle::spawn("storwatch-zpool", job)
                 .map_err(|e| SourceError::io(Path::new("zpool worker thread"), e))?
         });
         Ok(())
@@ -370,7 +370,7 @@ impl ZpoolMonitor {
     }
 }
 
-impl Collector for ZpoolMonitor {
+impl Collector for ZpoolCollector {
     fn sources(&self) -> &'static [&'static str] {
         &["zpool"]
     }
@@ -382,7 +382,7 @@ impl Collector for ZpoolMonitor {
     }
 
     fn report(&mut self, w: &mut LineWriter, cx: &mut ReportCx<'_>) {
-        ZpoolMonitor::report(self, w, cx.ts_ns);
+        ZpoolCollector::report(self, w, cx.ts_ns);
     }
 
     fn live(&self, live: &mut Live) {
@@ -1154,8 +1154,8 @@ errors: No known data errors
             Root::new(self.dir.path().join("proc"), self.dir.path().join("sys"))
         }
 
-        fn monitor(&self, interval_s: f64, timeout_s: f64) -> ZpoolMonitor {
-            ZpoolMonitor::new(
+        fn monitor(&self, interval_s: f64, timeout_s: f64) -> ZpoolCollector {
+            ZpoolCollector::new(
                 ZpoolConfig {
                     zpool: self.dir.path().join("zpool"),
                     interval_s,
@@ -1169,7 +1169,7 @@ errors: No known data errors
     }
 
     /// Polls every 50 ms (up to 10 s) until the report satisfies `done`; the last report.
-    fn report_when(m: &mut ZpoolMonitor, root: &Root, done: impl Fn(&str) -> bool) -> String {
+    fn report_when(m: &mut ZpoolCollector, root: &Root, done: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         let mut out = String::new();
         while start.elapsed() < Duration::from_secs(10) {
@@ -1233,7 +1233,7 @@ errors: No known data errors
                 .map(|s| s.lines().count())
                 .unwrap_or(0)
         };
-        let mut m = ZpoolMonitor::new_inline(
+        let mut m = ZpoolCollector::new_inline(
             ZpoolConfig {
                 zpool: host.dir.path().join("zpool"),
                 interval_s: 60.0,
@@ -1431,7 +1431,7 @@ errors: No known data errors
     fn no_zfs_module_is_silent_and_runs_nothing() {
         let dir = tempfile::tempdir().expect("tempdir");
         // A zpool that would fail loudly if it were ever run.
-        let mut m = ZpoolMonitor::new(
+        let mut m = ZpoolCollector::new(
             ZpoolConfig {
                 zpool: dir.path().join("missing-zpool"),
                 ..ZpoolConfig::default()

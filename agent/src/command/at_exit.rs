@@ -35,7 +35,7 @@ struct Live {
     /// Its process id, the id of its group.
     pid: Pid,
     program: PathBuf,
-    /// The thread that started it (a [`super::CommandWorker`]'s).
+    /// The thread that started it (a [`super::WorkerHandle`]'s).
     thread: ThreadId,
 }
 
@@ -134,7 +134,7 @@ pub(super) fn kill_registered(pid: Pid) -> bool {
 
 /// Kills the groups of the commands `thread` started that are still running, and leaves them
 /// registered: the [`super::Spawned`] that owns each sees it end at its next poll and reaps it
-/// (or [`cleanup`] does). For a [`super::CommandWorker`] dropped while its thread is inside a
+/// (or [`cleanup`] does). For a [`super::WorkerHandle`] dropped while its thread is inside a
 /// job's run (waiting for a hung command up to its timeout): the commands end at once, not
 /// when the job gets back to the thread's loop. How many were signalled.
 pub(super) fn kill_started_by(thread: ThreadId) -> usize {
@@ -192,7 +192,7 @@ pub fn cleanup(wait: Duration) -> Cleaned {
     for l in &live {
         match rustix::process::waitpid(Some(l.pid), rustix::process::WaitOptions::NOHANG) {
             Ok(Some(_)) | Err(_) => {}
-            Ok(None) => super::keep_dying(l.pid, &l.program),
+            Ok(None) => super::dying::keep_dying(l.pid, &l.program),
         }
     }
     // A command forked before the kill and not registered yet kills itself at `register`:

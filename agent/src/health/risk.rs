@@ -20,6 +20,10 @@
 //! without data keeps the flat [`RiskModel::afr`]. With every rate equal it is the binomial of
 //! [`loss_probability`], which callers with only the flat rate keep using.
 
+mod drive;
+
+pub use drive::DriveRiskModel;
+
 /// Hours in a year (365.25 days), the unit of AFR.
 pub const HOURS_PER_YEAR: f64 = 8766.0;
 
@@ -34,7 +38,7 @@ pub struct RiskModel {
     /// Window, in hours, assumed for a degraded set with no rebuild running (default 168 h).
     pub open_window_h: f64,
     /// Each drive's own rate from its condition and age (`[risk.drive]`, docs/drive-risk.md).
-    pub drive: crate::health::drive::DriveRiskModel,
+    pub drive: DriveRiskModel,
 }
 
 impl Default for RiskModel {

@@ -3,7 +3,7 @@
 
 use crate::collect::{Live, VdNow};
 
-use super::health::{eta, health_table, pct, risk};
+use super::cells::{eta, health_table, pct, risk};
 use super::table::{num, text, Cell, Row, Table};
 
 /// Nothing to look at: `Optl`, nothing rebuilding, the cache as configured.

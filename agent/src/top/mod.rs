@@ -12,6 +12,7 @@
 //! or above the saturation threshold is flagged `SAT` (in reverse video on a terminal), a NIC
 //! at or above 90 % of its link `LINE`, one dropping or erroring packets `DROP`/`ERR`.
 
+mod cells;
 mod health;
 mod hwraid;
 mod jobs;
@@ -521,7 +522,7 @@ fn net_table(nets: &[&NetNow]) -> Table {
 
 #[cfg(test)]
 mod tests {
-    use super::health::{eta, risk};
+    use super::cells::{eta, risk};
     use super::*;
     use crate::collect::{MdNow, MpathNow, PoolNow};
     use crate::health::md::ArrayState;

@@ -1,16 +1,15 @@
-//! Drive health and hardware RAID: the SMART data every simulated disk has, and the scenarios
+//! Hardware RAID and drive health (the SMART data itself: [`super::drives`]): the scenarios
 //! of a MegaRAID disk server (`hwraid-rebuild`, `hwraid-cache-wt`, `hwraid-stalled`) and of an
 //! NVMe node wearing out (`nvme-wearout`).
 
+use super::drives::{alnum, blank, samsung_nvme, seagate_wwn, NVME_3T84};
 use super::*;
-use crate::model::{Bbu, Controller, DriveProtocol, NvmeLog, Pd, PdRebuild, Rand, Smart, Vd};
+use crate::model::{Bbu, Controller, DriveProtocol, NvmeLog, Pd, PdRebuild, Rand, Vd};
 
 /// An 8 TB SATA disk (Seagate Exos 7E8), bytes.
 const HDD_8TB: u64 = 8_001_563_222_016;
 /// A 16 TB SATA disk (Seagate Exos X16), bytes.
 const HDD_16TB: u64 = 16_000_900_661_248;
-/// A 3.84 TB NVMe SSD, bytes.
-const NVME_3T84: u64 = 3_840_755_982_336;
 /// An NVMe SSD: a few tens of µs per request, ~3 GB/s.
 const NVME: Service = Service {
     overhead_ms: 0.02,
@@ -38,51 +37,6 @@ const TRICKLE_BPS: f64 = 4e6;
 /// nvme-wearout: the drive that wears out.
 const WORN: &str = "nvme2n1";
 
-fn alnum(rng: &mut Rand, n: usize) -> String {
-    const A: &[u8] = b"0123456789ABCDEFGHJKLMNPQRSTVWXYZ";
-    (0..n)
-        .map(|_| char::from(A[rng.int(0, (A.len() - 1) as u64) as usize]))
-        .collect()
-}
-
-fn blank(protocol: DriveProtocol, rng: &mut Rand, up_s: u64) -> Smart {
-    // in service 1–4 years before this boot
-    let deployed = rng.int(365, 4 * 365) * 86_400;
-    Smart {
-        protocol,
-        vendor: String::new(),
-        model: String::new(),
-        serial: String::new(),
-        wwn: None,
-        lun_id: None,
-        firmware: String::new(),
-        capacity_bytes: 0,
-        rotation_rpm: 0,
-        power_on_s: deployed + up_s,
-        power_cycles: rng.int(8, 40),
-        temperature_c: rng.int(29, 36) as i64,
-        passed: true,
-        reallocated: 0,
-        reported_uncorrect: 0,
-        pending: 0,
-        offline_uncorrectable: 0,
-        crc_errors: 0,
-        error_log_entries: 0,
-        grown_defects: 0,
-        uncorrected_read: 0,
-        uncorrected_write: 0,
-        uncorrected_verify: 0,
-        non_medium: 0,
-        gb_read: 0.0,
-        gb_written: 0.0,
-        nvme: NvmeLog::default(),
-    }
-}
-
-fn seagate_wwn(rng: &mut Rand) -> u64 {
-    0x5000_c500_0000_0000 | rng.int(0x1000_0000, 0xffff_ffff)
-}
-
 /// The OS SSD `sda` of the scenarios' servers (a Samsung PM893 960 GB).
 fn os_ssd(h: &mut Host) {
     let mut os = sd(0, Role::Disk, SSD_960_SECT, SSD);
@@ -99,15 +53,6 @@ fn os_ssd_on_ahci(h: &mut Host) {
     h.drives
         .scsi
         .insert("sda".into(), ((1, 0, 0, 0), "ahci".into()));
-}
-
-/// A Samsung PM9A3 3.84 TB NVMe SSD's SMART record, its NVMe log still to fill.
-fn samsung_nvme(rng: &mut Rand, up_s: u64) -> Smart {
-    let mut m = blank(DriveProtocol::Nvme, rng, up_s);
-    m.model = "SAMSUNG MZQL23T8HCLS-00A07".into();
-    m.serial = format!("S64HNE0R{}", rng.int(100_000, 999_999));
-    m.firmware = "GDC5602Q".into();
-    m
 }
 
 /// A SATA disk model of the MegaRAID scenarios' backplanes.
@@ -289,117 +234,6 @@ fn megaraid_9361(
         }),
         vds,
         pds,
-    }
-}
-
-/// Gives every disk without SMART data a healthy record: serial, WWN, power-on hours from its
-/// years in service, the bytes it moved since boot. Called once the host is built (and its
-/// counters filled with its uptime's history).
-pub(super) fn default_smart(h: &mut Host) {
-    let up_s = h.uptime_s();
-    let vds: Vec<String> = h
-        .drives
-        .controller
-        .iter()
-        .flat_map(|c| c.vds.iter().map(|v| v.dev.clone()))
-        .collect();
-    let seed = h
-        .name
-        .bytes()
-        .fold(h.uptime_cs, |a, b| a.rotate_left(7) ^ u64::from(b));
-    let mut rng = Rand::new(seed);
-    for d in &h.devices {
-        let sd = d.name.starts_with("sd");
-        if !(sd || d.name.starts_with("nvme"))
-            || vds.contains(&d.name)
-            || h.drives.disks.contains_key(&d.name)
-        {
-            continue;
-        }
-        let bytes = d.size_sectors * 512;
-        let mut m;
-        if !sd {
-            m = samsung_nvme(&mut rng, up_s);
-            m.nvme = NvmeLog {
-                percentage_used: rng.int(8, 30),
-                available_spare: 100,
-                available_spare_threshold: 10,
-                unsafe_shutdowns: rng.int(2, 12),
-                ..NvmeLog::default()
-            };
-        } else if d.vendor == "ATA" {
-            m = blank(DriveProtocol::Ata, &mut rng, up_s);
-            m.model = d.model.trim().to_owned();
-            m.serial = format!("S6{}", alnum(&mut rng, 12));
-            m.wwn = Some(0x5002_5388_0000_0000 | rng.int(0x1000_0000, 0xffff_ffff));
-            m.firmware = "GDC7302Q".into();
-            m.rotation_rpm = if d.rotational { 7200 } else { 0 };
-        } else if let Role::Path { map } = &d.role {
-            // a LUN of the external RAID: both paths name the same LUN
-            m = blank(DriveProtocol::Scsi, &mut rng, up_s);
-            m.vendor = d.vendor.clone();
-            m.model = d.model.clone();
-            let wwid = h
-                .maps
-                .iter()
-                .find(|x| &x.name == map)
-                .map_or("36d039ea0001a2b3c000004e165f3a1b2c", |x| x.wwid.as_str());
-            m.serial = format!(
-                "SV{}",
-                &wwid.get(wwid.len().saturating_sub(10)..).unwrap_or("0")
-            );
-            m.lun_id = Some(format!("0x{}", wwid.get(1..).unwrap_or(wwid)));
-            m.firmware = "0840".into();
-            m.rotation_rpm = 7200;
-            m.power_on_s = up_s + 900 * 86_400;
-            m.temperature_c = 0;
-        } else {
-            m = blank(DriveProtocol::Scsi, &mut rng, up_s);
-            m.vendor = d.vendor.clone();
-            m.model = d.model.clone();
-            m.serial = format!(
-                "ZL2{}0000C{}",
-                alnum(&mut rng, 5),
-                rng.int(1000_0000, 9999_9999)
-            );
-            m.wwn = Some(seagate_wwn(&mut rng));
-            m.firmware = "E004".into();
-            m.rotation_rpm = if d.rotational { 7200 } else { 0 };
-        }
-        m.capacity_bytes = if m.protocol == DriveProtocol::Nvme {
-            bytes.max(NVME_3T84 / 2)
-        } else {
-            bytes
-        };
-        m.gb_read = d.c.r_sect as f64 * 512.0 / 1e9;
-        m.gb_written = d.c.w_sect as f64 * 512.0 / 1e9;
-        m.nvme.data_units_read = d.c.r_sect / 1000;
-        m.nvme.data_units_written = d.c.w_sect / 1000;
-        m.nvme.host_reads = d.c.r_ios;
-        m.nvme.host_writes = d.c.w_ios;
-        h.drives.disks.insert(d.name.clone(), m);
-    }
-}
-
-/// One second of every drive: powered on a second longer, the bytes the disk moved in the last
-/// second counted (SCSI gigabytes processed, NVMe data units), rebuilds advance.
-pub(super) fn tick_drives(h: &mut Host) {
-    h.drives.tick();
-    let Host {
-        devices, drives, ..
-    } = h;
-    for d in devices.iter() {
-        if let Some(m) = drives.disks.get_mut(&d.name) {
-            let s = d.last;
-            m.gb_read += s.r_sect as f64 * 512.0 / 1e9;
-            m.gb_written += s.w_sect as f64 * 512.0 / 1e9;
-            if m.protocol == DriveProtocol::Nvme {
-                m.nvme.data_units_read += s.r_sect / 1000;
-                m.nvme.data_units_written += s.w_sect / 1000;
-                m.nvme.host_reads += s.r_ios;
-                m.nvme.host_writes += s.w_ios;
-            }
-        }
     }
 }
 

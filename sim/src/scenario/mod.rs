@@ -139,9 +139,12 @@ impl Kind {
     }
 }
 
+mod drives;
 mod hardware;
 mod hwraid;
 mod jobs;
+mod md;
+mod staging;
 mod zpool;
 
 use hardware::*;
@@ -260,108 +263,14 @@ impl Scenario {
         }
         self.drive(&mut h);
         h.backfill();
-        hwraid::default_smart(&mut h);
+        drives::default_smart(&mut h);
         h
-    }
-
-    fn build_md(&mut self, h: &mut Host) {
-        jbod(h, 14);
-        let component_kb = 15_625_879_552u64;
-        let mut members = Vec::new();
-        // md-degraded and md-check have no member being rebuilt
-        let replaced = matches!(self.kind, Kind::MdRebuild | Kind::MdStalled);
-        for slot in 0..14u32 {
-            let dev = sd_name(2 + slot as usize);
-            let rebuilding = replaced && slot == 7;
-            let failed = self.kind == Kind::MdDegraded && slot == 11;
-            members.push(MdMember {
-                dev: dev.clone(),
-                slot: Some(slot),
-                desc_nr: if rebuilding { 14 } else { slot },
-                state: if rebuilding {
-                    "spare"
-                } else if failed {
-                    "faulty"
-                } else {
-                    "in_sync"
-                }
-                .to_owned(),
-                errors: if failed { 37 } else { 0 },
-            });
-            if failed {
-                if let Some(d) = h.dev_mut(&dev) {
-                    d.state = "offline".to_owned();
-                }
-            }
-            if let Some(d) = h.dev_mut(&dev) {
-                d.holders = vec!["md0".to_owned()];
-            }
-        }
-        let done = h.rng.range(0.18, 0.30) * component_kb as f64;
-        let sync = match self.kind {
-            Kind::MdDegraded => None,
-            Kind::MdStalled => Some(MdSync {
-                action: "recover".to_owned(),
-                done_kb: done,
-                speed_kbps: 0.0,
-            }),
-            Kind::MdCheck => Some(MdSync {
-                action: "check".to_owned(),
-                done_kb: done,
-                speed_kbps: 150_000.0,
-            }),
-            _ => Some(MdSync {
-                action: "recover".to_owned(),
-                done_kb: done,
-                speed_kbps: 145_000.0,
-            }),
-        };
-        h.arrays.push(MdArray {
-            name: "md0".to_owned(),
-            level: "raid6".to_owned(),
-            raid_disks: 14,
-            parity: 2,
-            chunk_kb: 512,
-            component_kb,
-            members: members.clone(),
-            sync,
-            // a check reports what earlier checks found too
-            mismatch_cnt: if self.kind == Kind::MdCheck { 256 } else { 0 },
-        });
-        let mut md = Device::new("md0", 9, 0, Role::Md, component_kb * 2 * 12);
-        md.rotational = false;
-        // md sets readahead to two full stripes: 2 × 12 data disks × 512 KiB.
-        md.tunables.read_ahead_kb = 12_288;
-        md.slaves = members.iter().map(|m| m.dev.clone()).collect();
-        h.devices.push(md);
-        self.second_failure = self.ticks(600.0);
-    }
-
-    fn build_worker(&mut self, h: &mut Host) {
-        let mut d = sd(0, Role::Disk, 7_814_037_168, HDD_SEEKY);
-        d.model = "ST4000NM0035".to_owned();
-        d.tunables.nr_requests = 64;
-        h.devices.push(d);
-        nics(h, 10_000, 1500);
-        h.nics.retain(|n| n.name != "ens1f0");
-        if let Some(n) = h.nic_mut("eno1") {
-            n.speed_mbps = Some(10_000);
-        }
-        // A batch has just started: most jobs are staging their input.
-        for j in 0..16u64 {
-            let job = if j < 10 {
-                (Some(h.rng.int(20, 60)), 0)
-            } else {
-                (None, self.ticks(h.rng.range(60.0, 900.0)))
-            };
-            self.jobs.push(job);
-        }
     }
 
     /// Sets the host's demand and state for the coming second.
     pub fn drive(&mut self, h: &mut Host) {
         let t = self.t_s();
-        hwraid::tick_drives(h);
+        drives::tick_drives(h);
         match self.kind {
             Kind::Healthy | Kind::MultipathDegraded | Kind::FsFilling | Kind::MultipathHung => {
                 self.server_io(h, |k, rng| {
@@ -591,98 +500,6 @@ impl Scenario {
         if let Some(d) = h.dev_mut(&dev) {
             d.state = if failed { "offline" } else { "running" }.to_owned();
         }
-    }
-
-    /// md-rebuild: the recovery speed wanders; after 10 min (scenario time) a second member
-    /// fails and recovery continues at a lower speed (double-parity reconstruction).
-    fn md_events(&mut self, h: &mut Host) {
-        let tick = self.tick;
-        let noise = h.rng.noise(0.08);
-        let mut failed_dev = None;
-        if let Some(a) = h.arrays.first_mut() {
-            let second = tick >= self.second_failure;
-            if let Some(s) = &mut a.sync {
-                s.speed_kbps = if second { 118_000.0 } else { 145_000.0 } * noise;
-            }
-            if tick == self.second_failure {
-                if let Some(m) = a.members.iter_mut().find(|m| m.slot == Some(11)) {
-                    m.state = "faulty".to_owned();
-                    m.errors = 37;
-                    failed_dev = Some(m.dev.clone());
-                }
-            }
-        }
-        if let Some(dev) = failed_dev {
-            if let Some(d) = h.dev_mut(&dev) {
-                d.state = "offline".to_owned();
-            }
-        }
-    }
-
-    /// md-check: the check moves at ~150 MB/s (±8 %) and finds inconsistent stripes now and
-    /// then: `mismatch_cnt` grows by 8 sectors (one 4 KiB stripe unit) every 20 s (scenario
-    /// time).
-    fn md_check(&mut self, h: &mut Host) {
-        let every = self.ticks(20.0);
-        let tick = self.tick;
-        let noise = h.rng.noise(0.08);
-        if let Some(a) = h.arrays.first_mut() {
-            if let Some(s) = &mut a.sync {
-                s.speed_kbps = 150_000.0 * noise;
-            }
-            if tick > 0 && tick % every == 0 {
-                a.mismatch_cnt += 8;
-            }
-        }
-    }
-
-    /// worker-staging: 16 jobs; a job stages its input (≈40 MB/s from the network onto the
-    /// local HDD) for 20–90 s, then computes for 5–20 min (scenario time) reading it back.
-    fn worker(&mut self, h: &mut Host) {
-        let tick = self.tick;
-        let mut staging = 0u32;
-        let mut jobs = std::mem::take(&mut self.jobs);
-        for job in &mut jobs {
-            match job.0 {
-                Some(end) if tick >= end => {
-                    let gap = h.rng.range(300.0, 1200.0);
-                    *job = (None, tick + self.ticks(gap));
-                }
-                None if tick >= job.1 => {
-                    *job = (Some(tick + h.rng.int(20, 90)), 0);
-                }
-                _ => {}
-            }
-            if job.0.is_some() {
-                staging += 1;
-            }
-        }
-        self.jobs = jobs;
-        let s = f64::from(staging);
-        let computing = 16.0 - s;
-        let d = Demand {
-            outstanding: 16.0 + 8.0 * s,
-            ..Demand::mbs(
-                2.0 * computing + 5.0 * s,
-                40.0 * s * h.rng.noise(0.2),
-                128.0,
-                512.0,
-            )
-        };
-        h.demand("sda", d);
-        let rx = 40e6 * s * h.rng.noise(0.2);
-        set_nic(h, "eno1", rx, rx / 50.0 + 2e5, 0.0);
-        let busy = (s / 2.0).min(1.0);
-        h.load = HostLoad {
-            user_pct: computing / 64.0 * 100.0 * 0.95,
-            system_pct: 2.0 + s * 0.5,
-            iowait_pct: (4.0 + 2.4 * s).min(45.0),
-            softirq_pct: 1.0,
-            psi_some_pct: (8.0 + 80.0 * busy).min(95.0),
-            psi_full_pct: (3.0 + 50.0 * busy).min(60.0),
-            dirty_kb: 262_144.0 + 2_097_152.0 * s,
-            writeback_kb: 65_536.0 * s,
-        };
     }
 }
 

@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use super::smartd::StateFiles;
 use crate::collect::fs::Placement;
-use crate::command::{found, CommandError, CommandJob, Finished, Spawned};
-use crate::config::glob_match;
+use crate::command::{found, CommandError, Finished, Spawned, Worker};
+use crate::filter::Filter;
 use crate::root::{list_dir, read_optional, Root};
 use crate::sources::smartctl::scan::{self, ScanEntry};
 use crate::sources::smartctl::{self, DriveHealth, Outcome};
@@ -127,7 +127,7 @@ pub(super) enum Update {
         result: ReadResult,
         /// A SAS disk's non-medium error count in the reading came from a `-l error` call this
         /// long before the reading (0: the call that followed it; more: carried from an earlier
-        /// round's call, [`JobConfig::sas_error_log_every`]). `None`: no such count.
+        /// round's call, [`WorkerConfig::sas_error_log_every`]). `None`: no such count.
         error_log_age_s: Option<f64>,
     },
 }
@@ -158,13 +158,13 @@ struct ErrorLog {
 
 /// The settings the worker needs, resolved.
 #[derive(Debug, Clone)]
-pub(super) struct JobConfig {
+pub(super) struct WorkerConfig {
     pub(super) smartctl: PathBuf,
     pub(super) interval_s: f64,
     pub(super) timeout: Duration,
     pub(super) max_output_bytes: usize,
     pub(super) max_running: usize,
-    pub(super) exclude: Vec<String>,
+    pub(super) filter: Filter,
     /// Look for disks behind MegaRAID controllers (`smartctl --scan`) when the kernel has one.
     pub(super) megaraid: bool,
     /// Calls of a round all at its start, and waited for (`once`, stepped tests).
@@ -178,10 +178,10 @@ pub(super) struct JobConfig {
     pub(super) sas_error_log_every: u32,
 }
 
-/// The drive monitor's [`CommandJob`].
+/// The drive monitor's [`Worker`].
 #[derive(Debug)]
-pub(super) struct DriveJob {
-    cfg: JobConfig,
+pub(super) struct DriveWorker {
+    cfg: WorkerConfig,
     root: Root,
     urgent: Urgent,
     /// The disks of the current round, with the device and `-d` type smartctl reads each by.
@@ -210,8 +210,8 @@ pub(super) struct DriveJob {
     cursor: Option<String>,
 }
 
-impl DriveJob {
-    pub(super) fn new(cfg: JobConfig, root: Root, urgent: Urgent) -> Self {
+impl DriveWorker {
+    pub(super) fn new(cfg: WorkerConfig, root: Root, urgent: Urgent) -> Self {
         Self {
             cfg,
             root,
@@ -244,7 +244,7 @@ impl DriveJob {
         self.next_round_s = now_s + self.cfg.interval_s;
         self.missed(out);
         self.missing = !found(&self.cfg.smartctl);
-        let mut names = whole_disks(&self.root, &self.cfg.exclude);
+        let mut names = whole_disks(&self.root, &self.cfg.filter);
         let mut disks: Vec<Disk> = names
             .iter()
             .map(|n| Disk {
@@ -266,7 +266,7 @@ impl DriveJob {
             match self.scan(out) {
                 Ok(found) => {
                     for (name, t) in found {
-                        if self.cfg.exclude.iter().any(|p| glob_match(p, &name)) {
+                        if !self.cfg.filter.matches(&name) {
                             continue;
                         }
                         disks.push(Disk {
@@ -641,7 +641,7 @@ impl DriveJob {
     }
 }
 
-impl CommandJob for DriveJob {
+impl Worker for DriveWorker {
     type Output = Vec<Update>;
 
     fn run_due(&mut self, now_s: f64, woken: bool) -> Option<Vec<Update>> {
@@ -786,13 +786,13 @@ fn is_drive(name: &str) -> bool {
 
 /// The whole disks of `/sys/block`, sorted, without the excluded ones. An unreadable
 /// `/sys/block` is no disks.
-fn whole_disks(root: &Root, exclude: &[String]) -> Vec<String> {
+fn whole_disks(root: &Root, filter: &Filter) -> Vec<String> {
     let mut names: Vec<String> = list_dir(&root.sys("block"))
         .ok()
         .flatten()
         .unwrap_or_default()
         .into_iter()
-        .filter(|n| is_drive(n) && !exclude.iter().any(|p| glob_match(p, n)))
+        .filter(|n| is_drive(n) && filter.matches(n))
         .collect();
     names.sort_by(|a, b| (a.len(), a).cmp(&(b.len(), b)));
     names
@@ -920,11 +920,11 @@ mod tests {
         let sys = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sysfs/disk-server/sys");
         let root = Root::new("/nonexistent", sys);
         assert_eq!(
-            whole_disks(&root, &[]),
+            whole_disks(&root, &Filter::default()),
             ["sda", "sdb", "sdc", "nvme0n1"].map(String::from)
         );
         assert_eq!(
-            whole_disks(&root, &["sdc".into()]),
+            whole_disks(&root, &Filter::excluding(&["sdc".into()])),
             ["sda", "sdb", "nvme0n1"].map(String::from)
         );
         let sda = above(&root, "sda");
@@ -964,13 +964,13 @@ mod tests {
         )
         .expect("script");
         std::fs::set_permissions(&smartctl, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        let cfg = JobConfig {
+        let cfg = WorkerConfig {
             smartctl,
             interval_s: 2.0,
             timeout: Duration::from_secs(1),
             max_output_bytes: 1 << 20,
             max_running: 4,
-            exclude: Vec::new(),
+            filter: Filter::default(),
             megaraid: false,
             inline: false,
             smartd_state_dir: None,
@@ -978,7 +978,7 @@ mod tests {
             sas_error_log_every: 6,
         };
         let root = Root::new(dir.path().join("proc"), sys);
-        let mut job = DriveJob::new(cfg, root, Urgent::default());
+        let mut job = DriveWorker::new(cfg, root, Urgent::default());
 
         let start = Instant::now();
         let mut held = false;

@@ -36,7 +36,6 @@
 //! Every report interval each disk's line is written from its latest reading, whether or not it
 //! was read in that interval. Fields and tags: docs/metrics-drive.md.
 
-pub mod book;
 mod job;
 mod smartd;
 
@@ -50,13 +49,14 @@ use storwatch_wire::lp::LineWriter;
 
 use super::fs::Placement;
 use super::{Collector, ReportCx, SampleCx};
-use crate::command::CommandWorker;
+use crate::command::WorkerHandle;
+use crate::filter::Filter;
 use crate::health::risk::RiskModel;
 use crate::root::Root;
 use crate::sources::smartctl::{DriveHealth, OverallHealth, Protocol};
-use job::{DriveJob, JobConfig, ReadResult, Update, Urgent};
+use job::{DriveWorker, ReadResult, Update, Urgent, WorkerConfig};
 
-pub use book::{BookEntry, BookView, DriveBook};
+use super::book::{BookEntry, DriveBook};
 pub use job::DriveError;
 
 /// The source name errors are counted under.
@@ -71,11 +71,11 @@ pub struct DriveConfig {
     /// The smartctl program: a name looked up in `PATH` or a path (default `smartctl`).
     pub smartctl: PathBuf,
     /// Every disk is read once per interval, the calls spread evenly over it (default 30m).
-    #[serde(with = "crate::config::duration")]
+    #[serde(with = "crate::duration")]
     pub interval: Duration,
     /// A call still running after this long is killed with its process group and reported
     /// (default 60s).
-    #[serde(with = "crate::config::duration")]
+    #[serde(with = "crate::duration")]
     pub timeout: Duration,
     /// Standard output read from one call at most; past it the call is killed and reported
     /// (default 1 MiB).
@@ -95,7 +95,7 @@ pub struct DriveConfig {
     pub smartd_state_dir: Option<PathBuf>,
     /// A state file modified longer ago than this is stale and smartctl reads the disk
     /// (default 1h: twice smartd's default 30-minute check interval).
-    #[serde(with = "crate::config::duration")]
+    #[serde(with = "crate::duration")]
     pub smartd_state_max_age: Duration,
     /// A SAS disk's second call, `smartctl -l error` (its non-medium error count, printed only
     /// as text), is made every this many rounds (default 6: every 3 h at the default interval;
@@ -144,11 +144,11 @@ struct DriveState {
 }
 
 /// The drive monitor.
-pub struct DriveMonitor {
+pub struct DriveCollector {
     cfg: DriveConfig,
     root: Root,
     inline: bool,
-    worker: Option<CommandWorker<DriveJob>>,
+    worker: Option<WorkerHandle<DriveWorker>>,
     urgent: Urgent,
     drives: BTreeMap<String, DriveState>,
     /// Events of this report interval already looked at.
@@ -161,9 +161,9 @@ pub struct DriveMonitor {
     dirty: bool,
 }
 
-impl std::fmt::Debug for DriveMonitor {
+impl std::fmt::Debug for DriveCollector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DriveMonitor")
+        f.debug_struct("DriveCollector")
             .field("cfg", &self.cfg)
             .field("running", &self.worker.is_some())
             .field("drives", &self.drives.keys().collect::<Vec<_>>())
@@ -171,7 +171,7 @@ impl std::fmt::Debug for DriveMonitor {
     }
 }
 
-impl DriveMonitor {
+impl DriveCollector {
     /// A monitor running smartctl on a thread of its own (started at the first sample).
     pub fn new(cfg: DriveConfig, root: Root) -> Self {
         Self {
@@ -225,14 +225,14 @@ impl DriveMonitor {
     }
 
     fn start_worker(&mut self) -> Result<(), std::io::Error> {
-        let job = DriveJob::new(
-            JobConfig {
+        let job = DriveWorker::new(
+            WorkerConfig {
                 smartctl: self.cfg.smartctl.clone(),
                 interval_s: self.cfg.interval.as_secs_f64().max(1.0),
                 timeout: self.cfg.timeout.max(Duration::from_millis(100)),
                 max_output_bytes: self.cfg.max_output_bytes.max(4096),
                 max_running: self.cfg.max_running.max(1),
-                exclude: self.cfg.exclude.clone(),
+                filter: Filter::excluding(&self.cfg.exclude),
                 megaraid: self.cfg.megaraid,
                 inline: self.inline,
                 smartd_state_dir: self.cfg.smartd_state_dir.clone(),
@@ -243,9 +243,9 @@ impl DriveMonitor {
             Arc::clone(&self.urgent),
         );
         self.worker = Some(if self.inline {
-            CommandWorker::inline(job)
+            WorkerHandle::inline(job)
         } else {
-            CommandWorker::spawn("storwatch-drive", job)?
+            WorkerHandle::spawn("storwatch-drive", job)?
         });
         Ok(())
     }
@@ -352,7 +352,7 @@ impl DriveMonitor {
     }
 }
 
-impl Collector for DriveMonitor {
+impl Collector for DriveCollector {
     fn sources(&self) -> &'static [&'static str] {
         &[SOURCE]
     }

@@ -125,7 +125,7 @@ impl Driver {
         }
     }
 
-    fn sample(&mut self, m: &mut DriveMonitor, now_s: f64) {
+    fn sample(&mut self, m: &mut DriveCollector, now_s: f64) {
         let mut cx = SampleCx {
             root: &self.root,
             now_s,
@@ -137,7 +137,7 @@ impl Driver {
         m.sample(&mut cx);
     }
 
-    fn report(&mut self, m: &mut DriveMonitor, now_s: f64) -> String {
+    fn report(&mut self, m: &mut DriveCollector, now_s: f64) -> String {
         let mut w = LineWriter::new("ds01", &[]);
         let mut cx = ReportCx {
             root: &self.root,
@@ -261,7 +261,7 @@ fn lines_of_real_fixtures() {
         let entry = s
             .health
             .as_ref()
-            .map(|h| book::BookEntry::assess(device, h, &RiskModel::default()));
+            .map(|h| BookEntry::assess(device, h, &RiskModel::default()));
         let mut w = LineWriter::new("ds01", &[]);
         write_line(
             &mut w,
@@ -393,7 +393,7 @@ fn a_raid_controllers_virtual_drive_is_not_an_error() {
         "/dev/sda) cat '{}'; exit 2;;\n",
         h.path("megaraid.json").display()
     ));
-    let mut m = DriveMonitor::new_inline(cfg(smartctl, 60_000, 5000), h.root());
+    let mut m = DriveCollector::new_inline(cfg(smartctl, 60_000, 5000), h.root());
     let mut d = Driver::new(h.root());
     d.sample(&mut m, 0.0);
     assert_eq!(h.calls().len(), 1);
@@ -430,7 +430,7 @@ fn disks_behind_a_megaraid_controller_are_read_through_it() {
     fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
     let mut c = cfg(p, 60_000, 5000);
     c.exclude = vec!["bus/0:megaraid,8".into()];
-    let mut m = DriveMonitor::new_inline(c, h.root());
+    let mut m = DriveCollector::new_inline(c, h.root());
     let mut d = Driver::new(h.root());
     d.sample(&mut m, 0.0);
     let text = d.report(&mut m, 1.0);
@@ -488,7 +488,7 @@ fn a_sas_disks_non_medium_errors_come_from_its_text_error_log() {
         ),
     );
     fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
-    let mut m = DriveMonitor::new_inline(cfg(p, 60_000, 5000), h.root());
+    let mut m = DriveCollector::new_inline(cfg(p, 60_000, 5000), h.root());
     let mut d = Driver::new(h.root());
     d.sample(&mut m, 0.0);
     let text = d.report(&mut m, 1.0);
@@ -546,7 +546,7 @@ fn a_sas_disks_error_log_is_read_every_nth_round_and_carried_between() {
     };
     let mut c = cfg(p, 60_000, 5000);
     c.sas_error_log_every = 3;
-    let mut m = DriveMonitor::new_inline(c, h.root());
+    let mut m = DriveCollector::new_inline(c, h.root());
     let mut d = Driver::new(h.root());
 
     // Round 0: every disk's JSON and its `-l error`.
@@ -617,7 +617,7 @@ fn a_hung_disk_and_a_flood_delay_nobody() {
         sleep_pid.display(),
         prints("/dev/nvme0n1", "sce-nvme-intel-p4510.json", 0),
     ));
-    let mut m = DriveMonitor::new(cfg(smartctl, 4000, 2500), h.root());
+    let mut m = DriveCollector::new(cfg(smartctl, 4000, 2500), h.root());
     let mut d = Driver::new(h.root());
     let start = Instant::now();
     let epoch_start = std::time::SystemTime::now()
@@ -708,7 +708,7 @@ fn every_disk_gets_its_turn_when_hung_calls_fill_the_rounds() {
     let smartctl = h.smartctl("*) trap '' TERM; sleep 1000 & wait;;\n");
     let mut c = cfg(smartctl, 2000, 500);
     c.max_running = 2;
-    let mut m = DriveMonitor::new(c, h.root());
+    let mut m = DriveCollector::new(c, h.root());
     let mut d = Driver::new(h.root());
     let start = Instant::now();
     let mut slowest = Duration::ZERO;
@@ -772,7 +772,7 @@ fn garbage_and_truncated_output_keep_the_last_good_reading() {
         fixture("truncated-sce-ata-seagate-st3500418as-at-4096-bytes.json").display(),
         n = n.display(),
     ));
-    let mut m = DriveMonitor::new_inline(cfg(smartctl, 60_000, 5000), h.root());
+    let mut m = DriveCollector::new_inline(cfg(smartctl, 60_000, 5000), h.root());
     let mut d = Driver::new(h.root());
     d.sample(&mut m, 0.0);
     let text = d.report(&mut m, 10.0);
@@ -821,7 +821,7 @@ fn json_that_is_not_smartctls_keeps_the_last_good_reading() {
         fixture("sce-ata-seagate-st3000nm0033-188-packed-4-4-4.json").display(),
         n = n.display(),
     ));
-    let mut m = DriveMonitor::new_inline(cfg(smartctl, 60_000, 5000), h.root());
+    let mut m = DriveCollector::new_inline(cfg(smartctl, 60_000, 5000), h.root());
     let mut d = Driver::new(h.root());
     d.sample(&mut m, 0.0);
     let good = d.report(&mut m, 10.0);
@@ -853,7 +853,7 @@ fn json_that_is_not_smartctls_keeps_the_last_good_reading() {
 #[test]
 fn without_smartctl_nothing_is_said() {
     let h = Host::new(&["sda", "sdb"]);
-    let mut m = DriveMonitor::new_inline(cfg(h.path("bin/no-smartctl"), 60_000, 1000), h.root());
+    let mut m = DriveCollector::new_inline(cfg(h.path("bin/no-smartctl"), 60_000, 1000), h.root());
     let mut d = Driver::new(h.root());
     for t in [0.0, 1.0, 61.0] {
         d.sample(&mut m, t);
@@ -861,7 +861,7 @@ fn without_smartctl_nothing_is_said() {
     assert_eq!(d.report(&mut m, 62.0), "");
     assert_eq!(d.error_total(), 0);
     // A name looked up in PATH that is not there: the same.
-    let mut m = DriveMonitor::new_inline(
+    let mut m = DriveCollector::new_inline(
         cfg(PathBuf::from("storwatch-no-such-smartctl"), 60_000, 1000),
         h.root(),
     );
@@ -882,7 +882,7 @@ fn members_of_a_degraded_array_are_read_at_once() {
         prints("/dev/sdb", fx, 0),
         prints("/dev/sdc", fx, 0)
     ));
-    let mut m = DriveMonitor::new_inline(cfg(smartctl, 1_800_000, 5000), h.root());
+    let mut m = DriveCollector::new_inline(cfg(smartctl, 1_800_000, 5000), h.root());
     let mut d = Driver::new(h.root());
     d.sample(&mut m, 0.0);
     assert_eq!(h.calls().len(), 3, "the first round reads every disk");
@@ -960,7 +960,7 @@ fn fresh_smartd_state_files_replace_smartctl_and_stale_ones_do_not() {
     let mut c = cfg(smartctl, 60_000, 5000);
     c.smartd_state_dir = Some(state.clone());
     c.smartd_state_max_age = Duration::from_secs(600);
-    let mut m = DriveMonitor::new_inline(c, h.root());
+    let mut m = DriveCollector::new_inline(c, h.root());
     let mut d = Driver::new(h.root());
     d.sample(&mut m, 0.0);
     let called: Vec<String> = h.calls().into_iter().map(|(_, d)| d).collect();
@@ -1030,7 +1030,7 @@ fn without_smartctl_the_smartd_state_is_still_read() {
     .unwrap();
     let mut c = cfg(h.path("bin/no-smartctl"), 60_000, 1000);
     c.smartd_state_dir = Some(state);
-    let mut m = DriveMonitor::new_inline(c, h.root());
+    let mut m = DriveCollector::new_inline(c, h.root());
     let mut d = Driver::new(h.root());
     d.sample(&mut m, 0.0);
     let text = d.report(&mut m, 1.0);
@@ -1056,7 +1056,7 @@ fn growing_counts_are_events_of_the_sample_that_reads_them() {
         fixture("sce-ata-seagate-st3500418as-reallocated-304.json").display(),
         n = n.display(),
     ));
-    let mut m = DriveMonitor::new_inline(cfg(smartctl, 60_000, 5000), h.root());
+    let mut m = DriveCollector::new_inline(cfg(smartctl, 60_000, 5000), h.root());
     let mut d = Driver::new(h.root());
     d.sample(&mut m, 0.0);
     assert!(d.events.is_empty(), "{:?}", d.events);
@@ -1103,7 +1103,7 @@ fn a_disk_named_by_a_controller_carries_its_virtual_drive() {
             .wwn
             .unwrap();
     book.publish_raid_vds(vec![(None, Some(format!("0x{wwn}")), "c0/v1".into())]);
-    let mut m = DriveMonitor::new_inline(cfg(smartctl, 60_000, 5000), h.root())
+    let mut m = DriveCollector::new_inline(cfg(smartctl, 60_000, 5000), h.root())
         .with_book(book.clone(), RiskModel::default());
     let mut d = Driver::new(h.root());
     d.sample(&mut m, 0.0);

@@ -2,7 +2,7 @@
 //! monitor's own thread: the `raid_controller`, `raid_vd` and `raid_pd` lines.
 //!
 //! **When.** A round every `[hwraid] interval` (default 60 s) runs two or three storcli calls
-//! (four while a drive rebuilds: [`job`]), one after the other, on a thread of its own: the
+//! (four while a drive rebuilds: [`worker`]), one after the other, on a thread of its own: the
 //! sampling loop never waits for storcli. Each call is killed with its process group after
 //! `timeout` (default 60 s) and its output is read up to `max_output_bytes` (default 4 MiB; a
 //! 24-drive controller's `show all` is 30–100 kB).
@@ -25,8 +25,9 @@
 
 mod detail;
 mod first;
-mod job;
 mod tie;
+mod workdir;
+mod worker;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -35,15 +36,15 @@ use std::time::Duration;
 use serde::Deserialize;
 use storwatch_wire::lp::LineWriter;
 
-use super::drive::DriveBook;
+use super::book::DriveBook;
 use super::{Collector, Live, ReportCx, SampleCx};
-use crate::command::CommandWorker;
+use crate::command::WorkerHandle;
 use crate::health::hwraid::{HwraidDetector, MemberReading, Params, VdStatus};
 use crate::health::risk::RiskModel;
 use crate::root::Root;
-use job::{HwraidJob, JobConfig, Update};
+use worker::{HwraidWorker, Update, WorkerConfig};
 
-pub use job::HwraidError;
+pub use worker::HwraidError;
 
 /// The source name errors are counted under.
 const SOURCE: &str = "storcli";
@@ -60,11 +61,11 @@ pub struct HwraidConfig {
     /// `/opt/MegaRAID/storcli/storcli64` and `/opt/MegaRAID/perccli/perccli64`.
     pub storcli: PathBuf,
     /// A round of calls every this long (default 60s).
-    #[serde(with = "crate::config::duration")]
+    #[serde(with = "crate::duration")]
     pub interval: Duration,
     /// A call still running after this long is killed with its process group and reported
     /// (default 60s).
-    #[serde(with = "crate::config::duration")]
+    #[serde(with = "crate::duration")]
     pub timeout: Duration,
     /// Standard output read from one call at most; past it the call is killed and reported
     /// (default 4 MiB).
@@ -72,7 +73,7 @@ pub struct HwraidConfig {
     /// A rebuild whose progress has not moved for this long is `rebuild_stalled` (default 2h:
     /// storcli's progress is a whole percent, and 1 % of a 16 TB drive rebuilt at 50 MB/s
     /// under load takes 53 minutes).
-    #[serde(with = "crate::config::duration")]
+    #[serde(with = "crate::duration")]
     pub stall_after: Duration,
 }
 
@@ -97,11 +98,11 @@ pub struct VdNow {
 }
 
 /// The hardware RAID monitor.
-pub struct HwraidMonitor {
+pub struct HwraidCollector {
     cfg: HwraidConfig,
     root: Root,
     inline: bool,
-    worker: Option<CommandWorker<HwraidJob>>,
+    worker: Option<WorkerHandle<HwraidWorker>>,
     detector: HwraidDetector,
     /// The last round ended without an error (`None` before the first round ended).
     read_ok: Option<bool>,
@@ -118,9 +119,9 @@ pub struct HwraidMonitor {
     book: Option<DriveBook>,
 }
 
-impl std::fmt::Debug for HwraidMonitor {
+impl std::fmt::Debug for HwraidCollector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HwraidMonitor")
+        f.debug_struct("HwraidCollector")
             .field("cfg", &self.cfg)
             .field("running", &self.worker.is_some())
             .field("read_ok", &self.read_ok)
@@ -128,7 +129,7 @@ impl std::fmt::Debug for HwraidMonitor {
     }
 }
 
-impl HwraidMonitor {
+impl HwraidCollector {
     /// A monitor running storcli on a thread of its own (started at the first sample).
     pub fn new(cfg: HwraidConfig, risk: RiskModel, root: Root) -> Self {
         let params = Params {
@@ -171,8 +172,8 @@ impl HwraidMonitor {
 
     fn start_worker(&mut self) -> Result<(), std::io::Error> {
         let program = (!self.cfg.storcli.as_os_str().is_empty()).then(|| self.cfg.storcli.clone());
-        let job = HwraidJob::new(
-            JobConfig {
+        let worker = HwraidWorker::new(
+            WorkerConfig {
                 program,
                 interval_s: self.cfg.interval.as_secs_f64().max(1.0),
                 timeout: self.cfg.timeout.max(Duration::from_millis(100)),
@@ -181,9 +182,9 @@ impl HwraidMonitor {
             self.root.clone(),
         );
         self.worker = Some(if self.inline {
-            CommandWorker::inline(job)
+            WorkerHandle::inline(worker)
         } else {
-            CommandWorker::spawn("storwatch-hwraid", job)?
+            WorkerHandle::spawn("storwatch-hwraid", worker)?
         });
         Ok(())
     }
@@ -260,7 +261,7 @@ impl HwraidMonitor {
     }
 }
 
-impl Collector for HwraidMonitor {
+impl Collector for HwraidCollector {
     fn sources(&self) -> &'static [&'static str] {
         &[SOURCE]
     }

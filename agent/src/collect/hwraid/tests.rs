@@ -69,18 +69,18 @@ impl Stand {
         );
     }
 
-    fn monitor(&self, program: Option<PathBuf>) -> HwraidMonitor {
+    fn monitor(&self, program: Option<PathBuf>) -> HwraidCollector {
         let cfg = HwraidConfig {
             storcli: program.unwrap_or_else(|| self.dir.path().join("storcli64")),
             interval: Duration::from_secs(60),
             timeout: Duration::from_secs(5),
             ..HwraidConfig::default()
         };
-        HwraidMonitor::new_inline(cfg, RiskModel::default(), self.root.clone())
+        HwraidCollector::new_inline(cfg, RiskModel::default(), self.root.clone())
     }
 
     /// One sample at `now_s` and the report after it.
-    fn step(&mut self, m: &mut HwraidMonitor, now_s: f64) -> String {
+    fn step(&mut self, m: &mut HwraidCollector, now_s: f64) -> String {
         let mut cx = SampleCx {
             root: &self.root,
             now_s,
@@ -327,7 +327,7 @@ fn a_drive_s_smartctl_reading_is_preferred_to_storcli_s_counters() {
 
     // smartctl read 252:5 (serial ZL21DC50, clean in storcli's counters) with pending sectors
     let book = DriveBook::new(false);
-    book.publish(vec![crate::collect::drive::BookEntry {
+    book.publish(vec![crate::collect::book::BookEntry {
         device: "bus/0:megaraid,31".into(),
         serial: Some("ZL21DC50".into()),
         wwn: None,
@@ -382,7 +382,7 @@ fn after_a_call_hangs_the_rest_of_the_round_is_not_run() {
         timeout: Duration::from_secs(1),
         ..HwraidConfig::default()
     };
-    let mut m = HwraidMonitor::new_inline(cfg, RiskModel::default(), s.root.clone());
+    let mut m = HwraidCollector::new_inline(cfg, RiskModel::default(), s.root.clone());
     let text = s.step(&mut m, 1.0);
     let calls = std::fs::read_to_string(dir.join("calls.log")).expect("calls");
     assert_eq!(calls, "/call show all\n/call/vall show all\n");

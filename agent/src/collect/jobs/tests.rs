@@ -2,6 +2,7 @@
 //! cannot time, a job whose directory goes while it is read.
 
 use super::read::{DirTimes, PROBE_EVERY};
+use super::report::r3;
 use super::*;
 
 mod instance;

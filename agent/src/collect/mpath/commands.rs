@@ -3,14 +3,14 @@
 //! every second on a 200-disk server) — and multipathd, when it runs: `show maps json` over its
 //! socket (or the `multipathd` command) every `multipathd_interval_s`, for path-group
 //! priorities, checker states, vendor and product. Never required. Both run as one
-//! [`CommandJob`] on the monitor's worker.
+//! [`Worker`] on the monitor's worker.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::kernel::DmView;
 use super::MpathConfig;
-use crate::command::{CommandError, CommandJob, CommandRunner};
+use crate::command::{CommandError, CommandRunner, Worker};
 use crate::sources::dmmultipath;
 use crate::sources::multipathd::{self, JsonMap};
 use crate::sources::SourceError;
@@ -25,7 +25,7 @@ pub(super) struct CommandRound {
 }
 
 /// The commands that are due, by their own intervals.
-pub(super) struct MpathJob {
+pub(super) struct MpathWorker {
     cfg: MpathConfig,
     runner: Arc<dyn CommandRunner>,
     timeout: Duration,
@@ -37,7 +37,7 @@ pub(super) struct MpathJob {
     next_mpd_s: f64,
 }
 
-impl MpathJob {
+impl MpathWorker {
     /// The job of a monitor configured with `cfg`; `need_dm` when the kernel view comes from
     /// `dmsetup`. On a thread, no command runs more than once a second.
     pub(super) fn new(
@@ -60,7 +60,7 @@ impl MpathJob {
     }
 }
 
-impl CommandJob for MpathJob {
+impl Worker for MpathWorker {
     type Output = CommandRound;
 
     fn run_due(&mut self, now_s: f64, _woken: bool) -> Option<CommandRound> {

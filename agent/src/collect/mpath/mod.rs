@@ -31,14 +31,14 @@ use serde::Deserialize;
 use storwatch_wire::lp::LineWriter;
 
 use crate::collect::{Collector, Live, ReportCx, SampleCx};
-use crate::command::{CommandRunner, CommandWorker};
+use crate::command::{CommandRunner, WorkerHandle};
 use crate::event::Event;
 use crate::health::mpath::{MapObservation, MpathDetector, PathObservation};
 use crate::root::Root;
 use crate::sources::dmmultipath::{ioctl::DmControl, DevT, MultipathTable};
 use crate::sources::multipathd::{self, JsonMap};
 use crate::sources::SourceError;
-use commands::MpathJob;
+use commands::MpathWorker;
 use kernel::{DmView, IoctlReader};
 use topology::{SysMap, SysPath, Topology};
 
@@ -123,14 +123,14 @@ pub struct MpathNow {
 }
 
 /// The multipath monitor.
-pub struct MpathMonitor {
+pub struct MpathCollector {
     cfg: MpathConfig,
     runner: Arc<dyn CommandRunner>,
     detector: MpathDetector,
     kernel: Kernel,
     /// Run commands in `poll` instead of on a thread (tests, `once`).
     inline: bool,
-    worker: Option<CommandWorker<MpathJob>>,
+    worker: Option<WorkerHandle<MpathWorker>>,
     dm_view: Option<DmView>,
     dm_fresh: bool,
     mpd: Vec<JsonMap>,
@@ -140,16 +140,16 @@ pub struct MpathMonitor {
     topology: Topology,
 }
 
-impl std::fmt::Debug for MpathMonitor {
+impl std::fmt::Debug for MpathCollector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MpathMonitor")
+        f.debug_struct("MpathCollector")
             .field("cfg", &self.cfg)
             .field("inline", &self.inline)
             .finish_non_exhaustive()
     }
 }
 
-impl MpathMonitor {
+impl MpathCollector {
     /// A monitor running commands through `runner` on a thread of its own.
     pub fn new(cfg: MpathConfig, runner: Arc<dyn CommandRunner>) -> Self {
         Self {
@@ -255,11 +255,11 @@ impl MpathMonitor {
             return Ok(());
         }
         if self.worker.is_none() {
-            let job = MpathJob::new(&self.cfg, self.runner.clone(), need_dm, !self.inline);
+            let job = MpathWorker::new(&self.cfg, self.runner.clone(), need_dm, !self.inline);
             if self.inline {
-                self.worker = Some(CommandWorker::inline(job));
+                self.worker = Some(WorkerHandle::inline(job));
             } else {
-                match CommandWorker::spawn("mpath-commands", job) {
+                match WorkerHandle::spawn("mpath-commands", job) {
                     Ok(w) => self.worker = Some(w),
                     Err(e) => tracing::warn!("mpath: cannot start the command thread: {e}"),
                 }
@@ -294,7 +294,7 @@ impl MpathMonitor {
     }
 }
 
-impl Collector for MpathMonitor {
+impl Collector for MpathCollector {
     fn sources(&self) -> &'static [&'static str] {
         &["mpath"]
     }
@@ -306,7 +306,7 @@ impl Collector for MpathMonitor {
     }
 
     fn report(&mut self, w: &mut LineWriter, cx: &mut ReportCx<'_>) {
-        MpathMonitor::report(self, w, cx.ts_ns);
+        MpathCollector::report(self, w, cx.ts_ns);
     }
 
     fn live(&self, live: &mut Live) {
@@ -516,7 +516,7 @@ mod tests {
         }
     }
 
-    /// The detector's lines for the interval, as [`MpathMonitor::report`] writes them.
+    /// The detector's lines for the interval, as [`MpathCollector::report`] writes them.
     fn report(d: &mut MpathDetector, w: &mut LineWriter, ts_ns: i64) {
         write_lines(d, w, ts_ns);
         d.end_interval();
@@ -802,14 +802,14 @@ mod tests {
 
     /// A fixture root with mpatha's two paths running, and a monitor reading it with the
     /// captured dmsetup output.
-    fn fixture_monitor(cfg: MpathConfig) -> (tempfile::TempDir, Root, MpathMonitor) {
+    fn fixture_monitor(cfg: MpathConfig) -> (tempfile::TempDir, Root, MpathCollector) {
         let tmp = tempfile::tempdir().unwrap();
         sysfs(tmp.path(), "running");
         let root = Root::new(tmp.path().join("proc"), tmp.path());
         let runner = CapturedRunner::new()
             .with("dmsetup status --target multipath", STATUS_OK)
             .with("dmsetup table --target multipath", TABLE);
-        (tmp, root, MpathMonitor::new_inline(cfg, Arc::new(runner)))
+        (tmp, root, MpathCollector::new_inline(cfg, Arc::new(runner)))
     }
 
     #[test]
@@ -890,7 +890,7 @@ mod tests {
             dmsetup_interval_s: 10.0,
             ..cfg()
         };
-        let mut m = MpathMonitor::new_inline(c, Arc::new(SystemRunner));
+        let mut m = MpathCollector::new_inline(c, Arc::new(SystemRunner));
         let mut ev = Vec::new();
         m.poll(&root, 0.0, &mut ev).unwrap();
         std::fs::write(&status, STATUS_FAILED).unwrap();
@@ -928,7 +928,7 @@ mod tests {
         let runner = CapturedRunner::new()
             .with("dmsetup status --target multipath", STATUS_FAILED)
             .with("dmsetup table --target multipath", TABLE);
-        let mut m = MpathMonitor::new(cfg(), Arc::new(runner));
+        let mut m = MpathCollector::new(cfg(), Arc::new(runner));
         let mut ev = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(10);
         let mut t = 0.0;
@@ -956,7 +956,7 @@ mod tests {
                 "mpatha: 0 1 multipath 2 0 0 0 1 1 A 0 1 0 8:16 Q 0\n",
             )
             .with("dmsetup table --target multipath", TABLE);
-        let mut m = MpathMonitor::new_inline(cfg(), Arc::new(runner));
+        let mut m = MpathCollector::new_inline(cfg(), Arc::new(runner));
         let e = m.poll(&root, 0.0, &mut Vec::new()).unwrap_err();
         assert!(e.to_string().contains("line 1"), "{e}");
         // Sysfs alone still gives the paths.
@@ -969,7 +969,7 @@ mod tests {
         );
 
         let empty = tempfile::tempdir().unwrap();
-        let mut m = MpathMonitor::new_inline(cfg(), Arc::new(CapturedRunner::new()));
+        let mut m = MpathCollector::new_inline(cfg(), Arc::new(CapturedRunner::new()));
         m.poll(&Root::new(empty.path(), empty.path()), 0.0, &mut Vec::new())
             .unwrap();
         let mut w = LineWriter::new("h", &[]);
@@ -1077,7 +1077,7 @@ mod tests {
         let runner = CapturedRunner::new()
             .with("dmsetup status --target multipath", status)
             .with("dmsetup table --target multipath", table);
-        let mut m = MpathMonitor::new_inline(cfg(), Arc::new(runner));
+        let mut m = MpathCollector::new_inline(cfg(), Arc::new(runner));
         let mut ev = Vec::new();
         let cpu = crate::selfstat::thread_cpu;
         let c0 = cpu();

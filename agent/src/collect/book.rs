@@ -1,13 +1,13 @@
-//! The drive book: the drive monitor's latest reading of each disk — identity, own annual
-//! failure rate, failure probability — shared with the monitors that compute a rebuild risk
-//! (MD, zpool, hardware RAID), and the zpool monitor's vdev leaves shared back for the `pool`
+//! The drive book: the drive collector's latest reading of each disk — identity, own annual
+//! failure rate, failure probability — shared with the collectors that compute a rebuild risk
+//! (MD, zpool, hardware RAID), and the zpool collector's vdev leaves shared back for the `pool`
 //! tag of the `drive` lines.
 //!
 //! **Shape.** A [`DriveBook`] is a cheap clone of one `Arc`: [`crate::collect::storage`] makes
-//! one and hands a clone to each monitor. The writer builds a new immutable [`BookView`] and
+//! one and hands a clone to each collector. The writer builds a new immutable [`BookView`] and
 //! swaps it in; a reader takes the current view (an `Arc` clone). The lock is held only for
 //! that swap or clone, never while a reading is taken or a risk computed, so neither the drive
-//! monitor's thread nor the sampling thread waits on the other.
+//! collector's thread nor the sampling thread waits on the other.
 //!
 //! **Keys.** A disk is found by
 //! * its kernel name (`sdc`, `nvme0n1`), or a partition of it (`sdc1`, `nvme0n1p2`): the MD
@@ -137,7 +137,7 @@ impl DriveBook {
         *cur = Arc::new(next);
     }
 
-    /// Replaces every drive with `entries` (the drive monitor, after its readings changed).
+    /// Replaces every drive with `entries` (the drive collector, after its readings changed).
     pub fn publish(&self, entries: Vec<BookEntry>) {
         let mut drives = BTreeMap::new();
         let mut serials = BTreeMap::new();
@@ -163,14 +163,14 @@ impl DriveBook {
         });
     }
 
-    /// Replaces the pools' vdev leaves (the zpool monitor, when `zpool status` was read).
+    /// Replaces the pools' vdev leaves (the zpool collector, when `zpool status` was read).
     pub fn publish_pools(&self, pools: BTreeMap<String, Vec<String>>) {
         if self.view().pools != pools {
             self.update(|v| v.pools = pools);
         }
     }
 
-    /// Replaces the members of the hardware virtual drives (the RAID controller monitor, after
+    /// Replaces the members of the hardware virtual drives (the RAID controller collector, after
     /// each read): `(serial, wwn, vd)` of each physical drive in a virtual drive (`vd` as
     /// `c0/v1`). The `drive` line of a disk with that serial or WWN gets the `raid_vd` tag.
     pub fn publish_raid_vds(&self, members: Vec<(Option<String>, Option<String>, String)>) {

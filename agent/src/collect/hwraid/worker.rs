@@ -53,16 +53,16 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::command::{found, CommandError, CommandJob, Spawned};
+use crate::command::{found, CommandError, Spawned, Worker};
 use crate::root::Root;
 use crate::sources::storcli::{self, Controller, PdState};
 use crate::sources::ParseError;
 
 use super::detail::{self, Detail};
 use super::first::{self, First};
+use super::workdir::{exited, WorkDir};
 
 /// How often a running call is looked at.
 const POLL: Duration = Duration::from_millis(25);
@@ -180,7 +180,7 @@ pub(super) enum Update {
 
 /// The settings the worker needs, resolved.
 #[derive(Debug, Clone)]
-pub(super) struct JobConfig {
+pub(super) struct WorkerConfig {
     /// The program given, or `None` to look for [`PROGRAMS`].
     pub(super) program: Option<PathBuf>,
     pub(super) interval_s: f64,
@@ -196,10 +196,10 @@ struct Killed {
     started: Instant,
 }
 
-/// The hardware RAID monitor's [`crate::command::CommandJob`].
+/// The hardware RAID monitor's [`crate::command::Worker`].
 #[derive(Debug)]
-pub(super) struct HwraidJob {
-    cfg: JobConfig,
+pub(super) struct HwraidWorker {
+    cfg: WorkerConfig,
     root: Root,
     next_round_s: f64,
     /// The wait before the next round: `interval`, doubled after each round with a timeout.
@@ -219,8 +219,8 @@ pub(super) struct HwraidJob {
     told: BTreeSet<String>,
 }
 
-impl HwraidJob {
-    pub(super) fn new(cfg: JobConfig, root: Root) -> Self {
+impl HwraidWorker {
+    pub(super) fn new(cfg: WorkerConfig, root: Root) -> Self {
         Self {
             delay_s: cfg.interval_s,
             cfg,
@@ -409,7 +409,7 @@ impl HwraidJob {
     }
 }
 
-impl CommandJob for HwraidJob {
+impl Worker for HwraidWorker {
     type Output = Vec<Update>;
 
     fn run_due(&mut self, now_s: f64, _woken: bool) -> Option<Vec<Update>> {
@@ -474,138 +474,11 @@ fn named(e: CommandError, program: &Path) -> CommandError {
     }
 }
 
-/// The monitor's private working directory for storcli, removed when dropped.
-#[derive(Debug)]
-struct WorkDir(PathBuf);
-
-impl WorkDir {
-    /// `$TMPDIR/storwatch-storcli-<pid>-<n>`, mode 0700, made anew (a leftover of the same name,
-    /// from a process with the same id, is emptied).
-    fn new() -> std::io::Result<Self> {
-        use std::os::unix::fs::DirBuilderExt;
-        static N: AtomicU64 = AtomicU64::new(0);
-        static SWEPT: std::sync::Once = std::sync::Once::new();
-        SWEPT.call_once(|| sweep_stale(&std::env::temp_dir()));
-        let path = std::env::temp_dir().join(format!(
-            "storwatch-storcli-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e),
-        }
-        // Removed however the agent ends, also when this monitor's thread never gets to drop it.
-        crate::command::at_exit::remove_at_exit(&path);
-        let w = Self(path);
-        w.empty();
-        Ok(w)
-    }
-
-    /// `sh -c` arguments that run `program args…` in the directory; `None` for a path that is
-    /// not UTF-8 (then run directly).
-    fn wrap(&self, program: &Path, args: &[&str]) -> Option<Vec<String>> {
-        // A relative path names a file from the agent's directory, not the private one.
-        let program = if program.is_relative() && program.components().count() > 1 {
-            std::env::current_dir().ok()?.join(program)
-        } else {
-            program.to_owned()
-        };
-        let mut v = vec![
-            "-c".to_owned(),
-            r#"cd -- "$1" && shift && exec "$@""#.to_owned(),
-            "storcli".to_owned(),
-            self.0.to_str()?.to_owned(),
-            program.to_str()?.to_owned(),
-        ];
-        v.extend(args.iter().map(|a| (*a).to_owned()));
-        Some(v)
-    }
-
-    /// Removes what storcli left there (`storcli.log`, `MegaSAS.log`, …).
-    fn empty(&self) {
-        let Ok(entries) = std::fs::read_dir(&self.0) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            let _ = if e.file_type().is_ok_and(|t| t.is_dir()) {
-                std::fs::remove_dir_all(&p)
-            } else {
-                std::fs::remove_file(&p)
-            };
-        }
-    }
-}
-
-/// Removes the working directories in `tmp` left by agents that ended without removing theirs
-/// (killed, or ended by a path that skips the monitor's drop): `storwatch-storcli-<pid>-<n>`
-/// whose process no longer exists and which belong to this user. A directory of a live agent,
-/// this one or another, is left alone. Run once per process, before its first directory.
-fn sweep_stale(tmp: &Path) {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(entries) = std::fs::read_dir(tmp) else {
-        return;
-    };
-    let uid = rustix::process::geteuid().as_raw();
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("storwatch-storcli-"))
-            .and_then(|rest| rest.split_once('-'))
-            .and_then(|(pid, n)| n.parse::<u64>().ok().and(pid.parse::<i32>().ok()))
-        else {
-            continue;
-        };
-        let Ok(meta) = std::fs::symlink_metadata(e.path()) else {
-            continue;
-        };
-        if !meta.is_dir() || meta.uid() != uid || alive(pid) {
-            continue;
-        }
-        let _ = std::fs::remove_dir_all(e.path());
-    }
-}
-
-/// Whether process `pid` exists (signal 0: it exists unless the kernel says there is no such
-/// process; one of another user answers EPERM and counts as alive).
-fn alive(pid: i32) -> bool {
-    let Some(pid) = rustix::process::Pid::from_raw(pid) else {
-        return false;
-    };
-    !matches!(
-        rustix::process::test_kill_process(pid),
-        Err(rustix::io::Errno::SRCH)
-    )
-}
-
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        crate::command::at_exit::keep_at_exit(&self.0);
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Whether the process `pid`, a call killed at its timeout, has exited: it is a zombie, or
-/// already reaped (by [`crate::command::reap_dying`], which this calls first), so no longer our
-/// child. Never waits.
-fn exited(pid: u32) -> bool {
-    use rustix::process::{waitid, Pid, WaitId, WaitIdOptions};
-    crate::command::reap_dying();
-    let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
-        return true;
-    };
-    let opts = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
-    // ECHILD: reaped already.
-    !matches!(waitid(WaitId::Pid(pid), opts), Ok(None))
-}
-
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::PermissionsExt;
 
+    use super::super::workdir::sweep_stale;
     use super::*;
 
     /// A stand-in storcli that logs each call and answers the healthy RAID6's `show all` for
@@ -629,11 +502,11 @@ mod tests {
         script
     }
 
-    fn job(dir: &Path, program: PathBuf) -> HwraidJob {
+    fn worker(dir: &Path, program: PathBuf) -> HwraidWorker {
         let sys = dir.join("sys");
         std::fs::create_dir_all(sys.join("block")).expect("sys");
-        HwraidJob::new(
-            JobConfig {
+        HwraidWorker::new(
+            WorkerConfig {
                 program: Some(program),
                 interval_s: 60.0,
                 timeout: Duration::from_millis(300),
@@ -656,9 +529,9 @@ mod tests {
             .unwrap_or(0)
     }
 
-    /// Waits (bounded) until the call the job killed has exited, as a SIGKILLed `sleep` does
+    /// Waits (bounded) until the call the worker killed has exited, as a SIGKILLed `sleep` does
     /// within microseconds.
-    fn killed_exits(j: &HwraidJob) {
+    fn killed_exits(j: &HwraidWorker) {
         let pid = j.killed.borrow().as_ref().expect("a killed call").pid;
         let start = Instant::now();
         while !exited(pid) {
@@ -670,9 +543,9 @@ mod tests {
     #[test]
     fn no_round_while_a_killed_call_has_not_exited() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut j = job(dir.path(), stand_in(dir.path()));
+        let mut j = worker(dir.path(), stand_in(dir.path()));
         // A process of ours that has not exited stands for a storcli stuck in the kernel after
-        // SIGKILL (nothing unprivileged survives SIGKILL): the job killed it 90 s ago.
+        // SIGKILL (nothing unprivileged survives SIGKILL): the worker killed it 90 s ago.
         let mut stuck = std::process::Command::new("sleep")
             .arg("1000")
             .spawn()
@@ -739,7 +612,7 @@ mod tests {
     #[test]
     fn each_timeout_doubles_the_wait_up_to_an_hour_and_a_good_round_resets_it() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut j = job(dir.path(), stand_in(dir.path()));
+        let mut j = worker(dir.path(), stand_in(dir.path()));
         std::fs::write(dir.path().join("hang"), "").expect("hang");
         let mut now = 0.0;
         let mut waits = Vec::new();
