@@ -4,6 +4,7 @@
 # 1 s sample and 10 s report interval, CPU from the kernel's per-thread accounting (schedstat).
 #
 #   bench/run-agent-bench.sh [--duration 60] [--rounds 2] [--only storwatch,floor-full] [--drives]
+#                            [--drives-steady]
 #
 # The harness is read-only where it is shared, so it is copied to a scratch directory; results land
 # in bench/out/ (table.txt, results.jsonl). To compare with Telegraf, node_exporter and collectd,
@@ -28,28 +29,66 @@
 # the harness's files read once a second in C) runs in the same run, so that what the monitors
 # add is measured against the floor and the agent without them under the same load.
 #
-# Each round starts every agent afresh, so the window is always its first drive round: every SAS
-# disk gets both calls (JSON, then `-l error`). In the rounds after it, `[drive]
-# sas_error_log_every` (6) leaves out the second call in 5 rounds of 6; that steady state is not
-# reached in a window of minutes (docs/performance.md computes it from the per-call costs).
+# Each round starts every agent afresh, so with --drives the window is its first drive round:
+# every SAS disk gets both calls (JSON, then `-l error`). In the rounds after it, `[drive]
+# sas_error_log_every` (6) leaves out the second call in 5 rounds of 6.
+#
+# --drives-steady measures those later rounds: storwatch-steady runs every monitor with the drive
+# round compressed from 30 min to 60 s ([drive] interval = "60s", everything else at its default:
+# sas_error_log_every 6, [hwraid] every 60 s), and the window starts after the first drive round
+# (--warmup 70 unless given; --duration 120 unless given: two whole rounds). So the window holds
+# the default cadence's call mix — per round 200 JSON calls and the `-l error` calls of one round
+# in six — at 30 times its rate: its figure is an upper bound of the default cadence's steady
+# state, and the drive thread's and the children's share of it (printed apart) is what one round
+# costs, measured.
+#
+# STORWATCH_BEFORE_BIN names a second agent binary (the build before a change): every storwatch
+# agent of the run is run with it too, as <name>-before, in the same run and rounds, so that
+# before and after are compared under the same load.
+#
+# Every agent's threads are also recorded by name (schedstat of /proc/PID/task/*; the sampling
+# thread is `storwatch-agent`, the drive monitor's `storwatch-drive`, the RAID monitor's
+# `storwatch-hwraid`) and printed beside the totals.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 harness=${STORWATCH_BENCH_HARNESS:-$repo/../shared/bench}
 work=${STORWATCH_BENCH_DIR:-/tmp/storwatch-bench}
 drives=0
+steady=0
 args=()
 for a in "$@"; do
-  case $a in --drives) drives=1 ;; *) args+=("$a") ;; esac
+  case $a in
+    --drives) drives=1 ;;
+    --drives-steady) drives=1 steady=1 ;;
+    *) args+=("$a") ;;
+  esac
 done
-if [ "$drives" = 1 ]; then
+before_bin=${STORWATCH_BEFORE_BIN:-}
+# adds "<name>-before" after each storwatch agent of a list, when a before binary is given
+with_before() {
+  local out="" n
+  for n in ${1//,/ }; do
+    out+="${out:+,}$n"
+    case $n in storwatch*) [ -z "$before_bin" ] || out+=",$n-before" ;; esac
+  done
+  echo "$out"
+}
+if [ "$steady" = 1 ]; then
+  case " ${args[*]} " in *" --warmup "*) ;; *) args+=(--warmup 70) ;; esac
+  case " ${args[*]} " in *" --duration "*) ;; *) args+=(--duration 120) ;; esac
+  case " ${args[*]} " in
+    *" --only "*) ;;
+    *) args+=(--only "$(with_before floor-full,storwatch,storwatch-steady)") ;;
+  esac
+elif [ "$drives" = 1 ]; then
   # the agents with and without the drive monitors, unless --only names others
   case " ${args[*]} " in
     *" --only "*) ;;
-    *) args+=(--only floor-full,storwatch,storwatch-drives,storwatch-drives-fast) ;;
+    *) args+=(--only "$(with_before floor-full,storwatch,storwatch-drives,storwatch-drives-fast)") ;;
   esac
 fi
-[ ${#args[@]} -gt 0 ] || args=(--duration 60 --rounds 2 --only storwatch,storwatch-core,floor-full)
+[ ${#args[@]} -gt 0 ] || args=(--duration 60 --rounds 2 --only "$(with_before storwatch,storwatch-core,floor-full)")
 
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
@@ -59,6 +98,7 @@ cp -r "$harness"/. "$work"/
 chmod -R u+w "$work"
 mkdir -p "$work/bin"
 cp "$agent_bin" "$work/bin/storwatch-agent"
+[ -z "$before_bin" ] || cp "$before_bin" "$work/bin/storwatch-agent-before"
 [ -x "$work/bin/floor" ] || gcc -O2 -Wall -o "$work/bin/floor" "$work/floor.c"
 # storwatch-core: the same agent with the storage-health monitors off (block devices, NICs, CPU,
 # memory and PSI only), to show what the core sampling costs on its own.
@@ -81,7 +121,7 @@ python3 - "$work/bench.py" <<'PY'
 import sys
 p = sys.argv[1]
 t = open(p).read()
-if "children_cpu" not in t:
+if "threads_by_name" not in t:
     edits = [
         ("def status_kb(pid, key):",
          "def children_cpu(pid):\n"
@@ -89,14 +129,29 @@ if "children_cpu" not in t:
          "    s = read(\"/proc/%d/stat\" % pid)\n"
          "    rest = s[s.rindex(\")\") + 2:].split()\n"
          "    return (int(rest[13]) + int(rest[14])) / HZ\n\n\n"
+         "def threads_by_name(pid):\n"
+         "    \"\"\"schedstat run time (s) of pid's threads, summed by thread name.\"\"\"\n"
+         "    out = {}\n"
+         "    for t in os.listdir(\"/proc/%d/task\" % pid):\n"
+         "        try:\n"
+         "            name = read(\"/proc/%d/task/%s/comm\" % (pid, t)).strip()\n"
+         "            ns = int(read(\"/proc/%d/task/%s/schedstat\" % (pid, t)).split()[0])\n"
+         "        except (OSError, ValueError):\n"
+         "            continue\n"
+         "        out[name] = out.get(name, 0) + ns / 1e9\n"
+         "    return out\n\n\n"
          "def status_kb(pid, key):"),
-        ("        s0 = tree_sched(p.pid)\n", "        s0 = tree_sched(p.pid)\n        k0 = children_cpu(p.pid)\n"),
-        ("        s1 = tree_sched(p.pid)\n", "        s1 = tree_sched(p.pid)\n        k1 = children_cpu(p.pid)\n"),
+        ("        s0 = tree_sched(p.pid)\n",
+         "        s0 = tree_sched(p.pid)\n        k0 = children_cpu(p.pid)\n        n0 = threads_by_name(p.pid)\n"),
+        ("        s1 = tree_sched(p.pid)\n",
+         "        s1 = tree_sched(p.pid)\n        k1 = children_cpu(p.pid)\n        n1 = threads_by_name(p.pid)\n"),
         ("        ncoll = (t1 - t0) / args.interval\n",
          "        ncoll = (t1 - t0) / args.interval\n"
          "        res.update(children_cpu_s=round(k1 - k0, 3),\n"
          "                   children_ms_per_coll=round((k1 - k0) * 1000 / ncoll, 4),\n"
-         "                   total_ms_per_coll=round(((s1 - s0) + (k1 - k0)) * 1000 / ncoll, 4))\n"),
+         "                   total_ms_per_coll=round(((s1 - s0) + (k1 - k0)) * 1000 / ncoll, 4),\n"
+         "                   threads_ms_per_coll={k: round((v - n0.get(k, 0)) * 1000 / ncoll, 4)\n"
+         "                                        for k, v in n1.items()})\n"),
     ]
     for old, new in edits:
         if t.count(old) != 1:
@@ -146,9 +201,30 @@ SH
     >"$work/conf/storwatch-drives.toml"
   printf '[drive]\nsmartctl = "{bin}/drive/smartctl"\ninterval = "60s"\n[hwraid]\nstorcli = "{bin}/drive/storcli64"\ninterval = "10s"\n' \
     >"$work/conf/storwatch-drives-fast.toml"
-  for n in storwatch-drives storwatch-drives-fast; do
+  # the default cadence's call mix, the drive round compressed to 60 s (--drives-steady)
+  printf '[drive]\nsmartctl = "{bin}/drive/smartctl"\ninterval = "60s"\n[hwraid]\nstorcli = "{bin}/drive/storcli64"\n' \
+    >"$work/conf/storwatch-steady.toml"
+  for n in storwatch-drives storwatch-drives-fast storwatch-steady; do
     grep -q "^$n " "$work/agents.conf" || echo "$n | file | {bin}/storwatch-agent run --config {conf:$n.toml} --proc-root {proc} --sys-root {sys} --sample-interval 1s --report-interval 10s --output file:{out}" >>"$work/agents.conf"
   done
+fi
+if [ -n "$before_bin" ]; then
+  # each storwatch agent again with the build before, as <name>-before
+  python3 - "$work/agents.conf" <<'PY'
+import re, sys
+p = sys.argv[1]
+lines = open(p).read().splitlines()
+names = {l.split("|")[0].strip() for l in lines if "|" in l and not l.startswith("#")}
+add = []
+for l in lines:
+    if l.startswith("storwatch") and "|" in l:
+        name = l.split("|")[0].strip()
+        if name.endswith("-before") or name + "-before" in names:
+            continue
+        rest = l.split("|", 1)[1].replace("{bin}/storwatch-agent ", "{bin}/storwatch-agent-before ")
+        add.append("%s-before |%s" % (name, rest))
+open(p, "a").write("".join(a + "\n" for a in add))
+PY
 fi
 # results.jsonl is appended to: this run's rows are those after the ones already there
 before=0
@@ -167,12 +243,25 @@ for line in open(sys.argv[1]).readlines()[int(sys.argv[2]):]:
         continue
     if "children_ms_per_coll" in r:
         rows.setdefault(r["name"], []).append(r)
-print("%-22s %5s %24s %24s %24s" % ("ms CPU per collection", "rnds", "agent threads (schedstat)",
-                                    "children (cutime+cstime)", "total"))
+print("%-24s %5s %24s %24s %24s %7s" % ("ms CPU per collection", "rnds", "agent threads (schedstat)",
+                                    "children (cutime+cstime)", "total", "RSS MiB"))
 for n, rs in rows.items():
     cols = []
     for k in ("sched_ms_per_coll", "children_ms_per_coll", "total_ms_per_coll"):
         v = [r[k] for r in rs]
         cols.append("%7.4f (%6.4f-%6.4f)" % (statistics.mean(v), min(v), max(v)))
-    print("%-22s %5d %s" % (n, len(rs), " ".join("%24s" % c for c in cols)))
+    rss = max(r.get("rss_steady_mib", 0) for r in rs)
+    print("%-24s %5d %s %7.1f" % (n, len(rs), " ".join("%24s" % c for c in cols), rss))
+# Each agent's threads by name (mean over the rounds), and its total against the floor's.
+print()
+floor = [r["sched_ms_per_coll"] for r in rows.get("floor-full", [])]
+for n, rs in rows.items():
+    names = sorted({k for r in rs for k in r.get("threads_ms_per_coll", {})})
+    parts = ["%s %.4f" % (k, statistics.mean(r.get("threads_ms_per_coll", {}).get(k, 0) for r in rs))
+             for k in names]
+    ratio = ""
+    if floor and n != "floor-full":
+        ratio = "  total/floor %.2f" % (statistics.mean(r["total_ms_per_coll"] for r in rs)
+                                        / statistics.mean(floor))
+    print("%-24s %s%s" % (n, ", ".join(parts), ratio))
 PY

@@ -43,6 +43,9 @@ pub struct Scheduler {
     cycle_cpu_max: Duration,
     process_cpu_at_report: Duration,
     started: Instant,
+    /// Each collector's CPU time (this thread's clock) in the samples and the report of the
+    /// interval, and the field it is written in (`disk_cpu_us`).
+    collector_cpu: Vec<(String, Duration)>,
 }
 
 impl Scheduler {
@@ -58,8 +61,13 @@ impl Scheduler {
                 errors.register(n);
             }
         }
+        let collector_cpu = all
+            .iter()
+            .map(|c| (format!("{}_cpu_us", c.name()), Duration::ZERO))
+            .collect();
         Self {
             root: Root::new(&cfg.proc_root, &cfg.sys_root),
+            collector_cpu,
             collectors: all,
             buf: String::with_capacity(64),
             prev_uptime_cs: None,
@@ -122,11 +130,17 @@ impl Scheduler {
             events: &mut self.events,
             errors: &mut self.errors,
         };
-        for c in &mut self.collectors {
+        // Each collector's share: the clock read between two collectors ends one and starts
+        // the next (one clock read per collector).
+        let mut t = selfstat::thread_cpu();
+        for (c, (_, cost)) in self.collectors.iter_mut().zip(&mut self.collector_cpu) {
             c.sample(&mut cx);
+            let now = selfstat::thread_cpu();
+            *cost += now.saturating_sub(t);
+            t = now;
         }
         self.samples += 1;
-        let spent = selfstat::thread_cpu().saturating_sub(cpu0);
+        let spent = t.saturating_sub(cpu0);
         self.cycle_cpu_sum += spent;
         self.cycle_cpu_max = self.cycle_cpu_max.max(spent);
     }
@@ -163,8 +177,12 @@ impl Scheduler {
             uptime_cs: self.uptime_cs,
             errors: &mut self.errors,
         };
-        for c in &mut self.collectors {
+        let mut t = cpu0;
+        for (c, (_, cost)) in self.collectors.iter_mut().zip(&mut self.collector_cpu) {
             c.report(w, &mut cx);
+            let now = selfstat::thread_cpu();
+            *cost += now.saturating_sub(t);
+            t = now;
         }
         for e in std::mem::take(&mut self.events) {
             let bad = is_bad_state(&e.to_state) || e.text.contains("checksum error");
@@ -193,7 +211,8 @@ impl Scheduler {
         for c in &self.collectors {
             c.watched(&mut watched);
         }
-        w.line("agent", ts)
+        let mut line = w
+            .line("agent", ts)
             .tag("version", env!("CARGO_PKG_VERSION"))
             .field(
                 "cycle_cpu_us",
@@ -215,8 +234,12 @@ impl Scheduler {
             .field("spool_bytes", sink.spool_bytes)
             .field("dropped_lines", sink.dropped_lines)
             .field_opt("file_rotations", sink.file_rotations)
-            .field("uptime_s", self.started.elapsed().as_secs())
-            .write();
+            .field("uptime_s", self.started.elapsed().as_secs());
+        for (field, cost) in &mut self.collector_cpu {
+            line = line.field(field.as_str(), r3(cost.as_secs_f64() * 1e6));
+            *cost = Duration::ZERO;
+        }
+        line.write();
         for (name, interval, total) in self.errors.take_interval() {
             w.line("agent_source", ts)
                 .tag("source", name)
@@ -353,5 +376,96 @@ mod tests {
         let text = String::from_utf8(w.take()).expect("utf8");
         assert!(!text.contains("event,"), "{text}");
         assert!(text.contains("errors=0i,errors_total=2i"), "{text}");
+    }
+
+    /// A collector that spends at least `burn` of this thread's CPU in each sample.
+    struct Burner {
+        burn: Duration,
+    }
+
+    impl Collector for Burner {
+        fn sources(&self) -> &'static [&'static str] {
+            &["burner"]
+        }
+
+        fn sample(&mut self, _cx: &mut SampleCx<'_>) {
+            let t0 = selfstat::thread_cpu();
+            let mut x = 0u64;
+            while selfstat::thread_cpu().saturating_sub(t0) < self.burn {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        }
+
+        fn report(&mut self, _w: &mut LineWriter, _cx: &mut ReportCx<'_>) {}
+    }
+
+    fn field_f64(line: &str, key: &str) -> Option<f64> {
+        let fields = line.split(' ').nth(1)?;
+        fields.split(',').find_map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            (k == key).then(|| v.trim_end_matches('i').parse().ok())?
+        })
+    }
+
+    #[test]
+    fn the_agent_line_carries_each_collectors_cpu_of_the_interval() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for d in ["proc", "sys"] {
+            std::fs::create_dir(dir.path().join(d)).expect("mkdir");
+        }
+        let cfg = Config {
+            proc_root: dir.path().join("proc"),
+            sys_root: dir.path().join("sys"),
+            ..Config::default()
+        };
+        let burn = Duration::from_millis(3);
+        let mut s = Scheduler::new(&cfg, vec![Box::new(Burner { burn })]);
+        s.sample(0.0);
+        s.sample(1.0);
+        let mut w = LineWriter::new("h", &[]);
+        s.report(&mut w, 7, 1.0, SinkStats::default());
+        let text = String::from_utf8(w.take()).expect("utf8");
+        let agent = text
+            .lines()
+            .find(|l| l.starts_with("agent,"))
+            .expect("agent line");
+        for f in ["disk_cpu_us", "net_cpu_us", "host_cpu_us"] {
+            assert!(
+                field_f64(agent, f).is_some_and(|v| v >= 0.0),
+                "{f}: {agent}"
+            );
+        }
+        // two samples, each at least `burn` of the thread's clock
+        let burner = field_f64(agent, "burner_cpu_us").expect("burner_cpu_us");
+        assert!(burner >= 2.0 * burn.as_secs_f64() * 1e6, "{agent}");
+        // every collector's share is inside the samples' and the report's total
+        let cycle = field_f64(agent, "cycle_cpu_us").expect("cycle_cpu_us") * 2.0;
+        let report = field_f64(agent, "report_cpu_us").expect("report_cpu_us");
+        assert!(burner <= cycle + report + 1.0, "{agent}");
+        // the next interval starts from zero
+        let mut w = LineWriter::new("h", &[]);
+        s.report(&mut w, 8, 2.0, SinkStats::default());
+        let text = String::from_utf8(w.take()).expect("utf8");
+        let agent = text
+            .lines()
+            .find(|l| l.starts_with("agent,"))
+            .expect("agent line");
+        assert!(
+            field_f64(agent, "burner_cpu_us").is_some_and(|v| v < burn.as_secs_f64() * 1e6),
+            "{agent}"
+        );
+    }
+
+    #[test]
+    fn collectors_are_named_after_their_domain() {
+        assert_eq!(collect::name_of(&["diskstats", "sysblock"]), "disk");
+        assert_eq!(collect::name_of(&["netdev", "sysnet"]), "net");
+        assert_eq!(collect::name_of(&["stat", "pressure", "meminfo"]), "host");
+        assert_eq!(collect::name_of(&["smartctl"]), "drive");
+        assert_eq!(collect::name_of(&["storcli"]), "hwraid");
+        assert_eq!(collect::name_of(&["cgroup"]), "jobs");
+        assert_eq!(collect::name_of(&["mountinfo", "statvfs"]), "fs");
+        assert_eq!(collect::name_of(&["md"]), "md");
+        assert_eq!(collect::name_of(&[]), "collector");
     }
 }

@@ -104,6 +104,29 @@ pub trait Collector: Send {
     /// Adds this collector's rows from its last sample to `live` (what `top` draws). Most have
     /// no pane.
     fn live(&self, _live: &mut Live) {}
+
+    /// The collector's name in the `agent` line's `<name>_cpu_us` field (its own cost per
+    /// report): by default from its first source ([`name_of`]).
+    fn name(&self) -> &'static str {
+        name_of(self.sources())
+    }
+}
+
+/// A collector's name from its sources: the domain it writes (`disk`, `net`, `host`, `md`,
+/// `mpath`, `zpool`, `drive`, `hwraid`, `jobs`, `fs`); another collector goes by its first
+/// source.
+pub fn name_of(sources: &[&'static str]) -> &'static str {
+    match sources.first().copied() {
+        Some("diskstats") => "disk",
+        Some("netdev") => "net",
+        Some("stat") => "host",
+        Some("smartctl") => "drive",
+        Some("storcli") => "hwraid",
+        Some("cgroup") => "jobs",
+        Some("mountinfo") => "fs",
+        Some(other) => other,
+        None => "collector",
+    }
 }
 
 /// What the collectors track, for the `agent` line: the sum over all of them.

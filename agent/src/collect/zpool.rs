@@ -2,7 +2,9 @@
 //! the [`ZpoolDetector`] and writes the `zpool` and `zpool_vdev` lines.
 //!
 //! Two speeds. Every sample (1 s) the monitor reads `/proc/spl/kstat/zfs/<pool>/state`, which
-//! costs nothing and turns a pool going DEGRADED into an event within a second. The details
+//! costs nothing and turns a pool going DEGRADED into an event within a second; the directory
+//! itself is listed every [`RELIST_EVERY`] samples and at once when a known pool's file is gone,
+//! so a pool imported is seen within 10 s and one exported within the second. The details
 //! come from `zpool status` (`-j --json-int` where the release has it, else `-p` text) and
 //! `zpool list -Hp`, which the monitor runs on its own thread every `interval_s` (60 s) with a
 //! deadline (`timeout_s`, 10 s): `zpool` can hang for minutes behind a dead device, and the
@@ -26,7 +28,7 @@ use crate::command::{CommandError, CommandRunner, Worker, WorkerHandle};
 use crate::event::Event;
 use crate::health::risk::{MemberRate, RiskModel};
 use crate::health::zpool::{PoolReport, ZpoolDetector};
-use crate::root::Root;
+use crate::root::{read_value_optional, JoinSized, Root};
 use crate::sources::zpool::{self, json, list, status, PoolList, ZpoolStatus};
 use crate::sources::SourceError;
 
@@ -205,6 +207,57 @@ pub struct ZpoolCollector {
     /// The drives' readings (each survivor's own rate in `rebuild_risk`), and where the pools'
     /// leaves are published for the drives' `pool` tag.
     book: Option<DriveBook>,
+    /// The pools' kstat state files, and when to list them again.
+    kstat: Kstat,
+}
+
+/// Samples between two listings of `/proc/spl/kstat/zfs` (its pools); the known pools' `state`
+/// files are read every sample.
+pub const RELIST_EVERY: u32 = 10;
+
+/// The pools of the last listing of `/proc/spl/kstat/zfs`. Listing the directory each second
+/// (`getdents64` over the pools and the module-wide kstat files) cost more than reading the
+/// pools' state files; pools come and go by `zpool import`/`export`, rarely.
+#[derive(Debug, Default)]
+struct Kstat {
+    /// `None` before the first listing, and while the module is absent or the last listing
+    /// failed: then each sample lists.
+    pools: Option<Vec<String>>,
+    /// Samples since the last listing.
+    since: u32,
+}
+
+impl Kstat {
+    /// Each pool's state (as [`zpool::read_states`]): the pools of the last listing, or a new
+    /// listing when one is due or a known pool's file is gone.
+    fn read(&mut self, root: &Root) -> Result<Option<Vec<(String, String)>>, SourceError> {
+        let Some(pools) = self.pools.as_ref().filter(|_| self.since < RELIST_EVERY) else {
+            return self.list(root);
+        };
+        let dir = root.proc("spl/kstat/zfs");
+        let mut out = Vec::with_capacity(pools.len());
+        for name in pools {
+            let path = dir.join_sized(name).join_sized("state");
+            // Exported, or the module unloaded: the listing says which.
+            let Some(text) = read_value_optional(&path)? else {
+                return self.list(root);
+            };
+            let state = zpool::parse_state(&text).map_err(|e| SourceError::parse(&path, e))?;
+            out.push((name.clone(), state));
+        }
+        self.since += 1;
+        Ok(Some(out))
+    }
+
+    fn list(&mut self, root: &Root) -> Result<Option<Vec<(String, String)>>, SourceError> {
+        let states = zpool::read_states(root);
+        self.since = 1;
+        self.pools = match &states {
+            Ok(Some(s)) => Some(s.iter().map(|(n, _)| n.clone()).collect()),
+            _ => None,
+        };
+        states
+    }
 }
 
 impl std::fmt::Debug for ZpoolCollector {
@@ -231,6 +284,7 @@ impl ZpoolCollector {
             detector,
             command_errors: 0,
             book: None,
+            kstat: Kstat::default(),
         }
     }
 
@@ -301,7 +355,7 @@ impl ZpoolCollector {
         }
         self.detector.set_now(now_s);
         let mut first_error = None;
-        match zpool::read_states(root) {
+        match self.kstat.read(root) {
             // No zfs module: nothing to watch, and no zpool to run.
             Ok(None) => {
                 if self.worker.is_none() {
@@ -464,6 +518,54 @@ mod tests {
     use influxdb_line_protocol::{parse_lines, FieldValue};
 
     const TS: i64 = 1_700_000_000_000_000_000;
+
+    /// The kstat directory is listed every `RELIST_EVERY` samples; in between, the known pools'
+    /// states are read each sample, a pool exported drops out at once and one imported is seen
+    /// at the next listing.
+    #[test]
+    fn kstat_pools_listed_every_ten_samples_states_read_every_sample() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let zfs = dir.path().join("proc/spl/kstat/zfs");
+        let pool = |name: &str, state: &str| {
+            std::fs::create_dir_all(zfs.join(name)).expect("mkdir");
+            std::fs::write(zfs.join(name).join("state"), format!("{state}\n")).expect("state");
+        };
+        pool("tank", "ONLINE");
+        std::fs::write(zfs.join("arcstats"), "x\n").expect("arcstats");
+        let root = Root::new(dir.path().join("proc"), dir.path().join("sys"));
+        let mut k = Kstat::default();
+        let names = |s: &[(String, String)]| -> Vec<String> {
+            s.iter().map(|(n, st)| format!("{n}={st}")).collect()
+        };
+        let read = |k: &mut Kstat| names(&k.read(&root).expect("read").expect("zfs"));
+        assert_eq!(read(&mut k), ["tank=ONLINE"]);
+        // a state change of a known pool: the next sample
+        pool("tank", "DEGRADED");
+        assert_eq!(read(&mut k), ["tank=DEGRADED"]);
+        // a pool imported: seen at the next listing, RELIST_EVERY samples after the last
+        pool("backup", "ONLINE");
+        let mut seen_after = None;
+        for i in 2..=RELIST_EVERY + 1 {
+            if read(&mut k).len() == 2 {
+                seen_after = Some(i);
+                break;
+            }
+        }
+        assert_eq!(
+            seen_after,
+            Some(RELIST_EVERY),
+            "listed again every {RELIST_EVERY} samples"
+        );
+        assert_eq!(read(&mut k), ["backup=ONLINE", "tank=DEGRADED"]);
+        // a pool exported: gone at the next sample, however long since the listing
+        std::fs::remove_dir_all(zfs.join("tank")).expect("export");
+        assert_eq!(read(&mut k), ["backup=ONLINE"]);
+        // the module unloaded: no zfs, and each sample looks again
+        std::fs::remove_dir_all(&zfs).expect("rmmod");
+        assert!(k.read(&root).expect("read").is_none());
+        pool("tank", "ONLINE");
+        assert_eq!(read(&mut k), ["tank=ONLINE"]);
+    }
 
     fn fixture(rel: &str) -> String {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -2,7 +2,7 @@
 //! own thread, spread over a long interval; the `drive` lines.
 //!
 //! **When.** A round every `[drive] interval` (default 30 min) reads each disk once, the calls
-//! spread evenly over the round ([`job`]): a SMART read costs the drive a few commands and
+//! spread evenly over the round ([`worker`]): a SMART read costs the drive a few commands and
 //! smartctl some CPU, and a disk server's 100 disks need not be read in the same second. Each
 //! call is killed with its process group after `timeout` (default 60 s) and its output is read
 //! up to `max_output_bytes` (default 1 MiB; a real `-a` document is 5–60 kB); a call that hangs
@@ -36,8 +36,10 @@
 //! Every report interval each disk's line is written from its latest reading, whether or not it
 //! was read in that interval. Fields and tags: docs/metrics-drive.md.
 
-mod job;
+mod disks;
+mod reading;
 mod smartd;
+mod worker;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -54,10 +56,11 @@ use crate::filter::Filter;
 use crate::health::risk::RiskModel;
 use crate::root::Root;
 use crate::sources::smartctl::{DriveHealth, OverallHealth, Protocol};
-use job::{DriveWorker, ReadResult, Update, Urgent, WorkerConfig};
+use reading::{ReadResult, Update};
+use worker::{DriveWorker, Urgent, WorkerConfig};
 
 use super::book::{BookEntry, DriveBook};
-pub use job::DriveError;
+pub use reading::DriveError;
 
 /// The source name errors are counted under.
 const SOURCE: &str = "smartctl";
@@ -225,7 +228,7 @@ impl DriveCollector {
     }
 
     fn start_worker(&mut self) -> Result<(), std::io::Error> {
-        let job = DriveWorker::new(
+        let worker = DriveWorker::new(
             WorkerConfig {
                 smartctl: self.cfg.smartctl.clone(),
                 interval_s: self.cfg.interval.as_secs_f64().max(1.0),
@@ -243,9 +246,9 @@ impl DriveCollector {
             Arc::clone(&self.urgent),
         );
         self.worker = Some(if self.inline {
-            WorkerHandle::inline(job)
+            WorkerHandle::inline(worker)
         } else {
-            WorkerHandle::spawn("storwatch-drive", job)?
+            WorkerHandle::spawn("storwatch-drive", worker)?
         });
         Ok(())
     }
@@ -260,7 +263,11 @@ impl DriveCollector {
             let was_bad = matches!(e.from_state.as_str(), "degraded" | "recovering" | "failed");
             // `md0`, not `md0/sdc` (a member's event)
             if e.source == "md" && !e.object.contains('/') && bad && !was_bad {
-                asked.extend(job::array_disks(&self.root, &e.object, self.drives.keys()));
+                asked.extend(disks::array_disks(
+                    &self.root,
+                    &e.object,
+                    self.drives.keys(),
+                ));
             }
         }
         if asked.is_empty() {

@@ -332,13 +332,13 @@ fn standby_is_not_read_and_not_an_error() {
         stderr: String::new(),
     };
     assert!(matches!(
-        job::interpret("/dev/sdb", fin),
+        reading::interpret("/dev/sdb", fin),
         ReadResult::Asleep(m) if m == "STANDBY"
     ));
     // Exit 2 without the standby message: the device could not be opened.
     let json =
         fs::read_to_string(fixture("scrutiny-open-failed-windows-exit2-no-device.json")).unwrap();
-    let r = job::interpret(
+    let r = reading::interpret(
         "/dev/sdx",
         Finished {
             status: 2,
@@ -375,7 +375,7 @@ fn a_raid_controllers_virtual_drive_is_not_an_error() {
     "exit_status": 2
   }
 }"#;
-    let r = job::interpret(
+    let r = reading::interpret(
         "/dev/sda",
         Finished {
             status: 2,

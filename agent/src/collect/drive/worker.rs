@@ -2,135 +2,42 @@
 //! without any one call holding up another.
 //!
 //! Every `interval` a round starts: the whole disks are listed from `/sys/block` (`sd*`,
-//! `nvme*n*`; partitions, dm, md and loop devices are not drives) and their place in the
-//! block-device stack is read, and disk *i* of *n* is due `i × interval / n` after the round's
-//! start, so a 100-disk server runs one `smartctl` every 18 s instead of 100 at once. A due call
-//! is started without waiting for the ones still running (at most `max_running` at a time);
-//! each is polled, and killed with its process group once it has run `timeout`. Disks asked for
-//! out of schedule (the members of an MD array that degraded) go first. When hung calls held all
-//! `max_running` places until the next round, the disks not started are left out
+//! `nvme*n*`; partitions, dm, md and loop devices are not drives; [`super::disks`]) and their
+//! place in the block-device stack is read, and disk *i* of *n* is due `i × interval / n` after
+//! the round's start, so a 100-disk server runs one `smartctl` every 18 s instead of 100 at once.
+//! A due call is started without waiting for the ones still running (at most `max_running` at a
+//! time); each is polled, and killed with its process group once it has run `timeout`. Disks
+//! asked for out of schedule (the members of an MD array that degraded) go first. When hung calls
+//! held all `max_running` places until the next round, the disks not started are left out
 //! ([`DriveError::NotStarted`] on their lines) and the next round starts with the first of them:
 //! a round restarting at the first disk gave the first ones every turn and the last ones none.
 //!
-//! smartctl's output is taken as a reading only when it is smartctl's
-//! ([`smartctl::output::parse`]): any other JSON is a source error and the last reading stays.
+//! What a finished call amounts to is [`super::reading`].
 //!
 //! Inline (`once`, stepped tests), a round's disks are all due when it starts and the poll that
 //! starts them waits for them, each still bounded by `timeout`.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::disks::{above, device_path, has_megaraid, whole_disks, Target};
+use super::reading::{interpret, wants_text, Disk, DriveError, ReadResult, Update};
 use super::smartd::StateFiles;
 use crate::collect::fs::Placement;
-use crate::command::{found, CommandError, Finished, Spawned, Worker};
+use crate::command::{found, CommandError, Worker, Spawned};
 use crate::filter::Filter;
-use crate::root::{list_dir, read_optional, Root};
+use crate::root::Root;
 use crate::sources::smartctl::scan::{self, ScanEntry};
-use crate::sources::smartctl::{self, DriveHealth, Outcome};
-use crate::sources::sysblock::{self, DeviceKind};
-use crate::sources::ParseError;
+use crate::sources::smartctl::{self, DriveHealth};
 
 /// How often running calls are looked at (their exit, their output, their deadline).
 const POLL_S: f64 = 0.025;
 
-/// Devices visited at most when walking up one disk's device stack.
-const MAX_STACK: usize = 256;
-
 /// Disks whose reading is wanted at once, shared by the collector (which adds) and the worker
 /// (which takes).
 pub(super) type Urgent = Arc<Mutex<Vec<String>>>;
-
-/// Why a drive was not read.
-#[derive(Debug, thiserror::Error)]
-pub enum DriveError {
-    /// smartctl could not be run, hung, or printed too much.
-    #[error("smartctl {device}: {source}")]
-    Command {
-        /// `/dev/sdX`.
-        device: String,
-        /// What went wrong.
-        source: CommandError,
-    },
-    /// Its output was not smartctl JSON (garbage, or cut short).
-    #[error("smartctl {device}: exit status {status}: {source}")]
-    Parse {
-        /// `/dev/sdX`.
-        device: String,
-        /// smartctl's exit status.
-        status: i32,
-        /// What was wrong.
-        source: ParseError,
-    },
-    /// The disk's call was not started in its round: hung calls of other disks held all
-    /// `max_running` places until the next round began. It goes first in the next round.
-    #[error(
-        "smartctl {device}: not read in its round: all {max_running} calls (max_running) were taken until the round ended; read first in the next round"
-    )]
-    NotStarted {
-        /// `/dev/sdX`.
-        device: String,
-        /// `[drive] max_running`.
-        max_running: usize,
-    },
-    /// smartctl answered but read nothing: the command line was refused (exit bit 0) or the
-    /// device could not be opened (bit 1 without a low-power message).
-    #[error("smartctl {device}: not read (exit status {status}): {why}")]
-    NotRead {
-        /// `/dev/sdX`.
-        device: String,
-        /// smartctl's exit status.
-        status: i32,
-        /// smartctl's messages, or its standard error.
-        why: String,
-    },
-}
-
-/// What one call amounted to.
-#[derive(Debug)]
-pub(super) enum ReadResult {
-    /// The drive was read.
-    Read(Box<DriveHealth>),
-    /// `-n standby` left it asleep in this mode: not read, not an error.
-    Asleep(String),
-    /// The device is a hardware RAID controller's virtual drive: smartctl asks for
-    /// `-d megaraid,N`. Not a drive, not an error (the message).
-    BehindController(String),
-    /// Not read.
-    Failed(DriveError),
-}
-
-/// One disk and where it sits.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Disk {
-    /// Kernel name (`sda`, `nvme0n1`); for a disk behind a MegaRAID controller its bus and
-    /// type (`bus/0:megaraid,1`).
-    pub(super) name: String,
-    /// The MD arrays and multipath maps above it.
-    pub(super) place: Placement,
-}
-
-/// What the worker hands the collector.
-#[derive(Debug)]
-pub(super) enum Update {
-    /// A round started with these disks (the others are gone).
-    Disks(Vec<Disk>),
-    /// A call that was not a disk's reading failed (listing the disks behind a RAID controller;
-    /// a SAS disk's text error log).
-    Error(DriveError),
-    /// A call ended, `at` that instant.
-    Read {
-        name: String,
-        at: Instant,
-        result: ReadResult,
-        /// A SAS disk's non-medium error count in the reading came from a `-l error` call this
-        /// long before the reading (0: the call that followed it; more: carried from an earlier
-        /// round's call, [`WorkerConfig::sas_error_log_every`]). `None`: no such count.
-        error_log_age_s: Option<f64>,
-    },
-}
 
 /// One call running.
 #[derive(Debug)]
@@ -178,7 +85,7 @@ pub(super) struct WorkerConfig {
     pub(super) sas_error_log_every: u32,
 }
 
-/// The drive monitor's [`Worker`].
+/// The drive monitor's command worker ([`Worker`]).
 #[derive(Debug)]
 pub(super) struct DriveWorker {
     cfg: WorkerConfig,
@@ -680,262 +587,11 @@ impl Worker for DriveWorker {
     }
 }
 
-/// What smartctl is pointed at for one disk.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Target {
-    /// `/dev/sda`, `/dev/bus/0`.
-    path: String,
-    /// `-d` when smartctl cannot find the type itself (`megaraid,1`).
-    device_type: Option<String>,
-}
-
-impl Target {
-    /// How errors name it.
-    fn label(&self) -> String {
-        match &self.device_type {
-            Some(t) => format!("-d {t} {}", self.path),
-            None => self.path.clone(),
-        }
-    }
-}
-
-/// Whether the kernel has a MegaRAID/PERC management device (`/proc/devices` lists
-/// `megaraid_sas_ioctl` or `megadev`): what smartctl's `-d megaraid` needs.
-fn has_megaraid(root: &Root) -> bool {
-    read_optional(&root.proc("devices"))
-        .ok()
-        .flatten()
-        .is_some_and(|t| {
-            t.lines().any(|l| {
-                let name = l.split_whitespace().nth(1).unwrap_or_default();
-                name.starts_with("megaraid_sas_ioctl") || name.starts_with("megadev")
-            })
-        })
-}
-
-/// `/dev/<name>`.
-pub(super) fn device_path(name: &str) -> String {
-    format!("/dev/{name}")
-}
-
-/// Whether a reading is a SAS/SCSI disk's without the non-medium error count, which smartctl
-/// prints only as text (`smartctl -l error`): then a second, text call is made for it.
-fn wants_text(h: &DriveHealth) -> bool {
-    h.protocol == smartctl::Protocol::Scsi
-        && h.scsi
-            .as_ref()
-            .is_some_and(|s| s.non_medium_errors.is_none())
-}
-
-/// What a finished call amounts to. JSON that is not smartctl's own output (without the fields
-/// every smartctl prints, [`smartctl::output`]) is no reading: taken as one, a drive whose
-/// values are all absent would look healthy.
-pub(super) fn interpret(device: &str, fin: Finished) -> ReadResult {
-    let mut health = match smartctl::output::parse(&fin.stdout) {
-        Ok(h) => h,
-        Err(source) => {
-            return ReadResult::Failed(DriveError::Parse {
-                device: device.to_owned(),
-                status: fin.status,
-                source,
-            })
-        }
-    };
-    if health.exit_status.is_none() {
-        health.exit_status = u8::try_from(fin.status).ok();
-    }
-    match health.outcome() {
-        Outcome::Read => ReadResult::Read(Box::new(health)),
-        Outcome::LowPower(mode) => ReadResult::Asleep(mode),
-        Outcome::NotRead => {
-            let said: Vec<&str> = health.messages.iter().map(|m| m.text.as_str()).collect();
-            // os_linux.cpp: "DELL or MegaRaid controller, please try adding '-d megaraid,N'"
-            if let Some(m) = said.iter().find(|m| m.contains("-d megaraid")) {
-                return ReadResult::BehindController((*m).to_owned());
-            }
-            let why = if said.is_empty() {
-                fin.stderr
-            } else {
-                said.join(" / ")
-            };
-            ReadResult::Failed(DriveError::NotRead {
-                device: device.to_owned(),
-                status: fin.status,
-                why,
-            })
-        }
-    }
-}
-
-/// Whether a `/sys/block` name is a drive smartctl can read: `sd*` (SCSI, SATA, SAS) and NVMe
-/// namespaces `nvme<ctrl>n<ns>`. Partitions are not listed in `/sys/block`; dm, md, loop,
-/// zram and virtio disks are not drives with a SMART log.
-fn is_drive(name: &str) -> bool {
-    if let Some(rest) = name.strip_prefix("sd") {
-        return !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_lowercase());
-    }
-    if let Some(rest) = name.strip_prefix("nvme") {
-        let Some((ctrl, ns)) = rest.split_once('n') else {
-            return false;
-        };
-        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-        return digits(ctrl) && digits(ns);
-    }
-    false
-}
-
-/// The whole disks of `/sys/block`, sorted, without the excluded ones. An unreadable
-/// `/sys/block` is no disks.
-fn whole_disks(root: &Root, filter: &Filter) -> Vec<String> {
-    let mut names: Vec<String> = list_dir(&root.sys("block"))
-        .ok()
-        .flatten()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|n| is_drive(n) && filter.matches(n))
-        .collect();
-    names.sort_by(|a, b| (a.len(), a).cmp(&(b.len(), b)));
-    names
-}
-
-/// `major:minor` of a whole device of `/sys/block`.
-fn devt(root: &Root, name: &str) -> Option<(u32, u32)> {
-    let text = read_optional(&root.sys(&format!("block/{name}/dev"))).ok()??;
-    let (a, b) = text.trim().split_once(':')?;
-    Some((a.parse().ok()?, b.parse().ok()?))
-}
-
-/// The MD arrays and multipath maps built on disk `name` (or on its partitions), found by
-/// walking up sysfs `holders/`: the same tags, in the same form (sorted, comma-separated; a map
-/// by its dm name), as [`crate::collect::fs::place`] finds walking down from a filesystem.
-fn above(root: &Root, name: &str) -> Placement {
-    let mut place = Placement {
-        device: name.to_owned(),
-        kind: "disk".to_owned(),
-        ..Placement::default()
-    };
-    if name.starts_with("nvme") {
-        place.kind = DeviceKind::Nvme.as_str().to_owned();
-    }
-    let mut md = BTreeSet::new();
-    let mut mpath = BTreeSet::new();
-    // The disk's partitions hold arrays as the disk itself does.
-    let mut todo: Vec<String> = vec![name.to_owned()];
-    let disk_dir = root.sys(&format!("block/{name}"));
-    for entry in list_dir(&disk_dir).ok().flatten().unwrap_or_default() {
-        if entry.starts_with(name) && disk_dir.join(&entry).join("partition").is_file() {
-            todo.push(entry);
-        }
-    }
-    let mut seen = BTreeSet::new();
-    while let Some(n) = todo.pop() {
-        if !seen.insert(n.clone()) || seen.len() > MAX_STACK {
-            continue;
-        }
-        let numbers = devt(root, &n).or_else(|| {
-            // a partition: its `dev` is in its disk's directory
-            let text = read_optional(&disk_dir.join(&n).join("dev")).ok()??;
-            let (a, b) = text.trim().split_once(':')?;
-            Some((a.parse().ok()?, b.parse().ok()?))
-        });
-        let Some((major, minor)) = numbers else {
-            continue;
-        };
-        let Ok(Some(info)) = sysblock::read_info(root, &n, major, minor) else {
-            continue;
-        };
-        if n != name {
-            match sysblock::classify(&n, info.dm_uuid.as_deref(), info.partition) {
-                DeviceKind::Md => {
-                    md.insert(n.clone());
-                }
-                DeviceKind::Mpath => {
-                    mpath.insert(info.dm_name.clone().unwrap_or_else(|| n.clone()));
-                }
-                _ => {}
-            }
-        }
-        todo.extend(info.holders.iter().cloned());
-    }
-    place.md = md.into_iter().collect::<Vec<_>>().join(",");
-    place.mpath = mpath.into_iter().collect::<Vec<_>>().join(",");
-    place
-}
-
-/// The whole disks under MD array `array` (its `slaves/`, a partition counted as its disk),
-/// among `disks`.
-pub(super) fn array_disks<'a>(
-    root: &Root,
-    array: &str,
-    disks: impl Iterator<Item = &'a String> + Clone,
-) -> Vec<String> {
-    let members = list_dir(&root.sys(&format!("block/{array}/slaves")))
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    let mut out = BTreeSet::new();
-    for m in members {
-        // The disk a partition is on: the longest disk name that starts its name.
-        if let Some(d) = disks
-            .clone()
-            .filter(|d| m.starts_with(d.as_str()))
-            .max_by_key(|d| d.len())
-        {
-            out.insert(d.clone());
-        }
-    }
-    out.into_iter().collect()
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::Path;
 
     use super::*;
-
-    #[test]
-    fn drives_are_whole_sd_and_nvme_namespaces() {
-        for yes in ["sda", "sdz", "sdaa", "nvme0n1", "nvme12n3"] {
-            assert!(is_drive(yes), "{yes}");
-        }
-        for no in [
-            "sda1",
-            "sd",
-            "nvme0n1p1",
-            "nvme0",
-            "nvme0c0n1",
-            "dm-0",
-            "md127",
-            "loop0",
-            "vda",
-            "zram0",
-            "sr0",
-        ] {
-            assert!(!is_drive(no), "{no}");
-        }
-    }
-
-    #[test]
-    fn the_disk_server_tree_places_its_disks() {
-        let sys = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sysfs/disk-server/sys");
-        let root = Root::new("/nonexistent", sys);
-        assert_eq!(
-            whole_disks(&root, &Filter::default()),
-            ["sda", "sdb", "sdc", "nvme0n1"].map(String::from)
-        );
-        assert_eq!(
-            whole_disks(&root, &Filter::excluding(&["sdc".into()])),
-            ["sda", "sdb", "nvme0n1"].map(String::from)
-        );
-        let sda = above(&root, "sda");
-        assert_eq!((sda.md.as_str(), sda.mpath.as_str()), ("md0", ""));
-        let sdb = above(&root, "sdb");
-        assert_eq!((sdb.md.as_str(), sdb.mpath.as_str()), ("", "mpatha"));
-        let nvme = above(&root, "nvme0n1");
-        assert_eq!((nvme.kind.as_str(), nvme.md.as_str()), ("nvme", ""));
-        let disks = ["sda", "sdb", "sdc", "nvme0n1"].map(String::from);
-        assert_eq!(array_disks(&root, "md0", disks.iter()), ["sda"]);
-    }
 
     /// `sda`'s smartctl hangs past its 1 s timeout and, once killed, cannot be reaped for 6 s
     /// (held by a tracer, as a process stuck in the kernel on a hung disk is held until the
@@ -978,18 +634,18 @@ mod tests {
             sas_error_log_every: 6,
         };
         let root = Root::new(dir.path().join("proc"), sys);
-        let mut job = DriveWorker::new(cfg, root, Urgent::default());
+        let mut worker = DriveWorker::new(cfg, root, Urgent::default());
 
         let start = Instant::now();
         let mut held = false;
         let mut sda_pid = 0;
         let mut sda_failed = None;
         let mut sdb_read = None;
-        // Runs the job as its worker thread does, until both disks answered (or 20 s).
+        // Runs the worker as its thread does, until both disks answered (or 20 s).
         while (sda_failed.is_none() || sdb_read.is_none())
             && start.elapsed() < Duration::from_secs(20)
         {
-            for u in job
+            for u in worker
                 .run_due(start.elapsed().as_secs_f64(), false)
                 .unwrap_or_default()
             {
