@@ -210,7 +210,10 @@ fn empty_is_good_only_where_the_host_has_nothing_wrong() {
     let healthy = "p\tstorage-health\tstorwatch-storage-health\tsim-healthy-01\thealthy\n";
     let (code, out) = verdicts(
         healthy,
-        &[("p", page(says("MD members not in sync", "every MD member in sync")))],
+        &[(
+            "p",
+            page(says("MD members not in sync", "every MD member in sync")),
+        )],
     );
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("says 'every MD member in sync'"), "{out}");
@@ -221,7 +224,10 @@ fn empty_is_good_only_where_the_host_has_nothing_wrong() {
     );
     assert!(!out.contains("says 'No data'"), "{out}");
     // the headers of an empty PromQL table: its columns are not judged, its emptiness is
-    let (code, out) = verdicts(healthy, &[("p", page(headers_only("MD members not in sync")))]);
+    let (code, out) = verdicts(
+        healthy,
+        &[("p", page(headers_only("MD members not in sync")))],
+    );
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("headers show without a row"), "{out}");
     // md-degraded's member out of sync must be listed: neither the message nor an empty table
