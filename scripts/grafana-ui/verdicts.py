@@ -103,29 +103,52 @@ def influx_has_data(influx, db, q, host, range_s, cache):
     return False, ""
 
 
+def top_level_alternatives(expr):
+    """The operands of an expression's top-level `or`s (a union: any of them answering is data)."""
+    out, depth, cur, i = [], 0, "", 0
+    while i < len(expr):
+        c = expr[i]
+        depth += c in "({[" and 1 or c in ")}]" and -1 or 0
+        if depth == 0 and re.match(r"\sor\s", expr[i:i + 4]):
+            out.append(cur)
+            cur, i = "", i + 4
+            continue
+        cur += c
+        i += 1
+    return out + [cur]
+
+
 def prom_has_data(prom, expr, host, range_s, cache, now):
-    """Whether the host has series of the metrics `expr` reads, with its literal label matchers."""
+    """Whether the host has series of the metrics `expr` reads, with its literal label matchers:
+    every metric of one operand of a top-level `or` (a ratio or a join answers only when all its
+    metrics do: the node's report count that divides the jobs' I/O is no data of its own)."""
     uses_host = "host" in variables_in(expr)
     found_any = False
-    for m in re.finditer(r"\b(storwatch_[a-z0-9_]+)(\{[^}]*\})?", expr):
-        metric, sel = m.group(1), m.group(2) or ""
-        matchers = []
-        for mm in re.finditer(r'(\w+)\s*(=~|!~|!=|=)\s*"([^"]*)"', sel):
-            if "$" in mm.group(3):
-                continue
-            matchers.append(f'{mm.group(1)}{mm.group(2)}"{mm.group(3)}"')
-        if uses_host and host:
-            matchers.append(f'host="{host}"')
-        found_any = True
-        match = metric + "{" + ",".join(matchers) + "}"
-        if match not in cache:
-            r = http_json(f"{prom}/api/v1/series?" + urllib.parse.urlencode(
-                {"match[]": match, "start": now - range_s, "end": now}))
-            if "error" in r:
-                return None, f"Prometheus: {str(r['error'])[:100]}"
-            cache[match] = len(r.get("data", []))
-        if cache[match] > 0:
-            return True, f"{cache[match]} series of {match}"
+    for alt in top_level_alternatives(expr):
+        evidence = []
+        for m in re.finditer(r"\b(storwatch_[a-z0-9_]+)(\{[^}]*\})?", alt):
+            metric, sel = m.group(1), m.group(2) or ""
+            matchers = []
+            for mm in re.finditer(r'(\w+)\s*(=~|!~|!=|=)\s*"([^"]*)"', sel):
+                if "$" in mm.group(3):
+                    continue
+                matchers.append(f'{mm.group(1)}{mm.group(2)}"{mm.group(3)}"')
+            if uses_host and host:
+                matchers.append(f'host="{host}"')
+            found_any = True
+            match = metric + "{" + ",".join(matchers) + "}"
+            if match not in cache:
+                r = http_json(f"{prom}/api/v1/series?" + urllib.parse.urlencode(
+                    {"match[]": match, "start": now - range_s, "end": now}))
+                if "error" in r:
+                    return None, f"Prometheus: {str(r['error'])[:100]}"
+                cache[match] = len(r.get("data", []))
+            if cache[match] == 0:
+                evidence = []
+                break
+            evidence.append(f"{cache[match]} series of {match}")
+        if evidence:
+            return True, ", ".join(evidence)
     return (False, "") if found_any else (None, "no storwatch_ metric found in the query")
 
 
@@ -180,6 +203,22 @@ def judge(page, shot, exp, dash_def, args, caches, now):
 
     defs = {p.get("title"): p for p in walk(dash_def.get("panels", []))} if dash_def else {}
     no_data_ok = [rx(x) for x in kexp.get("no_data_ok", [])]
+    must_show = [rx(x) for x in list(kexp.get("data", [])) + list(sexp.get("data", []))]
+
+    def empty_is_good(title, msg, d):
+        """Why an empty panel's message is the good news it says: the panel is listed under
+        `empty_is_good` with the reason, shows its own configured message (never Grafana's
+        "No data"), and this host's scenario does not list it under `data`."""
+        if d is None or any(r.search(title) for r in must_show):
+            return None
+        configured = ((d.get("fieldConfig") or {}).get("defaults") or {}).get("noValue")
+        headers_only = msg == "a table without rows"
+        if not configured or (msg.strip() != configured.strip() and not headers_only):
+            return None
+        for e in kexp.get("empty_is_good", []):
+            if rx(e["panel"]).search(title):
+                return e["why"] + (f" (its headers show without a row, not {configured!r})" if headers_only else "")
+        return None
     for p in panels:
         title = p["title"]
         if p.get("state") == "error":
@@ -187,9 +226,13 @@ def judge(page, shot, exp, dash_def, args, caches, now):
             fails.append(f"panel {title!r}: error: {err.strip()[:240]}")
         elif p.get("query_errors"):
             fails.append(f"panel {title!r}: query error: {' '.join(p['query_errors'])[:240]}")
-        if p.get("state") != "message":
+        tab = p.get("table") or {}
+        headers_only = p.get("state") == "data" and tab.get("columns") and tab.get("rows") == 0
+        if p.get("state") != "message" and not headers_only:
             continue
-        msg = p.get("message", "")
+        # a table with its headers and no row (a PromQL table whose instant queries all came back
+        # empty) is as empty as "No data", and judged the same way
+        msg = p.get("message", "") if not headers_only else "a table without rows"
         if p.get("query_values", 0) > 0:
             fails.append(f"panel {title!r} shows {msg!r} though its queries answered "
                          f"{p['query_values']} values")
@@ -197,6 +240,10 @@ def judge(page, shot, exp, dash_def, args, caches, now):
         if any(r.search(title) for r in no_data_ok):
             continue
         d = defs.get(title)
+        says = empty_is_good(title, msg, d)
+        if says:
+            notes.append(f"panel {title!r} says {msg!r}: {says}")
+            continue
         if d is None:
             notes.append(f"panel {title!r} shows {msg!r} (not found in the dashboard file: not judged)")
             continue
@@ -234,10 +281,11 @@ def judge(page, shot, exp, dash_def, args, caches, now):
         hits = [p for p in panels if r.search(p["title"])]
         if not hits:
             return f"no panel titled /{pattern}/"
-        bad = [p for p in hits if p.get("state") != "data"]
+        bad = [p for p in hits if p.get("state") != "data" or (p.get("table") or {}).get("rows") == 0]
         if len(bad) == len(hits):
             p = bad[0]
-            return f"panel {p['title']!r}: {p.get('message') or p.get('error') or p.get('state')}"
+            return (f"panel {p['title']!r}: {p.get('message') or p.get('error') or p.get('state')}"
+                    + (" (a table without rows)" if p.get("state") == "data" else ""))
         return None
 
     for pattern in list(kexp.get("data", [])) + list(sexp.get("data", [])):
@@ -258,6 +306,8 @@ def judge(page, shot, exp, dash_def, args, caches, now):
                 if p.get("state") == "data":
                     fails.append(f"panel {p['title']!r}: no table rendered")
                 continue
+            if tab.get("rows") == 0:
+                continue  # no row: no value out of view (whether it should be empty is judged above)
             cols = tab.get("columns", [])
             visible = [c["name"] for c in cols if c.get("visible")]
             for want in t.get("columns", []):

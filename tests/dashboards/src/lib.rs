@@ -12,6 +12,7 @@
 pub mod fleet;
 pub mod prom;
 pub mod promql_dashboards;
+pub mod promql_labels;
 pub mod promql_rules;
 
 use std::collections::BTreeMap;

@@ -556,6 +556,10 @@ pub fn generate_one(
                 for l in ["Time", "__name__", "job", "instance"] {
                     exclude.insert(l.into(), json!(true));
                 }
+                let exprs = targets.iter().filter_map(|t| t["expr"].as_str());
+                for (from, to) in crate::promql_labels::table_label_renames(exprs) {
+                    rename.insert(from, json!(to));
+                }
                 let mut trans: Vec<Json> =
                     p["transformations"].as_array().cloned().unwrap_or_default();
                 let merge_at = trans.iter().position(|t| t["id"] == "merge");

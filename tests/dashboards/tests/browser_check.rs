@@ -189,3 +189,58 @@ fn the_alert_list_holds_one_set_of_rules() {
     assert!(out.contains("every alert twice"), "{out}");
     assert!(out.contains("under a path on disk"), "{out}");
 }
+
+/// A panel that lists only what is wrong may say its own good news ("every MD member in sync")
+/// on a host whose scenario is not that incident; on the scenario whose incident it lists it must
+/// show rows, and a table with its headers and no row is as empty as "No data".
+#[test]
+fn empty_is_good_only_where_the_host_has_nothing_wrong() {
+    let says = |title: &str, msg: &str| {
+        serde_json::json!({"title": title, "state": "message", "message": msg, "query_values": 0,
+            "text": msg, "fold_text": msg})
+    };
+    let headers_only = |title: &str| {
+        serde_json::json!({"title": title, "state": "data", "text": title, "fold_text": title,
+            "table": {"columns": [{"name": "errors", "visible": false}], "colcount": 1, "rows": 0}})
+    };
+    let page = |panel: serde_json::Value| {
+        serde_json::json!({"width": 1600, "page_errors": [], "panels": [
+            data("Redundancy", "md0 degraded recovery stall 0"), panel]})
+    };
+    let healthy = "p\tstorage-health\tstorwatch-storage-health\tsim-healthy-01\thealthy\n";
+    let (code, out) = verdicts(
+        healthy,
+        &[(
+            "p",
+            page(says("MD members not in sync", "every MD member in sync")),
+        )],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("says 'every MD member in sync'"), "{out}");
+    // Grafana's own "No data" is no statement
+    let (_, out) = verdicts(
+        healthy,
+        &[("p", page(says("MD members not in sync", "No data")))],
+    );
+    assert!(!out.contains("says 'No data'"), "{out}");
+    // the headers of an empty PromQL table: its columns are not judged, its emptiness is
+    let (code, out) = verdicts(
+        healthy,
+        &[("p", page(headers_only("MD members not in sync")))],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("headers show without a row"), "{out}");
+    // md-degraded's member out of sync must be listed: neither the message nor an empty table
+    let degraded = "p\tstorage-health\tstorwatch-storage-health\tsim-md-degraded-01\tmd-degraded\n";
+    for panel in [
+        says("MD members not in sync", "every MD member in sync"),
+        headers_only("MD members not in sync"),
+    ] {
+        let (code, out) = verdicts(degraded, &[("p", page(panel))]);
+        assert_eq!(code, 1, "{out}");
+        assert!(
+            out.contains("must show data: panel 'MD members not in sync'"),
+            "{out}"
+        );
+    }
+}
