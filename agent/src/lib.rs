@@ -6,6 +6,7 @@
 //! domain, driven by the `scheduler`) → line protocol (`storwatch_wire::lp`) → `sink` (stdout,
 //! file, HTTP).
 
+pub mod assemble;
 pub mod clock;
 pub mod collect;
 pub mod command;

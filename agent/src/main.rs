@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use storwatch_agent::assemble;
 use storwatch_agent::clock::{self, sleep_until, wall_ns, Woke};
-use storwatch_agent::collect::{self, Live};
+use storwatch_agent::collect::Live;
 use storwatch_agent::command::at_exit;
 use storwatch_agent::config::{self, Config};
 use storwatch_agent::duration;
@@ -255,7 +256,7 @@ fn run(mut cfg: Config, reload: &dyn Fn() -> Result<Config>) -> Result<()> {
                 .with_context(|| format!("[prometheus] listen = {listen:?}"))?,
         ),
     };
-    let mut sampler = Scheduler::new(&cfg, collect::storage(&cfg, false));
+    let mut sampler = Scheduler::new(&cfg, assemble::storage(&cfg, false));
     let start = Instant::now();
     tracing::info!(
         host = %cfg.host,
@@ -345,7 +346,7 @@ fn run(mut cfg: Config, reload: &dyn Fn() -> Result<Config>) -> Result<()> {
                             "changed in the configuration; they take effect at the next restart"
                         );
                     }
-                    sampler = Scheduler::new(&new, collect::storage(&new, false));
+                    sampler = Scheduler::new(&new, assemble::storage(&new, false));
                     sampler.sample(start.elapsed().as_secs_f64());
                     cfg = new;
                     sample_ns = i64::try_from(cfg.sample_interval.as_nanos()).unwrap_or(i64::MAX);
@@ -403,7 +404,7 @@ fn once(cfg: &Config) -> Result<()> {
         })
         .context("starting the signal thread")?;
     let mut sink = open_sink(cfg)?;
-    let mut sampler = Scheduler::new(cfg, collect::storage(cfg, true));
+    let mut sampler = Scheduler::new(cfg, assemble::storage(cfg, true));
     let start = Instant::now();
     sampler.sample(0.0);
     let n = (cfg.report_interval.as_nanos() / cfg.sample_interval.as_nanos()).max(1);
@@ -433,7 +434,7 @@ fn top_loop(cfg: &Config, args: &TopArgs) -> Result<()> {
     let resized = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGWINCH, Arc::clone(&resized))
         .context("installing signal handler")?;
-    let mut sampler = Scheduler::new(cfg, collect::storage(cfg, false));
+    let mut sampler = Scheduler::new(cfg, assemble::storage(cfg, false));
     let start = Instant::now();
     let count = if args.once { Some(1) } else { args.count };
     let tty = std::io::stdout().is_terminal();

@@ -14,7 +14,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::collect::{self, r3, Collector, Live, ReportCx, SampleCx, SourceErrors, Watched};
+use crate::assemble;
+use crate::collect::{r3, Collector, Live, ReportCx, SampleCx, SourceErrors, Watched};
 use crate::config::Config;
 use crate::event::Event;
 use crate::root::{read_value_into, Root};
@@ -49,11 +50,11 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    /// A scheduler for `cfg`: the host's own collectors ([`collect::core`]: disks, interfaces,
+    /// A scheduler for `cfg`: the host's own collectors ([`assemble::core`]: disks, interfaces,
     /// CPU/pressure/memory), then `collectors` (the storage-health ones,
-    /// [`collect::storage`]) in that order.
+    /// [`assemble::storage`]) in that order.
     pub fn new(cfg: &Config, collectors: Vec<Box<dyn Collector>>) -> Self {
-        let mut all = collect::core(cfg);
+        let mut all = assemble::core(cfg);
         all.extend(collectors);
         let mut errors = SourceErrors::new(&[UPTIME]);
         for c in &all {
@@ -458,14 +459,14 @@ mod tests {
 
     #[test]
     fn collectors_are_named_after_their_domain() {
-        assert_eq!(collect::name_of(&["diskstats", "sysblock"]), "disk");
-        assert_eq!(collect::name_of(&["netdev", "sysnet"]), "net");
-        assert_eq!(collect::name_of(&["stat", "pressure", "meminfo"]), "host");
-        assert_eq!(collect::name_of(&["smartctl"]), "drive");
-        assert_eq!(collect::name_of(&["storcli"]), "hwraid");
-        assert_eq!(collect::name_of(&["cgroup"]), "jobs");
-        assert_eq!(collect::name_of(&["mountinfo", "statvfs"]), "fs");
-        assert_eq!(collect::name_of(&["md"]), "md");
-        assert_eq!(collect::name_of(&[]), "collector");
+        assert_eq!(crate::collect::name_of(&["diskstats", "sysblock"]), "disk");
+        assert_eq!(crate::collect::name_of(&["netdev", "sysnet"]), "net");
+        assert_eq!(crate::collect::name_of(&["stat", "pressure", "meminfo"]), "host");
+        assert_eq!(crate::collect::name_of(&["smartctl"]), "drive");
+        assert_eq!(crate::collect::name_of(&["storcli"]), "hwraid");
+        assert_eq!(crate::collect::name_of(&["cgroup"]), "jobs");
+        assert_eq!(crate::collect::name_of(&["mountinfo", "statvfs"]), "fs");
+        assert_eq!(crate::collect::name_of(&["md"]), "md");
+        assert_eq!(crate::collect::name_of(&[]), "collector");
     }
 }

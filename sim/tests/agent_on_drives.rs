@@ -47,7 +47,7 @@ fn report_with(kind: Kind, steps: u32, speed: f64, tweak: impl Fn(&mut Config)) 
     let mut sim = Sim::new(dir.path(), kind, "sim1", 7, speed).unwrap();
     let mut cfg = config(dir.path());
     tweak(&mut cfg);
-    let monitors = storwatch_agent::collect::storage(&cfg, true);
+    let monitors = storwatch_agent::assemble::storage(&cfg, true);
     let mut s = Scheduler::new(&cfg, monitors);
     s.sample(0.0);
     for i in 1..=steps {

@@ -3,7 +3,7 @@
 //! (MD, zpool, hardware RAID), and the zpool collector's vdev leaves shared back for the `pool`
 //! tag of the `drive` lines.
 //!
-//! **Shape.** A [`DriveBook`] is a cheap clone of one `Arc`: [`crate::collect::storage`] makes
+//! **Shape.** A [`DriveBook`] is a cheap clone of one `Arc`: [`crate::assemble::storage`] makes
 //! one and hands a clone to each collector. The writer builds a new immutable [`BookView`] and
 //! swaps it in; a reader takes the current view (an `Arc` clone). The lock is held only for
 //! that swap or clone, never while a reading is taken or a risk computed, so neither the drive

@@ -20,7 +20,7 @@ use std::path::Path;
 
 use serde_json::Value as Json;
 
-use storwatch_agent::collect;
+use storwatch_agent::assemble;
 use storwatch_agent::config::Config;
 use storwatch_agent::scheduler::Scheduler;
 use storwatch_agent::sink::SinkStats;
@@ -35,7 +35,7 @@ pub const STEP_NS: i64 = 10_000_000_000;
 /// A simulated host under the agent's own library, in simulated time: each [`SteppedHost::step`]
 /// advances the simulator's tree by one second (uptime +1.00 s) and takes the agent's sample of
 /// it, as the agent binary's loop does once a wall-clock second. The storage collectors are the
-/// ones the configuration enables ([`collect::storage`]), inline: the `dmsetup` and `zpool`
+/// ones the configuration enables ([`assemble::storage`]), inline: the `dmsetup` and `zpool`
 /// stand-ins run on the sampling thread when the simulated time makes them due, so nothing
 /// answers in real time and nothing sleeps.
 pub struct SteppedHost {
@@ -75,7 +75,7 @@ impl SteppedHost {
             cfg.hwraid.storcli = root.join("bin/storcli64");
         }
         cfg.fs.statvfs_file = root.join("run/statvfs.txt");
-        let mut scheduler = Scheduler::new(&cfg, collect::storage(&cfg, true));
+        let mut scheduler = Scheduler::new(&cfg, assemble::storage(&cfg, true));
         scheduler.sample(0.0);
         SteppedHost {
             sim,

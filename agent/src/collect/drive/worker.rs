@@ -26,7 +26,7 @@ use super::disks::{above, device_path, has_megaraid, whole_disks, Target};
 use super::reading::{interpret, wants_text, Disk, DriveError, ReadResult, Update};
 use super::smartd::StateFiles;
 use crate::collect::fs::Placement;
-use crate::command::{found, CommandError, Worker, Spawned};
+use crate::command::{found, CommandError, Spawned, Worker};
 use crate::filter::Filter;
 use crate::root::Root;
 use crate::sources::smartctl::scan::{self, ScanEntry};
