@@ -461,7 +461,10 @@ mod tests {
     fn collectors_are_named_after_their_domain() {
         assert_eq!(crate::collect::name_of(&["diskstats", "sysblock"]), "disk");
         assert_eq!(crate::collect::name_of(&["netdev", "sysnet"]), "net");
-        assert_eq!(crate::collect::name_of(&["stat", "pressure", "meminfo"]), "host");
+        assert_eq!(
+            crate::collect::name_of(&["stat", "pressure", "meminfo"]),
+            "host"
+        );
         assert_eq!(crate::collect::name_of(&["smartctl"]), "drive");
         assert_eq!(crate::collect::name_of(&["storcli"]), "hwraid");
         assert_eq!(crate::collect::name_of(&["cgroup"]), "jobs");

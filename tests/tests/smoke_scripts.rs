@@ -30,7 +30,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
-use storwatch_dashboards_tests::promql_dashboards::{expand_promql, promql_dashboard_queries};
+use storwatch_dashboards_tests::promql_queries::{expand_promql, promql_dashboard_queries};
 use storwatch_test_support::{binary, http, promtool_ok, scratch, urlencode, workspace};
 
 /// `scripts/influxd-test.sh start` with `STORWATCH_INFLUXD_OWNER`: the server answers while its

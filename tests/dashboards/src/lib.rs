@@ -12,7 +12,10 @@
 pub mod fleet;
 pub mod prom;
 pub mod promql_dashboards;
+pub mod promql_files;
 pub mod promql_labels;
+pub mod promql_queries;
+pub mod promql_repoint;
 pub mod promql_rules;
 
 use std::collections::BTreeMap;

@@ -17,8 +17,9 @@ use serde_json::Value as Json;
 use storwatch_agent::sink::SinkStats;
 use storwatch_dashboards_tests::fleet::{host, host_toml, SCENARIOS, SPAN_S};
 use storwatch_dashboards_tests::prom::{openmetrics, scrape_reports, Samples};
-use storwatch_dashboards_tests::promql_dashboards::{
-    expand_promql, generate, promql_dashboard_queries, PromqlQuery,
+use storwatch_dashboards_tests::promql_dashboards::generate;
+use storwatch_dashboards_tests::promql_queries::{
+    expand_promql, promql_dashboard_queries, PromqlQuery,
 };
 use storwatch_dashboards_tests::{shift, SteppedHost, STEP_NS};
 use storwatch_sim::scenario::Kind;
@@ -107,7 +108,7 @@ fn the_generated_dashboards_keep_the_layout_and_name_prometheus_only() {
             );
         }
     }
-    for file in storwatch_dashboards_tests::promql_dashboards::FILES {
+    for file in storwatch_dashboards_tests::promql_files::FILES {
         let i: Json =
             serde_json::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap();
         let p: Json = serde_json::from_str(
