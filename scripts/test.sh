@@ -116,6 +116,11 @@ cargo fmt --all -- --check
 phase "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+phase "cargo xtask check"
+# generated files against their sources (the metric contract, the PromQL definitions), no
+# non-test source file over 600 lines, no import cycle between a crate's modules
+cargo xtask check
+
 phase "build the tests"
 cargo test --workspace --locked --no-run
 
