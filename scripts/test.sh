@@ -144,6 +144,10 @@ phase "run the tests"
 #   continuous queries
 beside_targets=(soak influx_setup)
 beside_tests=(short_soak influxdb_setup_keeps_bursts_through_the_rollups)
+# A second lane: the dashboards' and rules' package (storwatch-dashboards-tests), whose binaries
+# each step a simulated fleet and query a real InfluxDB or Prometheus, runs beside the rest as one
+# cargo of its own (its tests use ports 18611-18650, no other test's); the rest excludes it.
+lane_package=storwatch-dashboards-tests
 logs=$(mktemp -d)
 # a stop of this script (an error, Ctrl-C) ends the tests still running beside the rest: each runs
 # in a session of its own (setsid), whose process group is ended with everything it started
@@ -168,11 +172,16 @@ for i in "${!beside_targets[@]}"; do
     _ "${beside_targets[$i]}" "${beside_tests[$i]}" "$logs/${beside_targets[$i]}" &
   beside_pids+=($!)
 done
+INSTA_UPDATE=no setsid -w bash -c 'echo $$ >"$2.pgid"; start=$SECONDS
+  cargo test --locked --no-fail-fast -p "$1" >"$2" 2>&1 && rc=0 || rc=$?
+  echo "$rc $((SECONDS - start))" >"$2.status"' _ "$lane_package" "$logs/$lane_package" &
+lane_pid=$!
 # The rest: what `cargo test --workspace` runs, in three parts, because the benchmarks (criterion,
 # harness = false, run once in its test mode) take no --skip: the libraries', binaries' and
 # integration tests (libtest) less those run beside, the benchmarks, the doc tests.
 rest() { # cargo test's target selection [-- the tests' arguments]
-  INSTA_UPDATE=no cargo test --workspace --locked --no-fail-fast "$@" 2>&1 | tee -a "$logs/rest"
+  INSTA_UPDATE=no cargo test --workspace --exclude "$lane_package" --locked --no-fail-fast "$@" 2>&1 \
+    | tee -a "$logs/rest"
 }
 failed=()
 rest --lib --bins --test '*' -- --exact "${skips[@]}" || failed+=("the rest's tests")
@@ -189,6 +198,12 @@ for i in "${!beside_targets[@]}"; do
   if [ "$b_rc" != 0 ]; then failed+=("$target (${beside_tests[$i]})"); fi
   beside_summary+=$(printf '    %-24s %5d s' "$target (beside)" "$b_took")$'\n'
 done
+wait "$lane_pid" || true
+read -r l_rc l_took <"$logs/$lane_package.status" || { l_rc=1; l_took=0; }
+echo "== $lane_package, run beside the rest: $l_took s, exit status $l_rc"
+cat "$logs/$lane_package" 2>/dev/null || echo "(no log: the run did not start)"
+if [ "$l_rc" != 0 ]; then failed+=("$lane_package"); fi
+beside_summary+=$(printf '    %-24s %5d s' "$lane_package (beside)" "$l_took")$'\n'
 phase ""
 summary+=$(printf '    %-24s %5d s' "the rest" "$rest_took")$'\n'$beside_summary
 
@@ -201,7 +216,7 @@ awk '/^ *Running / { l=$0; sub(/^ *Running /, "", l); f=l; sub(/ \(.*$/, "", f)
                       b=l; sub(/^.*\//, "", b); sub(/-[0-9a-f]+\)$/, "", b); name=b ": " f }
      /^ *Doc-tests / { name="doc-tests " $2 }
      /^test result:/ && name != "" { t=$NF; sub(/s$/, "", t); printf "  %8.2f s  %s\n", t, name; name="" }' \
-  "$logs/rest" "${beside_targets[@]/#/$logs/}" | sort -rn | head -8
+  "$logs/rest" "${beside_targets[@]/#/$logs/}" "$logs/$lane_package" | sort -rn | head -8
 if [ ${#failed[@]} -gt 0 ]; then
   printf '== FAILED after %d s (output above):' "$((SECONDS - t0))"
   printf ' %s;' "${failed[@]}"

@@ -907,8 +907,18 @@ fn soak(plan: &Plan) {
                 });
             }
             Fault::FreeB if fill_possible => {
-                refusals_b =
-                    collector_metric(&pki, port_b, "queue_full_refusals_total").unwrap_or(0.0);
+                // Filling the filesystem can take most of the window on a loaded machine: the
+                // disk stays full until B has refused a write, for at most 30 s more (if it never
+                // does, the soak reports it below).
+                let until = Instant::now() + Duration::from_secs(30);
+                loop {
+                    refusals_b =
+                        collector_metric(&pki, port_b, "queue_full_refusals_total").unwrap_or(0.0);
+                    if refusals_b > 0.0 || Instant::now() > until {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(250));
+                }
                 std::fs::write(ctl.join("free"), b"").unwrap();
                 wait_until(
                     "B's queue filesystem freed",
