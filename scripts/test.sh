@@ -146,7 +146,7 @@ beside_targets=(soak influx_setup)
 beside_tests=(short_soak influxdb_setup_keeps_bursts_through_the_rollups)
 # A second lane: the dashboards' and rules' package (storwatch-dashboards-tests), whose binaries
 # each step a simulated fleet and query a real InfluxDB or Prometheus, runs beside the rest as one
-# cargo of its own (its tests use ports 18611-18650, no other test's); the rest excludes it.
+# cargo of its own (its tests use ports 19611-19650, no other test's); the rest excludes it.
 lane_package=storwatch-dashboards-tests
 logs=$(mktemp -d)
 # a stop of this script (an error, Ctrl-C) ends the tests still running beside the rest: each runs

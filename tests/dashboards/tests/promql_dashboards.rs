@@ -30,8 +30,8 @@ use storwatch_test_support::{promtool_ok, scratch, workspace};
 use storwatch_wire::lp::{parse_line, Backend, FieldValue};
 use storwatch_wire::prom::prom_line;
 
-/// This test's Prometheus port (18640–18649 are free for the PromQL dashboards' tests).
-const PORT: u16 = 18641;
+/// This test's Prometheus port (19640–19649 are free for the PromQL dashboards' tests).
+const PORT: u16 = 19641;
 /// The panels' interval in the queries: the scrape interval, as Grafana's min interval makes it
 /// on a quarter hour.
 const INTERVAL: &str = "10s";

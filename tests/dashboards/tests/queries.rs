@@ -57,7 +57,7 @@ use storwatch_sim::scenario::Kind;
 use storwatch_test_support::{now_ns, scratch, wait_for, workspace, Collector, Influxd};
 
 const DB: &str = "storwatch";
-const PORT: u16 = 18611;
+const PORT: u16 = 19611;
 const COLLECTOR_PORT: u16 = PORT + 4;
 const TOKEN: &str = "dashboards-test-token-0123456789";
 /// The agents' configuration file: the collector's write URL and token, a spool per host, the

@@ -30,7 +30,7 @@ use storwatch_sim::scenario::Kind;
 use storwatch_test_support::{now_ns, workspace, Influxd};
 
 const DB: &str = "storwatch";
-const PORT: u16 = 18650;
+const PORT: u16 = 19650;
 const HOUR_NS: i64 = 3_600_000_000_000;
 /// Seconds of each scenario: an hour of reports.
 const STEPS: u32 = 3600;
