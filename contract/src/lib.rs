@@ -296,10 +296,12 @@ impl Contract {
 
     /// What is inconsistent inside the contract: a name twice, a table row naming a name the
     /// measurement lacks or a name no row or document declares, a rollup of a field it lacks,
-    /// a rollup level that is not a retention policy.
+    /// a rollup level that is not a retention policy, a Prometheus name two numeric fields share
+    /// (one family would hold both, and a sum over it count twice).
     pub fn problems(&self) -> Vec<String> {
         let mut errs = Vec::new();
         let mut seen = BTreeSet::new();
+        let mut prom_names: BTreeMap<&str, String> = BTreeMap::new();
         let rps: Vec<&str> = self
             .common
             .retention_policies
@@ -325,6 +327,15 @@ impl Contract {
                 }
                 for f in &m.fields {
                     let numeric = f.ty != FieldType::String;
+                    if numeric && !f.prom.is_empty() {
+                        let here = format!("{}.{}", m.name, f.name);
+                        if let Some(other) = prom_names.insert(f.prom.as_str(), here) {
+                            errs.push(format!(
+                                "{at}.{}: Prometheus name {} is also {other}'s",
+                                f.name, f.prom
+                            ));
+                        }
+                    }
                     if numeric && f.help.as_deref().is_none_or(str::is_empty) {
                         errs.push(format!("{at}.{}: a numeric field needs a help", f.name));
                     }
@@ -424,6 +435,30 @@ mod tests {
         );
         assert!(Rollup::parse("median x").unwrap_err().contains("median"));
         assert!(Rollup::parse("mean").is_err());
+    }
+
+    #[test]
+    fn two_fields_with_one_prometheus_name_are_a_problem() {
+        let mut c = Contract::workspace();
+        let agent = c
+            .domains
+            .iter_mut()
+            .flat_map(|d| d.measurements.iter_mut())
+            .find(|m| m.name == "agent")
+            .unwrap();
+        let f = agent
+            .fields
+            .iter_mut()
+            .find(|f| f.name == "source_errors")
+            .unwrap();
+        f.prom = "storwatch_agent_source_errors".into();
+        let p = c.problems();
+        assert!(
+            p.iter().any(|e| e.contains(
+                "agent.source_errors: Prometheus name storwatch_agent_source_errors is also agent_source.errors's"
+            ) || e.contains("is also agent.source_errors's")),
+            "{p:?}"
+        );
     }
 
     #[test]

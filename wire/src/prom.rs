@@ -81,7 +81,7 @@ pub fn prom_line(p: &Point<'_>) -> PromLine {
                 continue;
             }
         };
-        let (name, scale) = prom_field(field);
+        let (name, scale) = field_metric(&p.measurement, field);
         values.retain(|(n, _, _)| *n != name);
         values.push((name, field.to_string(), v * scale));
     }
@@ -90,6 +90,26 @@ pub fn prom_line(p: &Point<'_>) -> PromLine {
         labels,
         values,
         info,
+    }
+}
+
+/// Fields whose name by [`prom_field`] would be another measurement's metric, and the name they
+/// get instead: (measurement, field, Prometheus field name). `agent.source_errors` (errors of
+/// all sources in the interval) would be `storwatch_agent_source_errors`, the family of the
+/// per-source `agent_source.errors`, and every sum over that family would count each error
+/// twice. The metric contract (`contract/*.yaml`) holds every name once; `cargo xtask check`
+/// fails when two fields share one.
+pub const RENAMED: [(&str, &str, &str); 1] = [("agent", "source_errors", "errors")];
+
+/// The Prometheus field name of `measurement`'s `field` ([`prom_field`], or its [`RENAMED`]
+/// name) and the factor to its base unit.
+pub fn field_metric(measurement: &str, field: &str) -> (String, f64) {
+    match RENAMED
+        .iter()
+        .find(|(m, f, _)| *m == measurement && *f == field)
+    {
+        Some((_, _, name)) => (name.to_string(), 1.0),
+        None => prom_field(field),
     }
 }
 
@@ -263,6 +283,24 @@ mod tests {
         );
         assert_eq!(p.values, vec![("read_seconds".into(), "r_s".into(), 2.0)]);
         assert_eq!(p.labels, vec![("host".into(), "n1".into())]);
+    }
+
+    #[test]
+    fn a_renamed_field_does_not_join_another_measurements_family() {
+        let line = "agent,host=h source_errors=2i\nagent_source,host=h,source=md errors=2i";
+        let names: Vec<String> = line
+            .lines()
+            .map(|l| {
+                let p = parse_line(l, Backend::V1).unwrap();
+                let pl = prom_line(&p);
+                pl.metric(&pl.values[0].0)
+            })
+            .collect();
+        assert_eq!(
+            names,
+            ["storwatch_agent_errors", "storwatch_agent_source_errors"]
+        );
+        assert_eq!(field_metric("disk", "r_await_ms"), prom_field("r_await_ms"));
     }
 
     #[test]

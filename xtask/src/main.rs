@@ -15,7 +15,7 @@
 //! `check` also holds the Prometheus names of the contract to the ones the agent's exposition
 //! and the collector's remote write make (`storwatch_wire::prom`), and enforces the shape
 //! rules ([`shape`]): no non-test source file over 600 lines, no import cycle between the
-//! modules of a crate.
+//! modules of a crate, no upward import between the agent's layers.
 
 mod docs;
 mod help;
@@ -77,7 +77,10 @@ fn prom_name_problems(c: &Contract) -> Vec<String> {
             let (want, kind) = if f.ty == FieldType::String {
                 (format!("{base}_info"), "info label")
             } else {
-                let name = format!("{base}_{}", storwatch_wire::prom::prom_field(&f.name).0);
+                let name = format!(
+                    "{base}_{}",
+                    storwatch_wire::prom::field_metric(&m.name, &f.name).0
+                );
                 let kind = if name.ends_with("_total") {
                     "counter"
                 } else {

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use storwatch_wire::lp::{parse_line, Backend, FieldValue, Point};
-use storwatch_wire::prom::{metric_name, prom_field, prom_line};
+use storwatch_wire::prom::{field_metric, metric_name, prom_line};
 
 /// Labels of one series without `__name__`, sorted by name, each name once.
 pub type Labels = Vec<(String, String)>;
@@ -170,7 +170,7 @@ impl Encoder {
         if let Some(m) = self.fields.get(self.key_buf.as_str()) {
             return *m;
         }
-        let (name, scale) = prom_field(field);
+        let (name, scale) = field_metric(measurement, field);
         let id = self.metric_id(&format!("{}_{name}", metric_name(measurement)));
         self.fields
             .insert(self.key_buf.as_str().into(), (id, scale));

@@ -14,7 +14,7 @@ use std::path::Path;
 use super::{non_test_text, rust_files};
 
 /// (importing file, imported file) -> the names imported.
-type Edges = BTreeMap<(String, String), BTreeSet<String>>;
+pub(crate) type Edges = BTreeMap<(String, String), BTreeSet<String>>;
 
 /// The module path of `file` under `src`, or `None` for a file of another crate root.
 fn module_path(src: &Path, file: &Path, has_lib: bool) -> Option<Vec<String>> {
@@ -228,7 +228,7 @@ fn absolute(path: &[String], at: &[String]) -> Option<Vec<String>> {
 }
 
 /// The imports between the files of the crate whose sources are in `src`.
-fn edges(root: &Path, src: &Path) -> Edges {
+pub(crate) fn edges(root: &Path, src: &Path) -> Edges {
     let has_lib = src.join("lib.rs").exists();
     let mut modules: BTreeMap<Vec<String>, String> = BTreeMap::new();
     let mut texts = Vec::new();

@@ -1,8 +1,10 @@
 //! The shape rules `cargo xtask check` enforces on every workspace crate's sources:
 //! * [`size`]: no non-test source file over [`size::MAX_LINES`] lines;
-//! * [`cycles`]: no import cycle between the modules (files) of a crate.
+//! * [`cycles`]: no import cycle between the modules (files) of a crate;
+//! * [`layers`]: the agent's arrows point down — parsers and models import nothing above them.
 
 pub(crate) mod cycles;
+pub(crate) mod layers;
 pub(crate) mod size;
 
 use std::path::{Path, PathBuf};
@@ -74,6 +76,7 @@ pub(crate) fn problems(root: &Path) -> Vec<String> {
     for m in &members {
         errs.extend(size::problems(root, m));
         errs.extend(cycles::problems(root, m));
+        errs.extend(layers::problems(root, m));
     }
     errs
 }
