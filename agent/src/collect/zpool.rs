@@ -550,7 +550,7 @@ mod tests {
         let names = |s: &[(String, String)]| -> Vec<String> {
             s.iter().map(|(n, st)| format!("{n}={st}")).collect()
         };
-        let read = |k: &mut Kstat| names(&k.read(&root).expect("read").expect("zfs"));
+        let read = |k: &mut Kstat| names(k.read(&root).expect("read").expect("zfs"));
         assert_eq!(read(&mut k), ["tank=ONLINE"]);
         // a state change of a known pool: the next sample
         pool("tank", "DEGRADED");
