@@ -6,6 +6,10 @@
 #   bench/run-agent-bench.sh [--duration 60] [--rounds 2] [--only storwatch,floor-full] [--drives]
 #                            [--drives-steady]
 #
+# Besides the harness's agents: storwatch-core (below) and floor-paths, the I/O floor with the 80
+# multipath path states added to its list (the files the agent reads each second that the
+# harness's floor does not).
+#
 # The harness is read-only where it is shared, so it is copied to a scratch directory; results land
 # in bench/out/ (table.txt, results.jsonl). To compare with Telegraf, node_exporter and collectd,
 # run `./run.sh install` in the scratch copy first (it builds Telegraf with Go: ~10 min) and add them
@@ -115,6 +119,25 @@ enabled = false
 enabled = false
 TOML
 grep -q '^storwatch-core ' "$work/agents.conf" || echo 'storwatch-core  | file | {bin}/storwatch-agent run --config {conf:storwatch-core.toml} --proc-root {proc} --sys-root {sys} --sample-interval 1s --report-interval 10s --output file:{out}' >>"$work/agents.conf"
+
+# floor-paths: the floor's list and, beside it, every multipath path's `device/state` (the 80
+# files the multipath monitor reads each second and the floor's list leaves out), read the same
+# way (open, read, close each), so that what the kernel charges for them is measured, not guessed.
+cat >"$work/bin/floor-paths" <<'SH'
+#!/bin/sh
+# floor-paths LIST INTERVAL
+list=$1
+root=$(sed -n 's,/proc/diskstats$,,p' "$list" | head -1)
+out=${list%.list}-paths.list
+cp "$list" "$out"
+for dm in "$root"/sys/block/dm-*; do
+  case $(cat "$dm/dm/uuid" 2>/dev/null) in mpath-*) ;; *) continue ;; esac
+  for s in "$dm"/slaves/*; do echo "$root/sys/block/${s##*/}/device/state"; done
+done | sort -u >>"$out"
+exec "${0%/*}/floor" -l "$out" -i "$2"
+SH
+chmod +x "$work/bin/floor-paths"
+grep -q '^floor-paths ' "$work/agents.conf" || echo 'floor-paths     | none | {bin}/floor-paths {list:full} {interval}' >>"$work/agents.conf"
 
 # The children's CPU: cutime+cstime of the agent before and after the window.
 python3 - "$work/bench.py" <<'PY'

@@ -207,67 +207,79 @@ impl MdCollector {
     }
 }
 
-impl MdCollector {
-    /// The array's sysfs: the running state every poll, the rest when due or when mdstat shows
-    /// the array changed shape.
-    /// Brings the array's sysfs view in the cache up to date; afterwards the cache holds it, or
-    /// nothing when the array has no sysfs directory (or reading it failed).
-    fn read_sys(&mut self, root: &Root, a: &MdArray) -> Result<(), SourceError> {
-        let every = self.config.member_refresh_polls.max(1);
-        if !self.dirs.contains_key(&a.name) {
-            self.dirs.insert(a.name.clone(), mdsys::dir(root, &a.name));
-        }
-        let Some(dir) = self.dirs.get_mut(&a.name) else {
-            return Ok(());
-        };
-        if let Some(c) = self.sys_cache.get_mut(&a.name) {
-            c.polls += 1;
-            if c.shape.matches(a) && c.polls < every {
-                let same_run = c.run.matches(a);
-                // An idle array whose mdstat line did not move: nothing in its running state can
-                // have changed unseen (mismatch_cnt grows only during a sync run).
-                if same_run && a.progress.is_none() {
+/// What a node without md reads as.
+static NO_MDSTAT: mdstat::Mdstat = mdstat::Mdstat {
+    personalities: Vec::new(),
+    arrays: Vec::new(),
+    unused_devices: None,
+    skipped: Vec::new(),
+};
+
+/// The array's sysfs: the running state every poll, the rest when due or when mdstat shows
+/// the array changed shape.
+/// Brings the array's sysfs view in the cache up to date; afterwards the cache holds it, or
+/// nothing when the array has no sysfs directory (or reading it failed).
+fn read_sys(
+    config: &MdConfig,
+    dirs: &mut BTreeMap<String, Dir>,
+    sys_cache: &mut BTreeMap<String, SysCache>,
+    root: &Root,
+    a: &MdArray,
+) -> Result<(), SourceError> {
+    let every = config.member_refresh_polls.max(1);
+    if !dirs.contains_key(&a.name) {
+        dirs.insert(a.name.clone(), mdsys::dir(root, &a.name));
+    }
+    let Some(dir) = dirs.get_mut(&a.name) else {
+        return Ok(());
+    };
+    if let Some(c) = sys_cache.get_mut(&a.name) {
+        c.polls += 1;
+        if c.shape.matches(a) && c.polls < every {
+            let same_run = c.run.matches(a);
+            // An idle array whose mdstat line did not move: nothing in its running state can
+            // have changed unseen (mismatch_cnt grows only during a sync run).
+            if same_run && a.progress.is_none() {
+                return Ok(());
+            }
+            // The same run going on: only its progress (and mismatch count) moves; its state
+            // is re-read when mdstat's line changes and with the members. mdstat's line
+            // carries the live position and speed every second, so sysfs' checkpoint and
+            // mismatch count are re-read every PROGRESS_REFRESH_POLLS (every poll when the
+            // line has no live counts).
+            let refreshed = if same_run {
+                let live = a.progress.as_ref().and_then(|p| p.counts()).is_some();
+                if live && c.polls % PROGRESS_REFRESH_POLLS != 0 {
                     return Ok(());
                 }
-                // The same run going on: only its progress (and mismatch count) moves; its state
-                // is re-read when mdstat's line changes and with the members. mdstat's line
-                // carries the live position and speed every second, so sysfs' checkpoint and
-                // mismatch count are re-read every PROGRESS_REFRESH_POLLS (every poll when the
-                // line has no live counts).
-                let refreshed = if same_run {
-                    let live = a.progress.as_ref().and_then(|p| p.counts()).is_some();
-                    if live && c.polls % PROGRESS_REFRESH_POLLS != 0 {
-                        return Ok(());
-                    }
-                    mdsys::refresh_progress(dir, &mut c.sys)
-                } else {
-                    c.run = RunShape::of(a);
-                    mdsys::refresh(dir, &mut c.sys)
-                };
-                match refreshed {
-                    Ok(true) => return Ok(()),
-                    Ok(false) => {}
-                    Err(e) => {
-                        self.sys_cache.remove(&a.name);
-                        return Err(e);
-                    }
+                mdsys::refresh_progress(dir, &mut c.sys)
+            } else {
+                c.run = RunShape::of(a);
+                mdsys::refresh(dir, &mut c.sys)
+            };
+            match refreshed {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(e) => {
+                    sys_cache.remove(&a.name);
+                    return Err(e);
                 }
             }
         }
-        self.sys_cache.remove(&a.name);
-        if let Some(sys) = mdsys::read(dir)? {
-            self.sys_cache.insert(
-                a.name.clone(),
-                SysCache {
-                    sys,
-                    shape: Shape::of(a),
-                    run: RunShape::of(a),
-                    polls: 0,
-                },
-            );
-        }
-        Ok(())
     }
+    sys_cache.remove(&a.name);
+    if let Some(sys) = mdsys::read(dir)? {
+        sys_cache.insert(
+            a.name.clone(),
+            SysCache {
+                sys,
+                shape: Shape::of(a),
+                run: RunShape::of(a),
+                polls: 0,
+            },
+        );
+    }
+    Ok(())
 }
 
 impl MdCollector {
@@ -285,16 +297,17 @@ impl MdCollector {
         let path = root.proc("mdstat");
         let present = read_into(&path, &mut self.buf)?;
         let parsed = if present {
-            mdstat::parse_reusing(&self.buf, &mut self.reuse)
+            self.reuse
+                .update(&self.buf)
                 .map_err(|e| SourceError::parse(&path, e))?
         } else {
             // No md module: nothing to watch (arrays seen before have gone with it).
-            mdstat::Mdstat::default()
+            &NO_MDSTAT
         };
         let mut first_error = None;
         for a in &parsed.arrays {
             // Reported once per poll; the array still gets its mdstat view.
-            if let Err(e) = self.read_sys(root, a) {
+            if let Err(e) = read_sys(&self.config, &mut self.dirs, &mut self.sys_cache, root, a) {
                 first_error.get_or_insert(e);
             }
         }
@@ -533,6 +546,81 @@ mod tests {
         }
         sdc_fails(&mut m, &h, 9.0);
         assert_eq!(poll(&mut m, &h, 10.0), vec![]);
+    }
+
+    /// While a check runs, its members are derived again only when what they come from moves:
+    /// a member failing in mdstat, or its sysfs state or error count moving, after seconds in
+    /// which only the progress moved, is still announced and reported.
+    #[test]
+    fn member_changes_during_a_run_are_still_seen() {
+        let h = Host::new();
+        let mut m = MdCollector::new(
+            MdConfig {
+                member_refresh_polls: 3,
+                ..MdConfig::default()
+            },
+            RiskModel::default(),
+        );
+        let members = "sdg[6](S) sdf[5] sde[4] sdd[3] sdc[2] sdb[1] sda[0]";
+        let check = |done: u64| {
+            format!("      [>....................]  check =  5.0% ({done}/1000000) finish=10.0min speed=1000K/sec\n")
+        };
+        for (d, slot) in [
+            ("sda", "0"),
+            ("sdb", "1"),
+            ("sdc", "2"),
+            ("sdd", "3"),
+            ("sde", "4"),
+            ("sdf", "5"),
+        ] {
+            h.dev("md0", d, "in_sync", slot, 0);
+        }
+        h.dev("md0", "sdg", "spare", "none", 0);
+        h.attr("md0", "sync_action", "check");
+        h.attr("md0", "degraded", "0");
+        h.attr("md0", "array_state", "clean");
+        h.mdstat(&raid6(members, "[6/6] [UUUUUU]", &check(100_000)));
+        assert_eq!(poll(&mut m, &h, 0.0), vec![]);
+        for t in 1..4u32 {
+            h.mdstat(&raid6(
+                members,
+                "[6/6] [UUUUUU]",
+                &check(100_000 * u64::from(t + 1)),
+            ));
+            assert_eq!(poll(&mut m, &h, f64::from(t)), vec![], "at {t}");
+        }
+        // sysfs alone: sdb's corrected read errors grow (seen at the next member refresh)
+        h.dev("md0", "sdb", "in_sync", "1", 7);
+        for t in 4..7u32 {
+            h.mdstat(&raid6(
+                members,
+                "[6/6] [UUUUUU]",
+                &check(100_000 * u64::from(t + 1)),
+            ));
+            assert_eq!(poll(&mut m, &h, f64::from(t)), vec![], "at {t}");
+        }
+        assert!(
+            report(&mut m).contains("md_member,host=ds01,array=md0,member=sdb state=\"in_sync\",failed=false,spare=false,errors=7i"),
+            "{}",
+            report(&mut m)
+        );
+        // mdstat: sdc fails during the check
+        h.dev("md0", "sdc", "faulty", "none", 0);
+        h.attr("md0", "degraded", "1");
+        h.mdstat(&raid6(
+            "sdg[6](S) sdf[5] sde[4] sdd[3] sdc[2](F) sdb[1] sda[0]",
+            "[6/5] [UU_UUU]",
+            &check(800_000),
+        ));
+        assert_eq!(
+            poll(&mut m, &h, 7.0),
+            vec![
+                ev("md0", "clean", "degraded"),
+                ev("md0/sdc", "active", "failed")
+            ]
+        );
+        let s = m.array("md0").expect("md0");
+        assert_eq!((s.failed, s.sync_action.as_str()), (1, "check"));
     }
 
     #[test]
@@ -1003,7 +1091,7 @@ mod tests {
                     });
                 }
                 let mut events = Vec::new();
-                m.detector.observe(parsed, |n| sys.get(n), t, &mut events);
+                m.detector.observe(&parsed, |n| sys.get(n), t, &mut events);
                 t += 1.0;
                 for (s, members) in m.arrays() {
                     proptest::prop_assert!(s.active <= s.members);

@@ -28,7 +28,7 @@ use crate::command::{CommandError, CommandRunner, Worker, WorkerHandle};
 use crate::event::Event;
 use crate::health::risk::{MemberRate, RiskModel};
 use crate::health::zpool::{PoolReport, ZpoolDetector};
-use crate::root::{read_value_optional, JoinSized, Root};
+use crate::root::{read_value_into, JoinSized, Root};
 use crate::sources::zpool::{self, json, list, status, PoolList, ZpoolStatus};
 use crate::sources::SourceError;
 
@@ -220,43 +220,55 @@ pub const RELIST_EVERY: u32 = 10;
 /// pools' state files; pools come and go by `zpool import`/`export`, rarely.
 #[derive(Debug, Default)]
 struct Kstat {
-    /// `None` before the first listing, and while the module is absent or the last listing
-    /// failed: then each sample lists.
-    pools: Option<Vec<String>>,
+    /// Each pool's name and state as last read, sorted by name; `None` before the first
+    /// listing, and while the module is absent or the last listing failed: then each sample
+    /// lists.
+    states: Option<Vec<(String, String)>>,
+    /// Each pool's `state` file, beside `states`.
+    paths: Vec<PathBuf>,
     /// Samples since the last listing.
     since: u32,
+    buf: String,
 }
 
 impl Kstat {
-    /// Each pool's state (as [`zpool::read_states`]): the pools of the last listing, or a new
-    /// listing when one is due or a known pool's file is gone.
-    fn read(&mut self, root: &Root) -> Result<Option<Vec<(String, String)>>, SourceError> {
-        let Some(pools) = self.pools.as_ref().filter(|_| self.since < RELIST_EVERY) else {
+    /// Each pool's state (as [`zpool::read_states`]; `Ok(None)` without the module): the pools
+    /// of the last listing read again, or a new listing when one is due or a known pool's file
+    /// is gone. The states are updated in place: a second in which no pool changed allocates
+    /// nothing.
+    fn read(&mut self, root: &Root) -> Result<Option<&[(String, String)]>, SourceError> {
+        let Some(states) = self.states.as_mut().filter(|_| self.since < RELIST_EVERY) else {
             return self.list(root);
         };
-        let dir = root.proc("spl/kstat/zfs");
-        let mut out = Vec::with_capacity(pools.len());
-        for name in pools {
-            let path = dir.join_sized(name).join_sized("state");
+        for ((_, state), path) in states.iter_mut().zip(&self.paths) {
             // Exported, or the module unloaded: the listing says which.
-            let Some(text) = read_value_optional(&path)? else {
+            if !read_value_into(path, &mut self.buf)? {
                 return self.list(root);
-            };
-            let state = zpool::parse_state(&text).map_err(|e| SourceError::parse(&path, e))?;
-            out.push((name.clone(), state));
+            }
+            let word =
+                zpool::parse_state_word(&self.buf).map_err(|e| SourceError::parse(path, e))?;
+            if word != state.as_str() {
+                state.clear();
+                state.push_str(word);
+            }
         }
         self.since += 1;
-        Ok(Some(out))
+        Ok(self.states.as_deref())
     }
 
-    fn list(&mut self, root: &Root) -> Result<Option<Vec<(String, String)>>, SourceError> {
-        let states = zpool::read_states(root);
+    fn list(&mut self, root: &Root) -> Result<Option<&[(String, String)]>, SourceError> {
         self.since = 1;
-        self.pools = match &states {
-            Ok(Some(s)) => Some(s.iter().map(|(n, _)| n.clone()).collect()),
-            _ => None,
-        };
-        states
+        self.states = None;
+        let states = zpool::read_states(root)?;
+        if let Some(s) = &states {
+            let dir = root.proc("spl/kstat/zfs");
+            self.paths = s
+                .iter()
+                .map(|(n, _)| dir.join_sized(n).join_sized("state"))
+                .collect();
+        }
+        self.states = states;
+        Ok(self.states.as_deref())
     }
 }
 
@@ -355,7 +367,7 @@ impl ZpoolCollector {
         }
         self.detector.set_now(now_s);
         let mut first_error = None;
-        match self.kstat.read(root) {
+        match self.kstat.read(root).map(|s| s.map(<[_]>::is_empty)) {
             // No zfs module: nothing to watch, and no zpool to run.
             Ok(None) => {
                 if self.worker.is_none() {
@@ -366,12 +378,13 @@ impl ZpoolCollector {
                     self.wake();
                 }
             }
-            Ok(Some(states)) => {
+            Ok(Some(none_imported)) => {
                 // The module loaded without a pool imported: nothing for zpool to tell yet.
-                if self.worker.is_none() && !states.is_empty() {
+                if self.worker.is_none() && !none_imported {
                     self.start_worker()?;
                 }
-                if self.detector.observe_kstat(&states, events) {
+                let states = self.kstat.states.as_deref().unwrap_or_default();
+                if self.detector.observe_kstat(states, events) {
                     self.wake();
                 }
             }
@@ -537,7 +550,7 @@ mod tests {
         let names = |s: &[(String, String)]| -> Vec<String> {
             s.iter().map(|(n, st)| format!("{n}={st}")).collect()
         };
-        let read = |k: &mut Kstat| names(&k.read(&root).expect("read").expect("zfs"));
+        let read = |k: &mut Kstat| names(k.read(&root).expect("read").expect("zfs"));
         assert_eq!(read(&mut k), ["tank=ONLINE"]);
         // a state change of a known pool: the next sample
         pool("tank", "DEGRADED");

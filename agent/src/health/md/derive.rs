@@ -240,6 +240,15 @@ pub(super) fn derive(
     (status, exposure)
 }
 
+/// Whether a member without flags or sysfs reads `active` rather than `in_sync`: the array
+/// recovers, or waits to.
+pub(super) fn members_recovering(a: &MdArray) -> bool {
+    a.progress
+        .as_ref()
+        .is_some_and(|p| p.action == SyncAction::Recover)
+        || a.waiting.is_some() && a.working_disks < a.raid_disks
+}
+
 /// The members that hold the array's data now: in a slot, not failed, not being rebuilt, not a
 /// spare, journal or replacement still being written.
 pub(super) fn is_survivor(m: &MemberStatus) -> bool {
@@ -383,11 +392,7 @@ fn component_from_mdstat(a: &MdArray, level: &str, slots: u32) -> Option<u64> {
 
 /// Members from mdstat's list, with sysfs's state where it has the member.
 pub(super) fn derive_members(a: &MdArray, s: Option<&MdSys>) -> Vec<MemberStatus> {
-    let recovering = a
-        .progress
-        .as_ref()
-        .is_some_and(|p| p.action == SyncAction::Recover)
-        || a.waiting.is_some() && a.working_disks < a.raid_disks;
+    let recovering = members_recovering(a);
     let mut out: Vec<MemberStatus> = Vec::with_capacity(a.members.len());
     for m in &a.members {
         if out.iter().any(|o| o.name == m.name) {

@@ -7,12 +7,12 @@
 
 use std::collections::BTreeMap;
 
-use super::derive::{derive, derive_members, member_risk, Params, Run};
+use super::derive::{derive, derive_members, member_risk, members_recovering, Params, Run};
 use super::model::{ArrayState, ArrayStatus, MemberStatus};
 use crate::event::Event;
 use crate::health::risk::{Exposure, MemberRate, RiskModel};
-use crate::sources::mdstat::{MdArray, Mdstat};
-use crate::sources::mdsys::MdSys;
+use crate::sources::mdstat::{MdArray, MdMember, Mdstat};
+use crate::sources::mdsys::{MdDev, MdSys};
 
 /// One array and what the detector remembers of it.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +26,9 @@ struct Tracked {
     mismatch_told_in_run: bool,
     /// The poll that last listed the array.
     seen_in: u64,
+    /// While a run is tracked: what `members` were derived from, so that the next poll derives
+    /// them only when it changed.
+    members_from: Option<MembersFrom>,
     /// The mdstat and sysfs reading this state was derived from; `None` while a run is tracked,
     /// when the next poll derives the status again whatever it reads (copying the reading every
     /// second for nothing was a third of the detector's work on a syncing array).
@@ -96,7 +99,7 @@ impl MdDetector {
     /// and announces nothing.
     pub fn observe<'s>(
         &mut self,
-        mdstat: Mdstat,
+        mdstat: &Mdstat,
         sys: impl Fn(&str) -> Option<&'s MdSys>,
         now_s: f64,
         events: &mut Vec<Event>,
@@ -105,7 +108,7 @@ impl MdDetector {
         self.polled = true;
         self.poll_no += 1;
         let poll_no = self.poll_no;
-        for a in mdstat.arrays {
+        for a in &mdstat.arrays {
             let s = sys(&a.name);
             if let Some(p) = self.arrays.get_mut(&a.name) {
                 if p.seen_in == poll_no {
@@ -118,20 +121,19 @@ impl MdDetector {
                 let same = p
                     .input
                     .as_ref()
-                    .is_some_and(|(pa, ps)| *pa == a && ps.as_ref() == s);
+                    .is_some_and(|(pa, ps)| pa == a && ps.as_ref() == s);
                 if p.run.is_none() && same {
                     p.seen_in = poll_no;
                     continue;
                 }
+                observe_again(p, a, s, now_s, poll_no, &self.params, events);
+                continue;
             }
-            let members = derive_members(&a, s);
-            let mut prev = self.arrays.remove(&a.name);
-            // Taken, not copied: a long run holds `eta_window_s` of samples.
-            let mut run = prev.as_mut().and_then(|p| p.run.take());
-            let (status, exposure) = derive(&a, s, &members, &mut run, now_s, &self.params);
-            match &prev {
-                Some(p) => transitions(p, &status, &members, events),
-                None if !first => events.push(Event::new(
+            let members = derive_members(a, s);
+            let mut run = None;
+            let (status, exposure) = derive(a, s, &members, &mut run, now_s, &self.params);
+            if !first {
+                events.push(Event::new(
                     "md",
                     status.array.clone(),
                     "",
@@ -147,23 +149,19 @@ impl MdDetector {
                         status.members,
                         status.state.as_str()
                     ),
-                )),
-                None => {}
+                ));
             }
-            let (mut mismatch_told, mut mismatch_told_in_run) = (status.mismatch_cnt, false);
-            if let Some(p) = &prev {
-                (mismatch_told, mismatch_told_in_run) = mismatch_growth(p, &status, events);
-            }
-            let key = a.name.clone();
-            let input = run.is_none().then(|| (a, s.cloned()));
+            let input = run.is_none().then(|| (a.clone(), s.cloned()));
+            let members_from = run.is_some().then(|| MembersFrom::of(a, s));
             self.arrays.insert(
-                key,
+                a.name.clone(),
                 Tracked {
+                    mismatch_told: status.mismatch_cnt,
+                    mismatch_told_in_run: false,
                     status,
                     members,
+                    members_from,
                     run,
-                    mismatch_told,
-                    mismatch_told_in_run,
                     seen_in: poll_no,
                     input,
                     exposure,
@@ -190,11 +188,75 @@ impl MdDetector {
     }
 }
 
+/// A known array's new reading `a` (and sysfs `s`), when it has to be derived again: the status,
+/// members and events, in place.
+fn observe_again(
+    p: &mut Tracked,
+    a: &MdArray,
+    s: Option<&MdSys>,
+    now_s: f64,
+    poll_no: u64,
+    params: &Params,
+    events: &mut Vec<Event>,
+) {
+    // A running sync is derived every poll, but its members rarely change: they are derived
+    // again only when what they come from does.
+    let same_members = p.members_from.as_ref().is_some_and(|f| f.matches(a, s));
+    let members = if same_members {
+        std::mem::take(&mut p.members)
+    } else {
+        derive_members(a, s)
+    };
+    // Taken, not copied: a long run holds `eta_window_s` of samples.
+    let mut run = p.run.take();
+    let (status, exposure) = derive(a, s, &members, &mut run, now_s, params);
+    transitions(p, &status, (!same_members).then_some(&members[..]), events);
+    (p.mismatch_told, p.mismatch_told_in_run) = mismatch_growth(p, &status, events);
+    p.input = run.is_none().then(|| (a.clone(), s.cloned()));
+    if run.is_none() {
+        p.members_from = None;
+    } else if !same_members {
+        p.members_from = Some(MembersFrom::of(a, s));
+    }
+    p.status = status;
+    p.members = members;
+    p.run = run;
+    p.seen_in = poll_no;
+    p.exposure = exposure;
+}
+
+/// What an array's members are derived from ([`derive_members`]): its mdstat members, whether
+/// it recovers, and its sysfs members.
+#[derive(Debug, Clone, PartialEq)]
+struct MembersFrom {
+    members: Vec<MdMember>,
+    recovering: bool,
+    devs: Option<Vec<MdDev>>,
+}
+
+impl MembersFrom {
+    fn of(a: &MdArray, s: Option<&MdSys>) -> Self {
+        Self {
+            members: a.members.clone(),
+            recovering: members_recovering(a),
+            devs: s.map(|s| s.devs.clone()),
+        }
+    }
+
+    /// `MembersFrom::of(a, s) == *self`, without building one.
+    fn matches(&self, a: &MdArray, s: Option<&MdSys>) -> bool {
+        self.recovering == members_recovering(a)
+            && self.members == a.members
+            && self.devs.as_deref() == s.map(|s| s.devs.as_slice())
+    }
+}
+
 /// Events between the previous and the new view of one array.
+/// `members` is `None` when they are the same as `prev`'s (then no member changed).
 fn transitions(
     prev: &Tracked,
     now: &ArrayStatus,
-    members: &[MemberStatus],
+    members: Option<&[MemberStatus]>,
     events: &mut Vec<Event>,
 ) {
     let name = &now.array;
@@ -274,6 +336,9 @@ fn transitions(
         };
         events.push(Event::new("md", name.clone(), from, to, text));
     }
+    let Some(members) = members else {
+        return;
+    };
     // Every member of every array each second: the event's name is only built for an event.
     let object = |m: &MemberStatus| format!("{name}/{}", m.name);
     for m in members {

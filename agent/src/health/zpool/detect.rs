@@ -67,6 +67,12 @@ impl ZpoolDetector {
     pub fn observe_kstat(&mut self, states: &[(String, String)], events: &mut Vec<Event>) -> bool {
         let mut changed = false;
         for (name, state) in states {
+            // Every second, for every pool: nothing to do while it reads as it did.
+            if let Some(t) = self.pools.get(name) {
+                if t.kstat.as_ref() == Some(state) && t.health.as_ref() == Some(state) {
+                    continue;
+                }
+            }
             let t = self.pools.entry(name.clone()).or_default();
             t.kstat = Some(state.clone());
             changed |= set_health(name, t, state, events);

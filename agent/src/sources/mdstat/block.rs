@@ -116,14 +116,14 @@ pub(super) fn parse_detail(array: &mut MdArray, line: &str) -> Result<(), String
         return Ok(());
     }
     let first = line.split_whitespace().next().unwrap_or("");
-    if parse_u64(first).is_some() && line.split_whitespace().nth(1) == Some("blocks") {
+    if is_geometry(line, first) {
         return parse_geometry(array, line);
     }
     if let Some(wait) = parse_wait(line) {
         array.waiting = Some(wait);
         return Ok(());
     }
-    if first.starts_with('[') && !first.contains('/') || line.contains('%') {
+    if looks_like_progress(line, first) {
         array.progress = Some(parse_progress(line)?);
         return Ok(());
     }
@@ -135,6 +135,24 @@ pub(super) fn parse_detail(array: &mut MdArray, line: &str) -> Result<(), String
         }
     }
     Err("line not understood".into())
+}
+
+/// Whether [`parse_detail`] takes `line` (trimmed) for a progress line: what it sets is
+/// [`MdArray::progress`] and nothing else.
+pub(super) fn is_progress_line(line: &str) -> bool {
+    let first = line.split_whitespace().next().unwrap_or("");
+    !line.starts_with("bitmap:")
+        && !is_geometry(line, first)
+        && !is_wait(line)
+        && looks_like_progress(line, first)
+}
+
+fn is_geometry(line: &str, first: &str) -> bool {
+    parse_u64(first).is_some() && line.split_whitespace().nth(1) == Some("blocks")
+}
+
+fn looks_like_progress(line: &str, first: &str) -> bool {
+    first.starts_with('[') && !first.contains('/') || line.contains('%')
 }
 
 /// `1250241792 blocks super 1.2 level 5, 64k chunk, algorithm 2 [5/5] [UUUUU]`, or the raid10
@@ -220,8 +238,8 @@ pub(super) fn num_u32(s: &str) -> Option<u32> {
     u32::try_from(parse_u64(s)?).ok()
 }
 
-/// `resync=DELAYED`, `resync=PENDING`, `resync=REMOTE`.
-pub(super) fn parse_wait(line: &str) -> Option<SyncWait> {
+/// `resync=DELAYED` split at its `=`, when `line` is a wait line.
+fn wait_words(line: &str) -> Option<(&str, &str)> {
     let mut toks = line.split_whitespace();
     let tok = toks.next()?;
     if toks.next().is_some() {
@@ -235,6 +253,16 @@ pub(super) fn parse_wait(line: &str) -> Option<SyncWait> {
     {
         return None;
     }
+    Some((action, reason))
+}
+
+fn is_wait(line: &str) -> bool {
+    wait_words(line).is_some()
+}
+
+/// `resync=DELAYED`, `resync=PENDING`, `resync=REMOTE`.
+pub(super) fn parse_wait(line: &str) -> Option<SyncWait> {
+    let (action, reason) = wait_words(line)?;
     let reason = match reason {
         "DELAYED" => WaitReason::Delayed,
         "PENDING" => WaitReason::Pending,

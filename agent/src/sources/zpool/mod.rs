@@ -459,28 +459,35 @@ pub fn is_bad_state(state: &str) -> bool {
 
 /// Parses `/proc/spl/kstat/zfs/<pool>/state`: one upper-case word.
 pub fn parse_state(text: &str) -> Result<String, ParseError> {
-    let mut words = Vec::new();
+    parse_state_word(text).map(str::to_owned)
+}
+
+/// [`parse_state`], borrowing the word from `text`: the state files are read every second.
+pub fn parse_state_word(text: &str) -> Result<&str, ParseError> {
     let mut first_line = (1, "");
+    let mut found = None;
     for (i, line) in text.lines().enumerate() {
-        if !line.trim().is_empty() && words.is_empty() {
+        if !line.trim().is_empty() && found.is_none() {
             first_line = (i + 1, line);
         }
-        words.extend(line.split_ascii_whitespace().map(|w| (i + 1, line, w)));
-    }
-    match words.as_slice() {
-        [] => Err(ParseError::new(1, text, "empty pool state")),
-        [(_, _, w)] if w.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') => {
-            Ok((*w).to_owned())
+        for w in line.split_ascii_whitespace() {
+            if found.is_some() {
+                return Err(ParseError::new(
+                    first_line.0,
+                    first_line.1,
+                    "more than one word in a pool state file",
+                ));
+            }
+            found = Some((i + 1, line, w));
         }
-        [(n, line, w)] => Err(ParseError::new(
-            *n,
+    }
+    match found {
+        None => Err(ParseError::new(1, text, "empty pool state")),
+        Some((_, _, w)) if w.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') => Ok(w),
+        Some((n, line, w)) => Err(ParseError::new(
+            n,
             line,
             format_args!("{w:?} is not a pool state"),
-        )),
-        _ => Err(ParseError::new(
-            first_line.0,
-            first_line.1,
-            "more than one word in a pool state file",
         )),
     }
 }
