@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use storwatch_wire::lp::rules::RESERVED_KEY;
-use storwatch_wire::lp::{check_line, lines, Accepted, Backends, Checked, Kind, Point};
+use storwatch_wire::lp::{check_line, lines, Accepted, Backends, Checked, Kind, Parsed};
 pub use storwatch_wire::lp::{FieldType, LineLimits, Precision, Rejection};
 
 pub use self::decode::{decode, offered_lines, DecodeError};
@@ -138,10 +138,10 @@ impl Validated {
         }
     }
 
-    fn accept(&mut self, p: &Point<'_>, host_tag: &str) {
+    fn accept(&mut self, p: &Parsed<'_>, host_tag: &str) {
         self.accepted_lines += 1;
         if let Some(h) = p.tag(host_tag) {
-            match self.hosts.get_mut(h) {
+            match self.hosts.get_mut(h.as_ref()) {
                 Some(c) => *c += 1,
                 None => {
                     self.hosts.insert(h.to_string(), 1);
@@ -159,18 +159,17 @@ enum TypeCheck {
 }
 
 /// The typed fields of a line: every field but `time`.
-fn typed<'p, 'a>(p: &'p Point<'a>) -> impl Iterator<Item = (&'p str, FieldType)> + 'p {
-    p.fields
-        .iter()
-        .filter(|(k, _)| k != RESERVED_KEY)
-        .map(|(k, v)| (k.as_ref(), v.field_type()))
+fn typed<'p, 'a>(
+    p: &'p Parsed<'a>,
+) -> impl Iterator<Item = (std::borrow::Cow<'a, str>, FieldType)> + 'p {
+    p.field_types().filter(|(k, _)| k != RESERVED_KEY)
 }
 
-fn type_check(known: &Types, p: &Point<'_>) -> TypeCheck {
-    let m = known.get(p.measurement.as_ref());
+fn type_check(known: &Types, p: &Parsed<'_>) -> TypeCheck {
+    let m = known.get(p.measurement().as_ref());
     let mut all_known = true;
     for (k, t) in typed(p) {
-        match m.and_then(|m| m.get(k)) {
+        match m.and_then(|m| m.get(k.as_ref())) {
             Some(was) if was.0 != t => return TypeCheck::Conflict(k.to_string(), was.0),
             Some(_) => {}
             None => all_known = false,
@@ -184,7 +183,7 @@ fn type_check(known: &Types, p: &Point<'_>) -> TypeCheck {
     }
 }
 
-fn conflicting_repeat(p: &Point<'_>) -> bool {
+fn conflicting_repeat(p: &Parsed<'_>) -> bool {
     let fields: Vec<_> = typed(p).collect();
     fields
         .iter()
@@ -211,10 +210,10 @@ fn learn<'a>(
             out.rejected.push(conflict(n, p, &field, was));
             continue;
         }
-        let m = t.entry(p.measurement.to_string()).or_default();
+        let m = t.entry(p.measurement().into_owned()).or_default();
         let mut repeat: Option<(String, FieldType)> = None;
         for (k, ty) in typed(p) {
-            match m.get(k) {
+            match m.get(k.as_ref()) {
                 // Only a field this very line introduced can disagree here.
                 Some(was) if was.0 != ty => {
                     repeat = Some((k.to_string(), was.0));
@@ -224,7 +223,7 @@ fn learn<'a>(
                 None if total < types.max_fields => {
                     m.insert(k.to_string(), Stored(ty));
                     total += 1;
-                    learned.push((p.measurement.to_string(), k.to_string(), ty));
+                    learned.push((p.measurement().into_owned(), k.into_owned(), ty));
                 }
                 None => {}
             }
@@ -243,7 +242,7 @@ fn learn<'a>(
 }
 
 /// A field type conflict, in influxd's words.
-fn conflict(n: usize, p: &Point<'_>, field: &str, known: FieldType) -> Rejection {
+fn conflict(n: usize, p: &Parsed<'_>, field: &str, known: FieldType) -> Rejection {
     let now = typed(p)
         .filter(|(k, _)| *k == field)
         .map(|(_, t)| t)
@@ -255,7 +254,7 @@ fn conflict(n: usize, p: &Point<'_>, field: &str, known: FieldType) -> Rejection
         reason: format!(
             "field type conflict: input field \"{field}\" on measurement \"{}\" is type {now}, \
              already exists as type {}",
-            p.measurement,
+            p.measurement(),
             known.name()
         ),
     }
