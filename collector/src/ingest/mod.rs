@@ -13,8 +13,8 @@
 pub mod decode;
 pub mod types;
 
+use crate::hash::FxMap;
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use storwatch_wire::lp::rules::RESERVED_KEY;
 use storwatch_wire::lp::{check_line, lines, Accepted, Backends, Checked, Kind, Parsed};
@@ -39,7 +39,7 @@ pub struct Validated {
     /// whole body for that; `rejected` names the lines that do not parse.
     pub whole_body_refused: bool,
     /// Lines per value of the host tag among the accepted lines.
-    pub hosts: HashMap<String, u64>,
+    pub(crate) hosts: FxMap<String, u64>,
 }
 
 /// How a write is read: the versions of the outputs, the request's precision, the receive time
@@ -165,30 +165,40 @@ fn typed<'p, 'a>(
     p.field_types().filter(|(k, _)| k != RESERVED_KEY)
 }
 
+/// Fields of a line compared pairwise for a repeat without allocating; a line with more
+/// takes a vector.
+const FEW_FIELDS: usize = 32;
+
 fn type_check(known: &Types, p: &Parsed<'_>) -> TypeCheck {
     let m = known.get(p.measurement().as_ref());
     let mut all_known = true;
-    for (k, t) in typed(p) {
+    let mut few: [(Cow<'_, str>, FieldType); FEW_FIELDS] =
+        std::array::from_fn(|_| (Cow::Borrowed(""), FieldType::Float));
+    let mut many: Vec<(Cow<'_, str>, FieldType)> = Vec::new();
+    // A field written twice with two types is a conflict even when it is new.
+    let mut repeat = false;
+    for (i, (k, t)) in typed(p).enumerate() {
         match m.and_then(|m| m.get(k.as_ref())) {
             Some(was) if was.0 != t => return TypeCheck::Conflict(k.to_string(), was.0),
             Some(_) => {}
             None => all_known = false,
         }
+        let before: &[(Cow<'_, str>, FieldType)] = if i < FEW_FIELDS { &few[..i] } else { &many };
+        repeat |= before.iter().any(|(k2, t2)| *k2 == k && *t2 != t);
+        if i < FEW_FIELDS {
+            few[i] = (k, t);
+        } else {
+            if many.is_empty() {
+                many.extend(few.iter().cloned());
+            }
+            many.push((k, t));
+        }
     }
-    // A field written twice with two types is a conflict even when it is new.
-    if all_known && !conflicting_repeat(p) {
+    if all_known && !repeat {
         TypeCheck::Known
     } else {
         TypeCheck::New
     }
-}
-
-fn conflicting_repeat(p: &Parsed<'_>) -> bool {
-    let fields: Vec<_> = typed(p).collect();
-    fields
-        .iter()
-        .enumerate()
-        .any(|(i, (k, t))| fields[..i].iter().any(|(k2, t2)| k2 == k && t2 != t))
 }
 
 /// Types the lines with new fields under the write lock, in body order, and saves the map

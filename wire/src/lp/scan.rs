@@ -101,12 +101,15 @@ pub(crate) fn scan(buf: &[u8], unsigned: bool) -> Result<Spans, ScanError> {
     if fields.0 == fields.1 {
         return Err("missing fields".into());
     }
-    for (k, _) in walk_fields(buf, fields) {
-        let size = key_len + 4 + (k.1 - k.0);
-        if size > MAX_KEY_LENGTH {
-            return Err(format!(
-                "max key length exceeded: {size} > {MAX_KEY_LENGTH}"
-            ));
+    // No field key is longer than the field set: most lines need no look at each.
+    if key_len + 4 + (fields.1 - fields.0) > MAX_KEY_LENGTH {
+        for (k, _) in walk_fields(buf, fields) {
+            let size = key_len + 4 + (k.1 - k.0);
+            if size > MAX_KEY_LENGTH {
+                return Err(format!(
+                    "max key length exceeded: {size} > {MAX_KEY_LENGTH}"
+                ));
+            }
         }
     }
     let (pos, ts) = scan_time(buf, pos)?;

@@ -160,6 +160,11 @@ impl<'a> LineView<'a> {
 
     /// The value of tag `key` (unescaped names).
     pub fn tag(&self, key: &str) -> Option<Cow<'a, str>> {
+        // A key without the characters an escape can hide is written as it reads: a series key
+        // without it has no such tag (most lines have no `time` tag, which every line is asked).
+        if !key.bytes().any(|c| b", =\\".contains(&c)) && !self.series_key().contains(key) {
+            return None;
+        }
         self.tags().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
@@ -278,7 +283,10 @@ impl<'a> Parsed<'a> {
 
     /// The value of tag `key`.
     pub fn tag(&self, key: &str) -> Option<Cow<'a, str>> {
-        self.tags().find(|(k, _)| k == key).map(|(_, v)| v)
+        match self {
+            Parsed::Go(v) => v.tag(key),
+            Parsed::V3(_) => self.tags().find(|(k, _)| k == key).map(|(_, v)| v),
+        }
     }
 
     /// The fields' keys, unescaped, and their types, in the order written.
