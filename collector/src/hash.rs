@@ -105,4 +105,16 @@ mod tests {
             .collect();
         assert!(low.len() > 40, "{}", low.len());
     }
+
+    /// The remote-write encoder keys its series by `label set << 32 | metric`: keys differing
+    /// only in their high half must still spread over the buckets (the low bits), or every
+    /// series of one metric probes one chain.
+    #[test]
+    fn keys_differing_only_in_their_high_half_spread_over_the_buckets() {
+        let b = FxBuild::default();
+        let buckets: std::collections::HashSet<u64> = (0..1024u64)
+            .map(|set| b.hash_one((set << 32) | 3) & 1023)
+            .collect();
+        assert!(buckets.len() > 500, "{}", buckets.len());
+    }
 }

@@ -12,9 +12,6 @@
 //! [`prom_line`] whole, as every line did before. The caches are dropped when they hold more
 //! than [`MAX_CACHED`] entries.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use storwatch_wire::lp::{parse_line, parse_view, Backend, FieldValue, LineView, Parsed, Point};
 use storwatch_wire::prom::{metric_name, prom_field, prom_line};
 
@@ -57,7 +54,10 @@ pub struct Encoder {
     metric_ids: FxMap<Box<str>, u32>,
     metrics: Vec<Metric>,
     // one request
-    series: HashMap<u64, u32, BuildHasherDefault<Mix>>,
+    /// series of the request by (label set, metric); hashed with Fx, whose finish moves the
+    /// well-mixed high bits down (the multiply alone, which this map had, leaves the low bits,
+    /// the bucket, to the metric's few ids: every series of a metric probed one chain)
+    series: FxMap<u64, u32>,
     series_keys: Vec<u64>,
     samples: Vec<(u32, i64, f64)>,
     line_values: Vec<(u32, f64)>,
@@ -425,26 +425,6 @@ pub(super) fn put_bytes(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
     put_varint(out, u64::from((field << 3) | 2));
     put_varint(out, bytes.len() as u64);
     out.extend_from_slice(bytes);
-}
-
-/// A hasher for the request's series keys (two small numbers of the collector's own making).
-#[derive(Debug, Default, Clone, Copy)]
-pub(super) struct Mix(u64);
-
-impl Hasher for Mix {
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(u64::from(*b));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
 }
 
 #[cfg(test)]
