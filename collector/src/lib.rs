@@ -16,6 +16,7 @@
 
 pub mod config;
 pub mod forward;
+mod hash;
 pub mod heartbeat;
 pub mod http;
 pub mod ingest;

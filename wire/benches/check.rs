@@ -4,10 +4,15 @@
 //! `cargo bench -p storwatch-wire --bench check`
 //!
 //! 1.x and 2.x read with the port of the Go parser, 3.x with the `influxdb-line-protocol` crate
-//! (the parser the collector used for every version before).
+//! (the parser the collector used for every version before). The second group reads the same
+//! lines by the 1.x grammar into a whole `Point` (`parse_line`) and into a `LineView`
+//! (`parse_view`, what the validation and the remote-write encoder use), its values parsed too.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use storwatch_wire::lp::{check_line, lines, Backend, Backends, Checked, LineLimits, Precision};
+use storwatch_wire::lp::{
+    check_line, lines, parse_line, parse_view, Backend, Backends, Checked, LineLimits, Parsed,
+    Precision,
+};
 
 fn body() -> String {
     let mut out = String::new();
@@ -44,6 +49,31 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+    g.finish();
+    let mut g = c.benchmark_group("read 5000 disk lines by the 1.x grammar");
+    g.throughput(Throughput::Elements(5000));
+    g.bench_function("parse_line", |bench| {
+        bench.iter(|| {
+            let mut fields = 0;
+            for (_, l) in lines(&body) {
+                if let Ok(p) = parse_line(l, Backend::V1) {
+                    fields += p.fields.len();
+                }
+            }
+            assert_eq!(fields, 50_000);
+        })
+    });
+    g.bench_function("parse_view, values parsed", |bench| {
+        bench.iter(|| {
+            let mut fields = 0;
+            for (_, l) in lines(&body) {
+                if let Ok(Parsed::Go(v)) = parse_view(l, Backend::V1) {
+                    fields += v.fields().filter(|f| f.value().is_ok()).count();
+                }
+            }
+            assert_eq!(fields, 50_000);
+        })
+    });
     g.finish();
 }
 

@@ -108,7 +108,7 @@ proptest! {
             };
             prop_assert!(a.verbatim);
             prop_assert_eq!(a.ts_ns, ts);
-            let p = &a.point;
+            let p = &a.point.to_point().map_err(TestCaseError::fail)?;
             prop_assert_eq!(p.measurement.to_string(), clean_name(&measurement).into_owned());
             let got_tags: Vec<(String, String)> =
                 p.tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();

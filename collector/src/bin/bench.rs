@@ -63,7 +63,8 @@ and then drained (--max-in-flight: the draining output's max_in_flight, default 
 collector's). Ports PORT..PORT+3 on 127.0.0.1 (default 18500).
 --remote-write: each part is drained into a Prometheus and a VictoriaMetrics as well (remote
 write), and the rates and CPU compared with the InfluxDB output's. --compare COLLECTOR: that
-build drains every part the same way too (its own receivers), each figure side by side.
+build takes the same acknowledgement run after this one's and drains every part the same way
+too (its own receivers), each figure side by side.
 ";
 
 fn args() -> anyhow::Result<Args> {
@@ -320,11 +321,15 @@ fn bodies(count: usize, lines: usize, ts0: u64, gz: bool) -> Vec<Vec<u8>> {
         .collect()
 }
 
-async fn ack_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
+/// The acknowledgement phase against the collector `bin` (`which` names a compared build in the
+/// output).
+async fn ack_bench(a: &Args, dir: &Path, bin: &Path, which: &str) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
     // Output to a closed port: nothing drains, so the backlog grows for the whole run.
     let port = a.port_base;
     let out = influx_output("http://127.0.0.1:9", "");
-    let mut proc = collector(dir, port, &own_collector()?, &out)?;
+    let mut proc = collector(dir, port, bin, &out)?;
+    let cpu0 = cpu_s(proc.0.id());
     let base = &format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(64)
@@ -392,11 +397,12 @@ async fn ack_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     let requests = metric(&client, base, "queue_records_total").await;
     let end = metric(&client, base, "queue_end_bytes").await;
     let hwm = vm_hwm_kib(proc.0.id());
+    let cpu = cpu_s(proc.0.id()) - cpu0;
     println!(
-        "acks: {} senders, {} lines/request{}, {:.1} s: {} lines acknowledged durably = {:.0} lines/s \
+        "acks{which}: {} senders, {} lines/request{}, {:.1} s: {} lines acknowledged durably = {:.0} lines/s \
          ({:.1} MB/s of line protocol); {} requests in {} fsyncs ({:.1} requests per fsync); \
-         latency p50 {:?} p99 {:?}; queue {} MiB; collector peak RSS {} KiB ({:.1} MiB); \
-         raw body {} bytes",
+         latency p50 {:?} p99 {:?}; queue {} MiB; collector CPU {:.2} s ({:.2} s per million lines); \
+         collector peak RSS {} KiB ({:.1} MiB); raw body {} bytes",
         a.senders,
         a.lines_per_request,
         if a.gzip { " gzip" } else { "" },
@@ -410,6 +416,8 @@ async fn ack_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
         p(0.5),
         p(0.99),
         end >> 20,
+        cpu,
+        cpu / (n.max(1) as f64 / 1e6),
         hwm,
         hwm as f64 / 1024.0,
         raw_bytes,
@@ -446,7 +454,10 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     let r = rt.block_on(async {
-        ack_bench(&a, &dir.join("acks")).await?;
+        ack_bench(&a, &dir.join("acks"), &own_collector()?, "").await?;
+        if let Some(other) = &a.compare {
+            ack_bench(&a, &dir.join("acks-compare"), other, " (compared)").await?;
+        }
         if !a.skip_drain {
             drain::drain_bench(&a, &dir).await?;
         }

@@ -3,16 +3,19 @@
 //! is known before it is written), compressed by one snappy encoder into another, and the names
 //! a line needs are looked up, not rebuilt, once its series or field was seen.
 //!
-//! A line's labels are cached by the line's series key as written (measurement and tags) and its
-//! metric names and unit factors by (measurement, field); a line with a string field, or two
-//! fields that come to one Prometheus name, takes [`prom_line`] whole, as every line did before.
-//! The caches are dropped when they hold more than [`MAX_CACHED`] entries.
+//! Each line is read once, by [`parse_view`], which builds nothing: the encoder takes the
+//! line's series key, measurement and field keys as written and parses only the values. A
+//! line's labels are cached by its series key as written (measurement and tags, as the 1.x/2.x
+//! grammar delimits them) and its metric names and unit factors by measurement and field as
+//! written; the caches hash with [`Fx`](crate::hash::Fx). A line with a string field, or two
+//! fields that come to one Prometheus name, or one only InfluxDB 3's grammar reads, takes
+//! [`prom_line`] whole, as every line did before. The caches are dropped when they hold more
+//! than [`MAX_CACHED`] entries.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-use storwatch_wire::lp::{parse_line, Backend, FieldValue, Point};
+use storwatch_wire::lp::{parse_line, parse_view, Backend, FieldValue, LineView, Parsed, Point};
 use storwatch_wire::prom::{field_metric, metric_name, prom_line};
+
+use crate::hash::FxMap;
 
 /// Labels of one series without `__name__`, sorted by name, each name once.
 pub type Labels = Vec<(String, String)>;
@@ -41,18 +44,23 @@ struct Metric {
 #[derive(Debug, Default)]
 pub struct Encoder {
     // kept across requests
-    keys: HashMap<Box<str>, u32>,
-    label_ids: HashMap<Labels, u32>,
+    /// label set by series key as written
+    keys: FxMap<Box<str>, u32>,
+    label_ids: FxMap<Labels, u32>,
     label_sets: Vec<LabelSet>,
-    fields: HashMap<Box<str>, (u32, f64)>,
-    metric_ids: HashMap<Box<str>, u32>,
+    /// by measurement as written: its fields' metrics and unit factors by field key as written
+    measurements: FxMap<Box<str>, usize>,
+    fields: Vec<FxMap<Box<str>, (u32, f64)>>,
+    metric_ids: FxMap<Box<str>, u32>,
     metrics: Vec<Metric>,
     // one request
-    series: HashMap<u64, u32, BuildHasherDefault<Mix>>,
+    /// series of the request by (label set, metric); hashed with Fx, whose finish moves the
+    /// well-mixed high bits down (the multiply alone, which this map had, leaves the low bits,
+    /// the bucket, to the metric's few ids: every series of a metric probed one chain)
+    series: FxMap<u64, u32>,
     series_keys: Vec<u64>,
     samples: Vec<(u32, i64, f64)>,
     line_values: Vec<(u32, f64)>,
-    key_buf: String,
     counts: Vec<u32>,
     grouped: Vec<(i64, f64)>,
     proto: Vec<u8>,
@@ -83,9 +91,16 @@ impl Encoder {
     pub fn add_lines(&mut self, lines: &[&str], now_ms: i64) -> Result<(), Vec<(usize, String)>> {
         let mut bad = Vec::new();
         for (i, line) in lines.iter().enumerate() {
-            match parse_any(line) {
-                Ok(p) => self.add(line, &p, now_ms),
-                Err(e) => bad.push((i, format!("not line protocol: {e}"))),
+            let added = match view_any(line) {
+                Ok(Parsed::Go(v)) => self.add(&v, now_ms),
+                Ok(Parsed::V3(p)) => {
+                    self.add_slow(&p, time_ms(p.timestamp, now_ms));
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            };
+            if let Err(e) = added {
+                bad.push((i, format!("not line protocol: {e}")));
             }
         }
         if bad.is_empty() {
@@ -95,44 +110,62 @@ impl Encoder {
         }
     }
 
-    fn add(&mut self, line: &str, p: &Point<'_>, now_ms: i64) {
-        let ts = p
-            .timestamp
-            .map(|ns| ns.div_euclid(1_000_000))
-            .unwrap_or(now_ms);
+    /// A line read by the 1.x/2.x grammar: its values parsed, its names taken from the caches
+    /// by the names as written.
+    fn add(&mut self, v: &LineView<'_>, now_ms: i64) -> Result<(), String> {
+        let ts = time_ms(v.timestamp(), now_ms);
         self.line_values.clear();
+        let fields = match self.measurements.get(v.measurement_raw()) {
+            Some(i) => *i,
+            None => {
+                self.fields.push(FxMap::default());
+                let i = self.fields.len() - 1;
+                self.measurements.insert(v.measurement_raw().into(), i);
+                i
+            }
+        };
         let mut plain = true;
-        for (field, value) in &p.fields {
-            let v = match value {
-                FieldValue::Float(f) => *f,
-                FieldValue::Integer(i) => *i as f64,
-                FieldValue::Unsigned(u) => *u as f64,
-                FieldValue::Boolean(b) => f64::from(u8::from(*b)),
+        for f in v.fields() {
+            let value = match f.value()? {
+                FieldValue::Float(f) => f,
+                FieldValue::Integer(i) => i as f64,
+                FieldValue::Unsigned(u) => u as f64,
+                FieldValue::Boolean(b) => f64::from(u8::from(b)),
                 FieldValue::String(_) => {
                     plain = false;
                     break;
                 }
             };
-            let (id, scale) = self.field_metric(&p.measurement, field);
+            let (id, scale) = match self.fields[fields].get(f.key_raw()) {
+                Some(m) => *m,
+                None => {
+                    let (name, scale) = field_metric(&v.measurement(), &f.key());
+                    let id = self.metric_id(&format!("{}_{name}", metric_name(&v.measurement())));
+                    self.fields[fields].insert(f.key_raw().into(), (id, scale));
+                    (id, scale)
+                }
+            };
             if self.line_values.iter().any(|(m, _)| *m == id) {
                 // a field written twice: the later value is the line's (prom_line decides)
                 plain = false;
                 break;
             }
-            self.line_values.push((id, v * scale));
+            self.line_values.push((id, value * scale));
         }
         if !plain {
-            self.add_slow(p, ts);
-            return;
+            let p = parse_any(v.line())?;
+            self.add_slow(&p, ts);
+            return Ok(());
         }
         if self.line_values.is_empty() {
-            return;
+            return Ok(());
         }
-        let lid = match self.keys.get(series_key(line)) {
+        let lid = match self.keys.get(v.series_key()) {
             Some(id) => *id,
             None => {
-                let id = self.label_set(clean(prom_line(p).labels));
-                self.keys.insert(series_key(line).into(), id);
+                let p = parse_any(v.line())?;
+                let id = self.label_set(clean(prom_line(&p).labels));
+                self.keys.insert(v.series_key().into(), id);
                 id
             }
         };
@@ -140,6 +173,7 @@ impl Encoder {
             let (mid, v) = self.line_values[i];
             self.push(lid, mid, ts, v);
         }
+        Ok(())
     }
 
     /// A line with string fields or a field written twice: named as [`prom_line`] names it.
@@ -159,22 +193,6 @@ impl Encoder {
             let mid = self.metric_id(&line.info_metric());
             self.push(id, mid, ts, 1.0);
         }
-    }
-
-    /// The metric of `measurement`'s numeric `field` and the factor to its base unit.
-    fn field_metric(&mut self, measurement: &str, field: &str) -> (u32, f64) {
-        self.key_buf.clear();
-        self.key_buf.push_str(measurement);
-        self.key_buf.push('\0');
-        self.key_buf.push_str(field);
-        if let Some(m) = self.fields.get(self.key_buf.as_str()) {
-            return *m;
-        }
-        let (name, scale) = field_metric(measurement, field);
-        let id = self.metric_id(&format!("{}_{name}", metric_name(measurement)));
-        self.fields
-            .insert(self.key_buf.as_str().into(), (id, scale));
-        (id, scale)
     }
 
     fn metric_id(&mut self, name: &str) -> u32 {
@@ -360,34 +378,34 @@ impl Encoder {
     }
 }
 
-/// The series key of a line as written: its text up to the first unescaped space.
-fn series_key(line: &str) -> &str {
-    let b = line.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'\\' => i += 2,
-            b' ' => return &line[..i],
-            _ => i += 1,
-        }
-    }
-    line
-}
-
 /// Labels sorted by name, each name once ([`prom_line`] already leaves out a string field
 /// named like a tag, and keeps the last of a field written twice).
 fn clean(mut labels: Labels) -> Labels {
-    labels.sort_by(|a, b| a.0.cmp(&b.0));
+    if !labels.is_sorted_by(|a, b| a.0 <= b.0) {
+        labels.sort_by(|a, b| a.0.cmp(&b.0));
+    }
     labels.dedup_by(|b, a| a.0 == b.0);
     labels
 }
 
 /// A queue line by the grammar of the InfluxDB versions in turn: the collector took it under
 /// the rules of its InfluxDB outputs, whichever they are.
+fn view_any(line: &str) -> Result<Parsed<'_>, String> {
+    parse_view(line, Backend::V2)
+        .or_else(|_| parse_view(line, Backend::V1))
+        .or_else(|_| parse_view(line, Backend::V3))
+}
+
+/// The same, read whole.
 fn parse_any(line: &str) -> Result<Point<'_>, String> {
     parse_line(line, Backend::V2)
         .or_else(|_| parse_line(line, Backend::V1))
         .or_else(|_| parse_line(line, Backend::V3))
+}
+
+/// A line's time in milliseconds: its timestamp (ns), else `now_ms`.
+fn time_ms(ts_ns: Option<i64>, now_ms: i64) -> i64 {
+    ts_ns.map(|ns| ns.div_euclid(1_000_000)).unwrap_or(now_ms)
 }
 
 fn varint_len(v: u64) -> usize {
@@ -409,26 +427,6 @@ pub(super) fn put_bytes(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
-/// A hasher for the request's series keys (two small numbers of the collector's own making).
-#[derive(Debug, Default, Clone, Copy)]
-pub(super) struct Mix(u64);
-
-impl Hasher for Mix {
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(u64::from(*b));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -443,13 +441,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn series_keys_stop_at_the_first_unescaped_space() {
-        assert_eq!(series_key("m,a=b v=1 1"), "m,a=b");
-        assert_eq!(series_key("m\\ x,a=b\\ c v=1"), "m\\ x,a=b\\ c");
-        assert_eq!(series_key("m"), "m");
-    }
-
     /// The cached path names and encodes every line as the line-by-line path (`prom_line`,
     /// sorted, one protobuf per request) did, request after request with the caches warm.
     #[test]
@@ -461,6 +452,10 @@ mod tests {
             "md,host=n1,array=md0 state=\"clean\",host=\"x\",degraded=false 1000000000",
             "jobs,host=n1,job=7 count=3u,running=true 1000000000",
             "m\\ x,a\\ b=c\\,d v=1 -5000000",
+            // a space after an escaped backslash is escaped too (the Go grammar looks one byte
+            // back): these are two series of the measurement `m\\ x`
+            "m\\\\ x,t=1 v=1 1000000000",
+            "m\\\\ x,t=2 v=2 1000000000",
         ];
         let mut e = Encoder::default();
         for _ in 0..3 {

@@ -13,11 +13,11 @@
 pub mod decode;
 pub mod types;
 
+use crate::hash::FxMap;
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use storwatch_wire::lp::rules::RESERVED_KEY;
-use storwatch_wire::lp::{check_line, lines, Accepted, Backends, Checked, Kind, Point};
+use storwatch_wire::lp::{check_line, lines, Accepted, Backends, Checked, Kind, Parsed};
 pub use storwatch_wire::lp::{FieldType, LineLimits, Precision, Rejection};
 
 pub use self::decode::{decode, offered_lines, DecodeError};
@@ -39,7 +39,7 @@ pub struct Validated {
     /// whole body for that; `rejected` names the lines that do not parse.
     pub whole_body_refused: bool,
     /// Lines per value of the host tag among the accepted lines.
-    pub hosts: HashMap<String, u64>,
+    pub(crate) hosts: FxMap<String, u64>,
 }
 
 /// How a write is read: the versions of the outputs, the request's precision, the receive time
@@ -138,10 +138,10 @@ impl Validated {
         }
     }
 
-    fn accept(&mut self, p: &Point<'_>, host_tag: &str) {
+    fn accept(&mut self, p: &Parsed<'_>, host_tag: &str) {
         self.accepted_lines += 1;
         if let Some(h) = p.tag(host_tag) {
-            match self.hosts.get_mut(h) {
+            match self.hosts.get_mut(h.as_ref()) {
                 Some(c) => *c += 1,
                 None => {
                     self.hosts.insert(h.to_string(), 1);
@@ -159,37 +159,46 @@ enum TypeCheck {
 }
 
 /// The typed fields of a line: every field but `time`.
-fn typed<'p, 'a>(p: &'p Point<'a>) -> impl Iterator<Item = (&'p str, FieldType)> + 'p {
-    p.fields
-        .iter()
-        .filter(|(k, _)| k != RESERVED_KEY)
-        .map(|(k, v)| (k.as_ref(), v.field_type()))
+fn typed<'p, 'a>(
+    p: &'p Parsed<'a>,
+) -> impl Iterator<Item = (std::borrow::Cow<'a, str>, FieldType)> + 'p {
+    p.field_types().filter(|(k, _)| k != RESERVED_KEY)
 }
 
-fn type_check(known: &Types, p: &Point<'_>) -> TypeCheck {
-    let m = known.get(p.measurement.as_ref());
+/// Fields of a line compared pairwise for a repeat without allocating; a line with more
+/// takes a vector.
+const FEW_FIELDS: usize = 32;
+
+fn type_check(known: &Types, p: &Parsed<'_>) -> TypeCheck {
+    let m = known.get(p.measurement().as_ref());
     let mut all_known = true;
-    for (k, t) in typed(p) {
-        match m.and_then(|m| m.get(k)) {
+    let mut few: [(Cow<'_, str>, FieldType); FEW_FIELDS] =
+        std::array::from_fn(|_| (Cow::Borrowed(""), FieldType::Float));
+    let mut many: Vec<(Cow<'_, str>, FieldType)> = Vec::new();
+    // A field written twice with two types is a conflict even when it is new.
+    let mut repeat = false;
+    for (i, (k, t)) in typed(p).enumerate() {
+        match m.and_then(|m| m.get(k.as_ref())) {
             Some(was) if was.0 != t => return TypeCheck::Conflict(k.to_string(), was.0),
             Some(_) => {}
             None => all_known = false,
         }
+        let before: &[(Cow<'_, str>, FieldType)] = if i < FEW_FIELDS { &few[..i] } else { &many };
+        repeat |= before.iter().any(|(k2, t2)| *k2 == k && *t2 != t);
+        if i < FEW_FIELDS {
+            few[i] = (k, t);
+        } else {
+            if many.is_empty() {
+                many.extend(few.iter().cloned());
+            }
+            many.push((k, t));
+        }
     }
-    // A field written twice with two types is a conflict even when it is new.
-    if all_known && !conflicting_repeat(p) {
+    if all_known && !repeat {
         TypeCheck::Known
     } else {
         TypeCheck::New
     }
-}
-
-fn conflicting_repeat(p: &Point<'_>) -> bool {
-    let fields: Vec<_> = typed(p).collect();
-    fields
-        .iter()
-        .enumerate()
-        .any(|(i, (k, t))| fields[..i].iter().any(|(k2, t2)| k2 == k && t2 != t))
 }
 
 /// Types the lines with new fields under the write lock, in body order, and saves the map
@@ -211,10 +220,10 @@ fn learn<'a>(
             out.rejected.push(conflict(n, p, &field, was));
             continue;
         }
-        let m = t.entry(p.measurement.to_string()).or_default();
+        let m = t.entry(p.measurement().into_owned()).or_default();
         let mut repeat: Option<(String, FieldType)> = None;
         for (k, ty) in typed(p) {
-            match m.get(k) {
+            match m.get(k.as_ref()) {
                 // Only a field this very line introduced can disagree here.
                 Some(was) if was.0 != ty => {
                     repeat = Some((k.to_string(), was.0));
@@ -224,7 +233,7 @@ fn learn<'a>(
                 None if total < types.max_fields => {
                     m.insert(k.to_string(), Stored(ty));
                     total += 1;
-                    learned.push((p.measurement.to_string(), k.to_string(), ty));
+                    learned.push((p.measurement().into_owned(), k.into_owned(), ty));
                 }
                 None => {}
             }
@@ -243,7 +252,7 @@ fn learn<'a>(
 }
 
 /// A field type conflict, in influxd's words.
-fn conflict(n: usize, p: &Point<'_>, field: &str, known: FieldType) -> Rejection {
+fn conflict(n: usize, p: &Parsed<'_>, field: &str, known: FieldType) -> Rejection {
     let now = typed(p)
         .filter(|(k, _)| *k == field)
         .map(|(_, t)| t)
@@ -255,7 +264,7 @@ fn conflict(n: usize, p: &Point<'_>, field: &str, known: FieldType) -> Rejection
         reason: format!(
             "field type conflict: input field \"{field}\" on measurement \"{}\" is type {now}, \
              already exists as type {}",
-            p.measurement,
+            p.measurement(),
             known.name()
         ),
     }

@@ -13,7 +13,6 @@
 //! rename and the emptying replays fields `types.json` already has (harmless); a line torn by a
 //! crash at its end was never acknowledged and is dropped. Both files are private (0600).
 
-use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -22,6 +21,8 @@ use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use serde::{Deserialize, Serialize};
 use storwatch_wire::lp::FieldType;
+
+use crate::hash::FxMap;
 
 /// A field type as stored in `types.json`: its InfluxDB name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +59,9 @@ pub enum TypeMapError {
 }
 
 /// Field types per measurement.
-pub(crate) type Types = HashMap<String, HashMap<String, Stored>>;
+/// Field types per measurement (looked up for every field of every line: hashed with
+/// [`crate::hash::Fx`]).
+pub(crate) type Types = FxMap<String, FxMap<String, Stored>>;
 
 /// `types.log` and how many fields it holds since the last fold.
 #[derive(Debug)]
@@ -88,7 +91,7 @@ impl TypeMap {
     pub fn in_memory() -> TypeMap {
         TypeMap {
             path: None,
-            types: RwLock::new(HashMap::new()),
+            types: RwLock::new(Types::default()),
             journal: None,
             max_fields: 1_000_000,
         }
@@ -108,7 +111,7 @@ impl TypeMap {
                 path: path.clone(),
                 source,
             })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => HashMap::new(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Types::default(),
             Err(source) => return Err(TypeMapError::Io { path, source }),
         };
         let replayed = match std::fs::read(&journal_path) {
@@ -123,7 +126,7 @@ impl TypeMap {
         };
         let map = TypeMap {
             path: Some(path.clone()),
-            types: RwLock::new(HashMap::new()),
+            types: RwLock::new(Types::default()),
             journal: None,
             max_fields: 1_000_000,
         };
@@ -192,7 +195,7 @@ impl TypeMap {
                 source,
             })?;
         j.fields += learned.len();
-        if j.fields >= FOLD_AT_LEAST && j.fields >= types.values().map(HashMap::len).sum() {
+        if j.fields >= FOLD_AT_LEAST && j.fields >= types.values().map(FxMap::len).sum() {
             // The fields are durable in the journal already: a failed fold is only a warning.
             let folded = self.save(types).and_then(|()| {
                 j.file
@@ -318,7 +321,7 @@ mod tests {
         );
         let saved: Types =
             serde_json::from_slice(&std::fs::read(dir.path().join("types.json")).unwrap()).unwrap();
-        assert_eq!(saved.get("m").map(HashMap::len), Some(3));
+        assert_eq!(saved.get("m").map(FxMap::len), Some(3));
     }
 
     #[test]

@@ -19,10 +19,10 @@
 
 use std::borrow::Cow;
 
-use super::parse::{parse_line, Point};
 use super::precision::{to_ns, Precision};
 use super::rules::{Backend, Backends, RESERVED_KEY};
 use super::scan::{scan_line, skip_whitespace};
+use super::view::{parse_view, Parsed};
 
 /// The limits the collector applies on top of InfluxDB's rules.
 #[derive(Debug, Clone)]
@@ -68,7 +68,7 @@ pub struct Rejection {
 #[derive(Debug, Clone)]
 pub struct Accepted<'a> {
     /// The line as the oldest of the versions reads it.
-    pub point: Point<'a>,
+    pub point: Parsed<'a>,
     /// The line to store: its timestamp in nanoseconds (added when the line had none), leading
     /// whitespace skipped.
     pub text: Cow<'a, str>,
@@ -147,14 +147,14 @@ pub fn check_line<'a>(
             ),
         };
     }
-    let mut point: Option<Point<'a>> = None;
+    let mut point: Option<Parsed<'a>> = None;
     let mut ts_ns = None;
     for b in backends.iter() {
-        let p = match parse_line(line, b) {
+        let p = match parse_view(line, b) {
             Ok(p) => p,
             Err(reason) => return syntax(line, reason),
         };
-        if let Some(t) = p.timestamp {
+        if let Some(t) = p.timestamp() {
             match to_ns(t, precision, b) {
                 Ok(ns) => ts_ns = Some(ns),
                 Err(reason) => return syntax(line, reason),
@@ -178,10 +178,10 @@ pub fn check_line<'a>(
             reason,
         };
     }
-    let text = if point.timestamp.is_some() && precision.factor_ns == 1 {
+    let text = if point.timestamp().is_some() && precision.factor_ns == 1 {
         Cow::Borrowed(line)
     } else {
-        let head = line.get(..point.fields_end).unwrap_or(line);
+        let head = line.get(..point.fields_end()).unwrap_or(line);
         Cow::Owned(format!("{head} {ts_ns}"))
     };
     let verbatim = matches!(text, Cow::Borrowed(_)) && line.len() == raw.len();
@@ -215,24 +215,27 @@ pub fn quote(line: &str) -> Cow<'_, str> {
 }
 
 /// What the storage of `backend` drops from a parsed line, in its words.
-fn dropped(p: &Point<'_>, backend: Backend) -> Option<String> {
-    let m = &p.measurement;
-    match backend {
-        Backend::V1 | Backend::V2 => {
+fn dropped(p: &Parsed<'_>, backend: Backend) -> Option<String> {
+    match (backend, p) {
+        (Backend::V1 | Backend::V2, _) => {
+            let m = || p.measurement();
             if p.tag(RESERVED_KEY).is_some() {
                 return Some(format!(
-                    "invalid tag key: input tag \"{RESERVED_KEY}\" on measurement \"{m}\" is invalid"
+                    "invalid tag key: input tag \"{RESERVED_KEY}\" on measurement \"{}\" is invalid",
+                    m()
                 ));
             }
             // A field named time is dropped; a line with nothing else goes with it.
-            if p.fields.iter().all(|(k, _)| k == RESERVED_KEY) {
+            if p.field_types().all(|(k, _)| k == RESERVED_KEY) {
                 return Some(format!(
-                    "invalid field name: input field \"{RESERVED_KEY}\" on measurement \"{m}\" is invalid"
+                    "invalid field name: input field \"{RESERVED_KEY}\" on measurement \"{}\" is invalid",
+                    m()
                 ));
             }
             None
         }
-        Backend::V3 => {
+        (Backend::V3, Parsed::V3(p)) => {
+            let m = &p.measurement;
             let keys = || {
                 p.tags
                     .iter()
@@ -255,6 +258,8 @@ fn dropped(p: &Point<'_>, backend: Backend) -> Option<String> {
             }
             None
         }
+        // 3.x is read by its own parser, never into a view.
+        (Backend::V3, Parsed::Go(_)) => None,
     }
 }
 
@@ -377,7 +382,7 @@ mod tests {
                 assert!(a.verbatim);
                 assert_eq!(a.text, line);
                 assert_eq!(a.ts_ns, 1_700_000_000_000_000_001);
-                assert_eq!(a.point.tag("t"), Some("a b"));
+                assert_eq!(a.point.tag("t").as_deref(), Some("a b"));
             }
             other => panic!("{other:?}"),
         }

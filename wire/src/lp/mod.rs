@@ -5,6 +5,8 @@
 //! * [`build`] — the writer the agent builds its reports with;
 //! * [`scan`] (private) and [`parse`] — one line into a [`Point`], by the grammar of each
 //!   version: the Go parser's for 1.x and 2.x, InfluxDB 3's own for 3.x;
+//! * [`view`] — the same reading without building anything: where a line's parts are, names
+//!   unescaped and values read only when asked (the collector reads every line this way);
 //! * [`precision`] — the `precision` parameter and the timestamp range of each version;
 //! * [`check`] — a write body split into numbered lines, each checked by the rules of every
 //!   version it goes to and against the collector's limits: the collector's validation.
@@ -15,9 +17,11 @@ pub mod parse;
 pub mod precision;
 pub mod rules;
 mod scan;
+pub mod view;
 
 pub use build::{FieldKey, Line, LineWriter, SeriesKey, Value};
 pub use check::{check_line, lines, Accepted, Checked, Kind, LineLimits, Rejection};
 pub use parse::{parse_line, FieldType, FieldValue, Point};
 pub use precision::{Api, Precision};
 pub use rules::{Backend, Backends};
+pub use view::{parse_view, FieldRef, LineView, Parsed};

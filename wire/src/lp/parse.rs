@@ -128,7 +128,7 @@ pub fn parse_line(line: &str, backend: Backend) -> Result<Point<'_>, String> {
 }
 
 /// Unescapes `s`: a backslash before one of `special` is dropped, any other stays.
-fn unescape<'a>(s: &'a str, special: &[u8]) -> Cow<'a, str> {
+pub(super) fn unescape<'a>(s: &'a str, special: &[u8]) -> Cow<'a, str> {
     let b = s.as_bytes();
     if !b.contains(&b'\\') {
         return Cow::Borrowed(s);
@@ -152,13 +152,13 @@ fn unescape<'a>(s: &'a str, special: &[u8]) -> Cow<'a, str> {
 }
 
 /// What `\x` means in measurement names and field keys (Go's `escape.Unescape`).
-const NAME_ESCAPES: &[u8] = b", =\"";
+pub(super) const NAME_ESCAPES: &[u8] = b", =\"";
 /// What `\x` means in tag keys and values (Go's `unescapeTag`).
-const TAG_ESCAPES: &[u8] = b", =";
+pub(super) const TAG_ESCAPES: &[u8] = b", =";
 /// What `\x` means inside a string field value.
 const STRING_ESCAPES: &[u8] = b"\\\"";
 
-fn slice(line: &str, (a, b): (usize, usize)) -> &str {
+pub(super) fn slice(line: &str, (a, b): (usize, usize)) -> &str {
     line.get(a..b).unwrap_or("")
 }
 
@@ -169,8 +169,8 @@ fn parse_go(line: &str, unsigned: bool) -> Result<Point<'_>, String> {
     let key = &buf[..spans.key.1];
     let name_end = scan_to(key, spans.key.0, b',');
     let measurement = unescape(slice(line, (spans.key.0, name_end)), NAME_ESCAPES);
-    let mut tags = Vec::with_capacity(spans.tags.len());
-    for &t in &spans.tags {
+    let mut tags = Vec::new();
+    for t in spans.tag_starts(buf) {
         let k_end = scan_to(key, t, b'=');
         let mut v_end = k_end + 1;
         while v_end < key.len() && !(key[v_end] == b',' && key[v_end - 1] != b'\\') {
@@ -201,7 +201,7 @@ fn parse_go(line: &str, unsigned: bool) -> Result<Point<'_>, String> {
 
 /// A field value as the 1.x/2.x field iterator types and reads it (the scanner has already
 /// refused what cannot be read).
-fn go_value(v: &str) -> Result<FieldValue<'_>, String> {
+pub(super) fn go_value(v: &str) -> Result<FieldValue<'_>, String> {
     let Some(first) = v.bytes().next() else {
         return Err("missing field value".into());
     };
@@ -283,7 +283,7 @@ fn parse_v3(line: &str) -> Result<Point<'_>, String> {
 /// Adds to a refusal what the backend's own words do not say: that a value is NaN or infinite
 /// (1.x says "invalid number" or "invalid boolean", 3.x "No fields were provided"), or an
 /// unsigned integer 1.x cannot store.
-fn explain(line: &str, reason: String, backend: Backend) -> String {
+pub(super) fn explain(line: &str, reason: String, backend: Backend) -> String {
     for (key, value) in loose_fields(line) {
         let v = value.to_ascii_lowercase();
         let v = v.trim_start_matches(['-', '+']);

@@ -20,8 +20,8 @@ const MAX_KEY_LENGTH: usize = super::rules::MAX_KEY_BYTES;
 pub(crate) struct Spans {
     /// Measurement and tags as written (`cpu,host=a`).
     pub key: (usize, usize),
-    /// Byte offset where each tag starts within the line (`host=a`), in written order.
-    pub tags: Vec<usize>,
+    /// Where the first tag starts (`host=a`), or the end of the key when there is none.
+    pub tags: usize,
     /// The field set as written (`a=1,b="x"`).
     pub fields: (usize, usize),
     /// The timestamp as written, if any.
@@ -101,12 +101,15 @@ pub(crate) fn scan(buf: &[u8], unsigned: bool) -> Result<Spans, ScanError> {
     if fields.0 == fields.1 {
         return Err("missing fields".into());
     }
-    for (k, _) in walk_fields(buf, fields) {
-        let size = key_len + 4 + (k.1 - k.0);
-        if size > MAX_KEY_LENGTH {
-            return Err(format!(
-                "max key length exceeded: {size} > {MAX_KEY_LENGTH}"
-            ));
+    // No field key is longer than the field set: most lines need no look at each.
+    if key_len + 4 + (fields.1 - fields.0) > MAX_KEY_LENGTH {
+        for (k, _) in walk_fields(buf, fields) {
+            let size = key_len + 4 + (k.1 - k.0);
+            if size > MAX_KEY_LENGTH {
+                return Err(format!(
+                    "max key length exceeded: {size} > {MAX_KEY_LENGTH}"
+                ));
+            }
         }
     }
     let (pos, ts) = scan_time(buf, pos)?;
@@ -133,26 +136,69 @@ pub(crate) fn scan(buf: &[u8], unsigned: bool) -> Result<Spans, ScanError> {
 /// A byte range of the line.
 type Range = (usize, usize);
 
-/// Measurement and tags: returns the position after them, their range, and where each tag
-/// starts. Refuses duplicate tag keys (compared as written).
-fn scan_key(buf: &[u8]) -> Result<(usize, Range, Vec<usize>), ScanError> {
+impl Spans {
+    /// Where each tag starts within the line, in written order: the scanner's tags, found again
+    /// (a tag ends at the first comma without a backslash before it after its '=').
+    pub(crate) fn tag_starts<'b>(&self, buf: &'b [u8]) -> impl Iterator<Item = usize> + 'b {
+        tag_starts(buf, self.tags, self.key.1)
+    }
+}
+
+/// Where each tag of the tag section `[start, end)` starts.
+pub(crate) fn tag_starts(buf: &[u8], start: usize, end: usize) -> impl Iterator<Item = usize> + '_ {
+    let end = end.min(buf.len());
+    let key = &buf[..end];
+    let mut at = start;
+    std::iter::from_fn(move || {
+        if at >= end {
+            return None;
+        }
+        let t = at;
+        let mut i = scan_to(key, t, b'=') + 1;
+        while i < end && !(key[i] == b',' && key[i - 1] != b'\\') {
+            i += 1;
+        }
+        at = i + 1;
+        Some(t)
+    })
+}
+
+/// Tags whose keys are compared pairwise, without allocating; a line with more (none that
+/// storwatch writes) sorts them.
+const FEW_TAGS: usize = 32;
+
+/// Measurement and tags: returns the position after them, their range, and where the first
+/// tag starts. Refuses duplicate tag keys (compared as written).
+fn scan_key(buf: &[u8]) -> Result<(usize, Range, usize), ScanError> {
     let start = skip_whitespace(buf, 0);
     let (state, mut i) = scan_measurement(buf, start)?;
-    let mut tags = Vec::new();
-    if state == State::TagKey {
-        i = scan_tags(buf, i, &mut tags)?;
+    if state != State::TagKey {
+        return Ok((i, (start, i), i));
     }
-    // Tag keys as written, up to their unescaped '='.
-    let mut keys: Vec<&[u8]> = tags
-        .iter()
-        .map(|t| {
-            let end = scan_to(buf, *t, b'=');
-            buf.get(*t..end).unwrap_or_default()
-        })
-        .collect();
-    keys.sort_unstable();
-    if keys.windows(2).any(|w| w[0] == w[1]) {
-        return Err("duplicate tags".into());
+    let tags = i;
+    let mut few = [(0usize, 0usize); FEW_TAGS];
+    let mut n = 0;
+    let mut many: Vec<&[u8]> = Vec::new();
+    i = scan_tags(buf, i, |t, k_end| {
+        // Tag keys as written, up to their unescaped '='.
+        let key = buf.get(t..k_end).unwrap_or_default();
+        if n < FEW_TAGS {
+            let dup = few[..n].iter().any(|&(a, b)| buf.get(a..b) == Some(key));
+            few[n] = (t, k_end);
+            n += 1;
+            return dup;
+        }
+        if many.is_empty() {
+            many.extend(few.iter().map(|&(a, b)| buf.get(a..b).unwrap_or_default()));
+        }
+        many.push(key);
+        false
+    })?;
+    if !many.is_empty() {
+        many.sort_unstable();
+        if many.windows(2).any(|w| w[0] == w[1]) {
+            return Err("duplicate tags".into());
+        }
     }
     Ok((i, (start, i), tags))
 }
@@ -184,18 +230,28 @@ fn scan_measurement(buf: &[u8], mut i: usize) -> Result<(State, usize), ScanErro
     }
 }
 
-fn scan_tags(buf: &[u8], mut i: usize, tags: &mut Vec<usize>) -> Result<usize, ScanError> {
+/// The tags from `i`; `seen(start, key_end)` is told of each tag as it is found and answers
+/// whether its key was seen before (a duplicate, refused once the tags scan whole).
+fn scan_tags(
+    buf: &[u8],
+    mut i: usize,
+    mut seen: impl FnMut(usize, usize) -> bool,
+) -> Result<usize, ScanError> {
     let mut state = State::TagKey;
+    let mut duplicate = false;
     loop {
         match state {
             State::TagKey => {
-                tags.push(i);
+                let t = i;
                 i = scan_tag_key(buf, i)?;
+                // `i` is past the key's '='
+                duplicate |= seen(t, i - 1);
                 state = State::TagValue;
             }
             State::TagValue => {
                 (state, i) = scan_tag_value(buf, i)?;
             }
+            State::Fields if duplicate => return Err("duplicate tags".into()),
             State::Fields => return Ok(i),
         }
     }
@@ -540,10 +596,15 @@ mod tests {
         let line = "cpu,host=a,region=b value=1,s=\"x y\" 42";
         let s = scan(line.as_bytes(), false).expect("parses");
         assert_eq!(&line[s.key.0..s.key.1], "cpu,host=a,region=b");
-        assert_eq!(s.tags, vec![4, 11]);
+        assert_eq!(
+            s.tag_starts(line.as_bytes()).collect::<Vec<_>>(),
+            vec![4, 11]
+        );
         assert_eq!(&line[s.fields.0..s.fields.1], "value=1,s=\"x y\"");
         let (a, b) = s.timestamp.expect("ts");
         assert_eq!(&line[a..b], "42");
+        let s = scan(b"cpu v=1", false).expect("parses");
+        assert_eq!(s.tag_starts(b"cpu v=1").count(), 0);
     }
 
     #[test]

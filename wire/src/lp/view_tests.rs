@@ -1,0 +1,236 @@
+//! The view against [`parse_line`]: on every line of InfluxDB's own parser tests
+//! (`wire/fixtures/lp-corpus`), on the lines storwatch writes, and on generated lines, both
+//! accept and refuse the same lines for the same reasons and read the same names, types,
+//! values and timestamps.
+
+use super::*;
+use crate::lp::check::lines;
+use proptest::prelude::*;
+
+const CORPUS: [(&str, &str); 2] = [
+    (
+        "influxdb-v1.8.10-models-points_test.go.txt",
+        include_str!("../../fixtures/lp-corpus/influxdb-v1.8.10-models-points_test.go.txt"),
+    ),
+    (
+        "influxdb-v2.7.12-models-points_test.go.txt",
+        include_str!("../../fixtures/lp-corpus/influxdb-v2.7.12-models-points_test.go.txt"),
+    ),
+];
+
+/// A corpus line: `%XX` is byte XX.
+fn decode(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = b
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (b[i], hex) {
+            (b'%', Some(x)) => {
+                out.push(x);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Every input of the corpus: each literal whole, and each of its lines as InfluxDB splits
+/// them, leading whitespace skipped as the validation skips it.
+fn corpus() -> Vec<String> {
+    let mut out = Vec::new();
+    for (_, text) in CORPUS {
+        for entry in text.lines() {
+            let Ok(lit) = String::from_utf8(decode(entry)) else {
+                continue;
+            };
+            for (_, l) in lines(&lit) {
+                out.push(l.to_string());
+                out.push(l.trim_start_matches([' ', '\t', '\0']).to_string());
+            }
+            out.push(lit);
+        }
+    }
+    out
+}
+
+/// The view reads `line` by `backend` as [`parse_line`] does; the description of a
+/// difference otherwise.
+fn agree(line: &str, backend: Backend) -> Result<(), String> {
+    let differ = |what: &str, old: &dyn std::fmt::Debug, new: &dyn std::fmt::Debug| {
+        Err(format!(
+            "{backend:?} {line:?}: {what}: parse_line {old:?}, view {new:?}"
+        ))
+    };
+    let (old, new) = (parse_line(line, backend), parse_view(line, backend));
+    let (p, v) = match (old, new) {
+        (Err(a), Err(b)) if a == b => return Ok(()),
+        (Ok(p), Ok(v)) => (p, v),
+        (a, b) => return differ("verdict", &a.err(), &b.err()),
+    };
+    if p.measurement != v.measurement() {
+        return differ("measurement", &p.measurement, &v.measurement());
+    }
+    let tags: Vec<_> = v.tags().collect();
+    if p.tags != tags {
+        return differ("tags", &p.tags, &tags);
+    }
+    let types: Vec<_> = v.field_types().collect();
+    let want: Vec<_> = p
+        .fields
+        .iter()
+        .map(|(k, v)| (k.clone(), v.field_type()))
+        .collect();
+    if want != types {
+        return differ("field types", &want, &types);
+    }
+    if let Parsed::Go(g) = &v {
+        let values: Vec<_> = g.fields().map(|f| (f.key(), f.value())).collect();
+        let want: Vec<_> = p
+            .fields
+            .iter()
+            .map(|(k, v)| (k.clone(), Ok(v.clone())))
+            .collect();
+        if values != want {
+            return differ("fields", &want, &values);
+        }
+        if g.line() != line {
+            return differ("line", &line, &g.line());
+        }
+    }
+    if (p.timestamp, p.fields_end) != (v.timestamp(), v.fields_end()) {
+        return differ(
+            "timestamp, fields_end",
+            &(p.timestamp, p.fields_end),
+            &(v.timestamp(), v.fields_end()),
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn the_view_reads_every_line_of_influxdbs_parser_tests_as_parse_line_does() {
+    let inputs = corpus();
+    assert!(inputs.len() > 1000, "{} inputs", inputs.len());
+    let (mut accepted, mut refused) = (0, 0);
+    for line in &inputs {
+        for b in Backend::ALL {
+            if let Err(e) = agree(line, b) {
+                panic!("{e}");
+            }
+            match parse_line(line, b) {
+                Ok(_) => accepted += 1,
+                Err(_) => refused += 1,
+            }
+        }
+    }
+    // both kinds are there in number
+    assert!(accepted > 300 && refused > 300, "{accepted} {refused}");
+}
+
+#[test]
+fn the_view_reads_what_storwatch_writes_as_parse_line_does() {
+    for line in [
+        "disk,host=node001,device=sd1,name=sd1,kind=disk,rotational=1 r_per_s=12.5,w_per_s=30.25,\
+         rkb_per_s=1024.5,wkb_per_s=2048.25,r_await_ms=1.25,w_await_ms=3.5,aqu_sz=0.5,\
+         util_pct=45.25,util_max_pct=99.5,saturated_s=2i 1700000000000000000",
+        "md,host=n1,array=md0 state=\"clean\",host=\"x\",degraded=false 1000000000",
+        "jobs,host=n1,job=7 count=3u,running=true 1000000000",
+        "m\\ x,a\\ b=c\\,d v=1 -5000000",
+        "m\\\\ x,t=1 v=1 5",
+        "event,host=a,source=md,object=md0 text=\"a \\\"quoted\\\" word\\\\\" 17",
+        "m,_field=x v=1",
+        "m,time=1 v=1",
+        "m v=9223372036854775807i,w=18446744073709551615u 99999999999999999999",
+    ] {
+        for b in Backend::ALL {
+            if let Err(e) = agree(line, b) {
+                panic!("{e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_view_of_a_line() {
+    let line = "c\\ p\\,u,t\\ k=a\\,b,t2=x v=1i,s=\"a b\",f\\=k=2.5,b=T 5";
+    let Ok(Parsed::Go(v)) = parse_view(line, Backend::V1) else {
+        panic!("{line}");
+    };
+    assert_eq!(v.measurement_raw(), "c\\ p\\,u");
+    assert_eq!(v.measurement(), "c p,u");
+    assert_eq!(v.series_key(), "c\\ p\\,u,t\\ k=a\\,b,t2=x");
+    assert_eq!(
+        v.tags_raw().collect::<Vec<_>>(),
+        [("t\\ k", "a\\,b"), ("t2", "x")]
+    );
+    assert_eq!(v.tag("t k").as_deref(), Some("a,b"));
+    let fields: Vec<_> = v
+        .fields()
+        .map(|f| (f.key_raw(), f.key(), f.field_type()))
+        .collect();
+    use FieldType::*;
+    assert_eq!(
+        fields,
+        [
+            ("v", "v".into(), Integer),
+            ("s", "s".into(), String),
+            ("f\\=k", "f=k".into(), Float),
+            ("b", "b".into(), Boolean)
+        ]
+    );
+    assert_eq!(v.timestamp(), Some(5));
+    assert!(matches!(
+        parse_view("m v=1", Backend::V3),
+        Ok(Parsed::V3(_))
+    ));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4000))]
+
+    /// Lines made of the characters the grammar turns on.
+    #[test]
+    fn the_view_agrees_with_parse_line_on_generated_lines(
+        line in "[a-c_ ,=\"\\\\.0-9eEiutfTFN+-]{0,40}"
+    ) {
+        for b in Backend::ALL {
+            if let Err(e) = agree(&line, b) {
+                prop_assert!(false, "{}", e);
+            }
+        }
+    }
+
+    /// Lines shaped like line protocol, with escapes, quotes and odd values in every part.
+    #[test]
+    fn the_view_agrees_with_parse_line_on_lines_of_line_protocol_shape(
+        m in "[a-z\\\\ ,=\"]{1,6}",
+        tags in proptest::collection::vec(("[a-z\\\\ ,=]{0,4}", "[a-z\\\\ ,=\"]{0,4}"), 0..4),
+        fields in proptest::collection::vec(
+            ("[a-z\\\\ ,=\"]{0,4}", "(-?[0-9]{0,20}(\\.[0-9]*)?([eE][+-]?[0-9]{1,3})?[iu]?|\"[a-z\\\\\" ,=]{0,5}\"|[tTfF][a-zA-Z]{0,4})"),
+            0..4
+        ),
+        ts in "( -?[0-9]{0,21})?",
+    ) {
+        let mut line = m;
+        for (k, v) in &tags {
+            line.push_str(&format!(",{k}={v}"));
+        }
+        let fields: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        line.push(' ');
+        line.push_str(&fields.join(","));
+        line.push_str(&ts);
+        for b in Backend::ALL {
+            if let Err(e) = agree(&line, b) {
+                prop_assert!(false, "{}", e);
+            }
+        }
+    }
+}
