@@ -164,7 +164,9 @@ while True:
         put(os.path.join(d, "memory.current"), f"{5660672 + t * 4096}\n")
     put(os.path.join(cg, "system.slice/slurmstepd.scope/cpu.stat"),
         f"usage_usec {t * 800000 * njobs}\nuser_usec 0\nsystem_usec 0\n")
-    time.sleep(1 - time.time() % 1)
+    # Half a second off the agents' readings (on the second): a reading never meets a file
+    # truncated and not yet written again, which would read as empty.
+    time.sleep(1 - (time.time() + 0.5) % 1)
 PY
 
 # User and system time of the process, ms (utime and stime of /proc/PID/stat: clock ticks,

@@ -166,42 +166,66 @@ impl Tracked {
         }
     }
 
-    /// Reads the job's file number `idx` of [`KEPT`] into `buf`: through its descriptor kept
-    /// open when the job has them (one `pread`, plus an `fstat` on a tree that is not cgroupfs,
-    /// where a file replaced by a rename leaves the descriptor on the old one), else by name in
-    /// the job's directory. `Ok(false)` when the file is absent or the job is gone; a file found
-    /// absent is not looked for again before the job's next probe ([`PROBE_EVERY`]).
-    fn read_file(
+    /// Reads the job's file number `idx` of [`KEPT`]: through its descriptor kept open when the
+    /// job has them (one `pread`, plus an `fstat` on a tree that is not cgroupfs, where a file
+    /// replaced by a rename leaves the descriptor on the old one), its text where `pread` put it
+    /// (`io.scratch`), else by name in the job's directory, into `buf`. `Ok(None)` when the file
+    /// is absent or the job is gone; a file found absent is not looked for again before the
+    /// job's next probe ([`PROBE_EVERY`]).
+    fn read_file<'b>(
         &mut self,
         idx: usize,
-        io: &mut ReadIo<'_>,
-        buf: &mut String,
-    ) -> Result<bool, SourceError> {
+        io: &'b mut ReadIo<'_>,
+        buf: &'b mut String,
+    ) -> Result<Option<&'b str>, SourceError> {
         // cpu.stat is never skipped: without it the job has ended.
         let bit = if idx == CPU_STAT { 0 } else { 1u8 << idx };
         if self.absent & bit != 0 && !io.probe_absent {
-            return Ok(false);
+            return Ok(None);
         }
-        let found = self.lookup(idx, io, buf)?;
-        if found {
-            self.absent &= !bit;
-        } else if bit != 0 {
-            self.absent |= bit;
-            *io.absent_lookups += 1;
+        match self.lookup(idx, io)? {
+            Found::Scratch(len) => {
+                let bytes = io.scratch.get(..len).unwrap_or_default();
+                let Ok(text) = std::str::from_utf8(bytes) else {
+                    let name = KEPT.get(idx).copied().unwrap_or("cpu.stat");
+                    return Err(SourceError::io(
+                        &self.dir.join_sized(name),
+                        std::io::Error::new(
+                            std::io::ErrorKind::InvalidData,
+                            "stream did not contain valid UTF-8",
+                        ),
+                    ));
+                };
+                self.absent &= !bit;
+                Ok(Some(text))
+            }
+            Found::ByPath => {
+                let name = KEPT.get(idx).copied().unwrap_or("cpu.stat");
+                if crate::root::read_value_into(&self.dir.join_sized(name), buf)? {
+                    self.absent &= !bit;
+                    return Ok(Some(buf.as_str()));
+                }
+                if bit != 0 {
+                    self.absent |= bit;
+                    *io.absent_lookups += 1;
+                }
+                Ok(None)
+            }
+            Found::Absent => {
+                if bit != 0 {
+                    self.absent |= bit;
+                    *io.absent_lookups += 1;
+                }
+                Ok(None)
+            }
         }
-        Ok(found)
     }
 
-    /// [`Self::read_file`] without the memory of absent files.
-    fn lookup(
-        &mut self,
-        idx: usize,
-        io: &mut ReadIo<'_>,
-        buf: &mut String,
-    ) -> Result<bool, SourceError> {
+    /// [`Self::read_file`] through the kept descriptor, without the memory of absent files.
+    fn lookup(&mut self, idx: usize, io: &mut ReadIo<'_>) -> Result<Found, SourceError> {
         let name = KEPT.get(idx).copied().unwrap_or("cpu.stat");
         let Some(slot) = self.kept.as_mut().and_then(|k| k.files.get_mut(idx)) else {
-            return crate::root::read_value_into(&self.dir.join_sized(name), buf);
+            return Ok(Found::ByPath);
         };
         if io.check_files {
             if let Some(f) = slot {
@@ -217,21 +241,21 @@ impl Tracked {
         if slot.is_none() {
             match std::fs::File::open(path()) {
                 Ok(f) => *slot = Some(f),
-                Err(e) if gone(&e) => return Ok(false),
+                Err(e) if gone(&e) => return Ok(Found::Absent),
                 Err(e) => return Err(SourceError::io(&path(), e)),
             }
         }
         let Some(f) = slot.as_ref() else {
-            return Ok(false);
+            return Ok(Found::Absent);
         };
-        match pread_into(f, io.scratch, buf) {
-            Ok(()) => Ok(true),
+        match pread_into(f, io.scratch) {
+            Ok(len) => Ok(Found::Scratch(len)),
             Err(e) if gone(&e) => {
                 // The cgroup this descriptor was opened in is gone (cgroupfs answers ENODEV);
                 // one of the same name may have been made since (`JobsCollector::read`).
                 *slot = None;
                 self.lost = true;
-                Ok(false)
+                Ok(Found::Absent)
             }
             Err(e) => Err(SourceError::io(&path(), e)),
         }
@@ -245,11 +269,11 @@ impl Tracked {
         buf: &mut String,
         parse: fn(&str) -> Result<T, crate::sources::ParseError>,
     ) -> Result<Option<T>, SourceError> {
-        if !self.read_file(idx, io, buf)? {
+        let Some(text) = self.read_file(idx, io, buf)? else {
             return Ok(None);
-        }
+        };
         let name = KEPT.get(idx).copied().unwrap_or("");
-        parse(buf)
+        parse(text)
             .map(Some)
             .map_err(|e| SourceError::parse(&self.dir.join_sized(name), e))
     }
@@ -298,13 +322,13 @@ impl Tracked {
             ..CpuStat::default()
         });
         let io_rows = match self.read_file(IO_STAT, io, buf) {
-            Ok(true) => {
+            Ok(Some(text)) => {
                 // Into the vector of the reading before last: no allocation per reading.
                 let mut rows = Rows {
                     rows: std::mem::take(&mut self.spare_io),
                     errors: Vec::new(),
                 };
-                io_stat::parse_into(buf, &mut rows);
+                io_stat::parse_into(text, &mut rows);
                 if let Some(e) = rows.errors.into_iter().next() {
                     errors.count(
                         CGROUP,
@@ -313,7 +337,7 @@ impl Tracked {
                 }
                 Some(rows.rows)
             }
-            Ok(false) => None,
+            Ok(None) => None,
             Err(e) => {
                 errors.count(CGROUP, &e);
                 None
@@ -377,14 +401,11 @@ impl Tracked {
     }
 }
 
-/// Reads `file` from its start into `buf` with `pread`: cgroupfs generates the text again for a
-/// read at offset 0, so a descriptor kept open serves every reading. A read shorter than the
-/// room left is the end (the kernel prints these files in one piece).
-fn pread_into(
-    file: &std::fs::File,
-    scratch: &mut Vec<u8>,
-    buf: &mut String,
-) -> std::io::Result<()> {
+/// Reads `file` from its start into `scratch` with `pread`, and returns the length read: the
+/// text is parsed where it lies, not copied. cgroupfs generates the text again for a read at
+/// offset 0, so a descriptor kept open serves every reading. A read shorter than the room left
+/// is the end (the kernel prints these files in one piece).
+fn pread_into(file: &std::fs::File, scratch: &mut Vec<u8>) -> std::io::Result<usize> {
     use std::os::unix::fs::FileExt;
     if scratch.len() < 4096 {
         scratch.resize(4096, 0);
@@ -408,15 +429,17 @@ fn pread_into(
             Err(e) => return Err(e),
         }
     }
-    buf.clear();
-    let text = std::str::from_utf8(scratch.get(..filled).unwrap_or_default()).map_err(|_| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "stream did not contain valid UTF-8",
-        )
-    })?;
-    buf.push_str(text);
-    Ok(())
+    Ok(filled)
+}
+
+/// Where [`Tracked::lookup`] found a kept file's text.
+enum Found {
+    /// Read through its kept descriptor: the first this many bytes of `ReadIo::scratch`.
+    Scratch(usize),
+    /// The job keeps no descriptors (over the open-file budget): to be read by path.
+    ByPath,
+    /// Absent, or its cgroup gone.
+    Absent,
 }
 
 /// What reading through kept descriptors needs from the collector.

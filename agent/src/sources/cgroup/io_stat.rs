@@ -189,18 +189,31 @@ fn fast_line(l: &str) -> Option<IoDevice> {
 /// of the line), and where the next field starts. `None` for no digit, a byte that is neither,
 /// an overflow, or a `stop` at the very end (a trailing blank).
 fn number_until(b: &[u8], at: usize, stop: u8) -> Option<(u64, usize)> {
+    let run = b.get(at..)?;
+    // Up to 19 digits a u64 holds whatever they are: no overflow check per digit (~9
+    // instructions a digit with the checks, ~5 without; 80 digits a job's file). A longer run
+    // (leading zeros, or an overflow) is read again with the checks.
     let mut v: u64 = 0;
-    let mut i = at;
-    loop {
-        match b.get(i) {
-            Some(&c) if c.is_ascii_digit() => {
-                v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-            }
-            Some(&c) if c == stop && i > at && i + 1 < b.len() => return Some((v, i + 1)),
-            None if i > at && stop == b' ' => return Some((v, i)),
-            _ => return None,
+    let mut n = 0;
+    while let Some(&c) = run.get(n) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
         }
-        i += 1;
+        v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+        n += 1;
+    }
+    if n == 0 {
+        return None;
+    }
+    if n > 19 {
+        v = super::digits(run.get(..n)?)?;
+    }
+    let i = at + n;
+    match b.get(i) {
+        Some(&c) if c == stop && i + 1 < b.len() => Some((v, i + 1)),
+        None if stop == b' ' => Some((v, i)),
+        _ => None,
     }
 }
 
@@ -339,6 +352,30 @@ mod tests {
         );
         assert_eq!(parse(""), Rows::default());
         assert_eq!(parse("\n\n").rows, vec![]);
+    }
+
+    /// The digit loop without overflow checks stops at 19 digits: 20 and more are read with the
+    /// checks, leading zeros and all.
+    #[test]
+    fn long_numbers_are_read_with_overflow_checks() {
+        let line = |v: &str| format!("8:0 rbytes={v} wbytes=1 rios=2 wios=3 dbytes=4 dios=5");
+        for (v, want) in [
+            ("9999999999999999999", Some(9_999_999_999_999_999_999)),
+            ("18446744073709551615", Some(u64::MAX)),
+            ("0000000000000000000000042", Some(42)),
+            ("18446744073709551616", None),
+            ("99999999999999999999", None),
+        ] {
+            assert_eq!(fast_line(&line(v)).map(|d| d.rbytes), want.map(Some), "{v}");
+            let rows = parse(&line(v));
+            assert_eq!(rows.rows.first().and_then(|d| d.rbytes), want, "{v}");
+            assert_eq!(rows.errors.len(), usize::from(want.is_none()), "{v}");
+        }
+        assert_eq!(number_until(b"12", 0, b' '), Some((12, 2)));
+        assert_eq!(number_until(b"12 ", 0, b' '), None, "a trailing blank");
+        assert_eq!(number_until(b"12:3", 0, b':'), Some((12, 3)));
+        assert_eq!(number_until(b"12", 0, b':'), None, "no stop");
+        assert_eq!(number_until(b":3", 0, b':'), None, "no digit");
     }
 
     proptest! {
