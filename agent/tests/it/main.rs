@@ -8,11 +8,12 @@
 //! changes what the process shares (its environment, working directory, umask, signal handlers)
 //! but its limit of open files, raised, which only helps the others.
 //!
-//! Not here: `tests/dying_commands.rs`, a binary of its own, since it counts the commands its
-//! whole process has killed and not yet reaped, and tests here start commands through the agent's
-//! library (`top`, the whole-agent tests).
+//! Not here, each a binary of its own because it changes what the agent's library does for its
+//! whole process, and tests here start commands through that library (`top`):
+//! `tests/dying_commands.rs` fills the process's count of killed commands not yet reaped, and
+//! `tests/commands_at_exit.rs` runs the agent's cleanup at exit, after which the process refuses
+//! every new command (with it here, `top`'s tests saw every zpool and dmsetup call refused).
 
-mod commands_at_exit;
 mod dead_mount;
 mod delivery;
 mod drive_agent;
