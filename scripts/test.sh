@@ -15,7 +15,8 @@
 # VictoriaMetrics from the Go module proxy — then checks
 # formatting and lints, builds the tests and runs the whole workspace's tests, those that mostly wait
 # (the short soak, the InfluxDB setup's continuous queries) beside the others. Snapshots are never
-# rewritten here. Each phase prints its time, and the end a summary with the slowest test binaries.
+# rewritten here. Each phase prints its time, and the end a summary with the slowest test binaries
+# and the tests that ran for over a minute.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
