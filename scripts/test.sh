@@ -13,8 +13,9 @@
 # 127.0.0.1); from PyPI influxdb-client and datafusion (the InfluxDB 3 plugin's SQL runs on it);
 # with Go (golang-go installed when there is none; 1.21 or later builds them) Telegraf and
 # VictoriaMetrics from the Go module proxy — then checks
-# formatting and lints, builds the tests and runs the whole workspace's tests, those that mostly wait
-# (the short soak, the InfluxDB setup's continuous queries) beside the others. Snapshots are never
+# formatting and lints, builds the tests (one test binary per crate) and runs the whole workspace's
+# tests, those that mostly wait (the short soak, the InfluxDB setup's continuous queries, the
+# dashboards' package) beside the others. Snapshots are never
 # rewritten here. Each phase prints its time, and the end a summary with the slowest test binaries
 # and the tests that ran for over a minute.
 set -euo pipefail
