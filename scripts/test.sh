@@ -244,8 +244,8 @@ echo "== slowest test binaries (a crate's integration tests are one binary, 2 te
 # `Running … (target/debug/deps/it-hash)` or `Doc-tests crate`, then its `test result: …
 # finished in 1.23s`; the package of an executable from cargo's list of what it built
 awk 'FNR == NR { pkg[$4] = $1; next }
-     /^ *Running / { exe=$NF; gsub(/[()]/, "", exe); p=pkg[exe]
-                     if (p == "") for (e in pkg) if (e ~ exe "$") p=pkg[e]
+     /^ *Running / { exe=$NF; gsub(/[()]/, "", exe); p=""
+                     for (e in pkg) if (e == exe || substr(e, length(e) - length(exe)) == "/" exe) p=pkg[e]
                      t=exe; sub(/^.*\//, "", t); sub(/-[0-9a-f]+$/, "", t); name=p " " t }
      /^ *Doc-tests / { name="doc-tests " $2 }
      /^test result:/ && name != "" { t=$NF; sub(/s$/, "", t); printf "  %8.2f s  %s\n", t, name; name="" }' \
