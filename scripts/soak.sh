@@ -11,7 +11,7 @@
 # Then every spool and queue must drain and every report be in InfluxDB exactly once; the
 # collectors' answer latency, peak RSS and CPU are printed (and written to --report).
 #
-# The harness is tests/tests/soak.rs (`site_scale_soak`); its short form (60 nodes, 3 minutes,
+# The harness is tests/tests/it/soak.rs (`site_scale_soak`); its short form (60 nodes, 3 minutes,
 # the same faults at a tenth of the time) runs in the default test suite. Needs what the tests
 # need (influxd, openssl, curl, unshare; see scripts/test.sh). Ports 18940-18945 by default
 # (SOAK_PORT_BASE).
@@ -38,5 +38,5 @@ case $report in /*) ;; *) report=$PWD/$report ;; esac
 cargo build --release -p storwatch-sim -p storwatch-collector
 echo "soak: $hosts hosts for $minutes minutes; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 SOAK_HOSTS=$hosts SOAK_MINUTES=$minutes SOAK_REPORT=$report \
-  cargo test --release -p storwatch-tests --test soak -- --ignored --exact site_scale_soak --nocapture
+  cargo test --release -p storwatch-tests --test it -- --ignored --exact soak::site_scale_soak --nocapture
 echo "soak: figures in $report"

@@ -13,9 +13,11 @@
 # 127.0.0.1); from PyPI influxdb-client and datafusion (the InfluxDB 3 plugin's SQL runs on it);
 # with Go (golang-go installed when there is none; 1.21 or later builds them) Telegraf and
 # VictoriaMetrics from the Go module proxy — then checks
-# formatting and lints, builds the tests and runs the whole workspace's tests, those that mostly wait
-# (the short soak, the InfluxDB setup's continuous queries) beside the others. Snapshots are never
-# rewritten here. Each phase prints its time, and the end a summary with the slowest test binaries.
+# formatting and lints, builds the tests (one test binary per crate) and runs the whole workspace's
+# tests, those that mostly wait (the short soak, the InfluxDB setup's continuous queries, the
+# dashboards' package) beside the others. Snapshots are never
+# rewritten here. Each phase prints its time, and the end a summary with the slowest test binaries
+# and the tests that ran for over a minute.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,19 +40,19 @@ phase() {
 phase "prerequisites"
 missing=()
 # tool:package — promtool and prometheus check the agent's Prometheus exposition, rpmbuild
-# builds the rpms tests/tests/packages.rs installs into a scratch root, pgrep and cc serve the
-# smoke runs of scripts/quickstart.sh and bench/read-walk.c (tests/tests/smoke_scripts.rs)
+# builds the rpms tests/tests/it/packages.rs installs into a scratch root, pgrep and cc serve the
+# smoke runs of scripts/quickstart.sh and bench/read-walk.c (tests/tests/it/smoke_scripts.rs)
 for pair in curl:curl python3:python3 pip3:python3-pip openssl:openssl faketime:faketime promtool:prometheus rpmbuild:rpm pgrep:procps cc:gcc; do
   command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
 done
-# real InfluxDB clients against the collector (collector/tests/clients.rs): the influx CLI, the
+# real InfluxDB clients against the collector (collector/tests/it/clients.rs): the influx CLI, the
 # Python v1 client, pip for the v2 client below
 command -v influx >/dev/null || missing+=(influxdb-client)
 /usr/bin/python3 -c 'import influxdb' 2>/dev/null || missing+=(python3-influxdb)
-# a refusal must reach Python's requests as an answer (collector/tests/refusals.rs)
+# a refusal must reach Python's requests as an answer (collector/tests/it/refusals.rs)
 /usr/bin/python3 -c 'import requests' 2>/dev/null || missing+=(python3-requests)
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
-# a FUSE filesystem whose statfs hangs, compiled and mounted by agent/tests/dead_mount.rs
+# a FUSE filesystem whose statfs hangs, compiled and mounted by agent/tests/it/dead_mount.rs
 command -v fusermount3 >/dev/null || missing+=(fuse3)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
 pkg-config --exists fuse3 2>/dev/null || missing+=(libfuse3-dev)
@@ -64,12 +66,12 @@ fi
 python3 -c 'import datafusion' 2>/dev/null || python3 -m pip install --quiet datafusion \
   || python3 -m pip install --quiet --break-system-packages datafusion
 scripts/influxd-test.sh install
-# --- PyPI: the InfluxDB v2 Python client for collector/tests/clients.rs, kept under target/
+# --- PyPI: the InfluxDB v2 Python client for collector/tests/it/clients.rs, kept under target/
 if ! PYTHONPATH=target/pyclients /usr/bin/python3 -c 'import influxdb_client' 2>/dev/null; then
   /usr/bin/python3 -m pip install -q --target target/pyclients 'influxdb-client==1.50.0'
 fi
 # --- end PyPI
-# --- Telegraf for collector/tests/clients.rs, from the Go module proxy into target/telegraf/,
+# --- Telegraf for collector/tests/it/clients.rs, from the Go module proxy into target/telegraf/,
 # built beside the Rust build (a fresh machine: see docs/collector.md for the figures)
 telegraf_bin=$PWD/target/telegraf/telegraf
 telegraf_pid=""
@@ -101,7 +103,7 @@ if [ ! -x "$telegraf_bin" ] && [ -x "$go_bin" ]; then
   telegraf_pid=$!
 fi
 # --- end Telegraf
-# --- VictoriaMetrics single node for collector/tests/remote_write.rs, from the Go module proxy
+# --- VictoriaMetrics single node for collector/tests/it/remote_write.rs, from the Go module proxy
 # into target/victoriametrics/ (scripts/victoriametrics-test.sh), built beside the Rust build
 vm_pid=""
 if [ ! -x target/victoriametrics/victoria-metrics ] && [ -x "$go_bin" ]; then
@@ -116,14 +118,58 @@ cargo fmt --all -- --check
 phase "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-phase "cargo xtask check"
-# generated files against their sources (the metric contract, the PromQL definitions), no
-# non-test source file over 600 lines, no import cycle between a crate's modules
-cargo xtask check
+logs=$(mktemp -d)
+# a stop of this script (an error, Ctrl-C) ends the lanes still running (see "run the tests"):
+# each runs in a session of its own (setsid), whose process group is ended with everything it
+# started
+end_lanes() {
+  local f
+  for f in "$logs"/*.pgid; do
+    if [ -e "$f" ] && [ ! -e "${f%.pgid}.status" ]; then
+      kill -TERM -- "-$(cat "$f")" 2>/dev/null || true
+    fi
+  done
+  rm -rf "$logs"
+}
+trap end_lanes EXIT
+trap 'exit 130' INT TERM
 
 phase "build the tests"
-cargo test --workspace --locked --no-run
+# Every test executable, with the `xtask` binary (xtask's own test runs it), built once for the
+# features the whole workspace resolves. Cargo's list of what it built names each executable's
+# package and directory: the lanes below run their executables from it, since a `cargo test -p`
+# of one package would resolve its dependencies' features for that package alone and build them
+# again (serde, serde_json and everything above them: the agent, the simulator...).
+cargo test --workspace --locked --no-run --message-format=json-render-diagnostics \
+  | python3 -c 'import json, os, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") != "compiler-artifact" or not m.get("executable"):
+        continue
+    source, _, name = m["package_id"].partition("#")  # path+file:///…/dir#[name@]version
+    name = name.split("@")[0] if "@" in name else source.rstrip("/").rsplit("/", 1)[-1]
+    mode = "test" if m["profile"]["test"] else "build"
+    print(name, m["target"]["name"], mode, m["executable"], os.path.dirname(m["manifest_path"]))' \
+  >"$logs/executables"
+# run_test PACKAGE TARGET [ARGUMENTS]: runs the test executable of PACKAGE's TARGET as cargo test
+# would (from the package's directory), after cargo's `Running` line
+run_test() {
+  local exe dir
+  read -r exe dir < <(awk -v p="$1" -v t="$2" '$1 == p && $2 == t && $3 == "test" { print $4, $5 }' \
+    "$logs/executables")
+  [ -n "$exe" ] || { echo "no test executable $2 of $1"; return 1; }
+  shift 2
+  echo "     Running $exe"
+  (cd "$dir" && "$exe" "$@")
+}
 
+phase "cargo xtask check"
+# generated files against their sources (the metric contract, the PromQL definitions), no
+# non-test source file over 600 lines, no import cycle between a crate's modules: what `cargo
+# xtask check` runs, with the binary the test build made (`cargo run -p xtask` would build the
+# workspace's crates again, for the features xtask's dependencies alone resolve)
+xtask=$(awk '$1 == "xtask" && $2 == "xtask" && $3 == "build" { print $4 }' "$logs/executables")
+"${xtask:?the test build made no xtask binary}" check
 if [ -n "$telegraf_pid" ]; then
   phase "wait for the Telegraf build"
   wait "$telegraf_pid" || { echo "Telegraf build failed:"; tail -20 target/telegraf/build.log; exit 1; }
@@ -135,88 +181,81 @@ if [ -n "$vm_pid" ]; then
 fi
 
 phase "run the tests"
-# Test binaries that mostly wait run beside the rest, each in a cargo of its own, its output in a
-# log printed after the rest and its exit status honoured; the rest skip exactly these tests. (The
-# two cores would otherwise sit idle while one binary waits.) Ports: each of these must use ports
-# that no other test uses (the soak 18920-18925, the InfluxDB setup 18400-18401).
-#   soak short_soak: 3 minutes of a simulated fleet's wall-clock time with faults, ~7 % of a core
-#   influx_setup: up to a minute waiting for the minute boundary at which influxd runs its
-#   continuous queries
-beside_targets=(soak influx_setup)
-beside_tests=(short_soak influxdb_setup_keeps_bursts_through_the_rollups)
-# A second lane: the dashboards' and rules' package (storwatch-dashboards-tests), whose binaries
-# each step a simulated fleet and query a real InfluxDB or Prometheus, runs beside the rest as one
-# cargo of its own (its tests use ports 19611-19650, no other test's); the rest excludes it.
-lane_package=storwatch-dashboards-tests
-logs=$(mktemp -d)
-# a stop of this script (an error, Ctrl-C) ends the tests still running beside the rest: each runs
-# in a session of its own (setsid), whose process group is ended with everything it started
-end_beside() {
-  local f
-  for f in "$logs"/*.pgid; do
-    if [ -e "$f" ] && [ ! -e "${f%.pgid}.status" ]; then
-      kill -TERM -- "-$(cat "$f")" 2>/dev/null || true
-    fi
-  done
-  rm -rf "$logs"
+# Each crate's integration tests are one test binary (`<crate>/tests/it/`, a module per file), so
+# tests are named `module::test`. What mostly waits runs beside the rest, in lanes: each lane runs
+# its test executables in a session of its own, its output in a log printed after the rest, its
+# exit status honoured, and the rest skips exactly what the lanes run. (The two cores would
+# otherwise sit idle while a test waits.) A lane's tests use ports no other test uses (the soak
+# 18920-18925, the InfluxDB setup 18400-18401, the dashboards' package 19611-19651).
+lane_names=(soak influx_setup dashboards)
+# 3 minutes of a simulated fleet's wall-clock time with faults, ~7 % of a core
+lane_soak() { run_test storwatch-tests it --exact soak::short_soak; }
+# up to a minute waiting for the minute boundary at which influxd runs its continuous queries
+lane_influx_setup() {
+  run_test storwatch-collector it --exact influx_setup::influxdb_setup_keeps_bursts_through_the_rollups
 }
-trap end_beside EXIT
-trap 'exit 130' INT TERM
-skips=()
-beside_pids=()
-for i in "${!beside_targets[@]}"; do
-  skips+=(--skip "${beside_tests[$i]}")
-  INSTA_UPDATE=no setsid -w bash -c 'echo $$ >"$3.pgid"; start=$SECONDS
-    cargo test --workspace --locked --test "$1" -- --exact "$2" >"$3" 2>&1 && rc=0 || rc=$?
-    echo "$rc $((SECONDS - start))" >"$3.status"' \
-    _ "${beside_targets[$i]}" "${beside_tests[$i]}" "$logs/${beside_targets[$i]}" &
-  beside_pids+=($!)
+# the dashboards' and rules' package (storwatch-dashboards-tests; its doc tests run with the
+# rest's): simulated fleets stepped into a real InfluxDB or
+# Prometheus, and every query asked of them
+lane_dashboards() {
+  local rc=0
+  run_test storwatch-dashboards-tests storwatch_dashboards_tests || rc=1
+  run_test storwatch-dashboards-tests it || rc=1
+  return $rc
+}
+rest_skips=(--skip soak::short_soak --skip influx_setup::influxdb_setup_keeps_bursts_through_the_rollups)
+export logs
+export -f run_test "${lane_names[@]/#/lane_}"
+lane_pids=()
+for i in "${!lane_names[@]}"; do
+  INSTA_UPDATE=no setsid -w bash -c 'echo $$ >"$1.pgid"; start=$SECONDS
+    "$2" >"$1" 2>&1 && rc=0 || rc=$?
+    echo "$rc $((SECONDS - start))" >"$1.status"' _ "$logs/lane-$i" "lane_${lane_names[$i]}" &
+  lane_pids+=($!)
 done
-INSTA_UPDATE=no setsid -w bash -c 'echo $$ >"$2.pgid"; start=$SECONDS
-  cargo test --locked --no-fail-fast -p "$1" >"$2" 2>&1 && rc=0 || rc=$?
-  echo "$rc $((SECONDS - start))" >"$2.status"' _ "$lane_package" "$logs/$lane_package" &
-lane_pid=$!
 # The rest: what `cargo test --workspace` runs, in three parts, because the benchmarks (criterion,
 # harness = false, run once in its test mode) take no --skip: the libraries', binaries' and
-# integration tests (libtest) less those run beside, the benchmarks, the doc tests.
+# integration tests (libtest) less what the lanes run, the benchmarks, the doc tests. (Less one
+# package, the workspace resolves the same features: nothing is built again.)
 rest() { # cargo test's target selection [-- the tests' arguments]
-  INSTA_UPDATE=no cargo test --workspace --exclude "$lane_package" --locked --no-fail-fast "$@" 2>&1 \
-    | tee -a "$logs/rest"
+  INSTA_UPDATE=no cargo test --workspace --locked --no-fail-fast "$@" 2>&1 | tee -a "$logs/rest"
 }
 failed=()
-rest --lib --bins --test '*' -- --exact "${skips[@]}" || failed+=("the rest's tests")
+rest --exclude storwatch-dashboards-tests --lib --bins --test '*' -- --exact "${rest_skips[@]}" \
+  || failed+=("the rest's tests")
 rest --bench '*' || failed+=("the benchmarks (test mode)")
 rest --doc || failed+=("the doc tests")
 rest_took=$((SECONDS - phase_t))
-beside_summary=""
-for i in "${!beside_targets[@]}"; do
-  target=${beside_targets[$i]}
-  wait "${beside_pids[$i]}" || true
-  read -r b_rc b_took <"$logs/$target.status" || { b_rc=1; b_took=0; }
-  echo "== $target, run beside the rest: $b_took s, exit status $b_rc"
-  cat "$logs/$target" 2>/dev/null || echo "(no log: the run did not start)"
-  if [ "$b_rc" != 0 ]; then failed+=("$target (${beside_tests[$i]})"); fi
-  beside_summary+=$(printf '    %-24s %5d s' "$target (beside)" "$b_took")$'\n'
+lanes_summary=""
+for i in "${!lane_names[@]}"; do
+  wait "${lane_pids[$i]}" || true
+  read -r l_rc l_took <"$logs/lane-$i.status" || { l_rc=1; l_took=0; }
+  echo "== ${lane_names[$i]}, run beside the rest: $l_took s, exit status $l_rc"
+  cat "$logs/lane-$i" 2>/dev/null || echo "(no log: the run did not start)"
+  if [ "$l_rc" != 0 ]; then failed+=("${lane_names[$i]}"); fi
+  lanes_summary+=$(printf '    %-24s %5d s' "${lane_names[$i]} (beside)" "$l_took")$'\n'
 done
-wait "$lane_pid" || true
-read -r l_rc l_took <"$logs/$lane_package.status" || { l_rc=1; l_took=0; }
-echo "== $lane_package, run beside the rest: $l_took s, exit status $l_rc"
-cat "$logs/$lane_package" 2>/dev/null || echo "(no log: the run did not start)"
-if [ "$l_rc" != 0 ]; then failed+=("$lane_package"); fi
-beside_summary+=$(printf '    %-24s %5d s' "$lane_package (beside)" "$l_took")$'\n'
 phase ""
-summary+=$(printf '    %-24s %5d s' "the rest" "$rest_took")$'\n'$beside_summary
+summary+=$(printf '    %-24s %5d s' "the rest" "$rest_took")$'\n'$lanes_summary
 
 echo "== time per phase"
 printf '%s' "$summary"
-echo "== slowest test binaries"
-# `Running tests/x.rs (target/debug/deps/x-hash)` or `Doc-tests crate`, then its
-# `test result: … finished in 1.23s`; in the rest's log and each one's run beside it
-awk '/^ *Running / { l=$0; sub(/^ *Running /, "", l); f=l; sub(/ \(.*$/, "", f)
-                      b=l; sub(/^.*\//, "", b); sub(/-[0-9a-f]+\)$/, "", b); name=b ": " f }
+echo "== slowest test binaries (a crate's integration tests are one binary, 2 tests at a time)"
+# `Running … (target/debug/deps/it-hash)` or `Doc-tests crate`, then its `test result: …
+# finished in 1.23s`; the package of an executable from cargo's list of what it built
+awk 'FNR == NR { pkg[$4] = $1; next }
+     /^ *Running / { exe=$NF; gsub(/[()]/, "", exe); p=""
+                     for (e in pkg) if (e == exe || substr(e, length(e) - length(exe)) == "/" exe) p=pkg[e]
+                     t=exe; sub(/^.*\//, "", t); sub(/-[0-9a-f]+$/, "", t); name=p " " t }
      /^ *Doc-tests / { name="doc-tests " $2 }
      /^test result:/ && name != "" { t=$NF; sub(/s$/, "", t); printf "  %8.2f s  %s\n", t, name; name="" }' \
-  "$logs/rest" "${beside_targets[@]/#/$logs/}" "$logs/$lane_package" | sort -rn | head -8
+  "$logs/executables" "$logs/rest" "$logs"/lane-? | sort -rn | head -8
+# libtest names the tests still running after a minute: the candidates for a lane of their own
+if grep -hq 'has been running for over 60 seconds' "$logs/rest" "$logs"/lane-?; then
+  echo "== tests that ran for over a minute"
+  grep -h 'has been running for over 60 seconds' "$logs/rest" "$logs"/lane-? \
+    | sed -E 's/^test (.*) has been running.*/  \1/' | sort -u
+fi
 if [ ${#failed[@]} -gt 0 ]; then
   printf '== FAILED after %d s (output above):' "$((SECONDS - t0))"
   printf ' %s;' "${failed[@]}"

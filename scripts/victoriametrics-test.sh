@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# VictoriaMetrics single node for the collector's remote-write tests (collector/tests/remote_write.rs),
+# VictoriaMetrics single node for the collector's remote-write tests (collector/tests/it/remote_write.rs),
 # built from the Go module proxy like Telegraf:
 #
 #   scripts/victoriametrics-test.sh install   build target/victoriametrics/victoria-metrics when missing

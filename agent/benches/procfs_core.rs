@@ -5,7 +5,7 @@
 //! Both parse from memory (procfs-core through `FromBufRead::from_buf_read` on a `&[u8]`), so the
 //! figures compare parsing alone, not reading. Before timing, each input is parsed once by both
 //! under a counting allocator and the heap allocations per parse are printed; that both read the
-//! same numbers is checked by `tests/procfs_core_agrees.rs`.
+//! same numbers is checked by `tests/it/procfs_core_agrees.rs`.
 //!
 //! Like for like: where procfs-core reads more of a file than the agent's parser does (every
 //! `cpu` line of `/proc/stat`, every key of `/proc/meminfo`), the agent's side parses as much

@@ -1,5 +1,5 @@
 //! Inputs shared by the parser benches and the test that checks procfs-core reads the same
-//! numbers (`tests/procfs_core_agrees.rs` includes this file by path).
+//! numbers (`tests/it/procfs_core_agrees.rs` includes this file by path).
 //!
 //! The inputs are generated in the kernel's own layout (`"%4d %7d %s %lu …"` for diskstats,
 //! `"%6s: %7llu …"` for net/dev) with counters of realistic width for a disk server that has been

@@ -7,7 +7,7 @@
  * connection is aborted. With --hang-getattr, getattr of the root blocks as well. Each statfs
  * request is logged to stderr ("statfs /") as it arrives, before the daemon hangs on it.
  *
- * Built by agent/tests/dead_mount.rs: cc hangfs.c $(pkg-config --cflags --libs fuse3)
+ * Built by agent/tests/it/dead_mount.rs: cc hangfs.c $(pkg-config --cflags --libs fuse3)
  * Run: hangfs [--hang-getattr] -f -o fsname=...,subtype=hangfs MOUNTPOINT
  */
 #define FUSE_USE_VERSION 31

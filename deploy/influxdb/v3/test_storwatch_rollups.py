@@ -5,7 +5,7 @@ continuous-query field, every tag column grouped on, fields the table lacks left
 it writes (target database, tags, field types, window-start timestamp).
 
     python3 deploy/influxdb/v3/test_storwatch_rollups.py     (also run by
-    cargo test -p storwatch-dashboards-tests --test rollups_v2_v3)
+    cargo test -p storwatch-dashboards-tests --test it rollups_v2_v3::)
 
 What the stand-in cannot check is that InfluxDB 3's SQL engine accepts the SQL; see docs/deploy.md.
 """

@@ -8,7 +8,7 @@ and those go through the 1 h level, as the two triggers chain on a server.
 
     python3 deploy/influxdb/v3/test_storwatch_rollups_sql.py
     (needs the `datafusion` Python package; scripts/test.sh installs it; also run by
-    cargo test -p storwatch-dashboards-tests --test rollups_v2_v3)
+    cargo test -p storwatch-dashboards-tests --test it rollups_v2_v3::)
 
 Not a server: the engine's Python runtime (query/write_to_db/LineBuilder) is a stand-in, and the
 DataFusion here is the PyPI release, not necessarily the version a given InfluxDB 3 embeds.

@@ -1,8 +1,8 @@
 //! Tests of the Grafana dashboards (`dashboards/`) and alert rules (`alerts/`):
-//! `tests/lint.rs` holds them to the documented metrics and Grafana's provisioning rules,
-//! `tests/queries.rs` runs them against a real InfluxDB filled by a simulated fleet through the
-//! agent's HTTP output and the real collector, `tests/rollups.rs` on the 1 min and 1 h rollups,
-//! `tests/install.rs` installs them as a site does.
+//! `tests/it/lint.rs` holds them to the documented metrics and Grafana's provisioning rules,
+//! `tests/it/queries.rs` runs them against a real InfluxDB filled by a simulated fleet through the
+//! agent's HTTP output and the real collector, `tests/it/rollups.rs` on the 1 min and 1 h rollups,
+//! `tests/it/install.rs` installs them as a site does.
 //!
 //! This library holds what they share: simulated hosts under the agent's own library
 //! ([`SteppedHost`]: simulated time, so an hour takes seconds), every query of the dashboards

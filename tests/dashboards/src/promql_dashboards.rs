@@ -10,7 +10,7 @@
 //! annotation its PromQL or the reason it has none, and per panel an optional description. The
 //! retention-policy variable `$rp` is dropped: resolution is the engine's.
 //!
-//! [`generate`] makes the dashboards; `tests/promql_dashboards.rs` holds the committed files to
+//! [`generate`] makes the dashboards; `tests/it/promql_dashboards.rs` holds the committed files to
 //! it (`cargo xtask gen` writes them) and runs every query on a real Prometheus.
 //! [`promql_dashboard_queries`] and [`expand_promql`] give every query of the committed files
 //! with Grafana's expansion of its variables and macros, for any test that runs them.

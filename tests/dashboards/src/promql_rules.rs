@@ -64,7 +64,7 @@ fn text<'a>(v: &'a Yaml, what: &str, problems: &mut Vec<String>) -> &'a str {
 
 /// `{{ with $values.X }}{{ f .Value }}{{ else }}…{{ end }}`, the form a Grafana template needs
 /// for a value that an evaluation without data or with an error lacks
-/// (`tests/dashboards/tests/rule_templates.rs`), as `{{ f $values.X.Value }}`. Any other
+/// (`tests/dashboards/tests/it/rule_templates.rs`), as `{{ f $values.X.Value }}`. Any other
 /// `with $values.X` block is an error.
 fn unguard(t: &str) -> Result<String, String> {
     const OPEN: &str = "{{ with $values.";

@@ -1,6 +1,6 @@
 //! The log's mechanism: framing, recovery, cursors, release, the bound, reclaiming, the older
 //! formats built byte by byte. Policies are tested with their users (agent spool, collector
-//! queue); a real full filesystem in `wire/tests/full_disk.rs`.
+//! queue); a real full filesystem in `wire/tests/it/full_disk.rs`.
 
 #![allow(clippy::unwrap_used)]
 

@@ -1,4 +1,4 @@
-//! The collector on trees written by the tests: what the whole-agent tests (agent/tests/jobs.rs)
+//! The collector on trees written by the tests: what the whole-agent tests (agent/tests/it/jobs.rs)
 //! cannot time, a job whose directory goes while it is read.
 
 use super::read::{DirTimes, PROBE_EVERY};

@@ -1,6 +1,6 @@
 //! Job names as the directories have them: every job counted and named apart, and the name
 //! gives the directory back, whatever its bytes (as the `fs` lines' `mount` tag,
-//! agent/tests/mount_tags.rs).
+//! agent/tests/it/mount_tags.rs).
 
 use super::super::*;
 use crate::sources::mountinfo::unescape_bytes;

@@ -6,7 +6,7 @@
 //! The lines are a real agent report (`fixtures/remote-write-ds01.lp`): `storwatch-agent once`
 //! on the simulator's `md-rebuild` disk server (disk, disk_tunables, net, md, md_member, cpu,
 //! mem, pressure), with the drive and multipath lines of the agent's fixture run on the
-//! disk-server sys tree (`agent/tests/drive_agent.rs`'s stand-in smartctl) and one event line as
+//! disk-server sys tree (`agent/tests/it/drive_agent.rs`'s stand-in smartctl) and one event line as
 //! the agent writes it. Each test stamps them with times of its own.
 //!
 //! Without the VictoriaMetrics binary the tests that need it say so loudly and pass, except

@@ -4,7 +4,7 @@
 //! 503 (the queue above its high watermark), 413 (a body declared too large) and 429 (the
 //! per-token rate limit), each tried with Python's `http.client` and `requests`, and curl. The
 //! same from Telegraf when a telegraf binary is found (`STORWATCH_TELEGRAF`, else `PATH`). The
-//! agent's own sink against a refusing collector is in `tests/tests/agent_refusals.rs`.
+//! agent's own sink against a refusing collector is in `tests/tests/it/agent_refusals.rs`.
 //!
 //! And the bound: what a refused client still sends is read and discarded only up to
 //! `max_body_bytes` and for a few seconds; a stranger sending more is cut off, however much

@@ -534,7 +534,7 @@ fn assert_whole_and_capped(files: &[(String, String)], cap: usize) -> Vec<String
 #[test]
 fn dead_letter_files_rotate_at_the_cap_and_hold_whole_lines() {
     let dir = tempfile::tempdir().unwrap();
-    let influx = Influxd::start(&dir.path().join("influx"), 18220);
+    let influx = Influxd::start(&dir.path().join("influx"), 18240);
     influx.create_db("rot");
     let ts = now_s() * 1_000_000_000;
     let s = post_lines(
@@ -544,8 +544,8 @@ fn dead_letter_files_rotate_at_the_cap_and_hold_whole_lines() {
     assert_eq!(s, 204);
     let cap = 1500;
     let limits = format!("[dead_letter]\nmax_file_bytes = {cap}\nkeep_files = 2\n");
-    let cfg = write_config(dir.path(), 18230, &influx.url(), "rot", &limits);
-    let collector = start_collector(&cfg, 18230);
+    let cfg = write_config(dir.path(), 18250, &influx.url(), "rot", &limits);
+    let collector = start_collector(&cfg, 18250);
     let dl_dir = dir.path().join("queue/dead-letter");
     // one refused line per request, each dead-lettered before the next: ~230 bytes an entry
     let refuse = |i: u64| {

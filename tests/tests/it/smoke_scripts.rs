@@ -5,12 +5,12 @@
 //! `scripts/quickstart.sh` runs here too (start --prometheus, status, stop of a whole fleet, with
 //! its Prometheus checked over its HTTP API: targets, rules, every PromQL dashboard query).
 //!
-//! Run elsewhere: `storwatch-collector-bench` (collector/tests/bench_smoke.rs), the criterion
+//! Run elsewhere: `storwatch-collector-bench` (collector/tests/it/bench_smoke.rs), the criterion
 //! benches and the queue store bench (`test = true` in their crates' Cargo.toml: `cargo test`
-//! runs each once), `scripts/check-packages.sh` and `scripts/build-rpm.sh` (tests/packages.rs;
+//! runs each once), `scripts/check-packages.sh` and `scripts/build-rpm.sh` (tests/it/packages.rs;
 //! the deb maintainer scripts only where cargo-deb is installed), `scripts/influxd-test.sh`
 //! (every test with an influxd; its owner watch here), the InfluxDB setup scripts,
-//! `deploy/grafana/install.sh` and the v2/v3 rollup generators and their tests (collector/tests/influx_setup.rs, tests/dashboards).
+//! `deploy/grafana/install.sh` and the v2/v3 rollup generators and their tests (collector/tests/it/influx_setup.rs, tests/dashboards).
 //!
 //! `bench/jobs-cost.sh` (100 jobs beside none) runs with 5 jobs for a 3 s window,
 //! `bench/jobs-walk-cost.sh` (the collector on a disk server) with 10 services.

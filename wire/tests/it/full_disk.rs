@@ -21,6 +21,11 @@ const MIB: usize = 1 << 20;
 fn in_small_fs(test: &str, size: &str) -> bool {
     let dir = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
+    // the test's name in this binary: its module path less the crate's name
+    let test = match module_path!().split_once("::") {
+        Some((_, module)) => format!("{module}::{test}"),
+        None => test.to_string(),
+    };
     let root = std::fs::read_to_string("/proc/self/status")
         .unwrap()
         .lines()
@@ -44,7 +49,7 @@ exec "$3" --exact "$4" --ignored --nocapture --test-threads=1"#;
         ])
         .arg(dir.path())
         .arg(&exe)
-        .arg(test)
+        .arg(&test)
         .env(SMALL_FS, dir.path())
         .output()
         .unwrap();

@@ -1,7 +1,7 @@
 //! Delivery: the HTTP sink and its spool against small in-test HTTP servers, for the answers
 //! InfluxDB 1.x cannot give (429 with Retry-After, v2/v3 error shapes, 401), a server that never
 //! answers, a damaged spool and mutual TLS. The same sink against a real InfluxDB is in
-//! `tests/tests/agent_delivery_influxdb.rs` (crate `storwatch-tests`): `cargo test -p
+//! `tests/tests/it/agent_delivery_influxdb.rs` (crate `storwatch-tests`): `cargo test -p
 //! storwatch-agent` needs no InfluxDB.
 
 #![allow(clippy::unwrap_used)]

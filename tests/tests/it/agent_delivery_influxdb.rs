@@ -2,7 +2,7 @@
 //! InfluxDB 1.x on 127.0.0.1: lines land and a resend overwrites, an outage is spooled and
 //! everything arrives once, an agent restart keeps what was undelivered, malformed lines are
 //! dropped and counted. The answers InfluxDB 1.x cannot give are in the agent's own
-//! `agent/tests/delivery.rs`, against in-test servers.
+//! `agent/tests/it/delivery.rs`, against in-test servers.
 //!
 //! Each test has its own influxd and port (18300 to 18309, even numbers: the script also binds
 //! PORT+1).
@@ -228,7 +228,7 @@ fn big_report(t: i64) -> Vec<u8> {
 }
 
 /// Figures for docs/delivery.md, not a timed test:
-/// `cargo test --release -p storwatch-tests --test agent_delivery_influxdb -- --ignored --nocapture measure`
+/// `cargo test --release -p storwatch-tests --test it -- --ignored --nocapture agent_delivery_influxdb::measure`
 #[test]
 #[ignore = "measurement; run by hand with --release"]
 fn measure_send_and_backlog_drain() {

@@ -12,7 +12,7 @@ use procfs_core::{KernelStats, Meminfo};
 use storwatch_agent::sources::{diskstats, meminfo, netdev, pressure, stat};
 
 #[allow(dead_code)]
-#[path = "../benches/inputs/mod.rs"]
+#[path = "../../benches/inputs/mod.rs"]
 mod inputs;
 
 /// `(file name, text)` of every `fixtures/<source>/*.txt`, sorted.
