@@ -165,8 +165,8 @@ run_test() {
 
 phase "cargo xtask check"
 # generated files against their sources (the metric contract, the PromQL definitions), no
-# non-test source file over 600 lines, no import cycle between a crate's modules: what `cargo
-# xtask check` runs, with the binary the test build made (`cargo run -p xtask` would build the
+# non-test source file over 600 lines, no import cycle between a crate's modules, no upward
+# import between the agent's layers: what `cargo xtask check` runs, with the binary the test build made (`cargo run -p xtask` would build the
 # workspace's crates again, for the features xtask's dependencies alone resolve)
 xtask=$(awk '$1 == "xtask" && $2 == "xtask" && $3 == "build" { print $4 }' "$logs/executables")
 "${xtask:?the test build made no xtask binary}" check
