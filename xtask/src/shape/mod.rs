@@ -81,6 +81,19 @@ pub(crate) fn problems(root: &Path) -> Vec<String> {
     errs
 }
 
+/// A scratch tree of `(path, text)` files, for the rules' tests.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (rel, text) in files {
+        let p = dir.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    dir
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -103,17 +116,4 @@ mod tests {
         .unwrap();
         assert_eq!(members(dir.path()).unwrap(), ["a", "b/c"]);
     }
-}
-
-/// A scratch tree of `(path, text)` files, for the rules' tests.
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-pub(crate) fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (rel, text) in files {
-        let p = dir.path().join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-    dir
 }
