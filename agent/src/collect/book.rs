@@ -156,11 +156,19 @@ impl DriveBook {
             }
             drives.insert(e.device.clone(), e);
         }
-        self.update(|v| {
-            v.drives = drives;
-            v.serials = serials;
-            v.wwns = wwns;
-        });
+        // Not through `update`: the drives of the current view would be copied only to be
+        // dropped; the rest (pools, virtual drives) is copied under the lock as there.
+        let mut cur = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let next = BookView {
+            drives,
+            serials,
+            wwns,
+            pools: cur.pools.clone(),
+            vd_by_serial: cur.vd_by_serial.clone(),
+            vd_by_wwn: cur.vd_by_wwn.clone(),
+            dev: cur.dev.clone(),
+        };
+        *cur = Arc::new(next);
     }
 
     /// Replaces the pools' vdev leaves (the zpool collector, when `zpool status` was read).

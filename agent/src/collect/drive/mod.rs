@@ -131,6 +131,8 @@ struct DriveState {
     place: Placement,
     /// The latest good reading, and when it was taken (collector seconds).
     health: Option<DriveHealth>,
+    /// That reading assessed: what the book holds for the disk.
+    entry: Option<BookEntry>,
     read_at_s: Option<f64>,
     /// The last call ended without an error: the drive was read, or found asleep (`None`
     /// before the first call ended).
@@ -160,7 +162,8 @@ pub struct DriveCollector {
     book: DriveBook,
     /// Each drive's rate and probability.
     risk: RiskModel,
-    /// A reading changed since the book was last published.
+    /// A drive's book entry changed (or a read drive went away) since the book was last
+    /// published.
     dirty: bool,
 }
 
@@ -208,11 +211,8 @@ impl DriveCollector {
     fn publish(&mut self) {
         let entries = self
             .drives
-            .iter()
-            .filter_map(|(name, s)| {
-                let h = s.health.as_ref()?;
-                Some(BookEntry::assess(name, h, &self.risk))
-            })
+            .values()
+            .filter_map(|s| s.entry.clone())
             .collect();
         self.book.publish(entries);
         self.dirty = false;
@@ -296,9 +296,14 @@ impl DriveCollector {
     ) {
         match u {
             Update::Disks(disks) => {
-                self.dirty = true;
-                self.drives
-                    .retain(|name, _| disks.iter().any(|d| &d.name == name));
+                // A round's list of the disks changes the book only when a read one is gone.
+                let mut gone = false;
+                self.drives.retain(|name, s| {
+                    let keep = disks.iter().any(|d| &d.name == name);
+                    gone |= !keep && s.entry.is_some();
+                    keep
+                });
+                self.dirty |= gone;
                 for d in disks {
                     self.drives.entry(d.name).or_default().place = d.place;
                 }
@@ -321,9 +326,16 @@ impl DriveCollector {
                 };
                 match result {
                     ReadResult::Read(h) => {
-                        self.dirty = true;
                         if let Some(was) = &s.health {
                             crate::health::drive::events::changes(&name, was, &h, events);
+                        }
+                        // The book is published again only when this changes what it holds
+                        // for the disk: a reading like the last one (the steady state of a
+                        // healthy server) costs the other monitors' readers nothing.
+                        let entry = BookEntry::assess(&name, &h, &self.risk);
+                        if s.entry.as_ref() != Some(&entry) {
+                            s.entry = Some(entry);
+                            self.dirty = true;
                         }
                         s.health = Some(*h);
                         s.read_at_s = Some(t);
@@ -399,16 +411,12 @@ impl Collector for DriveCollector {
             if s.read_ok.is_none() {
                 continue; // no call has ended yet: nothing to say
             }
-            let entry = s
-                .health
-                .as_ref()
-                .map(|h| BookEntry::assess(name, h, &self.risk));
             let pool = pools.get(name).map_or("", String::as_str);
             let vd = s.health.as_ref().map_or("", |h| {
                 book.raid_vd_of(h.serial.as_deref(), h.wwn.as_deref())
             });
             let place = Tags { pool, raid_vd: vd };
-            write_line(w, cx.ts_ns, cx.now_s, name, s, entry.as_ref(), &place);
+            write_line(w, cx.ts_ns, cx.now_s, name, s, s.entry.as_ref(), &place);
         }
     }
 }

@@ -1085,6 +1085,66 @@ fn growing_counts_are_events_of_the_sample_that_reads_them() {
     );
 }
 
+/// The book (which the MD, zpool and controller monitors read) is published again only when a
+/// reading changes what it holds for a disk: a round that reads every disk as it was leaves the
+/// published view as it is; a disk whose reading changed, or a read disk that is gone, makes a
+/// new one.
+#[test]
+fn the_book_is_published_again_only_when_a_reading_changes_it() {
+    let h = Host::new(&["sda", "sdd"]);
+    let n = h.path("n");
+    // sda: 1 reallocated sector in rounds 0 and 1, then 304 (two real captures of one model).
+    let smartctl = h.smartctl(&format!(
+        "/dev/sda) n=$(cat {n} 2>/dev/null || echo 0); echo $((n+1)) > {n}\n  case $n in\n  0|1) cat '{}';;\n  *) cat '{}';;\n  esac;;\n{}",
+        fixture("sce-ata-seagate-st3500418as-188-packed-1-reallocated-1.json").display(),
+        fixture("sce-ata-seagate-st3500418as-reallocated-304.json").display(),
+        prints("/dev/sdd", "sce-ata-wdc-wd20efrx-red.json", 0),
+        n = n.display(),
+    ));
+    let mut m = DriveCollector::new_inline(cfg(smartctl, 60_000, 5000), h.root());
+    let mut d = Driver::new(h.root());
+    d.sample(&mut m, 0.0);
+    let first = m.book().view();
+    assert_eq!(first.drives().count(), 2);
+    let text0 = d.report(&mut m, 1.0);
+
+    // Round 1: both disks read again, as they were.
+    d.sample(&mut m, 60.0);
+    assert_eq!(h.calls().len(), 4, "both disks read twice");
+    assert!(
+        Arc::ptr_eq(&first, &m.book().view()),
+        "an unchanged round published the book again"
+    );
+    // The lines still carry each disk's probability, as before.
+    let text1 = d.report(&mut m, 61.0);
+    for dev in ["sda", "sdd"] {
+        assert_eq!(
+            field(line(&text1, dev), "failure_probability"),
+            field(line(&text0, dev), "failure_probability"),
+        );
+    }
+
+    // Round 2: sda's reallocated sectors grew: a new view, with its new entry.
+    d.sample(&mut m, 120.0);
+    let second = m.book().view();
+    assert!(!Arc::ptr_eq(&first, &second));
+    let (was, now) = (
+        first.by_device("sda").unwrap(),
+        second.by_device("sda").unwrap(),
+    );
+    assert!(now.afr > was.afr && now.at_risk, "{was:?} → {now:?}");
+    let text2 = d.report(&mut m, 121.0);
+    let p = |t: &str| field(line(t, "sda"), "failure_probability").unwrap();
+    assert_ne!(p(&text2), p(&text1));
+
+    // Round 3: sdd is gone: a new view without it.
+    fs::remove_dir_all(h.path("sys/block/sdd")).unwrap();
+    d.sample(&mut m, 180.0);
+    let third = m.book().view();
+    assert!(!Arc::ptr_eq(&second, &third));
+    assert!(third.by_device("sdd").is_none() && third.by_device("sda").is_some());
+}
+
 /// The RAID controller monitor names the virtual drive of its physical drives in the book: the
 /// `drive` line of the disk with that serial or WWN carries it as `raid_vd`.
 #[test]
