@@ -253,7 +253,7 @@ fn lines_of_real_fixtures() {
                 md: md.into(),
                 ..Placement::default()
             },
-            health: Some(health),
+            health: Some(Box::new(health)),
             read_at_s: Some(100.0),
             read_ok: Some(true),
             ..DriveState::default()
