@@ -10,8 +10,11 @@
 # multipath path states added to its list (the files the agent reads each second that the
 # harness's floor does not).
 #
-# The harness is read-only where it is shared, so it is copied to a scratch directory; results land
-# in bench/out/ (table.txt, results.jsonl). To compare with Telegraf, node_exporter and collectd,
+# The harness is read-only where it is shared, so it is copied to a scratch directory
+# (STORWATCH_BENCH_DIR, /tmp/storwatch-bench) and the agents run in a directory named after it
+# (STORWATCH_BENCH_RUNDIR, /dev/shm/<its name>-run), so that two runs with different scratch
+# directories do not share one; results land in bench/out/ (table.txt, results.jsonl). The
+# harness's options pass through: --root DIR, and --regen --disks N for a host of N disks. To compare with Telegraf, node_exporter and collectd,
 # run `./run.sh install` in the scratch copy first (it builds Telegraf with Go: ~10 min) and add them
 # to --only. STORWATCH_AGENT_BIN names an agent binary to measure instead of building the release
 # one (the test suite's smoke run passes its debug build).
@@ -101,6 +104,11 @@ mkdir -p "$work"
 cp -r "$harness"/. "$work"/
 chmod -R u+w "$work"
 mkdir -p "$work/bin"
+# the agents' run directory (their outputs, on tmpfs as the harness's default) named after the
+# scratch copy: the harness's default, /dev/shm/bench-run, is one for every run on the machine
+rundir=${STORWATCH_BENCH_RUNDIR:-/dev/shm/$(basename "$work")-run}
+sed -i "s|python3 bench.py --root \"\\\$ROOT\"|python3 bench.py --rundir '$rundir' --root \"\\\$ROOT\"|" "$work/run.sh"
+grep -q -- "--rundir '$rundir'" "$work/run.sh" || { echo "run.sh changed: cannot set its run directory" >&2; exit 1; }
 cp "$agent_bin" "$work/bin/storwatch-agent"
 [ -z "$before_bin" ] || cp "$before_bin" "$work/bin/storwatch-agent-before"
 [ -x "$work/bin/floor" ] || gcc -O2 -Wall -o "$work/bin/floor" "$work/floor.c"
