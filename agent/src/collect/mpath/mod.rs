@@ -10,8 +10,9 @@
 //!   `queue_if_no_path`): through the `DM_TABLE_STATUS` ioctl every sample when the agent runs on
 //!   the real `/sys` and may open `/dev/mapper/control` (`kernel.rs`); otherwise through `dmsetup
 //!   status|table --target multipath` every `dmsetup_interval_s`, on a thread of its own (a
-//!   fork+exec costs 1-2 ms of CPU, too much for every second on a 200-disk server). On a fixture
-//!   root the configured `dmsetup` program is always used, so tests point it at a script;
+//!   fork+exec costs 1-2 ms of CPU, too much for every second on a 200-disk server; backed off
+//!   while it is absent or fails, `commands.rs`). On a fixture root the configured `dmsetup`
+//!   program is always used, so tests point it at a script;
 //! * multipathd, when it runs: `show maps json` over its socket (or the `multipathd` command)
 //!   every `multipathd_interval_s`, for path-group priorities, checker states, vendor and
 //!   product. Never required. (`commands.rs`.)
