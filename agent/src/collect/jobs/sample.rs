@@ -27,6 +27,9 @@ impl JobsCollector {
         let on_cgroupfs =
             rustix::fs::statfs(&mount).is_ok_and(|f| i64::from(f.f_type) == CGROUP2_SUPER_MAGIC);
         self.stale_check = !on_cgroupfs;
+        self.watch = (self.stale_check && self.use_watch)
+            .then(watch::DirWatch::new)
+            .flatten();
         // Off cgroupfs a job with kept files holds its directory too (the rename check).
         self.kept_budget = kept_budget(KEPT.len() + usize::from(self.stale_check));
         self.mount = Some(mount);
@@ -208,6 +211,10 @@ impl JobsCollector {
             );
         }
 
+        // What changed in the jobs' directories since the last reading (off cgroupfs).
+        if let Some(w) = self.watch.as_mut() {
+            w.drain();
+        }
         let mut vanished = Vec::new();
         let mut psi_missing: Option<PathBuf> = None;
         let now_s = std::time::SystemTime::now()
@@ -245,6 +252,7 @@ impl JobsCollector {
             let mut io = ReadIo {
                 scratch: &mut self.scratch,
                 stale_check: self.stale_check,
+                watch: self.watch.as_ref(),
                 check_files: false,
                 now_s,
                 settle_s: self.settle_s,
