@@ -46,7 +46,6 @@ mod sample;
 mod watch;
 use instance::{dir_ino, fs_path, psi_is_off, push_ended};
 use read::{read_parsed, Kept, ReadIo, KEPT};
-use std::os::unix::fs::DirEntryExt;
 
 /// The source name errors are counted under (`agent_source,source=cgroup`).
 const CGROUP: &str = "cgroup";
