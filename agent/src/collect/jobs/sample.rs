@@ -198,6 +198,8 @@ impl JobsCollector {
         let mut p = Pending {
             fresh: !baseline,
             interval_usec: at.saturating_sub(start_usec),
+            // One allocation for the intervals of every job, not one per doubling.
+            done: Vec::with_capacity(self.jobs.len().max(found.jobs.len())),
             ..Pending::default()
         };
         // Jobs over the cap take the places freed by jobs that ended, oldest first; each needs
