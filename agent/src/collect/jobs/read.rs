@@ -489,7 +489,7 @@ pub(super) struct ReadIo<'a> {
 pub(super) struct Kept {
     /// [`KEPT`]'s files, each once opened.
     files: [Option<std::fs::File>; 7],
-    /// The job's directory (`O_PATH`), off cgroupfs only.
+    /// The job's directory (`O_PATH`), off cgroupfs where it is not watched (its times).
     dir: Option<rustix::fd::OwnedFd>,
     /// The directory's times when its files were last checked one by one, if they were older
     /// than a second then: the same times since mean no file of it was replaced.

@@ -199,7 +199,8 @@ fn device_name<'a>(
 
 /// [`crate::collect::r3`] (rounded to 3 decimals, halves away from zero), the same values, with the
 /// rounding made on the integer part: `f64::round` is a library call on the baseline x86-64
-/// target (no SSE4.1), ~40 instructions for each of the ~2,500 values of 100 jobs' lines.
+/// target (no SSE4.1). The `job` and `job_io` lines' values are rounded by the writer
+/// (`field_key_r3`, the same rounding); this serves the `jobs` line.
 pub(super) fn r3(v: f64) -> f64 {
     let t = v * 1000.0;
     // From 2^52 on a double is a whole number already (and NaN, the infinities fail this).
