@@ -7,6 +7,7 @@
 # lines.
 #
 #   bench/jobs-cost.sh [--duration 120] [--jobs 100] [--rounds 3] [--warmup 12] [--report 10] [--real]
+#                      [--callgrind DIR]
 #
 # --warmup: seconds before the window (past the first reading and report); --report: the report
 # interval, seconds (10 for the figures; the test suite's smoke run uses 1).
@@ -27,6 +28,13 @@
 # memory.*, cpu.max and the cpuset are not (no cores, no efficiency). Sleeps killed and cgroups
 # removed on exit.
 #
+# --callgrind DIR: the two agents run under `valgrind --tool=callgrind` instead (their CPU
+# figures then mean nothing); the counts are zeroed after the warmup and dumped after the
+# window (callgrind_control -z / -d), the dumps kept in DIR (callgrind.<tree>.<pid>.1), and
+# each round prints the user instructions of the window, per reading (window ÷ report
+# interval), of the agent with jobs, without, and their difference. Instruction counts do not
+# depend on the machine's load: two builds' runs may share the machine.
+#
 # STORWATCH_AGENT_BIN names the agent binary (default: the release build, built first).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -45,10 +53,16 @@ while [ $# -gt 0 ]; do
     --warmup) warmup=$2; shift 2 ;;
     --report) report=$2; shift 2 ;;
     --real) real=1; shift ;;
-    *) echo "usage: $0 [--duration S] [--jobs N] [--rounds N] [--warmup S] [--report S] [--real]" >&2; exit 2 ;;
+    --callgrind) callgrind=$2; shift 2 ;;
+    *) echo "usage: $0 [--duration S] [--jobs N] [--rounds N] [--warmup S] [--report S] [--real] [--callgrind DIR]" >&2; exit 2 ;;
   esac
 done
 real=${real:-}
+callgrind=${callgrind:-}
+if [ -n "$callgrind" ]; then
+  mkdir -p "$callgrind"
+  callgrind=$(cd "$callgrind" && pwd)
+fi
 if [ -n "$real" ] && [ -z "${STORWATCH_BENCH_NS:-}" ]; then
   # The bind mounts in a mount namespace of their own: nothing left mounted, whatever happens.
   STORWATCH_BENCH_NS=1 exec unshare --mount --propagation private "$0" "${args[@]}"
@@ -190,7 +204,12 @@ for round in $(seq 1 "$rounds"); do
   sleep 1.5
   declare -A pid
   for tree in nojobs jobs; do
-    "$agent_bin" run --proc-root "$base/$tree/proc" --sys-root "$base/$tree/sys" \
+    wrap=()
+    if [ -n "$callgrind" ]; then
+      wrap=(valgrind --tool=callgrind --dump-instr=no
+        "--callgrind-out-file=$callgrind/callgrind.$tree.%p")
+    fi
+    "${wrap[@]}" "$agent_bin" run --proc-root "$base/$tree/proc" --sys-root "$base/$tree/sys" \
       --sample-interval 1s --report-interval "${report}s" --host "bench-$tree" \
       --output "file:$base/$tree.lp" 2>"$base/$tree.log" &
     pid[$tree]=$!
@@ -205,6 +224,25 @@ for round in $(seq 1 "$rounds"); do
   fi
   # Past the start (first reading, first report), then the measured window.
   sleep "$warmup"
+  if [ -n "$callgrind" ]; then
+    for tree in nojobs jobs; do callgrind_control -z "${pid[$tree]}" >/dev/null; done
+    sleep "$duration"
+    declare -A instr
+    for tree in nojobs jobs; do
+      callgrind_control -d "${pid[$tree]}" >/dev/null
+      instr[$tree]=$(callgrind_annotate "$callgrind/callgrind.$tree.${pid[$tree]}.1" 2>/dev/null \
+        | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }')
+    done
+    python3 -c "
+n = $duration / $report
+j, o = ${instr[jobs]:-0}, ${instr[nojobs]:-0}
+print(f'round $round: user instructions a reading: jobs {j / n:,.0f}, nojobs {o / n:,.0f}, the jobs {(j - o) / n:,.0f}')"
+    for p in $pids; do kill "$p" 2>/dev/null || true; done
+    # shellcheck disable=SC2086 # the agents and the ticker
+    wait $pids 2>/dev/null || true
+    pids=""
+    continue
+  fi
   declare -A start us0 per_s
   for tree in $trees; do
     start[$tree]=$(cpu_ns "${pid[$tree]}")

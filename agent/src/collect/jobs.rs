@@ -43,9 +43,9 @@ mod instance;
 mod read;
 mod report;
 mod sample;
+mod watch;
 use instance::{dir_ino, fs_path, psi_is_off, push_ended};
 use read::{read_parsed, Kept, ReadIo, KEPT};
-use std::os::unix::fs::DirEntryExt;
 
 /// The source name errors are counted under (`agent_source,source=cgroup`).
 const CGROUP: &str = "cgroup";
@@ -274,6 +274,12 @@ pub struct JobsCollector {
     /// Whether the tree is something else than cgroupfs (a fixture, the simulator), where a
     /// kept file may have been replaced.
     stale_check: bool,
+    /// Off cgroupfs, the inotify watch of the jobs' directories (`watch.rs`), made at the first
+    /// reading; `None` on cgroupfs or when the kernel gives none (then the directories' times).
+    watch: Option<watch::DirWatch>,
+    /// Whether to try inotify off cgroupfs (true; the tests of the directories' times turn
+    /// it off).
+    use_watch: bool,
     /// Kept files checked one by one for a replacement (`fstat`), since start: what the
     /// directory check saves, for the tests.
     file_checks: u64,
@@ -328,6 +334,8 @@ impl JobsCollector {
             walks: 0,
             scratch: Vec::new(),
             stale_check: true,
+            watch: None,
+            use_watch: true,
             file_checks: 0,
             absent_lookups: 0,
             settle_s: 1,

@@ -32,7 +32,9 @@ use super::rules::{
 
 mod digits;
 
-use digits::{i64_at, milli_at, push_f64, push_i64, saturate, thousandths};
+use digits::{
+    append_prefix, i64_at, milli_at, push_f64, push_i64, rounded_thousandths, saturate, thousandths,
+};
 
 /// A field value.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -222,9 +224,11 @@ pub struct FieldKey {
 
 /// Bytes of a [`FieldKey`]'s encoded form: the separator, the key (at most 46 bytes) and `=`.
 const KEY_ROOM: usize = 48;
-/// Room for one field written by [`Line::field_key`]: the key's and a number's (at most 21
-/// bytes: a sign, 19 digits and `i`; a float of the thousandths form, 18), with margin.
-const FIELD_ROOM: usize = KEY_ROOM + 32;
+/// Room for a number's text: at most 21 bytes (a sign, 19 digits and `i`; a float of the
+/// thousandths form, 18), with margin.
+const NUMBER_ROOM: usize = 32;
+/// Room for one field written by [`Line::field_key`]: the key's and a number's.
+const FIELD_ROOM: usize = KEY_ROOM + NUMBER_ROOM;
 
 impl FieldKey {
     /// The key `key`: only bytes written as they are anywhere in a line (printable ASCII but
@@ -344,8 +348,8 @@ impl<'a> Line<'a> {
             Value::U(u) => Some(i64_at(&mut f, at, saturate(u))),
             Value::B(_) | Value::S(_) => None,
         };
-        match end.and_then(|end| f.get(..end)) {
-            Some(field) => self.w.buf.extend_from_slice(field),
+        match end {
+            Some(end) => append_prefix(&mut self.w.buf, &f, end),
             None => {
                 self.w
                     .buf
@@ -355,6 +359,38 @@ impl<'a> Line<'a> {
         }
         self.fields += 1;
         self
+    }
+
+    /// [`Line::field_key`] of `v` rounded to three decimals, `(v * 1000).round() / 1000`: the
+    /// same bytes, with one rounding where the rounded float, written, would be rounded again
+    /// to find its thousandths. Inlined: the key, a constant, is then copied by stores of
+    /// its bytes, and the line stays in the caller's registers between fields.
+    #[inline]
+    pub fn field_key_r3(mut self, key: FieldKey, v: f64) -> Self {
+        let Some(m) = rounded_thousandths(v) else {
+            // NaN and the infinities (skipped), -0, 1e12 and beyond: the float.
+            return self.field_key(key, (v * 1000.0).round() / 1000.0);
+        };
+        let mut f = [0u8; FIELD_ROOM];
+        if let Some(k) = f.get_mut(..KEY_ROOM) {
+            k.copy_from_slice(&key.bytes);
+        }
+        if let Some(sep) = f.get_mut(0) {
+            *sep = if self.fields == 0 { b' ' } else { b',' };
+        }
+        let end = milli_at(&mut f, key.key.len() + 2, m);
+        append_prefix(&mut self.w.buf, &f, end);
+        self.fields += 1;
+        self
+    }
+
+    /// [`Line::field_key_r3`] when `v` is `Some`.
+    #[inline]
+    pub fn field_key_r3_opt(self, key: FieldKey, v: Option<f64>) -> Self {
+        match v {
+            Some(v) => self.field_key_r3(key, v),
+            None => self,
+        }
     }
 
     /// [`Line::field_key`] when `value` is `Some`.
@@ -423,16 +459,23 @@ fn field_into(buf: &mut Vec<u8>, key: &str, v: Value<'_>) {
 }
 
 fn value_into(buf: &mut Vec<u8>, v: Value<'_>) {
-    // Writing to a Vec cannot fail.
+    // A number is put together on the stack and appended by one copy of a known size.
+    let mut n = [0u8; NUMBER_ROOM];
     match v {
-        Value::F(f) => push_f64(buf, f),
+        Value::F(f) => match thousandths(f) {
+            Some(m) => {
+                let end = milli_at(&mut n, 0, m);
+                append_prefix(buf, &n, end);
+            }
+            None => push_f64(buf, f),
+        },
         Value::I(i) => {
-            push_i64(buf, i);
-            buf.push(b'i');
+            let end = i64_at(&mut n, 0, i);
+            append_prefix(buf, &n, end);
         }
         Value::U(u) => {
-            push_i64(buf, saturate(u));
-            buf.push(b'i');
+            let end = i64_at(&mut n, 0, saturate(u));
+            append_prefix(buf, &n, end);
         }
         Value::B(x) => buf.extend_from_slice(if x { b"true" } else { b"false" }),
         Value::S(s) => {
@@ -833,6 +876,187 @@ mod tests {
                 push_f64(&mut buf, g);
                 prop_assert_eq!(std::str::from_utf8(&buf).expect("utf8"), format!("{g}"));
             }
+        }
+    }
+
+    /// What a field of `v` must read as: `Display`'s text of the float, the integer with `i`
+    /// (an unsigned one above `i64::MAX` saturated), nothing for NaN and the infinities.
+    fn expected(v: Value<'_>) -> Option<String> {
+        match v {
+            Value::F(f) if !f.is_finite() => None,
+            Value::F(f) => Some(format!("{f}")),
+            Value::I(i) => Some(format!("{i}i")),
+            Value::U(u) => Some(format!("{}i", u.min(i64::MAX as u64))),
+            Value::B(b) => Some(format!("{b}")),
+            Value::S(_) => None,
+        }
+    }
+
+    /// The numbers at the edges of every branch of the writers: zeros of both signs,
+    /// subnormals, the thousandths form's bounds, 1e21 and beyond (`Display` never switches to
+    /// an exponent), the integer limits.
+    fn edge_values() -> Vec<Value<'static>> {
+        let mut v = vec![
+            Value::F(0.0),
+            Value::F(-0.0),
+            Value::F(f64::from_bits(1)),
+            Value::F(-f64::from_bits(1)),
+            Value::F(f64::MIN_POSITIVE / 2.0),
+            Value::F(f64::MIN_POSITIVE),
+            Value::F(0.000_5),
+            Value::F(-0.000_5),
+            Value::F(0.000_499_999_999_999_9),
+            Value::F(-0.000_1),
+            Value::F(0.1 + 0.2),
+            Value::F(999_999_999_999.999),
+            Value::F(-999_999_999_999.999),
+            Value::F(999_999_999_999.999_5),
+            Value::F(999_999_999_999.999_4),
+            Value::F(1e12 - 0.000_5),
+            Value::F(1e12),
+            Value::F(1e15),
+            Value::F(1e15 - 1.0),
+            Value::F(999_999_999_999_999.5),
+            Value::F(9_007_199_254_740_992.0),
+            Value::F(4_503_599_627_370_496.5),
+            Value::F(1e21),
+            Value::F(1e22),
+            Value::F(-1.5e300),
+            Value::F(f64::MAX),
+            Value::F(f64::MIN),
+            Value::F(f64::NAN),
+            Value::F(-f64::NAN),
+            Value::F(f64::INFINITY),
+            Value::F(f64::NEG_INFINITY),
+            Value::F(i64::MAX as f64),
+            Value::F(u64::MAX as f64),
+            Value::I(0),
+            Value::I(-1),
+            Value::I(i64::MAX),
+            Value::I(i64::MIN),
+            Value::I(i64::MIN + 1),
+            Value::U(0),
+            Value::U(u64::MAX),
+            Value::U(i64::MAX as u64),
+            Value::U(i64::MAX as u64 + 1),
+        ];
+        let mut p = 1u64;
+        while let Some(n) = p.checked_mul(10) {
+            v.extend([Value::U(p - 1), Value::U(p), Value::I(-(p as i64))]);
+            v.extend([Value::F(p as f64 / 1000.0), Value::F(-(p as f64) - 0.5)]);
+            p = n;
+        }
+        v
+    }
+
+    /// One field of `v` in a line of its own, written by `field`, by `field_key`, and for a
+    /// float by `field_key_r3` of the same float (rounded already, or not).
+    fn one_field(v: Value<'_>) -> [(bool, String); 2] {
+        const A: FieldKey = FieldKey::new("a");
+        let mut a = LineWriter::new("h", &[]);
+        let mut b = LineWriter::new("h", &[]);
+        let wa = a.line("m", 1).field("a", v).write();
+        let wb = b.line("m", 1).field_key(A, v).write();
+        [(wa, text(&a).to_owned()), (wb, text(&b).to_owned())]
+    }
+
+    #[test]
+    fn every_edge_number_is_written_as_display_writes_it() {
+        for v in edge_values() {
+            let want = expected(v).map(|e| format!("m,host=h a={e} 1\n"));
+            for (written, got) in one_field(v) {
+                assert_eq!(written, want.is_some(), "{v:?}");
+                assert_eq!(got, want.clone().unwrap_or_default(), "{v:?}");
+            }
+        }
+    }
+
+    /// `field_key_r3(v)` against `field_key` of the value rounded by `f64::round`, the agent's
+    /// rounding before it: the same bytes and the same skipped count.
+    fn r3_agrees(v: f64) -> Result<(), TestCaseError> {
+        const K: FieldKey = FieldKey::new("k");
+        let rounded = (v * 1000.0).round() / 1000.0;
+        let mut a = LineWriter::new("h", &[]);
+        let mut b = LineWriter::new("h", &[]);
+        let wa = a
+            .line("m", 1)
+            .field("z", 1u64)
+            .field_key(K, rounded)
+            .field_key(K, rounded)
+            .write();
+        let wb = b
+            .line("m", 1)
+            .field("z", 1u64)
+            .field_key_r3(K, v)
+            .field_key_r3_opt(K, Some(v))
+            .write();
+        prop_assert_eq!((wa, text(&a)), (wb, text(&b)), "{:e}", v);
+        prop_assert_eq!(a.skipped(), b.skipped());
+        let mut c = LineWriter::new("h", &[]);
+        let wc = c
+            .line("m", 1)
+            .field_key_r3(K, v)
+            .field_key_r3_opt(K, None)
+            .write();
+        let want = expected(Value::F(rounded)).map(|e| format!("m,host=h k={e} 1\n"));
+        prop_assert_eq!(
+            (wc, text(&c).to_owned()),
+            (want.is_some(), want.unwrap_or_default())
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn a_rounded_field_is_the_field_of_the_rounded_value_at_every_edge() {
+        for v in edge_values() {
+            if let Value::F(f) = v {
+                for g in [f, f / 1000.0, f * 1000.0, f + 0.000_5, f - 0.000_5] {
+                    r3_agrees(g).expect("agrees");
+                }
+            }
+        }
+        // halves and their neighbours around every thousandth of a few units, both signs
+        for k in -20_000i64..20_000 {
+            let base = k as f64 / 1000.0;
+            for g in [
+                base,
+                base + 0.000_5,
+                base + 0.000_499_999,
+                base + 0.000_500_001,
+            ] {
+                r3_agrees(g).expect("agrees");
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_number_is_written_as_display_writes_it(
+            f in proptest::num::f64::ANY,
+            i in any::<i64>(),
+            u in any::<u64>(),
+            k in -1_000_000_000_000_000i64..1_000_000_000_000_000i64,
+        ) {
+            for v in [Value::F(f), Value::F(k as f64 / 1000.0), Value::I(i), Value::U(u)] {
+                let want = expected(v).map(|e| format!("m,host=h a={e} 1\n"));
+                for (written, got) in one_field(v) {
+                    prop_assert_eq!(written, want.is_some());
+                    prop_assert_eq!(&got, &want.clone().unwrap_or_default());
+                }
+            }
+        }
+
+        #[test]
+        fn a_rounded_field_is_the_field_of_the_rounded_value(
+            f in proptest::num::f64::ANY,
+            k in -1_000_000_000_000_000_000i64..1_000_000_000_000_000_000i64,
+            scale in 0i32..20,
+        ) {
+            r3_agrees(f)?;
+            let g = k as f64 / 10f64.powi(scale);
+            r3_agrees(g)?;
+            r3_agrees(-g)?;
+            r3_agrees(g / 1e6 + 0.000_5)?;
         }
     }
 

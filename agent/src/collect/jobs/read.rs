@@ -1,11 +1,13 @@
 //! The files of a job: [`KEPT`]'s files read at every reading, through descriptors kept open
 //! per job while the open-file budget allows (else by path); off cgroupfs, the check that a kept
-//! file was not replaced by a rename, made off the job's directory's times; a file a job lacks
+//! file was not replaced by a rename, made off the job's directory's inotify watch (or its
+//! times); a file a job lacks
 //! looked for again every [`PROBE_EVERY`] readings; the allocated cores read by path; one
 //! reading of a job's counters from them ([`Tracked::reading`]).
 
 use std::path::{Path, PathBuf};
 
+use super::watch::{DirWatch, Seen};
 use super::{gone, psi_off, SourceErrors, Tracked, CGROUP};
 use crate::health::jobs::{self as model, JobReading};
 use crate::root::JoinSized;
@@ -112,14 +114,15 @@ impl Tracked {
     }
 
     /// Off cgroupfs, whether a kept file of the job may have been replaced by a rename since
-    /// it was opened, so that each must be checked (`fstat`: unlinked?). A rename, a removal or
-    /// a creation in the job's directory sets the directory's modification and change times to
-    /// the current time: times unchanged since the files were last checked mean none was
-    /// replaced, one `fstat` of the directory instead of one per file (600 system calls less a
-    /// reading of 100 jobs). Times are trusted only once they are more than a second old when
-    /// recorded — a change within the same tick of the file system's clock could leave them
-    /// equal — and a directory that was removed (unlinked) is opened again. On cgroupfs files
-    /// are never replaced: no check.
+    /// it was opened, so that each must be checked (`fstat`: unlinked?). Told by the inotify
+    /// watch of the job's directory ([`super::watch`]: no system call of the job's own when
+    /// nothing changed); where no watch can be had, by the directory's times: a rename, a
+    /// removal or a creation in the job's directory sets its modification and change times to
+    /// the current time, so times unchanged since the files were last checked mean none was
+    /// replaced, one `statx` of the directory instead of one per file. Times are trusted only
+    /// once they are more than a second old when recorded — a change within the same tick of
+    /// the file system's clock could leave them equal — and a directory that was removed
+    /// (unlinked) is opened again. On cgroupfs files are never replaced: no check.
     fn files_may_be_replaced(&mut self, io: &ReadIo<'_>) -> bool {
         use rustix::fs::{AtFlags, Mode, OFlags, StatxFlags};
         if !io.stale_check {
@@ -129,6 +132,22 @@ impl Tracked {
         let Some(kept) = self.kept.as_mut() else {
             return false;
         };
+        if let Some(watch) = io.watch {
+            // One watch of the directory (`watch.rs`): its events, read once for all jobs.
+            match kept.wd.map(|wd| watch.seen(wd)) {
+                Some(Seen::Unchanged) => return false,
+                Some(Seen::Changed) => return true,
+                // No watch yet, or its directory went: watched again by name, every file
+                // checked (a file opened before the watch may have been replaced since).
+                Some(Seen::Lost) | None => {
+                    kept.wd = watch.add(&self.dir);
+                    if kept.wd.is_some() {
+                        return true;
+                    }
+                    // Not watched (the user's watches used up, or gone): the directory's times.
+                }
+            }
+        }
         if kept.dir.is_none() {
             kept.dir = rustix::fs::open(
                 &self.dir,
@@ -448,6 +467,8 @@ pub(super) struct ReadIo<'a> {
     pub(super) scratch: &'a mut Vec<u8>,
     /// The tree is not cgroupfs: a kept file may have been replaced.
     pub(super) stale_check: bool,
+    /// The jobs' directories' watch, drained for this reading (off cgroupfs, when there is one).
+    pub(super) watch: Option<&'a DirWatch>,
     /// Check each kept file of the job being read for a replacement: its directory changed
     /// since they were last checked ([`Tracked::files_may_be_replaced`]).
     pub(super) check_files: bool,
@@ -468,11 +489,13 @@ pub(super) struct ReadIo<'a> {
 pub(super) struct Kept {
     /// [`KEPT`]'s files, each once opened.
     files: [Option<std::fs::File>; 7],
-    /// The job's directory (`O_PATH`), off cgroupfs only.
+    /// The job's directory (`O_PATH`), off cgroupfs where it is not watched (its times).
     dir: Option<rustix::fd::OwnedFd>,
     /// The directory's times when its files were last checked one by one, if they were older
     /// than a second then: the same times since mean no file of it was replaced.
     checked: Option<DirTimes>,
+    /// The directory's inotify watch, off cgroupfs when one could be had.
+    pub(super) wd: Option<i32>,
 }
 
 /// A directory's modification and change times (s, ns), and whether it is still linked.

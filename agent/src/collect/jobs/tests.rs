@@ -7,6 +7,7 @@ use super::*;
 
 mod instance;
 mod names;
+mod watch;
 
 fn tree() -> (tempfile::TempDir, Root) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -245,6 +246,8 @@ fn off_cgroupfs_a_file_replaced_by_a_rename_is_read_again_and_an_unchanged_direc
     let (_dir, root) = tree();
     job_files(&job(&root), 5, 100);
     let mut c = collector(JobsConfig::default());
+    // the directories' times, as where no inotify watch can be had (`watch.rs`)
+    c.use_watch = false;
     // the directory's times trusted at once (the default waits until they are a second old)
     c.settle_s = -1_000;
     let mut errors = SourceErrors::new(&[CGROUP]);
@@ -274,6 +277,7 @@ fn a_directory_changed_within_the_last_second_is_not_trusted() {
     let (_dir, root) = tree();
     job_files(&job(&root), 5, 100);
     let mut c = collector(JobsConfig::default());
+    c.use_watch = false;
     let mut errors = SourceErrors::new(&[CGROUP]);
     // as the simulator rewrites a tree every second: its times are always fresh, so every
     // kept file is checked at every reading

@@ -4,8 +4,6 @@
 
 use std::io::Write as _;
 
-use super::FIELD_ROOM;
-
 /// Two decimal digits of every number below 100, `"00"` to `"99"`.
 const DIGIT_PAIRS: &[u8; 200] = b"\
 0001020304050607080910111213141516171819\
@@ -61,7 +59,7 @@ pub(super) fn push_i64(buf: &mut Vec<u8>, v: i64) {
 
 /// Writes the digits of `v` into `f` from `at`; returns where they end. The digits are counted
 /// first and written from the right, two at a time ([`push_u64`]'s, in place).
-fn u64_at(f: &mut [u8; FIELD_ROOM], at: usize, mut v: u64) -> usize {
+fn u64_at<const N: usize>(f: &mut [u8; N], at: usize, mut v: u64) -> usize {
     let end = at + v.checked_ilog10().map_or(1, |l| l as usize + 1);
     let mut i = end;
     while v >= 10 {
@@ -81,7 +79,7 @@ fn u64_at(f: &mut [u8; FIELD_ROOM], at: usize, mut v: u64) -> usize {
 }
 
 /// An integer field's value (`-`, digits, `i`) into `f` from `at`; returns where it ends.
-pub(super) fn i64_at(f: &mut [u8; FIELD_ROOM], mut at: usize, v: i64) -> usize {
+pub(super) fn i64_at<const N: usize>(f: &mut [u8; N], mut at: usize, v: i64) -> usize {
     if v < 0 {
         if let Some(d) = f.get_mut(at) {
             *d = b'-';
@@ -97,7 +95,7 @@ pub(super) fn i64_at(f: &mut [u8; FIELD_ROOM], mut at: usize, v: i64) -> usize {
 
 /// A float of `m` thousandths ([`thousandths`]) into `f` from `at`, as [`push_f64`] writes it;
 /// returns where it ends.
-pub(super) fn milli_at(f: &mut [u8; FIELD_ROOM], mut at: usize, m: i64) -> usize {
+pub(super) fn milli_at<const N: usize>(f: &mut [u8; N], mut at: usize, m: i64) -> usize {
     if m < 0 {
         if let Some(d) = f.get_mut(at) {
             *d = b'-';
@@ -179,6 +177,42 @@ pub(super) fn thousandths(f: f64) -> Option<i64> {
         whole
     };
     (m as f64 / 1000.0 == f).then_some(m)
+}
+
+/// `(v * 1000).round()` when the float it makes, `(v * 1000).round() / 1000` (a value rounded to
+/// three decimals), is one [`thousandths`] gives back as this integer: below 1e12 in magnitude
+/// and not -0 (`None` for NaN, the infinities, those and -0). One rounding instead of two for a
+/// value rounded and then written: `(v * 1000).round() / 1000 * 1000` rounds back to the same
+/// integer below 1e15 (the division and the product each err by half an ulp, together less
+/// than a quarter at 1e15), so the float's thousandths are this integer, and
+/// [`milli_at`] of it writes what [`push_f64`] writes of the float (a property test compares
+/// them).
+pub(super) fn rounded_thousandths(v: f64) -> Option<i64> {
+    let t = v * 1000.0;
+    // Below 1e15 - 1 the rounded value is at most 999_999_999_999_999 thousandths, below 1e12
+    // as a float; NaN fails this too.
+    if t.abs().partial_cmp(&999_999_999_999_999.0) != Some(std::cmp::Ordering::Less) {
+        return None;
+    }
+    // |t| < 2^53: the cast truncates exactly, and `t - whole` is exact; halves away from zero,
+    // as `f64::round`.
+    let whole = t as i64;
+    let rest = t - whole as f64;
+    let m = whole + i64::from(rest >= 0.5) - i64::from(rest <= -0.5);
+    // `round` keeps the sign of a zero: -0.0001 rounds to -0, which is written `-0`.
+    if m == 0 && t.is_sign_negative() {
+        return None;
+    }
+    Some(m)
+}
+
+/// Appends the first `len` bytes of `f`: the whole array is copied (a copy of a size known when
+/// compiled, made without a call) and the rest cut off again — cheaper than a copy of `len`
+/// bytes, which is a call to `memcpy`.
+pub(super) fn append_prefix<const N: usize>(buf: &mut Vec<u8>, f: &[u8; N], len: usize) {
+    let old = buf.len();
+    buf.extend_from_slice(f);
+    buf.truncate(old + len.min(N));
 }
 
 pub(super) fn saturate(u: u64) -> i64 {
