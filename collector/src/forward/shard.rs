@@ -82,8 +82,9 @@ pub(super) fn split(chunks: Vec<Chunk>, shards: usize, next_group: &mut u64) -> 
         let group = *next_group;
         *next_group += 1;
         parts.clear();
-        for _ in 0..shards {
+        for shard in 0..shards {
             parts.push(Chunk {
+                shard,
                 read: c.read,
                 index: 0,
                 completes: None,
