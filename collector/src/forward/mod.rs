@@ -43,6 +43,7 @@ mod output;
 pub mod remote_write;
 mod resent;
 mod rw_encode;
+mod rw_line;
 mod shard;
 
 use std::collections::VecDeque;
