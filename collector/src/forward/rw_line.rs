@@ -28,54 +28,73 @@ pub(super) struct Plain<'a> {
     timestamp: Option<i64>,
 }
 
+/// What a byte is to a plain line: part of a name or value, one of its three separators, or
+/// anything that needs the grammar (a backslash, a double quote, a control byte, a tab).
+const ORD: u8 = 0;
+const COMMA: u8 = 1;
+const EQ: u8 = 2;
+const SPACE: u8 = 3;
+const ODD: u8 = 4;
+
+const CLASS: [u8; 256] = {
+    let mut t = [ORD; 256];
+    let mut c = 0;
+    while c < b'!' as usize {
+        t[c] = ODD;
+        c += 1;
+    }
+    t[b'\\' as usize] = ODD;
+    t[b'"' as usize] = ODD;
+    t[b',' as usize] = COMMA;
+    t[b'=' as usize] = EQ;
+    t[b' ' as usize] = SPACE;
+    t
+};
+
+fn class(b: &[u8], i: usize) -> Option<u8> {
+    b.get(i).map(|c| CLASS[*c as usize])
+}
+
 /// `line` as a [`Plain`] line, or `None` when it needs the grammar: one pass over its bytes.
 pub(super) fn read_plain(line: &str) -> Option<Plain<'_>> {
     let b = line.as_bytes();
     if b.len() > MAX_PLAIN {
         return None;
     }
-    // a byte no part of a plain line holds (the separating spaces are looked for apart)
-    let odd = |c: u8| c < b'!' || c == b'\\' || c == b'"';
-    // the measurement
-    let mut i = 0;
-    while i < b.len() && b[i] != b',' && b[i] != b' ' {
-        if odd(b[i]) || b[i] == b'=' {
-            return None;
-        }
-        i += 1;
-    }
-    let name_end = i;
-    if name_end == 0 {
+    // the measurement, ended by a comma or a space
+    let name_end = run(b, 0);
+    if name_end == 0 || !matches!(class(b, name_end), Some(COMMA | SPACE)) {
         return None;
     }
     // the tags: `,k=v` each; their keys' ranges, for keys written twice
     let mut keys = [(0usize, 0usize); 32];
     let mut tags = 0;
-    while i < b.len() && b[i] == b',' {
+    let mut i = name_end;
+    while class(b, i) == Some(COMMA) {
         let k = i + 1;
-        let eq = part(b, k, b'=', &odd)?;
-        let end = part(b, eq + 1, b',', &odd)?;
-        let key = (k, eq);
+        let eq = key(b, k)?;
+        let end = value(b, eq + 1)?;
+        let (klen, first) = (eq - k, b[k]);
         if tags == keys.len()
             || keys[..tags]
                 .iter()
-                .any(|&(s, e)| b[s..e] == b[key.0..key.1])
+                .any(|&(s, e)| e - s == klen && b[s] == first && b[s..e] == b[k..eq])
         {
             return None;
         }
-        keys[tags] = key;
+        keys[tags] = (k, eq);
         tags += 1;
         i = end;
     }
-    if i >= b.len() || b[i] != b' ' {
+    if class(b, i) != Some(SPACE) {
         return None;
     }
     let key_end = i;
     // the fields: `k=v` separated by commas
     loop {
-        let eq = part(b, i + 1, b'=', &odd)?;
-        i = part(b, eq + 1, b',', &odd)?;
-        if i >= b.len() || b[i] != b',' {
+        let eq = key(b, i + 1)?;
+        i = value(b, eq + 1)?;
+        if class(b, i) != Some(COMMA) {
             break;
         }
     }
@@ -102,24 +121,25 @@ pub(super) fn read_plain(line: &str) -> Option<Plain<'_>> {
     })
 }
 
-/// From `from`, a non-empty run of bytes none of which is odd, `=` or a comma, ended by `stop`
-/// (after a key) or by a comma, a space or the end (after a value): where it ends.
-fn part(b: &[u8], from: usize, stop: u8, odd: &impl Fn(u8) -> bool) -> Option<usize> {
+/// Where the run of name or value bytes from `from` ends.
+fn run(b: &[u8], from: usize) -> usize {
     let mut i = from;
-    while i < b.len() {
-        let c = b[i];
-        if c == stop || (stop == b',' && c == b' ') {
-            break;
-        }
-        if c == b'=' || c == b',' || odd(c) {
-            return None;
-        }
+    while i < b.len() && CLASS[b[i] as usize] == ORD {
         i += 1;
     }
-    if i == from || (stop == b'=' && i == b.len()) {
-        return None;
-    }
-    Some(i)
+    i
+}
+
+/// A non-empty key from `from`, ended by `=`: where the `=` is.
+fn key(b: &[u8], from: usize) -> Option<usize> {
+    let i = run(b, from);
+    (i > from && class(b, i) == Some(EQ)).then_some(i)
+}
+
+/// A non-empty value from `from`, ended by a comma, a space or the end: where it ends.
+fn value(b: &[u8], from: usize) -> Option<usize> {
+    let i = run(b, from);
+    (i > from && matches!(class(b, i), None | Some(COMMA | SPACE))).then_some(i)
 }
 
 /// The `k=v` parts of a run the reading found plain, as (key, value).
