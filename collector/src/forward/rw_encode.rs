@@ -18,6 +18,7 @@ use storwatch_wire::lp::{parse_line, parse_view, Backend, FieldValue, LineView, 
 use storwatch_wire::prom::{field_metric, metric_name, prom_line, tag_label_name};
 
 use super::rw_line::{plain_value, read_plain, Plain};
+use super::rw_series::RequestSeries;
 use crate::hash::FxMap;
 
 /// Labels of one series without `__name__`, sorted by name, each name once.
@@ -43,19 +44,6 @@ struct Metric {
     label: Vec<u8>,
 }
 
-/// Where a label set's series are in the request being written: its first line's metrics are
-/// series `first..first + len` in that line's order, so a later line of the label set with the
-/// same fields in the same order finds its series by position; any other line of it looks
-/// them up in the request's series map (`mapped`: the run is in the map too).
-#[derive(Debug, Clone, Copy, Default)]
-struct Run {
-    /// The request it belongs to ([`Encoder::request`]); another number: not in this request.
-    request: u32,
-    first: u32,
-    len: u32,
-    mapped: bool,
-}
-
 /// Writes `WriteRequest`s, keeping its buffers and caches from one request to the next.
 #[derive(Debug, Default)]
 pub struct Encoder {
@@ -72,28 +60,9 @@ pub struct Encoder {
     fields: Vec<FxMap<Box<str>, (u32, f64)>>,
     metric_ids: FxMap<Box<str>, u32>,
     metrics: Vec<Metric>,
-    /// per label set: where its series are in the current request
-    runs: Vec<Run>,
-    /// numbers the requests, for `runs`
-    request: u32,
-    // one request
-    /// series of the request by (label set, metric), for the label sets whose lines did not
-    /// all find their series by position (`Run`); hashed with Fx, whose finish moves the
-    /// well-mixed high bits down (the multiply alone, which this map had, leaves the low bits,
-    /// the bucket, to the metric's few ids: every series of a metric probed one chain)
-    series: FxMap<u64, u32>,
-    series_keys: Vec<u64>,
-    /// the samples, in line order: their series, and (time, value)
-    sample_series: Vec<u32>,
-    sample_values: Vec<(i64, f64)>,
-    /// no sample's series is below the one before it: each series' samples are together,
-    /// series after series, as a batch of lines that are grouped by series leaves them
-    in_series_order: bool,
+    /// the series and samples of the request being written
+    req: RequestSeries,
     line_values: Vec<(u32, f64)>,
-    counts: Vec<u32>,
-    at: Vec<u32>,
-    grouped: Vec<(i64, f64)>,
-    sorted: Vec<(i64, f64)>,
     label_bytes: Vec<u8>,
     proto: Vec<u8>,
     compressed: Vec<u8>,
@@ -111,16 +80,7 @@ impl Encoder {
                 ..Encoder::default()
             };
         }
-        self.series.clear();
-        self.series_keys.clear();
-        self.sample_series.clear();
-        self.sample_values.clear();
-        self.in_series_order = true;
-        if self.request == u32::MAX {
-            self.runs.fill(Run::default());
-            self.request = 0;
-        }
-        self.request += 1;
+        self.req.clear();
         self.sent = 0;
     }
 
@@ -189,7 +149,7 @@ impl Encoder {
             None => self.learn_labels(p.series_key(), p.tags().map(|(k, v)| (k.into(), v.into()))),
         };
         let values = std::mem::take(&mut self.line_values);
-        self.push_line(lid, &values, ts);
+        self.req.push_line(lid, &values, ts);
         self.line_values = values;
         true
     }
@@ -233,7 +193,7 @@ impl Encoder {
             None => self.learn_labels(v.series_key(), v.tags()),
         };
         let values = std::mem::take(&mut self.line_values);
-        self.push_line(lid, &values, ts);
+        self.req.push_line(lid, &values, ts);
         self.line_values = values;
         Ok(())
     }
@@ -309,14 +269,14 @@ impl Encoder {
                 .iter()
                 .map(|(name, _, v)| (self.metric_id(&line.metric(name)), *v))
                 .collect();
-            self.push_line(id, &values, ts);
+            self.req.push_line(id, &values, ts);
         }
         if !line.info.is_empty() {
             let mut labels = line.labels.clone();
             labels.extend(line.info.iter().cloned());
             let id = self.label_set(clean(labels));
             let mid = self.metric_id(&line.info_metric());
-            self.push_line(id, &[(mid, 1.0)], ts);
+            self.req.push_line(id, &[(mid, 1.0)], ts);
         }
     }
 
@@ -367,142 +327,30 @@ impl Encoder {
             after: encoded[split..].to_vec(),
             labels,
         });
-        self.runs.push(Run::default());
+        self.req.add_label_set();
         self.label_ids.insert(encoded.as_slice().into(), id);
         self.label_bytes = encoded;
         id
     }
 
-    /// Adds one line's samples: `values` of distinct metrics, of the label set `lid`.
-    fn push_line(&mut self, lid: u32, values: &[(u32, f64)], ts: i64) {
-        let Some(run) = self.runs.get_mut(lid as usize) else {
-            return;
-        };
-        if run.request != self.request {
-            // the label set's first line in this request: all its series are new
-            let first = self.series_keys.len() as u32;
-            *run = Run {
-                request: self.request,
-                first,
-                len: values.len() as u32,
-                mapped: false,
-            };
-            for (j, (mid, v)) in values.iter().enumerate() {
-                self.series_keys
-                    .push((u64::from(lid) << 32) | u64::from(*mid));
-                self.sample(first + j as u32, ts, *v);
-            }
-            return;
-        }
-        let run = *run;
-        for (j, (mid, v)) in values.iter().enumerate() {
-            let at = run.first as usize + j;
-            let s = match self.series_keys.get(at) {
-                Some(k) if j < run.len as usize && *k as u32 == *mid => at as u32,
-                _ => self.series_of(lid, *mid),
-            };
-            self.sample(s, ts, *v);
-        }
-    }
-
-    /// The series (label set `lid`, metric `mid`) of the request, added when new: by the map.
-    fn series_of(&mut self, lid: u32, mid: u32) -> u32 {
-        if let Some(run) = self.runs.get_mut(lid as usize) {
-            if !run.mapped {
-                run.mapped = true;
-                for s in run.first..run.first + run.len {
-                    if let Some(k) = self.series_keys.get(s as usize) {
-                        self.series.insert(*k, s);
-                    }
-                }
-            }
-        }
-        let key = (u64::from(lid) << 32) | u64::from(mid);
-        let next = self.series_keys.len() as u32;
-        let s = *self.series.entry(key).or_insert(next);
-        if s == next {
-            self.series_keys.push(key);
-        }
-        s
-    }
-
-    fn sample(&mut self, series: u32, ts: i64, v: f64) {
-        if self.sample_series.last().is_some_and(|last| *last > series) {
-            self.in_series_order = false;
-        }
-        self.sample_series.push(series);
-        self.sample_values.push((ts, v));
-    }
-
     /// Series in the request.
     pub fn series(&self) -> usize {
-        self.series_keys.len()
+        self.req.series()
     }
 
     /// Samples added, before a series' samples at one millisecond are made one.
     pub fn samples(&self) -> usize {
-        self.sample_series.len()
-    }
-
-    /// Groups the samples per series (series in the order their lines came), each series' in
-    /// time order with one per millisecond (the later line's), and calls `each` with its label
-    /// set, metric and samples.
-    fn each_series(&mut self, mut each: impl FnMut(&Self, usize, &[(i64, f64)])) {
-        let mut sorted = std::mem::take(&mut self.sorted);
-        if self.in_series_order {
-            // each series' samples are together already, series after series
-            let (series, values) = (&self.sample_series, &self.sample_values);
-            let mut i = 0;
-            while i < series.len() {
-                let s = series[i];
-                let mut j = i + 1;
-                while j < series.len() && series[j] == s {
-                    j += 1;
-                }
-                each(self, s as usize, one_per_ms(&values[i..j], &mut sorted));
-                i = j;
-            }
-            self.sorted = sorted;
-            return;
-        }
-        // counting sort by series: stable, so a series' samples stay in line order
-        let n = self.series_keys.len();
-        self.counts.clear();
-        self.counts.resize(n + 1, 0);
-        for s in &self.sample_series {
-            self.counts[*s as usize + 1] += 1;
-        }
-        for i in 0..n {
-            self.counts[i + 1] += self.counts[i];
-        }
-        let mut grouped = std::mem::take(&mut self.grouped);
-        grouped.clear();
-        grouped.resize(self.sample_series.len(), (0, 0.0));
-        let mut at = std::mem::take(&mut self.at);
-        at.clear();
-        at.extend_from_slice(&self.counts);
-        for (s, tv) in self.sample_series.iter().zip(&self.sample_values) {
-            let i = &mut at[*s as usize];
-            grouped[*i as usize] = *tv;
-            *i += 1;
-        }
-        for s in 0..n {
-            let run = &grouped[self.counts[s] as usize..self.counts[s + 1] as usize];
-            each(self, s, one_per_ms(run, &mut sorted));
-        }
-        self.grouped = grouped;
-        self.at = at;
-        self.sorted = sorted;
+        self.req.samples()
     }
 
     /// Every series: its labels with `__name__`, sorted, and its samples in time order, one per
     /// millisecond (the later line's); series by label set and name.
     pub fn timeseries(&mut self) -> Vec<(Labels, Vec<(i64, f64)>)> {
         let mut out = Vec::new();
-        self.each_series(|e, s, samples| {
-            let key = e.series_keys[s];
-            let set = &e.label_sets[(key >> 32) as usize];
-            let name = &e.metrics[(key & 0xffff_ffff) as usize].name;
+        let (sets, metrics) = (&self.label_sets, &self.metrics);
+        self.req.each_series(|key, samples| {
+            let set = &sets[(key >> 32) as usize];
+            let name = &metrics[(key & 0xffff_ffff) as usize].name;
             let at = set.labels.partition_point(|(k, _)| k.as_str() < "__name__");
             let mut labels = set.labels.clone();
             labels.insert(at, ("__name__".to_string(), name.to_string()));
@@ -517,10 +365,10 @@ impl Encoder {
         let mut proto = std::mem::take(&mut self.proto);
         proto.clear();
         let mut count = 0;
-        self.each_series(|e, s, samples| {
-            let key = e.series_keys[s];
-            let set = &e.label_sets[(key >> 32) as usize];
-            let name = &e.metrics[(key & 0xffff_ffff) as usize].label;
+        let (sets, metrics) = (&self.label_sets, &self.metrics);
+        self.req.each_series(|key, samples| {
+            let set = &sets[(key >> 32) as usize];
+            let name = &metrics[(key & 0xffff_ffff) as usize].label;
             let size: usize = set.before.len()
                 + name.len()
                 + set.after.len()
@@ -570,29 +418,6 @@ impl Encoder {
         let n = enc.compress(&self.proto, &mut self.compressed)?;
         Ok(&self.compressed[..n])
     }
-}
-
-/// A series' samples in line order as they go out: in time order, one per millisecond (the
-/// later line's); `run` itself when it is so already, else sorted in `scratch`.
-fn one_per_ms<'a>(run: &'a [(i64, f64)], scratch: &'a mut Vec<(i64, f64)>) -> &'a [(i64, f64)] {
-    if run.windows(2).all(|w| w[0].0 < w[1].0) {
-        return run;
-    }
-    scratch.clear();
-    scratch.extend_from_slice(run);
-    // stable: of two samples at one millisecond the later line's comes last
-    scratch.sort_by_key(|(t, _)| *t);
-    // keep the last of each millisecond
-    let mut w = 0;
-    for r in 0..scratch.len() {
-        if r + 1 < scratch.len() && scratch[r + 1].0 == scratch[r].0 {
-            continue;
-        }
-        scratch[w] = scratch[r];
-        w += 1;
-    }
-    scratch.truncate(w);
-    scratch
 }
 
 /// Labels sorted by name, each name once ([`prom_line`] already leaves out a string field
@@ -760,7 +585,7 @@ mod tests {
         let grouped = [lines[0], lines[3], lines[13]];
         e.clear();
         e.add_lines(&grouped, 0).unwrap();
-        assert!(e.in_series_order);
+        assert!(e.req.in_series_order());
         e.encode();
         assert_eq!(e.protobuf(), plain_protobuf(&grouped, 0));
     }
