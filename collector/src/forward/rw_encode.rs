@@ -3,14 +3,15 @@
 //! is known before it is written), compressed by one snappy encoder into another, and the names
 //! a line needs are looked up, not rebuilt, once its series or field was seen.
 //!
-//! Each line is read once, by [`parse_view`], which builds nothing: the encoder takes the
-//! line's series key, measurement and field keys as written and parses only the values. A
-//! line's labels are cached by its series key as written (measurement and tags, as the 1.x/2.x
-//! grammar delimits them) and its metric names and unit factors by measurement and field as
+//! Each line is read once, building nothing: a plain line (no escape, no string, plain numbers)
+//! by [`read_plain`], any other by [`parse_view`]; the encoder takes the line's series key,
+//! measurement and field keys as written and parses only the values. A line's labels are
+//! cached by its series key as written (measurement and tags, as the 1.x/2.x grammar delimits
+//! them; a new key's labels come from its tags) and its metric names and unit factors by measurement and field as
 //! written; the caches hash with [`Fx`](crate::hash::Fx). A line with a string field, or two
 //! fields that come to one Prometheus name, or one only InfluxDB 3's grammar reads, takes
 //! [`prom_line`] whole, as every line did before. The caches are dropped when they hold more
-//! than [`MAX_CACHED`] entries.
+//! than [`MAX_CACHED`] entries. The request's series and samples are a [`RequestSeries`].
 
 use std::borrow::Cow;
 
