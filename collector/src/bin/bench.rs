@@ -48,13 +48,15 @@ struct Args {
     remote_write: bool,
     /// Another collector build, drained the same way part by part (the build before).
     compare: Option<PathBuf>,
+    /// Run each draining collector under callgrind and count its instructions.
+    callgrind: bool,
 }
 
 const USAGE: &str = "\
 usage: storwatch-collector-bench [--senders N] [--seconds S] [--lines-per-request N]
                                  [--drain-lines N] [--gzip] [--skip-drain] [--port-base PORT]
                                  [--max-in-flight N] [--rounds N] [--remote-write]
-                                 [--compare COLLECTOR]
+                                 [--compare COLLECTOR] [--callgrind]
 
 Durable acknowledgements per second from N concurrent senders (the collector's output
 unreachable), then the drain of a backlog of --drain-lines lines into a local influxd against
@@ -64,7 +66,9 @@ collector's). Ports PORT..PORT+3 on 127.0.0.1 (default 18500).
 --remote-write: each part is drained into a Prometheus and a VictoriaMetrics as well (remote
 write), and the rates and CPU compared with the InfluxDB output's. --compare COLLECTOR: that
 build takes the same acknowledgement run after this one's and drains every part the same way
-too (its own receivers), each figure side by side.
+too (its own receivers), each figure side by side. --callgrind: each draining collector runs
+under `valgrind --tool=callgrind` and its instructions are counted, a figure the machine's
+load does not move (the rates and CPU seconds are then valgrind's).
 ";
 
 fn args() -> anyhow::Result<Args> {
@@ -80,6 +84,7 @@ fn args() -> anyhow::Result<Args> {
         rounds: 4,
         remote_write: false,
         compare: None,
+        callgrind: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -99,6 +104,7 @@ fn args() -> anyhow::Result<Args> {
             "--max-in-flight" => a.max_in_flight = Some(num()?),
             "--rounds" => a.rounds = num()?,
             "--remote-write" => a.remote_write = true,
+            "--callgrind" => a.callgrind = true,
             "--compare" => {
                 a.compare = Some(PathBuf::from(
                     it.next().context("--compare needs a collector binary")?,
@@ -187,8 +193,15 @@ fn influx_output(url: &str, extra: &str) -> String {
     )
 }
 
-/// The collector `bin` on `port` with the output section `output` (one output, named `out`).
-fn collector(dir: &Path, port: u16, bin: &Path, output: &str) -> anyhow::Result<Proc> {
+/// The collector `bin` on `port` with the output section `output` (one output, named `out`);
+/// under callgrind writing to `callgrind_out` when given.
+fn collector(
+    dir: &Path,
+    port: u16,
+    bin: &Path,
+    output: &str,
+    callgrind_out: Option<&Path>,
+) -> anyhow::Result<Proc> {
     let cfg = dir.join(format!("collector-{port}.toml"));
     std::fs::write(
         &cfg,
@@ -207,7 +220,18 @@ fn collector(dir: &Path, port: u16, bin: &Path, output: &str) -> anyhow::Result<
         .mode(0o600)
         .open(dir.join("tokens"))?;
     tokens.write_all(b"bench:bench-token-0123456789\n")?;
-    let child = Command::new(bin)
+    let mut cmd = match callgrind_out {
+        Some(out) => {
+            let mut c = Command::new("valgrind");
+            c.arg("--tool=callgrind")
+                .arg(format!("--callgrind-out-file={}", out.display()))
+                .arg("--quiet")
+                .arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    };
+    let child = cmd
         .arg("--config")
         .arg(&cfg)
         .env("RUST_LOG", "error")
@@ -328,7 +352,7 @@ async fn ack_bench(a: &Args, dir: &Path, bin: &Path, which: &str) -> anyhow::Res
     // Output to a closed port: nothing drains, so the backlog grows for the whole run.
     let port = a.port_base;
     let out = influx_output("http://127.0.0.1:9", "");
-    let mut proc = collector(dir, port, bin, &out)?;
+    let mut proc = collector(dir, port, bin, &out, None)?;
     let cpu0 = cpu_s(proc.0.id());
     let base = &format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::builder()

@@ -16,9 +16,10 @@ use crate::config::{Api, OutputType};
 use crate::target::Target;
 
 impl Forwarder {
-    async fn send(&self, url: &reqwest::Url, lines: &[&str]) -> Verdict {
+    /// Sends `lines` as one request (a remote-write output's with the encoder of `shard`).
+    async fn send(&self, url: &reqwest::Url, lines: &[&str], shard: usize) -> Verdict {
         if self.output.kind == OutputType::PrometheusRemoteWrite {
-            return self.send_remote_write(url, lines).await;
+            return self.send_remote_write(url, lines, shard).await;
         }
         let mut body = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
         for l in lines {
@@ -156,12 +157,13 @@ impl Forwarder {
             let second = stack.split_off(stack.len() / 2);
             let mut stop2 = stop.clone();
             let (a, b) = tokio::join!(
-                self.deliver_chunks(&url, target, stack, false, stop),
-                self.deliver_chunks(&url, target, second, false, &mut stop2)
+                self.deliver_chunks(&url, target, stack, false, 0, stop),
+                self.deliver_chunks(&url, target, second, false, 1, &mut stop2)
             );
             return a.and(b);
         }
-        self.deliver_chunks(&url, target, stack, false, stop).await
+        self.deliver_chunks(&url, target, stack, false, 0, stop)
+            .await
     }
 
     pub(super) async fn deliver_chunks(
@@ -170,6 +172,7 @@ impl Forwarder {
         target: &Target,
         stack: Vec<Vec<&str>>,
         resent: bool,
+        shard: usize,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(), ForwardError> {
         let mut stack: Vec<Part<'_>> = stack
@@ -200,7 +203,7 @@ impl Forwarder {
                 if *stop.borrow() {
                     return Err(ForwardError::Stopped);
                 }
-                match self.send(url, &chunk).await {
+                match self.send(url, &chunk, shard).await {
                     Verdict::Done => {
                         self.metrics.batches_sent.fetch_add(1, Ordering::Relaxed);
                         self.metrics

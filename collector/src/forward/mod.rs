@@ -43,6 +43,8 @@ mod output;
 pub mod remote_write;
 mod resent;
 mod rw_encode;
+mod rw_line;
+mod rw_series;
 mod shard;
 
 use std::collections::VecDeque;
@@ -87,9 +89,10 @@ pub struct Forwarder {
     quiet_resent: Mutex<resent::Quiet>,
     quiet_refusals: Mutex<resent::Quiet>,
     quiet_dead_letters: Mutex<resent::Quiet>,
-    /// A remote-write output's request encoders, one per request in flight, kept with their
-    /// buffers and name caches.
-    encoders: Mutex<Vec<remote_write::Encoder>>,
+    /// A remote-write output's request encoders, one per shard, kept with their buffers and
+    /// name caches: a shard's requests always hold the same series, so each encoder learns
+    /// only its own shard's names.
+    encoders: Vec<Mutex<remote_write::Encoder>>,
 }
 
 impl Forwarder {
@@ -117,7 +120,6 @@ impl Forwarder {
         let path = dead_letter_dir.join(format!("{}.lp", output.name));
         let rotation = Rotation::default();
         Ok(Forwarder {
-            output,
             client,
             metrics,
             // 0600: refused lines are the sites' data, and their reasons may quote it.
@@ -126,7 +128,10 @@ impl Forwarder {
             quiet_resent: Mutex::default(),
             quiet_refusals: Mutex::default(),
             quiet_dead_letters: Mutex::default(),
-            encoders: Mutex::default(),
+            encoders: (0..output.max_in_flight.max(1))
+                .map(|_| Mutex::default())
+                .collect(),
+            output,
         })
     }
 
@@ -243,7 +248,14 @@ impl Forwarder {
                     let url = fwd.output.url_for(&chunk.target);
                     let lines = chunk.lines();
                     let r = fwd
-                        .deliver_chunks(&url, &chunk.target, vec![lines], chunk.resent, &mut stop)
+                        .deliver_chunks(
+                            &url,
+                            &chunk.target,
+                            vec![lines],
+                            chunk.resent,
+                            chunk.shard,
+                            &mut stop,
+                        )
                         .await;
                     (chunk.read, chunk.index, r)
                 });
@@ -385,6 +397,7 @@ impl Forwarder {
                         reach: end,
                         resent,
                         group: 0,
+                        shard: 0,
                     });
                     bytes = 0;
                 }
@@ -439,6 +452,8 @@ struct Chunk {
     /// The batch it is a shard of (remote write, [`shard`]): the shards of one batch are sent
     /// together.
     group: u64,
+    /// Its shard (0 when batches are not cut): the encoder that writes its requests.
+    shard: usize,
 }
 
 impl Chunk {

@@ -121,40 +121,49 @@ pub fn classify(status: StatusCode, retry_after: Option<&str>, body: &str) -> Ve
 }
 
 impl Forwarder {
-    /// Sends `lines` as one remote-write request.
-    pub(super) async fn send_remote_write(&self, url: &reqwest::Url, lines: &[&str]) -> Verdict {
+    /// Sends `lines` as one remote-write request, written by the encoder of `shard`.
+    pub(super) async fn send_remote_write(
+        &self,
+        url: &reqwest::Url,
+        lines: &[&str],
+        shard: usize,
+    ) -> Verdict {
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as i64)
             .unwrap_or(0);
-        // one of the output's encoders, its buffers and caches kept from an earlier request
-        let mut enc = self
-            .encoders
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop()
-            .unwrap_or_default();
-        enc.clear();
-        let made = match enc.add_lines(lines, now_ms) {
-            Ok(()) => {
-                let count = enc.encode();
-                // Only an input over snappy's 4 GiB limit fails; batch_bytes keeps far below.
-                enc.compress()
-                    .map(|b| (b.to_vec(), count))
-                    .map_err(|e| Verdict::BadData {
-                        reason: format!("cannot compress the request: {e}"),
-                        named: Vec::new(),
-                    })
+        // the shard's encoder, its buffers and caches kept from its earlier requests (held only
+        // while the body is written, never across the request)
+        let made = {
+            let (mut guard, mut fresh);
+            let enc: &mut Encoder = match self.encoders.get(shard % self.encoders.len().max(1)) {
+                Some(e) => {
+                    guard = e.lock().unwrap_or_else(|e| e.into_inner());
+                    &mut guard
+                }
+                None => {
+                    fresh = Encoder::default();
+                    &mut fresh
+                }
+            };
+            enc.clear();
+            match enc.add_lines(lines, now_ms) {
+                Ok(()) => {
+                    let count = enc.encode();
+                    // Only an input over snappy's 4 GiB limit fails; batch_bytes keeps far below.
+                    enc.compress()
+                        .map(|b| (b.to_vec(), count))
+                        .map_err(|e| Verdict::BadData {
+                            reason: format!("cannot compress the request: {e}"),
+                            named: Vec::new(),
+                        })
+                }
+                Err(named) => Err(Verdict::BadData {
+                    reason: "not line protocol".into(),
+                    named,
+                }),
             }
-            Err(named) => Err(Verdict::BadData {
-                reason: "not line protocol".into(),
-                named,
-            }),
         };
-        self.encoders
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(enc);
         let (body, count) = match made {
             Ok(m) => m,
             Err(v) => return v,

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::bail;
+use anyhow::{bail, Context as _};
 
 use super::{
     bodies, collector, cpu_s, influx_output, metric, now_ns, own_collector, remote_write,
@@ -63,7 +63,7 @@ async fn fill(
     bodies: &[Vec<u8>],
 ) -> anyhow::Result<()> {
     let out = influx_output("http://127.0.0.1:9", "");
-    let mut proc = collector(qdir, a.port_base + 1, &own_collector()?, &out)?;
+    let mut proc = collector(qdir, a.port_base + 1, &own_collector()?, &out, None)?;
     let base = &format!("http://127.0.0.1:{}", a.port_base + 1);
     wait_ping(client, base, &mut proc).await?;
     for b in bodies {
@@ -89,19 +89,24 @@ fn in_flight(a: &Args) -> String {
 }
 
 /// Starts the collector `bin` on the queue in `qdir` with the output section `output` and waits
-/// until it has delivered its whole backlog: the time from its start, its peak RSS and its CPU
-/// seconds.
+/// until it has delivered its whole backlog: the time from its start, its peak RSS, its CPU
+/// seconds and, with `--callgrind`, its instructions from start to exit (stopped by SIGTERM
+/// once drained).
 async fn drain(
     client: &reqwest::Client,
     a: &Args,
     qdir: &Path,
     bin: &Path,
     output: &str,
-) -> anyhow::Result<(Duration, u64, f64)> {
-    let mut proc = collector(qdir, a.port_base + 1, bin, output)?;
+) -> anyhow::Result<(Duration, u64, f64, u64)> {
+    // kept after the bench (beside its directory), for callgrind_annotate
+    let cg = a.callgrind.then(|| callgrind_path(qdir));
+    let mut proc = collector(qdir, a.port_base + 1, bin, output, cg.as_deref())?;
     let base = &format!("http://127.0.0.1:{}", a.port_base + 1);
     let t = Instant::now();
     wait_ping(client, base, &mut proc).await?;
+    // under callgrind each look at the backlog costs instructions too: few of them
+    let poll = Duration::from_millis(if a.callgrind { 1000 } else { 20 });
     loop {
         let backlog = metric(client, base, "output_backlog_bytes{output=\"out\"}").await;
         if backlog == 0 {
@@ -110,12 +115,85 @@ async fn drain(
         if let Some(status) = proc.0.try_wait()? {
             bail!("storwatch-collector exited while draining ({status})");
         }
-        if t.elapsed() > Duration::from_secs(600) {
+        if t.elapsed() > Duration::from_secs(if a.callgrind { 3600 } else { 600 }) {
             bail!("drain did not finish");
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(poll).await;
     }
-    Ok((t.elapsed(), vm_hwm_kib(proc.0.id()), cpu_s(proc.0.id())))
+    let (took, hwm, cpu) = (t.elapsed(), vm_hwm_kib(proc.0.id()), cpu_s(proc.0.id()));
+    let Some(cg) = cg else {
+        return Ok((took, hwm, cpu, 0));
+    };
+    // the counts up to here (callgrind_control's dump goes to `<out>.1`), then the rest at exit
+    // (dropping the caches of a process that stops is not part of the drain)
+    let mut dump = std::process::Command::new("callgrind_control")
+        .arg("--dump=drained")
+        .arg(proc.0.id().to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    // callgrind reads the request while the program runs: a request to an idle collector wakes it
+    let t = Instant::now();
+    let dumped = loop {
+        if let Some(st) = dump.try_wait()? {
+            break st.success();
+        }
+        if t.elapsed() > Duration::from_secs(60) {
+            let _ = dump.kill();
+            break false;
+        }
+        let _ = client.get(format!("{base}/ping")).send().await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    if !dumped {
+        bail!("callgrind_control --dump failed");
+    }
+    std::process::Command::new("kill")
+        .arg("-TERM")
+        .arg(proc.0.id().to_string())
+        .status()?;
+    let t = Instant::now();
+    while proc.0.try_wait()?.is_none() {
+        if t.elapsed() > Duration::from_secs(120) {
+            bail!("the collector under callgrind did not stop on SIGTERM");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut dump = cg.clone().into_os_string();
+    dump.push(".1");
+    Ok((took, hwm, cpu, callgrind_total(Path::new(&dump))?))
+}
+
+/// `<bench dir>-<queue dir>-<n>.callgrind.out` beside the bench's directory, `n` counting the
+/// drains of that queue.
+fn callgrind_path(qdir: &Path) -> std::path::PathBuf {
+    let name = |p: Option<&Path>| {
+        p.and_then(Path::file_name)
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned()
+    };
+    let bench = qdir.parent();
+    let at = bench.and_then(Path::parent).unwrap_or(Path::new("."));
+    let stem = format!("{}-{}", name(bench), name(Some(qdir)));
+    (1..)
+        .map(|n| at.join(format!("{stem}-{n}.callgrind.out")))
+        .find(|p| !p.exists())
+        .unwrap_or_else(|| at.join(format!("{stem}.callgrind.out")))
+}
+
+/// The instructions a callgrind output file counts (its `totals:` or `summary:` line).
+fn callgrind_total(path: &Path) -> anyhow::Result<u64> {
+    let text = std::fs::read_to_string(path)?;
+    text.lines()
+        .rev()
+        .find_map(|l| {
+            l.strip_prefix("totals:")
+                .or_else(|| l.strip_prefix("summary:"))
+        })
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .with_context(|| format!("no instruction count in {}", path.display()))
 }
 
 pub(crate) async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
@@ -159,8 +237,8 @@ pub(crate) async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     } else {
         &["influxdb"]
     };
-    // per build and receiver: drain time, CPU seconds, peak RSS
-    let mut runs = vec![vec![(Duration::ZERO, 0.0, 0u64); kinds.len()]; bins.len()];
+    // per build and receiver: drain time, CPU seconds, peak RSS, instructions (--callgrind)
+    let mut runs = vec![vec![(Duration::ZERO, 0.0, 0u64, 0u64); kinds.len()]; bins.len()];
     let (mut t_direct, mut t_drain) = (Duration::ZERO, Duration::ZERO);
     let (mut hwm, mut cpu) = (0, 0.0);
     let mut ratios = Vec::new();
@@ -179,11 +257,12 @@ pub(crate) async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
                 let qdir = dir.join(format!("drain-{b}-{kind}"));
                 std::fs::create_dir_all(&qdir)?;
                 fill(&client, a, &qdir, part).await?;
-                let (c, h, u) = drain(&client, a, &qdir, bin, &out).await?;
+                let (c, h, u, ir) = drain(&client, a, &qdir, bin, &out).await?;
                 let r = &mut runs[b][k];
                 r.0 += c;
                 r.1 += u;
                 r.2 = r.2.max(h);
+                r.3 += ir;
                 if b == 0 && k == 0 {
                     ratios.push(100.0 * (lines / c.as_secs_f64()) / (lines / d.as_secs_f64()));
                     t_drain += c;
@@ -197,8 +276,8 @@ pub(crate) async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     let rate = |d: Duration| total as f64 / d.as_secs_f64();
     for (b, bin) in bins.iter().enumerate() {
         for (k, kind) in kinds.iter().enumerate() {
-            let (d, u, h) = runs[b][k];
-            let (d0, u0, _) = runs[b][0];
+            let (d, u, h, ir) = runs[b][k];
+            let (d0, u0, _, ir0) = runs[b][0];
             println!(
                 "build {b} ({}) into {kind}: {:.0} lines/s, collector CPU {u:.2} s, peak RSS {h} KiB; \
                  against its InfluxDB output: rate {:.2}x, CPU {:.2}x",
@@ -207,13 +286,25 @@ pub(crate) async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
                 rate(d) / rate(d0),
                 u / u0.max(0.01),
             );
+            if a.callgrind {
+                println!(
+                    "  instructions (callgrind) {ir}; against its InfluxDB output {:.2}x",
+                    ir as f64 / ir0.max(1) as f64
+                );
+            }
             if b > 0 {
-                let (dn, un, _) = runs[0][k];
+                let (dn, un, _, irn) = runs[0][k];
                 println!(
                     "  into {kind}, build 0 against build {b}: rate {:.2}x, CPU {:.2}x",
                     rate(dn) / rate(d),
                     un / u.max(0.01)
                 );
+                if a.callgrind {
+                    println!(
+                        "  into {kind}, build 0 against build {b}: instructions {:.2}x",
+                        irn as f64 / ir.max(1) as f64
+                    );
+                }
             }
         }
     }
