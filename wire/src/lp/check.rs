@@ -22,7 +22,7 @@ use std::borrow::Cow;
 use super::precision::{to_ns, Precision};
 use super::rules::{Backend, Backends, RESERVED_KEY};
 use super::scan::{scan_line, skip_whitespace};
-use super::view::{parse_view, Parsed};
+use super::view::{parse_view, parse_view_typed, FieldTypes, Parsed};
 
 /// The limits the collector applies on top of InfluxDB's rules.
 #[derive(Debug, Clone)]
@@ -131,6 +131,31 @@ pub fn check_line<'a>(
     now_ns: i64,
     limits: &LineLimits,
 ) -> Checked<'a> {
+    check(raw, backends, precision, now_ns, limits, None)
+}
+
+/// [`check_line`], and for an accepted line its fields (keys unescaped) and their types in
+/// `fields`, as its [`Accepted::point`] gives them by [`Parsed::field_types`], gathered while
+/// the line was read (`fields` says nothing of a line that is not accepted).
+pub fn check_line_typed<'a>(
+    raw: &'a str,
+    backends: Backends,
+    precision: Precision,
+    now_ns: i64,
+    limits: &LineLimits,
+    fields: &mut FieldTypes<'a>,
+) -> Checked<'a> {
+    check(raw, backends, precision, now_ns, limits, Some(fields))
+}
+
+fn check<'a>(
+    raw: &'a str,
+    backends: Backends,
+    precision: Precision,
+    now_ns: i64,
+    limits: &LineLimits,
+    mut fields: Option<&mut FieldTypes<'a>>,
+) -> Checked<'a> {
     let line = raw
         .get(skip_whitespace(raw.as_bytes(), 0)..)
         .unwrap_or_default();
@@ -150,7 +175,12 @@ pub fn check_line<'a>(
     let mut point: Option<Parsed<'a>> = None;
     let mut ts_ns = None;
     for b in backends.iter() {
-        let p = match parse_view(line, b) {
+        // The fields are gathered for the reading that is kept: the first.
+        let (p, typed) = match fields.as_deref_mut() {
+            Some(f) if point.is_none() => (parse_view_typed(line, b, f), true),
+            _ => (parse_view(line, b), false),
+        };
+        let p = match p {
             Ok(p) => p,
             Err(reason) => return syntax(line, reason),
         };
@@ -160,7 +190,7 @@ pub fn check_line<'a>(
                 Err(reason) => return syntax(line, reason),
             }
         }
-        if let Some(reason) = dropped(&p, b) {
+        if let Some(reason) = dropped(&p, b, fields.as_deref().filter(|_| typed)) {
             return Checked::Rejected {
                 kind: Kind::Dropped,
                 reason,
@@ -215,7 +245,8 @@ pub fn quote(line: &str) -> Cow<'_, str> {
 }
 
 /// What the storage of `backend` drops from a parsed line, in its words.
-fn dropped(p: &Parsed<'_>, backend: Backend) -> Option<String> {
+/// `fields` are the line's fields and types when the caller has them already.
+fn dropped(p: &Parsed<'_>, backend: Backend, fields: Option<&FieldTypes<'_>>) -> Option<String> {
     match (backend, p) {
         (Backend::V1 | Backend::V2, _) => {
             let m = || p.measurement();
@@ -226,7 +257,11 @@ fn dropped(p: &Parsed<'_>, backend: Backend) -> Option<String> {
                 ));
             }
             // A field named time is dropped; a line with nothing else goes with it.
-            if p.field_types().all(|(k, _)| k == RESERVED_KEY) {
+            let only_time = match fields {
+                Some(f) => f.iter().all(|(k, _)| k == RESERVED_KEY),
+                None => p.field_types().all(|(k, _)| k == RESERVED_KEY),
+            };
+            if only_time {
                 return Some(format!(
                     "invalid field name: input field \"{RESERVED_KEY}\" on measurement \"{}\" is invalid",
                     m()
