@@ -207,6 +207,13 @@ impl<'a> LineView<'a> {
         if !key.bytes().any(|c| b", =\\".contains(&c)) && !self.series_key().contains(key) {
             return None;
         }
+        // Without a backslash in the series key, every tag is written as it reads.
+        if !self.series_key().as_bytes().contains(&b'\\') {
+            return self
+                .tags_raw()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| Cow::Borrowed(v));
+        }
         self.tags().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 

@@ -82,6 +82,16 @@ fn agree(line: &str, backend: Backend) -> Result<(), String> {
     if p.tags != tags {
         return differ("tags", &p.tags, &tags);
     }
+    for key in p
+        .tags
+        .iter()
+        .map(|(k, _)| k.as_ref())
+        .chain(["time", "host", "a"])
+    {
+        if v.tag(key).as_deref() != p.tag(key) {
+            return differ("tag", &p.tag(key), &v.tag(key));
+        }
+    }
     let types: Vec<_> = v.field_types().collect();
     let want: Vec<_> = p
         .fields
