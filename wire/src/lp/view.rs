@@ -208,7 +208,7 @@ impl<'a> LineView<'a> {
             return None;
         }
         // Without a backslash in the series key, every tag is written as it reads.
-        if !self.series_key().as_bytes().contains(&b'\\') {
+        if memchr::memchr(b'\\', self.series_key().as_bytes()).is_none() {
             return self
                 .tags_raw()
                 .find(|(k, _)| *k == key)
