@@ -7,6 +7,8 @@
 //! (the parser the collector used for every version before). The second group reads the same
 //! lines by the 1.x grammar into a whole `Point` (`parse_line`) and into a `LineView`
 //! (`parse_view`, what the validation and the remote-write encoder use), its values parsed too.
+//! The third checks 5000 `event` lines (string fields, an escaped space): lines that the
+//! one-pass reading of plain lines leaves to the full grammar.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use storwatch_wire::lp::{
@@ -24,6 +26,22 @@ fn body() -> String {
             i % 600,
             i % 24,
             i % 24,
+            1_700_000_000_000_000_000u64 + i
+        ));
+    }
+    out
+}
+
+/// Lines with string fields and an escape: read by the full grammar.
+fn events() -> String {
+    let mut out = String::new();
+    for i in 0..5000u64 {
+        out.push_str(&format!(
+            "event,host=node{:03},source=md,object=md\\ {} text=\"array md{} degraded\",\
+             from_state=\"clean\",to_state=\"degraded\" {}\n",
+            i % 600,
+            i % 4,
+            i % 4,
             1_700_000_000_000_000_000u64 + i
         ));
     }
@@ -72,6 +90,27 @@ fn bench(c: &mut Criterion) {
                 }
             }
             assert_eq!(fields, 50_000);
+        })
+    });
+    g.finish();
+    let events = events();
+    let mut g = c.benchmark_group("check_line 5000 event lines");
+    g.throughput(Throughput::Elements(5000));
+    g.bench_function(Backend::V1.name(), |bench| {
+        bench.iter(|| {
+            let mut ok = 0;
+            for (_, l) in lines(&events) {
+                if let Checked::Accepted(_) = check_line(
+                    l,
+                    Backends::one(Backend::V1),
+                    Precision::NS,
+                    0,
+                    &LineLimits::NONE,
+                ) {
+                    ok += 1;
+                }
+            }
+            assert_eq!(ok, 5000);
         })
     });
     g.finish();

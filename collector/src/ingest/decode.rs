@@ -43,8 +43,25 @@ pub fn text(body: &[u8]) -> Result<&str, DecodeError> {
 
 /// Lines offered in a body, good or bad (what the per-token rate limit counts).
 pub fn offered_lines(body: &[u8]) -> u64 {
-    let newlines = body.iter().filter(|c| **c == b'\n').count() as u64;
-    newlines + u64::from(!body.is_empty() && !body.ends_with(b"\n"))
+    newlines(body) + u64::from(!body.is_empty() && !body.ends_with(b"\n"))
+}
+
+/// The newlines in `bytes`, counted eight bytes at a time (the byte-at-a-time count compiled
+/// to two bytes per step, a tenth of the validation's time on 5000-line bodies).
+fn newlines(bytes: &[u8]) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut n = 0u64;
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        // a zero byte of x is a newline of the chunk; its high bit is set in `zero`, exactly
+        let x = u64::from_ne_bytes(w) ^ (ONES * u64::from(b'\n'));
+        let zero = !(((x & LOW7) + LOW7) | x | LOW7);
+        n += u64::from(zero.count_ones());
+    }
+    n + chunks.remainder().iter().filter(|c| **c == b'\n').count() as u64
 }
 
 #[cfg(test)]
@@ -77,5 +94,22 @@ mod tests {
         assert_eq!(offered_lines(b"a\nb"), 2);
         assert_eq!(offered_lines(b"a\nb\n"), 2);
         assert_eq!(offered_lines(b""), 0);
+    }
+
+    #[test]
+    fn newlines_are_counted_exactly_whatever_the_bytes_around_them() {
+        // every byte value beside a newline, at every offset of an 8-byte word
+        for other in 0..=255u8 {
+            for len in 0..20 {
+                for at in 0..len {
+                    let mut b = vec![other; len];
+                    b[at] = b'\n';
+                    let want = b.iter().filter(|c| **c == b'\n').count() as u64;
+                    assert_eq!(newlines(&b), want, "{other} {len} {at}");
+                }
+            }
+        }
+        let body = "a v=1\n\u{e9}\u{10a}\n\n\x0b\x09\u{8a}".repeat(37);
+        assert_eq!(newlines(body.as_bytes()), 3 * 37);
     }
 }

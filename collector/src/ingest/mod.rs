@@ -17,7 +17,9 @@ use crate::hash::FxMap;
 use std::borrow::Cow;
 
 use storwatch_wire::lp::rules::RESERVED_KEY;
-use storwatch_wire::lp::{check_line, lines, Accepted, Backends, Checked, Kind, Parsed};
+use storwatch_wire::lp::{
+    check_line_typed, lines, Accepted, Backends, Checked, FieldTypes, Kind, Parsed,
+};
 pub use storwatch_wire::lp::{FieldType, LineLimits, Precision, Rejection};
 
 pub use self::decode::{decode, offered_lines, DecodeError};
@@ -57,52 +59,62 @@ pub struct Rules<'a> {
 }
 
 /// Validates `body` by `rules` and against the type map (learning new field types).
+///
+/// Each line is read once ([`check_line_typed`] gives its fields' keys and types as it reads
+/// it) and type-checked at once under one read lock of the map. A line whose measurement and
+/// fields (keys and types, in order) are those of the line before it that was found known is
+/// known too, without a look in the map: the lines of one sender mostly repeat one shape.
 pub fn validate(body: &str, rules: &Rules<'_>, types: &TypeMap) -> Result<Validated, TypeMapError> {
     let mut out = Validated {
         verbatim: true,
         ..Validated::default()
     };
-    let mut passed: Vec<(usize, Accepted<'_>)> = Vec::new();
+    // Accepted lines in body order (those with new fields after them, once learned); joined
+    // into `accepted` only when the body cannot be kept.
+    let mut kept: Vec<Cow<'_, str>> = Vec::new();
+    // Lines with a field the map does not know yet: typed under the write lock afterwards.
+    let mut pending: Vec<(usize, Accepted<'_>)> = Vec::new();
+    // The fields of this line, and of the last line found known (with its measurement).
+    let mut fields: FieldTypes<'_> = Vec::new();
+    let mut shape: FieldTypes<'_> = Vec::new();
+    let mut shape_of: Option<Cow<'_, str>> = None;
+    // One read lock for the whole body: the common case (every field known) never writes.
+    let known = types.read();
     for (n, raw) in lines(body) {
-        match check_line(
+        let a = match check_line_typed(
             raw,
             rules.backends,
             rules.precision,
             rules.now_ns,
             rules.limits,
+            &mut fields,
         ) {
-            Checked::Skip => {}
-            Checked::Rejected { kind, reason } => out.rejected.push(Rejection {
-                line: n,
-                kind,
-                reason,
-            }),
-            Checked::Accepted(a) => passed.push((n, a)),
-        }
-    }
-    if rules.backends.syntax_error_refuses_body()
-        && out.rejected.iter().any(|r| r.kind == Kind::Syntax)
-    {
-        // Nothing is kept and nothing is learned: 2.x stops at parsing.
-        out.rejected.retain(|r| r.kind == Kind::Syntax);
-        out.whole_body_refused = true;
-        out.verbatim = false;
-        return Ok(out);
-    }
-    // Accepted lines in body order; joined into `accepted` only when the body cannot be kept.
-    let mut kept: Vec<Cow<'_, str>> = Vec::with_capacity(passed.len());
-    // Lines with a field the map does not know yet: typed under the write lock afterwards.
-    let mut pending: Vec<(usize, Accepted<'_>)> = Vec::new();
-    // One read lock for the whole body: the common case (every field known) never writes.
-    let known = types.read();
-    for (n, a) in passed {
+            Checked::Skip => continue,
+            Checked::Rejected { kind, reason } => {
+                out.rejected.push(Rejection {
+                    line: n,
+                    kind,
+                    reason,
+                });
+                continue;
+            }
+            Checked::Accepted(a) => a,
+        };
         if !a.verbatim {
             out.verbatim = false;
         }
-        match type_check(&known, &a.point) {
+        let measurement = a.point.measurement();
+        if shape_of.as_deref() == Some(measurement.as_ref()) && shape == fields {
+            out.accept(&a.point, rules.host_tag);
+            kept.push(a.text);
+            continue;
+        }
+        match type_check(&known, &measurement, &fields) {
             TypeCheck::Known => {
                 out.accept(&a.point, rules.host_tag);
                 kept.push(a.text);
+                shape_of = Some(measurement);
+                std::mem::swap(&mut shape, &mut fields);
             }
             TypeCheck::Conflict(field, was) => {
                 out.rejected.push(conflict(n, &a.point, &field, was));
@@ -111,6 +123,17 @@ pub fn validate(body: &str, rules: &Rules<'_>, types: &TypeMap) -> Result<Valida
         }
     }
     drop(known);
+    if rules.backends.syntax_error_refuses_body()
+        && out.rejected.iter().any(|r| r.kind == Kind::Syntax)
+    {
+        // Nothing is kept and nothing is learned: 2.x stops at parsing.
+        out.rejected.retain(|r| r.kind == Kind::Syntax);
+        out.whole_body_refused = true;
+        out.verbatim = false;
+        out.accepted_lines = 0;
+        out.hosts.clear();
+        return Ok(out);
+    }
     if !pending.is_empty() {
         learn(pending, types, &mut out, &mut kept, rules.host_tag)?;
     }
@@ -169,27 +192,32 @@ fn typed<'p, 'a>(
 /// takes a vector.
 const FEW_FIELDS: usize = 32;
 
-fn type_check(known: &Types, p: &Parsed<'_>) -> TypeCheck {
-    let m = known.get(p.measurement().as_ref());
+/// How the fields of a line of `measurement` (keys unescaped, with their types, `time` among
+/// them or not) stand against the map.
+fn type_check(known: &Types, measurement: &str, fields: &[(Cow<'_, str>, FieldType)]) -> TypeCheck {
+    let m = known.get(measurement);
     let mut all_known = true;
-    let mut few: [(Cow<'_, str>, FieldType); FEW_FIELDS] =
-        std::array::from_fn(|_| (Cow::Borrowed(""), FieldType::Float));
-    let mut many: Vec<(Cow<'_, str>, FieldType)> = Vec::new();
+    let mut few: [(&str, FieldType); FEW_FIELDS] = [("", FieldType::Float); FEW_FIELDS];
+    let mut many: Vec<(&str, FieldType)> = Vec::new();
     // A field written twice with two types is a conflict even when it is new.
     let mut repeat = false;
-    for (i, (k, t)) in typed(p).enumerate() {
-        match m.and_then(|m| m.get(k.as_ref())) {
+    let typed = fields
+        .iter()
+        .filter(|(k, _)| k != RESERVED_KEY)
+        .map(|(k, t)| (k.as_ref(), *t));
+    for (i, (k, t)) in typed.enumerate() {
+        match m.and_then(|m| m.get(k)) {
             Some(was) if was.0 != t => return TypeCheck::Conflict(k.to_string(), was.0),
             Some(_) => {}
             None => all_known = false,
         }
-        let before: &[(Cow<'_, str>, FieldType)] = if i < FEW_FIELDS { &few[..i] } else { &many };
+        let before: &[(&str, FieldType)] = if i < FEW_FIELDS { &few[..i] } else { &many };
         repeat |= before.iter().any(|(k2, t2)| *k2 == k && *t2 != t);
         if i < FEW_FIELDS {
             few[i] = (k, t);
         } else {
             if many.is_empty() {
-                many.extend(few.iter().cloned());
+                many.extend(few.iter().copied());
             }
             many.push((k, t));
         }
@@ -199,6 +227,12 @@ fn type_check(known: &Types, p: &Parsed<'_>) -> TypeCheck {
     } else {
         TypeCheck::New
     }
+}
+
+/// [`type_check`] of a parsed line.
+fn type_check_point(known: &Types, p: &Parsed<'_>) -> TypeCheck {
+    let fields: Vec<_> = p.field_types().collect();
+    type_check(known, &p.measurement(), &fields)
 }
 
 /// Types the lines with new fields under the write lock, in body order, and saves the map
@@ -216,7 +250,7 @@ fn learn<'a>(
     for (n, a) in pending {
         let p = &a.point;
         // Another request may have taught the map these fields meanwhile.
-        if let TypeCheck::Conflict(field, was) = type_check(&t, p) {
+        if let TypeCheck::Conflict(field, was) = type_check_point(&t, p) {
             out.rejected.push(conflict(n, p, &field, was));
             continue;
         }
@@ -275,7 +309,7 @@ fn conflict(n: usize, p: &Parsed<'_>, field: &str, known: FieldType) -> Rejectio
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use storwatch_wire::lp::Backend;
+    use storwatch_wire::lp::{check_line, Backend};
 
     const NOW: i64 = 1_700_000_000_000_000_000;
 
@@ -418,6 +452,32 @@ mod tests {
         assert_eq!(t.get("x", "v"), Some(FieldType::Integer));
         let out = v("x v=2 1700000000\n", SECONDS, &t);
         assert_eq!(out.rejected.len(), 1, "{:?}", out.rejected);
+    }
+
+    #[test]
+    fn a_line_like_a_known_one_in_all_but_one_field_type_or_its_measurement_is_checked_again() {
+        let t = TypeMap::in_memory();
+        v("m f=1i,g=1 1700000000\nn f=1,g=1 1700000000\n", SECONDS, &t);
+        let body = "m,host=a f=2i,g=2 1700000000\n\
+                    m,host=b f=3i,g=3 1700000000\n\
+                    m,host=c f=4.5,g=4 1700000000\n\
+                    n,host=d f=2i,g=2 1700000000\n\
+                    m,host=e g=5,f=5i 1700000000\n\
+                    m,host=f f=6i,g=6,h=1 1700000000\n\
+                    m,host=g f=7i,g=7,f=7 1700000000\n\
+                    m,host=h f=8i,g=8 1700000000\n";
+        let out = v(body, SECONDS, &t);
+        let lines: Vec<usize> = out.rejected.iter().map(|r| r.line).collect();
+        assert_eq!(lines, vec![3, 4, 7], "{:?}", out.rejected);
+        assert!(out.rejected[1]
+            .reason
+            .contains("is type integer, already exists as type float"));
+        assert_eq!(out.accepted_lines, 5);
+        assert_eq!(t.get("m", "h"), Some(FieldType::Float));
+        // the line that taught `h` comes after the lines known before
+        assert!(out
+            .accepted
+            .ends_with("m,host=f f=6i,g=6,h=1 1700000000000000000\n"));
     }
 
     #[test]

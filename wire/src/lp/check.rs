@@ -22,7 +22,7 @@ use std::borrow::Cow;
 use super::precision::{to_ns, Precision};
 use super::rules::{Backend, Backends, RESERVED_KEY};
 use super::scan::{scan_line, skip_whitespace};
-use super::view::{parse_view, Parsed};
+use super::view::{parse_view, parse_view_typed, FieldTypes, Parsed};
 
 /// The limits the collector applies on top of InfluxDB's rules.
 #[derive(Debug, Clone)]
@@ -96,29 +96,31 @@ pub fn lines(body: &str) -> impl Iterator<Item = (usize, &str)> {
     split(body).enumerate().map(|(i, l)| (i + 1, l))
 }
 
-/// Splitting tracks quoted strings and escapes byte by byte; a body without a double quote and
-/// without a backslash before a newline splits exactly at its newlines, which is much faster to
-/// find.
-fn split(body: &str) -> Box<dyn Iterator<Item = &str> + '_> {
-    if body.as_bytes().contains(&b'"') || body.contains("\\\n") {
-        let b = body.as_bytes();
-        let mut pos = 0;
-        let mut done = false;
-        Box::new(std::iter::from_fn(move || {
-            if done {
-                return None;
-            }
-            let end = scan_line(b, pos);
-            let line = body.get(pos..end).unwrap_or("");
-            if end >= b.len() {
-                done = true;
-            }
-            pos = end + 1;
-            Some(line)
-        }))
-    } else {
-        Box::new(body.split('\n'))
-    }
+/// Splitting tracks quoted strings and escapes byte by byte ([`scan_line`]); a line with no
+/// double quote and no backslash before its newline ends at that newline, which is much faster
+/// to find: each line's end is looked for with one search for the three bytes, and only a line
+/// where a quote or a backslash comes first is split byte by byte.
+fn split(body: &str) -> impl Iterator<Item = &str> + '_ {
+    let b = body.as_bytes();
+    let mut pos = 0;
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let rest = b.get(pos..).unwrap_or_default();
+        let end = match memchr::memchr3(b'\n', b'"', b'\\', rest) {
+            Some(i) if rest[i] == b'\n' => pos + i,
+            Some(_) => scan_line(b, pos),
+            None => b.len(),
+        };
+        let line = body.get(pos..end).unwrap_or("");
+        if end >= b.len() {
+            done = true;
+        }
+        pos = end + 1;
+        Some(line)
+    })
 }
 
 /// Checks one line of a body (as [`lines`] gives it) by the rules of every version in
@@ -130,6 +132,31 @@ pub fn check_line<'a>(
     precision: Precision,
     now_ns: i64,
     limits: &LineLimits,
+) -> Checked<'a> {
+    check(raw, backends, precision, now_ns, limits, None)
+}
+
+/// [`check_line`], and for an accepted line its fields (keys unescaped) and their types in
+/// `fields`, as its [`Accepted::point`] gives them by [`Parsed::field_types`], gathered while
+/// the line was read (`fields` says nothing of a line that is not accepted).
+pub fn check_line_typed<'a>(
+    raw: &'a str,
+    backends: Backends,
+    precision: Precision,
+    now_ns: i64,
+    limits: &LineLimits,
+    fields: &mut FieldTypes<'a>,
+) -> Checked<'a> {
+    check(raw, backends, precision, now_ns, limits, Some(fields))
+}
+
+fn check<'a>(
+    raw: &'a str,
+    backends: Backends,
+    precision: Precision,
+    now_ns: i64,
+    limits: &LineLimits,
+    mut fields: Option<&mut FieldTypes<'a>>,
 ) -> Checked<'a> {
     let line = raw
         .get(skip_whitespace(raw.as_bytes(), 0)..)
@@ -150,7 +177,12 @@ pub fn check_line<'a>(
     let mut point: Option<Parsed<'a>> = None;
     let mut ts_ns = None;
     for b in backends.iter() {
-        let p = match parse_view(line, b) {
+        // The fields are gathered for the reading that is kept: the first.
+        let (p, typed) = match fields.as_deref_mut() {
+            Some(f) if point.is_none() => (parse_view_typed(line, b, f), true),
+            _ => (parse_view(line, b), false),
+        };
+        let p = match p {
             Ok(p) => p,
             Err(reason) => return syntax(line, reason),
         };
@@ -160,7 +192,7 @@ pub fn check_line<'a>(
                 Err(reason) => return syntax(line, reason),
             }
         }
-        if let Some(reason) = dropped(&p, b) {
+        if let Some(reason) = dropped(&p, b, fields.as_deref().filter(|_| typed)) {
             return Checked::Rejected {
                 kind: Kind::Dropped,
                 reason,
@@ -215,7 +247,8 @@ pub fn quote(line: &str) -> Cow<'_, str> {
 }
 
 /// What the storage of `backend` drops from a parsed line, in its words.
-fn dropped(p: &Parsed<'_>, backend: Backend) -> Option<String> {
+/// `fields` are the line's fields and types when the caller has them already.
+fn dropped(p: &Parsed<'_>, backend: Backend, fields: Option<&FieldTypes<'_>>) -> Option<String> {
     match (backend, p) {
         (Backend::V1 | Backend::V2, _) => {
             let m = || p.measurement();
@@ -226,7 +259,11 @@ fn dropped(p: &Parsed<'_>, backend: Backend) -> Option<String> {
                 ));
             }
             // A field named time is dropped; a line with nothing else goes with it.
-            if p.field_types().all(|(k, _)| k == RESERVED_KEY) {
+            let only_time = match fields {
+                Some(f) => f.iter().all(|(k, _)| k == RESERVED_KEY),
+                None => p.field_types().all(|(k, _)| k == RESERVED_KEY),
+            };
+            if only_time {
                 return Some(format!(
                     "invalid field name: input field \"{RESERVED_KEY}\" on measurement \"{}\" is invalid",
                     m()

@@ -23,8 +23,13 @@ use super::parse::{
     explain, go_value, parse_line, slice, unescape, FieldType, FieldValue, Point, NAME_ESCAPES,
     TAG_ESCAPES,
 };
+use super::plain::{read_plain, PlainLine};
 use super::rules::Backend;
 use super::scan::{go_parse_int, scan, scan_to, tag_starts, walk_fields};
+
+/// The fields of a line, in written order: each key unescaped, and its type (what
+/// [`Parsed::field_types`] gives), gathered by [`parse_view_typed`] as it reads the line.
+pub type FieldTypes<'a> = Vec<(Cow<'a, str>, FieldType)>;
 
 /// Tag keys 2.x keeps for itself (the measurement, the field, the time).
 const V2_RESERVED_TAGS: [&str; 3] = ["_measurement", "_field", "time"];
@@ -87,8 +92,45 @@ impl<'a> FieldRef<'a> {
 impl<'a> LineView<'a> {
     /// Reads `line` (without its newline) by the 1.x grammar, or with `unsigned` integers by
     /// 2.x's (which also refuses its reserved tag keys). The error is the grammar's reason,
-    /// without what [`parse_line`] adds to it.
+    /// without what [`parse_line`] adds to it. A plain line is read in one pass
+    /// ([`super::plain`]), any other by the full grammar.
     fn go(line: &'a str, unsigned: bool) -> Result<LineView<'a>, String> {
+        match read_plain(line, unsigned, |_, _| {}) {
+            Some(p) => Ok(LineView::of_plain(line, unsigned, p)),
+            None => LineView::go_full(line, unsigned),
+        }
+    }
+
+    /// [`LineView::go`], the line's fields and their types put in `fields` as well.
+    fn go_typed(
+        line: &'a str,
+        unsigned: bool,
+        fields: &mut FieldTypes<'a>,
+    ) -> Result<LineView<'a>, String> {
+        fields.clear();
+        if let Some(p) = read_plain(line, unsigned, |k, t| fields.push((Cow::Borrowed(k), t))) {
+            return Ok(LineView::of_plain(line, unsigned, p));
+        }
+        fields.clear();
+        let view = LineView::go_full(line, unsigned)?;
+        fields.extend(view.fields().map(|f| (f.key(), f.field_type())));
+        Ok(view)
+    }
+
+    fn of_plain(line: &'a str, unsigned: bool, p: PlainLine) -> LineView<'a> {
+        LineView {
+            line,
+            key: (0, p.key_end),
+            name_end: p.name_end,
+            tags: p.tags,
+            fields: p.fields,
+            timestamp: p.timestamp,
+            unsigned,
+        }
+    }
+
+    /// [`LineView::go`] by the full grammar, whatever the line.
+    pub(crate) fn go_full(line: &'a str, unsigned: bool) -> Result<LineView<'a>, String> {
         let buf = line.as_bytes();
         let spans = scan(buf, unsigned)?;
         for (_, v) in walk_fields(buf, spans.fields) {
@@ -164,6 +206,13 @@ impl<'a> LineView<'a> {
         // without it has no such tag (most lines have no `time` tag, which every line is asked).
         if !key.bytes().any(|c| b", =\\".contains(&c)) && !self.series_key().contains(key) {
             return None;
+        }
+        // Without a backslash in the series key, every tag is written as it reads.
+        if memchr::memchr(b'\\', self.series_key().as_bytes()).is_none() {
+            return self
+                .tags_raw()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| Cow::Borrowed(v));
         }
         self.tags().find(|(k, _)| k == key).map(|(_, v)| v)
     }
@@ -243,6 +292,27 @@ pub fn parse_view(line: &str, backend: Backend) -> Result<Parsed<'_>, String> {
         Backend::V1 => LineView::go(line, false).map(Parsed::Go),
         Backend::V2 => LineView::go(line, true).map(Parsed::Go),
         Backend::V3 => return parse_line(line, backend).map(Parsed::V3),
+    };
+    read.map_err(|reason| explain(line, reason, backend))
+}
+
+/// [`parse_view`], the line's fields (keys unescaped) and their types put in `fields` as well
+/// (emptied first; left empty or partial when the line is refused): what a caller would
+/// otherwise walk the line's fields again for.
+pub fn parse_view_typed<'a>(
+    line: &'a str,
+    backend: Backend,
+    fields: &mut FieldTypes<'a>,
+) -> Result<Parsed<'a>, String> {
+    let read = match backend {
+        Backend::V1 => LineView::go_typed(line, false, fields).map(Parsed::Go),
+        Backend::V2 => LineView::go_typed(line, true, fields).map(Parsed::Go),
+        Backend::V3 => {
+            fields.clear();
+            let p = parse_line(line, backend)?;
+            fields.extend(p.fields.iter().map(|(k, v)| (k.clone(), v.field_type())));
+            return Ok(Parsed::V3(p));
+        }
     };
     read.map_err(|reason| explain(line, reason, backend))
 }

@@ -82,6 +82,16 @@ fn agree(line: &str, backend: Backend) -> Result<(), String> {
     if p.tags != tags {
         return differ("tags", &p.tags, &tags);
     }
+    for key in p
+        .tags
+        .iter()
+        .map(|(k, _)| k.as_ref())
+        .chain(["time", "host", "a"])
+    {
+        if v.tag(key).as_deref() != p.tag(key) {
+            return differ("tag", &p.tag(key), &v.tag(key));
+        }
+    }
     let types: Vec<_> = v.field_types().collect();
     let want: Vec<_> = p
         .fields
@@ -230,6 +240,137 @@ proptest! {
         for b in Backend::ALL {
             if let Err(e) = agree(&line, b) {
                 prop_assert!(false, "{}", e);
+            }
+        }
+    }
+}
+
+/// What the one-pass reading of a plain line gives: the view and the fields' keys and types.
+fn plain(line: &str, unsigned: bool) -> Option<(LineView<'_>, Vec<(String, FieldType)>)> {
+    let mut fields = Vec::new();
+    let p = super::read_plain(line, unsigned, |k, t| fields.push((k.to_string(), t)))?;
+    Some((LineView::of_plain(line, unsigned, p), fields))
+}
+
+/// A line the one-pass reading takes is read by it exactly as the full grammar reads it: the
+/// same view (every position, the timestamp) and the same fields and types.
+fn plain_agrees(line: &str, unsigned: bool) -> Result<bool, String> {
+    let Some((view, fields)) = plain(line, unsigned) else {
+        return Ok(false);
+    };
+    let full = LineView::go_full(line, unsigned);
+    if full != Ok(view) {
+        return Err(format!(
+            "{line:?} (unsigned {unsigned}): one pass {view:?}, full grammar {full:?}"
+        ));
+    }
+    let want: Vec<(String, FieldType)> = view
+        .fields()
+        .map(|f| (f.key().into_owned(), f.field_type()))
+        .collect();
+    if fields != want {
+        return Err(format!(
+            "{line:?}: one pass fields {fields:?}, full grammar {want:?}"
+        ));
+    }
+    Ok(true)
+}
+
+#[test]
+fn a_plain_line_of_influxdbs_parser_tests_is_read_in_one_pass_as_the_full_grammar_reads_it() {
+    let mut taken = 0;
+    for line in corpus() {
+        for unsigned in [false, true] {
+            match plain_agrees(&line, unsigned) {
+                Ok(true) => taken += 1,
+                Ok(false) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+    // the corpus holds plain lines in number, not only odd ones
+    assert!(taken > 200, "{taken} plain readings");
+}
+
+#[test]
+fn what_storwatch_and_telegraf_write_is_read_in_one_pass() {
+    for (line, unsigned) in [
+        (
+            "disk,host=node001,device=sd1,name=sd1,kind=disk,rotational=1 r_per_s=12.5,\
+             w_per_s=30.25,rkb_per_s=1024.5,wkb_per_s=2048.25,r_await_ms=1.25,w_await_ms=3.5,\
+             aqu_sz=0.5,util_pct=45.25,util_max_pct=99.5,saturated_s=2i 1700000000000000000",
+            false,
+        ),
+        ("jobs,host=n1,job=7 count=3u,running=true 1000000000", true),
+        ("cpu usage_idle=99.1,ok=T", false),
+        ("m v=-922337203685477580i -9223372036854775808", false),
+    ] {
+        assert_eq!(plain_agrees(line, unsigned), Ok(true), "{line}");
+    }
+    // what the full grammar decides: a string, an escape, a second space, NaN, a long number
+    for line in [
+        "md,host=n1 state=\"clean\" 1",
+        "m\\ x v=1",
+        "m  v=1",
+        "m v=1  1",
+        "m v=1 1 ",
+        "m v=NaN",
+        "m v=123456789012345678901234",
+        "m v=1234567890123456789i",
+        "m v=1 12345678901234567890",
+        "m,a=1,a=2 v=1",
+        "m,a=b=c v=1",
+        "m\tv=1",
+    ] {
+        assert_eq!(plain(line, false).map(|(v, _)| v), None, "{line}");
+    }
+    assert_eq!(plain("m,time=1 v=1", true).map(|(v, _)| v), None);
+    assert!(plain("m v=1u", false).is_none());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4000))]
+
+    /// Lines close to plain ones, every part allowed to go wrong by a byte.
+    #[test]
+    fn the_one_pass_reading_agrees_with_the_full_grammar_on_generated_lines(
+        m in "[a-c=,\\\\]{1,3}",
+        tags in proptest::collection::vec(("[a-c_ ,=]{0,3}", "[a-c0-9=\" ]{0,3}"), 0..4),
+        fields in proptest::collection::vec(
+            ("[a-c_ =]{0,3}", "(-?[0-9]{0,25}(\\.[0-9]{0,4})?[iu.]?|[tTfF][a-zA-Z]{0,4}|N|\"a\")"),
+            0..4
+        ),
+        ts in "( {1,2}-?[0-9]{0,21} ?)?",
+        unsigned in any::<bool>(),
+    ) {
+        let mut line = m;
+        for (k, v) in &tags {
+            line.push_str(&format!(",{k}={v}"));
+        }
+        let fields: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        line.push(' ');
+        line.push_str(&fields.join(","));
+        line.push_str(&ts);
+        if let Err(e) = plain_agrees(&line, unsigned) {
+            prop_assert!(false, "{}", e);
+        }
+        for b in [Backend::V1, Backend::V2] {
+            if let Err(e) = agree(&line, b) {
+                prop_assert!(false, "{}", e);
+            }
+        }
+    }
+
+    /// The fields `parse_view_typed` gathers are those `field_types` gives, for every grammar.
+    #[test]
+    fn the_fields_gathered_while_reading_are_the_field_types(
+        line in "[a-c_ ,=\"\\\\.0-9eEiutfTFN+-]{0,40}"
+    ) {
+        for b in Backend::ALL {
+            let mut fields = vec![(Cow::Borrowed("stale"), FieldType::String)];
+            if let Ok(p) = parse_view_typed(&line, b, &mut fields) {
+                let want: Vec<_> = p.field_types().collect();
+                prop_assert_eq!(&fields, &want);
             }
         }
     }

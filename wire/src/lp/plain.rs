@@ -1,0 +1,253 @@
+//! The common line read in one pass: a line without escapes, quoted strings or odd spacing
+//! (`disk,host=a,dev=sda util=1.5,n=2i 1700000000000000000`: what agents, Telegraf and most
+//! clients write) has its measurement, tags, fields, field types and timestamp found by one
+//! walk over its bytes, where the full reading ([`super::scan`], then the view's check of each
+//! value and the type check's walk over the fields) walks the field set three times.
+//!
+//! [`read_plain`] only ever accepts: it answers `None` for anything it does not recognise as
+//! plainly good, and the caller then reads the line by the full grammar, which accepts or
+//! refuses it with influxd's words. What it accepts it reads exactly as the full grammar does
+//! (same positions, same timestamp; tests in `view_tests.rs`, over InfluxDB's own parser tests
+//! in `wire/fixtures/lp-corpus` and generated lines). It gives up, so the full grammar decides,
+//! on:
+//!
+//! * a backslash, a double quote or a byte below 0x20 (tab, NUL, CR) anywhere before the
+//!   timestamp;
+//! * anything but exactly one space between the parts, a space after the timestamp;
+//! * an empty or odd name (a tag key with ' ' or ',', a tag value with '='), a repeated tag key,
+//!   more than [`MAX_TAGS`] tags, on 2.x a tag key 2.x keeps for itself;
+//! * a value other than a boolean word or a short plain number (`-?[0-9]+(\.[0-9]*)?` of at
+//!   most 23 characters, an integer of at most 18 digits, an unsigned one of at most 19): the
+//!   numbers the Go parser reads without a range check;
+//! * a timestamp of more than 19 digits or out of the `i64` range;
+//! * a key near the 1.x/2.x key-length limit.
+
+use super::parse::FieldType;
+use super::rules::MAX_KEY_BYTES;
+
+/// Tags compared pairwise for a repeated key; a line with more is read by the full grammar.
+pub(crate) const MAX_TAGS: usize = 32;
+
+/// Where the parts of a plain line are (the line starts at 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PlainLine {
+    /// Where the measurement and tags end (the space before the fields).
+    pub key_end: usize,
+    /// Where the measurement ends.
+    pub name_end: usize,
+    /// Where the first tag starts (`key_end` when there is none).
+    pub tags: usize,
+    /// The field set.
+    pub fields: (usize, usize),
+    pub timestamp: Option<i64>,
+}
+
+/// Bytes that end a name in a plain line, or make it not plain.
+const STOP: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 0x20 {
+        t[c] = true;
+        c += 1;
+    }
+    t[b',' as usize] = true;
+    t[b' ' as usize] = true;
+    t[b'=' as usize] = true;
+    t[b'\\' as usize] = true;
+    t[b'"' as usize] = true;
+    t
+};
+
+/// The first byte at or after `i` that ends a name (or the end of `buf`).
+#[inline]
+fn name_end(buf: &[u8], mut i: usize) -> usize {
+    while i < buf.len() && !STOP[buf[i] as usize] {
+        i += 1;
+    }
+    i
+}
+
+/// Tag keys 2.x keeps for itself.
+const V2_RESERVED: [&[u8]; 3] = [b"_measurement", b"_field", b"time"];
+
+/// Reads `line` (without its newline) in one pass when it is plain, telling `field` of each
+/// field (key as written, which is also the key unescaped, and type) in written order; `None`
+/// when it is not plain (`field` may have been told of some fields then).
+pub(crate) fn read_plain<'a>(
+    line: &'a str,
+    unsigned: bool,
+    mut field: impl FnMut(&'a str, FieldType),
+) -> Option<PlainLine> {
+    let buf = line.as_bytes();
+    // The measurement: up to the first ',' or ' ', '=' included.
+    let mut i = 0;
+    loop {
+        i = name_end(buf, i);
+        match buf.get(i) {
+            Some(b'=') => i += 1,
+            Some(b',' | b' ') if i > 0 => break,
+            _ => return None,
+        }
+    }
+    let name_end_at = i;
+    let mut tags = i;
+    if buf[i] == b',' {
+        i += 1;
+        tags = i;
+        let mut keys = [(0usize, 0usize); MAX_TAGS];
+        let mut n = 0;
+        loop {
+            let t = i;
+            i = name_end(buf, i);
+            if i == t || buf.get(i) != Some(&b'=') {
+                return None;
+            }
+            let key = &buf[t..i];
+            if n == MAX_TAGS
+                || keys[..n].iter().any(|&(a, b)| &buf[a..b] == key)
+                || (unsigned && V2_RESERVED.contains(&key))
+            {
+                return None;
+            }
+            keys[n] = (t, i);
+            n += 1;
+            let v = i + 1;
+            i = name_end(buf, v);
+            if i == v {
+                return None;
+            }
+            match buf.get(i) {
+                Some(b',') => i += 1,
+                Some(b' ') => break,
+                _ => return None,
+            }
+        }
+    }
+    let key_end = i;
+    if key_end > MAX_KEY_BYTES {
+        return None;
+    }
+    // The fields, after exactly one space.
+    i += 1;
+    let start = i;
+    loop {
+        let k = i;
+        i = name_end(buf, i);
+        if i == k || buf.get(i) != Some(&b'=') {
+            return None;
+        }
+        let (end, ty) = value(buf, i + 1, unsigned)?;
+        field(line.get(k..i)?, ty);
+        i = end;
+        match buf.get(i) {
+            Some(b',') => i += 1,
+            _ => break,
+        }
+    }
+    let fields = (start, i);
+    if key_end + 4 + (fields.1 - fields.0) > MAX_KEY_BYTES {
+        return None;
+    }
+    let timestamp = if i < buf.len() {
+        // `value` ends at ',' or ' ' or the end: a space here.
+        Some(timestamp(buf.get(i + 1..)?)?)
+    } else {
+        None
+    };
+    Some(PlainLine {
+        key_end,
+        name_end: name_end_at,
+        tags,
+        fields,
+        timestamp,
+    })
+}
+
+/// A plain value starting at `i`: where it ends (at ',', ' ' or the end of the line) and its
+/// type.
+#[inline]
+fn value(buf: &[u8], mut i: usize, unsigned: bool) -> Option<(usize, FieldType)> {
+    let first = *buf.get(i)?;
+    let ty = match first {
+        b'0'..=b'9' | b'-' => {
+            let neg = first == b'-';
+            i += usize::from(neg);
+            let d0 = i;
+            while i < buf.len() && buf[i].is_ascii_digit() {
+                i += 1;
+            }
+            let digits = i - d0;
+            if digits == 0 {
+                return None;
+            }
+            match buf.get(i) {
+                Some(b'.') => {
+                    i += 1;
+                    while i < buf.len() && buf[i].is_ascii_digit() {
+                        i += 1;
+                    }
+                    if i - d0 > 23 {
+                        return None;
+                    }
+                    FieldType::Float
+                }
+                Some(b'i') if digits <= 18 => {
+                    i += 1;
+                    FieldType::Integer
+                }
+                Some(b'u') if unsigned && !neg && digits <= 19 => {
+                    i += 1;
+                    FieldType::Unsigned
+                }
+                _ if digits <= 23 => FieldType::Float,
+                _ => return None,
+            }
+        }
+        b't' | b'f' | b'T' | b'F' => {
+            let s = i;
+            while i < buf.len() && buf[i].is_ascii_alphabetic() {
+                i += 1;
+            }
+            let word = &buf[s..i];
+            if word.len() != 1
+                && !matches!(
+                    word,
+                    b"true" | b"True" | b"TRUE" | b"false" | b"False" | b"FALSE"
+                )
+            {
+                return None;
+            }
+            FieldType::Boolean
+        }
+        _ => return None,
+    };
+    match buf.get(i) {
+        None | Some(b',' | b' ') => Some((i, ty)),
+        _ => None,
+    }
+}
+
+/// A timestamp that is all of `buf`: `-?[0-9]{1,19}` within `i64`.
+#[inline]
+fn timestamp(buf: &[u8]) -> Option<i64> {
+    let (neg, digits) = match buf.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, buf),
+    };
+    if digits.is_empty() || digits.len() > 19 {
+        return None;
+    }
+    let mut mag: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        // 19 digits fit a u64.
+        mag = mag * 10 + u64::from(c - b'0');
+    }
+    if neg {
+        0i64.checked_sub_unsigned(mag)
+    } else {
+        i64::try_from(mag).ok()
+    }
+}
