@@ -420,9 +420,7 @@ pub async fn start(cfg: Config) -> Result<Collector, StartError> {
         host_tag: cfg.heartbeat.host_tag.clone(),
         backends,
         targets: std::sync::RwLock::new(Arc::new(targets)),
-        work_slots: tokio::sync::Semaphore::new(
-            std::thread::available_parallelism().map_or(2, |n| n.get()),
-        ),
+        work_slots: tokio::sync::Semaphore::new(http::validation_slots()),
         inflight_kib: tokio::sync::Semaphore::new(
             (cfg.limits.max_inflight_body_bytes / 1024).max(1),
         ),

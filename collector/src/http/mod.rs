@@ -52,7 +52,7 @@ pub struct AppState {
     pub backends: Backends,
     /// The databases requests may name; replaced on SIGHUP.
     pub targets: std::sync::RwLock<Arc<Targets>>,
-    /// Bodies being inflated and validated at once (one per core): bounds the memory of
+    /// Bodies being inflated and validated at once ([`validation_slots`]): bounds the memory of
     /// decompressed bodies however many clients send at the same time.
     pub work_slots: tokio::sync::Semaphore,
     /// Room for request bodies in memory, in KiB (`limits.max_inflight_body_bytes`).
@@ -86,6 +86,20 @@ impl AppState {
     }
 }
 
+/// Bodies inflated and validated at once, per core.
+///
+/// More than one per core: on a machine shared with other work a validation thread runs for
+/// the part of a core the scheduler gives it, not a whole one, and with one slot per core the
+/// requests queued for a slot while the collector's threads got 0.5–0.7 of 2 cores (issue 32's
+/// bench: 680,000–840,000 lines/s with 2 slots, 1.06 million with 4, 1.2–1.3 million with 8 or
+/// 16; docs/performance.md). Each slot may hold one inflated body (`max_decompressed_bytes`).
+pub const VALIDATIONS_PER_CORE: usize = 4;
+
+/// [`VALIDATIONS_PER_CORE`] times the cores this process may run on.
+pub fn validation_slots() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get()) * VALIDATIONS_PER_CORE
+}
+
 /// The router over a shared state.
 pub fn app(state: Arc<AppState>) -> Router {
     Router::new()
@@ -97,4 +111,19 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/health", get(status::health))
         .route("/metrics", get(status::metrics))
         .with_state(state)
+}
+
+#[cfg(test)]
+mod tests {
+    /// One validation slot per core held the rate to what the scheduler gave two threads on a
+    /// shared machine; the collector keeps a few bodies in validation per core.
+    #[test]
+    fn more_bodies_are_validated_at_once_than_there_are_cores() {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        assert_eq!(
+            super::validation_slots(),
+            cores * super::VALIDATIONS_PER_CORE
+        );
+        assert!(super::validation_slots() >= 4 * cores);
+    }
 }

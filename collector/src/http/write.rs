@@ -343,7 +343,8 @@ async fn store(
         }
     };
 
-    // Decompression and parsing are CPU work: keep them off the connection tasks, one per core.
+    // Decompression and parsing are CPU work: keep them off the connection tasks, a few per
+    // core (`validation_slots`).
     let Ok(_slot) = st.work_slots.acquire().await else {
         return error(
             api,
