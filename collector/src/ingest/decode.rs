@@ -46,22 +46,10 @@ pub fn offered_lines(body: &[u8]) -> u64 {
     newlines(body) + u64::from(!body.is_empty() && !body.ends_with(b"\n"))
 }
 
-/// The newlines in `bytes`, counted eight bytes at a time (the byte-at-a-time count compiled
-/// to two bytes per step, a tenth of the validation's time on 5000-line bodies).
+/// The newlines in `bytes`: memchr's vectorised count, 16 or 32 bytes a step (the word-at-a-time
+/// count before it took 8 bytes a step, about 330 instructions per 215-byte line).
 fn newlines(bytes: &[u8]) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    let mut chunks = bytes.chunks_exact(8);
-    let mut n = 0u64;
-    for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        // a zero byte of x is a newline of the chunk; its high bit is set in `zero`, exactly
-        let x = u64::from_ne_bytes(w) ^ (ONES * u64::from(b'\n'));
-        let zero = !(((x & LOW7) + LOW7) | x | LOW7);
-        n += u64::from(zero.count_ones());
-    }
-    n + chunks.remainder().iter().filter(|c| **c == b'\n').count() as u64
+    memchr::memchr_iter(b'\n', bytes).count() as u64
 }
 
 #[cfg(test)]
@@ -98,9 +86,10 @@ mod tests {
 
     #[test]
     fn newlines_are_counted_exactly_whatever_the_bytes_around_them() {
-        // every byte value beside a newline, at every offset of an 8-byte word
+        // every byte value beside a newline, at every offset of a 64-byte stretch (the vector
+        // steps are 16 and 32 bytes, with a tail taken byte by byte)
         for other in 0..=255u8 {
-            for len in 0..20 {
+            for len in 0..70 {
                 for at in 0..len {
                     let mut b = vec![other; len];
                     b[at] = b'\n';
