@@ -31,6 +31,8 @@ use anyhow::{bail, Context as _};
 mod drain;
 #[path = "bench/remote_write.rs"]
 mod remote_write;
+#[path = "bench/sched.rs"]
+mod sched;
 
 struct Args {
     senders: usize,
@@ -322,7 +324,7 @@ async fn metric(client: &reqwest::Client, base: &str, name: &str) -> u64 {
 const SERIES: usize = 14_400;
 const REPORT_NS: u64 = 10_000_000_000;
 
-fn bodies(count: usize, lines: usize, ts0: u64, gz: bool) -> Vec<Vec<u8>> {
+fn bodies(count: usize, lines: usize, ts0: u64, gz: bool) -> Vec<bytes::Bytes> {
     (0..count)
         .map(|b| {
             let mut s = String::with_capacity(lines * 260);
@@ -336,11 +338,11 @@ fn bodies(count: usize, lines: usize, ts0: u64, gz: bool) -> Vec<Vec<u8>> {
                     ts0 + (n / SERIES) as u64 * REPORT_NS,
                 );
             }
-            if gz {
+            bytes::Bytes::from(if gz {
                 gzip(s.as_bytes())
             } else {
                 s.into_bytes()
-            }
+            })
         })
         .collect()
 }
@@ -367,6 +369,7 @@ async fn ack_bench(a: &Args, dir: &Path, bin: &Path, which: &str) -> anyhow::Res
     let mut tasks = Vec::new();
     let url = format!("{base}/write?db=bench");
     let t0 = Instant::now();
+    let s0 = sched::sample(proc.0.id());
     for s in 0..a.senders {
         let (client, bodies, lines, stop, url) = (
             client.clone(),
@@ -405,6 +408,7 @@ async fn ack_bench(a: &Args, dir: &Path, bin: &Path, which: &str) -> anyhow::Res
     }
     tokio::time::sleep(Duration::from_secs(a.seconds)).await;
     stop.store(true, Ordering::Relaxed);
+    let s1 = sched::sample(proc.0.id());
     let mut lat = Vec::new();
     for t in tasks {
         lat.extend(t.await?);
@@ -446,6 +450,7 @@ async fn ack_bench(a: &Args, dir: &Path, bin: &Path, which: &str) -> anyhow::Res
         hwm as f64 / 1024.0,
         raw_bytes,
     );
+    println!("acks{which}: {}", sched::describe(&s0, &s1));
     drop(proc);
     Ok(())
 }

@@ -20,7 +20,7 @@ async fn direct_ingest(
     client: &reqwest::Client,
     influx: &str,
     db: &str,
-    bodies: &Arc<Vec<Vec<u8>>>,
+    bodies: &Arc<Vec<bytes::Bytes>>,
 ) -> anyhow::Result<f64> {
     let t = Instant::now();
     let next = Arc::new(AtomicU64::new(0));
@@ -60,7 +60,7 @@ async fn fill(
     client: &reqwest::Client,
     a: &Args,
     qdir: &Path,
-    bodies: &[Vec<u8>],
+    bodies: &[bytes::Bytes],
 ) -> anyhow::Result<()> {
     let out = influx_output("http://127.0.0.1:9", "");
     let mut proc = collector(qdir, a.port_base + 1, &own_collector()?, &out, None)?;
@@ -217,7 +217,7 @@ pub(crate) async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     // drained by the collector, part after part, so that a change of the machine's load during
     // the run falls on both sides alike.
     let rounds = a.rounds.clamp(1, count);
-    let parts: Vec<Arc<Vec<Vec<u8>>>> = all
+    let parts: Vec<Arc<Vec<bytes::Bytes>>> = all
         .chunks(count.div_ceil(rounds))
         .map(|c| Arc::new(c.to_vec()))
         .collect();
