@@ -10,6 +10,7 @@
 //! target/release/storwatch-collector-bench [--senders 8] [--seconds 10] [--lines-per-request 5000]
 //!                                          [--drain-lines 1000000] [--gzip] [--skip-drain]
 //!                                          [--port-base 18500] [--max-in-flight N] [--rounds 4]
+//!                                          [--compare COLLECTOR] [--ack-rounds 1]
 //! ```
 //!
 //! It starts `storwatch-collector` from the same directory as itself and influxd through
@@ -46,6 +47,9 @@ struct Args {
     max_in_flight: Option<usize>,
     /// Parts the drain lines are cut in, each ingested directly and then drained.
     rounds: usize,
+    /// Acknowledgement runs, each build in turn (with `--compare`), so that a burst of other
+    /// work on the machine falls on both builds alike.
+    ack_rounds: usize,
     /// Drain into a Prometheus and a VictoriaMetrics too.
     remote_write: bool,
     /// Another collector build, drained the same way part by part (the build before).
@@ -58,7 +62,7 @@ const USAGE: &str = "\
 usage: storwatch-collector-bench [--senders N] [--seconds S] [--lines-per-request N]
                                  [--drain-lines N] [--gzip] [--skip-drain] [--port-base PORT]
                                  [--max-in-flight N] [--rounds N] [--remote-write]
-                                 [--compare COLLECTOR] [--callgrind]
+                                 [--compare COLLECTOR] [--callgrind] [--ack-rounds N]
 
 Durable acknowledgements per second from N concurrent senders (the collector's output
 unreachable), then the drain of a backlog of --drain-lines lines into a local influxd against
@@ -70,7 +74,8 @@ write), and the rates and CPU compared with the InfluxDB output's. --compare COL
 build takes the same acknowledgement run after this one's and drains every part the same way
 too (its own receivers), each figure side by side. --callgrind: each draining collector runs
 under `valgrind --tool=callgrind` and its instructions are counted, a figure the machine's
-load does not move (the rates and CPU seconds are then valgrind's).
+load does not move (the rates and CPU seconds are then valgrind's). --ack-rounds N: N
+acknowledgement runs of each build, taking turns (default 1).
 ";
 
 fn args() -> anyhow::Result<Args> {
@@ -84,6 +89,7 @@ fn args() -> anyhow::Result<Args> {
         port_base: 18500,
         max_in_flight: None,
         rounds: 4,
+        ack_rounds: 1,
         remote_write: false,
         compare: None,
         callgrind: false,
@@ -105,6 +111,7 @@ fn args() -> anyhow::Result<Args> {
             "--skip-drain" => a.skip_drain = true,
             "--max-in-flight" => a.max_in_flight = Some(num()?),
             "--rounds" => a.rounds = num()?,
+            "--ack-rounds" => a.ack_rounds = num()?.max(1),
             "--remote-write" => a.remote_write = true,
             "--callgrind" => a.callgrind = true,
             "--compare" => {
@@ -483,9 +490,14 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     let r = rt.block_on(async {
-        ack_bench(&a, &dir.join("acks"), &own_collector()?, "").await?;
-        if let Some(other) = &a.compare {
-            ack_bench(&a, &dir.join("acks-compare"), other, " (compared)").await?;
+        for _ in 0..a.ack_rounds {
+            // each run's queue (about 1.5 GB a run) is removed before the next
+            ack_bench(&a, &dir.join("acks"), &own_collector()?, "").await?;
+            let _ = std::fs::remove_dir_all(dir.join("acks"));
+            if let Some(other) = &a.compare {
+                ack_bench(&a, &dir.join("acks-compare"), other, " (compared)").await?;
+                let _ = std::fs::remove_dir_all(dir.join("acks-compare"));
+            }
         }
         if !a.skip_drain {
             drain::drain_bench(&a, &dir).await?;
