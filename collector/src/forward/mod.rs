@@ -43,7 +43,6 @@ mod output;
 pub mod remote_write;
 mod resent;
 mod rw_encode;
-mod rw_line;
 mod rw_series;
 mod shard;
 

@@ -3,8 +3,10 @@
 //! is known before it is written), compressed by one snappy encoder into another, and the names
 //! a line needs are looked up, not rebuilt, once its series or field was seen.
 //!
-//! Each line is read once, building nothing: a plain line (no escape, no string, plain numbers)
-//! by [`read_plain`], any other by [`parse_view`]; the encoder takes the line's series key,
+//! Each line is read once, building nothing: a plain line (no escape, no string, short plain
+//! numbers) by wire's one pass ([`view_plain`], the collector's ingest reads lines by it too),
+//! which tells the encoder each field as it reaches it, any other by [`parse_view`]; the
+//! encoder takes the line's series key,
 //! measurement and field keys as written and parses only the values. A line's labels are
 //! cached by its series key as written (measurement and tags, as the 1.x/2.x grammar delimits
 //! them; a new key's labels come from its tags) and its metric names and unit factors by measurement and field as
@@ -15,10 +17,12 @@
 
 use std::borrow::Cow;
 
-use storwatch_wire::lp::{parse_line, parse_view, Backend, FieldValue, LineView, Parsed, Point};
+use storwatch_wire::lp::{
+    parse_line, parse_view, plain_number, view_plain, Backend, FieldType, FieldValue, LineView,
+    Parsed, PlainFields, Point,
+};
 use storwatch_wire::prom::{field_metric, metric_name, prom_line, tag_label_name};
 
-use super::rw_line::{plain_value, read_plain, Plain};
 use super::rw_series::RequestSeries;
 use crate::hash::FxMap;
 
@@ -91,10 +95,8 @@ impl Encoder {
     pub fn add_lines(&mut self, lines: &[&str], now_ms: i64) -> Result<(), Vec<(usize, String)>> {
         let mut bad = Vec::new();
         for (i, line) in lines.iter().enumerate() {
-            if let Some(p) = read_plain(line) {
-                if self.add_plain(&p, now_ms) {
-                    continue;
-                }
+            if self.add_plain(line, now_ms) {
+                continue;
             }
             let added = match view_any(line) {
                 Ok(Parsed::Go(v)) => self.add(&v, now_ms),
@@ -115,26 +117,29 @@ impl Encoder {
         }
     }
 
-    /// A plain line ([`read_plain`]), its names taken from the caches by the names as written;
-    /// false (nothing added) when one of its values is not plain, for the grammar to read.
-    fn add_plain(&mut self, p: &Plain<'_>, now_ms: i64) -> bool {
-        let ts = time_ms(p.timestamp(), now_ms);
-        let m = self.measurement_index(p.measurement());
+    /// `line` if it is plain ([`view_plain`], by 2.x's grammar as [`view_any`] reads first):
+    /// its names taken from the caches by the names as written as the reading reaches them;
+    /// false (nothing added) when it is not plain, for the grammar to read.
+    fn add_plain(&mut self, line: &str, now_ms: i64) -> bool {
         self.line_values.clear();
-        let mut twice = false;
-        for (key, value) in p.fields() {
-            let Some(value) = plain_value(value) else {
-                return false;
-            };
-            let (id, scale) = self.field(m, key, || p.measurement().into(), || key.into());
-            if self.line_values.iter().any(|(m, _)| *m == id) {
-                twice = true;
-            }
-            self.line_values.push((id, value * scale));
+        let mut read = PlainLine {
+            enc: self,
+            measurement: "",
+            m: 0,
+            twice: false,
+            bad: false,
+        };
+        let Some(v) = view_plain(line, Backend::V2, &mut read) else {
+            return false;
+        };
+        let (twice, bad) = (read.twice, read.bad);
+        if bad {
+            return false;
         }
+        let ts = time_ms(v.timestamp(), now_ms);
         if twice {
             // a field written twice: the later value is the line's (prom_line decides)
-            return match parse_any(p.line()) {
+            return match parse_any(line) {
                 Ok(point) => {
                     self.add_slow(&point, ts);
                     true
@@ -145,9 +150,9 @@ impl Encoder {
         if self.line_values.is_empty() {
             return true;
         }
-        let lid = match self.keys.get(p.series_key()) {
+        let lid = match self.keys.get(v.series_key()) {
             Some(id) => *id,
-            None => self.learn_labels(p.series_key(), p.tags().map(|(k, v)| (k.into(), v.into()))),
+            None => self.learn_labels(v.series_key(), v.tags()),
         };
         let values = std::mem::take(&mut self.line_values);
         self.req.push_line(lid, &values, ts);
@@ -418,6 +423,42 @@ impl Encoder {
         let enc = self.snappy.get_or_insert_with(snap::raw::Encoder::new);
         let n = enc.compress(&self.proto, &mut self.compressed)?;
         Ok(&self.compressed[..n])
+    }
+}
+
+/// The encoder told of a plain line as wire reads it: the measurement's fields, then each
+/// field's metric, unit factor and value into `line_values`. What it learns of a line found
+/// not plain afterwards is right all the same: the caches map names as written, and a plain
+/// name is written as it reads.
+struct PlainLine<'e, 'a> {
+    enc: &'e mut Encoder,
+    measurement: &'a str,
+    /// the measurement's index in `fields`
+    m: usize,
+    /// a field written twice
+    twice: bool,
+    /// a value that is not a number (none that wire's reading gives)
+    bad: bool,
+}
+
+impl<'a> PlainFields<'a> for PlainLine<'_, 'a> {
+    fn measurement(&mut self, name: &'a str) {
+        self.measurement = name;
+        self.m = self.enc.measurement_index(name);
+    }
+
+    fn field(&mut self, key: &'a str, value: &'a str, ty: FieldType) {
+        let Some(value) = plain_number(value, ty) else {
+            self.bad = true;
+            return;
+        };
+        let measurement = self.measurement;
+        let enc = &mut *self.enc;
+        let (id, scale) = enc.field(self.m, key, || measurement.into(), || key.into());
+        if enc.line_values.iter().any(|(m, _)| *m == id) {
+            self.twice = true;
+        }
+        enc.line_values.push((id, value * scale));
     }
 }
 
