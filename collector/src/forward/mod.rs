@@ -44,6 +44,7 @@ pub mod remote_write;
 mod resent;
 mod rw_encode;
 mod rw_series;
+mod rw_snappy;
 mod shard;
 
 use std::collections::VecDeque;

@@ -73,8 +73,7 @@ impl Samples {
 
     /// The request body (the protobuf in snappy's block format) and the samples it holds.
     pub fn body(&mut self) -> Result<(Vec<u8>, usize), snap::Error> {
-        let count = self.enc.encode();
-        Ok((self.enc.compress()?.to_vec(), count))
+        self.enc.compress().map(|(b, count)| (b.to_vec(), count))
     }
 }
 
@@ -149,10 +148,9 @@ impl Forwarder {
             enc.clear();
             match enc.add_lines(lines, now_ms) {
                 Ok(()) => {
-                    let count = enc.encode();
                     // Only an input over snappy's 4 GiB limit fails; batch_bytes keeps far below.
                     enc.compress()
-                        .map(|b| (b.to_vec(), count))
+                        .map(|(b, count)| (b.to_vec(), count))
                         .map_err(|e| Verdict::BadData {
                             reason: format!("cannot compress the request: {e}"),
                             named: Vec::new(),

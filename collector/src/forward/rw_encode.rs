@@ -24,6 +24,7 @@ use storwatch_wire::lp::{
 use storwatch_wire::prom::{field_metric, metric_name, prom_line, tag_label_name};
 
 use super::rw_series::RequestSeries;
+use super::rw_snappy::{Out, Snappy, TooBig};
 use crate::hash::FxMap;
 
 /// Labels of one series without `__name__`, sorted by name, each name once.
@@ -70,8 +71,14 @@ pub struct Encoder {
     line_values: Vec<(u32, f64)>,
     label_bytes: Vec<u8>,
     proto: Vec<u8>,
-    compressed: Vec<u8>,
-    snappy: Option<snap::raw::Encoder>,
+    snappy: Snappy,
+    /// numbers the requests written, for `set_at` and `metric_at`
+    written: u32,
+    /// per label set: the request it was last written in and where its `before` and `after`
+    /// bytes were written there (uncompressed)
+    set_at: Vec<(u32, u64, u64)>,
+    /// per metric: the request and where its label was last written there
+    metric_at: Vec<(u32, u64)>,
     sent: usize,
 }
 
@@ -79,9 +86,13 @@ impl Encoder {
     /// Forgets the previous request (not the caches).
     pub fn clear(&mut self) {
         if self.label_sets.len() > MAX_CACHED || self.metrics.len() > MAX_CACHED {
-            let snappy = self.snappy.take();
+            let (snappy, proto) = (
+                std::mem::take(&mut self.snappy),
+                std::mem::take(&mut self.proto),
+            );
             *self = Encoder {
                 snappy,
+                proto,
                 ..Encoder::default()
             };
         }
@@ -370,34 +381,7 @@ impl Encoder {
     pub fn encode(&mut self) -> usize {
         let mut proto = std::mem::take(&mut self.proto);
         proto.clear();
-        let mut count = 0;
-        let (sets, metrics) = (&self.label_sets, &self.metrics);
-        self.req.each_series(|key, samples| {
-            let set = &sets[(key >> 32) as usize];
-            let name = &metrics[(key & 0xffff_ffff) as usize].label;
-            let size: usize = set.before.len()
-                + name.len()
-                + set.after.len()
-                + samples
-                    .iter()
-                    .map(|(t, _)| 12 + varint_len(*t as u64))
-                    .sum::<usize>();
-            proto.push(0x0a);
-            put_varint(&mut proto, size as u64);
-            proto.extend_from_slice(&set.before);
-            proto.extend_from_slice(name);
-            proto.extend_from_slice(&set.after);
-            for (t, v) in samples {
-                // TimeSeries.samples = 2: Sample { double value = 1; int64 timestamp = 2; }
-                proto.push(0x12);
-                proto.push((10 + varint_len(*t as u64)) as u8);
-                proto.push(0x09);
-                proto.extend_from_slice(&v.to_le_bytes());
-                proto.push(0x10);
-                put_varint(&mut proto, *t as u64);
-            }
-            count += samples.len();
-        });
+        let count = self.write(&mut proto);
         self.proto = proto;
         self.sent = count;
         count
@@ -408,21 +392,76 @@ impl Encoder {
         &self.proto
     }
 
-    /// The protobuf [`Encoder::encode`] wrote in snappy's block format.
-    pub fn compress(&mut self) -> Result<&[u8], snap::Error> {
-        let need = snap::raw::max_compress_len(self.proto.len());
-        if need == 0 && !self.proto.is_empty() {
-            return Err(snap::Error::TooBig {
-                given: self.proto.len() as u64,
-                max: u32::MAX as u64,
-            });
-        }
-        if self.compressed.len() < need {
-            self.compressed.resize(need, 0);
-        }
-        let enc = self.snappy.get_or_insert_with(snap::raw::Encoder::new);
-        let n = enc.compress(&self.proto, &mut self.compressed)?;
-        Ok(&self.compressed[..n])
+    /// Writes the `WriteRequest` of the samples added in snappy's block format, straight
+    /// ([`super::rw_snappy`]): the request body and the samples it holds.
+    pub fn compress(&mut self) -> Result<(&[u8], usize), snap::Error> {
+        let mut out = std::mem::take(&mut self.snappy);
+        out.start();
+        let count = self.write(&mut out);
+        self.snappy = out;
+        self.sent = count;
+        self.snappy
+            .finish()
+            .map(|b| (b, count))
+            .map_err(|TooBig(n)| snap::Error::TooBig {
+                given: n,
+                max: u64::from(u32::MAX),
+            })
+    }
+
+    /// Writes the request's series into `out`, each label set's and metric's label bytes
+    /// marked as written before where they were (for [`Snappy`]'s copies); the samples.
+    fn write(&mut self, out: &mut impl Out) -> usize {
+        self.written = self.written.wrapping_add(1);
+        let stamp = self.written;
+        self.set_at
+            .resize(self.label_sets.len(), Default::default());
+        self.metric_at
+            .resize(self.metrics.len(), Default::default());
+        let mut count = 0;
+        let (sets, metrics) = (&self.label_sets, &self.metrics);
+        let (set_at, metric_at) = (&mut self.set_at, &mut self.metric_at);
+        self.req.each_series(|key, samples| {
+            let (lid, mid) = ((key >> 32) as usize, (key & 0xffff_ffff) as usize);
+            let (Some(set), Some(metric)) = (sets.get(lid), metrics.get(mid)) else {
+                return;
+            };
+            let size: usize = set.before.len()
+                + metric.label.len()
+                + set.after.len()
+                + samples
+                    .iter()
+                    .map(|(t, _)| 12 + varint_len(*t as u64))
+                    .sum::<usize>();
+            let mut head = [0u8; 11];
+            head[0] = 0x0a;
+            let n = 1 + write_varint(&mut head[1..], size as u64);
+            out.put(&head[..n]);
+            let at = &mut set_at[lid];
+            let known = at.0 == stamp;
+            let before = out.pos();
+            out.again(&set.before, known.then_some(at.1));
+            let name = out.pos();
+            let m = &mut metric_at[mid];
+            out.again(&metric.label, (m.0 == stamp).then_some(m.1));
+            *m = (stamp, name);
+            let after = out.pos();
+            out.again(&set.after, known.then_some(at.2));
+            *at = (stamp, before, after);
+            for (t, v) in samples {
+                // TimeSeries.samples = 2: Sample { double value = 1; int64 timestamp = 2; }
+                let mut b = [0u8; 22];
+                b[0] = 0x12;
+                b[2] = 0x09;
+                b[3..11].copy_from_slice(&v.to_le_bytes());
+                b[11] = 0x10;
+                let n = write_varint(&mut b[12..], *t as u64);
+                b[1] = (10 + n) as u8;
+                out.put(&b[..12 + n]);
+            }
+            count += samples.len();
+        });
+        count
     }
 }
 
@@ -494,6 +533,18 @@ fn time_ms(ts_ns: Option<i64>, now_ms: i64) -> i64 {
 
 fn varint_len(v: u64) -> usize {
     (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// `v` as a varint at the start of `out` (at least 10 bytes); its length.
+fn write_varint(out: &mut [u8], mut v: u64) -> usize {
+    let mut n = 0;
+    while v >= 0x80 {
+        out[n] = (v as u8) | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    out[n] = v as u8;
+    n + 1
 }
 
 pub(super) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -620,8 +671,9 @@ mod tests {
             let batch: Vec<&str> = order[..take].iter().map(|i| lines[*i]).collect();
             e.clear();
             e.add_lines(&batch, 77).unwrap();
-            e.encode();
+            let count = e.encode();
             assert_eq!(e.protobuf(), plain_protobuf(&batch, 77), "{batch:#?}");
+            assert_eq!(decompressed(&mut e), (e.protobuf().to_vec(), count));
         }
         // a batch holding each series once (a drain's batches, mostly) is grouped in place
         let grouped = [lines[0], lines[3], lines[13]];
@@ -662,6 +714,47 @@ mod tests {
             assert_eq!(got, slow.timeseries());
             assert_eq!(e.encode(), slow.encode());
             assert_eq!(e.protobuf(), slow.protobuf());
+            assert_eq!(decompressed(&mut e).0, slow.protobuf());
+        }
+    }
+
+    /// The request body [`Encoder::compress`] writes, decompressed by `snap`, and its count.
+    fn decompressed(e: &mut Encoder) -> (Vec<u8>, usize) {
+        let (body, count) = e.compress().unwrap();
+        let proto = snap::raw::Decoder::new().decompress_vec(body).unwrap();
+        (proto, count)
+    }
+
+    /// Many requests of many series, label sets and metrics repeated near and far (copies of
+    /// a label written 64 KiB back and more), with warm and cold caches: the body decompresses
+    /// to the protobuf, and is smaller than it.
+    #[test]
+    fn the_request_body_is_the_protobuf_in_snappys_format() {
+        let mut e = Encoder::default();
+        for round in 0..3u64 {
+            let lines: Vec<String> = (0..3_000)
+                .map(|i| {
+                    format!(
+                        "disk,host=n{},device=sd{} r_await_ms={i}.5,util_pct={}i,x{}=1 {}",
+                        i % 7,
+                        i % 300,
+                        i * 3,
+                        i % 40,
+                        (1_000 + round * 10 + i % 2) * 1_000_000_000
+                    )
+                })
+                .collect();
+            let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+            e.clear();
+            e.add_lines(&lines, 0).unwrap();
+            let count = e.encode();
+            let proto = e.protobuf().to_vec();
+            assert!(proto.len() > 100_000);
+            let (body, n) = e.compress().unwrap();
+            let len = body.len();
+            assert_eq!(n, count);
+            assert!(len < proto.len() / 2, "{len} of {}", proto.len());
+            assert_eq!(decompressed(&mut e), (proto, count));
         }
     }
 }
