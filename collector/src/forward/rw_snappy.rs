@@ -46,13 +46,17 @@ const HEAD: usize = 5;
 /// Copies shorter than this are written as literals (a copy costs three bytes).
 const MIN_COPY: usize = 4;
 
-/// Snappy's block format, written element by element, its buffers kept from one request to
-/// the next.
+/// A literal is written in place after a 3-byte tag (a length of up to 65,536); one that
+/// would grow past this is ended first.
+const MAX_LITERAL: usize = 1 << 16;
+
+/// Snappy's block format, written element by element, its buffer kept from one request to the
+/// next.
 #[derive(Debug, Default)]
 pub(super) struct Snappy {
     out: Vec<u8>,
-    /// the literal being gathered (written out before the next copy, or at the end)
-    lit: Vec<u8>,
+    /// where the literal being written starts (its 3-byte tag), if one is
+    lit: Option<usize>,
     pos: u64,
 }
 
@@ -65,13 +69,13 @@ impl Snappy {
     pub(super) fn start(&mut self) {
         self.out.clear();
         self.out.resize(HEAD, 0);
-        self.lit.clear();
+        self.lit = None;
         self.pos = 0;
     }
 
     /// Ends the request: the block, its uncompressed length first.
     pub(super) fn finish(&mut self) -> Result<&[u8], TooBig> {
-        self.flush();
+        self.end_literal();
         let len = u32::try_from(self.pos).map_err(|_| TooBig(self.pos))?;
         let mut v = [0u8; HEAD];
         let mut n = 0;
@@ -88,42 +92,61 @@ impl Snappy {
         Ok(&self.out[at..])
     }
 
-    /// The gathered literal as literal elements.
-    fn flush(&mut self) {
-        let mut rest = &self.lit[..];
-        while !rest.is_empty() {
-            // a literal's length takes at most 4 bytes
-            let n = rest.len().min(1 << 24);
-            let m = (n - 1) as u32;
-            match m {
-                0..60 => self.out.push((m as u8) << 2),
-                60..0x100 => self.out.extend_from_slice(&[60 << 2, m as u8]),
-                0x100..0x1_0000 => {
-                    self.out.push(61 << 2);
-                    self.out.extend_from_slice(&(m as u16).to_le_bytes());
-                }
-                _ => {
-                    self.out.push(62 << 2);
-                    self.out.extend_from_slice(&m.to_le_bytes()[..3]);
-                }
-            }
-            self.out.extend_from_slice(&rest[..n]);
-            rest = &rest[n..];
+    /// Writes the literal's tag: one byte for up to 60 bytes (the bytes moved up by two), else
+    /// a byte and a 2-byte length.
+    #[inline]
+    fn end_literal(&mut self) {
+        let Some(at) = self.lit.take() else {
+            return;
+        };
+        let n = self.out.len() - at - 3;
+        if n == 0 {
+            self.out.truncate(at);
+        } else if n <= 60 {
+            self.out[at] = ((n - 1) as u8) << 2;
+            self.out.copy_within(at + 3.., at + 1);
+            self.out.truncate(at + 1 + n);
+        } else {
+            let m = ((n - 1) as u16).to_le_bytes();
+            self.out[at] = 61 << 2;
+            self.out[at + 1] = m[0];
+            self.out[at + 2] = m[1];
         }
-        self.lit.clear();
     }
 }
 
 impl Out for Snappy {
+    #[inline]
     fn pos(&self) -> u64 {
         self.pos
     }
 
+    #[inline]
     fn put(&mut self, b: &[u8]) {
-        self.lit.extend_from_slice(b);
         self.pos += b.len() as u64;
+        let mut b = b;
+        loop {
+            let at = match self.lit {
+                Some(at) => at,
+                None => {
+                    let at = self.out.len();
+                    self.out.extend_from_slice(&[0, 0, 0]);
+                    self.lit = Some(at);
+                    at
+                }
+            };
+            let room = MAX_LITERAL - (self.out.len() - at - 3);
+            if b.len() <= room {
+                self.out.extend_from_slice(b);
+                return;
+            }
+            self.out.extend_from_slice(&b[..room]);
+            b = &b[room..];
+            self.end_literal();
+        }
     }
 
+    #[inline]
     fn again(&mut self, b: &[u8], at: Option<u64>) {
         let offset = match at {
             Some(at) if b.len() >= MIN_COPY && at < self.pos => self.pos - at,
@@ -132,7 +155,8 @@ impl Out for Snappy {
         let Ok(offset) = u32::try_from(offset) else {
             return self.put(b);
         };
-        self.flush();
+        self.end_literal();
+        self.pos += b.len() as u64;
         // each piece has the same offset: source and destination move on together
         let mut left = b.len();
         while left > 0 {
@@ -140,17 +164,17 @@ impl Out for Snappy {
             let tag = ((n - 1) as u8) << 2;
             match u16::try_from(offset) {
                 Ok(o) => {
-                    self.out.push(tag | 0b10);
-                    self.out.extend_from_slice(&o.to_le_bytes());
+                    let o = o.to_le_bytes();
+                    self.out.extend_from_slice(&[tag | 0b10, o[0], o[1]]);
                 }
                 Err(_) => {
-                    self.out.push(tag | 0b11);
-                    self.out.extend_from_slice(&offset.to_le_bytes());
+                    let o = offset.to_le_bytes();
+                    self.out
+                        .extend_from_slice(&[tag | 0b11, o[0], o[1], o[2], o[3]]);
                 }
             }
             left -= n;
         }
-        self.pos += b.len() as u64;
     }
 }
 
