@@ -34,13 +34,22 @@ pub type Labels = Vec<(String, String)>;
 /// 900,000 — past this the caches start again empty).
 pub(super) const MAX_CACHED: usize = 1 << 20;
 
-/// A label set: its labels, and its `Label` messages (as `TimeSeries` field 1) before and after
-/// where `__name__` sorts.
+/// A label set: its `Label` messages (as `TimeSeries` field 1), sorted by name, and where
+/// `__name__` sorts among them.
 #[derive(Debug)]
 struct LabelSet {
-    labels: Labels,
-    before: Vec<u8>,
-    after: Vec<u8>,
+    bytes: Box<[u8]>,
+    split: usize,
+}
+
+impl LabelSet {
+    fn before(&self) -> &[u8] {
+        self.bytes.get(..self.split).unwrap_or_default()
+    }
+
+    fn after(&self) -> &[u8] {
+        self.bytes.get(self.split..).unwrap_or_default()
+    }
 }
 
 /// A metric name and its `Label { "__name__", name }` message as `TimeSeries` field 1.
@@ -70,6 +79,9 @@ pub struct Encoder {
     req: RequestSeries,
     line_values: Vec<(u32, f64)>,
     label_bytes: Vec<u8>,
+    /// a new series key's label names and values, and where each is in it
+    tag_text: String,
+    tag_spans: Vec<[usize; 3]>,
     proto: Vec<u8>,
     snappy: Snappy,
     /// numbers the requests written, for `set_at` and `metric_at`
@@ -248,30 +260,40 @@ impl Encoder {
     }
 
     /// The label set of a series key not seen before, from its tags (unescaped): the labels
-    /// as prom_line gives them, tags named, sorted, one per name.
+    /// as prom_line gives them, tags named, sorted, one per name (of two, the smaller value).
+    /// The names and values are gathered in one string kept from one call to the next.
     fn learn_labels<'a>(
         &mut self,
         series_key: &str,
         tags: impl Iterator<Item = (Cow<'a, str>, Cow<'a, str>)>,
     ) -> u32 {
-        let mut labels: Labels = tags
-            .map(|(k, v)| {
-                let name = match self.label_names.get(k.as_ref()) {
-                    Some(n) => String::from(&**n),
-                    None => {
-                        let n = tag_label_name(&k);
-                        self.label_names
-                            .insert(k.as_ref().into(), n.as_str().into());
-                        n
-                    }
-                };
-                (name, v.into_owned())
-            })
-            .collect();
-        labels.sort();
-        labels.dedup_by(|b, a| a.0 == b.0);
-        let id = self.label_set(labels);
+        let (mut text, mut spans) = (
+            std::mem::take(&mut self.tag_text),
+            std::mem::take(&mut self.tag_spans),
+        );
+        text.clear();
+        spans.clear();
+        for (k, v) in tags {
+            let start = text.len();
+            match self.label_names.get(k.as_ref()) {
+                Some(n) => text.push_str(n),
+                None => {
+                    let n = tag_label_name(&k);
+                    text.push_str(&n);
+                    self.label_names.insert(k.as_ref().into(), n.into());
+                }
+            }
+            let name_end = text.len();
+            text.push_str(&v);
+            spans.push([start, name_end, text.len()]);
+        }
+        let label = |s: &[usize; 3]| (&text[s[0]..s[1]], &text[s[1]..s[2]]);
+        spans.sort_unstable_by(|a, b| label(a).cmp(&label(b)));
+        spans.dedup_by(|b, a| label(a).0 == label(b).0);
+        let id = self.label_set(spans.iter().map(label));
         self.keys.insert(series_key.into(), id);
+        self.tag_text = text;
+        self.tag_spans = spans;
         id
     }
 
@@ -279,7 +301,8 @@ impl Encoder {
     fn add_slow(&mut self, p: &Point<'_>, ts: i64) {
         let line = prom_line(p);
         if !line.values.is_empty() {
-            let id = self.label_set(clean(line.labels.clone()));
+            let labels = clean(line.labels.clone());
+            let id = self.label_set(labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
             // prom_line names each metric once
             let values: Vec<(u32, f64)> = line
                 .values
@@ -291,7 +314,8 @@ impl Encoder {
         if !line.info.is_empty() {
             let mut labels = line.labels.clone();
             labels.extend(line.info.iter().cloned());
-            let id = self.label_set(clean(labels));
+            let labels = clean(labels);
+            let id = self.label_set(labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
             let mid = self.metric_id(&line.info_metric());
             self.req.push_line(id, &[(mid, 1.0)], ts);
         }
@@ -302,11 +326,8 @@ impl Encoder {
             return *id;
         }
         let id = self.metrics.len() as u32;
-        let mut msg = Vec::new();
-        put_bytes(&mut msg, 1, b"__name__");
-        put_bytes(&mut msg, 2, name.as_bytes());
-        let mut label = Vec::with_capacity(msg.len() + 2);
-        put_bytes(&mut label, 1, &msg);
+        let mut label = Vec::new();
+        put_label(&mut label, "__name__", name);
         self.metrics.push(Metric {
             name: name.into(),
             label,
@@ -315,24 +336,18 @@ impl Encoder {
         id
     }
 
-    fn label_set(&mut self, labels: Labels) -> u32 {
-        let at = labels.partition_point(|(k, _)| k.as_str() < "__name__");
+    /// The label set of `labels` (sorted by name, each name once), added when new.
+    fn label_set<'l>(&mut self, labels: impl Iterator<Item = (&'l str, &'l str)>) -> u32 {
         let mut encoded = std::mem::take(&mut self.label_bytes);
         encoded.clear();
-        let mut msg = Vec::new();
-        let mut split = 0;
-        for (i, (k, v)) in labels.iter().enumerate() {
-            if i == at {
-                split = encoded.len();
+        let mut split = None;
+        for (k, v) in labels {
+            if split.is_none() && k >= "__name__" {
+                split = Some(encoded.len());
             }
-            msg.clear();
-            put_bytes(&mut msg, 1, k.as_bytes());
-            put_bytes(&mut msg, 2, v.as_bytes());
-            put_bytes(&mut encoded, 1, &msg);
+            put_label(&mut encoded, k, v);
         }
-        if at == labels.len() {
-            split = encoded.len();
-        }
+        let split = split.unwrap_or(encoded.len());
         if let Some(id) = self.label_ids.get(encoded.as_slice()) {
             let id = *id;
             self.label_bytes = encoded;
@@ -340,9 +355,8 @@ impl Encoder {
         }
         let id = self.label_sets.len() as u32;
         self.label_sets.push(LabelSet {
-            before: encoded[..split].to_vec(),
-            after: encoded[split..].to_vec(),
-            labels,
+            bytes: encoded.as_slice().into(),
+            split,
         });
         self.req.add_label_set();
         self.label_ids.insert(encoded.as_slice().into(), id);
@@ -368,9 +382,9 @@ impl Encoder {
         self.req.each_series(|key, samples| {
             let set = &sets[(key >> 32) as usize];
             let name = &metrics[(key & 0xffff_ffff) as usize].name;
-            let at = set.labels.partition_point(|(k, _)| k.as_str() < "__name__");
-            let mut labels = set.labels.clone();
-            labels.insert(at, ("__name__".to_string(), name.to_string()));
+            let mut labels = read_labels(set.before());
+            labels.push(("__name__".to_string(), name.to_string()));
+            labels.extend(read_labels(set.after()));
             out.push(((key >> 32, name.to_string()), labels, samples.to_vec()));
         });
         out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -426,9 +440,8 @@ impl Encoder {
             let (Some(set), Some(metric)) = (sets.get(lid), metrics.get(mid)) else {
                 return;
             };
-            let size: usize = set.before.len()
+            let size: usize = set.bytes.len()
                 + metric.label.len()
-                + set.after.len()
                 + samples
                     .iter()
                     .map(|(t, _)| 12 + varint_len(*t as u64))
@@ -440,13 +453,13 @@ impl Encoder {
             let at = &mut set_at[lid];
             let known = at.0 == stamp;
             let before = out.pos();
-            out.again(&set.before, known.then_some(at.1));
+            out.again(set.before(), known.then_some(at.1));
             let name = out.pos();
             let m = &mut metric_at[mid];
             out.again(&metric.label, (m.0 == stamp).then_some(m.1));
             *m = (stamp, name);
             let after = out.pos();
-            out.again(&set.after, known.then_some(at.2));
+            out.again(set.after(), known.then_some(at.2));
             *at = (stamp, before, after);
             for (t, v) in samples {
                 // TimeSeries.samples = 2: Sample { double value = 1; int64 timestamp = 2; }
@@ -555,17 +568,69 @@ pub(super) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-/// A length-delimited field (wire type 2).
-pub(super) fn put_bytes(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
-    put_varint(out, u64::from((field << 3) | 2));
-    put_varint(out, bytes.len() as u64);
-    out.extend_from_slice(bytes);
+/// A `Label { name, value }` message as `TimeSeries` field 1.
+fn put_label(out: &mut Vec<u8>, name: &str, value: &str) {
+    let (k, v) = (name.as_bytes(), value.as_bytes());
+    let len = 2 + varint_len(k.len() as u64) + k.len() + varint_len(v.len() as u64) + v.len();
+    out.push(0x0a);
+    put_varint(out, len as u64);
+    out.push(0x0a);
+    put_varint(out, k.len() as u64);
+    out.extend_from_slice(k);
+    out.push(0x12);
+    put_varint(out, v.len() as u64);
+    out.extend_from_slice(v);
+}
+
+/// The labels of `Label` messages [`put_label`] wrote (bytes it did not write end them).
+fn read_labels(mut b: &[u8]) -> Labels {
+    fn varint(b: &mut &[u8]) -> Option<usize> {
+        let mut v = 0usize;
+        for shift in (0..64).step_by(7) {
+            let (c, rest) = b.split_first()?;
+            *b = rest;
+            v |= usize::from(c & 0x7f) << shift;
+            if c & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+    fn field<'b>(b: &mut &'b [u8], tag: u8) -> Option<&'b [u8]> {
+        let (c, rest) = b.split_first()?;
+        *b = rest;
+        if *c != tag {
+            return None;
+        }
+        let n = varint(b)?;
+        let (f, rest) = (b.get(..n)?, b.get(n..)?);
+        *b = rest;
+        Some(f)
+    }
+    let mut out = Vec::new();
+    while let Some(mut msg) = field(&mut b, 0x0a) {
+        let (Some(k), Some(v)) = (field(&mut msg, 0x0a), field(&mut msg, 0x12)) else {
+            break;
+        };
+        out.push((
+            String::from_utf8_lossy(k).into_owned(),
+            String::from_utf8_lossy(v).into_owned(),
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// A length-delimited field (wire type 2).
+    fn put_bytes(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
+        put_varint(out, u64::from((field << 3) | 2));
+        put_varint(out, bytes.len() as u64);
+        out.extend_from_slice(bytes);
+    }
 
     #[test]
     fn varint_lengths() {
