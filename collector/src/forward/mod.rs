@@ -43,6 +43,7 @@ mod output;
 pub mod remote_write;
 mod resent;
 mod rw_encode;
+mod rw_proto;
 mod rw_series;
 mod rw_snappy;
 mod shard;

@@ -23,6 +23,7 @@ use storwatch_wire::lp::{
 };
 use storwatch_wire::prom::{field_metric, metric_name, prom_line, tag_label_name};
 
+use super::rw_proto::{put_label, read_labels, varint_len, write_varint};
 use super::rw_series::RequestSeries;
 use super::rw_snappy::{Out, Snappy, TooBig};
 use crate::hash::FxMap;
@@ -544,85 +545,10 @@ fn time_ms(ts_ns: Option<i64>, now_ms: i64) -> i64 {
     ts_ns.map(|ns| ns.div_euclid(1_000_000)).unwrap_or(now_ms)
 }
 
-fn varint_len(v: u64) -> usize {
-    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
-}
-
-/// `v` as a varint at the start of `out` (at least 10 bytes); its length.
-fn write_varint(out: &mut [u8], mut v: u64) -> usize {
-    let mut n = 0;
-    while v >= 0x80 {
-        out[n] = (v as u8) | 0x80;
-        v >>= 7;
-        n += 1;
-    }
-    out[n] = v as u8;
-    n + 1
-}
-
-pub(super) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-/// A `Label { name, value }` message as `TimeSeries` field 1.
-fn put_label(out: &mut Vec<u8>, name: &str, value: &str) {
-    let (k, v) = (name.as_bytes(), value.as_bytes());
-    let len = 2 + varint_len(k.len() as u64) + k.len() + varint_len(v.len() as u64) + v.len();
-    out.push(0x0a);
-    put_varint(out, len as u64);
-    out.push(0x0a);
-    put_varint(out, k.len() as u64);
-    out.extend_from_slice(k);
-    out.push(0x12);
-    put_varint(out, v.len() as u64);
-    out.extend_from_slice(v);
-}
-
-/// The labels of `Label` messages [`put_label`] wrote (bytes it did not write end them).
-fn read_labels(mut b: &[u8]) -> Labels {
-    fn varint(b: &mut &[u8]) -> Option<usize> {
-        let mut v = 0usize;
-        for shift in (0..64).step_by(7) {
-            let (c, rest) = b.split_first()?;
-            *b = rest;
-            v |= usize::from(c & 0x7f) << shift;
-            if c & 0x80 == 0 {
-                return Some(v);
-            }
-        }
-        None
-    }
-    fn field<'b>(b: &mut &'b [u8], tag: u8) -> Option<&'b [u8]> {
-        let (c, rest) = b.split_first()?;
-        *b = rest;
-        if *c != tag {
-            return None;
-        }
-        let n = varint(b)?;
-        let (f, rest) = (b.get(..n)?, b.get(n..)?);
-        *b = rest;
-        Some(f)
-    }
-    let mut out = Vec::new();
-    while let Some(mut msg) = field(&mut b, 0x0a) {
-        let (Some(k), Some(v)) = (field(&mut msg, 0x0a), field(&mut msg, 0x12)) else {
-            break;
-        };
-        out.push((
-            String::from_utf8_lossy(k).into_owned(),
-            String::from_utf8_lossy(v).into_owned(),
-        ));
-    }
-    out
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::super::rw_proto::put_varint;
     use super::*;
 
     /// A length-delimited field (wire type 2).
