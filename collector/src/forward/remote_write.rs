@@ -23,7 +23,8 @@
 use std::sync::atomic::Ordering;
 
 use super::answer::{read_body, Verdict, MAX_REMOTE_WRITE_ANSWER_BYTES};
-pub use super::rw_encode::{Encoder, Labels};
+pub use super::rw_encode::Encoder;
+pub use super::rw_proto::Labels;
 use super::Forwarder;
 use reqwest::header::{AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER};
 use reqwest::StatusCode;

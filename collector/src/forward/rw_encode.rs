@@ -23,13 +23,10 @@ use storwatch_wire::lp::{
 };
 use storwatch_wire::prom::{field_metric, metric_name, prom_line, tag_label_name};
 
-use super::rw_proto::{put_label, read_labels, varint_len, write_varint};
+use super::rw_proto::{put_label, read_labels, varint_len, write_varint, Labels};
 use super::rw_series::RequestSeries;
 use super::rw_snappy::{Out, Snappy, TooBig};
 use crate::hash::FxMap;
-
-/// Labels of one series without `__name__`, sorted by name, each name once.
-pub type Labels = Vec<(String, String)>;
 
 /// Label sets or metric names kept at most (a 200-disk server has ~1,500 label sets; 600 of them
 /// 900,000 — past this the caches start again empty).

@@ -3,7 +3,8 @@
 //! `TimeSeries { repeated Label labels = 1; repeated Sample samples = 2; }`), and the labels
 //! read back from them for tests and tools.
 
-use super::rw_encode::Labels;
+/// Labels of one series without `__name__`, sorted by name, each name once.
+pub type Labels = Vec<(String, String)>;
 
 pub(super) fn varint_len(v: u64) -> usize {
     (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
