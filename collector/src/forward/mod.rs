@@ -43,8 +43,9 @@ mod output;
 pub mod remote_write;
 mod resent;
 mod rw_encode;
-mod rw_line;
+mod rw_proto;
 mod rw_series;
+mod rw_snappy;
 mod shard;
 
 use std::collections::VecDeque;

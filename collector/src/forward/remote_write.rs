@@ -23,7 +23,8 @@
 use std::sync::atomic::Ordering;
 
 use super::answer::{read_body, Verdict, MAX_REMOTE_WRITE_ANSWER_BYTES};
-pub use super::rw_encode::{Encoder, Labels};
+pub use super::rw_encode::Encoder;
+pub use super::rw_proto::Labels;
 use super::Forwarder;
 use reqwest::header::{AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER};
 use reqwest::StatusCode;
@@ -73,8 +74,7 @@ impl Samples {
 
     /// The request body (the protobuf in snappy's block format) and the samples it holds.
     pub fn body(&mut self) -> Result<(Vec<u8>, usize), snap::Error> {
-        let count = self.enc.encode();
-        Ok((self.enc.compress()?.to_vec(), count))
+        self.enc.compress().map(|(b, count)| (b.to_vec(), count))
     }
 }
 
@@ -149,10 +149,9 @@ impl Forwarder {
             enc.clear();
             match enc.add_lines(lines, now_ms) {
                 Ok(()) => {
-                    let count = enc.encode();
                     // Only an input over snappy's 4 GiB limit fails; batch_bytes keeps far below.
                     enc.compress()
-                        .map(|b| (b.to_vec(), count))
+                        .map(|(b, count)| (b.to_vec(), count))
                         .map_err(|e| Verdict::BadData {
                             reason: format!("cannot compress the request: {e}"),
                             named: Vec::new(),

@@ -3,8 +3,10 @@
 //! is known before it is written), compressed by one snappy encoder into another, and the names
 //! a line needs are looked up, not rebuilt, once its series or field was seen.
 //!
-//! Each line is read once, building nothing: a plain line (no escape, no string, plain numbers)
-//! by [`read_plain`], any other by [`parse_view`]; the encoder takes the line's series key,
+//! Each line is read once, building nothing: a plain line (no escape, no string, short plain
+//! numbers) by wire's one pass ([`view_plain`], the collector's ingest reads lines by it too),
+//! which tells the encoder each field as it reaches it, any other by [`parse_view`]; the
+//! encoder takes the line's series key,
 //! measurement and field keys as written and parses only the values. A line's labels are
 //! cached by its series key as written (measurement and tags, as the 1.x/2.x grammar delimits
 //! them; a new key's labels come from its tags) and its metric names and unit factors by measurement and field as
@@ -15,27 +17,37 @@
 
 use std::borrow::Cow;
 
-use storwatch_wire::lp::{parse_line, parse_view, Backend, FieldValue, LineView, Parsed, Point};
+use storwatch_wire::lp::{
+    parse_line, parse_view, plain_number, view_plain, Backend, FieldType, FieldValue, LineView,
+    Parsed, PlainFields, Point,
+};
 use storwatch_wire::prom::{field_metric, metric_name, prom_line, tag_label_name};
 
-use super::rw_line::{plain_value, read_plain, Plain};
+use super::rw_proto::{put_label, read_labels, varint_len, write_varint, Labels};
 use super::rw_series::RequestSeries;
+use super::rw_snappy::{Out, Snappy, TooBig};
 use crate::hash::FxMap;
-
-/// Labels of one series without `__name__`, sorted by name, each name once.
-pub type Labels = Vec<(String, String)>;
 
 /// Label sets or metric names kept at most (a 200-disk server has ~1,500 label sets; 600 of them
 /// 900,000 — past this the caches start again empty).
 pub(super) const MAX_CACHED: usize = 1 << 20;
 
-/// A label set: its labels, and its `Label` messages (as `TimeSeries` field 1) before and after
-/// where `__name__` sorts.
+/// A label set: its `Label` messages (as `TimeSeries` field 1), sorted by name, and where
+/// `__name__` sorts among them.
 #[derive(Debug)]
 struct LabelSet {
-    labels: Labels,
-    before: Vec<u8>,
-    after: Vec<u8>,
+    bytes: Box<[u8]>,
+    split: usize,
+}
+
+impl LabelSet {
+    fn before(&self) -> &[u8] {
+        self.bytes.get(..self.split).unwrap_or_default()
+    }
+
+    fn after(&self) -> &[u8] {
+        self.bytes.get(self.split..).unwrap_or_default()
+    }
 }
 
 /// A metric name and its `Label { "__name__", name }` message as `TimeSeries` field 1.
@@ -65,9 +77,18 @@ pub struct Encoder {
     req: RequestSeries,
     line_values: Vec<(u32, f64)>,
     label_bytes: Vec<u8>,
+    /// a new series key's label names and values, and where each is in it
+    tag_text: String,
+    tag_spans: Vec<[usize; 3]>,
     proto: Vec<u8>,
-    compressed: Vec<u8>,
-    snappy: Option<snap::raw::Encoder>,
+    snappy: Snappy,
+    /// numbers the requests written, for `set_at` and `metric_at`
+    written: u32,
+    /// per label set: the request it was last written in and where its `before` and `after`
+    /// bytes were written there (uncompressed)
+    set_at: Vec<(u32, u64, u64)>,
+    /// per metric: the request and where its label was last written there
+    metric_at: Vec<(u32, u64)>,
     sent: usize,
 }
 
@@ -75,9 +96,13 @@ impl Encoder {
     /// Forgets the previous request (not the caches).
     pub fn clear(&mut self) {
         if self.label_sets.len() > MAX_CACHED || self.metrics.len() > MAX_CACHED {
-            let snappy = self.snappy.take();
+            let (snappy, proto) = (
+                std::mem::take(&mut self.snappy),
+                std::mem::take(&mut self.proto),
+            );
             *self = Encoder {
                 snappy,
+                proto,
                 ..Encoder::default()
             };
         }
@@ -91,10 +116,8 @@ impl Encoder {
     pub fn add_lines(&mut self, lines: &[&str], now_ms: i64) -> Result<(), Vec<(usize, String)>> {
         let mut bad = Vec::new();
         for (i, line) in lines.iter().enumerate() {
-            if let Some(p) = read_plain(line) {
-                if self.add_plain(&p, now_ms) {
-                    continue;
-                }
+            if self.add_plain(line, now_ms) {
+                continue;
             }
             let added = match view_any(line) {
                 Ok(Parsed::Go(v)) => self.add(&v, now_ms),
@@ -115,26 +138,29 @@ impl Encoder {
         }
     }
 
-    /// A plain line ([`read_plain`]), its names taken from the caches by the names as written;
-    /// false (nothing added) when one of its values is not plain, for the grammar to read.
-    fn add_plain(&mut self, p: &Plain<'_>, now_ms: i64) -> bool {
-        let ts = time_ms(p.timestamp(), now_ms);
-        let m = self.measurement_index(p.measurement());
+    /// `line` if it is plain ([`view_plain`], by 2.x's grammar as [`view_any`] reads first):
+    /// its names taken from the caches by the names as written as the reading reaches them;
+    /// false (nothing added) when it is not plain, for the grammar to read.
+    fn add_plain(&mut self, line: &str, now_ms: i64) -> bool {
         self.line_values.clear();
-        let mut twice = false;
-        for (key, value) in p.fields() {
-            let Some(value) = plain_value(value) else {
-                return false;
-            };
-            let (id, scale) = self.field(m, key, || p.measurement().into(), || key.into());
-            if self.line_values.iter().any(|(m, _)| *m == id) {
-                twice = true;
-            }
-            self.line_values.push((id, value * scale));
+        let mut read = PlainLine {
+            enc: self,
+            measurement: "",
+            m: 0,
+            twice: false,
+            bad: false,
+        };
+        let Some(v) = view_plain(line, Backend::V2, &mut read) else {
+            return false;
+        };
+        let (twice, bad) = (read.twice, read.bad);
+        if bad {
+            return false;
         }
+        let ts = time_ms(v.timestamp(), now_ms);
         if twice {
             // a field written twice: the later value is the line's (prom_line decides)
-            return match parse_any(p.line()) {
+            return match parse_any(line) {
                 Ok(point) => {
                     self.add_slow(&point, ts);
                     true
@@ -145,9 +171,9 @@ impl Encoder {
         if self.line_values.is_empty() {
             return true;
         }
-        let lid = match self.keys.get(p.series_key()) {
+        let lid = match self.keys.get(v.series_key()) {
             Some(id) => *id,
-            None => self.learn_labels(p.series_key(), p.tags().map(|(k, v)| (k.into(), v.into()))),
+            None => self.learn_labels(v.series_key(), v.tags()),
         };
         let values = std::mem::take(&mut self.line_values);
         self.req.push_line(lid, &values, ts);
@@ -232,30 +258,40 @@ impl Encoder {
     }
 
     /// The label set of a series key not seen before, from its tags (unescaped): the labels
-    /// as prom_line gives them, tags named, sorted, one per name.
+    /// as prom_line gives them, tags named, sorted, one per name (of two, the smaller value).
+    /// The names and values are gathered in one string kept from one call to the next.
     fn learn_labels<'a>(
         &mut self,
         series_key: &str,
         tags: impl Iterator<Item = (Cow<'a, str>, Cow<'a, str>)>,
     ) -> u32 {
-        let mut labels: Labels = tags
-            .map(|(k, v)| {
-                let name = match self.label_names.get(k.as_ref()) {
-                    Some(n) => String::from(&**n),
-                    None => {
-                        let n = tag_label_name(&k);
-                        self.label_names
-                            .insert(k.as_ref().into(), n.as_str().into());
-                        n
-                    }
-                };
-                (name, v.into_owned())
-            })
-            .collect();
-        labels.sort();
-        labels.dedup_by(|b, a| a.0 == b.0);
-        let id = self.label_set(labels);
+        let (mut text, mut spans) = (
+            std::mem::take(&mut self.tag_text),
+            std::mem::take(&mut self.tag_spans),
+        );
+        text.clear();
+        spans.clear();
+        for (k, v) in tags {
+            let start = text.len();
+            match self.label_names.get(k.as_ref()) {
+                Some(n) => text.push_str(n),
+                None => {
+                    let n = tag_label_name(&k);
+                    text.push_str(&n);
+                    self.label_names.insert(k.as_ref().into(), n.into());
+                }
+            }
+            let name_end = text.len();
+            text.push_str(&v);
+            spans.push([start, name_end, text.len()]);
+        }
+        let label = |s: &[usize; 3]| (&text[s[0]..s[1]], &text[s[1]..s[2]]);
+        spans.sort_unstable_by(|a, b| label(a).cmp(&label(b)));
+        spans.dedup_by(|b, a| label(a).0 == label(b).0);
+        let id = self.label_set(spans.iter().map(label));
         self.keys.insert(series_key.into(), id);
+        self.tag_text = text;
+        self.tag_spans = spans;
         id
     }
 
@@ -263,7 +299,8 @@ impl Encoder {
     fn add_slow(&mut self, p: &Point<'_>, ts: i64) {
         let line = prom_line(p);
         if !line.values.is_empty() {
-            let id = self.label_set(clean(line.labels.clone()));
+            let labels = clean(line.labels.clone());
+            let id = self.label_set(labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
             // prom_line names each metric once
             let values: Vec<(u32, f64)> = line
                 .values
@@ -275,7 +312,8 @@ impl Encoder {
         if !line.info.is_empty() {
             let mut labels = line.labels.clone();
             labels.extend(line.info.iter().cloned());
-            let id = self.label_set(clean(labels));
+            let labels = clean(labels);
+            let id = self.label_set(labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
             let mid = self.metric_id(&line.info_metric());
             self.req.push_line(id, &[(mid, 1.0)], ts);
         }
@@ -286,11 +324,8 @@ impl Encoder {
             return *id;
         }
         let id = self.metrics.len() as u32;
-        let mut msg = Vec::new();
-        put_bytes(&mut msg, 1, b"__name__");
-        put_bytes(&mut msg, 2, name.as_bytes());
-        let mut label = Vec::with_capacity(msg.len() + 2);
-        put_bytes(&mut label, 1, &msg);
+        let mut label = Vec::new();
+        put_label(&mut label, "__name__", name);
         self.metrics.push(Metric {
             name: name.into(),
             label,
@@ -299,24 +334,18 @@ impl Encoder {
         id
     }
 
-    fn label_set(&mut self, labels: Labels) -> u32 {
-        let at = labels.partition_point(|(k, _)| k.as_str() < "__name__");
+    /// The label set of `labels` (sorted by name, each name once), added when new.
+    fn label_set<'l>(&mut self, labels: impl Iterator<Item = (&'l str, &'l str)>) -> u32 {
         let mut encoded = std::mem::take(&mut self.label_bytes);
         encoded.clear();
-        let mut msg = Vec::new();
-        let mut split = 0;
-        for (i, (k, v)) in labels.iter().enumerate() {
-            if i == at {
-                split = encoded.len();
+        let mut split = None;
+        for (k, v) in labels {
+            if split.is_none() && k >= "__name__" {
+                split = Some(encoded.len());
             }
-            msg.clear();
-            put_bytes(&mut msg, 1, k.as_bytes());
-            put_bytes(&mut msg, 2, v.as_bytes());
-            put_bytes(&mut encoded, 1, &msg);
+            put_label(&mut encoded, k, v);
         }
-        if at == labels.len() {
-            split = encoded.len();
-        }
+        let split = split.unwrap_or(encoded.len());
         if let Some(id) = self.label_ids.get(encoded.as_slice()) {
             let id = *id;
             self.label_bytes = encoded;
@@ -324,9 +353,8 @@ impl Encoder {
         }
         let id = self.label_sets.len() as u32;
         self.label_sets.push(LabelSet {
-            before: encoded[..split].to_vec(),
-            after: encoded[split..].to_vec(),
-            labels,
+            bytes: encoded.as_slice().into(),
+            split,
         });
         self.req.add_label_set();
         self.label_ids.insert(encoded.as_slice().into(), id);
@@ -352,9 +380,9 @@ impl Encoder {
         self.req.each_series(|key, samples| {
             let set = &sets[(key >> 32) as usize];
             let name = &metrics[(key & 0xffff_ffff) as usize].name;
-            let at = set.labels.partition_point(|(k, _)| k.as_str() < "__name__");
-            let mut labels = set.labels.clone();
-            labels.insert(at, ("__name__".to_string(), name.to_string()));
+            let mut labels = read_labels(set.before());
+            labels.push(("__name__".to_string(), name.to_string()));
+            labels.extend(read_labels(set.after()));
             out.push(((key >> 32, name.to_string()), labels, samples.to_vec()));
         });
         out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -365,34 +393,7 @@ impl Encoder {
     pub fn encode(&mut self) -> usize {
         let mut proto = std::mem::take(&mut self.proto);
         proto.clear();
-        let mut count = 0;
-        let (sets, metrics) = (&self.label_sets, &self.metrics);
-        self.req.each_series(|key, samples| {
-            let set = &sets[(key >> 32) as usize];
-            let name = &metrics[(key & 0xffff_ffff) as usize].label;
-            let size: usize = set.before.len()
-                + name.len()
-                + set.after.len()
-                + samples
-                    .iter()
-                    .map(|(t, _)| 12 + varint_len(*t as u64))
-                    .sum::<usize>();
-            proto.push(0x0a);
-            put_varint(&mut proto, size as u64);
-            proto.extend_from_slice(&set.before);
-            proto.extend_from_slice(name);
-            proto.extend_from_slice(&set.after);
-            for (t, v) in samples {
-                // TimeSeries.samples = 2: Sample { double value = 1; int64 timestamp = 2; }
-                proto.push(0x12);
-                proto.push((10 + varint_len(*t as u64)) as u8);
-                proto.push(0x09);
-                proto.extend_from_slice(&v.to_le_bytes());
-                proto.push(0x10);
-                put_varint(&mut proto, *t as u64);
-            }
-            count += samples.len();
-        });
+        let count = self.write(&mut proto);
         self.proto = proto;
         self.sent = count;
         count
@@ -403,21 +404,111 @@ impl Encoder {
         &self.proto
     }
 
-    /// The protobuf [`Encoder::encode`] wrote in snappy's block format.
-    pub fn compress(&mut self) -> Result<&[u8], snap::Error> {
-        let need = snap::raw::max_compress_len(self.proto.len());
-        if need == 0 && !self.proto.is_empty() {
-            return Err(snap::Error::TooBig {
-                given: self.proto.len() as u64,
-                max: u32::MAX as u64,
-            });
+    /// Writes the `WriteRequest` of the samples added in snappy's block format, straight
+    /// ([`super::rw_snappy`]): the request body and the samples it holds.
+    pub fn compress(&mut self) -> Result<(&[u8], usize), snap::Error> {
+        let mut out = std::mem::take(&mut self.snappy);
+        out.start();
+        let count = self.write(&mut out);
+        self.snappy = out;
+        self.sent = count;
+        self.snappy
+            .finish()
+            .map(|b| (b, count))
+            .map_err(|TooBig(n)| snap::Error::TooBig {
+                given: n,
+                max: u64::from(u32::MAX),
+            })
+    }
+
+    /// Writes the request's series into `out`, each label set's and metric's label bytes
+    /// marked as written before where they were (for [`Snappy`]'s copies); the samples.
+    fn write(&mut self, out: &mut impl Out) -> usize {
+        self.written = self.written.wrapping_add(1);
+        let stamp = self.written;
+        self.set_at
+            .resize(self.label_sets.len(), Default::default());
+        self.metric_at
+            .resize(self.metrics.len(), Default::default());
+        let mut count = 0;
+        let (sets, metrics) = (&self.label_sets, &self.metrics);
+        let (set_at, metric_at) = (&mut self.set_at, &mut self.metric_at);
+        self.req.each_series(|key, samples| {
+            let (lid, mid) = ((key >> 32) as usize, (key & 0xffff_ffff) as usize);
+            let (Some(set), Some(metric)) = (sets.get(lid), metrics.get(mid)) else {
+                return;
+            };
+            let size: usize = set.bytes.len()
+                + metric.label.len()
+                + samples
+                    .iter()
+                    .map(|(t, _)| 12 + varint_len(*t as u64))
+                    .sum::<usize>();
+            let mut head = [0u8; 11];
+            head[0] = 0x0a;
+            let n = 1 + write_varint(&mut head[1..], size as u64);
+            out.put(&head[..n]);
+            let at = &mut set_at[lid];
+            let known = at.0 == stamp;
+            let before = out.pos();
+            out.again(set.before(), known.then_some(at.1));
+            let name = out.pos();
+            let m = &mut metric_at[mid];
+            out.again(&metric.label, (m.0 == stamp).then_some(m.1));
+            *m = (stamp, name);
+            let after = out.pos();
+            out.again(set.after(), known.then_some(at.2));
+            *at = (stamp, before, after);
+            for (t, v) in samples {
+                // TimeSeries.samples = 2: Sample { double value = 1; int64 timestamp = 2; }
+                let mut b = [0u8; 22];
+                b[0] = 0x12;
+                b[2] = 0x09;
+                b[3..11].copy_from_slice(&v.to_le_bytes());
+                b[11] = 0x10;
+                let n = write_varint(&mut b[12..], *t as u64);
+                b[1] = (10 + n) as u8;
+                out.put(&b[..12 + n]);
+            }
+            count += samples.len();
+        });
+        count
+    }
+}
+
+/// The encoder told of a plain line as wire reads it: the measurement's fields, then each
+/// field's metric, unit factor and value into `line_values`. What it learns of a line found
+/// not plain afterwards is right all the same: the caches map names as written, and a plain
+/// name is written as it reads.
+struct PlainLine<'e, 'a> {
+    enc: &'e mut Encoder,
+    measurement: &'a str,
+    /// the measurement's index in `fields`
+    m: usize,
+    /// a field written twice
+    twice: bool,
+    /// a value that is not a number (none that wire's reading gives)
+    bad: bool,
+}
+
+impl<'a> PlainFields<'a> for PlainLine<'_, 'a> {
+    fn measurement(&mut self, name: &'a str) {
+        self.measurement = name;
+        self.m = self.enc.measurement_index(name);
+    }
+
+    fn field(&mut self, key: &'a str, value: &'a str, ty: FieldType) {
+        let Some(value) = plain_number(value, ty) else {
+            self.bad = true;
+            return;
+        };
+        let measurement = self.measurement;
+        let enc = &mut *self.enc;
+        let (id, scale) = enc.field(self.m, key, || measurement.into(), || key.into());
+        if enc.line_values.iter().any(|(m, _)| *m == id) {
+            self.twice = true;
         }
-        if self.compressed.len() < need {
-            self.compressed.resize(need, 0);
-        }
-        let enc = self.snappy.get_or_insert_with(snap::raw::Encoder::new);
-        let n = enc.compress(&self.proto, &mut self.compressed)?;
-        Ok(&self.compressed[..n])
+        enc.line_values.push((id, value * scale));
     }
 }
 
@@ -451,29 +542,18 @@ fn time_ms(ts_ns: Option<i64>, now_ms: i64) -> i64 {
     ts_ns.map(|ns| ns.div_euclid(1_000_000)).unwrap_or(now_ms)
 }
 
-fn varint_len(v: u64) -> usize {
-    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
-}
-
-pub(super) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-/// A length-delimited field (wire type 2).
-pub(super) fn put_bytes(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
-    put_varint(out, u64::from((field << 3) | 2));
-    put_varint(out, bytes.len() as u64);
-    out.extend_from_slice(bytes);
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::super::rw_proto::put_varint;
     use super::*;
+
+    /// A length-delimited field (wire type 2).
+    fn put_bytes(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
+        put_varint(out, u64::from((field << 3) | 2));
+        put_varint(out, bytes.len() as u64);
+        out.extend_from_slice(bytes);
+    }
 
     #[test]
     fn varint_lengths() {
@@ -579,8 +659,9 @@ mod tests {
             let batch: Vec<&str> = order[..take].iter().map(|i| lines[*i]).collect();
             e.clear();
             e.add_lines(&batch, 77).unwrap();
-            e.encode();
+            let count = e.encode();
             assert_eq!(e.protobuf(), plain_protobuf(&batch, 77), "{batch:#?}");
+            assert_eq!(decompressed(&mut e), (e.protobuf().to_vec(), count));
         }
         // a batch holding each series once (a drain's batches, mostly) is grouped in place
         let grouped = [lines[0], lines[3], lines[13]];
@@ -621,6 +702,47 @@ mod tests {
             assert_eq!(got, slow.timeseries());
             assert_eq!(e.encode(), slow.encode());
             assert_eq!(e.protobuf(), slow.protobuf());
+            assert_eq!(decompressed(&mut e).0, slow.protobuf());
+        }
+    }
+
+    /// The request body [`Encoder::compress`] writes, decompressed by `snap`, and its count.
+    fn decompressed(e: &mut Encoder) -> (Vec<u8>, usize) {
+        let (body, count) = e.compress().unwrap();
+        let proto = snap::raw::Decoder::new().decompress_vec(body).unwrap();
+        (proto, count)
+    }
+
+    /// Many requests of many series, label sets and metrics repeated near and far (copies of
+    /// a label written 64 KiB back and more), with warm and cold caches: the body decompresses
+    /// to the protobuf, and is smaller than it.
+    #[test]
+    fn the_request_body_is_the_protobuf_in_snappys_format() {
+        let mut e = Encoder::default();
+        for round in 0..3u64 {
+            let lines: Vec<String> = (0..3_000)
+                .map(|i| {
+                    format!(
+                        "disk,host=n{},device=sd{} r_await_ms={i}.5,util_pct={}i,x{}=1 {}",
+                        i % 7,
+                        i % 300,
+                        i * 3,
+                        i % 40,
+                        (1_000 + round * 10 + i % 2) * 1_000_000_000
+                    )
+                })
+                .collect();
+            let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+            e.clear();
+            e.add_lines(&lines, 0).unwrap();
+            let count = e.encode();
+            let proto = e.protobuf().to_vec();
+            assert!(proto.len() > 100_000);
+            let (body, n) = e.compress().unwrap();
+            let len = body.len();
+            assert_eq!(n, count);
+            assert!(len < proto.len() / 2, "{len} of {}", proto.len());
+            assert_eq!(decompressed(&mut e), (proto, count));
         }
     }
 }

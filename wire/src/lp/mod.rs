@@ -7,7 +7,8 @@
 //!   version: the Go parser's for 1.x and 2.x, InfluxDB 3's own for 3.x;
 //! * [`view`] — the same reading without building anything: where a line's parts are, names
 //!   unescaped and values read only when asked (the collector reads every line this way);
-//!   a plain line (no escapes, no strings) is read in one pass by [`plain`] (private);
+//!   a plain line (no escapes, no strings) is read in one pass by [`plain`] (private), which
+//!   [`view_plain`] offers with its fields and values told as they are read;
 //! * [`precision`] — the `precision` parameter and the timestamp range of each version;
 //! * [`check`] — a write body split into numbered lines, each checked by the rules of every
 //!   version it goes to and against the collector's limits: the collector's validation.
@@ -26,6 +27,7 @@ pub use check::{
     check_line, check_line_typed, lines, Accepted, Checked, Kind, LineLimits, Rejection,
 };
 pub use parse::{parse_line, FieldType, FieldValue, Point};
+pub use plain::{on_field, plain_number, OnField, PlainFields};
 pub use precision::{Api, Precision};
 pub use rules::{Backend, Backends};
-pub use view::{parse_view, parse_view_typed, FieldRef, FieldTypes, LineView, Parsed};
+pub use view::{parse_view, parse_view_typed, view_plain, FieldRef, FieldTypes, LineView, Parsed};

@@ -21,9 +21,15 @@
 //!   numbers the Go parser reads without a range check;
 //! * a timestamp of more than 19 digits or out of the `i64` range;
 //! * a key near the 1.x/2.x key-length limit.
+//!
+//! The reading tells a [`PlainFields`] of the line's measurement and of each field (key, value
+//! as written, type) as it reaches them, so a caller that wants the fields (the collector's type
+//! check, its remote-write encoder) walks none of them again; [`plain_number`] reads a value the
+//! reading gave as a number, as the full grammar's value reading does.
 
 use super::parse::FieldType;
 use super::rules::MAX_KEY_BYTES;
+use super::scan::go_parse_float;
 
 /// Tags compared pairwise for a repeated key; a line with more is read by the full grammar.
 pub(crate) const MAX_TAGS: usize = 32;
@@ -70,13 +76,39 @@ fn name_end(buf: &[u8], mut i: usize) -> usize {
 /// Tag keys 2.x keeps for itself.
 const V2_RESERVED: [&[u8]; 3] = [b"_measurement", b"_field", b"time"];
 
-/// Reads `line` (without its newline) in one pass when it is plain, telling `field` of each
-/// field (key as written, which is also the key unescaped, and type) in written order; `None`
-/// when it is not plain (`field` may have been told of some fields then).
+/// What the one-pass reading tells its caller as it reads a plain line. Names as written are
+/// the names unescaped (a plain line has no escape). It may be told of a line's measurement and
+/// some of its fields and then find the line not plain.
+pub trait PlainFields<'a> {
+    /// The measurement, once the tags are read and before any field.
+    fn measurement(&mut self, _name: &'a str) {}
+
+    /// A field, in written order: its key, its value as written and the value's type.
+    fn field(&mut self, key: &'a str, value: &'a str, ty: FieldType);
+}
+
+/// A [`PlainFields`] that is told only of the fields, by a closure ([`on_field`]).
+#[derive(Debug)]
+pub struct OnField<F>(F);
+
+/// The fields of a plain line told to `f` (key, value, type).
+pub fn on_field<'a, F: FnMut(&'a str, &'a str, FieldType)>(f: F) -> OnField<F> {
+    OnField(f)
+}
+
+impl<'a, F: FnMut(&'a str, &'a str, FieldType)> PlainFields<'a> for OnField<F> {
+    #[inline]
+    fn field(&mut self, key: &'a str, value: &'a str, ty: FieldType) {
+        (self.0)(key, value, ty)
+    }
+}
+
+/// Reads `line` (without its newline) in one pass when it is plain, telling `visit` of the
+/// measurement and of each field in written order; `None` when it is not plain.
 pub(crate) fn read_plain<'a>(
     line: &'a str,
     unsigned: bool,
-    mut field: impl FnMut(&'a str, FieldType),
+    visit: &mut impl PlainFields<'a>,
 ) -> Option<PlainLine> {
     let buf = line.as_bytes();
     // The measurement: up to the first ',' or ' ', '=' included.
@@ -127,6 +159,7 @@ pub(crate) fn read_plain<'a>(
     if key_end > MAX_KEY_BYTES {
         return None;
     }
+    visit.measurement(line.get(..name_end_at)?);
     // The fields, after exactly one space.
     i += 1;
     let start = i;
@@ -137,7 +170,7 @@ pub(crate) fn read_plain<'a>(
             return None;
         }
         let (end, ty) = value(buf, i + 1, unsigned)?;
-        field(line.get(k..i)?, ty);
+        visit.field(line.get(k..i)?, line.get(i + 1..end)?, ty);
         i = end;
         match buf.get(i) {
             Some(b',') => i += 1,
@@ -250,4 +283,85 @@ fn timestamp(buf: &[u8]) -> Option<i64> {
     } else {
         i64::try_from(mag).ok()
     }
+}
+
+/// Powers of ten a double holds exactly.
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// A value the one-pass reading gave ([`PlainFields::field`]) as a number: a float, an integer
+/// or an unsigned one as the full grammar reads it (then `as f64`), a boolean as 1 or 0; `None`
+/// for a string or a value the reading would not have given.
+///
+/// A float of at most 15 digits is its digits as an integer divided by a power of ten: both
+/// exact in a double, so the one rounding of the division gives the nearest double to the
+/// decimal, as `str::parse` does (Clinger's fast path); longer ones are parsed as the full
+/// grammar parses them. The reading's integers (at most 18 digits) fit an `i64`, its unsigned
+/// ones (at most 19) a `u64`.
+pub fn plain_number(value: &str, ty: FieldType) -> Option<f64> {
+    let b = value.as_bytes();
+    match ty {
+        FieldType::Boolean => {
+            return match value {
+                "t" | "T" | "true" | "True" | "TRUE" => Some(1.0),
+                "f" | "F" | "false" | "False" | "FALSE" => Some(0.0),
+                _ => None,
+            }
+        }
+        FieldType::String => return None,
+        FieldType::Float | FieldType::Integer | FieldType::Unsigned => {}
+    }
+    let negative = b.first() == Some(&b'-');
+    let mut i = usize::from(negative);
+    let start = i;
+    let mut m: u64 = 0;
+    while i < b.len() && b[i].is_ascii_digit() {
+        m = m.wrapping_mul(10).wrapping_add(u64::from(b[i] - b'0'));
+        i += 1;
+    }
+    let whole = i - start;
+    let limit = match ty {
+        FieldType::Integer => 18,
+        FieldType::Unsigned => 19,
+        _ => 23,
+    };
+    if whole == 0 || whole > limit {
+        return None;
+    }
+    match (ty, b.get(i)) {
+        (FieldType::Integer, Some(b'i')) if i + 1 == b.len() => {
+            // at most 18 digits: no overflow above
+            let n = m as i64;
+            return Some(if negative { -n } else { n } as f64);
+        }
+        (FieldType::Unsigned, Some(b'u')) if i + 1 == b.len() && !negative => {
+            return Some(m as f64);
+        }
+        (FieldType::Float, None) => {}
+        (FieldType::Float, Some(b'.')) => {
+            i += 1;
+            let f = i;
+            while i < b.len() && b[i].is_ascii_digit() {
+                m = m.wrapping_mul(10).wrapping_add(u64::from(b[i] - b'0'));
+                i += 1;
+            }
+            if i != b.len() || i - start > limit {
+                return None;
+            }
+            let frac = i - f;
+            if whole + frac <= 15 {
+                let f = m as f64 / POW10[frac];
+                return Some(if negative { -f } else { f });
+            }
+            return go_parse_float(value).ok();
+        }
+        _ => return None,
+    }
+    if whole <= 15 {
+        let f = m as f64;
+        return Some(if negative { -f } else { f });
+    }
+    go_parse_float(value).ok()
 }

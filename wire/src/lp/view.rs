@@ -23,7 +23,7 @@ use super::parse::{
     explain, go_value, parse_line, slice, unescape, FieldType, FieldValue, Point, NAME_ESCAPES,
     TAG_ESCAPES,
 };
-use super::plain::{read_plain, PlainLine};
+use super::plain::{on_field, read_plain, PlainFields, PlainLine};
 use super::rules::Backend;
 use super::scan::{go_parse_int, scan, scan_to, tag_starts, walk_fields};
 
@@ -95,7 +95,7 @@ impl<'a> LineView<'a> {
     /// without what [`parse_line`] adds to it. A plain line is read in one pass
     /// ([`super::plain`]), any other by the full grammar.
     fn go(line: &'a str, unsigned: bool) -> Result<LineView<'a>, String> {
-        match read_plain(line, unsigned, |_, _| {}) {
+        match read_plain(line, unsigned, &mut on_field(|_, _, _| {})) {
             Some(p) => Ok(LineView::of_plain(line, unsigned, p)),
             None => LineView::go_full(line, unsigned),
         }
@@ -108,7 +108,8 @@ impl<'a> LineView<'a> {
         fields: &mut FieldTypes<'a>,
     ) -> Result<LineView<'a>, String> {
         fields.clear();
-        if let Some(p) = read_plain(line, unsigned, |k, t| fields.push((Cow::Borrowed(k), t))) {
+        let mut typed = on_field(|k, _, t| fields.push((Cow::Borrowed(k), t)));
+        if let Some(p) = read_plain(line, unsigned, &mut typed) {
             return Ok(LineView::of_plain(line, unsigned, p));
         }
         fields.clear();
@@ -294,6 +295,24 @@ pub fn parse_view(line: &str, backend: Backend) -> Result<Parsed<'_>, String> {
         Backend::V3 => return parse_line(line, backend).map(Parsed::V3),
     };
     read.map_err(|reason| explain(line, reason, backend))
+}
+
+/// Reads `line` (without its newline) in one pass when it is plain ([`super::plain`]: no
+/// escape, no string, short plain numbers), telling `visit` of its measurement and of each
+/// field (key, value as written, type) as it goes; `None` when the line is not plain, or
+/// `backend` is 3.x, and only the full grammar ([`parse_view`]) reads it. A line it reads is
+/// one [`parse_view`] accepts for `backend`, read the same.
+pub fn view_plain<'a>(
+    line: &'a str,
+    backend: Backend,
+    visit: &mut impl PlainFields<'a>,
+) -> Option<LineView<'a>> {
+    let unsigned = match backend {
+        Backend::V1 => false,
+        Backend::V2 => true,
+        Backend::V3 => return None,
+    };
+    read_plain(line, unsigned, visit).map(|p| LineView::of_plain(line, unsigned, p))
 }
 
 /// [`parse_view`], the line's fields (keys unescaped) and their types put in `fields` as well

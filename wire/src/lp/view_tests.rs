@@ -245,17 +245,54 @@ proptest! {
     }
 }
 
-/// What the one-pass reading of a plain line gives: the view and the fields' keys and types.
-fn plain(line: &str, unsigned: bool) -> Option<(LineView<'_>, Vec<(String, FieldType)>)> {
-    let mut fields = Vec::new();
-    let p = super::read_plain(line, unsigned, |k, t| fields.push((k.to_string(), t)))?;
-    Some((LineView::of_plain(line, unsigned, p), fields))
+/// A field as the one-pass reading tells it: key, type, and the value as a number
+/// ([`plain_number`], its bits; `None` for a string).
+type PlainField = (String, FieldType, Option<u64>);
+
+/// Told of a plain line: its measurement and fields.
+#[derive(Default)]
+struct Told {
+    measurement: Option<String>,
+    fields: Vec<PlainField>,
+}
+
+impl<'a> PlainFields<'a> for Told {
+    fn measurement(&mut self, name: &'a str) {
+        assert!(self.measurement.is_none() && self.fields.is_empty());
+        self.measurement = Some(name.to_string());
+    }
+
+    fn field(&mut self, key: &'a str, value: &'a str, ty: FieldType) {
+        let n = super::super::plain::plain_number(value, ty).map(f64::to_bits);
+        self.fields.push((key.to_string(), ty, n));
+    }
+}
+
+/// What the one-pass reading of a plain line gives: the view, the measurement and the fields.
+fn plain(line: &str, unsigned: bool) -> Option<(LineView<'_>, Told)> {
+    let mut told = Told::default();
+    let backend = if unsigned { Backend::V2 } else { Backend::V1 };
+    let view = view_plain(line, backend, &mut told)?;
+    Some((view, told))
+}
+
+/// A value as the full grammar reads it, as [`plain_number`] gives it.
+fn number(v: FieldValue<'_>) -> Option<u64> {
+    let n = match v {
+        FieldValue::Float(f) => f,
+        FieldValue::Integer(i) => i as f64,
+        FieldValue::Unsigned(u) => u as f64,
+        FieldValue::Boolean(b) => f64::from(u8::from(b)),
+        FieldValue::String(_) => return None,
+    };
+    Some(n.to_bits())
 }
 
 /// A line the one-pass reading takes is read by it exactly as the full grammar reads it: the
-/// same view (every position, the timestamp) and the same fields and types.
+/// same view (every position, the timestamp), the same measurement, and the same fields,
+/// types and values (the numbers bit for bit).
 fn plain_agrees(line: &str, unsigned: bool) -> Result<bool, String> {
-    let Some((view, fields)) = plain(line, unsigned) else {
+    let Some((view, told)) = plain(line, unsigned) else {
         return Ok(false);
     };
     let full = LineView::go_full(line, unsigned);
@@ -264,16 +301,100 @@ fn plain_agrees(line: &str, unsigned: bool) -> Result<bool, String> {
             "{line:?} (unsigned {unsigned}): one pass {view:?}, full grammar {full:?}"
         ));
     }
-    let want: Vec<(String, FieldType)> = view
-        .fields()
-        .map(|f| (f.key().into_owned(), f.field_type()))
-        .collect();
-    if fields != want {
+    if told.measurement.as_deref() != Some(&*view.measurement()) {
+        return Err(format!("{line:?}: told measurement {:?}", told.measurement));
+    }
+    let mut want: Vec<PlainField> = Vec::new();
+    for f in view.fields() {
+        let value = f.value().map_err(|e| format!("{line:?}: {e}"))?;
+        want.push((f.key().into_owned(), f.field_type(), number(value)));
+    }
+    if told.fields != want {
         return Err(format!(
-            "{line:?}: one pass fields {fields:?}, full grammar {want:?}"
+            "{line:?}: one pass fields {:?}, full grammar {want:?}",
+            told.fields
         ));
     }
     Ok(true)
+}
+
+/// splitmix64: random numbers for a test, the same every run.
+struct Rng(u64);
+
+impl Rng {
+    fn u64(&mut self, range: impl std::ops::RangeBounds<u64>) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let lo = match range.start_bound() {
+            std::ops::Bound::Included(&a) => a,
+            _ => 0,
+        };
+        match range.end_bound() {
+            std::ops::Bound::Excluded(&b) => lo + z % (b - lo),
+            std::ops::Bound::Included(&b) if b - lo < u64::MAX => lo + z % (b - lo + 1),
+            _ => z,
+        }
+    }
+
+    fn usize(&mut self, range: impl std::ops::RangeBounds<u64>) -> usize {
+        self.u64(range) as usize
+    }
+
+    fn f64(&mut self) -> f64 {
+        (self.u64(..) >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Numbers of every length the one-pass reading takes, around the fast path's edges (15
+/// digits) and its limits (18 digits for an integer, 19 unsigned, 23 characters for a float),
+/// and random ones: read as the full grammar reads them, bit for bit.
+#[test]
+fn the_one_pass_reading_reads_numbers_as_the_full_grammar_does() {
+    let mut rng = Rng(7);
+    let mut taken = 0;
+    for i in 0..40_000u64 {
+        let v = match i % 8 {
+            0 => {
+                let scale = 10f64.powi(rng.u64(0..25) as i32 - 5);
+                format!("{}", rng.f64() * scale)
+            }
+            1 => {
+                let whole = 10u64.pow(rng.u64(0..16) as u32);
+                format!("{}.{}", rng.u64(0..whole), rng.u64(0..1_000_000))
+            }
+            2 => format!("-{}", rng.u64(..)),
+            3 => format!("{}i", (rng.u64(..) as i64) >> rng.u64(0..64)),
+            4 => format!("{}u", rng.u64(..) >> rng.u64(0..64)),
+            5 => {
+                let digits: String = (0..rng.usize(1..24))
+                    .map(|_| char::from(b'0' + rng.u64(0..10) as u8))
+                    .collect();
+                let at = rng.usize(0..=digits.len() as u64);
+                format!("-{}.{}", &digits[..at], &digits[at..])
+            }
+            6 => {
+                let end = 10u64.pow(rng.u64(0..20) as u32);
+                format!("{}.", rng.u64(0..end))
+            }
+            _ => [
+                "t", "F", "true", "False", "TRUE", "0", "-0", "-0.0", "007", "1.000",
+            ][rng.usize(0..10)]
+            .to_string(),
+        };
+        let line = format!("m,h=x v={v},w=1 1");
+        for unsigned in [false, true] {
+            match plain_agrees(&line, unsigned) {
+                Ok(true) => taken += 1,
+                Ok(false) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+    // most of them are plain (the rest: over a limit, or `-.5`)
+    assert!(taken > 60_000, "{taken} plain readings");
 }
 
 #[test]
@@ -304,6 +425,19 @@ fn what_storwatch_and_telegraf_write_is_read_in_one_pass() {
         ("jobs,host=n1,job=7 count=3u,running=true 1000000000", true),
         ("cpu usage_idle=99.1,ok=T", false),
         ("m v=-922337203685477580i -9223372036854775808", false),
+        // numbers and words on each side of the values' fast paths
+        ("m v=-0,w=-0.0,x=007,y=1.000,z=0.1,a=5. 0", false),
+        (
+            "m v=t,w=T,x=true,y=True,z=TRUE,a=f,b=F,c=false,d=False,e=FALSE",
+            false,
+        ),
+        (
+            "m v=123456789012345.6,w=1234567890123456,x=0.30000000000000004",
+            false,
+        ),
+        ("m v=999999999999999999i,w=-999999999999999999i", false),
+        ("m v=9999999999999999999u,w=0u 1", true),
+        ("m,host=é v=1", false),
     ] {
         assert_eq!(plain_agrees(line, unsigned), Ok(true), "{line}");
     }
@@ -322,9 +456,9 @@ fn what_storwatch_and_telegraf_write_is_read_in_one_pass() {
         "m,a=b=c v=1",
         "m\tv=1",
     ] {
-        assert_eq!(plain(line, false).map(|(v, _)| v), None, "{line}");
+        assert!(plain(line, false).is_none(), "{line}");
     }
-    assert_eq!(plain("m,time=1 v=1", true).map(|(v, _)| v), None);
+    assert!(plain("m,time=1 v=1", true).is_none());
     assert!(plain("m v=1u", false).is_none());
 }
 
