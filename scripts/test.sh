@@ -235,9 +235,16 @@ done
 rest() { # cargo test's target selection [-- the tests' arguments]
   INSTA_UPDATE=no cargo test --workspace --locked --no-fail-fast "$@" 2>&1 | tee -a "$logs/rest"
 }
+# The rest's test binaries mostly wait on what their tests start (agents sampling every second,
+# collectors, influxd, simulated hosts): at libtest's default of one test per core, the agent's,
+# simulator's, collector's and end-to-end integration tests used 5-15 % of their wall time in
+# CPU (README, "Test it"). Four tests a core (at most 16 at once; STORWATCH_TEST_THREADS sets
+# it) keeps the cores busy instead. The lanes keep libtest's default: the dashboards' package is
+# CPU-bound.
+rest_threads=${STORWATCH_TEST_THREADS:-$(($(nproc) * 4 > 16 ? 16 : $(nproc) * 4))}
 failed=()
-rest --exclude storwatch-dashboards-tests --lib --bins --test '*' -- --exact "${rest_skips[@]}" \
-  || failed+=("the rest's tests")
+rest --exclude storwatch-dashboards-tests --lib --bins --test '*' -- --exact \
+  --test-threads "$rest_threads" "${rest_skips[@]}" || failed+=("the rest's tests")
 rest --bench '*' || failed+=("the benchmarks (test mode)")
 rest --doc || failed+=("the doc tests")
 rest_took=$((SECONDS - phase_t))
@@ -255,7 +262,7 @@ summary+=$(printf '    %-24s %5d s' "the rest" "$rest_took")$'\n'$lanes_summary
 
 echo "== time per phase"
 printf '%s' "$summary"
-echo "== slowest test binaries (a crate's integration tests are one binary, 2 tests at a time)"
+echo "== slowest test binaries (a crate's integration tests are one binary; the rest ran $rest_threads tests at a time)"
 # `Running … (target/debug/deps/it-hash)` or `Doc-tests crate`, then its `test result: …
 # finished in 1.23s`; the package of an executable from cargo's list of what it built
 awk 'FNR == NR { pkg[$4] = $1; next }
