@@ -67,6 +67,9 @@ pub struct DeliveryStats {
     pub failed_requests: u64,
     /// Status of the last answer, 0 before the first one or after a transport error.
     pub last_status: u16,
+    /// When the last failed request ended (its answer read, or its error met): what a wait
+    /// before the next attempt counts from.
+    pub last_failure_at: Option<Instant>,
 }
 
 #[derive(Debug, Default)]
@@ -78,6 +81,7 @@ struct Counters {
     unspooled_lines: AtomicU64,
     failed_requests: AtomicU64,
     last_status: AtomicU64,
+    last_failure_at: Mutex<Option<Instant>>,
     /// The last attempt failed and delivery is backing off.
     failing: AtomicBool,
 }
@@ -331,6 +335,7 @@ impl HttpSink {
             unspooled_lines: c.unspooled_lines.load(Ordering::Relaxed),
             failed_requests: c.failed_requests.load(Ordering::SeqCst),
             last_status: c.last_status.load(Ordering::Relaxed) as u16,
+            last_failure_at: *lock(&c.last_failure_at),
         }
     }
 

@@ -209,6 +209,8 @@ impl Worker {
                     // before the count, so whoever sees the failure also sees the state
                     counters.failing.store(true, Ordering::SeqCst);
                 }
+                // before the count too: whoever sees the failure sees when it ended
+                *lock(&counters.last_failure_at) = Some(Instant::now());
                 counters.failed_requests.fetch_add(1, Ordering::SeqCst);
             }
             // only failures are logged: no formatting on the common path
