@@ -59,8 +59,10 @@ struct Disk {
 struct Known {
     ino: u64,
     disk: Disk,
-    /// Read in this round (not to be read twice).
-    fresh: bool,
+    /// The round that last read it (not to be read twice in one).
+    read_in: u64,
+    /// The round that last listed it.
+    listed: u64,
 }
 
 /// The disks' identities kept between rounds (one per monitor).
@@ -68,6 +70,8 @@ struct Known {
 pub(super) struct Tie {
     /// `sdb` → its identity.
     known: BTreeMap<String, Known>,
+    /// Rounds so far.
+    round: u64,
     /// How many identities the last round read.
     #[cfg(test)]
     pub(super) read: usize,
@@ -80,20 +84,29 @@ impl Tie {
         {
             self.read = 0;
         }
-        let mut before = std::mem::take(&mut self.known);
+        self.round += 1;
+        // Updated in place: an unchanged disk costs a lookup, no map rebuilt.
         for (name, ino) in sd_entries(root) {
-            let k = match before.remove(&name) {
-                Some(k) if k.ino == ino => Known { fresh: false, ..k },
-                _ => self.read_disk(root, &name, ino),
-            };
-            self.known.insert(name, k);
+            match self.known.get_mut(&name) {
+                Some(k) if k.ino == ino => k.listed = self.round,
+                _ => {
+                    let k = self.read_disk(root, &name, ino);
+                    self.known.insert(name, k);
+                }
+            }
         }
+        self.known.retain(|_, k| k.listed == self.round);
         let mut out = tie(&self.known, ctls, root);
         // The tied disks read again: a stale tie is made again now, not at the next change.
         let mut changed = false;
         let tied: Vec<String> = out.values().cloned().collect();
         for name in tied {
-            let Some(ino) = self.known.get(&name).filter(|k| !k.fresh).map(|k| k.ino) else {
+            let Some(ino) = self
+                .known
+                .get(&name)
+                .filter(|k| k.read_in != self.round)
+                .map(|k| k.ino)
+            else {
                 continue;
             };
             let k = self.read_disk(root, &name, ino);
@@ -116,7 +129,8 @@ impl Tie {
         Known {
             ino,
             disk: disk(root, name),
-            fresh: true,
+            read_in: self.round,
+            listed: self.round,
         }
     }
 }
