@@ -62,6 +62,7 @@ use crate::sources::ParseError;
 
 use super::detail::{self, Detail};
 use super::first::{self, First};
+use super::tie::Tie;
 use super::workdir::{exited, WorkDir};
 
 /// How often a running call is looked at.
@@ -217,6 +218,8 @@ pub(super) struct HwraidWorker {
     no_controller_told: bool,
     /// Harmless refusals already logged (`c0 message`).
     told: BTreeSet<String>,
+    /// The disks' identities kept between rounds, to tie each VD to its `sdX`.
+    tie: Tie,
 }
 
 impl HwraidWorker {
@@ -239,6 +242,7 @@ impl HwraidWorker {
             missing_told: false,
             no_controller_told: false,
             told: BTreeSet::new(),
+            tie: Tie::default(),
         }
     }
 
@@ -398,7 +402,7 @@ impl HwraidWorker {
             }
         }
         self.last = ctls.clone();
-        let devices = super::tie::devices(&self.root, &ctls);
+        let devices = self.tie.devices(&self.root, &ctls);
         Ok(Round {
             controllers: ctls,
             devices,
