@@ -168,16 +168,7 @@ impl Encoder {
                 Err(_) => false,
             };
         }
-        if self.line_values.is_empty() {
-            return true;
-        }
-        let lid = match self.keys.get(v.series_key()) {
-            Some(id) => *id,
-            None => self.learn_labels(v.series_key(), v.tags()),
-        };
-        let values = std::mem::take(&mut self.line_values);
-        self.req.push_line(lid, &values, ts);
-        self.line_values = values;
+        self.push_line_values(&v, ts);
         true
     }
 
@@ -212,8 +203,15 @@ impl Encoder {
             self.add_slow(&p, ts);
             return Ok(());
         }
+        self.push_line_values(v, ts);
+        Ok(())
+    }
+
+    /// The line's gathered values (`line_values`), if any, into the request under its series'
+    /// labels, learnt from its tags the first time.
+    fn push_line_values(&mut self, v: &LineView<'_>, ts: i64) {
         if self.line_values.is_empty() {
-            return Ok(());
+            return;
         }
         let lid = match self.keys.get(v.series_key()) {
             Some(id) => *id,
@@ -222,7 +220,6 @@ impl Encoder {
         let values = std::mem::take(&mut self.line_values);
         self.req.push_line(lid, &values, ts);
         self.line_values = values;
-        Ok(())
     }
 
     /// The index of a measurement (as written) in `fields`.

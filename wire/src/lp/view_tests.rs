@@ -385,29 +385,26 @@ fn the_one_pass_reading_reads_numbers_as_the_full_grammar_does() {
             .to_string(),
         };
         let line = format!("m,h=x v={v},w=1 1");
-        for unsigned in [false, true] {
-            match plain_agrees(&line, unsigned) {
-                Ok(true) => taken += 1,
-                Ok(false) => {}
-                Err(e) => panic!("{e}"),
-            }
-        }
+        taken += plain_readings(&line);
     }
     // most of them are plain (the rest: over a limit, or `-.5`)
     assert!(taken > 60_000, "{taken} plain readings");
+}
+
+/// How many of the two readings of `line` (integers signed, then unsigned) were taken in one
+/// pass, each checked against the full grammar (a disagreement panics).
+fn plain_readings(line: &str) -> usize {
+    [false, true]
+        .into_iter()
+        .filter(|&unsigned| plain_agrees(line, unsigned).unwrap_or_else(|e| panic!("{e}")))
+        .count()
 }
 
 #[test]
 fn a_plain_line_of_influxdbs_parser_tests_is_read_in_one_pass_as_the_full_grammar_reads_it() {
     let mut taken = 0;
     for line in corpus() {
-        for unsigned in [false, true] {
-            match plain_agrees(&line, unsigned) {
-                Ok(true) => taken += 1,
-                Ok(false) => {}
-                Err(e) => panic!("{e}"),
-            }
-        }
+        taken += plain_readings(&line);
     }
     // the corpus holds plain lines in number, not only odd ones
     assert!(taken > 200, "{taken} plain readings");
