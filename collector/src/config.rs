@@ -283,7 +283,7 @@ pub struct OutputConfig {
     /// File holding the token sent as `Authorization: Token …` (v1: `user:password` sends Basic;
     /// remote write: `Bearer …`, or Basic for `user:password`).
     pub token_file: Option<PathBuf>,
-    /// PEM CA bundle to trust for an https URL, in addition to the system's web roots.
+    /// PEM CA bundle to trust for an https URL, in addition to the built-in Mozilla roots.
     pub ca_file: Option<PathBuf>,
     /// Most lines per write request.
     pub batch_lines: usize,

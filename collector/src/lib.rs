@@ -9,11 +9,13 @@
 //! * [`queue`] — the segment log with group commit
 //! * [`target`] — the database a request names, checked against `targets.allow`, kept with
 //!   its lines in the queue
+//! * [`client`] — the outputs' HTTP client (hyper over rustls) and their URLs
 //! * [`forward`] — batching, retries, per-status handling and dead letters towards InfluxDB
 //! * [`heartbeat`] — last-seen per host
 //! * [`metrics`] — counters and their Prometheus text
 //! * [`start`] — wires it all together from a [`config::Config`]
 
+pub mod client;
 pub mod config;
 pub mod forward;
 mod hash;

@@ -276,7 +276,11 @@ fn vm_hwm_kib(pid: u32) -> u64 {
 
 /// Waits until the collector answers `/ping`; fails at once, with its exit status, when it
 /// exits instead (a refused configuration, a port in use).
-async fn wait_ping(client: &reqwest::Client, base: &str, proc: &mut Proc) -> anyhow::Result<()> {
+async fn wait_ping(
+    client: &storwatch_collector::client::Client,
+    base: &str,
+    proc: &mut Proc,
+) -> anyhow::Result<()> {
     for _ in 0..200 {
         if let Ok(r) = client.get(format!("{base}/ping")).send().await {
             if r.status().as_u16() == 204 {
@@ -316,7 +320,7 @@ impl Drop for Influxd {
     }
 }
 
-async fn metric(client: &reqwest::Client, base: &str, name: &str) -> u64 {
+async fn metric(client: &storwatch_collector::client::Client, base: &str, name: &str) -> u64 {
     let Ok(r) = client.get(format!("{base}/metrics")).send().await else {
         return u64::MAX;
     };
@@ -364,9 +368,7 @@ async fn ack_bench(a: &Args, dir: &Path, bin: &Path, which: &str) -> anyhow::Res
     let mut proc = collector(dir, port, bin, &out, None)?;
     let cpu0 = cpu_s(proc.0.id());
     let base = &format!("http://127.0.0.1:{port}");
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(64)
-        .build()?;
+    let client = storwatch_collector::client::Client::new()?;
     wait_ping(&client, base, &mut proc).await?;
     let ts0 = now_ns() - 3_600_000_000_000;
     let bodies = Arc::new(bodies(16, a.lines_per_request, ts0, a.gzip));

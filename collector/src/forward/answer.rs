@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use reqwest::StatusCode;
+use http::StatusCode;
 use storwatch_wire::lp::{parse_line, Backend};
 
 use crate::config::Api;
@@ -20,7 +20,7 @@ pub(super) const MAX_REMOTE_WRITE_ANSWER_BYTES: usize = 64 << 10;
 /// The body of `resp`, read up to `max` bytes and the rest left unread (the connection is then
 /// closed rather than reused), as text; a body cut inside a character ends with U+FFFD. A
 /// receiver answering with a body of gigabytes costs `max` bytes, not its size.
-pub(super) async fn read_body(mut resp: reqwest::Response, max: usize) -> String {
+pub(super) async fn read_body(mut resp: crate::client::Response, max: usize) -> String {
     let mut buf: Vec<u8> = Vec::with_capacity(
         resp.content_length()
             .map_or(4096, |l| usize::try_from(l).unwrap_or(max))

@@ -7,17 +7,18 @@ use std::io::Write as _;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use reqwest::header::{AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER};
+use http::header::{AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER};
 use tokio::sync::watch;
 
 use super::answer::{classify, read_body, Verdict, MAX_INFLUX_ANSWER_BYTES};
 use super::{ForwardError, Forwarder};
+use crate::client::Url;
 use crate::config::{Api, OutputType};
 use crate::target::Target;
 
 impl Forwarder {
     /// Sends `lines` as one request (a remote-write output's with the encoder of `shard`).
-    async fn send(&self, url: &reqwest::Url, lines: &[&str], shard: usize) -> Verdict {
+    async fn send(&self, url: &Url, lines: &[&str], shard: usize) -> Verdict {
         if self.output.kind == OutputType::PrometheusRemoteWrite {
             return self.send_remote_write(url, lines, shard).await;
         }
@@ -28,7 +29,7 @@ impl Forwarder {
         }
         let mut req = self
             .client
-            .post(url.clone())
+            .post(url)
             .header(CONTENT_TYPE, "text/plain; charset=utf-8");
         if self.output.gzip {
             let mut enc = flate2::write::GzEncoder::new(
@@ -97,7 +98,7 @@ impl Forwarder {
     async fn create_database(&self, db: &str) -> bool {
         let mut req = self
             .client
-            .post(self.output.query_url())
+            .post(&self.output.query_url())
             .form(&[("q", format!("CREATE DATABASE \"{db}\""))]);
         if let Some(auth) = &self.output.auth {
             req = req.header(AUTHORIZATION, auth.clone());
@@ -168,7 +169,7 @@ impl Forwarder {
 
     pub(super) async fn deliver_chunks(
         &self,
-        url: &reqwest::Url,
+        url: &Url,
         target: &Target,
         stack: Vec<Vec<&str>>,
         resent: bool,

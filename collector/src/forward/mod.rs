@@ -81,7 +81,7 @@ pub enum ForwardError {
 #[derive(Debug)]
 pub struct Forwarder {
     pub output: Output,
-    client: reqwest::Client,
+    client: crate::client::Client,
     metrics: Arc<OutputMetrics>,
     dead_letter: Mutex<RotatingFile>,
     /// The dead-letter limits in force; replaced on SIGHUP, read at every write.
@@ -102,18 +102,16 @@ impl Forwarder {
         metrics: Arc<OutputMetrics>,
         dead_letter_dir: PathBuf,
     ) -> Result<Forwarder, ConfigError> {
-        let mut builder = reqwest::Client::builder()
+        let mut builder = crate::client::Client::builder()
             .timeout(output.timeout)
             .connect_timeout(Duration::from_secs(10))
             .pool_idle_timeout(Duration::from_secs(60));
         if let Some(ca) = &output.ca_file {
             let pem = std::fs::read(ca)
                 .map_err(|e| out_err(output.url.as_str(), format!("{}: {e}", ca.display())))?;
-            let certs = reqwest::Certificate::from_pem_bundle(&pem)
+            builder = builder
+                .add_root_pem(&pem)
                 .map_err(|e| out_err(output.url.as_str(), format!("{}: {e}", ca.display())))?;
-            for c in certs {
-                builder = builder.add_root_certificate(c);
-            }
         }
         let client = builder
             .build()

@@ -4,11 +4,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use reqwest::header::HeaderValue;
-use reqwest::Url;
+use http::header::HeaderValue;
 
 use storwatch_wire::lp::Backend;
 
+use crate::client::Url;
 use crate::config::{Api, ConfigError, OutputConfig, OutputType, Version};
 use crate::target::Target;
 
@@ -61,8 +61,9 @@ impl Output {
         let get = |k: &str| {
             self.url
                 .query_pairs()
+                .into_iter()
                 .find(|(q, _)| q == k)
-                .map(|(_, v)| v.into_owned())
+                .map(|(_, v)| v)
                 .unwrap_or_default()
         };
         let rp = if self.api == Api::V1 {
@@ -95,19 +96,16 @@ impl Output {
         let kept: Vec<(String, String)> = self
             .url
             .query_pairs()
-            .filter(|(k, _)| !drop.contains(&k.as_ref()))
-            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .into_iter()
+            .filter(|(k, _)| !drop.contains(&k.as_str()))
             .collect();
         let mut url = self.url.clone();
-        url.set_query(None);
-        {
-            let mut q = url.query_pairs_mut();
-            for (k, v) in &kept {
-                q.append_pair(k, v);
-            }
-            for (k, v) in &set {
-                q.append_pair(k, v);
-            }
+        url.clear_query();
+        let pairs = kept.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        let set = set.iter().map(|(k, v)| (*k, v.as_str()));
+        // form-encoded pairs keep a valid URL valid: this cannot fail
+        if url.append_pairs(pairs.chain(set)).is_err() {
+            return self.url.clone();
         }
         url
     }
@@ -117,17 +115,17 @@ impl Output {
         let mut url = self.url.clone();
         let path = url.path().trim_end_matches('/');
         let base = path.strip_suffix("/write").unwrap_or(path).to_string();
-        url.set_path(&format!("{base}/query"));
-        url.set_query(None);
+        url.clear_query();
+        // a path cut from a valid one, and `/query`, keep it valid: this cannot fail
+        if url.set_path(&format!("{base}/query")).is_err() {
+            return self.url.clone();
+        }
         url
     }
 
     /// Resolves an output's configuration: API version, full URL and credentials.
     pub fn resolve(cfg: &OutputConfig) -> Result<Output, ConfigError> {
         let mut url = Url::parse(&cfg.url).map_err(|e| out_err(&cfg.url, e.to_string()))?;
-        if url.scheme() != "http" && url.scheme() != "https" {
-            return Err(out_err(&cfg.url, "scheme must be http or https"));
-        }
         if cfg.kind == OutputType::PrometheusRemoteWrite {
             return Output::resolve_remote_write(cfg, url);
         }
@@ -155,15 +153,16 @@ impl Output {
                 Api::V2 => "/api/v2/write",
                 Api::V3 => "/api/v3/write_lp",
             };
-            url.set_path(&format!("{path}{suffix}"));
+            url.set_path(&format!("{path}{suffix}"))
+                .map_err(|e| out_err(&cfg.url, e.to_string()))?;
         }
-        let present: Vec<String> = url.query_pairs().map(|(k, _)| k.into_owned()).collect();
+        let present: Vec<String> = url.query_pairs().into_iter().map(|(k, _)| k).collect();
         let has = |k: &str| present.iter().any(|p| p == k);
+        let mut added: Vec<(&str, String)> = Vec::new();
         {
-            let mut q = url.query_pairs_mut();
-            let mut need = |key: &str, val: &Option<String>, required: bool| match val {
+            let mut need = |key: &'static str, val: &Option<String>, required: bool| match val {
                 Some(v) if !has(key) => {
-                    q.append_pair(key, v);
+                    added.push((key, v.clone()));
                     Ok(())
                 }
                 None if required && !has(key) => Err(out_err(&cfg.url, format!("needs {key}"))),
@@ -180,11 +179,13 @@ impl Output {
                 }
                 Api::V3 => need("db", &cfg.db, true)?,
             }
-            if !has("precision") {
-                let p = if api == Api::V3 { "nanosecond" } else { "ns" };
-                q.append_pair("precision", p);
-            }
         }
+        if !has("precision") {
+            let p = if api == Api::V3 { "nanosecond" } else { "ns" };
+            added.push(("precision", p.to_string()));
+        }
+        url.append_pairs(added.iter().map(|(k, v)| (*k, v.as_str())))
+            .map_err(|e| out_err(&cfg.url, e.to_string()))?;
         let auth = match &cfg.token_file {
             Some(path) => {
                 let token = std::fs::read_to_string(path).map_err(|e| {
@@ -216,11 +217,7 @@ impl Output {
                     .or(cfg.bucket.as_ref())
                     .map(|s| s.as_str())
                     .unwrap_or("");
-                format!(
-                    "{}_{}_{db}",
-                    url.host_str().unwrap_or("host"),
-                    url.port_or_known_default().unwrap_or(0)
-                )
+                format!("{}_{}_{db}", url.host_str(), url.port_or_known_default())
             }
         };
         let name = clean_output_name(&name);
@@ -280,8 +277,8 @@ impl Output {
             Some(n) => n.clone(),
             None => format!(
                 "{}_{}_remote_write",
-                url.host_str().unwrap_or("host"),
-                url.port_or_known_default().unwrap_or(0)
+                url.host_str(),
+                url.port_or_known_default()
             ),
         };
         check_batches(cfg)?;

@@ -26,8 +26,8 @@ use super::answer::{read_body, Verdict, MAX_REMOTE_WRITE_ANSWER_BYTES};
 pub use super::rw_encode::Encoder;
 pub use super::rw_proto::Labels;
 use super::Forwarder;
-use reqwest::header::{AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER};
-use reqwest::StatusCode;
+use http::header::{AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER};
+use http::StatusCode;
 
 /// The remote-write protocol version header of 1.0.
 pub const VERSION_HEADER: &str = "0.1.0";
@@ -124,7 +124,7 @@ impl Forwarder {
     /// Sends `lines` as one remote-write request, written by the encoder of `shard`.
     pub(super) async fn send_remote_write(
         &self,
-        url: &reqwest::Url,
+        url: &crate::client::Url,
         lines: &[&str],
         shard: usize,
     ) -> Verdict {
@@ -169,7 +169,7 @@ impl Forwarder {
         };
         let mut req = self
             .client
-            .post(url.clone())
+            .post(url)
             .header(CONTENT_TYPE, "application/x-protobuf")
             .header(CONTENT_ENCODING, "snappy")
             .header("X-Prometheus-Remote-Write-Version", VERSION_HEADER);

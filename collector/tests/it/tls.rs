@@ -2,14 +2,37 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::Path;
+use std::sync::Arc;
 
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use storwatch_collector::client::Client;
 use storwatch_collector::config::{Config, OutputConfig, TlsConfig};
 use storwatch_test_support::pki::{make_ca, make_cert, CLIENT, SERVER_127};
 
-fn identity(dir: &Path, name: &str) -> reqwest::Identity {
-    let mut pem = std::fs::read(dir.join(format!("{name}.pem"))).unwrap();
-    pem.extend(std::fs::read(dir.join(format!("{name}.key"))).unwrap());
-    reqwest::Identity::from_pem(&pem).unwrap()
+/// A client trusting `ca.pem` of `dir`, presenting `<name>.pem` and `<name>.key` when named.
+fn client(dir: &Path, ca: &str, identity: Option<&str>) -> Client {
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_file_iter(dir.join(format!("{ca}.pem"))).unwrap() {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let b = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
+    let config = match identity {
+        Some(name) => {
+            let chain = CertificateDer::pem_file_iter(dir.join(format!("{name}.pem")))
+                .unwrap()
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap();
+            let key = PrivateKeyDer::from_pem_file(dir.join(format!("{name}.key"))).unwrap();
+            b.with_client_auth_cert(chain, key).unwrap()
+        }
+        None => b.with_no_client_auth(),
+    };
+    Client::builder().tls_config(config).build().unwrap()
 }
 
 #[tokio::test]
@@ -46,45 +69,39 @@ async fn mutual_tls_admits_only_clients_of_the_allowed_ca() {
     };
     let collector = storwatch_collector::start(cfg).await.unwrap();
     let url = format!("https://127.0.0.1:{}/write?db=x", collector.addr.port());
-    let ca =
-        reqwest::Certificate::from_pem(&std::fs::read(d.join("site-ca.pem")).unwrap()).unwrap();
-    let client = |id: Option<reqwest::Identity>| {
-        let mut b = reqwest::Client::builder()
-            .add_root_certificate(ca.clone())
-            .use_rustls_tls();
-        if let Some(id) = id {
-            b = b.identity(id);
-        }
-        b.build().unwrap()
-    };
-    let send = |c: reqwest::Client, url: String| async move {
-        c.post(url)
+    let send = |c: Client, url: String| async move {
+        c.post(&url)
             .header("Authorization", "Token tls-agents-token-0123456789")
             .body("disk,host=n1 util_pct=1")
             .send()
             .await
     };
     // The site's agent: admitted.
-    let r = send(client(Some(identity(d, "agent"))), url.clone())
+    let r = send(client(d, "site-ca", Some("agent")), url.clone())
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 204);
     // No client certificate, or one from another CA: the handshake fails.
-    assert!(send(client(None), url.clone()).await.is_err());
-    assert!(send(client(Some(identity(d, "stranger"))), url.clone())
+    assert!(send(client(d, "site-ca", None), url.clone()).await.is_err());
+    assert!(send(client(d, "site-ca", Some("stranger")), url.clone())
         .await
         .is_err());
     // A certificate does not replace the token.
-    let r = client(Some(identity(d, "agent")))
-        .post(url)
+    let r = client(d, "site-ca", Some("agent"))
+        .post(&url)
         .body("m v=1")
         .send()
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 401);
+    // A server the client's CA did not sign is not trusted.
+    let e = send(client(d, "other-ca", Some("agent")), url.clone())
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("certificate"), "{e}");
     // Plain HTTP to the TLS port gets nowhere.
     let plain = format!("http://127.0.0.1:{}/ping", collector.addr.port());
-    assert!(reqwest::get(plain).await.is_err());
+    assert!(Client::new().unwrap().get(&plain).send().await.is_err());
     collector.shutdown().await;
 }
 

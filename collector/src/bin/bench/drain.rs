@@ -17,7 +17,7 @@ use super::{
 /// influxd's own ingest rate of `bodies` written straight to its `/write` into `db` by two
 /// writers, in lines per second.
 async fn direct_ingest(
-    client: &reqwest::Client,
+    client: &storwatch_collector::client::Client,
     influx: &str,
     db: &str,
     bodies: &Arc<Vec<bytes::Bytes>>,
@@ -57,7 +57,7 @@ async fn direct_ingest(
 
 /// Fills the collector's queue in `qdir` with `bodies` while its output is unreachable.
 async fn fill(
-    client: &reqwest::Client,
+    client: &storwatch_collector::client::Client,
     a: &Args,
     qdir: &Path,
     bodies: &[bytes::Bytes],
@@ -93,7 +93,7 @@ fn in_flight(a: &Args) -> String {
 /// seconds and, with `--callgrind`, its instructions from start to exit (stopped by SIGTERM
 /// once drained).
 async fn drain(
-    client: &reqwest::Client,
+    client: &storwatch_collector::client::Client,
     a: &Args,
     qdir: &Path,
     bin: &Path,
@@ -197,7 +197,7 @@ fn callgrind_total(path: &Path) -> anyhow::Result<u64> {
 }
 
 pub(crate) async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
-    let client = reqwest::Client::new();
+    let client = storwatch_collector::client::Client::new()?;
     let idir = dir.join("influx");
     let influxd = Influxd::start(&idir, a.port_base + 2)?;
     let influx = &format!("http://127.0.0.1:{}", a.port_base + 2);

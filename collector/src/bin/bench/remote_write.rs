@@ -36,7 +36,10 @@ fn victoriametrics() -> anyhow::Result<PathBuf> {
 }
 
 impl Receivers {
-    pub(crate) async fn start(client: &reqwest::Client, dir: &Path) -> anyhow::Result<Receivers> {
+    pub(crate) async fn start(
+        client: &storwatch_collector::client::Client,
+        dir: &Path,
+    ) -> anyhow::Result<Receivers> {
         std::fs::create_dir_all(dir)?;
         let (pp, vp) = (free_port()?, free_port()?);
         std::fs::write(
@@ -106,7 +109,7 @@ pub(crate) fn output(base: &str, extra: &str) -> String {
 
 /// The samples of `metric` a receiver holds in the 3 h before `at_s`.
 pub(crate) async fn stored(
-    client: &reqwest::Client,
+    client: &storwatch_collector::client::Client,
     base: &str,
     metric: &str,
     at_s: u64,
