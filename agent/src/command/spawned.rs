@@ -355,8 +355,8 @@ fn has_c_locale() -> bool {
 
 /// Every command runs with `LC_ALL=C`, so that what it prints (numbers, messages) is in the
 /// form the parsers read. Asking `Command` for one variable makes std copy the agent's whole
-/// environment into a map, and from it a new array, for every child (on the order of 1,000
-/// instructions a variable); a command that inherits the environment as it is costs none of
+/// environment into a map, and from it a new array, for every child (some 1,900 instructions
+/// a variable, docs/performance.md); a command that inherits the environment as it is costs none of
 /// that. So the agent puts `LC_ALL=C` into its own environment once, at start
 /// ([`set_c_locale`]), and a command is given the variable only when it is not there
 /// (the tests' processes, a library user).
