@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub use dying::{dying, reap_dying, MAX_DYING};
-pub use spawned::{Finished, Spawned};
+pub use spawned::{set_c_locale, Finished, Spawned};
 pub use worker::{Worker, WorkerHandle};
 
 /// Why a command produced no usable output.

@@ -123,6 +123,8 @@ fn parse_sort(s: &str) -> Result<top::SortKey, String> {
 
 fn main() {
     one_malloc_arena();
+    // Before any thread: the commands the agent starts inherit it, with no copy per child.
+    storwatch_agent::command::set_c_locale();
     // The commands still running and the monitors' private directories do not outlive the
     // agent, however it ends: a panic here, the rest below.
     at_exit::install_panic_hook();

@@ -72,15 +72,14 @@ impl Spawned {
                 program: program.to_owned(),
             });
         }
-        let mut child = match Command::new(program)
-            .args(args)
+        let mut cmd = Command::new(program);
+        cmd.args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .env("LC_ALL", "C")
-            .process_group(0)
-            .spawn()
-        {
+            .process_group(0);
+        c_locale(&mut cmd);
+        let mut child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 at_exit::start_failed();
@@ -349,6 +348,35 @@ impl Drop for Spawned {
     }
 }
 
+/// Whether the agent's own environment already says `LC_ALL=C`.
+fn has_c_locale() -> bool {
+    std::env::var_os("LC_ALL").is_some_and(|v| v == "C")
+}
+
+/// Every command runs with `LC_ALL=C`, so that what it prints (numbers, messages) is in the
+/// form the parsers read. Asking `Command` for one variable makes std copy the agent's whole
+/// environment into a map, and from it a new array, for every child (some 1,900 instructions
+/// a variable, docs/performance.md); a command that inherits the environment as it is costs none of
+/// that. So the agent puts `LC_ALL=C` into its own environment once, at start
+/// ([`set_c_locale`]), and a command is given the variable only when it is not there
+/// (the tests' processes, a library user).
+fn c_locale(cmd: &mut Command) {
+    if !has_c_locale() {
+        cmd.env("LC_ALL", "C");
+    }
+}
+
+/// Puts `LC_ALL=C` into the agent's own environment, which every command it starts inherits
+/// ([`Spawned`]): the environment each child gets is the one it got when the variable was
+/// added per child. To be called at the start of `main`, before any thread exists: changing
+/// the environment while another thread reads it (`getenv`) is undefined behaviour. The agent
+/// calls `setlocale` nowhere, so its own formatting does not change.
+pub fn set_c_locale() {
+    if !has_c_locale() {
+        std::env::set_var("LC_ALL", "C");
+    }
+}
+
 /// A tool's standard error as one log line: its first 300 characters, lines joined.
 fn short_stderr(err: &[u8]) -> String {
     let mut stderr = String::from_utf8_lossy(err).into_owned();
@@ -364,4 +392,100 @@ fn short_stderr(err: &[u8]) -> String {
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join(" / ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The environment a command printed (`env`), sorted: the order of the variables is not
+    /// part of it.
+    fn printed_env(fin: &Finished) -> Vec<String> {
+        let mut v: Vec<String> = fin.stdout.lines().map(str::to_owned).collect();
+        v.sort();
+        v
+    }
+
+    /// Run by [`a_command_gets_the_environment_it_got_before`] in a process of its own, with the
+    /// environment that test gives it: a command started by [`Spawned`] prints the same
+    /// environment as one started as every command was before, `LC_ALL=C` added per child.
+    #[test]
+    #[ignore = "run by a_command_gets_the_environment_it_got_before, in a process of its own"]
+    fn env_probe() {
+        let Some(mode) = std::env::var_os("STORWATCH_ENV_PROBE") else {
+            return;
+        };
+        if mode == "set" {
+            // as `main` does (the test harness runs this test on a thread of its own while its
+            // main thread waits: nothing else reads the environment)
+            set_c_locale();
+        }
+        let env = Path::new("/usr/bin/env");
+        let before = Command::new(env)
+            .env("LC_ALL", "C")
+            .output()
+            .expect("env runs");
+        let before = Finished {
+            status: 0,
+            stdout: String::from_utf8(before.stdout).expect("utf-8"),
+            stderr: String::new(),
+        };
+        let mut child = Spawned::start(env, &[], 1 << 20).expect("env starts");
+        let now = loop {
+            if let Some(r) = child.poll() {
+                break r.expect("env ran");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        assert_eq!(printed_env(&now), printed_env(&before));
+        assert!(printed_env(&now).contains(&"LC_ALL=C".to_owned()));
+        // With LC_ALL=C already the agent's, the command asks std for no change: std hands
+        // the child the environment as it is, with no copy.
+        let mut cmd = Command::new(env);
+        c_locale(&mut cmd);
+        let asked: Vec<_> = cmd.get_envs().collect();
+        if mode == "set" || std::env::var_os("LC_ALL").is_some_and(|v| v == "C") {
+            assert!(asked.is_empty(), "{asked:?}");
+        } else {
+            assert_eq!(asked.len(), 1, "{asked:?}");
+        }
+        println!("probe {mode:?}: {} variables", printed_env(&now).len());
+    }
+
+    /// The environment a command gets, with `LC_ALL` absent from the agent's, another locale,
+    /// `C` already, and set by [`set_c_locale`] as `main` does: each time the agent's own with
+    /// `LC_ALL=C`, as when the variable was added for every child.
+    #[test]
+    fn a_command_gets_the_environment_it_got_before() {
+        let exe = std::env::current_exe().expect("test binary");
+        for (mode, lc_all) in [
+            ("absent", None),
+            ("other", Some("de_DE.UTF-8")),
+            ("c", Some("C")),
+            ("set", None),
+        ] {
+            let mut probe = Command::new(&exe);
+            probe
+                .args([
+                    "--exact",
+                    "command::spawned::tests::env_probe",
+                    "--ignored",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env("STORWATCH_ENV_PROBE", mode)
+                .env("STORWATCH_ENV_PROBE_EXTRA", "a=b c\tdé")
+                .env_remove("LC_ALL");
+            if let Some(v) = lc_all {
+                probe.env("LC_ALL", v);
+            }
+            let out = probe.output().expect("probe runs");
+            let said = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && said.contains("1 passed") && said.contains("probe"),
+                "{mode}: {said}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
 }

@@ -47,18 +47,18 @@
 //! `parse` never panics; malformed or truncated JSON is a [`ParseError`] naming the line
 //! and what was wrong.
 
-use serde_json::{Map, Value};
-
 use super::ParseError;
 
 mod fields;
 pub mod output;
 pub mod scan;
+mod tree;
 
 pub(crate) use fields::json_error;
 use fields::{
     ata_health, device_info, nvme_health, scsi_health, str_at, str_field, u64_at, version, wwn,
 };
+use tree::Node;
 
 /// Which command set the drive speaks (`device.protocol`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -319,28 +319,28 @@ pub fn raw16_words(raw: u64) -> [u16; 3] {
 /// Parses one `smartctl --json` document (or smartd's JSON state, which lacks smartctl's own
 /// fields); what a smartctl call printed is checked further by [`output::parse`].
 pub fn parse(json: &str) -> Result<DriveHealth, ParseError> {
-    from_object(object(json)?, json)
+    from_object(&object(json)?, json)
 }
 
-/// The JSON object of a document.
-fn object(json: &str) -> Result<Map<String, Value>, ParseError> {
+/// The JSON object of a document: its members the parser reads ([`tree`]).
+fn object(json: &str) -> Result<Node<'_>, ParseError> {
     if json.trim().is_empty() {
         return Err(ParseError::new(1, "", "empty output: no smartctl JSON"));
     }
-    let doc: Value = serde_json::from_str(json).map_err(|e| json_error(json, &e))?;
-    match doc {
-        Value::Object(root) => Ok(root),
-        _ => Err(ParseError::new(
+    let doc = tree::parse(json, &tree::DOC).map_err(|e| json_error(json, &e))?;
+    if doc.is_object() {
+        Ok(doc)
+    } else {
+        Err(ParseError::new(
             1,
             json.lines().next().unwrap_or_default(),
             "smartctl JSON must be an object",
-        )),
+        ))
     }
 }
 
 /// The drive a document's object describes (`json`: the document, for errors).
-fn from_object(root: Map<String, Value>, json: &str) -> Result<DriveHealth, ParseError> {
-    let root = &root;
+fn from_object(root: &Node<'_>, json: &str) -> Result<DriveHealth, ParseError> {
     if !root.contains_key("smartctl") && !root.contains_key("device") {
         return Err(ParseError::new(
             1,
@@ -349,15 +349,15 @@ fn from_object(root: Map<String, Value>, json: &str) -> Result<DriveHealth, Pars
         ));
     }
 
-    let sc = root.get("smartctl").and_then(Value::as_object);
+    let sc = root.get("smartctl").filter(|s| s.is_object());
     let smartctl_version = sc.and_then(|s| s.get("version")).and_then(version);
     let exit_status = sc
         .and_then(|s| s.get("exit_status"))
-        .and_then(Value::as_u64)
+        .and_then(Node::as_u64)
         .and_then(|v| u8::try_from(v).ok());
     let messages: Vec<Message> = sc
         .and_then(|s| s.get("messages"))
-        .and_then(Value::as_array)
+        .and_then(Node::as_array)
         .map(|a| {
             a.iter()
                 .filter_map(|m| {
@@ -371,7 +371,7 @@ fn from_object(root: Map<String, Value>, json: &str) -> Result<DriveHealth, Pars
         .unwrap_or_default();
 
     let dev = root.get("device");
-    let protocol = match dev.and_then(|d| d.get("protocol")).and_then(Value::as_str) {
+    let protocol = match dev.and_then(|d| d.get("protocol")).and_then(Node::as_str) {
         // smartd's JSON state says "ATA+SCSI" for ATA drives behind a SAT layer
         Some("ATA" | "ATA+SCSI") => Protocol::Ata,
         Some("SCSI") => Protocol::Scsi,
@@ -396,7 +396,7 @@ fn from_object(root: Map<String, Value>, json: &str) -> Result<DriveHealth, Pars
     let health = match root
         .get("smart_status")
         .and_then(|s| s.get("passed"))
-        .and_then(Value::as_bool)
+        .and_then(Node::as_bool)
     {
         Some(true) => OverallHealth::Passed,
         Some(false) => OverallHealth::Failed,
@@ -408,13 +408,13 @@ fn from_object(root: Map<String, Value>, json: &str) -> Result<DriveHealth, Pars
     let ata = root
         .get("ata_smart_attributes")
         .and_then(|a| a.get("table"))
-        .and_then(Value::as_array)
-        .map(|t| ata_health(t));
+        .and_then(Node::as_array)
+        .map(ata_health);
 
     let scsi = scsi_health(root);
     let nvme = root
         .get("nvme_smart_health_information_log")
-        .and_then(Value::as_object)
+        .filter(|n| n.is_object())
         .map(nvme_health);
 
     Ok(DriveHealth {
@@ -432,20 +432,20 @@ fn from_object(root: Map<String, Value>, json: &str) -> Result<DriveHealth, Pars
             .or_else(|| str_field(root, "revision"))
             .or(info.firmware),
         capacity_bytes: u64_at(root.get("user_capacity"), &["bytes"])
-            .or_else(|| root.get("nvme_total_capacity").and_then(Value::as_u64)),
+            .or_else(|| root.get("nvme_total_capacity").and_then(Node::as_u64)),
         rotation_rate_rpm: root
             .get("rotation_rate")
-            .and_then(Value::as_u64)
+            .and_then(Node::as_u64)
             .and_then(|v| u32::try_from(v).ok()),
         health,
         temperature_c: root
             .get("temperature")
             .and_then(|t| t.get("current"))
-            .and_then(Value::as_i64)
+            .and_then(Node::as_i64)
             .or_else(|| {
                 root.get("nvme_smart_health_information_log")
                     .and_then(|n| n.get("temperature"))
-                    .and_then(Value::as_i64)
+                    .and_then(Node::as_i64)
             }),
         power_on_hours: u64_at(root.get("power_on_time"), &["hours"]).or_else(|| {
             u64_at(
@@ -528,11 +528,7 @@ fn low_power_message(text: &str) -> Option<String> {
     Some(mode.to_owned())
 }
 
-fn low_power_mode(
-    root: &Map<String, Value>,
-    messages: &[Message],
-    exit: Option<u8>,
-) -> Option<String> {
+fn low_power_mode(root: &Node<'_>, messages: &[Message], exit: Option<u8>) -> Option<String> {
     if let Some(m) = messages.iter().find_map(|m| low_power_message(&m.text)) {
         return Some(m);
     }
@@ -541,12 +537,14 @@ fn low_power_mode(
     let name = root
         .get("power_mode")
         .and_then(|p| p.get("name"))
-        .and_then(Value::as_str)?;
+        .and_then(Node::as_str)?;
     let stopped = !root.contains_key("model_name")
         && !root.contains_key("serial_number")
         && exit.is_some_and(|e| e & 0x02 != 0);
     stopped.then(|| name.to_owned())
 }
 
+#[cfg(test)]
+mod reference;
 #[cfg(test)]
 mod tests;

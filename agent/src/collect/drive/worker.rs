@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::disks::{above, device_path, has_megaraid, whole_disks, Target};
+use super::disks::{device_path, has_megaraid, Places, Target};
 use super::reading::{interpret, wants_text, Disk, DriveError, ReadResult, Update};
 use super::smartd::StateFiles;
 use crate::collect::fs::Placement;
@@ -115,6 +115,8 @@ pub(super) struct DriveWorker {
     /// The first disk of the last round whose call was not started (hung calls held every
     /// place): the next round starts with it, so that every disk gets its turn.
     cursor: Option<String>,
+    /// Each disk's MD arrays and multipath maps, kept between rounds.
+    places: Places,
 }
 
 impl DriveWorker {
@@ -136,6 +138,7 @@ impl DriveWorker {
             round: 0,
             error_log: BTreeMap::new(),
             cursor: None,
+            places: Places::default(),
         }
     }
 
@@ -151,13 +154,11 @@ impl DriveWorker {
         self.next_round_s = now_s + self.cfg.interval_s;
         self.missed(out);
         self.missing = !found(&self.cfg.smartctl);
-        let mut names = whole_disks(&self.root, &self.cfg.filter);
-        let mut disks: Vec<Disk> = names
-            .iter()
-            .map(|n| Disk {
-                name: n.clone(),
-                place: above(&self.root, n),
-            })
+        let placed = self.places.round(&self.root, &self.cfg.filter);
+        let mut names: Vec<String> = placed.iter().map(|(n, _)| n.clone()).collect();
+        let mut disks: Vec<Disk> = placed
+            .into_iter()
+            .map(|(name, place)| Disk { name, place })
             .collect();
         self.disks = names
             .iter()

@@ -3,10 +3,10 @@
 
 use super::*;
 
-pub(super) fn ata_health(table: &[Value]) -> AtaHealth {
+pub(super) fn ata_health(table: &[Node<'_>]) -> AtaHealth {
     let mut h = AtaHealth::default();
     for a in table {
-        let Some(id) = a.get("id").and_then(Value::as_u64) else {
+        let Some(id) = a.get("id").and_then(Node::as_u64) else {
             continue;
         };
         let raw = u64_at(Some(a), &["raw", "value"]);
@@ -22,7 +22,7 @@ pub(super) fn ata_health(table: &[Value]) -> AtaHealth {
             199 => h.udma_crc_errors = raw,
             _ => {}
         }
-        if a.get("when_failed").and_then(Value::as_str) == Some("now") {
+        if a.get("when_failed").and_then(Node::as_str) == Some("now") {
             if let Ok(id) = u8::try_from(id) {
                 h.failing_now.push(id);
             }
@@ -31,8 +31,8 @@ pub(super) fn ata_health(table: &[Value]) -> AtaHealth {
     h
 }
 
-pub(super) fn scsi_health(root: &Map<String, Value>) -> Option<ScsiHealth> {
-    let grown = root.get("scsi_grown_defect_list").and_then(Value::as_u64);
+pub(super) fn scsi_health(root: &Node<'_>) -> Option<ScsiHealth> {
+    let grown = root.get("scsi_grown_defect_list").and_then(Node::as_u64);
     let log = root.get("scsi_error_counter_log");
     if grown.is_none() && log.is_none() {
         return None;
@@ -47,8 +47,8 @@ pub(super) fn scsi_health(root: &Map<String, Value>) -> Option<ScsiHealth> {
     })
 }
 
-pub(super) fn nvme_health(log: &Map<String, Value>) -> NvmeHealth {
-    let n = |k: &str| log.get(k).and_then(Value::as_u64);
+pub(super) fn nvme_health(log: &Node<'_>) -> NvmeHealth {
+    let n = |k: &str| log.get(k).and_then(Node::as_u64);
     NvmeHealth {
         critical_warning: n("critical_warning").and_then(|v| u8::try_from(v).ok()),
         available_spare_pct: n("available_spare").and_then(|v| u8::try_from(v).ok()),
@@ -110,14 +110,14 @@ pub(super) fn device_info(s: &str) -> DeviceInfo {
     out
 }
 
-pub(super) fn wwn(v: Option<&Value>) -> Option<String> {
+pub(super) fn wwn(v: Option<&Node<'_>>) -> Option<String> {
     let naa = u64_at(v, &["naa"])?;
     let oui = u64_at(v, &["oui"])?;
     let id = u64_at(v, &["id"])?;
     Some(format!("{naa:x}{oui:06x}{id:09x}"))
 }
 
-pub(super) fn version(v: &Value) -> Option<String> {
+pub(super) fn version(v: &Node<'_>) -> Option<String> {
     let parts: Vec<String> = v
         .as_array()?
         .iter()
@@ -126,12 +126,12 @@ pub(super) fn version(v: &Value) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("."))
 }
 
-pub(super) fn str_field(root: &Map<String, Value>, key: &str) -> Option<String> {
+pub(super) fn str_field(root: &Node<'_>, key: &str) -> Option<String> {
     let s = root.get(key)?.as_str()?.trim();
     (!s.is_empty()).then(|| s.to_owned())
 }
 
-pub(super) fn str_at(v: &Value, path: &[&str]) -> Option<String> {
+pub(super) fn str_at(v: &Node<'_>, path: &[&str]) -> Option<String> {
     let mut cur = v;
     for k in path {
         cur = cur.get(k)?;
@@ -139,7 +139,7 @@ pub(super) fn str_at(v: &Value, path: &[&str]) -> Option<String> {
     cur.as_str().map(str::to_owned)
 }
 
-pub(super) fn u64_at(v: Option<&Value>, path: &[&str]) -> Option<u64> {
+pub(super) fn u64_at(v: Option<&Node<'_>>, path: &[&str]) -> Option<u64> {
     let mut cur = v?;
     for k in path {
         cur = cur.get(k)?;

@@ -22,9 +22,7 @@
 //!
 //! What is missing is a [`ParseError`] naming it; the caller keeps its last good reading.
 
-use serde_json::Value;
-
-use super::{from_object, object, DriveHealth, Outcome, ParseError, Protocol};
+use super::{from_object, object, DriveHealth, Node, Outcome, ParseError, Protocol};
 
 /// Parses what one `smartctl --json` call printed, refusing JSON that is not smartctl's.
 pub fn parse(json: &str) -> Result<DriveHealth, ParseError> {
@@ -43,7 +41,7 @@ pub fn parse(json: &str) -> Result<DriveHealth, ParseError> {
     let major = format
         .as_array()
         .and_then(|v| v.first())
-        .and_then(Value::as_u64);
+        .and_then(Node::as_u64);
     match major {
         Some(0 | 1) => {}
         Some(m) => {
@@ -54,22 +52,27 @@ pub fn parse(json: &str) -> Result<DriveHealth, ParseError> {
             ))
         }
         None => {
+            // The member as the document has it: the tree keeps only what is read.
+            let shown = serde_json::from_str::<serde_json::Value>(json)
+                .ok()
+                .and_then(|d| d.get("json_format_version").map(ToString::to_string))
+                .unwrap_or_default();
             return Err(ParseError::new(
                 1,
                 first,
-                format_args!("json_format_version {format}: not [major, minor]"),
-            ))
+                format_args!("json_format_version {shown}: not [major, minor]"),
+            ));
         }
     }
     if root
         .get("smartctl")
         .and_then(|s| s.get("exit_status"))
-        .and_then(Value::as_u64)
+        .and_then(Node::as_u64)
         .is_none()
     {
         return Err(missing("smartctl.exit_status"));
     }
-    let h = from_object(root, json)?;
+    let h = from_object(&root, json)?;
     if h.outcome() == Outcome::Read {
         let absent = [
             ("device.name", h.device.is_none()),
