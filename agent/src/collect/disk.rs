@@ -6,6 +6,10 @@
 //! bursts inside it (max, p95, seconds saturated). A device seen for the first time has no rate
 //! until its second sample; one whose counters go backwards (replaced, reset) loses that second,
 //! counted in `resets`; one that vanishes is forgotten.
+//!
+//! A line whose bytes are those the device had at the last sample (an idle disk, common on a
+//! disk server) is not parsed again: its counters are the last ones, accounted as a parse of
+//! them would be. A parse was ~2,000 instructions a row, the comparison is ~30.
 
 use storwatch_wire::lp::{FieldKey, LineWriter, SeriesKey};
 
