@@ -414,30 +414,43 @@ pub fn parse(text: &str) -> Rows<DiskStat<'_>> {
         rows: Vec::with_capacity(newlines + 1),
         errors: Vec::new(),
     };
-    for (i, line) in lines(text).enumerate() {
-        if let Some(row) = parse_line_fast(line) {
-            out.rows.push(row);
-            continue;
-        }
-        if fields(line).next().is_none() {
-            continue;
-        }
-        match parse_line(line) {
-            Ok(row) => out.rows.push(row),
-            Err(fault) => out.errors.push(ParseError::new(i + 1, line, fault)),
+    for (i, (_, line)) in lines(text).enumerate() {
+        match parse_numbered_line(i + 1, line) {
+            Ok(Some(row)) => out.rows.push(row),
+            Ok(None) => {}
+            Err(e) => out.errors.push(e),
         }
     }
     out
 }
 
+/// One line of the file as [`parse`] reads it: `Ok(None)` for a blank line, else its row or
+/// why it is malformed; `number` (1-based, as [`lines`] counts) goes into the error.
+///
+/// For a reader that takes the file a line at a time (the disk collector, which leaves out a
+/// line whose bytes are those it parsed a second ago).
+pub fn parse_numbered_line(number: usize, line: &str) -> Result<Option<DiskStat<'_>>, ParseError> {
+    if let Some(row) = parse_line_fast(line) {
+        return Ok(Some(row));
+    }
+    if fields(line).next().is_none() {
+        return Ok(None);
+    }
+    parse_line(line)
+        .map(Some)
+        .map_err(|fault| ParseError::new(number, line, fault))
+}
+
 /// The lines of `text` as `str::lines` gives them (a final empty line is none, a `\r` before
-/// a `\n` is dropped), found with `memchr`.
-fn lines(text: &str) -> impl Iterator<Item = &str> {
+/// a `\n` is dropped), found with `memchr`, each with the byte offset where it starts in
+/// `text`. The n-th (from 1) is line n of [`parse`]'s errors.
+pub fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     let mut rest = text;
     std::iter::from_fn(move || {
         if rest.is_empty() {
             return None;
         }
+        let start = text.len() - rest.len();
         let (line, next) = match memchr::memchr(b'\n', rest.as_bytes()) {
             // `\n` is ASCII: both sides of it are char boundaries.
             Some(i) => {
@@ -447,7 +460,7 @@ fn lines(text: &str) -> impl Iterator<Item = &str> {
             None => (rest, ""),
         };
         rest = next;
-        Some(line)
+        Some((start, line))
     })
 }
 
@@ -519,9 +532,12 @@ mod tests {
             "\r\n",
             "a\r",
         ] {
-            let ours: Vec<&str> = lines(text).collect();
+            let ours: Vec<&str> = lines(text).map(|(_, l)| l).collect();
             let std: Vec<&str> = text.lines().collect();
             assert_eq!(ours, std, "{text:?}");
+            for (start, line) in lines(text) {
+                assert_eq!(text.get(start..start + line.len()), Some(line), "{text:?}");
+            }
         }
     }
 
