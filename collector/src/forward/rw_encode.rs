@@ -182,7 +182,7 @@ impl Encoder {
                 Err(_) => false,
             };
         }
-        self.push_line_values(&v, ts, lid, layout);
+        self.push_line_values(&v, ts, lid, layout, true);
         true
     }
 
@@ -217,19 +217,38 @@ impl Encoder {
             self.add_slow(&p, ts);
             return Ok(());
         }
-        self.push_line_values(v, ts, None, NONE);
+        self.push_line_values(v, ts, None, NONE, false);
         Ok(())
     }
 
     /// The line's gathered values (`line_values`), if any, into the request under its series'
-    /// labels (`lid` when known), learnt from its tags the first time, with `layout` as the
-    /// series' layout.
-    fn push_line_values(&mut self, v: &LineView<'_>, ts: i64, lid: Option<u32>, layout: u32) {
+    /// labels (`lid` when known), learnt from its tags the first time (as written when the
+    /// line is `plain`: no escapes), with `layout` as the series' layout.
+    fn push_line_values(
+        &mut self,
+        v: &LineView<'_>,
+        ts: i64,
+        lid: Option<u32>,
+        layout: u32,
+        plain: bool,
+    ) {
         if self.line_values.is_empty() {
             return;
         }
         let lid = match lid.or_else(|| self.keys.get(v.series_key()).map(|k| k.lid)) {
             Some(id) => id,
+            None if plain => {
+                // no escapes: the tags are the series key's parts after the measurement, cut
+                // at commas and their first equals sign
+                let key = v.series_key();
+                let tags = key
+                    .get(v.measurement_raw().len()..)
+                    .unwrap_or_default()
+                    .split(',')
+                    .filter_map(|t| t.split_once('='))
+                    .map(|(k, v)| (Cow::Borrowed(k), Cow::Borrowed(v)));
+                self.learn_labels(key, tags, layout)
+            }
             None => self.learn_labels(v.series_key(), v.tags(), layout),
         };
         let values = std::mem::take(&mut self.line_values);

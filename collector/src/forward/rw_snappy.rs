@@ -201,7 +201,7 @@ impl Out for Snappy {
         self.out.truncate(self.out.len() - (N - n));
     }
 
-    #[inline]
+    #[inline(always)]
     fn again(&mut self, b: &[u8], at: Option<u64>) {
         // the common copy: from less than 64 KiB back, in elements of 64 bytes and the rest
         if let Some(at) = at {

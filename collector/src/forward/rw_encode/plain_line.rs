@@ -177,7 +177,20 @@ impl<'a> PlainFields<'a> for PlainLine<'_, 'a> {
                     return;
                 }
             }
+        }
+        self.field_by_name(key, value);
+    }
+}
+
+impl<'a> PlainLine<'_, 'a> {
+    /// A field off the layout: named by its key (a lookup), and gathered into `next_layout`.
+    #[cold]
+    #[inline(never)]
+    fn field_by_name(&mut self, key: &'a str, value: f64) {
+        let enc = &mut *self.enc;
+        if !self.off {
             self.off = true;
+            let layout = enc.layouts.get(self.layout as usize);
             enc.next_layout.start(self.m, layout, self.j);
         }
         let measurement = self.measurement;
