@@ -18,8 +18,7 @@
 use std::borrow::Cow;
 
 use storwatch_wire::lp::{
-    parse_line, parse_view, plain_number, view_plain, Backend, FieldType, FieldValue, LineView,
-    Parsed, PlainFields, Point,
+    parse_line, parse_view, view_plain, Backend, FieldValue, LineView, Parsed, Point,
 };
 use storwatch_wire::prom::{field_metric, metric_name, prom_line, tag_label_name};
 
@@ -27,6 +26,10 @@ use super::rw_proto::{put_label, read_labels, varint_len, write_varint, Labels};
 use super::rw_series::RequestSeries;
 use super::rw_snappy::{Out, Snappy, TooBig};
 use crate::hash::FxMap;
+
+mod plain_line;
+
+use plain_line::{Layout, PlainLine, MAX_LAYOUTS, NONE};
 
 /// Label sets or metric names kept at most (a 200-disk server has ~1,500 label sets; 600 of them
 /// 900,000 — past this the caches start again empty).
@@ -50,6 +53,13 @@ impl LabelSet {
     }
 }
 
+/// A series key's label set and the layout ([`plain_line`]) its last plain line was read by.
+#[derive(Debug, Clone, Copy)]
+struct Known {
+    lid: u32,
+    layout: u32,
+}
+
 /// A metric name and its `Label { "__name__", name }` message as `TimeSeries` field 1.
 #[derive(Debug)]
 struct Metric {
@@ -61,8 +71,8 @@ struct Metric {
 #[derive(Debug, Default)]
 pub struct Encoder {
     // kept across requests
-    /// label set by series key as written
-    keys: FxMap<Box<str>, u32>,
+    /// label set and layout by series key as written
+    keys: FxMap<Box<str>, Known>,
     /// label set by its `Label` messages (sorted, without `__name__`)
     label_ids: FxMap<Box<[u8]>, u32>,
     /// label names by tag key
@@ -71,6 +81,12 @@ pub struct Encoder {
     /// by measurement as written: its fields' metrics and unit factors by field key as written
     measurements: FxMap<Box<str>, usize>,
     fields: Vec<FxMap<Box<str>, (u32, f64)>>,
+    /// by measurement: the layout its last line that did not follow one was read by
+    m_layout: Vec<u32>,
+    /// field layouts ([`plain_line`]), interned by measurement and keys
+    layouts: Vec<Layout>,
+    layout_ids: FxMap<Box<[u8]>, u32>,
+    next_layout: Layout,
     metric_ids: FxMap<Box<str>, u32>,
     metrics: Vec<Metric>,
     /// the series and samples of the request being written
@@ -95,7 +111,10 @@ pub struct Encoder {
 impl Encoder {
     /// Forgets the previous request (not the caches).
     pub fn clear(&mut self) {
-        if self.label_sets.len() > MAX_CACHED || self.metrics.len() > MAX_CACHED {
+        if self.label_sets.len() > MAX_CACHED
+            || self.metrics.len() > MAX_CACHED
+            || self.layouts.len() > MAX_LAYOUTS
+        {
             let (snappy, proto) = (
                 std::mem::take(&mut self.snappy),
                 std::mem::take(&mut self.proto),
@@ -143,17 +162,12 @@ impl Encoder {
     /// false (nothing added) when it is not plain, for the grammar to read.
     fn add_plain(&mut self, line: &str, now_ms: i64) -> bool {
         self.line_values.clear();
-        let mut read = PlainLine {
-            enc: self,
-            measurement: "",
-            m: 0,
-            twice: false,
-            bad: false,
-        };
+        let mut read = PlainLine::new(self);
         let Some(v) = view_plain(line, Backend::V2, &mut read) else {
             return false;
         };
-        let (twice, bad) = (read.twice, read.bad);
+        read.end();
+        let (twice, bad, lid, layout) = (read.twice, read.bad, read.lid, read.layout);
         if bad {
             return false;
         }
@@ -168,7 +182,7 @@ impl Encoder {
                 Err(_) => false,
             };
         }
-        self.push_line_values(&v, ts);
+        self.push_line_values(&v, ts, lid, layout, true);
         true
     }
 
@@ -203,19 +217,39 @@ impl Encoder {
             self.add_slow(&p, ts);
             return Ok(());
         }
-        self.push_line_values(v, ts);
+        self.push_line_values(v, ts, None, NONE, false);
         Ok(())
     }
 
     /// The line's gathered values (`line_values`), if any, into the request under its series'
-    /// labels, learnt from its tags the first time.
-    fn push_line_values(&mut self, v: &LineView<'_>, ts: i64) {
+    /// labels (`lid` when known), learnt from its tags the first time (as written when the
+    /// line is `plain`: no escapes), with `layout` as the series' layout.
+    fn push_line_values(
+        &mut self,
+        v: &LineView<'_>,
+        ts: i64,
+        lid: Option<u32>,
+        layout: u32,
+        plain: bool,
+    ) {
         if self.line_values.is_empty() {
             return;
         }
-        let lid = match self.keys.get(v.series_key()) {
-            Some(id) => *id,
-            None => self.learn_labels(v.series_key(), v.tags()),
+        let lid = match lid.or_else(|| self.keys.get(v.series_key()).map(|k| k.lid)) {
+            Some(id) => id,
+            None if plain => {
+                // no escapes: the tags are the series key's parts after the measurement, cut
+                // at commas and their first equals sign
+                let key = v.series_key();
+                let tags = key
+                    .get(v.measurement_raw().len()..)
+                    .unwrap_or_default()
+                    .split(',')
+                    .filter_map(|t| t.split_once('='))
+                    .map(|(k, v)| (Cow::Borrowed(k), Cow::Borrowed(v)));
+                self.learn_labels(key, tags, layout)
+            }
+            None => self.learn_labels(v.series_key(), v.tags(), layout),
         };
         let values = std::mem::take(&mut self.line_values);
         self.req.push_line(lid, &values, ts);
@@ -228,6 +262,7 @@ impl Encoder {
             return *i;
         }
         self.fields.push(FxMap::default());
+        self.m_layout.push(NONE);
         let i = self.fields.len() - 1;
         self.measurements.insert(raw.into(), i);
         i
@@ -261,6 +296,7 @@ impl Encoder {
         &mut self,
         series_key: &str,
         tags: impl Iterator<Item = (Cow<'a, str>, Cow<'a, str>)>,
+        layout: u32,
     ) -> u32 {
         let (mut text, mut spans) = (
             std::mem::take(&mut self.tag_text),
@@ -286,7 +322,8 @@ impl Encoder {
         spans.sort_unstable_by(|a, b| label(a).cmp(&label(b)));
         spans.dedup_by(|b, a| label(a).0 == label(b).0);
         let id = self.label_set(spans.iter().map(label));
-        self.keys.insert(series_key.into(), id);
+        self.keys
+            .insert(series_key.into(), Known { lid: id, layout });
         self.tag_text = text;
         self.tag_spans = spans;
         id
@@ -444,11 +481,13 @@ impl Encoder {
             let mut head = [0u8; 11];
             head[0] = 0x0a;
             let n = 1 + write_varint(&mut head[1..], size as u64);
-            out.put(&head[..n]);
+            out.put_first(&head, n);
             let at = &mut set_at[lid];
             let known = at.0 == stamp;
             let before = out.pos();
-            out.again(set.before(), known.then_some(at.1));
+            if !set.before().is_empty() {
+                out.again(set.before(), known.then_some(at.1));
+            }
             let name = out.pos();
             let m = &mut metric_at[mid];
             out.again(&metric.label, (m.0 == stamp).then_some(m.1));
@@ -465,47 +504,11 @@ impl Encoder {
                 b[11] = 0x10;
                 let n = write_varint(&mut b[12..], *t as u64);
                 b[1] = (10 + n) as u8;
-                out.put(&b[..12 + n]);
+                out.put_first(&b, 12 + n);
             }
             count += samples.len();
         });
         count
-    }
-}
-
-/// The encoder told of a plain line as wire reads it: the measurement's fields, then each
-/// field's metric, unit factor and value into `line_values`. What it learns of a line found
-/// not plain afterwards is right all the same: the caches map names as written, and a plain
-/// name is written as it reads.
-struct PlainLine<'e, 'a> {
-    enc: &'e mut Encoder,
-    measurement: &'a str,
-    /// the measurement's index in `fields`
-    m: usize,
-    /// a field written twice
-    twice: bool,
-    /// a value that is not a number (none that wire's reading gives)
-    bad: bool,
-}
-
-impl<'a> PlainFields<'a> for PlainLine<'_, 'a> {
-    fn measurement(&mut self, name: &'a str) {
-        self.measurement = name;
-        self.m = self.enc.measurement_index(name);
-    }
-
-    fn field(&mut self, key: &'a str, value: &'a str, ty: FieldType) {
-        let Some(value) = plain_number(value, ty) else {
-            self.bad = true;
-            return;
-        };
-        let measurement = self.measurement;
-        let enc = &mut *self.enc;
-        let (id, scale) = enc.field(self.m, key, || measurement.into(), || key.into());
-        if enc.line_values.iter().any(|(m, _)| *m == id) {
-            self.twice = true;
-        }
-        enc.line_values.push((id, value * scale));
     }
 }
 
@@ -641,6 +644,12 @@ mod tests {
             "m\\ x,a\\ b=c\\,d v=1 -5000000",
             "m v=3",
             "m v=4",
+            // against a layout: its keys and one more, fewer, one written twice after them
+            "disk,host=n1,device=sdc r_await_ms=1,util_pct=2i,rkb_per_s=3,x=1 6000000000",
+            "disk,host=n1,device=sdc r_await_ms=2 7000000000",
+            "disk,host=n1,device=sdc r_await_ms=3,util_pct=4i,r_await_ms=5 8000000000",
+            "disk,host=n2,device=sdc r_await_ms=1,util_pct=2i,util_pct=3i 6000000000",
+            "disk,host=n2,device=sdc util_pct=4i,util_pct=5i 7000000000",
         ];
         let mut e = Encoder::default();
         let mut order: Vec<usize> = (0..lines.len()).collect();
@@ -701,6 +710,51 @@ mod tests {
             assert_eq!(e.protobuf(), slow.protobuf());
             assert_eq!(decompressed(&mut e).0, slow.protobuf());
         }
+    }
+
+    /// A series whose lines come in two field orders, and many series of one measurement in
+    /// either: two layouts, whatever the number of lines; and a layout's names are the names
+    /// looked up by field, request after request.
+    #[test]
+    fn field_layouts_are_kept_once_per_measurement_and_key_order() {
+        let mut e = Encoder::default();
+        for round in 0..20 {
+            let lines: Vec<String> = (0..200)
+                .map(|i| match (i + round) % 3 {
+                    0 => format!("disk,dev=sd{} a=1,b=2i,c=true {i}000000", i % 50),
+                    _ => format!("disk,dev=sd{} c=false,a=1.5,b=3i {i}000000", i % 50),
+                })
+                .collect();
+            let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+            e.clear();
+            e.add_lines(&lines, 0).unwrap();
+            e.encode();
+            assert_eq!(e.protobuf(), plain_protobuf(&lines, 0));
+            assert_eq!(e.layouts(), 2);
+        }
+    }
+
+    /// Past [`MAX_LAYOUTS`] layouts the caches start again empty, and the requests written
+    /// after are the same.
+    #[test]
+    fn the_layouts_are_dropped_past_their_limit() {
+        let mut e = Encoder::default();
+        let lines: Vec<String> = (0..=MAX_LAYOUTS)
+            .map(|i| format!("m,t=1 f{i}=1 1000000"))
+            .collect();
+        for part in lines.chunks(10_000) {
+            let part: Vec<&str> = part.iter().map(String::as_str).collect();
+            e.clear();
+            e.add_lines(&part, 0).unwrap();
+        }
+        assert_eq!(e.layouts(), MAX_LAYOUTS + 1);
+        e.clear();
+        assert_eq!(e.layouts(), 0);
+        let again = ["m,t=1 f1=2,f2=3 2000000", "m,t=1 f1=4,f2=5 3000000"];
+        e.add_lines(&again, 0).unwrap();
+        e.encode();
+        assert_eq!(e.protobuf(), plain_protobuf(&again, 0));
+        assert_eq!(e.layouts(), 1);
     }
 
     /// The request body [`Encoder::compress`] writes, decompressed by `snap`, and its count.

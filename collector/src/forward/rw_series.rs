@@ -196,8 +196,9 @@ impl RequestSeries {
 
 /// A series' samples in line order as they go out: in time order, one per millisecond (the
 /// later line's); `run` itself when it is so already, else sorted in `scratch`.
+#[inline(always)]
 fn one_per_ms<'a>(run: &'a [(i64, f64)], scratch: &'a mut Vec<(i64, f64)>) -> &'a [(i64, f64)] {
-    if run.windows(2).all(|w| w[0].0 < w[1].0) {
+    if run.len() < 2 || run.windows(2).all(|w| w[0].0 < w[1].0) {
         return run;
     }
     scratch.clear();

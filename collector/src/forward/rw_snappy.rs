@@ -22,6 +22,9 @@ pub(super) trait Out {
     fn pos(&self) -> u64;
     /// Bytes not written before (as far as the writer knows).
     fn put(&mut self, b: &[u8]);
+    /// The first `n` bytes of `b`, not written before: the array copied whole (a copy of a
+    /// size known when compiled, no call) and cut back to `n`.
+    fn put_first<const N: usize>(&mut self, b: &[u8; N], n: usize);
     /// Bytes written before, the same, at uncompressed position `at` when `Some`.
     fn again(&mut self, b: &[u8], at: Option<u64>);
 }
@@ -35,6 +38,10 @@ impl Out for Vec<u8> {
         self.extend_from_slice(b);
     }
 
+    fn put_first<const N: usize>(&mut self, b: &[u8; N], n: usize) {
+        self.extend_from_slice(b.get(..n).unwrap_or(b));
+    }
+
     fn again(&mut self, b: &[u8], _at: Option<u64>) {
         self.extend_from_slice(b);
     }
@@ -46,8 +53,8 @@ const HEAD: usize = 5;
 /// Copies shorter than this are written as literals (a copy costs three bytes).
 const MIN_COPY: usize = 4;
 
-/// A literal is written in place after a 3-byte tag (a length of up to 65,536); one that
-/// would grow past this is ended first.
+/// A literal is written in place after a 1-byte tag (a length of up to 65,536, moved up by two
+/// bytes for a 2-byte length when over 60); one that would grow past this is ended first.
 const MAX_LITERAL: usize = 1 << 16;
 
 /// Snappy's block format, written element by element, its buffer kept from one request to the
@@ -55,7 +62,7 @@ const MAX_LITERAL: usize = 1 << 16;
 #[derive(Debug, Default)]
 pub(super) struct Snappy {
     out: Vec<u8>,
-    /// where the literal being written starts (its 3-byte tag), if one is
+    /// where the literal being written starts (its 1-byte tag), if one is
     lit: Option<usize>,
     pos: u64,
 }
@@ -92,25 +99,71 @@ impl Snappy {
         Ok(&self.out[at..])
     }
 
-    /// Writes the literal's tag: one byte for up to 60 bytes (the bytes moved up by two), else
-    /// a byte and a 2-byte length.
+    /// Writes the literal's tag: one byte for up to 60 bytes, else a byte and a 2-byte length
+    /// (the bytes moved up by two: only a literal over 60 bytes, a label set's or metric's
+    /// first in the request, pays the move).
     #[inline]
     fn end_literal(&mut self) {
         let Some(at) = self.lit.take() else {
             return;
         };
-        let n = self.out.len() - at - 3;
+        let n = self.out.len() - at - 1;
+        match self.out.get_mut(at) {
+            Some(tag) if (1..=60).contains(&n) => *tag = ((n - 1) as u8) << 2,
+            _ => self.end_long_literal(at, n),
+        }
+    }
+
+    /// [`Snappy::end_literal`] of an empty literal or one over 60 bytes.
+    #[cold]
+    fn end_long_literal(&mut self, at: usize, n: usize) {
         if n == 0 {
             self.out.truncate(at);
-        } else if n <= 60 {
-            self.out[at] = ((n - 1) as u8) << 2;
-            self.out.copy_within(at + 3.., at + 1);
-            self.out.truncate(at + 1 + n);
         } else {
             let m = ((n - 1) as u16).to_le_bytes();
+            self.out.extend_from_slice(&[0, 0]);
+            self.out.copy_within(at + 1..at + 1 + n, at + 3);
             self.out[at] = 61 << 2;
             self.out[at + 1] = m[0];
             self.out[at + 2] = m[1];
+        }
+    }
+
+    /// Room in a literal for `n` more bytes: the open one's, or a new one (opened) when none
+    /// is; false when the open one is too full.
+    #[inline]
+    fn room_for(&mut self, n: usize) -> bool {
+        match self.lit {
+            Some(at) => self.out.len() - at - 1 + n <= MAX_LITERAL,
+            None => {
+                self.lit = Some(self.out.len());
+                self.out.push(0);
+                n <= MAX_LITERAL
+            }
+        }
+    }
+
+    /// [`Out::put`] past a literal's [`MAX_LITERAL`] bytes: one literal after another.
+    #[cold]
+    fn put_new(&mut self, mut b: &[u8]) {
+        loop {
+            let at = match self.lit {
+                Some(at) => at,
+                None => {
+                    let at = self.out.len();
+                    self.out.push(0);
+                    self.lit = Some(at);
+                    at
+                }
+            };
+            let room = MAX_LITERAL - (self.out.len() - at - 1);
+            if b.len() <= room {
+                self.out.extend_from_slice(b);
+                return;
+            }
+            self.out.extend_from_slice(&b[..room]);
+            b = &b[room..];
+            self.end_literal();
         }
     }
 }
@@ -123,31 +176,57 @@ impl Out for Snappy {
 
     #[inline]
     fn put(&mut self, b: &[u8]) {
+        if b.is_empty() {
+            return;
+        }
         self.pos += b.len() as u64;
-        let mut b = b;
-        loop {
-            let at = match self.lit {
-                Some(at) => at,
-                None => {
-                    let at = self.out.len();
-                    self.out.extend_from_slice(&[0, 0, 0]);
-                    self.lit = Some(at);
-                    at
-                }
-            };
-            let room = MAX_LITERAL - (self.out.len() - at - 3);
-            if b.len() <= room {
-                self.out.extend_from_slice(b);
-                return;
-            }
-            self.out.extend_from_slice(&b[..room]);
-            b = &b[room..];
-            self.end_literal();
+        if self.room_for(b.len()) {
+            self.out.extend_from_slice(b);
+        } else {
+            self.put_new(b);
         }
     }
 
     #[inline]
+    fn put_first<const N: usize>(&mut self, b: &[u8; N], n: usize) {
+        let n = n.min(N);
+        if n == 0 {
+            return;
+        }
+        if !self.room_for(N) {
+            return self.put(&b[..n]);
+        }
+        self.pos += n as u64;
+        self.out.extend_from_slice(b);
+        self.out.truncate(self.out.len() - (N - n));
+    }
+
+    #[inline(always)]
     fn again(&mut self, b: &[u8], at: Option<u64>) {
+        // the common copy: from less than 64 KiB back, in elements of 64 bytes and the rest
+        if let Some(at) = at {
+            let offset = self.pos.wrapping_sub(at);
+            if b.len() >= MIN_COPY && at < self.pos && offset <= 0xffff {
+                self.end_literal();
+                self.pos += b.len() as u64;
+                let o = (offset as u16).to_le_bytes();
+                let mut left = b.len();
+                while left > 64 {
+                    self.out.extend_from_slice(&[(63 << 2) | 0b10, o[0], o[1]]);
+                    left -= 64;
+                }
+                self.out
+                    .extend_from_slice(&[(((left - 1) as u8) << 2) | 0b10, o[0], o[1]]);
+                return;
+            }
+        }
+        self.again_long(b, at);
+    }
+}
+
+impl Snappy {
+    /// [`Out::again`] of more than 64 bytes or from further than 64 KiB back, or a literal.
+    fn again_long(&mut self, b: &[u8], at: Option<u64>) {
         let offset = match at {
             Some(at) if b.len() >= MIN_COPY && at < self.pos => self.pos - at,
             _ => return self.put(b),
@@ -207,6 +286,13 @@ mod tests {
                     s.again(&bytes, Some(from));
                     want.extend_from_slice(&bytes);
                     marks.push((at, bytes));
+                } else if len <= 22 && i % 2 == 0 {
+                    // as a series' head or sample is written
+                    let mut a = [0u8; 22];
+                    rng.fill(&mut a);
+                    s.put_first(&a, len);
+                    want.extend_from_slice(&a[..len]);
+                    marks.push((at, a[..len].to_vec()));
                 } else {
                     let bytes: Vec<u8> = (0..len).map(|_| rng.u8(..)).collect();
                     s.put(&bytes);

@@ -27,6 +27,23 @@ pub(super) fn shard_of(line: &str, shards: usize) -> usize {
         return 0;
     }
     let b = line.as_bytes();
+    // A series key without a backslash (what agents write) ends at the first space and its
+    // parts at its commas: found by memchr, many bytes a step, the same parts as the walk below
+    let key_end = memchr::memchr(b' ', b).unwrap_or(b.len());
+    let key = &b[..key_end];
+    if memchr::memchr(b'\\', key).is_none() {
+        let mut parts = key.split(|c| *c == b',');
+        let measurement = mix(hash_bytes(parts.next().unwrap_or_default()));
+        // summed: the same tags in another order give the same hash
+        let tags = parts.fold(0u64, |t, p| t.wrapping_add(mix(hash_bytes(p))));
+        return (mix(measurement ^ tags) % shards as u64) as usize;
+    }
+    walk_shard_of(b, shards)
+}
+
+/// [`shard_of`] of any line: its series key's parts found by a walk over its bytes, a
+/// backslash escaping the byte after it.
+fn walk_shard_of(b: &[u8], shards: usize) -> usize {
     let (mut measurement, mut tags) = (None, 0u64);
     let (mut start, mut i) = (0, 0);
     loop {
@@ -157,6 +174,29 @@ mod tests {
             }
         }
         assert_eq!(shard_of("m,a=1 v=1", 1), 0);
+    }
+
+    /// A key without a backslash goes where the walk over its bytes sends it (tags, none,
+    /// empty parts, no fields after it, no space at all).
+    #[test]
+    fn the_quick_cut_of_a_plain_key_is_the_walks() {
+        let mut rng = fastrand::Rng::with_seed(5);
+        let alphabet = b"ab,= =x1";
+        for _ in 0..20_000 {
+            let len = rng.usize(0..40);
+            let line: String = (0..len)
+                .map(|_| alphabet[rng.usize(..alphabet.len())] as char)
+                .collect();
+            for n in [2, 3, 4, 7] {
+                assert_eq!(
+                    shard_of(&line, n),
+                    walk_shard_of(line.as_bytes(), n),
+                    "{line:?}"
+                );
+            }
+        }
+        let line = "disk,host=node001,device=sd12,name=sd12,kind=disk,rotational=1 r=1 1";
+        assert_eq!(shard_of(line, 4), walk_shard_of(line.as_bytes(), 4));
     }
 
     #[test]

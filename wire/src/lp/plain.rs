@@ -80,6 +80,10 @@ const V2_RESERVED: [&[u8]; 3] = [b"_measurement", b"_field", b"time"];
 /// the names unescaped (a plain line has no escape). It may be told of a line's measurement and
 /// some of its fields and then find the line not plain.
 pub trait PlainFields<'a> {
+    /// The series key (the measurement and tags as written), once the tags are read and just
+    /// before [`PlainFields::measurement`].
+    fn series_key(&mut self, _key: &'a str) {}
+
     /// The measurement, once the tags are read and before any field.
     fn measurement(&mut self, _name: &'a str) {}
 
@@ -159,6 +163,7 @@ pub(crate) fn read_plain<'a>(
     if key_end > MAX_KEY_BYTES {
         return None;
     }
+    visit.series_key(line.get(..key_end)?);
     visit.measurement(line.get(..name_end_at)?);
     // The fields, after exactly one space.
     i += 1;

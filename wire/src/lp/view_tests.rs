@@ -249,15 +249,22 @@ proptest! {
 /// ([`plain_number`], its bits; `None` for a string).
 type PlainField = (String, FieldType, Option<u64>);
 
-/// Told of a plain line: its measurement and fields.
+/// Told of a plain line: its series key, measurement and fields.
 #[derive(Default)]
 struct Told {
+    series_key: Option<String>,
     measurement: Option<String>,
     fields: Vec<PlainField>,
 }
 
 impl<'a> PlainFields<'a> for Told {
+    fn series_key(&mut self, key: &'a str) {
+        assert!(self.series_key.is_none() && self.measurement.is_none());
+        self.series_key = Some(key.to_string());
+    }
+
     fn measurement(&mut self, name: &'a str) {
+        assert!(self.series_key.is_some());
         assert!(self.measurement.is_none() && self.fields.is_empty());
         self.measurement = Some(name.to_string());
     }
@@ -303,6 +310,9 @@ fn plain_agrees(line: &str, unsigned: bool) -> Result<bool, String> {
     }
     if told.measurement.as_deref() != Some(&*view.measurement()) {
         return Err(format!("{line:?}: told measurement {:?}", told.measurement));
+    }
+    if told.series_key.as_deref() != Some(view.series_key()) {
+        return Err(format!("{line:?}: told series key {:?}", told.series_key));
     }
     let mut want: Vec<PlainField> = Vec::new();
     for f in view.fields() {
