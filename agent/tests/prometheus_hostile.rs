@@ -488,7 +488,14 @@ fn the_connection_cap_and_the_deadlines_close_the_oldest_and_the_slowest() {
     });
     let page = scrape(SocketAddr::V4(agent.addr));
     assert!(page.is_ok(), "{page:?}");
-    let (held, _) = server_sockets(agent.port);
+    // The kernel counts as established the connections still in the listen queue, which the
+    // agent accepts (closing the oldest for each) as it gets the CPU: on a loaded machine some
+    // of the 150 are still queued when the scrape is answered. Within 2 s all are accepted.
+    let mut held = 0;
+    wait_for(Duration::from_secs(2), || {
+        held = server_sockets(agent.port).0;
+        held <= 100
+    });
     assert!(held <= 100, "{held} connections open beyond the cap of 100");
     assert!(held >= 90, "only {held} connections held");
     assert!(
