@@ -557,3 +557,5 @@ fn write_line(
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod report_bench;
