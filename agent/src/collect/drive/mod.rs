@@ -37,6 +37,7 @@
 //! was read in that interval. Fields and tags: docs/metrics-drive.md.
 
 mod disks;
+mod line;
 mod reading;
 mod smartd;
 mod worker;
@@ -55,11 +56,14 @@ use crate::command::WorkerHandle;
 use crate::filter::Filter;
 use crate::health::risk::RiskModel;
 use crate::root::Root;
-use crate::sources::smartctl::{DriveHealth, OverallHealth, Protocol};
+use crate::sources::smartctl::DriveHealth;
+#[cfg(test)]
+use line::write_line;
+use line::{keep_key, write_kept, LineKey, Tags};
 use reading::{ReadResult, Update};
 use worker::{DriveWorker, Urgent, WorkerConfig};
 
-use super::book::{BookEntry, DriveBook};
+use super::book::{BookEntry, BookView, DriveBook};
 pub use reading::DriveError;
 
 /// The source name errors are counted under.
@@ -148,6 +152,10 @@ struct DriveState {
     /// When the reading's non-medium error count was read by a SAS disk's `-l error` call
     /// (collector seconds), when it was.
     error_log_at_s: Option<f64>,
+    /// Its `drive` line's measurement and tags, encoded: dropped when the reading or the
+    /// placement is replaced, made again by the next report (and when the book's tags for it
+    /// change).
+    key: Option<LineKey>,
 }
 
 /// The drive monitor.
@@ -167,6 +175,8 @@ pub struct DriveCollector {
     /// A drive's book entry changed (or a read drive went away) since the book was last
     /// published.
     dirty: bool,
+    /// The book as the last report read it: while it is the same, no drive's book tags changed.
+    reported: Option<Arc<BookView>>,
 }
 
 impl std::fmt::Debug for DriveCollector {
@@ -193,6 +203,7 @@ impl DriveCollector {
             book: DriveBook::new(false),
             risk: RiskModel::default(),
             dirty: false,
+            reported: None,
         }
     }
 
@@ -307,7 +318,11 @@ impl DriveCollector {
                 });
                 self.dirty |= gone;
                 for d in disks {
-                    self.drives.entry(d.name).or_default().place = d.place;
+                    let s = self.drives.entry(d.name).or_default();
+                    if s.place != d.place {
+                        s.place = d.place;
+                        s.key = None;
+                    }
                 }
             }
             Update::Error(e) => errors.count(SOURCE, &e),
@@ -340,6 +355,7 @@ impl DriveCollector {
                             self.dirty = true;
                         }
                         s.health = Some(h);
+                        s.key = None;
                         s.read_at_s = Some(t);
                         s.error_log_at_s = error_log_age_s.map(|a| t - a);
                         s.read_ok = Some(true);
@@ -408,18 +424,28 @@ impl Collector for DriveCollector {
         // The scheduler empties the events after the report.
         self.events_seen = 0;
         let book = self.book.view();
-        let pools = book.pool_tags();
-        for (name, s) in &self.drives {
+        // A drive's book tags change only with the book (a new view) or with its reading (which
+        // drops its key): under the view of the last report, a kept key stands unlooked-at.
+        let same = self
+            .reported
+            .as_ref()
+            .is_some_and(|v| Arc::ptr_eq(v, &book));
+        let mut pools = None;
+        for (name, s) in &mut self.drives {
             if s.read_ok.is_none() {
                 continue; // no call has ended yet: nothing to say
             }
-            let pool = pools.get(name).map_or("", String::as_str);
-            let vd = s.health.as_ref().map_or("", |h| {
-                book.raid_vd_of(h.serial.as_deref(), h.wwn.as_deref())
-            });
-            let place = Tags { pool, raid_vd: vd };
-            write_line(w, cx.ts_ns, cx.now_s, name, s, s.entry.as_ref(), &place);
+            if !same || s.key.is_none() {
+                let pools = pools.get_or_insert_with(|| book.pool_tags());
+                let pool = pools.get(name).map_or("", String::as_str);
+                let vd = s.health.as_ref().map_or("", |h| {
+                    book.raid_vd_of(h.serial.as_deref(), h.wwn.as_deref())
+                });
+                keep_key(name, s, &Tags { pool, raid_vd: vd });
+            }
+            write_kept(w, cx.ts_ns, cx.now_s, s);
         }
+        self.reported = Some(book);
     }
 }
 
@@ -440,120 +466,7 @@ pub fn command_timeouts(h: &DriveHealth) -> Option<u64> {
     }
 }
 
-/// The `protocol` tag.
-fn protocol(p: &Protocol) -> Option<String> {
-    match p {
-        Protocol::Ata => Some("ata".into()),
-        Protocol::Scsi => Some("scsi".into()),
-        Protocol::Nvme => Some("nvme".into()),
-        Protocol::Other(o) => Some(o.to_ascii_lowercase()),
-        Protocol::Unknown => None,
-    }
-}
-
-/// The tags other monitors know for a disk (from the book).
-#[derive(Debug, Clone, Copy, Default)]
-struct Tags<'a> {
-    /// Pools naming it.
-    pool: &'a str,
-    /// The hardware virtual drive it is a member of.
-    raid_vd: &'a str,
-}
-
-fn write_line(
-    w: &mut LineWriter,
-    ts_ns: i64,
-    now_s: f64,
-    name: &str,
-    s: &DriveState,
-    entry: Option<&BookEntry>,
-    tags: &Tags<'_>,
-) {
-    let h = s.health.as_ref();
-    let proto = h.and_then(|h| protocol(&h.protocol)).unwrap_or_default();
-    let mut line = w
-        .line("drive", ts_ns)
-        .tag("device", name)
-        .tag(
-            "serial",
-            h.and_then(|h| h.serial.as_deref()).unwrap_or_default(),
-        )
-        .tag("wwn", h.and_then(|h| h.wwn.as_deref()).unwrap_or_default())
-        .tag(
-            "model",
-            h.and_then(|h| h.model.as_deref()).unwrap_or_default(),
-        )
-        .tag("protocol", &proto)
-        .tag("md", &s.place.md)
-        .tag("mpath", &s.place.mpath)
-        .tag(
-            "pool",
-            if tags.pool.is_empty() {
-                &s.place.pool
-            } else {
-                tags.pool
-            },
-        )
-        .tag("raid_vd", tags.raid_vd);
-    if let Some(h) = h {
-        line = line
-            .field_opt(
-                "health_ok",
-                match h.health {
-                    OverallHealth::Passed => Some(true),
-                    OverallHealth::Failed => Some(false),
-                    OverallHealth::Unknown => None,
-                },
-            )
-            .field_opt("temperature_c", h.temperature_c)
-            .field_opt("power_on_hours", h.power_on_hours)
-            .field_opt("exit_status", h.exit_status.map(u32::from));
-        if let Some(a) = &h.ata {
-            line = line
-                .field_opt("reallocated_sectors", a.reallocated_sectors)
-                .field_opt("reported_uncorrect", a.reported_uncorrectable)
-                .field_opt("command_timeout", command_timeouts(h))
-                .field_opt("pending_sectors", a.pending_sectors)
-                .field_opt("offline_uncorrectable", a.offline_uncorrectable)
-                .field_opt("udma_crc_errors", a.udma_crc_errors);
-        }
-        if let Some(sc) = &h.scsi {
-            line = line
-                .field_opt("grown_defects", sc.grown_defects)
-                .field_opt("uncorrected_read_errors", sc.read_uncorrected)
-                .field_opt("uncorrected_write_errors", sc.write_uncorrected)
-                .field_opt("uncorrected_verify_errors", sc.verify_uncorrected)
-                .field_opt("non_medium_errors", sc.non_medium_errors)
-                .field_opt(
-                    "non_medium_errors_age_s",
-                    s.error_log_at_s
-                        .filter(|_| sc.non_medium_errors.is_some())
-                        .map(|t| (now_s - t).max(0.0).round() as i64),
-                );
-        }
-        if let Some(n) = &h.nvme {
-            line = line
-                .field_opt("critical_warning", n.critical_warning.map(u32::from))
-                .field_opt("available_spare_pct", n.available_spare_pct.map(u32::from))
-                .field_opt(
-                    "available_spare_threshold_pct",
-                    n.available_spare_threshold_pct.map(u32::from),
-                )
-                .field_opt("percentage_used_pct", n.percentage_used.map(u32::from))
-                .field_opt("media_errors", n.media_errors)
-                .field_opt("unsafe_shutdowns", n.unsafe_shutdowns);
-        }
-    }
-    line.field_opt("failure_probability", entry.map(|e| e.failure_probability))
-        .field("read_ok", s.read_ok == Some(true))
-        .field("asleep", s.asleep)
-        .field_opt(
-            "last_read_age_s",
-            s.read_at_s.map(|t| (now_s - t).max(0.0).round() as i64),
-        )
-        .field_opt("read_error", s.error.as_deref())
-        .write();
-}
-
+#[cfg(test)]
+mod report_bench;
 #[cfg(test)]
 mod tests;
