@@ -323,21 +323,21 @@ impl RequestBuilder<'_> {
         *req.method_mut() = self.method;
         *req.uri_mut() = self.uri;
         *req.headers_mut() = self.headers;
-        let timeout = self.client.timeout;
-        let deadline = timeout.map(|t| Instant::now() + t);
+        // the end of the exchange, and the timeout it comes from (for the error)
+        let deadline = self.client.timeout.map(|t| (Instant::now() + t, t));
         let fut = self.client.inner.request(req);
-        let resp = match (deadline, timeout) {
-            (Some(at), Some(t)) => tokio::time::timeout_at(at, fut)
+        let resp = match deadline {
+            Some((at, t)) => tokio::time::timeout_at(at, fut)
                 .await
                 .map_err(|_| Error::Timeout(t))??,
-            _ => fut.await?,
+            None => fut.await?,
         };
         let (parts, body) = resp.into_parts();
         Ok(Response {
             status: parts.status,
             headers: parts.headers,
             body,
-            deadline: deadline.zip(timeout),
+            deadline,
         })
     }
 }
