@@ -15,6 +15,7 @@ pub mod multipathd;
 pub mod netdev;
 pub mod pressure;
 pub mod smartctl;
+pub mod smartd_attrlog;
 pub mod stat;
 pub mod statvfs;
 pub mod storcli;
