@@ -66,7 +66,13 @@ impl LogProtocol {
 /// `_` (`not_allowed_in_filename` in `smartd.cpp`; a multi-byte character is one `_` a byte).
 pub fn file_part(s: &str) -> String {
     s.bytes()
-        .map(|b| if b.is_ascii_alphanumeric() { b as char } else { '_' })
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                b as char
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
@@ -338,9 +344,10 @@ fn scsi<'a>(tuples: impl Iterator<Item = &'a str>) -> Result<ScsiLine, String> {
     let mut known = 0;
     for t in tuples {
         let (name, v) = named(t)?;
-        if let Some((page, counter)) = name.split_once('-').filter(|(p, _)| {
-            matches!(*p, "read" | "write" | "verify")
-        }) {
+        if let Some((page, counter)) = name
+            .split_once('-')
+            .filter(|(p, _)| matches!(*p, "read" | "write" | "verify"))
+        {
             let slot = match page {
                 "read" => &mut out.read,
                 "write" => &mut out.write,

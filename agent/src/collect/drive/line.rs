@@ -175,6 +175,11 @@ fn write_fields(mut line: Line<'_>, now_s: f64, s: &DriveState, entry: Option<&B
             LAST_READ_AGE_S,
             s.read_at_s.map(|t| (now_s - t).max(0.0).round() as i64),
         )
+        .field_key_opt(
+            FULL_READ_AGE_S,
+            s.full_read_at_s
+                .map(|t| (now_s - t).max(0.0).round() as i64),
+        )
         .field_key_opt(READ_ERROR, s.error.as_deref())
         .write();
 }
@@ -206,4 +211,5 @@ const FAILURE_PROBABILITY: FieldKey = FieldKey::new("failure_probability");
 const READ_OK: FieldKey = FieldKey::new("read_ok");
 const ASLEEP: FieldKey = FieldKey::new("asleep");
 const LAST_READ_AGE_S: FieldKey = FieldKey::new("last_read_age_s");
+const FULL_READ_AGE_S: FieldKey = FieldKey::new("full_read_age_s");
 const READ_ERROR: FieldKey = FieldKey::new("read_error");

@@ -24,7 +24,10 @@
 //! not at the configured path): one info line at the first round, no error, no lines.
 //!
 //! **smartd's state.** With `[drive] smartd_state_dir`, a disk whose smartd `--jsonstate` file is
-//! fresh is read from it and no smartctl runs for it (`smartd.rs`).
+//! fresh is read from it and no smartctl runs for it (`smartd.rs`). A disk whose smartd
+//! attribute log (`smartd -A`, `[drive] smartd_attrlog_prefix`) has a new line that changes
+//! nothing its last smartctl reading depends on keeps that reading, refreshed, without a call,
+//! for at most `smartd_attrlog_full_every - 1` rounds in a row (`attrlog.rs`).
 //!
 //! **Shared.** Each good reading, assessed by [`crate::health::drive`], is published in the
 //! [`DriveBook`] ([`book`]) that the MD, zpool and RAID controller monitors read for their
@@ -36,6 +39,7 @@
 //! Every report interval each disk's line is written from its latest reading, whether or not it
 //! was read in that interval. Fields and tags: docs/metrics-drive.md.
 
+mod attrlog;
 mod disks;
 mod line;
 mod reading;
@@ -109,6 +113,21 @@ pub struct DriveConfig {
     /// 0 or 1: every round), and at once for a disk read out of schedule or without a count
     /// yet; the rounds between carry its last count, its age in `non_medium_errors_age_s`.
     pub sas_error_log_every: u32,
+    /// `PREFIX` of smartd's attribute logs (`smartd -A PREFIX`, `PREFIX MODEL-SERIAL.ata.csv`;
+    /// default `/var/lib/smartmontools/attrlog.`, built into Debian's, Ubuntu's and openSUSE's
+    /// smartd; empty: not used). A disk whose log has a line written since its last smartctl
+    /// reading that changes nothing the reading depends on is not read by smartctl that round
+    /// (`attrlog.rs`).
+    pub smartd_attrlog_prefix: PathBuf,
+    /// A log modified longer ago than this is stale: smartctl reads the disk (default 1h).
+    #[serde(with = "crate::duration")]
+    pub smartd_attrlog_max_age: Duration,
+    /// smartctl reads every disk at least every this many rounds whatever its log says (default
+    /// 4: every 2 h at the default interval; 0 or 1: the logs are not used).
+    pub smartd_attrlog_full_every: u32,
+    /// SAS/SCSI disks are confirmed by their logs too (default false: their informational
+    /// exceptions verdict and grown defect list are not in the log).
+    pub smartd_attrlog_scsi: bool,
 }
 
 impl Default for DriveConfig {
@@ -125,6 +144,10 @@ impl Default for DriveConfig {
             smartd_state_dir: None,
             smartd_state_max_age: Duration::from_secs(3600),
             sas_error_log_every: 6,
+            smartd_attrlog_prefix: PathBuf::from("/var/lib/smartmontools/attrlog."),
+            smartd_attrlog_max_age: Duration::from_secs(3600),
+            smartd_attrlog_full_every: 4,
+            smartd_attrlog_scsi: false,
         }
     }
 }
@@ -140,6 +163,9 @@ struct DriveState {
     /// That reading assessed: what the book holds for the disk.
     entry: Option<BookEntry>,
     read_at_s: Option<f64>,
+    /// When the reading was taken by smartctl (or smartd's state file), while smartd's
+    /// attribute log has confirmed it since (`read_at_s` is then the confirming line's time).
+    full_read_at_s: Option<f64>,
     /// The last call ended without an error: the drive was read, or found asleep (`None`
     /// before the first call ended).
     read_ok: Option<bool>,
@@ -254,6 +280,14 @@ impl DriveCollector {
                 smartd_state_dir: self.cfg.smartd_state_dir.clone(),
                 smartd_state_max_age: self.cfg.smartd_state_max_age,
                 sas_error_log_every: self.cfg.sas_error_log_every.max(1),
+                attrlog: (!self.cfg.smartd_attrlog_prefix.as_os_str().is_empty()
+                    && self.cfg.smartd_attrlog_full_every >= 2)
+                    .then(|| attrlog::AttrlogConfig {
+                        prefix: self.cfg.smartd_attrlog_prefix.clone(),
+                        max_age: self.cfg.smartd_attrlog_max_age,
+                        full_every: self.cfg.smartd_attrlog_full_every,
+                        scsi: self.cfg.smartd_attrlog_scsi,
+                    }),
             },
             self.root.clone(),
             Arc::clone(&self.urgent),
@@ -326,6 +360,40 @@ impl DriveCollector {
                 }
             }
             Update::Error(e) => errors.count(SOURCE, &e),
+            Update::Confirmed { name, at, fresh } => {
+                let t = if self.inline {
+                    now_s
+                } else {
+                    now_s - at.elapsed().as_secs_f64()
+                } - fresh.age_s;
+                let Some(s) = self.drives.get_mut(&name) else {
+                    return;
+                };
+                let Some(was) = s.health.as_ref() else {
+                    return;
+                };
+                // The last reading, with what the line refreshes; its tags are the same (the
+                // line's key stays).
+                let mut h = was.clone();
+                fresh.apply(&mut h);
+                crate::health::drive::events::changes(&name, was, &h, events);
+                let entry = BookEntry::assess(&name, &h, &self.risk);
+                if s.entry.as_ref() != Some(&entry) {
+                    s.entry = Some(entry);
+                    self.dirty = true;
+                }
+                s.health = Some(h);
+                if s.full_read_at_s.is_none() {
+                    s.full_read_at_s = s.read_at_s;
+                }
+                s.read_at_s = Some(t);
+                if fresh.non_medium {
+                    s.error_log_at_s = Some(t);
+                }
+                s.read_ok = Some(true);
+                s.asleep = false;
+                s.error = None;
+            }
             Update::Read {
                 name,
                 at,
@@ -357,6 +425,7 @@ impl DriveCollector {
                         s.health = Some(h);
                         s.key = None;
                         s.read_at_s = Some(t);
+                        s.full_read_at_s = None;
                         s.error_log_at_s = error_log_age_s.map(|a| t - a);
                         s.read_ok = Some(true);
                         s.asleep = false;

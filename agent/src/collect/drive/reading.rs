@@ -98,6 +98,13 @@ pub(super) enum Update {
         /// round's call, [`super::worker::WorkerConfig::sas_error_log_every`]). `None`: no such count.
         error_log_age_s: Option<f64>,
     },
+    /// smartd's attribute log confirmed the disk's last reading, `at` that instant: no
+    /// smartctl call ([`super::attrlog`]).
+    Confirmed {
+        name: String,
+        at: Instant,
+        fresh: super::attrlog::Fresh,
+    },
 }
 
 /// Whether a reading is a SAS/SCSI disk's without the non-medium error count, which smartctl

@@ -1173,3 +1173,223 @@ fn a_disk_named_by_a_controller_carries_its_virtual_drive() {
     // and the readings are in the book, by device
     assert!(book.view().by_device("sda").is_some());
 }
+
+/// smartd's attribute log `name` (`agent/fixtures/smartd-attrlog`), its last line as written now.
+fn attrlog_fixture(name: &str) -> String {
+    fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/smartd-attrlog")
+            .join(name),
+    )
+    .unwrap()
+}
+
+/// Appends `text` to the log at `path` and dates it now (the kernel's file times are coarse:
+/// a line appended right after a reading could look older than it).
+fn append_log(path: &Path, text: &str) {
+    use std::io::Write;
+    let mut f = fs::File::options()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+    f.set_modified(std::time::SystemTime::now()).unwrap();
+}
+
+/// A host with an ATA disk (sda), an NVMe disk and a SAS disk, read by smartctl from real
+/// fixtures, and smartd's attribute logs under `<dir>/smartd/attrlog.`.
+fn attrlog_host() -> (Host, PathBuf, DriveConfig) {
+    let h = Host::new(&["sda", "sdb", "nvme0n1"]);
+    fs::create_dir_all(h.path("smartd")).unwrap();
+    let smartctl = h.smartctl(&format!(
+        "{}{}{}",
+        prints(
+            "/dev/sda",
+            "sce-ata-seagate-st3000nm0033-188-packed-4-4-4.json",
+            0
+        ),
+        prints("/dev/sdb", "libblockdev-scsi-seagate-st600mp0036.json", 0),
+        prints("/dev/nvme0n1", "sce-nvme-samsung-970-evo-plus.json", 0),
+    ));
+    let mut c = cfg(smartctl, 60_000, 5000);
+    let prefix = h.path("smartd/attrlog.");
+    c.smartd_attrlog_prefix = prefix.clone();
+    c.smartd_attrlog_full_every = 3;
+    (h, prefix, c)
+}
+
+fn ata_log(prefix: &Path) -> PathBuf {
+    PathBuf::from(format!(
+        "{}ST3000NM0033_9ZM178-REDACTED.ata.csv",
+        prefix.display()
+    ))
+}
+
+/// The devices smartctl was called for after the first `skip` calls, sorted, once each (the
+/// SAS disk's `-l error` call is the fake's JSON, so its count is asked for every round).
+fn called_since(h: &Host, skip: usize) -> Vec<String> {
+    let mut v: Vec<String> = h.calls().into_iter().skip(skip).map(|(_, d)| d).collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// A disk whose attribute log has a new line changing nothing its reading depends on is not
+/// read by smartctl: its line is the last reading with the log's temperature and power-on
+/// hours; the `full_every`-th round reads it again whatever the log says. A SAS disk is read by
+/// smartctl every round (its verdict is not in the log).
+#[test]
+fn an_unchanged_fresh_attribute_log_replaces_smartctl_until_the_kth_round() {
+    let (h, prefix, c) = attrlog_host();
+    let mut m = DriveCollector::new_inline(c, h.root());
+    let mut d = Driver::new(h.root());
+    d.sample(&mut m, 0.0);
+    assert_eq!(
+        called_since(&h, 0),
+        ["/dev/nvme0n1", "/dev/sda", "/dev/sdb"]
+    );
+    let n = h.calls().len();
+    let text = d.report(&mut m, 1.0);
+    let before = line(&text, "sda").to_owned();
+    assert_eq!(field(&before, "temperature_c").as_deref(), Some("22i"));
+    assert_eq!(field(&before, "full_read_age_s"), None);
+
+    // smartd's cycle after the reading: a log of 5,000 older lines (only its tail is read)
+    // whose last line moved only what the reading does not depend on (error rates, 9, 190,
+    // 194, each on the same side of its threshold).
+    let log = attrlog_fixture("synthetic-smartd75-ST3000NM0033_9ZM178-REDACTED.ata.csv");
+    let old_line = log.lines().next().unwrap();
+    let mut big = String::new();
+    for _ in 0..5000 {
+        big.push_str(old_line);
+        big.push('\n');
+    }
+    big.push_str(&log);
+    append_log(&ata_log(&prefix), &big);
+    append_log(
+        &PathBuf::from(format!(
+            "{}Samsung_SSD_970_EVO_Plus_250GB-REDACTED.nvme.csv",
+            prefix.display()
+        )),
+        &attrlog_fixture("synthetic-smartd75-Samsung_SSD_970_EVO_Plus_250GB-REDACTED.nvme.csv"),
+    );
+    d.sample(&mut m, 61.0);
+    assert_eq!(
+        called_since(&h, n),
+        ["/dev/sdb"],
+        "sda and nvme0n1 not called"
+    );
+    let n = h.calls().len();
+    let text = d.report(&mut m, 62.0);
+    let sda = line(&text, "sda");
+    assert_eq!(field(sda, "temperature_c").as_deref(), Some("23i"), "{sda}");
+    assert_eq!(field(sda, "power_on_hours").as_deref(), Some("57745i"));
+    assert_eq!(field(sda, "command_timeout").as_deref(), Some("4i"));
+    assert_eq!(field(sda, "health_ok").as_deref(), Some("true"));
+    assert_eq!(field(sda, "read_ok").as_deref(), Some("true"));
+    assert_eq!(field(sda, "full_read_age_s").as_deref(), Some("62i"));
+    let age: i64 = field(sda, "last_read_age_s")
+        .unwrap()
+        .trim_end_matches('i')
+        .parse()
+        .unwrap();
+    assert!(age <= 2, "{sda}");
+    let nvme = line(&text, "nvme0n1");
+    assert_eq!(field(nvme, "power_on_hours").as_deref(), Some("3149i"));
+    assert_eq!(field(nvme, "full_read_age_s").as_deref(), Some("62i"));
+    assert_eq!(d.error_total(), 0);
+
+    // One line confirms once: without a new one, smartctl reads the disk.
+    d.sample(&mut m, 122.0);
+    assert_eq!(
+        called_since(&h, n),
+        ["/dev/nvme0n1", "/dev/sda", "/dev/sdb"]
+    );
+    let text = d.report(&mut m, 123.0);
+    assert_eq!(field(line(&text, "sda"), "full_read_age_s"), None);
+    assert_eq!(
+        field(line(&text, "sda"), "temperature_c").as_deref(),
+        Some("22i")
+    );
+
+    // Two rounds confirmed in a row, then (full_every = 3) smartctl, new line or not.
+    for (round, t) in [(3, 183.0), (4, 244.0), (5, 305.0)] {
+        append_log(&ata_log(&prefix), log.lines().last().unwrap());
+        append_log(&ata_log(&prefix), "\n");
+        let n = h.calls().len();
+        d.sample(&mut m, t);
+        let sda_called = called_since(&h, n).contains(&"/dev/sda".to_owned());
+        assert_eq!(sda_called, round == 5, "round {round}");
+    }
+}
+
+/// Each of a changed value, a stale log, a line smartd is still writing, and a log that does
+/// not parse makes smartctl read the disk.
+#[test]
+fn a_changed_stale_half_written_or_bad_log_leaves_the_disk_to_smartctl() {
+    let log = attrlog_fixture("synthetic-smartd75-ST3000NM0033_9ZM178-REDACTED.ata.csv");
+    let last = log.lines().last().unwrap().to_owned();
+    let cases: [(&str, String); 5] = [
+        // a reallocated sector more (5's raw)
+        (
+            "reallocated",
+            last.replace("\t5;100;1;", "\t5;100;2;") + "\n",
+        ),
+        // attribute 1's value at its threshold (44): the verdict may have changed
+        ("at threshold", last.replace("\t1;76;", "\t1;44;") + "\n"),
+        // a new attribute appeared
+        ("new attribute", last.clone() + "\t231;100;0;\n"),
+        // smartd is writing its next line
+        (
+            "half written",
+            last.clone() + "\n2026-12-06 05:00:00;\t1;75;354",
+        ),
+        (
+            "garbage",
+            "2026-12-06 05:00:00;\tnot;a;log;line\n".to_owned(),
+        ),
+    ];
+    for (what, text) in cases {
+        let (h, prefix, c) = attrlog_host();
+        let mut m = DriveCollector::new_inline(c, h.root());
+        let mut d = Driver::new(h.root());
+        d.sample(&mut m, 0.0);
+        append_log(&ata_log(&prefix), &text);
+        let n = h.calls().len();
+        d.sample(&mut m, 61.0);
+        assert!(
+            called_since(&h, n).contains(&"/dev/sda".to_owned()),
+            "{what}: sda not read by smartctl"
+        );
+        assert_eq!(d.error_total(), 0, "{what}");
+    }
+
+    // stale: a line written after the reading but older than smartd_attrlog_max_age
+    let (h, prefix, mut c) = attrlog_host();
+    c.smartd_attrlog_max_age = Duration::from_millis(300);
+    let mut m = DriveCollector::new_inline(c, h.root());
+    let mut d = Driver::new(h.root());
+    d.sample(&mut m, 0.0);
+    append_log(&ata_log(&prefix), &(last + "\n"));
+    std::thread::sleep(Duration::from_millis(600));
+    let n = h.calls().len();
+    d.sample(&mut m, 61.0);
+    assert!(called_since(&h, n).contains(&"/dev/sda".to_owned()));
+}
+
+/// Out of schedule (a degraded array's member) and with the logs turned off, smartctl reads
+/// the disk whatever its log says.
+#[test]
+fn asked_for_disks_and_an_empty_prefix_always_run_smartctl() {
+    let log = attrlog_fixture("synthetic-smartd75-ST3000NM0033_9ZM178-REDACTED.ata.csv");
+    let (h, prefix, mut c) = attrlog_host();
+    c.smartd_attrlog_prefix = PathBuf::new();
+    let mut m = DriveCollector::new_inline(c, h.root());
+    let mut d = Driver::new(h.root());
+    d.sample(&mut m, 0.0);
+    append_log(&ata_log(&prefix), &log);
+    let n = h.calls().len();
+    d.sample(&mut m, 61.0);
+    assert!(called_since(&h, n).contains(&"/dev/sda".to_owned()));
+}

@@ -22,6 +22,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::attrlog::{AttrlogConfig, Logs};
 use super::disks::{device_path, has_megaraid, Places, Target};
 use super::reading::{interpret, wants_text, Disk, DriveError, ReadResult, Update};
 use super::smartd::StateFiles;
@@ -29,8 +30,9 @@ use crate::collect::fs::Placement;
 use crate::command::{found, CommandError, Spawned, Worker};
 use crate::filter::Filter;
 use crate::root::Root;
-use crate::sources::smartctl::scan::{self, ScanEntry};
 use crate::sources::smartctl::{self, DriveHealth};
+
+mod calls;
 
 /// How often running calls are looked at (their exit, their output, their deadline).
 const POLL_S: f64 = 0.025;
@@ -83,6 +85,8 @@ pub(super) struct WorkerConfig {
     /// A SAS disk's `-l error` call is made every this many rounds (1: every round), and for a
     /// disk read out of schedule or without a count yet; between, its last count is carried.
     pub(super) sas_error_log_every: u32,
+    /// smartd's attribute logs, when used ([`super::attrlog`]).
+    pub(super) attrlog: Option<AttrlogConfig>,
 }
 
 /// The drive monitor's command worker ([`Worker`]).
@@ -117,10 +121,13 @@ pub(super) struct DriveWorker {
     cursor: Option<String>,
     /// Each disk's MD arrays and multipath maps, kept between rounds.
     places: Places,
+    /// smartd's attribute logs and what they confirm, when used.
+    logs: Option<Logs>,
 }
 
 impl DriveWorker {
     pub(super) fn new(cfg: WorkerConfig, root: Root, urgent: Urgent) -> Self {
+        let cfg_logs = cfg.attrlog.clone().map(Logs::new);
         Self {
             cfg,
             root,
@@ -139,6 +146,7 @@ impl DriveWorker {
             error_log: BTreeMap::new(),
             cursor: None,
             places: Places::default(),
+            logs: cfg_logs,
         }
     }
 
@@ -195,6 +203,9 @@ impl DriveWorker {
         out.push(Update::Disks(disks));
         let disks = &self.disks;
         self.error_log.retain(|name, _| disks.contains_key(name));
+        if let Some(l) = &mut self.logs {
+            l.retain(|name| disks.contains_key(name));
+        }
         self.queue.clear();
         self.state = match &self.cfg.smartd_state_dir {
             Some(dir) => {
@@ -293,47 +304,6 @@ impl DriveWorker {
         }
     }
 
-    /// The disks behind MegaRAID controllers, from `smartctl --scan` (which lists them without
-    /// opening any device, so no sleeping disk is woken), waited for at most `timeout` — while
-    /// the calls still running from the last round are looked after as usual.
-    fn scan(&mut self, out: &mut Vec<Update>) -> Result<Vec<(String, Target)>, DriveError> {
-        let err = |source| DriveError::Command {
-            device: "--scan".into(),
-            source,
-        };
-        let mut child = Spawned::start(&self.cfg.smartctl, &["--scan"], self.cfg.max_output_bytes)
-            .map_err(err)?;
-        let started = Instant::now();
-        let fin = loop {
-            if let Some(r) = child.poll() {
-                break r.map_err(err)?;
-            }
-            if started.elapsed() >= self.cfg.timeout {
-                child.kill();
-                return Err(err(child.timeout_error(self.cfg.timeout)));
-            }
-            self.reap(out);
-            std::thread::sleep(Duration::from_secs_f64(POLL_S));
-        };
-        let entries = scan::parse(&fin.stdout).map_err(|source| DriveError::Parse {
-            device: "--scan".into(),
-            status: fin.status,
-            source,
-        })?;
-        Ok(entries
-            .into_iter()
-            .filter(ScanEntry::is_megaraid)
-            .map(|e| {
-                let name = format!("{}:{}", e.device.trim_start_matches("/dev/"), e.device_type);
-                let t = Target {
-                    path: e.device,
-                    device_type: Some(e.device_type),
-                };
-                (name, t)
-            })
-            .collect())
-    }
-
     /// Collects what the running calls answered, and kills those past their deadline.
     fn reap(&mut self, out: &mut Vec<Update>) {
         let timeout = self.cfg.timeout;
@@ -380,6 +350,9 @@ impl DriveWorker {
                 }
                 // This call's count, or (it failed) the last one's, older.
                 let error_log_age_s = self.carry_error_log(&r.name, &mut h);
+                if let Some(l) = &mut self.logs {
+                    l.note(&r.name, Some(&h), None);
+                }
                 out.push(Update::Read {
                     name: r.name,
                     at: Instant::now(),
@@ -388,8 +361,16 @@ impl DriveWorker {
                 });
                 continue;
             }
+            // The document, for what the attribute log compares with beyond the reading (only
+            // when the logs are used).
+            let mut doc = None;
             let result = match polled {
-                Ok(fin) => interpret(&r.label, fin),
+                Ok(fin) => {
+                    if self.logs.is_some() {
+                        doc = Some(fin.stdout.clone());
+                    }
+                    interpret(&r.label, fin)
+                }
                 Err(source) => ReadResult::Failed(DriveError::Command {
                     device: r.label.clone(),
                     source,
@@ -413,60 +394,19 @@ impl DriveWorker {
                 }
                 other => other,
             };
+            if let Some(l) = &mut self.logs {
+                match &result {
+                    ReadResult::Read(h) => l.note(&r.name, Some(h), doc.as_deref()),
+                    ReadResult::Failed(_) => l.note(&r.name, None, None),
+                    _ => {}
+                }
+            }
             out.push(Update::Read {
                 name: r.name,
                 at: Instant::now(),
                 result,
                 error_log_age_s,
             });
-        }
-    }
-
-    /// Puts disk `name`'s last `-l error` count into its reading `h` (a SAS reading without
-    /// one); its age, or `None` when no call has given one yet.
-    fn carry_error_log(&self, name: &str, h: &mut DriveHealth) -> Option<f64> {
-        let log = self.error_log.get(name)?;
-        let sc = h.scsi.as_mut()?;
-        if sc.non_medium_errors.is_some() {
-            return None;
-        }
-        sc.non_medium_errors = Some(log.count);
-        Some((self.last_now_s - log.at_s).max(0.0))
-    }
-
-    /// Starts the `-l error` text call of a SAS disk read as `h`; `Some(h)` back when it could
-    /// not be started (the reading is then reported without the count).
-    fn start_text(
-        &mut self,
-        r: &Running,
-        h: Box<DriveHealth>,
-        out: &mut Vec<Update>,
-    ) -> Option<Box<DriveHealth>> {
-        let target = self.disks.get(&r.name)?;
-        let mut args = vec!["-l", "error", "-n", "standby"];
-        if let Some(t) = &target.device_type {
-            args.extend(["-d", t.as_str()]);
-        }
-        args.push(target.path.as_str());
-        match Spawned::start(&self.cfg.smartctl, &args, self.cfg.max_output_bytes) {
-            Ok(child) => {
-                self.running.push(Running {
-                    name: r.name.clone(),
-                    label: r.label.clone(),
-                    started: Instant::now(),
-                    child,
-                    text_for: Some(h),
-                    with_error_log: true,
-                });
-                None
-            }
-            Err(source) => {
-                out.push(Update::Error(DriveError::Command {
-                    device: format!("-l error {}", r.label),
-                    source,
-                }));
-                Some(h)
-            }
         }
     }
 
@@ -505,6 +445,24 @@ impl DriveWorker {
                     });
                     continue;
                 }
+            }
+            // smartd's attribute log says nothing the last reading depends on has changed.
+            if let Some(fresh) = self
+                .logs
+                .as_mut()
+                .filter(|_| !asked && target.device_type.is_none())
+                .and_then(|l| l.confirm(&name))
+            {
+                // the log's non-medium count is the reading's, as of the line
+                if let (true, Some(e)) = (fresh.non_medium, self.error_log.get_mut(&name)) {
+                    e.at_s = self.last_now_s - fresh.age_s;
+                }
+                out.push(Update::Confirmed {
+                    name,
+                    at: Instant::now(),
+                    fresh,
+                });
+                continue;
             }
             if self.missing {
                 continue;
@@ -633,6 +591,7 @@ mod tests {
             smartd_state_dir: None,
             smartd_state_max_age: Duration::from_secs(3600),
             sas_error_log_every: 6,
+            attrlog: None,
         };
         let root = Root::new(dir.path().join("proc"), sys);
         let mut worker = DriveWorker::new(cfg, root, Urgent::default());

@@ -66,7 +66,11 @@ struct NvmeLog {
 pub fn smartctl_table(json: &str) -> Result<SmartctlTable, String> {
     let doc: Doc = serde_json::from_str(json).map_err(|e| e.to_string())?;
     let mut ata = Vec::new();
-    for r in doc.ata_smart_attributes.map(|a| a.table).unwrap_or_default() {
+    for r in doc
+        .ata_smart_attributes
+        .map(|a| a.table)
+        .unwrap_or_default()
+    {
         let byte = |v: u64, what: &str| {
             u8::try_from(v).map_err(|_| format!("attribute {}: {what} {v} over 255", r.id))
         };

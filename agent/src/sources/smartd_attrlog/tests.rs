@@ -80,8 +80,16 @@ fn hostile_logs_are_errors_naming_what_is_wrong() {
         ),
         ("hostile-empty.ata.csv", LogProtocol::Ata, "empty log"),
         ("hostile-garbage.ata.csv", LogProtocol::Ata, "not text"),
-        ("hostile-bad-number.ata.csv", LogProtocol::Ata, "not a number"),
-        ("hostile-value-over-255.ata.csv", LogProtocol::Ata, "over 255"),
+        (
+            "hostile-bad-number.ata.csv",
+            LogProtocol::Ata,
+            "not a number",
+        ),
+        (
+            "hostile-value-over-255.ata.csv",
+            LogProtocol::Ata,
+            "over 255",
+        ),
         (
             "hostile-scsi-line-in-ata-log.ata.csv",
             LogProtocol::Ata,
@@ -183,9 +191,11 @@ fn bad_dates_and_tuples() {
         assert!(e.contains(says), "{line}: {e}");
     }
     // unknown SCSI names are skipped, but a line of only unknown names is no SCSI line
-    assert!(parse_line("2017-01-31 05:47:34;\tfoo;1;", LogProtocol::Scsi)
-        .unwrap_err()
-        .contains("no SCSI counter"));
+    assert!(
+        parse_line("2017-01-31 05:47:34;\tfoo;1;", LogProtocol::Scsi)
+            .unwrap_err()
+            .contains("no SCSI counter")
+    );
     let l = parse_line(
         "2017-01-31 05:47:34;\tfoo;1;\tnon-medium-errors;7;",
         LogProtocol::Scsi,
@@ -207,7 +217,12 @@ fn file_names_as_smartd_makes_them() {
         ["ST3000NM0033_9ZM178-Z1Y00000.ata.csv"]
     );
     assert_eq!(
-        file_names(LogProtocol::Ata, "WDC WD10EZEX-00BN5A0", "WD-WCC3F7FLVZS9", None),
+        file_names(
+            LogProtocol::Ata,
+            "WDC WD10EZEX-00BN5A0",
+            "WD-WCC3F7FLVZS9",
+            None
+        ),
         ["WDC_WD10EZEX_00BN5A0-WD_WCC3F7FLVZS9.ata.csv"]
     );
     assert_eq!(
@@ -245,7 +260,10 @@ fn the_table_of_a_smartctl_reading() {
             .join("fixtures/smartctl/sce-nvme-samsung-970-evo-plus.json"),
     )
     .unwrap();
-    assert_eq!(smartctl_table(&json).unwrap().nvme_err_log_entries, Some(22));
+    assert_eq!(
+        smartctl_table(&json).unwrap().nvme_err_log_entries,
+        Some(22)
+    );
     assert!(smartctl_table("not json").is_err());
     assert!(smartctl_table(
         r#"{"ata_smart_attributes":{"table":[{"id":1,"value":300,"raw":{"value":0}}]}}"#
