@@ -266,6 +266,20 @@ megaraid = true
 # instead of running smartctl; without a fresh file, smartctl reads it. Unset: always smartctl.
 # smartd_state_dir = "/var/lib/smartmontools"
 smartd_state_max_age = "1h"
+# smartd's attribute logs (`smartd -A PREFIX`, every smartmontools 7.x; built in, with this
+# prefix, by Debian's, Ubuntu's and openSUSE's packages; elsewhere add `-A` to smartd's options).
+# A disk whose log has a line written since its last smartctl reading, within
+# smartd_attrlog_max_age, that changes nothing the reading depends on (ATA: no normalised value
+# across its threshold, the same raw 5/187/188/197/198/199; NVMe: the same critical warning,
+# spare, wear, media errors and error log entries) is not read by smartctl that round: its line
+# keeps the reading with the log's temperature and power-on hours (full_read_age_s says how old
+# the rest is). smartctl reads every disk at least every smartd_attrlog_full_every rounds (4: every
+# 2 h at the 30 min interval; 0 or 1: logs not used). SAS disks only with smartd_attrlog_scsi
+# (their verdict and grown defects are not in the log). Empty prefix: not used.
+smartd_attrlog_prefix = "/var/lib/smartmontools/attrlog."
+smartd_attrlog_max_age = "1h"
+smartd_attrlog_full_every = 4
+smartd_attrlog_scsi = false
 # A SAS disk's non-medium error count is printed by smartctl only as text: a second call,
 # `smartctl -l error -n standby`, made every sas_error_log_every rounds (6: every 3 h at the
 # 30 min interval; 1: every round), at once for a degraded array's members and for a disk without

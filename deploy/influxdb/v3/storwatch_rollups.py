@@ -261,6 +261,7 @@ ROLLUPS = [
         ("last", "read_ok", "read_ok"),
         ("last", "asleep", "asleep"),
         ("max", "last_read_age_s", "last_read_age_s"),
+        ("max", "full_read_age_s", "full_read_age_s"),
         ("last", "read_error", "read_error"),
     ]),
     ("1m", "raw", "raid_controller", "rp_1m", "raid_controller", [
@@ -576,6 +577,7 @@ ROLLUPS = [
         ("last", "read_ok", "read_ok"),
         ("last", "asleep", "asleep"),
         ("max", "last_read_age_s", "last_read_age_s"),
+        ("max", "full_read_age_s", "full_read_age_s"),
         ("last", "read_error", "read_error"),
     ]),
     ("1h", "rp_1m", "raid_controller", "rp_1h", "raid_controller", [

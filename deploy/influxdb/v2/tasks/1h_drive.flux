@@ -17,7 +17,7 @@ rollup = (tables=<-, fields, fn) =>
 union(
     tables: [
         data |> rollup(fields: ["health_ok", "power_on_hours", "exit_status", "reallocated_sectors", "reported_uncorrect", "command_timeout", "pending_sectors", "offline_uncorrectable", "udma_crc_errors", "grown_defects", "uncorrected_read_errors", "uncorrected_write_errors", "uncorrected_verify_errors", "non_medium_errors", "critical_warning", "available_spare_threshold_pct", "media_errors", "unsafe_shutdowns", "read_ok", "asleep", "read_error"], fn: last),
-        data |> rollup(fields: ["temperature_c", "percentage_used_pct", "failure_probability", "last_read_age_s"], fn: max),
+        data |> rollup(fields: ["temperature_c", "percentage_used_pct", "failure_probability", "last_read_age_s", "full_read_age_s"], fn: max),
         data |> rollup(fields: ["available_spare_pct"], fn: min),
     ],
 )
