@@ -181,8 +181,8 @@ pub struct NvmeLine {
 pub enum Values {
     /// The attribute table, in the drive's order.
     Ata(Vec<AtaAttr>),
-    /// SCSI counters.
-    Scsi(ScsiLine),
+    /// SCSI counters (boxed: three pages of counters are the largest line).
+    Scsi(Box<ScsiLine>),
     /// NVMe health.
     Nvme(NvmeLine),
 }
@@ -246,7 +246,7 @@ pub fn parse_line(text: &str, proto: LogProtocol) -> Result<LogLine, String> {
     let tuples = rest.split_ascii_whitespace();
     let values = match proto {
         LogProtocol::Ata => Values::Ata(ata(tuples)?),
-        LogProtocol::Scsi => Values::Scsi(scsi(tuples)?),
+        LogProtocol::Scsi => Values::Scsi(Box::new(scsi(tuples)?)),
         LogProtocol::Nvme => Values::Nvme(nvme(tuples)?),
     };
     Ok(LogLine {

@@ -203,10 +203,10 @@ fn bad_dates_and_tuples() {
     .unwrap();
     assert_eq!(
         l.values,
-        Values::Scsi(ScsiLine {
+        Values::Scsi(Box::new(ScsiLine {
             non_medium_errors: Some(7),
             ..ScsiLine::default()
-        })
+        }))
     );
 }
 
