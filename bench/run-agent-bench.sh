@@ -4,7 +4,7 @@
 # 1 s sample and 10 s report interval, CPU from the kernel's per-thread accounting (schedstat).
 #
 #   bench/run-agent-bench.sh [--duration 60] [--rounds 2] [--only storwatch,floor-full] [--drives]
-#                            [--drives-steady]
+#                            [--drives-steady] [--smartd-attrlog]
 #
 # Besides the harness's agents: storwatch-core (below) and floor-paths, the I/O floor with the 80
 # multipath path states added to its list (the files the agent reads each second that the
@@ -49,6 +49,19 @@
 # state, and the drive thread's and the children's share of it (printed apart) is what one round
 # costs, measured.
 #
+# --smartd-attrlog is --drives-steady with one more agent, storwatch-attrlog: the steady settings
+# and smartd's attribute logs ([drive] smartd_attrlog_prefix in the bench's directory,
+# smartd_attrlog_scsi = true: the fake disks are SAS). A stand-in for smartd, started before the
+# run and stopped after it, appends one line a minute (smartd's 30 min cycle compressed as the
+# drive round is) to each SAS disk's log, `VENDOR-PRODUCT-SERIAL.scsi.csv`, with the values the
+# fake smartctl answers (its error counters, the `-l error` count, temperature), so every round
+# finds each disk's log fresh and unchanged: smartctl reads a SAS disk in one round of
+# `smartd_attrlog_full_every` (4) and the log confirms it in the others. That agent's smartctl
+# prints each disk's serial (`WAF1<disk>`) so that each has a log of its own. The two OS SSDs
+# (sda, sdb, ATA) get no log and are read by smartctl every round. The build before
+# (STORWATCH_BEFORE_BIN) has no such keys: storwatch-steady-before is its figure for the same
+# call mix without the logs.
+#
 # STORWATCH_BEFORE_BIN names a second agent binary (the build before a change): every storwatch
 # agent of the run is run with it too, as <name>-before, in the same run and rounds, so that
 # before and after are compared under the same load.
@@ -63,13 +76,22 @@ harness=${STORWATCH_BENCH_HARNESS:-$repo/../shared/bench}
 work=${STORWATCH_BENCH_DIR:-/tmp/storwatch-bench}
 drives=0
 steady=0
+attrlog=0
 args=()
 for a in "$@"; do
   case $a in
     --drives) drives=1 ;;
     --drives-steady) drives=1 steady=1 ;;
+    --smartd-attrlog) drives=1 steady=1 attrlog=1 ;;
     *) args+=("$a") ;;
   esac
+done
+# the fake host's root (the harness's --root, /dev/shm/fakehost by default)
+fakeroot=/dev/shm/fakehost
+prev=
+for a in "${args[@]}"; do
+  [ "$prev" != --root ] || fakeroot=$a
+  prev=$a
 done
 before_bin=${STORWATCH_BEFORE_BIN:-}
 # adds "<name>-before" after each storwatch agent of a list, when a before binary is given
@@ -86,7 +108,13 @@ if [ "$steady" = 1 ]; then
   case " ${args[*]} " in *" --duration "*) ;; *) args+=(--duration 120) ;; esac
   case " ${args[*]} " in
     *" --only "*) ;;
-    *) args+=(--only "$(with_before floor-full,storwatch,storwatch-steady)") ;;
+    *)
+      if [ "$attrlog" = 1 ]; then
+        args+=(--only "$(with_before floor-full,storwatch-steady),storwatch-attrlog")
+      else
+        args+=(--only "$(with_before floor-full,storwatch,storwatch-steady)")
+      fi
+      ;;
   esac
 elif [ "$drives" = 1 ]; then
   # the agents with and without the drive monitors, unless --only names others
@@ -256,6 +284,50 @@ for l in lines:
         add.append("%s-before |%s" % (name, rest))
 open(p, "a").write("".join(a + "\n" for a in add))
 PY
+fi
+if [ "$attrlog" = 1 ]; then
+  # storwatch-attrlog (after the -before copies: the build before has no attrlog keys)
+  d=$work/bin/drive
+  mkdir -p "$d/json" "$d/attrlog"
+  rm -f "$d"/json/*.json "$d"/attrlog/*.csv
+  # each SAS disk its own serial, made at its first call (before the window)
+  cat >"$d/smartctl-attrlog" <<'SH'
+#!/bin/sh
+d=${0%/*}
+for a; do dev=$a; done
+case " $* " in
+  *" --scan "*) exit 0 ;;
+  *" -l error "*) exec cat "$d/sas-error.txt" ;;
+esac
+case $dev in
+  /dev/sda | /dev/sdb) exec cat "$d/ata-ssd.json" ;;
+esac
+f=$d/json/${dev##*/}.json
+[ -f "$f" ] || sed "s/\"WAF1ABCD\"/\"WAF1${dev##*/}\"/" "$d/sas.json" >"$f"
+exec cat "$f"
+SH
+  chmod +x "$d/smartctl-attrlog"
+  printf '[drive]\nsmartctl = "{bin}/drive/smartctl-attrlog"\ninterval = "60s"\nsmartd_attrlog_prefix = "{bin}/drive/attrlog/attrlog."\nsmartd_attrlog_scsi = true\n[hwraid]\nstorcli = "{bin}/drive/storcli64"\n' \
+    >"$work/conf/storwatch-attrlog.toml"
+  grep -q "^storwatch-attrlog " "$work/agents.conf" || echo "storwatch-attrlog | file | {bin}/storwatch-agent run --config {conf:storwatch-attrlog.toml} --proc-root {proc} --sys-root {sys} --sample-interval 1s --report-interval 10s --output file:{out}" >>"$work/agents.conf"
+  # The stand-in for smartd: every 60 s a line for each SAS disk, the fake smartctl's values
+  # (libblockdev-scsi-seagate-st600mp0036.json's counters, the -l error text's non-medium count).
+  nm=$(sed -n 's/^Non-medium error count: *\([0-9]*\).*/\1/p' "$d/sas-error.txt")
+  tabs=$(printf '\t')
+  counters="read-corr-by-ecc-fast;170693715;${tabs}read-corr-by-ecc-delayed;0;${tabs}read-corr-by-retry;0;${tabs}read-total-err-corrected;170693715;${tabs}read-corr-algorithm-invocations;0;${tabs}read-gb-processed;88.818;${tabs}read-total-unc-errors;0;${tabs}write-corr-by-ecc-fast;0;${tabs}write-corr-by-ecc-delayed;0;${tabs}write-corr-by-retry;0;${tabs}write-total-err-corrected;0;${tabs}write-corr-algorithm-invocations;0;${tabs}write-gb-processed;2256.473;${tabs}write-total-unc-errors;0;${tabs}verify-corr-by-ecc-fast;26102529;${tabs}verify-corr-by-ecc-delayed;0;${tabs}verify-corr-by-retry;0;${tabs}verify-total-err-corrected;26102529;${tabs}verify-corr-algorithm-invocations;0;${tabs}verify-gb-processed;13.575;${tabs}verify-total-unc-errors;0;${tabs}non-medium-errors;${nm:-0};${tabs}temperature;29;"
+  (
+    while :; do
+      now=$(date '+%Y-%m-%d %H:%M:%S')
+      for b in "$fakeroot"/sys/block/sd*; do
+        n=${b##*/}
+        case $n in sda | sdb | "sd*") continue ;; esac
+        printf '%s;\t%s\n' "$now" "$counters" >>"$d/attrlog/attrlog.SEAGATE-ST600MP0036-WAF1$n.scsi.csv"
+      done
+      sleep 60
+    done
+  ) &
+  fake_smartd=$!
+  trap 'kill "$fake_smartd" 2>/dev/null || true' EXIT
 fi
 # results.jsonl is appended to: this run's rows are those after the ones already there
 before=0

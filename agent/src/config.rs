@@ -261,7 +261,8 @@ exclude = []
 # Disks behind a MegaRAID/PERC controller (listed by `smartctl --scan`, read with
 # -d megaraid,N /dev/bus/N) when /proc/devices shows one.
 megaraid = true
-# smartd's JSON state files (smartmontools 8.0: `smartd -j /var/lib/smartmontools/smartd.`):
+# smartd's JSON state files (`smartd -j /var/lib/smartmontools/smartd.`, smartmontools'
+# development tree after 7.5, in no release yet):
 # a disk whose file in this directory was written within smartd_state_max_age is read from it
 # instead of running smartctl; without a fresh file, smartctl reads it. Unset: always smartctl.
 # smartd_state_dir = "/var/lib/smartmontools"

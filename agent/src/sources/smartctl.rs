@@ -33,8 +33,8 @@
 //!
 //! **smartd's cached state.** `smartd -j PREFIX` / `--jsonstate=PREFIX` writes one JSON file
 //! per drive (`PREFIX MODEL-SERIAL.ata.json`, `.scsi.json`, `.nvme.json`) with smartctl's
-//! field names; it is new in smartmontools 8.0 (unreleased as of 7.5, 2025-04-30;
-//! `doc/CHANGELOG.md`). Those files are read by this same parser: they carry `device`,
+//! field names; it is new in smartmontools' development tree after 7.5 (commit
+//! 0d1737f08, 2026-04-28; in no release: 7.5, 2025-04-30, is the latest; `doc/CHANGELOG.md`). Those files are read by this same parser: they carry `device`,
 //! `smart_status`, `temperature`, the ATA attribute table, the SCSI error counter log (with
 //! the non-medium error count, `scsi_error_counter_log.non_medium_error.count`, which
 //! smartctl's JSON lacks) and the NVMe log, but no `smartctl` section, no exit status and no

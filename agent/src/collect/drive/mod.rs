@@ -100,7 +100,7 @@ pub struct DriveConfig {
     /// Read the disks behind MegaRAID/PERC controllers (found with `smartctl --scan`, read with
     /// `-d megaraid,N`) when the kernel has one (default true).
     pub megaraid: bool,
-    /// smartd's `--jsonstate` directory (`smartd -j DIR/smartd.`, smartmontools 8.0): a disk
+    /// smartd's `--jsonstate` directory (`smartd -j DIR/smartd.`, smartmontools' development tree after 7.5): a disk
     /// whose state file there is fresh is read from it instead of running smartctl (default
     /// unset: always smartctl).
     pub smartd_state_dir: Option<PathBuf>,

@@ -1,6 +1,6 @@
 //! smartd's `--jsonstate` files as the cheaper source of a disk's reading.
 //!
-//! `smartd -j PREFIX` (smartmontools 8.0) writes, after each check cycle, one file per drive
+//! `smartd -j PREFIX` (smartmontools' development tree after 7.5: commit 0d1737f08, 2026-04-28; in no release yet) writes, after each check cycle, one file per drive
 //! (`PREFIX MODEL-SERIAL[-NSID].PRT.json`, replaced by rename) with smartctl's field names; the
 //! parser is [`crate::sources::smartctl::parse`]. With `[drive] smartd_state_dir` set, each
 //! round lists that directory's `*.json` files, and a disk whose file is *fresh* (modified

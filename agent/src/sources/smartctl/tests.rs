@@ -340,7 +340,7 @@ fn standby_is_not_read_and_not_an_error() {
     }
 }
 
-/// smartd's `--jsonstate` files (smartmontools 8.0): smartctl's field names, no `smartctl`
+/// smartd's `--jsonstate` files (smartmontools' development tree after 7.5): smartctl's field names, no `smartctl`
 /// section, the identity only in `device_info`, and the SCSI non-medium count in JSON.
 #[test]
 fn smartd_json_state_files() {
