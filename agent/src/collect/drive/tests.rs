@@ -1393,3 +1393,84 @@ fn asked_for_disks_and_an_empty_prefix_always_run_smartctl() {
     d.sample(&mut m, 61.0);
     assert!(called_since(&h, n).contains(&"/dev/sda".to_owned()));
 }
+
+/// The attribute-log line smartd would write for smartctl fixture `name` (its ATA table as
+/// `\tID;VALUE;RAW;` tuples), and the log's file name after the prefix.
+fn ata_log_of(name: &str) -> (String, String) {
+    let v: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(fixture(name)).unwrap()).unwrap();
+    let mut line = "2026-12-06 04:00:00;".to_owned();
+    for a in v["ata_smart_attributes"]["table"].as_array().unwrap() {
+        line.push_str(&format!(
+            "\t{};{};{};",
+            a["id"], a["value"], a["raw"]["value"]
+        ));
+    }
+    line.push('\n');
+    let file = crate::sources::smartd_attrlog::file_names(
+        crate::sources::smartd_attrlog::LogProtocol::Ata,
+        v["model_name"].as_str().unwrap(),
+        v["serial_number"].as_str().unwrap(),
+        None,
+    )
+    .remove(0);
+    (line, file)
+}
+
+/// A disk behind a RAID controller (`-d megaraid,N`) is read by smartctl every round, whatever
+/// its model's and serial's attribute log says; a disk by its kernel name is confirmed.
+#[test]
+fn a_disk_behind_a_controller_is_never_confirmed_by_a_log() {
+    let h = Host::new(&["sda"]);
+    h.write(
+        "proc/devices",
+        "Character devices:\n  1 mem\n250 megaraid_sas_ioctl\n\nBlock devices:\n  8 sd\n",
+    );
+    let p = h.path("bin/smartctl");
+    h.write(
+        "bin/smartctl",
+        &format!(
+            "#!/bin/sh\necho \"$*\" >> {log}\ncase \"$*\" in\n\
+             --scan) echo '/dev/bus/0 -d megaraid,1 # /dev/bus/0 [megaraid_disk_01], SCSI device';;\n\
+             *'-d megaraid,1 /dev/bus/0') cat '{one}'; exit 4;;\n\
+             *' /dev/sda') cat '{sda}';;\n*) exit 1;;\nesac\n",
+            log = h.path("calls").display(),
+            one = fixture("scrutiny-ata-wd4000fyyx-sat-megaraid-1-exit4.json").display(),
+            sda = fixture("sce-ata-seagate-st3000nm0033-188-packed-4-4-4.json").display(),
+        ),
+    );
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::create_dir_all(h.path("smartd")).unwrap();
+    let prefix = h.path("smartd/attrlog.");
+    let mut c = cfg(p, 60_000, 5000);
+    c.smartd_attrlog_prefix = prefix.clone();
+    let mut m = DriveCollector::new_inline(c, h.root());
+    let mut d = Driver::new(h.root());
+    d.sample(&mut m, 0.0);
+    let calls = |h: &Host| fs::read_to_string(h.path("calls")).unwrap();
+    assert!(
+        calls(&h).contains("-d megaraid,1 /dev/bus/0"),
+        "{}",
+        calls(&h)
+    );
+    for f in [
+        "scrutiny-ata-wd4000fyyx-sat-megaraid-1-exit4.json",
+        "sce-ata-seagate-st3000nm0033-188-packed-4-4-4.json",
+    ] {
+        let (line, file) = ata_log_of(f);
+        append_log(&PathBuf::from(format!("{}{file}", prefix.display())), &line);
+    }
+    let before = calls(&h).lines().count();
+    d.sample(&mut m, 61.0);
+    let round: Vec<String> = calls(&h).lines().skip(before).map(str::to_owned).collect();
+    assert!(
+        round
+            .iter()
+            .any(|c| c.ends_with("-d megaraid,1 /dev/bus/0")),
+        "{round:?}"
+    );
+    assert!(
+        !round.iter().any(|c| c.ends_with(" /dev/sda")),
+        "sda confirmed by its log: {round:?}"
+    );
+}

@@ -394,7 +394,12 @@ impl DriveWorker {
                 }
                 other => other,
             };
-            if let Some(l) = &mut self.logs {
+            // (a disk behind a RAID controller is never confirmed: nothing kept)
+            let by_name = self
+                .disks
+                .get(&r.name)
+                .is_some_and(|t| t.device_type.is_none());
+            if let Some(l) = self.logs.as_mut().filter(|_| by_name) {
                 match &result {
                     ReadResult::Read(h) => l.note(&r.name, Some(h), doc.as_deref()),
                     ReadResult::Failed(_) => l.note(&r.name, None, None),
