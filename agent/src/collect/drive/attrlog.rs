@@ -2,7 +2,8 @@
 //! reading: a round whose log line says nothing the reading depends on has changed runs no
 //! smartctl for the disk. The format and its parser: [`crate::sources::smartd_attrlog`].
 //!
-//! **What is kept of a reading** ([`Basis`], made when smartctl reads a disk by its kernel name,
+//! **What is kept of a reading** ([`Basis`], made when smartctl reads a disk by its kernel name
+//! and the disk's log exists then — without one the reading's document is not read again —
 //! never behind a RAID controller): the log's file name (from the reading's model and serial,
 //! as smartd makes it), and the values a later line must show unchanged —
 //!
@@ -83,11 +84,13 @@ impl Logs {
     /// the call failed; nothing is left to confirm).
     pub(super) fn note(&mut self, name: &str, h: Option<&DriveHealth>, doc: Option<&str>) {
         let basis = h.and_then(|h| {
+            // Without a log there is nothing to confirm: the document is not read again.
+            let paths = self.existing_log(name, h)?;
             // a SAS reading needs no table: its counters are in the reading
             let table = doc
                 .filter(|_| h.protocol != Protocol::Scsi)
                 .and_then(|d| smartctl_table(d).ok());
-            Basis::of(name, h, table.as_ref(), &self.cfg, SystemTime::now())
+            Basis::of(h, table.as_ref(), paths, SystemTime::now())
         });
         match basis {
             Some(b) => {
@@ -97,6 +100,26 @@ impl Logs {
                 self.bases.remove(name);
             }
         }
+    }
+
+    /// The log file names of disk `disk`'s reading `h` when one of them exists; `None` when
+    /// the reading cannot be confirmed (no model or serial, a protocol not confirmed) or smartd
+    /// writes no log for it (one `stat` per name).
+    fn existing_log(&self, disk: &str, h: &DriveHealth) -> Option<Vec<PathBuf>> {
+        let model = h.model.as_deref().filter(|m| !m.is_empty())?;
+        let serial = h.serial.as_deref().filter(|s| !s.is_empty())?;
+        let proto = match h.protocol {
+            Protocol::Ata => LogProtocol::Ata,
+            Protocol::Scsi if self.cfg.scsi => LogProtocol::Scsi,
+            Protocol::Nvme => LogProtocol::Nvme,
+            _ => return None,
+        };
+        let ns = (proto == LogProtocol::Nvme).then(|| nsid(disk)).flatten();
+        let paths: Vec<PathBuf> = file_names(proto, model, serial, ns)
+            .iter()
+            .map(|n| join(&self.cfg.prefix, n))
+            .collect();
+        paths.iter().any(|p| p.is_file()).then_some(paths)
     }
 
     /// What disk `name`'s log refreshes when it confirms the disk's reading this round; `None`:
@@ -224,17 +247,15 @@ fn nsid(disk: &str) -> Option<u32> {
 }
 
 impl Basis {
-    /// What disk `disk`'s reading `h` (with its `table`) leaves to confirm, read at `at`; `None`
-    /// when no log can confirm it (no model or serial, a protocol not confirmed, no table).
+    /// What reading `h` (with its `table`), read at `at`, leaves for its log at `paths` to
+    /// confirm ([`Logs::existing_log`] chose the protocol); `None` when nothing can be
+    /// confirmed (no table).
     fn of(
-        disk: &str,
         h: &DriveHealth,
         table: Option<&SmartctlTable>,
-        cfg: &AttrlogConfig,
+        paths: Vec<PathBuf>,
         at: SystemTime,
     ) -> Option<Self> {
-        let model = h.model.as_deref().filter(|m| !m.is_empty())?;
-        let serial = h.serial.as_deref().filter(|s| !s.is_empty())?;
         let (proto, expect) = match h.protocol {
             Protocol::Ata => {
                 let t = table.filter(|t| !t.ata.is_empty())?;
@@ -260,7 +281,7 @@ impl Basis {
                     },
                 )
             }
-            Protocol::Scsi if cfg.scsi => {
+            Protocol::Scsi => {
                 let sc = h.scsi.as_ref()?;
                 (
                     LogProtocol::Scsi,
@@ -292,12 +313,8 @@ impl Basis {
             }
             _ => return None,
         };
-        let ns = (proto == LogProtocol::Nvme).then(|| nsid(disk)).flatten();
         Some(Self {
-            paths: file_names(proto, model, serial, ns)
-                .iter()
-                .map(|n| join(&cfg.prefix, n))
-                .collect(),
+            paths,
             proto,
             after: at,
             confirmed: 0,

@@ -119,7 +119,7 @@ pub(super) fn wants_text(h: &DriveHealth) -> bool {
 /// What a finished call amounts to. JSON that is not smartctl's own output (without the fields
 /// every smartctl prints, [`smartctl::output`]) is no reading: taken as one, a drive whose
 /// values are all absent would look healthy.
-pub(super) fn interpret(device: &str, fin: Finished) -> ReadResult {
+pub(super) fn interpret(device: &str, fin: &Finished) -> ReadResult {
     let mut health = match smartctl::output::parse(&fin.stdout) {
         Ok(h) => h,
         Err(source) => {
@@ -143,7 +143,7 @@ pub(super) fn interpret(device: &str, fin: Finished) -> ReadResult {
                 return ReadResult::BehindController((*m).to_owned());
             }
             let why = if said.is_empty() {
-                fin.stderr
+                fin.stderr.clone()
             } else {
                 said.join(" / ")
             };

@@ -332,7 +332,7 @@ fn standby_is_not_read_and_not_an_error() {
         stderr: String::new(),
     };
     assert!(matches!(
-        reading::interpret("/dev/sdb", fin),
+        reading::interpret("/dev/sdb", &fin),
         ReadResult::Asleep(m) if m == "STANDBY"
     ));
     // Exit 2 without the standby message: the device could not be opened.
@@ -340,7 +340,7 @@ fn standby_is_not_read_and_not_an_error() {
         fs::read_to_string(fixture("scrutiny-open-failed-windows-exit2-no-device.json")).unwrap();
     let r = reading::interpret(
         "/dev/sdx",
-        Finished {
+        &Finished {
             status: 2,
             stdout: json,
             stderr: String::new(),
@@ -377,7 +377,7 @@ fn a_raid_controllers_virtual_drive_is_not_an_error() {
 }"#;
     let r = reading::interpret(
         "/dev/sda",
-        Finished {
+        &Finished {
             status: 2,
             stdout: json.into(),
             stderr: String::new(),
@@ -1216,7 +1216,24 @@ fn attrlog_host() -> (Host, PathBuf, DriveConfig) {
     let prefix = h.path("smartd/attrlog.");
     c.smartd_attrlog_prefix = prefix.clone();
     c.smartd_attrlog_full_every = 3;
+    // smartd's logs are there before the first reading (smartd writes a line when it starts).
+    let ata = attrlog_fixture("synthetic-smartd75-ST3000NM0033_9ZM178-REDACTED.ata.csv");
+    append_log(
+        &ata_log(&prefix),
+        &format!("{}\n", ata.lines().next().unwrap()),
+    );
+    append_log(
+        &nvme_log(&prefix),
+        &attrlog_fixture("synthetic-smartd75-Samsung_SSD_970_EVO_Plus_250GB-REDACTED.nvme.csv"),
+    );
     (h, prefix, c)
+}
+
+fn nvme_log(prefix: &Path) -> PathBuf {
+    PathBuf::from(format!(
+        "{}Samsung_SSD_970_EVO_Plus_250GB-REDACTED.nvme.csv",
+        prefix.display()
+    ))
 }
 
 fn ata_log(prefix: &Path) -> PathBuf {
@@ -1242,6 +1259,8 @@ fn called_since(h: &Host, skip: usize) -> Vec<String> {
 #[test]
 fn an_unchanged_fresh_attribute_log_replaces_smartctl_until_the_kth_round() {
     let (h, prefix, c) = attrlog_host();
+    let nvme_text =
+        attrlog_fixture("synthetic-smartd75-Samsung_SSD_970_EVO_Plus_250GB-REDACTED.nvme.csv");
     let mut m = DriveCollector::new_inline(c, h.root());
     let mut d = Driver::new(h.root());
     d.sample(&mut m, 0.0);
@@ -1267,13 +1286,7 @@ fn an_unchanged_fresh_attribute_log_replaces_smartctl_until_the_kth_round() {
     }
     big.push_str(&log);
     append_log(&ata_log(&prefix), &big);
-    append_log(
-        &PathBuf::from(format!(
-            "{}Samsung_SSD_970_EVO_Plus_250GB-REDACTED.nvme.csv",
-            prefix.display()
-        )),
-        &attrlog_fixture("synthetic-smartd75-Samsung_SSD_970_EVO_Plus_250GB-REDACTED.nvme.csv"),
-    );
+    append_log(&nvme_log(&prefix), &nvme_text);
     d.sample(&mut m, 61.0);
     assert_eq!(
         called_since(&h, n),
@@ -1330,7 +1343,9 @@ fn an_unchanged_fresh_attribute_log_replaces_smartctl_until_the_kth_round() {
 fn a_changed_stale_half_written_or_bad_log_leaves_the_disk_to_smartctl() {
     let log = attrlog_fixture("synthetic-smartd75-ST3000NM0033_9ZM178-REDACTED.ata.csv");
     let last = log.lines().last().unwrap().to_owned();
-    let cases: [(&str, String); 5] = [
+    let cases: [(&str, String); 6] = [
+        // the control: the same line again confirms the reading
+        ("unchanged", last.clone() + "\n"),
         // a reallocated sector more (5's raw)
         (
             "reallocated",
@@ -1358,9 +1373,10 @@ fn a_changed_stale_half_written_or_bad_log_leaves_the_disk_to_smartctl() {
         append_log(&ata_log(&prefix), &text);
         let n = h.calls().len();
         d.sample(&mut m, 61.0);
-        assert!(
+        assert_eq!(
             called_since(&h, n).contains(&"/dev/sda".to_owned()),
-            "{what}: sda not read by smartctl"
+            what != "unchanged",
+            "{what}: sda read by smartctl or not"
         );
         assert_eq!(d.error_total(), 0, "{what}");
     }
@@ -1376,6 +1392,32 @@ fn a_changed_stale_half_written_or_bad_log_leaves_the_disk_to_smartctl() {
     let n = h.calls().len();
     d.sample(&mut m, 61.0);
     assert!(called_since(&h, n).contains(&"/dev/sda".to_owned()));
+}
+
+/// A log that first turns up after a disk's reading confirms from the disk's next smartctl
+/// reading on: the reading found no log, so nothing was kept for one to confirm.
+#[test]
+fn a_log_that_turns_up_after_the_reading_confirms_the_next_one() {
+    let (h, prefix, c) = attrlog_host();
+    let path = ata_log(&prefix);
+    fs::remove_file(&path).unwrap();
+    let last = attrlog_fixture("synthetic-smartd75-ST3000NM0033_9ZM178-REDACTED.ata.csv")
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned()
+        + "\n";
+    let mut m = DriveCollector::new_inline(c, h.root());
+    let mut d = Driver::new(h.root());
+    d.sample(&mut m, 0.0);
+    append_log(&path, &last);
+    let n = h.calls().len();
+    d.sample(&mut m, 61.0);
+    assert!(called_since(&h, n).contains(&"/dev/sda".to_owned()));
+    append_log(&path, &last);
+    let n = h.calls().len();
+    d.sample(&mut m, 122.0);
+    assert!(!called_since(&h, n).contains(&"/dev/sda".to_owned()));
 }
 
 /// Out of schedule (a degraded array's member) and with the logs turned off, smartctl reads
@@ -1444,6 +1486,15 @@ fn a_disk_behind_a_controller_is_never_confirmed_by_a_log() {
     let prefix = h.path("smartd/attrlog.");
     let mut c = cfg(p, 60_000, 5000);
     c.smartd_attrlog_prefix = prefix.clone();
+    let logs = [
+        "scrutiny-ata-wd4000fyyx-sat-megaraid-1-exit4.json",
+        "sce-ata-seagate-st3000nm0033-188-packed-4-4-4.json",
+    ];
+    // smartd's logs are there before the reading, and get a new line after it.
+    for f in logs {
+        let (line, file) = ata_log_of(f);
+        append_log(&PathBuf::from(format!("{}{file}", prefix.display())), &line);
+    }
     let mut m = DriveCollector::new_inline(c, h.root());
     let mut d = Driver::new(h.root());
     d.sample(&mut m, 0.0);
@@ -1453,10 +1504,7 @@ fn a_disk_behind_a_controller_is_never_confirmed_by_a_log() {
         "{}",
         calls(&h)
     );
-    for f in [
-        "scrutiny-ata-wd4000fyyx-sat-megaraid-1-exit4.json",
-        "sce-ata-seagate-st3000nm0033-188-packed-4-4-4.json",
-    ] {
+    for f in logs {
         let (line, file) = ata_log_of(f);
         append_log(&PathBuf::from(format!("{}{file}", prefix.display())), &line);
     }

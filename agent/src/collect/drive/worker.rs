@@ -366,10 +366,11 @@ impl DriveWorker {
             let mut doc = None;
             let result = match polled {
                 Ok(fin) => {
+                    let result = interpret(&r.label, &fin);
                     if self.logs.is_some() {
-                        doc = Some(fin.stdout.clone());
+                        doc = Some(fin.stdout);
                     }
-                    interpret(&r.label, fin)
+                    result
                 }
                 Err(source) => ReadResult::Failed(DriveError::Command {
                     device: r.label.clone(),
