@@ -190,11 +190,19 @@ impl JobsCollector {
         // One lookup a job: the known ones marked, the new ones noted for below.
         let mut new_jobs = Vec::new();
         for (i, job) in found.jobs.iter().enumerate() {
-            match self.jobs.get_mut(&job.root) {
+            match self.jobs.get_mut(job.root.as_str()) {
                 Some(t) => t.seen = true,
                 None => new_jobs.push(i),
             }
         }
+        // The rate vectors of a reading never reported (`top`, an early reading), for this one.
+        let unreported = std::mem::take(&mut self.pending.done);
+        self.spare_rates.extend(
+            unreported
+                .into_iter()
+                .map(|d| d.iv.io)
+                .filter(|v| v.capacity() > 0),
+        );
         let mut p = Pending {
             fresh: !baseline,
             interval_usec: at.saturating_sub(start_usec),
@@ -229,7 +237,7 @@ impl JobsCollector {
             let kept = !dropped && self.kept_used < self.kept_budget;
             self.kept_used += usize::from(kept);
             self.jobs.insert(
-                job.root.clone(),
+                Arc::from(job.root.as_str()),
                 Tracked::new(job, &mount, dropped, absent_at, kept),
             );
         }
@@ -248,7 +256,7 @@ impl JobsCollector {
                 if !baseline {
                     p.ended += 1;
                 }
-                vanished.push(root_path.clone());
+                vanished.push(Arc::clone(root_path));
                 push_ended(&mut p, root_path, t.prev.as_ref(), start_usec, t.system);
                 continue;
             }
@@ -305,11 +313,13 @@ impl JobsCollector {
                     t.own_usec = t.own_usec_now;
                     let rebaselined = std::mem::take(&mut t.needs_baseline);
                     if !baseline && !rebaselined {
-                        if let Some(mut iv) = model::interval(t.prev.as_ref(), Some(&r), start_usec)
+                        let rates = self.spare_rates.pop().unwrap_or_default();
+                        if let Some(mut iv) =
+                            model::interval_with(t.prev.as_ref(), Some(&r), start_usec, rates)
                         {
                             iv.in_parent = t.system != BatchSystem::Glob;
                             p.done.push(Done {
-                                root: root_path.clone(),
+                                root: Arc::clone(root_path),
                                 iv,
                             });
                         }
@@ -333,12 +343,12 @@ impl JobsCollector {
                     if !baseline {
                         p.ended += 1;
                     }
-                    vanished.push(root_path.clone());
+                    vanished.push(Arc::clone(root_path));
                 }
             }
         }
         for v in vanished {
-            if self.jobs.remove(&v).is_some_and(|t| t.kept.is_some()) {
+            if self.jobs.remove(&*v).is_some_and(|t| t.kept.is_some()) {
                 self.kept_used = self.kept_used.saturating_sub(1);
             }
         }

@@ -22,6 +22,10 @@
 //! The file shows block devices only: reads from network filesystems (xrootd, NFS, CephFS)
 //! are not here, and writes through the page cache are charged when written back.
 //! One malformed line costs only that device ([`Rows`]).
+//!
+//! The per-job collector needs the six counters only: [`counters_into`] reads them from the
+//! file's bytes into [`IoCounters`] (no controller keys kept, nothing allocated), and leaves a
+//! file with any other line to [`parse_into`].
 
 use super::super::Rows;
 use super::{fields, parse_u64, ParseError};
@@ -149,40 +153,185 @@ pub fn parse_into(text: &str, out: &mut Rows<IoDevice>) {
 /// A line as the kernel prints it: `MAJ:MIN` then `key=digits` of the six counters, each once,
 /// single spaces apart. `None` for anything else ([`line`] decides).
 fn fast_line(l: &str) -> Option<IoDevice> {
-    let b = l.as_bytes();
+    let mut c = IoCounters::default();
+    scan_line(l.as_bytes(), &mut c).then(|| IoDevice::from(&c))
+}
+
+/// [`fast_line`] into `out`, in place: `false` for a line not in the kernel's form, `out`
+/// then partly written. Every byte of a line it accepts is a digit, `:`, `=`, a space or a
+/// letter of the six keys: ASCII only.
+fn scan_line(b: &[u8], out: &mut IoCounters) -> bool {
     // One pass: each number is read up to the byte that must follow it.
-    let (major, mut at) = number_until(b, 0, b':')?;
-    let (minor, next) = number_until(b, at, b' ')?;
-    at = next;
-    let mut out = IoDevice {
-        major: u32::try_from(major).ok()?,
-        minor: u32::try_from(minor).ok()?,
-        ..IoDevice::default()
+    let Some((major, at)) = number_until(b, 0, b':') else {
+        return false;
     };
+    let Some((minor, mut at)) = number_until(b, at, b' ') else {
+        return false;
+    };
+    let (Ok(major), Ok(minor)) = (u32::try_from(major), u32::try_from(minor)) else {
+        return false;
+    };
+    out.major = major;
+    out.minor = minor;
+    out.present = 0;
+    // The kernel prints the keys in this order (`blkcg_print_one_stat()`): the next one is
+    // expected, one comparison; a key out of that order is matched against each.
+    const IN_ORDER: [&[u8]; 6] = [
+        b"rbytes=", b"wbytes=", b"rios=", b"wios=", b"dbytes=", b"dios=",
+    ];
+    let mut expect = 0;
     loop {
-        let rest = b.get(at..)?;
-        // The six keys are at most 6 bytes: a short loop, not a memchr call per key (a longer
-        // key is none of them, and `None` either way).
-        let eq = rest.iter().take(7).position(|&c| c == b'=')?;
-        let slot = match rest.get(..eq)? {
-            b"rbytes" => &mut out.rbytes,
-            b"wbytes" => &mut out.wbytes,
-            b"rios" => &mut out.rios,
-            b"wios" => &mut out.wios,
-            b"dbytes" => &mut out.dbytes,
-            b"dios" => &mut out.dios,
-            _ => return None,
+        let Some(rest) = b.get(at..) else {
+            return false;
         };
-        if slot.is_some() {
-            return None;
+        let (i, value_at) = match IN_ORDER.get(expect) {
+            Some(key) if rest.starts_with(key) => (expect, at + key.len()),
+            _ => {
+                // The six keys are at most 6 bytes: a short loop, not a memchr call (a longer
+                // key is none of them, and `false` either way).
+                let Some(eq) = rest.iter().take(7).position(|&c| c == b'=') else {
+                    return false;
+                };
+                let i = match rest.get(..eq) {
+                    Some(b"rbytes") => RBYTES,
+                    Some(b"wbytes") => WBYTES,
+                    Some(b"rios") => RIOS,
+                    Some(b"wios") => WIOS,
+                    Some(b"dbytes") => DBYTES,
+                    Some(b"dios") => DIOS,
+                    _ => return false,
+                };
+                (i, at + eq + 1)
+            }
+        };
+        expect = i + 1;
+        let bit = 1u8 << i;
+        if out.present & bit != 0 {
+            return false;
         }
-        let (v, next) = number_until(b, at + eq + 1, b' ')?;
-        *slot = Some(v);
+        let Some((v, next)) = number_until(b, value_at, b' ') else {
+            return false;
+        };
+        if let Some(slot) = out.values.get_mut(i) {
+            *slot = v;
+        }
+        out.present |= bit;
         if next >= b.len() {
-            return Some(out);
+            return true;
         }
         at = next;
     }
+}
+
+/// Index of `rbytes` in [`IoCounters`] ([`IoCounters::get`]).
+pub const RBYTES: usize = 0;
+/// Index of `wbytes`.
+pub const WBYTES: usize = 1;
+/// Index of `rios`.
+pub const RIOS: usize = 2;
+/// Index of `wios`.
+pub const WIOS: usize = 3;
+/// Index of `dbytes`.
+pub const DBYTES: usize = 4;
+/// Index of `dios`.
+pub const DIOS: usize = 5;
+
+/// The six counters of one device line without the controllers' keys: what a reader of rates
+/// needs (the per-job collector), small and without an allocation, read from the file's bytes
+/// where they lie ([`counters_into`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IoCounters {
+    /// Device major number.
+    pub major: u32,
+    /// Device minor number.
+    pub minor: u32,
+    /// `rbytes`, `wbytes`, `rios`, `wios`, `dbytes`, `dios` ([`RBYTES`] …), each valid where
+    /// `present` has its bit.
+    values: [u64; 6],
+    present: u8,
+}
+
+impl IoCounters {
+    /// The counter at index `i` ([`RBYTES`] … [`DIOS`]); `None` when the line did not have it.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<u64> {
+        if self.present & (1u8 << (i & 7)) != 0 {
+            self.values.get(i).copied()
+        } else {
+            None
+        }
+    }
+}
+
+impl From<&IoDevice> for IoCounters {
+    fn from(d: &IoDevice) -> Self {
+        let mut c = IoCounters {
+            major: d.major,
+            minor: d.minor,
+            ..IoCounters::default()
+        };
+        for (i, v) in [d.rbytes, d.wbytes, d.rios, d.wios, d.dbytes, d.dios]
+            .into_iter()
+            .enumerate()
+        {
+            if let (Some(v), Some(slot)) = (v, c.values.get_mut(i)) {
+                *slot = v;
+                c.present |= 1 << i;
+            }
+        }
+        c
+    }
+}
+
+impl From<&IoCounters> for IoDevice {
+    fn from(c: &IoCounters) -> Self {
+        IoDevice {
+            major: c.major,
+            minor: c.minor,
+            rbytes: c.get(RBYTES),
+            wbytes: c.get(WBYTES),
+            rios: c.get(RIOS),
+            wios: c.get(WIOS),
+            dbytes: c.get(DBYTES),
+            dios: c.get(DIOS),
+            other: Vec::new(),
+        }
+    }
+}
+
+/// `io.stat`'s bytes as [`parse_into`] reads its text, the counters only, into `out` (cleared
+/// and reused) and the lines that did not parse into `errors`: every line in the kernel's form
+/// (the six counters) is read where it lies, in place in `out`, with no UTF-8 check (such a
+/// line is ASCII); a file with any other line (a controller's keys, a malformed one, a blank
+/// one) is read again as text by [`parse_into`]. `Err` when that text is not UTF-8, as a
+/// reader of a `String` would say.
+pub fn counters_into(
+    b: &[u8],
+    out: &mut Vec<IoCounters>,
+    errors: &mut Vec<ParseError>,
+) -> Result<(), std::str::Utf8Error> {
+    out.clear();
+    errors.clear();
+    let mut start = 0;
+    while start < b.len() {
+        let rest = b.get(start..).unwrap_or_default();
+        let len = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+        out.push(IoCounters::default());
+        let ok = match (out.last_mut(), rest.get(..len)) {
+            (Some(c), Some(line)) => scan_line(line, c),
+            _ => false,
+        };
+        if !ok {
+            out.clear();
+            let mut rows = Rows::default();
+            parse_into(std::str::from_utf8(b)?, &mut rows);
+            out.extend(rows.rows.iter().map(IoCounters::from));
+            *errors = rows.errors;
+            return Ok(());
+        }
+        start += len + 1;
+    }
+    Ok(())
 }
 
 /// The digits of `b` from `at` up to `stop` (or the end, when `stop` is a space: the last value
@@ -378,7 +527,98 @@ mod tests {
         assert_eq!(number_until(b":3", 0, b':'), None, "no digit");
     }
 
+    /// The old way: the text (a UTF-8 error as a reader of a `String` gives it), parsed whole,
+    /// its counters.
+    fn counters_of_text(b: &[u8]) -> Result<(Vec<IoCounters>, Vec<ParseError>), ()> {
+        let text = std::str::from_utf8(b).map_err(|_| ())?;
+        let rows = parse(text);
+        Ok((
+            rows.rows.iter().map(IoCounters::from).collect(),
+            rows.errors,
+        ))
+    }
+
+    fn counters_of_bytes(b: &[u8]) -> Result<(Vec<IoCounters>, Vec<ParseError>), ()> {
+        // Vectors reused from a longer file, as the collector's are.
+        let mut out = vec![IoCounters::default(); 5];
+        let mut errors = parse("8:x\n").errors;
+        counters_into(b, &mut out, &mut errors).map_err(|_| ())?;
+        Ok((out, errors))
+    }
+
+    /// Every fixture read from its bytes gives the counters of the full parser; the kernel's
+    /// lines take the scan in place.
+    #[test]
+    fn counters_of_every_fixture() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/cgroup/io-stat");
+        let mut n = 0;
+        for entry in std::fs::read_dir(dir).expect("fixtures") {
+            let bytes = std::fs::read(entry.expect("entry").path()).expect("fixture");
+            assert_eq!(counters_of_bytes(&bytes), counters_of_text(&bytes));
+            n += 1;
+        }
+        assert!(n >= 7);
+        // 20 digits (u64::MAX), the discard keys, the 4.x line without them, keys out of order.
+        for text in [
+            "8:0 rbytes=18446744073709551615 wbytes=0 rios=1 wios=2 dbytes=3 dios=4\n",
+            "259:0 rbytes=1 wbytes=2 rios=3 wios=4\n8:16 rbytes=5 wbytes=6 rios=7 wios=8\n",
+            "8:0 wios=4 rios=3 wbytes=2 rbytes=1 dios=6 dbytes=5\n",
+        ] {
+            let mut out = Vec::new();
+            let mut errors = Vec::new();
+            assert_eq!(
+                counters_into(text.as_bytes(), &mut out, &mut errors),
+                Ok(())
+            );
+            assert_eq!(
+                Ok((out, errors)),
+                counters_of_text(text.as_bytes()),
+                "{text}"
+            );
+        }
+        let mut out = Vec::new();
+        let mut errors = Vec::new();
+        let max = "8:0 rbytes=18446744073709551615 wbytes=0 rios=1 wios=2 dbytes=3 dios=4\n";
+        assert_eq!(counters_into(max.as_bytes(), &mut out, &mut errors), Ok(()));
+        assert_eq!(out.first().and_then(|c| c.get(RBYTES)), Some(u64::MAX));
+        assert_eq!(out.first().and_then(|c| c.get(DIOS)), Some(4));
+        // Not UTF-8: refused as a whole, as before.
+        let bad = b"8:0 rbytes=1 cost.usage=\xff\n";
+        assert!(counters_into(bad, &mut out, &mut errors).is_err());
+        assert_eq!(counters_of_text(bad), Err(()));
+    }
+
     proptest! {
+        /// Any bytes: the counters, the errors (line numbers included) and the refusal of what
+        /// is not UTF-8 are the full parser's of the text.
+        #[test]
+        fn counters_of_bytes_are_those_of_the_text(b in proptest::collection::vec(any::<u8>(), 0..200)) {
+            prop_assert_eq!(counters_of_bytes(&b), counters_of_text(&b));
+        }
+
+        /// Near the kernel's form: the same.
+        #[test]
+        fn counters_of_kernel_like_lines_are_those_of_the_text(
+            lines in proptest::collection::vec(
+                (
+                    "[0-9]{1,11}:[0-9]{1,11}|8:x| 8:0|",
+                    proptest::collection::vec(("rbytes|wbytes|rios|wios|dbytes|dios|cost.usage|x|", "[0-9]{0,21}|-1|"), 0..8),
+                    "( |  |\t)",
+                    "|\n| |\r|\u{e9}",
+                ),
+                0..5,
+            ),
+        ) {
+            let text: String = lines
+                .iter()
+                .map(|(dev, pairs, sep, end)| {
+                    let l = pairs.iter().fold(dev.clone(), |acc, (k, v)| format!("{acc}{sep}{k}={v}"));
+                    format!("{l}{end}\n")
+                })
+                .collect();
+            prop_assert_eq!(counters_of_bytes(text.as_bytes()), counters_of_text(text.as_bytes()));
+        }
+
         #[test]
         fn never_panics(text in "\\PC{0,300}") {
             let _ = parse(&text);

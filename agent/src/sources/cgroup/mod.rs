@@ -53,6 +53,13 @@ pub(crate) fn digits(field: &[u8]) -> Option<u64> {
     Some(v)
 }
 
+/// [`single_u64`] of a file's bytes in the kernel's form (digits and a newline), with no UTF-8
+/// check (such bytes are ASCII); `None` for anything else, which [`single_u64`] reads from the
+/// text and gives the same value for every file this accepts.
+pub fn single_u64_kernel(b: &[u8]) -> Option<u64> {
+    digits(b.strip_suffix(b"\n").unwrap_or(b))
+}
+
 /// Parses a single-value file (`memory.current`, `memory.peak`, `cpu.weight`): one unsigned
 /// integer and a newline. `what` names the file for the error.
 pub(crate) fn single_u64(text: &str, what: &str) -> Result<u64, ParseError> {
@@ -164,5 +171,24 @@ mod tests {
         );
         let e = single_u64("-5\n", "cpu.weight").expect_err("negative");
         assert_eq!(e.line, 1);
+    }
+
+    proptest::proptest! {
+        /// Whatever the byte form accepts is ASCII and reads as the text does.
+        #[test]
+        fn single_values_of_bytes(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..24)) {
+            if let Some(v) = super::single_u64_kernel(&b) {
+                let text = std::str::from_utf8(&b);
+                proptest::prop_assert!(text.is_ok());
+                proptest::prop_assert_eq!(single_u64(text.unwrap_or_default(), "memory.current"), Ok(v));
+            }
+        }
+
+        #[test]
+        fn single_values_of_digits(v in proptest::prelude::any::<u64>(), nl in proptest::prelude::any::<bool>()) {
+            let text = format!("{v}{}", if nl { "\n" } else { "" });
+            proptest::prop_assert_eq!(super::single_u64_kernel(text.as_bytes()), Some(v));
+            proptest::prop_assert_eq!(single_u64(&text, "memory.peak"), Ok(v));
+        }
     }
 }
