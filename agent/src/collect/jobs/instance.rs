@@ -69,6 +69,21 @@ pub(super) fn fs_path(mount: &Path, rel: &str) -> PathBuf {
     mount.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&bytes))
 }
 
+/// [`fs_path`] into `out` (its buffer reused): the walk's, a directory listed.
+pub(super) fn fs_path_into(mount: &Path, rel: &str, out: &mut PathBuf) {
+    out.as_mut_os_string().clear();
+    out.push(mount);
+    if rel.is_empty() {
+        return;
+    }
+    if !rel.contains('\\') {
+        out.push(rel);
+        return;
+    }
+    let bytes = crate::sources::mountinfo::unescape_bytes(rel);
+    out.push(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&bytes));
+}
+
 /// The inode of a directory, `None` when it is gone.
 pub(super) fn dir_ino(dir: &Path) -> Option<u64> {
     std::fs::metadata(dir)

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use super::instance::fs_path_into;
 use super::*;
 
 impl JobsCollector {
@@ -44,15 +45,20 @@ impl JobsCollector {
     pub(super) fn walk(&mut self, mount: &Path, errors: &mut SourceErrors) {
         use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir};
         self.paths_used = 0;
-        let mut stack: Vec<(String, usize)> = vec![(String::new(), 0)];
+        // Directories to list: their place in `self.paths` (`None`: the mount) and depth; the
+        // path and the relative name of the one listed are built in buffers of the walk's, not
+        // allocated a directory.
+        let mut stack: Vec<(Option<usize>, usize)> = vec![(None, 0)];
+        let mut rel = String::new();
+        let mut dir = PathBuf::new();
         // An entry takes at most 280 bytes (a 255-byte name): ~30 of them at the least a call.
         let mut listing = [std::mem::MaybeUninit::<u8>::uninit(); 8192];
-        while let Some((rel, depth)) = stack.pop() {
-            let dir = if rel.is_empty() {
-                mount.to_owned()
-            } else {
-                fs_path(mount, &rel)
-            };
+        while let Some((at, depth)) = stack.pop() {
+            rel.clear();
+            if let Some(p) = at.and_then(|i| self.paths.get(i)) {
+                rel.push_str(p);
+            }
+            fs_path_into(mount, &rel, &mut dir);
             let fd = match rustix::fs::open(
                 &dir,
                 OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -111,7 +117,7 @@ impl JobsCollector {
                     None => false,
                 };
                 if depth + 1 < MAX_DEPTH && !known {
-                    stack.push((slot.clone(), depth + 1));
+                    stack.push((Some(self.paths_used - 1), depth + 1));
                 }
             }
         }

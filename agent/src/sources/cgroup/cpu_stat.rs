@@ -139,7 +139,9 @@ pub fn usage_usec_kernel(b: &[u8]) -> Option<u64> {
     const KEY: &[u8] = b"usage_usec ";
     let rest = b.strip_prefix(KEY)?;
     let n = rest.iter().take_while(|c| c.is_ascii_digit()).count();
-    if rest.get(n) != Some(&b'\n') || !rest.get(n + 1..)?.is_ascii() {
+    // The other lines: ASCII, checked by a fold without an early exit (a few wide operations).
+    let others = rest.get(n + 1..)?;
+    if rest.get(n) != Some(&b'\n') || others.iter().fold(0u8, |acc, &c| acc | c) >= 0x80 {
         return None;
     }
     super::digits(rest.get(..n)?)

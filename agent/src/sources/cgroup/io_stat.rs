@@ -154,73 +154,83 @@ pub fn parse_into(text: &str, out: &mut Rows<IoDevice>) {
 /// single spaces apart. `None` for anything else ([`line`] decides).
 fn fast_line(l: &str) -> Option<IoDevice> {
     let mut c = IoCounters::default();
-    scan_line(l.as_bytes(), &mut c).then(|| IoDevice::from(&c))
+    // A line with controllers' keys is left to `line`, which keeps them.
+    (scan(l.as_bytes(), &mut c) == Some(Tail::None)).then(|| IoDevice::from(&c))
 }
 
 /// [`fast_line`] into `out`, in place: `false` for a line not in the kernel's form, `out`
-/// then partly written. Every byte of a line it accepts is a digit, `:`, `=`, a space or a
-/// letter of the six keys: ASCII only.
+/// then partly written. The kernel's form is `blkcg_print_one_stat()`'s: `MAJ:MIN`, then
+/// `rbytes= wbytes= rios= wios=` and (5.0+) `dbytes= dios=` in this order, single spaces apart,
+/// then perhaps the controllers' `key=value` tokens (io.cost's `cost.usage=`, …), which are
+/// skipped as [`line`] would keep them. Every byte of a line it accepts is printable ASCII.
+/// Each key is compared whole at the place it must be: one comparison, no search.
 fn scan_line(b: &[u8], out: &mut IoCounters) -> bool {
+    scan(b, out).is_some()
+}
+
+/// What followed the counters of a line [`scan`] read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tail {
+    /// Nothing.
+    None,
+    /// The controllers' keys, skipped.
+    Controllers,
+}
+
+fn scan(b: &[u8], out: &mut IoCounters) -> Option<Tail> {
     // One pass: each number is read up to the byte that must follow it.
-    let Some((major, at)) = number_until(b, 0, b':') else {
-        return false;
-    };
-    let Some((minor, mut at)) = number_until(b, at, b' ') else {
-        return false;
-    };
-    let (Ok(major), Ok(minor)) = (u32::try_from(major), u32::try_from(minor)) else {
-        return false;
-    };
-    out.major = major;
-    out.minor = minor;
-    out.present = 0;
-    // The kernel prints the keys in this order (`blkcg_print_one_stat()`): the next one is
-    // expected, one comparison; a key out of that order is matched against each.
-    const IN_ORDER: [&[u8]; 6] = [
-        b"rbytes=", b"wbytes=", b"rios=", b"wios=", b"dbytes=", b"dios=",
-    ];
-    let mut expect = 0;
-    loop {
-        let Some(rest) = b.get(at..) else {
-            return false;
-        };
-        let (i, value_at) = match IN_ORDER.get(expect) {
-            Some(key) if rest.starts_with(key) => (expect, at + key.len()),
-            _ => {
-                // The six keys are at most 6 bytes: a short loop, not a memchr call (a longer
-                // key is none of them, and `false` either way).
-                let Some(eq) = rest.iter().take(7).position(|&c| c == b'=') else {
-                    return false;
-                };
-                let i = match rest.get(..eq) {
-                    Some(b"rbytes") => RBYTES,
-                    Some(b"wbytes") => WBYTES,
-                    Some(b"rios") => RIOS,
-                    Some(b"wios") => WIOS,
-                    Some(b"dbytes") => DBYTES,
-                    Some(b"dios") => DIOS,
-                    _ => return false,
-                };
-                (i, at + eq + 1)
-            }
-        };
-        expect = i + 1;
-        let bit = 1u8 << i;
-        if out.present & bit != 0 {
-            return false;
-        }
-        let Some((v, next)) = number_until(b, value_at, b' ') else {
-            return false;
-        };
-        if let Some(slot) = out.values.get_mut(i) {
-            *slot = v;
-        }
-        out.present |= bit;
-        if next >= b.len() {
-            return true;
-        }
-        at = next;
+    let (major, at) = number_until(b, 0, b':')?;
+    let (minor, at) = number_until(b, at, b' ')?;
+    out.major = u32::try_from(major).ok()?;
+    out.minor = u32::try_from(minor).ok()?;
+    let (rbytes, at) = counter(b, at, b"rbytes=")?;
+    let (wbytes, at) = counter(b, at, b"wbytes=")?;
+    let (rios, at) = counter(b, at, b"rios=")?;
+    let (wios, at) = counter(b, at, b"wios=")?;
+    out.values = [rbytes, wbytes, rios, wios, 0, 0];
+    out.present = 0b1111;
+    if at >= b.len() {
+        return Some(Tail::None); // before 5.0: no discards
     }
+    let (dbytes, at) = counter(b, at, b"dbytes=")?;
+    let (dios, at) = counter(b, at, b"dios=")?;
+    out.values = [rbytes, wbytes, rios, wios, dbytes, dios];
+    out.present = 0b11_1111;
+    if at >= b.len() {
+        return Some(Tail::None);
+    }
+    // The controllers' keys: `key=value`, both not empty, printable ASCII, none of the six.
+    for token in b.get(at..)?.split(|&c| c == b' ') {
+        let eq = token.iter().position(|&c| c == b'=')?;
+        if eq == 0 || eq + 1 >= token.len() || !token.iter().all(u8::is_ascii_graphic) {
+            return None;
+        }
+        let key = token.get(..eq)?;
+        if [
+            &b"rbytes"[..],
+            b"wbytes",
+            b"rios",
+            b"wios",
+            b"dbytes",
+            b"dios",
+        ]
+        .contains(&key)
+        {
+            return None;
+        }
+    }
+    Some(Tail::Controllers)
+}
+
+/// `key` (with its `=`) at `at`, then its number up to the space after it or the end of the
+/// line: the number and where the next key starts.
+#[inline(always)]
+fn counter<const N: usize>(b: &[u8], at: usize, key: &[u8; N]) -> Option<(u64, usize)> {
+    let here: &[u8; N] = b.get(at..at.checked_add(N)?)?.try_into().ok()?;
+    if here != key {
+        return None;
+    }
+    number_until(b, at + N, b' ')
 }
 
 /// Index of `rbytes` in [`IoCounters`] ([`IoCounters::get`]).
@@ -594,6 +604,34 @@ mod tests {
         #[test]
         fn counters_of_bytes_are_those_of_the_text(b in proptest::collection::vec(any::<u8>(), 0..200)) {
             prop_assert_eq!(counters_of_bytes(&b), counters_of_text(&b));
+        }
+
+        /// The kernel's lines with the controllers' keys after the counters (io.cost,
+        /// io.latency, the debug keys): the same as the text's counters, and read by the scan
+        /// whenever each token is one `line` keeps.
+        #[test]
+        fn counters_with_the_controllers_keys(
+            v in proptest::collection::vec(any::<u64>(), 6),
+            discards in any::<bool>(),
+            tail in proptest::collection::vec(("cost\\.usage|cost\\.vrate|depth|avg_lat|use_delay|rbytes|dios|", "[0-9.]{0,6}|max|=1|"), 0..4),
+            sep in "( |  )",
+        ) {
+            let mut line = format!("8:16 rbytes={} wbytes={} rios={} wios={}", v[0], v[1], v[2], v[3]);
+            if discards {
+                line.push_str(&format!(" dbytes={} dios={}", v[4], v[5]));
+            }
+            for (k, val) in &tail {
+                line.push_str(&format!("{sep}{k}={val}"));
+            }
+            let text = format!("{line}\n");
+            prop_assert_eq!(counters_of_bytes(text.as_bytes()), counters_of_text(text.as_bytes()));
+            let kept = tail.iter().all(|(k, val)| {
+                !k.is_empty() && !val.is_empty() && !["rbytes", "dios"].contains(&k.as_str())
+            });
+            let mut c = IoCounters::default();
+            // (io.cost came with 5.4: its keys follow the discards' in the kernel's form.)
+            let scanned = kept && (tail.is_empty() || (sep == " " && discards));
+            prop_assert_eq!(scan_line(line.as_bytes(), &mut c), scanned, "{}", line);
         }
 
         /// Near the kernel's form: the same.

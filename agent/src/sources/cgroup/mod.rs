@@ -42,6 +42,18 @@ pub(crate) fn digits(field: &[u8]) -> Option<u64> {
     if field.is_empty() {
         return None;
     }
+    if field.len() <= 19 {
+        // 19 digits fit a u64 whatever they are: no overflow check per digit, and the bytes'
+        // check folded into one flag (no branch a digit).
+        let mut v: u64 = 0;
+        let mut bad = false;
+        for &c in field {
+            let d = c.wrapping_sub(b'0');
+            bad |= d > 9;
+            v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+        }
+        return (!bad).then_some(v);
+    }
     let mut v: u64 = 0;
     for &c in field {
         let d = c.wrapping_sub(b'0');
@@ -174,6 +186,17 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Any bytes: what `parse_u64` reads of them as text.
+        #[test]
+        fn digits_are_parse_u64(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..25), d in "[0-9]{0,25}") {
+            if let Ok(text) = std::str::from_utf8(&b) {
+                proptest::prop_assert_eq!(super::digits(&b), super::parse_u64(text));
+            } else {
+                proptest::prop_assert_eq!(super::digits(&b), None);
+            }
+            proptest::prop_assert_eq!(super::digits(d.as_bytes()), super::parse_u64(&d));
+        }
+
         /// Whatever the byte form accepts is ASCII and reads as the text does.
         #[test]
         fn single_values_of_bytes(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..24)) {
