@@ -24,15 +24,18 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use storwatch_wire::lp::{LineWriter, SeriesKey};
 
 use super::{Collector, Live, ReportCx, SampleCx, SourceErrors};
-use crate::health::jobs::{self as model, Cores, JobInterval, JobReading, NodeFigures};
+use crate::health::jobs::{
+    self as model, Cores, DeviceRates, JobInterval, JobReading, NodeFigures,
+};
 use crate::root::{JoinSized, Root};
 use crate::sources::cgroup::cpu_stat;
-use crate::sources::cgroup::io_stat::IoDevice;
+use crate::sources::cgroup::io_stat::IoCounters;
 use crate::sources::cgroup::jobs::Discovery;
 use crate::sources::cgroup::jobs::{
     discover, escape_name_into, BatchSystem, DiscoveryConfig, JobCgroup, JobId,
@@ -184,7 +187,7 @@ struct Tracked {
     /// The last reading; `None` while the job is over the cap.
     prev: Option<JobReading>,
     /// The `io.stat` rows of the reading before `prev`, their vector reused by the next one.
-    spare_io: Vec<IoDevice>,
+    spare_io: Vec<IoCounters>,
     /// Over the cap: not read, only counted.
     dropped: bool,
     /// Back under the cap: its next reading is a baseline, not an interval.
@@ -215,7 +218,8 @@ struct Tracked {
 
 /// What one interval of one job gave, for its lines.
 struct Done {
-    root: String,
+    /// The job's key in [`JobsCollector::jobs`], shared: no copy of the path a job a reading.
+    root: Arc<str>,
     iv: JobInterval,
 }
 
@@ -251,7 +255,11 @@ pub struct JobsCollector {
     mount: Option<PathBuf>,
     /// Checked at the first reading: whether the mount is cgroup v2.
     v2: Option<bool>,
-    jobs: BTreeMap<String, Tracked>,
+    /// The jobs followed, by their directory's path relative to the mount (as the walk lists it).
+    jobs: BTreeMap<Arc<str>, Tracked>,
+    /// Device-rate vectors of intervals already reported, for the next reading's: a reading of
+    /// many jobs allocates none.
+    spare_rates: Vec<Vec<DeviceRates>>,
     /// Parent directories' `usage_usec`, by path.
     parents: BTreeMap<String, u64>,
     /// The clock of the last reading, µs.
@@ -317,6 +325,7 @@ impl JobsCollector {
             mount: None,
             v2: None,
             jobs: BTreeMap::new(),
+            spare_rates: Vec::new(),
             parents: BTreeMap::new(),
             last_at: None,
             devices: BTreeMap::new(),

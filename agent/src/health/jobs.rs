@@ -32,7 +32,7 @@
 use crate::sources::cgroup::cpu_max::CpuMax;
 use crate::sources::cgroup::cpu_stat::CpuStat;
 use crate::sources::cgroup::cpuset::CpuSet;
-use crate::sources::cgroup::io_stat::IoDevice;
+use crate::sources::cgroup::io_stat::{IoCounters, DBYTES, DIOS, RBYTES, RIOS, WBYTES, WIOS};
 use crate::sources::cgroup::jobs::BatchSystem;
 use crate::sources::pressure::{Pressure, PsiLine};
 
@@ -129,31 +129,47 @@ pub struct DeviceRates {
 /// Rates per device between two `io.stat` readings `wall_usec` apart; `prev` is `None` for a
 /// job first seen now (all counters from zero). Devices in `cur` order; a device only in `prev`
 /// (removed) gets no rates.
-pub fn io_rates(prev: Option<&[IoDevice]>, cur: &[IoDevice], wall_usec: u64) -> Vec<DeviceRates> {
+pub fn io_rates(
+    prev: Option<&[IoCounters]>,
+    cur: &[IoCounters],
+    wall_usec: u64,
+) -> Vec<DeviceRates> {
+    let mut out = Vec::new();
+    io_rates_into(prev, cur, wall_usec, &mut out);
+    out
+}
+
+/// [`io_rates`] into `out` (cleared): a vector reused from one interval to the next allocates
+/// nothing.
+pub fn io_rates_into(
+    prev: Option<&[IoCounters]>,
+    cur: &[IoCounters],
+    wall_usec: u64,
+    out: &mut Vec<DeviceRates>,
+) {
+    out.clear();
     if wall_usec == 0 {
-        return Vec::new();
+        return;
     }
     let secs = wall_usec as f64 / 1e6;
-    cur.iter()
-        .map(|c| {
-            let p = prev.and_then(|p| p.iter().find(|p| (p.major, p.minor) == (c.major, c.minor)));
-            let rate = |field: fn(&IoDevice) -> Option<u64>| {
-                let now = field(c)?;
-                let before = p.and_then(field).unwrap_or(0);
-                delta(before, now).map(|d| d as f64 / secs)
-            };
-            DeviceRates {
-                major: c.major,
-                minor: c.minor,
-                read_bytes_per_s: rate(|d| d.rbytes),
-                write_bytes_per_s: rate(|d| d.wbytes),
-                reads_per_s: rate(|d| d.rios),
-                writes_per_s: rate(|d| d.wios),
-                discard_bytes_per_s: rate(|d| d.dbytes),
-                discards_per_s: rate(|d| d.dios),
-            }
-        })
-        .collect()
+    for c in cur {
+        let p = prev.and_then(|p| p.iter().find(|p| (p.major, p.minor) == (c.major, c.minor)));
+        let rate = |i: usize| {
+            let now = c.get(i)?;
+            let before = p.and_then(|p| p.get(i)).unwrap_or(0);
+            delta(before, now).map(|d| d as f64 / secs)
+        };
+        out.push(DeviceRates {
+            major: c.major,
+            minor: c.minor,
+            read_bytes_per_s: rate(RBYTES),
+            write_bytes_per_s: rate(WBYTES),
+            reads_per_s: rate(RIOS),
+            writes_per_s: rate(WIOS),
+            discard_bytes_per_s: rate(DBYTES),
+            discards_per_s: rate(DIOS),
+        });
+    }
 }
 
 /// Share of `wall_usec` stalled between two `total=` readings (µs), 0–1; `None` when the total
@@ -180,16 +196,16 @@ fn shares(prev: Option<&Pressure>, cur: Option<&Pressure>, wall_usec: u64) -> Pr
         return PressureShares::default();
     };
     // A job seen before but whose earlier file was unreadable has no baseline: no share.
-    let line = |pick: fn(&Pressure) -> Option<PsiLine>, prev: Option<&Pressure>| {
-        let now = pick(cur)?;
-        match prev {
-            Some(p) => pressure_share(Some(&pick(p)?), &now, wall_usec),
+    let line = |now: Option<PsiLine>, before: Option<Option<PsiLine>>| {
+        let now = now?;
+        match before {
+            Some(b) => pressure_share(Some(&b?), &now, wall_usec),
             None => pressure_share(None, &now, wall_usec),
         }
     };
     PressureShares {
-        some: line(|p| p.some, prev),
-        full: line(|p| p.full, prev),
+        some: line(cur.some, prev.map(|p| p.some)),
+        full: line(cur.full, prev.map(|p| p.full)),
     }
 }
 
@@ -202,8 +218,8 @@ pub struct JobReading {
     pub created_usec: Option<u64>,
     /// `cpu.stat`.
     pub cpu: Option<CpuStat>,
-    /// `io.stat` device lines.
-    pub io: Option<Vec<IoDevice>>,
+    /// `io.stat` device lines, their counters.
+    pub io: Option<Vec<IoCounters>>,
     /// `cpu.pressure`.
     pub cpu_pressure: Option<Pressure>,
     /// `io.pressure`.
@@ -270,6 +286,18 @@ pub fn interval(
     cur: Option<&JobReading>,
     start_usec: u64,
 ) -> Option<JobInterval> {
+    interval_with(prev, cur, start_usec, Vec::new())
+}
+
+/// [`interval`], its device rates written into `io` (cleared first): the vector of an interval
+/// already reported, so that a reading of many jobs allocates none. `io` is dropped when the
+/// job was seen at neither end.
+pub fn interval_with(
+    prev: Option<&JobReading>,
+    cur: Option<&JobReading>,
+    start_usec: u64,
+    mut io: Vec<DeviceRates>,
+) -> Option<JobInterval> {
     let (presence, wall_usec, upper) = match (prev, cur) {
         (None, None) => return None,
         (Some(_), None) => (Presence::Vanished, 0, false),
@@ -287,6 +315,7 @@ pub fn interval(
             )
         }
     };
+    io.clear();
     let mut out = JobInterval {
         presence,
         wall_usec,
@@ -294,7 +323,7 @@ pub fn interval(
         cpu_usec: None,
         cores: None,
         efficiency: None,
-        io: Vec::new(),
+        io,
         io_pressure: PressureShares::default(),
         cpu_pressure: PressureShares::default(),
         memory_pressure: PressureShares::default(),
@@ -319,20 +348,18 @@ pub fn interval(
         .and_then(|(cpu, cores)| cpu_efficiency(cpu, wall_usec, cores.cores));
     if let Some(now) = &c.io {
         match prev.map(|p| p.io.as_deref()) {
-            None => out.io = io_rates(None, now, wall_usec),
-            Some(Some(before)) => out.io = io_rates(Some(before), now, wall_usec),
+            None => io_rates_into(None, now, wall_usec, &mut out.io),
+            Some(Some(before)) => io_rates_into(Some(before), now, wall_usec, &mut out.io),
             Some(None) => {}
         }
     }
-    let pair = |pick: fn(&JobReading) -> Option<Pressure>| -> PressureShares {
-        match prev.map(pick) {
-            Some(None) => PressureShares::default(),
-            before => shares(before.flatten().as_ref(), pick(c).as_ref(), wall_usec),
-        }
+    let pair = |before: Option<&Option<Pressure>>, now: &Option<Pressure>| match before {
+        Some(None) => PressureShares::default(),
+        before => shares(before.and_then(Option::as_ref), now.as_ref(), wall_usec),
     };
-    out.io_pressure = pair(|r| r.io_pressure);
-    out.cpu_pressure = pair(|r| r.cpu_pressure);
-    out.memory_pressure = pair(|r| r.memory_pressure);
+    out.io_pressure = pair(prev.map(|p| &p.io_pressure), &c.io_pressure);
+    out.cpu_pressure = pair(prev.map(|p| &p.cpu_pressure), &c.cpu_pressure);
+    out.memory_pressure = pair(prev.map(|p| &p.memory_pressure), &c.memory_pressure);
     out.memory_current = c.memory_current;
     out.memory_peak = c.memory_peak;
     Some(out)

@@ -56,7 +56,7 @@ fn reading(root: &Path, rel: &str, system: BatchSystem, at_usec: u64) -> JobRead
         at_usec,
         created_usec: None,
         cpu: Some(cpu_stat::parse(&read("cpu.stat")).unwrap()),
-        io: Some(io.rows),
+        io: Some(io.rows.iter().map(io_stat::IoCounters::from).collect()),
         cpu_pressure: Some(pressure::parse(&read("cpu.pressure")).unwrap()),
         io_pressure: Some(pressure::parse(&read("io.pressure")).unwrap()),
         memory_pressure: Some(pressure::parse(&read("memory.pressure")).unwrap()),

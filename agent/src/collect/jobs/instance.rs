@@ -5,6 +5,7 @@
 //! ended while it was read ([`psi_is_off`]).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::{model, Done, Kept, Pending, Tracked};
 use crate::health::jobs::JobReading;
@@ -42,7 +43,7 @@ impl Tracked {
 /// interval, with its cores for the node's capacity over the interval it ended in.
 pub(super) fn push_ended(
     p: &mut Pending,
-    root: &str,
+    root: &Arc<str>,
     prev: Option<&JobReading>,
     start_usec: u64,
     system: BatchSystem,
@@ -52,7 +53,7 @@ pub(super) fn push_ended(
         iv.cores = prev.cores;
         iv.in_parent = system != BatchSystem::Glob;
         p.done.push(Done {
-            root: root.to_owned(),
+            root: Arc::clone(root),
             iv,
         });
     }
@@ -66,6 +67,21 @@ pub(super) fn fs_path(mount: &Path, rel: &str) -> PathBuf {
     }
     let bytes = crate::sources::mountinfo::unescape_bytes(rel);
     mount.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&bytes))
+}
+
+/// [`fs_path`] into `out` (its buffer reused): the walk's, a directory listed.
+pub(super) fn fs_path_into(mount: &Path, rel: &str, out: &mut PathBuf) {
+    out.as_mut_os_string().clear();
+    out.push(mount);
+    if rel.is_empty() {
+        return;
+    }
+    if !rel.contains('\\') {
+        out.push(rel);
+        return;
+    }
+    let bytes = crate::sources::mountinfo::unescape_bytes(rel);
+    out.push(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&bytes));
 }
 
 /// The inode of a directory, `None` when it is gone.

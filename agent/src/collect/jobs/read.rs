@@ -13,9 +13,9 @@ use crate::health::jobs::{self as model, JobReading};
 use crate::root::JoinSized;
 use crate::sources::cgroup::cpu_stat::CpuStat;
 use crate::sources::cgroup::jobs::BatchSystem;
-use crate::sources::cgroup::{cpu_max, cpu_stat, cpuset, io_stat, memory, psi_totals};
+use crate::sources::cgroup::{self, cpu_max, cpu_stat, cpuset, io_stat, memory, psi_totals};
 use crate::sources::pressure::{Pressure, PsiLine};
-use crate::sources::{Rows, SourceError};
+use crate::sources::SourceError;
 
 /// The files read at every reading, kept open per job (as many jobs as a quarter of the
 /// open-file limit allows): a `pread` costs a quarter of an open, read and close (0.9 against
@@ -187,16 +187,17 @@ impl Tracked {
 
     /// Reads the job's file number `idx` of [`KEPT`]: through its descriptor kept open when the
     /// job has them (one `pread`, plus an `fstat` on a tree that is not cgroupfs, where a file
-    /// replaced by a rename leaves the descriptor on the old one), its text where `pread` put it
-    /// (`io.scratch`), else by name in the job's directory, into `buf`. `Ok(None)` when the file
-    /// is absent or the job is gone; a file found absent is not looked for again before the
-    /// job's next probe ([`PROBE_EVERY`]).
+    /// replaced by a rename leaves the descriptor on the old one), its bytes where `pread` put
+    /// them (`io.scratch`), else by name in the job's directory, into `buf`. `Ok(None)` when the
+    /// file is absent or the job is gone; a file found absent is not looked for again before the
+    /// job's next probe ([`PROBE_EVERY`]). The bytes are not checked for UTF-8 here: the
+    /// parsers read the kernel's form from the bytes ([`Tracked::parse_file`]).
     fn read_file<'b>(
         &mut self,
         idx: usize,
         io: &'b mut ReadIo<'_>,
         buf: &'b mut String,
-    ) -> Result<Option<&'b str>, SourceError> {
+    ) -> Result<Option<&'b [u8]>, SourceError> {
         // cpu.stat is never skipped: without it the job has ended.
         let bit = if idx == CPU_STAT { 0 } else { 1u8 << idx };
         if self.absent & bit != 0 && !io.probe_absent {
@@ -204,25 +205,14 @@ impl Tracked {
         }
         match self.lookup(idx, io)? {
             Found::Scratch(len) => {
-                let bytes = io.scratch.get(..len).unwrap_or_default();
-                let Ok(text) = std::str::from_utf8(bytes) else {
-                    let name = KEPT.get(idx).copied().unwrap_or("cpu.stat");
-                    return Err(SourceError::io(
-                        &self.dir.join_sized(name),
-                        std::io::Error::new(
-                            std::io::ErrorKind::InvalidData,
-                            "stream did not contain valid UTF-8",
-                        ),
-                    ));
-                };
                 self.absent &= !bit;
-                Ok(Some(text))
+                Ok(Some(io.scratch.get(..len).unwrap_or_default()))
             }
             Found::ByPath => {
                 let name = KEPT.get(idx).copied().unwrap_or("cpu.stat");
                 if crate::root::read_value_into(&self.dir.join_sized(name), buf)? {
                     self.absent &= !bit;
-                    return Ok(Some(buf.as_str()));
+                    return Ok(Some(buf.as_bytes()));
                 }
                 if bit != 0 {
                     self.absent |= bit;
@@ -238,6 +228,21 @@ impl Tracked {
                 Ok(None)
             }
         }
+    }
+
+    /// The text of file `idx`'s `bytes`, or the error a reader of a `String` gives when they
+    /// are not UTF-8.
+    fn text<'b>(&self, idx: usize, bytes: &'b [u8]) -> Result<&'b str, SourceError> {
+        std::str::from_utf8(bytes).map_err(|_| {
+            let name = KEPT.get(idx).copied().unwrap_or("cpu.stat");
+            SourceError::io(
+                &self.dir.join_sized(name),
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "stream did not contain valid UTF-8",
+                ),
+            )
+        })
     }
 
     /// [`Self::read_file`] through the kept descriptor, without the memory of absent files.
@@ -280,17 +285,25 @@ impl Tracked {
         }
     }
 
-    /// [`Self::read_file`] parsed by `parse`; `Ok(None)` when absent.
+    /// [`Self::read_file`] parsed: by `kernel` from the bytes when they are in the kernel's
+    /// form (no UTF-8 check: such bytes are ASCII), else by `parse` from their text, which
+    /// gives the same value for whatever `kernel` accepts (each pair's property test), and
+    /// refuses what is not UTF-8 as before; `Ok(None)` when absent.
     fn parse_file<T>(
         &mut self,
         idx: usize,
         io: &mut ReadIo<'_>,
         buf: &mut String,
+        kernel: fn(&[u8]) -> Option<T>,
         parse: fn(&str) -> Result<T, crate::sources::ParseError>,
     ) -> Result<Option<T>, SourceError> {
-        let Some(text) = self.read_file(idx, io, buf)? else {
+        let Some(bytes) = self.read_file(idx, io, buf)? else {
             return Ok(None);
         };
+        if let Some(v) = kernel(bytes) {
+            return Ok(Some(v));
+        }
+        let text = self.text(idx, bytes)?;
         let name = KEPT.get(idx).copied().unwrap_or("");
         parse(text)
             .map(Some)
@@ -315,7 +328,13 @@ impl Tracked {
         }
         // cpu.stat is there in every cgroup v2 directory: without it the job has ended.
         // Only `usage_usec` is used: read alone, not the whole file.
-        let mut usage = match self.parse_file(CPU_STAT, io, buf, cpu_stat::usage_usec) {
+        let mut usage = match self.parse_file(
+            CPU_STAT,
+            io,
+            buf,
+            cpu_stat::usage_usec_kernel,
+            cpu_stat::usage_usec,
+        ) {
             Ok(Some(u)) => Some(u),
             Ok(None) => return None,
             Err(e) => {
@@ -341,20 +360,29 @@ impl Tracked {
             ..CpuStat::default()
         });
         let io_rows = match self.read_file(IO_STAT, io, buf) {
-            Ok(Some(text)) => {
-                // Into the vector of the reading before last: no allocation per reading.
-                let mut rows = Rows {
-                    rows: std::mem::take(&mut self.spare_io),
-                    errors: Vec::new(),
-                };
-                io_stat::parse_into(text, &mut rows);
-                if let Some(e) = rows.errors.into_iter().next() {
-                    errors.count(
-                        CGROUP,
-                        &SourceError::parse(&self.dir.join_sized("io.stat"), e),
-                    );
+            Ok(Some(bytes)) => {
+                // Into the vector of the reading before last (no allocation per reading), each
+                // device where its line lies.
+                let mut rows = std::mem::take(&mut self.spare_io);
+                let mut bad = Vec::new();
+                match io_stat::counters_into(bytes, &mut rows, &mut bad) {
+                    Ok(()) => {
+                        if let Some(e) = bad.into_iter().next() {
+                            errors.count(
+                                CGROUP,
+                                &SourceError::parse(&self.dir.join_sized("io.stat"), e),
+                            );
+                        }
+                        Some(rows)
+                    }
+                    Err(_) => {
+                        self.spare_io = rows;
+                        if let Err(e) = self.text(IO_STAT, bytes) {
+                            errors.count(CGROUP, &e);
+                        }
+                        None
+                    }
                 }
-                Some(rows.rows)
             }
             Ok(None) => None,
             Err(e) => {
@@ -363,7 +391,7 @@ impl Tracked {
             }
         };
         let mut psi = |t: &mut Tracked, idx: usize, io: &mut ReadIo<'_>, buf: &mut String| {
-            match t.parse_file(idx, io, buf, psi_totals::parse) {
+            match t.parse_file(idx, io, buf, psi_totals::kernel_form, psi_totals::parse) {
                 // Only the totals count: the shares are over the interval, from two readings.
                 Ok(Some(p)) => {
                     let line = |total_us: Option<u64>| {
@@ -398,10 +426,11 @@ impl Tracked {
         let memory_pressure = psi(self, MEMORY_PRESSURE, io, buf);
         let mut value =
             |t: &mut Tracked, idx: usize, io: &mut ReadIo<'_>, buf: &mut String, parse| {
-                t.parse_file(idx, io, buf, parse).unwrap_or_else(|e| {
-                    errors.count(CGROUP, &e);
-                    None
-                })
+                t.parse_file(idx, io, buf, cgroup::single_u64_kernel, parse)
+                    .unwrap_or_else(|e| {
+                        errors.count(CGROUP, &e);
+                        None
+                    })
             };
         let memory_current = value(self, MEMORY_CURRENT, io, buf, memory::parse_current);
         let memory_peak = value(self, MEMORY_PEAK, io, buf, memory::parse_peak);
@@ -423,9 +452,10 @@ impl Tracked {
 /// Reads `file` from its start into `scratch` with `pread`, and returns the length read: the
 /// text is parsed where it lies, not copied. cgroupfs generates the text again for a read at
 /// offset 0, so a descriptor kept open serves every reading. A read shorter than the room left
-/// is the end (the kernel prints these files in one piece).
+/// is the end (the kernel prints these files in one piece). The system call is rustix's, made
+/// directly: the C library's `pread` (through `FileExt::read_at`) marks a cancellation point
+/// around it, ~80 instructions a file of 700 a reading.
 fn pread_into(file: &std::fs::File, scratch: &mut Vec<u8>) -> std::io::Result<usize> {
-    use std::os::unix::fs::FileExt;
     if scratch.len() < 4096 {
         scratch.resize(4096, 0);
     }
@@ -436,7 +466,7 @@ fn pread_into(file: &std::fs::File, scratch: &mut Vec<u8>) -> std::io::Result<us
         }
         let room = scratch.get_mut(filled..).unwrap_or_default();
         let want = room.len();
-        match file.read_at(room, filled as u64) {
+        match rustix::io::pread(file, room, filled as u64) {
             Ok(0) => break,
             Ok(n) => {
                 filled += n;
@@ -444,8 +474,8 @@ fn pread_into(file: &std::fs::File, scratch: &mut Vec<u8>) -> std::io::Result<us
                     break;
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(filled)

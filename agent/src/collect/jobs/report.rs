@@ -2,6 +2,7 @@
 //! the interval each tracked job's readings closed.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use storwatch_wire::lp::{FieldKey, LineWriter, SeriesKey};
 
@@ -22,7 +23,7 @@ impl JobsCollector {
         let mut top: Vec<JobNow> = Vec::new();
         for i in &node.ranked {
             let Some(d) = p.done.get(*i) else { continue };
-            let Some(t) = self.jobs.get(&d.root) else {
+            let Some(t) = self.jobs.get(&*d.root) else {
                 continue;
             };
             let (rb, wb, _, _) = io_sums(&d.iv);
@@ -71,12 +72,20 @@ impl JobsCollector {
             return;
         }
         let node = p.node.take().unwrap_or_else(|| self.node(&p));
+        // The intervals of the jobs present are in the map's order, one a job (the reading
+        // walks the map in order), and hold its key: each is the next job of one pass over the
+        // map with that key, told by pointer, not a lookup by path a job.
+        let mut jobs = self.jobs.iter_mut();
         for d in &p.done {
             if d.iv.presence == Presence::Vanished {
                 continue; // the series ends with its job
             }
-            let Some(t) = self.jobs.get_mut(&d.root) else {
-                continue;
+            let Some(t) = jobs
+                .by_ref()
+                .find_map(|(k, t)| Arc::ptr_eq(k, &d.root).then_some(t))
+            else {
+                debug_assert!(false, "an interval out of the jobs' order: {}", d.root);
+                break;
             };
             let age = t
                 .absent_at
@@ -144,6 +153,13 @@ impl JobsCollector {
                     .write();
             }
         }
+        // Their rate vectors, for the next reading's intervals.
+        self.spare_rates.extend(
+            std::mem::take(&mut p.done)
+                .into_iter()
+                .map(|d| d.iv.io)
+                .filter(|v| v.capacity() > 0),
+        );
         if !self.worker {
             return;
         }

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use super::instance::fs_path_into;
 use super::*;
 
 impl JobsCollector {
@@ -44,15 +45,20 @@ impl JobsCollector {
     pub(super) fn walk(&mut self, mount: &Path, errors: &mut SourceErrors) {
         use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir};
         self.paths_used = 0;
-        let mut stack: Vec<(String, usize)> = vec![(String::new(), 0)];
+        // Directories to list: their place in `self.paths` (`None`: the mount) and depth; the
+        // path and the relative name of the one listed are built in buffers of the walk's, not
+        // allocated a directory.
+        let mut stack: Vec<(Option<usize>, usize)> = vec![(None, 0)];
+        let mut rel = String::new();
+        let mut dir = PathBuf::new();
         // An entry takes at most 280 bytes (a 255-byte name): ~30 of them at the least a call.
         let mut listing = [std::mem::MaybeUninit::<u8>::uninit(); 8192];
-        while let Some((rel, depth)) = stack.pop() {
-            let dir = if rel.is_empty() {
-                mount.to_owned()
-            } else {
-                fs_path(mount, &rel)
-            };
+        while let Some((at, depth)) = stack.pop() {
+            rel.clear();
+            if let Some(p) = at.and_then(|i| self.paths.get(i)) {
+                rel.push_str(p);
+            }
+            fs_path_into(mount, &rel, &mut dir);
             let fd = match rustix::fs::open(
                 &dir,
                 OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -111,7 +117,7 @@ impl JobsCollector {
                     None => false,
                 };
                 if depth + 1 < MAX_DEPTH && !known {
-                    stack.push((slot.clone(), depth + 1));
+                    stack.push((Some(self.paths_used - 1), depth + 1));
                 }
             }
         }
@@ -190,11 +196,19 @@ impl JobsCollector {
         // One lookup a job: the known ones marked, the new ones noted for below.
         let mut new_jobs = Vec::new();
         for (i, job) in found.jobs.iter().enumerate() {
-            match self.jobs.get_mut(&job.root) {
+            match self.jobs.get_mut(job.root.as_str()) {
                 Some(t) => t.seen = true,
                 None => new_jobs.push(i),
             }
         }
+        // The rate vectors of a reading never reported (`top`, an early reading), for this one.
+        let unreported = std::mem::take(&mut self.pending.done);
+        self.spare_rates.extend(
+            unreported
+                .into_iter()
+                .map(|d| d.iv.io)
+                .filter(|v| v.capacity() > 0),
+        );
         let mut p = Pending {
             fresh: !baseline,
             interval_usec: at.saturating_sub(start_usec),
@@ -229,7 +243,7 @@ impl JobsCollector {
             let kept = !dropped && self.kept_used < self.kept_budget;
             self.kept_used += usize::from(kept);
             self.jobs.insert(
-                job.root.clone(),
+                Arc::from(job.root.as_str()),
                 Tracked::new(job, &mount, dropped, absent_at, kept),
             );
         }
@@ -248,7 +262,7 @@ impl JobsCollector {
                 if !baseline {
                     p.ended += 1;
                 }
-                vanished.push(root_path.clone());
+                vanished.push(Arc::clone(root_path));
                 push_ended(&mut p, root_path, t.prev.as_ref(), start_usec, t.system);
                 continue;
             }
@@ -305,11 +319,13 @@ impl JobsCollector {
                     t.own_usec = t.own_usec_now;
                     let rebaselined = std::mem::take(&mut t.needs_baseline);
                     if !baseline && !rebaselined {
-                        if let Some(mut iv) = model::interval(t.prev.as_ref(), Some(&r), start_usec)
+                        let rates = self.spare_rates.pop().unwrap_or_default();
+                        if let Some(mut iv) =
+                            model::interval_with(t.prev.as_ref(), Some(&r), start_usec, rates)
                         {
                             iv.in_parent = t.system != BatchSystem::Glob;
                             p.done.push(Done {
-                                root: root_path.clone(),
+                                root: Arc::clone(root_path),
                                 iv,
                             });
                         }
@@ -333,12 +349,12 @@ impl JobsCollector {
                     if !baseline {
                         p.ended += 1;
                     }
-                    vanished.push(root_path.clone());
+                    vanished.push(Arc::clone(root_path));
                 }
             }
         }
         for v in vanished {
-            if self.jobs.remove(&v).is_some_and(|t| t.kept.is_some()) {
+            if self.jobs.remove(&*v).is_some_and(|t| t.kept.is_some()) {
                 self.kept_used = self.kept_used.saturating_sub(1);
             }
         }

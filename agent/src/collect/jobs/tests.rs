@@ -82,6 +82,72 @@ fn a_malformed_file_is_a_source_error_and_the_job_goes_on() {
     assert_eq!(errors.interval_sum(), 1, "{:?}", errors.take_interval());
 }
 
+/// The files are parsed from their bytes, without a UTF-8 check when in the kernel's form: a
+/// file with a byte that is not UTF-8 anywhere, even after what is read of it, is still the
+/// source error a reader of its text gives, and the job's other files are read.
+#[test]
+fn a_file_not_utf8_is_a_source_error_as_its_text_was() {
+    let (_dir, root) = tree();
+    let mut c = collector(JobsConfig::default());
+    let mut errors = SourceErrors::new(&[CGROUP]);
+    let dir = job(&root);
+    let good_psi = "some avg10=0.00 avg60=0.00 avg300=0.00 total=5\n\
+                    full avg10=0.00 avg60=0.00 avg300=0.00 total=2\n";
+    std::fs::write(dir.join("cpu.stat"), b"usage_usec 5\nuser_usec \xff\n").expect("write");
+    std::fs::write(
+        dir.join("io.stat"),
+        b"8:0 rbytes=1 wbytes=2 rios=3 wios=4\n8:\xff\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.join("io.pressure"),
+        b"some avg10=0.00 avg60=0.00 avg300=0.00 total=5\nfull \xff\n",
+    )
+    .expect("write");
+    std::fs::write(dir.join("cpu.pressure"), good_psi).expect("write");
+    std::fs::write(dir.join("memory.current"), b"12\xff\n").expect("write");
+    std::fs::write(dir.join("memory.peak"), "4096\n").expect("write");
+    c.read(&root, 100, &mut errors);
+    assert_eq!(c.jobs.len(), 1);
+    assert_eq!(errors.interval_sum(), 4, "{:?}", errors.take_interval());
+    let r = c
+        .jobs
+        .values()
+        .next()
+        .and_then(|t| t.prev.clone())
+        .expect("read");
+    assert_eq!(r.cpu, None);
+    assert_eq!(r.io, None);
+    assert_eq!(r.io_pressure, None);
+    assert_eq!(r.memory_current, None);
+    assert_eq!(
+        r.cpu_pressure.and_then(|p| p.full).map(|l| l.total_us),
+        Some(2)
+    );
+    assert_eq!(r.memory_peak, Some(4096));
+    // The same files in the kernel's form: every value, no error.
+    std::fs::write(dir.join("cpu.stat"), "usage_usec 7\nuser_usec 3\n").expect("write");
+    std::fs::write(dir.join("io.stat"), "8:0 rbytes=1 wbytes=2 rios=3 wios=4\n").expect("write");
+    std::fs::write(dir.join("io.pressure"), good_psi).expect("write");
+    std::fs::write(dir.join("memory.current"), "12\n").expect("write");
+    let mut errors = SourceErrors::new(&[CGROUP]);
+    c.read(&root, 1100, &mut errors);
+    assert_eq!(errors.interval_sum(), 0, "{:?}", errors.take_interval());
+    let r = c
+        .jobs
+        .values()
+        .next()
+        .and_then(|t| t.prev.clone())
+        .expect("read");
+    assert_eq!(r.cpu.map(|s| s.usage_usec), Some(7));
+    assert_eq!(r.io.map(|d| d.len()), Some(1));
+    assert_eq!(
+        r.io_pressure.and_then(|p| p.some).map(|l| l.total_us),
+        Some(5)
+    );
+    assert_eq!(r.memory_current, Some(12));
+}
+
 #[test]
 fn job_and_slot_tags() {
     let root = "system.slice/condor.service/htcondor/\

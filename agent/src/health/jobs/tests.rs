@@ -1,6 +1,7 @@
 //! The arithmetic checked against numbers worked out by hand (in the comments).
 
 use super::*;
+use crate::sources::cgroup::io_stat::IoDevice;
 use crate::sources::cgroup::{cpu_max, cpuset, io_stat};
 use crate::sources::pressure;
 use proptest::prelude::*;
@@ -18,10 +19,10 @@ fn cpu(usage: u64) -> Option<CpuStat> {
     })
 }
 
-fn io(text: &str) -> Option<Vec<IoDevice>> {
+fn io(text: &str) -> Option<Vec<IoCounters>> {
     let rows = io_stat::parse(text);
     assert_eq!(rows.errors, vec![]);
-    Some(rows.rows)
+    Some(rows.rows.iter().map(IoCounters::from).collect())
 }
 
 fn psi(text: &str) -> Option<Pressure> {
@@ -429,7 +430,7 @@ proptest! {
             at_usec: at,
             created_usec: created,
             cpu: cpu(usage),
-            io: Some(vec![IoDevice { major: 8, minor: 0, rbytes: Some(rbytes), ..IoDevice::default() }]),
+            io: Some(vec![IoCounters::from(&IoDevice { major: 8, minor: 0, rbytes: Some(rbytes), ..IoDevice::default() })]),
             io_pressure: Some(Pressure { some: Some(pressure::PsiLine { total_us: total, ..Default::default() }), full: None }),
             cores: cores.map(|c| Cores { cores: c, from: CoresFrom::CpuMax }),
             ..JobReading::default()

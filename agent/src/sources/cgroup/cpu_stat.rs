@@ -130,6 +130,23 @@ pub fn usage_usec(text: &str) -> Result<u64, ParseError> {
     parse(text).map(|s| s.usage_usec)
 }
 
+/// [`usage_usec`] of a file's bytes as the kernel prints them (`usage_usec` first, one space,
+/// the digits, a newline), with no UTF-8 check to pay for but an ASCII one of the rest; `None`
+/// for anything else, which [`usage_usec`] reads from the text (the value is [`usage_usec`]'s
+/// for every file this accepts: a property test checks it). For the per-job collector, which
+/// has the bytes `pread` gave.
+pub fn usage_usec_kernel(b: &[u8]) -> Option<u64> {
+    const KEY: &[u8] = b"usage_usec ";
+    let rest = b.strip_prefix(KEY)?;
+    let n = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+    // The other lines: ASCII, checked by a fold without an early exit (a few wide operations).
+    let others = rest.get(n + 1..)?;
+    if rest.get(n) != Some(&b'\n') || others.iter().fold(0u8, |acc, &c| acc | c) >= 0x80 {
+        return None;
+    }
+    super::digits(rest.get(..n)?)
+}
+
 /// The value after `usage_usec`: one or more spaces or tabs, digits, nothing else but trailing
 /// blanks. `None` for anything else (the full parser decides).
 fn usage_value(rest: &[u8]) -> Option<u64> {
@@ -285,6 +302,24 @@ mod tests {
                 path.display()
             );
         });
+        // The kernel's form, from the bytes: every real fixture takes it.
+        insta::glob!("../../../fixtures/cgroup/cpu-stat", "*.txt", |path| {
+            let bytes = std::fs::read(path).expect("fixture");
+            let text = std::str::from_utf8(&bytes).expect("UTF-8");
+            assert_eq!(
+                usage_usec_kernel(&bytes).ok_or(()),
+                usage_usec(text).map_err(|_| ())
+            );
+        });
+        assert_eq!(usage_usec_kernel(b"usage_usec 5\nuser_usec \xff\n"), None);
+        assert_eq!(
+            usage_usec_kernel(b"usage_usec 18446744073709551615\n"),
+            Some(u64::MAX)
+        );
+        assert_eq!(
+            usage_usec_kernel(b"usage_usec 18446744073709551616\n"),
+            None
+        );
         for text in [
             "user_usec 3\nusage_usec 5\nsystem_usec 2\n",
             "usage_usec\t5 \nuser_usec 3\nsystem_usec 2",
@@ -339,6 +374,36 @@ mod tests {
             // where the full parser reads the file, the fast path reads the same usage
             if let Ok(s) = parse(&text) {
                 prop_assert_eq!(usage_usec(&text).ok(), Some(s.usage_usec));
+            }
+            if let Some(v) = usage_usec_kernel(text.as_bytes()) {
+                prop_assert_eq!(usage_usec(&text), Ok(v));
+            }
+        }
+
+        /// Whatever the byte scan accepts is valid UTF-8 and reads as [`usage_usec`] reads its
+        /// text; a non-ASCII byte anywhere, or not the kernel's first line, is left to it.
+        #[test]
+        fn the_kernel_form_agrees_with_the_text(
+            lines in proptest::collection::vec(
+                ("usage_usec|user_usec|usage_usecs|x", "( |  |\t)", "[0-9]{0,22}|-1", "\n|\r\n| \n|"),
+                0..5,
+            ),
+            junk in proptest::collection::vec(any::<u8>(), 0..3),
+            junk_at in any::<usize>(),
+        ) {
+            let mut b: Vec<u8> = lines
+                .iter()
+                .map(|(k, sep, v, end)| format!("{k}{sep}{v}{end}"))
+                .collect::<String>()
+                .into_bytes();
+            if !b.is_empty() {
+                let at = junk_at % b.len();
+                b.splice(at..at, junk);
+            }
+            if let Some(v) = usage_usec_kernel(&b) {
+                let text = std::str::from_utf8(&b);
+                prop_assert!(text.is_ok(), "{:?}", b);
+                prop_assert_eq!(usage_usec(text.unwrap_or_default()), Ok(v));
             }
         }
     }

@@ -22,6 +22,10 @@
 //! The file shows block devices only: reads from network filesystems (xrootd, NFS, CephFS)
 //! are not here, and writes through the page cache are charged when written back.
 //! One malformed line costs only that device ([`Rows`]).
+//!
+//! The per-job collector needs the six counters only: [`counters_into`] reads them from the
+//! file's bytes into [`IoCounters`] (no controller keys kept, nothing allocated), and leaves a
+//! file with any other line to [`parse_into`].
 
 use super::super::Rows;
 use super::{fields, parse_u64, ParseError};
@@ -149,40 +153,195 @@ pub fn parse_into(text: &str, out: &mut Rows<IoDevice>) {
 /// A line as the kernel prints it: `MAJ:MIN` then `key=digits` of the six counters, each once,
 /// single spaces apart. `None` for anything else ([`line`] decides).
 fn fast_line(l: &str) -> Option<IoDevice> {
-    let b = l.as_bytes();
+    let mut c = IoCounters::default();
+    // A line with controllers' keys is left to `line`, which keeps them.
+    (scan(l.as_bytes(), &mut c) == Some(Tail::None)).then(|| IoDevice::from(&c))
+}
+
+/// [`fast_line`] into `out`, in place: `false` for a line not in the kernel's form, `out`
+/// then partly written. The kernel's form is `blkcg_print_one_stat()`'s: `MAJ:MIN`, then
+/// `rbytes= wbytes= rios= wios=` and (5.0+) `dbytes= dios=` in this order, single spaces apart,
+/// then perhaps the controllers' `key=value` tokens (io.cost's `cost.usage=`, …), which are
+/// skipped as [`line`] would keep them. Every byte of a line it accepts is printable ASCII.
+/// Each key is compared whole at the place it must be: one comparison, no search.
+fn scan_line(b: &[u8], out: &mut IoCounters) -> bool {
+    scan(b, out).is_some()
+}
+
+/// What followed the counters of a line [`scan`] read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tail {
+    /// Nothing.
+    None,
+    /// The controllers' keys, skipped.
+    Controllers,
+}
+
+fn scan(b: &[u8], out: &mut IoCounters) -> Option<Tail> {
     // One pass: each number is read up to the byte that must follow it.
-    let (major, mut at) = number_until(b, 0, b':')?;
-    let (minor, next) = number_until(b, at, b' ')?;
-    at = next;
-    let mut out = IoDevice {
-        major: u32::try_from(major).ok()?,
-        minor: u32::try_from(minor).ok()?,
-        ..IoDevice::default()
-    };
-    loop {
-        let rest = b.get(at..)?;
-        // The six keys are at most 6 bytes: a short loop, not a memchr call per key (a longer
-        // key is none of them, and `None` either way).
-        let eq = rest.iter().take(7).position(|&c| c == b'=')?;
-        let slot = match rest.get(..eq)? {
-            b"rbytes" => &mut out.rbytes,
-            b"wbytes" => &mut out.wbytes,
-            b"rios" => &mut out.rios,
-            b"wios" => &mut out.wios,
-            b"dbytes" => &mut out.dbytes,
-            b"dios" => &mut out.dios,
-            _ => return None,
-        };
-        if slot.is_some() {
+    let (major, at) = number_until(b, 0, b':')?;
+    let (minor, at) = number_until(b, at, b' ')?;
+    out.major = u32::try_from(major).ok()?;
+    out.minor = u32::try_from(minor).ok()?;
+    let (rbytes, at) = counter(b, at, b"rbytes=")?;
+    let (wbytes, at) = counter(b, at, b"wbytes=")?;
+    let (rios, at) = counter(b, at, b"rios=")?;
+    let (wios, at) = counter(b, at, b"wios=")?;
+    out.values = [rbytes, wbytes, rios, wios, 0, 0];
+    out.present = 0b1111;
+    if at >= b.len() {
+        return Some(Tail::None); // before 5.0: no discards
+    }
+    let (dbytes, at) = counter(b, at, b"dbytes=")?;
+    let (dios, at) = counter(b, at, b"dios=")?;
+    out.values = [rbytes, wbytes, rios, wios, dbytes, dios];
+    out.present = 0b11_1111;
+    if at >= b.len() {
+        return Some(Tail::None);
+    }
+    // The controllers' keys: `key=value`, both not empty, printable ASCII, none of the six.
+    for token in b.get(at..)?.split(|&c| c == b' ') {
+        let eq = token.iter().position(|&c| c == b'=')?;
+        if eq == 0 || eq + 1 >= token.len() || !token.iter().all(u8::is_ascii_graphic) {
             return None;
         }
-        let (v, next) = number_until(b, at + eq + 1, b' ')?;
-        *slot = Some(v);
-        if next >= b.len() {
-            return Some(out);
+        let key = token.get(..eq)?;
+        if [
+            &b"rbytes"[..],
+            b"wbytes",
+            b"rios",
+            b"wios",
+            b"dbytes",
+            b"dios",
+        ]
+        .contains(&key)
+        {
+            return None;
         }
-        at = next;
     }
+    Some(Tail::Controllers)
+}
+
+/// `key` (with its `=`) at `at`, then its number up to the space after it or the end of the
+/// line: the number and where the next key starts.
+#[inline(always)]
+fn counter<const N: usize>(b: &[u8], at: usize, key: &[u8; N]) -> Option<(u64, usize)> {
+    let here: &[u8; N] = b.get(at..at.checked_add(N)?)?.try_into().ok()?;
+    if here != key {
+        return None;
+    }
+    number_until(b, at + N, b' ')
+}
+
+/// Index of `rbytes` in [`IoCounters`] ([`IoCounters::get`]).
+pub const RBYTES: usize = 0;
+/// Index of `wbytes`.
+pub const WBYTES: usize = 1;
+/// Index of `rios`.
+pub const RIOS: usize = 2;
+/// Index of `wios`.
+pub const WIOS: usize = 3;
+/// Index of `dbytes`.
+pub const DBYTES: usize = 4;
+/// Index of `dios`.
+pub const DIOS: usize = 5;
+
+/// The six counters of one device line without the controllers' keys: what a reader of rates
+/// needs (the per-job collector), small and without an allocation, read from the file's bytes
+/// where they lie ([`counters_into`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IoCounters {
+    /// Device major number.
+    pub major: u32,
+    /// Device minor number.
+    pub minor: u32,
+    /// `rbytes`, `wbytes`, `rios`, `wios`, `dbytes`, `dios` ([`RBYTES`] …), each valid where
+    /// `present` has its bit.
+    values: [u64; 6],
+    present: u8,
+}
+
+impl IoCounters {
+    /// The counter at index `i` ([`RBYTES`] … [`DIOS`]); `None` when the line did not have it.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<u64> {
+        if self.present & (1u8 << (i & 7)) != 0 {
+            self.values.get(i).copied()
+        } else {
+            None
+        }
+    }
+}
+
+impl From<&IoDevice> for IoCounters {
+    fn from(d: &IoDevice) -> Self {
+        let mut c = IoCounters {
+            major: d.major,
+            minor: d.minor,
+            ..IoCounters::default()
+        };
+        for (i, v) in [d.rbytes, d.wbytes, d.rios, d.wios, d.dbytes, d.dios]
+            .into_iter()
+            .enumerate()
+        {
+            if let (Some(v), Some(slot)) = (v, c.values.get_mut(i)) {
+                *slot = v;
+                c.present |= 1 << i;
+            }
+        }
+        c
+    }
+}
+
+impl From<&IoCounters> for IoDevice {
+    fn from(c: &IoCounters) -> Self {
+        IoDevice {
+            major: c.major,
+            minor: c.minor,
+            rbytes: c.get(RBYTES),
+            wbytes: c.get(WBYTES),
+            rios: c.get(RIOS),
+            wios: c.get(WIOS),
+            dbytes: c.get(DBYTES),
+            dios: c.get(DIOS),
+            other: Vec::new(),
+        }
+    }
+}
+
+/// `io.stat`'s bytes as [`parse_into`] reads its text, the counters only, into `out` (cleared
+/// and reused) and the lines that did not parse into `errors`: every line in the kernel's form
+/// (the six counters) is read where it lies, in place in `out`, with no UTF-8 check (such a
+/// line is ASCII); a file with any other line (a controller's keys, a malformed one, a blank
+/// one) is read again as text by [`parse_into`]. `Err` when that text is not UTF-8, as a
+/// reader of a `String` would say.
+pub fn counters_into(
+    b: &[u8],
+    out: &mut Vec<IoCounters>,
+    errors: &mut Vec<ParseError>,
+) -> Result<(), std::str::Utf8Error> {
+    out.clear();
+    errors.clear();
+    let mut start = 0;
+    while start < b.len() {
+        let rest = b.get(start..).unwrap_or_default();
+        let len = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+        out.push(IoCounters::default());
+        let ok = match (out.last_mut(), rest.get(..len)) {
+            (Some(c), Some(line)) => scan_line(line, c),
+            _ => false,
+        };
+        if !ok {
+            out.clear();
+            let mut rows = Rows::default();
+            parse_into(std::str::from_utf8(b)?, &mut rows);
+            out.extend(rows.rows.iter().map(IoCounters::from));
+            *errors = rows.errors;
+            return Ok(());
+        }
+        start += len + 1;
+    }
+    Ok(())
 }
 
 /// The digits of `b` from `at` up to `stop` (or the end, when `stop` is a space: the last value
@@ -378,7 +537,126 @@ mod tests {
         assert_eq!(number_until(b":3", 0, b':'), None, "no digit");
     }
 
+    /// The old way: the text (a UTF-8 error as a reader of a `String` gives it), parsed whole,
+    /// its counters.
+    fn counters_of_text(b: &[u8]) -> Result<(Vec<IoCounters>, Vec<ParseError>), ()> {
+        let text = std::str::from_utf8(b).map_err(|_| ())?;
+        let rows = parse(text);
+        Ok((
+            rows.rows.iter().map(IoCounters::from).collect(),
+            rows.errors,
+        ))
+    }
+
+    fn counters_of_bytes(b: &[u8]) -> Result<(Vec<IoCounters>, Vec<ParseError>), ()> {
+        // Vectors reused from a longer file, as the collector's are.
+        let mut out = vec![IoCounters::default(); 5];
+        let mut errors = parse("8:x\n").errors;
+        counters_into(b, &mut out, &mut errors).map_err(|_| ())?;
+        Ok((out, errors))
+    }
+
+    /// Every fixture read from its bytes gives the counters of the full parser; the kernel's
+    /// lines take the scan in place.
+    #[test]
+    fn counters_of_every_fixture() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/cgroup/io-stat");
+        let mut n = 0;
+        for entry in std::fs::read_dir(dir).expect("fixtures") {
+            let bytes = std::fs::read(entry.expect("entry").path()).expect("fixture");
+            assert_eq!(counters_of_bytes(&bytes), counters_of_text(&bytes));
+            n += 1;
+        }
+        assert!(n >= 7);
+        // 20 digits (u64::MAX), the discard keys, the 4.x line without them, keys out of order.
+        for text in [
+            "8:0 rbytes=18446744073709551615 wbytes=0 rios=1 wios=2 dbytes=3 dios=4\n",
+            "259:0 rbytes=1 wbytes=2 rios=3 wios=4\n8:16 rbytes=5 wbytes=6 rios=7 wios=8\n",
+            "8:0 wios=4 rios=3 wbytes=2 rbytes=1 dios=6 dbytes=5\n",
+        ] {
+            let mut out = Vec::new();
+            let mut errors = Vec::new();
+            assert_eq!(
+                counters_into(text.as_bytes(), &mut out, &mut errors),
+                Ok(())
+            );
+            assert_eq!(
+                Ok((out, errors)),
+                counters_of_text(text.as_bytes()),
+                "{text}"
+            );
+        }
+        let mut out = Vec::new();
+        let mut errors = Vec::new();
+        let max = "8:0 rbytes=18446744073709551615 wbytes=0 rios=1 wios=2 dbytes=3 dios=4\n";
+        assert_eq!(counters_into(max.as_bytes(), &mut out, &mut errors), Ok(()));
+        assert_eq!(out.first().and_then(|c| c.get(RBYTES)), Some(u64::MAX));
+        assert_eq!(out.first().and_then(|c| c.get(DIOS)), Some(4));
+        // Not UTF-8: refused as a whole, as before.
+        let bad = b"8:0 rbytes=1 cost.usage=\xff\n";
+        assert!(counters_into(bad, &mut out, &mut errors).is_err());
+        assert_eq!(counters_of_text(bad), Err(()));
+    }
+
     proptest! {
+        /// Any bytes: the counters, the errors (line numbers included) and the refusal of what
+        /// is not UTF-8 are the full parser's of the text.
+        #[test]
+        fn counters_of_bytes_are_those_of_the_text(b in proptest::collection::vec(any::<u8>(), 0..200)) {
+            prop_assert_eq!(counters_of_bytes(&b), counters_of_text(&b));
+        }
+
+        /// The kernel's lines with the controllers' keys after the counters (io.cost,
+        /// io.latency, the debug keys): the same as the text's counters, and read by the scan
+        /// whenever each token is one `line` keeps.
+        #[test]
+        fn counters_with_the_controllers_keys(
+            v in proptest::collection::vec(any::<u64>(), 6),
+            discards in any::<bool>(),
+            tail in proptest::collection::vec(("cost\\.usage|cost\\.vrate|depth|avg_lat|use_delay|rbytes|dios|", "[0-9.]{0,6}|max|=1|"), 0..4),
+            sep in "( |  )",
+        ) {
+            let mut line = format!("8:16 rbytes={} wbytes={} rios={} wios={}", v[0], v[1], v[2], v[3]);
+            if discards {
+                line.push_str(&format!(" dbytes={} dios={}", v[4], v[5]));
+            }
+            for (k, val) in &tail {
+                line.push_str(&format!("{sep}{k}={val}"));
+            }
+            let text = format!("{line}\n");
+            prop_assert_eq!(counters_of_bytes(text.as_bytes()), counters_of_text(text.as_bytes()));
+            let kept = tail.iter().all(|(k, val)| {
+                !k.is_empty() && !val.is_empty() && !["rbytes", "dios"].contains(&k.as_str())
+            });
+            let mut c = IoCounters::default();
+            // (io.cost came with 5.4: its keys follow the discards' in the kernel's form.)
+            let scanned = kept && (tail.is_empty() || (sep == " " && discards));
+            prop_assert_eq!(scan_line(line.as_bytes(), &mut c), scanned, "{}", line);
+        }
+
+        /// Near the kernel's form: the same.
+        #[test]
+        fn counters_of_kernel_like_lines_are_those_of_the_text(
+            lines in proptest::collection::vec(
+                (
+                    "[0-9]{1,11}:[0-9]{1,11}|8:x| 8:0|",
+                    proptest::collection::vec(("rbytes|wbytes|rios|wios|dbytes|dios|cost.usage|x|", "[0-9]{0,21}|-1|"), 0..8),
+                    "( |  |\t)",
+                    "|\n| |\r|\u{e9}",
+                ),
+                0..5,
+            ),
+        ) {
+            let text: String = lines
+                .iter()
+                .map(|(dev, pairs, sep, end)| {
+                    let l = pairs.iter().fold(dev.clone(), |acc, (k, v)| format!("{acc}{sep}{k}={v}"));
+                    format!("{l}{end}\n")
+                })
+                .collect();
+            prop_assert_eq!(counters_of_bytes(text.as_bytes()), counters_of_text(text.as_bytes()));
+        }
+
         #[test]
         fn never_panics(text in "\\PC{0,300}") {
             let _ = parse(&text);

@@ -468,10 +468,16 @@ fn below<'a, 'b>(
 pub fn escape_name_into(name: &[u8], out: &mut String) {
     use std::fmt::Write as _;
     let plain = |b: u8| b > b' ' && b != b'\\' && b != 0x7f;
-    if name.iter().all(|b| plain(*b) && b.is_ascii()) {
-        // the usual name: nothing to escape
-        out.push_str(std::str::from_utf8(name).unwrap_or_default());
-        return;
+    // The usual name, printable ASCII but the backslash: nothing to escape. Checked by a fold
+    // without an early exit (a few wide operations), not a branch a byte.
+    if let Ok(text) = std::str::from_utf8(name) {
+        let usual = name.iter().fold(true, |ok, &b| {
+            ok & (b.wrapping_sub(0x21) < 0x5e) & (b != b'\\')
+        });
+        if usual {
+            out.push_str(text);
+            return;
+        }
     }
     for chunk in name.utf8_chunks() {
         for c in chunk.valid().chars() {

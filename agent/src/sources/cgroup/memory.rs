@@ -115,6 +115,13 @@ mod tests {
             let text = std::fs::read_to_string(path).expect("fixture");
             let parsed = parse_current(&text);
             assert!(parsed.is_ok(), "{}: {parsed:?}", path.display());
+            // The bytes as the kernel printed them take the per-job collector's byte form.
+            assert_eq!(
+                super::super::single_u64_kernel(text.as_bytes()).ok_or(()),
+                parsed.clone().map_err(|_| ()),
+                "{}",
+                path.display()
+            );
             insta::assert_debug_snapshot!(parsed);
         });
     }

@@ -42,6 +42,18 @@ pub(crate) fn digits(field: &[u8]) -> Option<u64> {
     if field.is_empty() {
         return None;
     }
+    if field.len() <= 19 {
+        // 19 digits fit a u64 whatever they are: no overflow check per digit, and the bytes'
+        // check folded into one flag (no branch a digit).
+        let mut v: u64 = 0;
+        let mut bad = false;
+        for &c in field {
+            let d = c.wrapping_sub(b'0');
+            bad |= d > 9;
+            v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+        }
+        return (!bad).then_some(v);
+    }
     let mut v: u64 = 0;
     for &c in field {
         let d = c.wrapping_sub(b'0');
@@ -51,6 +63,13 @@ pub(crate) fn digits(field: &[u8]) -> Option<u64> {
         v = v.checked_mul(10)?.checked_add(u64::from(d))?;
     }
     Some(v)
+}
+
+/// [`single_u64`] of a file's bytes in the kernel's form (digits and a newline), with no UTF-8
+/// check (such bytes are ASCII); `None` for anything else, which [`single_u64`] reads from the
+/// text and gives the same value for every file this accepts.
+pub fn single_u64_kernel(b: &[u8]) -> Option<u64> {
+    digits(b.strip_suffix(b"\n").unwrap_or(b))
 }
 
 /// Parses a single-value file (`memory.current`, `memory.peak`, `cpu.weight`): one unsigned
@@ -164,5 +183,35 @@ mod tests {
         );
         let e = single_u64("-5\n", "cpu.weight").expect_err("negative");
         assert_eq!(e.line, 1);
+    }
+
+    proptest::proptest! {
+        /// Any bytes: what `parse_u64` reads of them as text.
+        #[test]
+        fn digits_are_parse_u64(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..25), d in "[0-9]{0,25}") {
+            if let Ok(text) = std::str::from_utf8(&b) {
+                proptest::prop_assert_eq!(super::digits(&b), super::parse_u64(text));
+            } else {
+                proptest::prop_assert_eq!(super::digits(&b), None);
+            }
+            proptest::prop_assert_eq!(super::digits(d.as_bytes()), super::parse_u64(&d));
+        }
+
+        /// Whatever the byte form accepts is ASCII and reads as the text does.
+        #[test]
+        fn single_values_of_bytes(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..24)) {
+            if let Some(v) = super::single_u64_kernel(&b) {
+                let text = std::str::from_utf8(&b);
+                proptest::prop_assert!(text.is_ok());
+                proptest::prop_assert_eq!(single_u64(text.unwrap_or_default(), "memory.current"), Ok(v));
+            }
+        }
+
+        #[test]
+        fn single_values_of_digits(v in proptest::prelude::any::<u64>(), nl in proptest::prelude::any::<bool>()) {
+            let text = format!("{v}{}", if nl { "\n" } else { "" });
+            proptest::prop_assert_eq!(super::single_u64_kernel(text.as_bytes()), Some(v));
+            proptest::prop_assert_eq!(single_u64(&text, "memory.peak"), Ok(v));
+        }
     }
 }

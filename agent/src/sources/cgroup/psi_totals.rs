@@ -64,6 +64,60 @@ fn as_printed(b: &[u8]) -> Option<PsiTotals> {
     Some(out)
 }
 
+/// A file's bytes as the kernel prints them (`psi_show()`: `some avg10=… avg60=… avg300=…
+/// total=N` and perhaps a `full` line, each ended by a newline), read with no UTF-8 check: what
+/// [`as_printed`] accepts, and only ASCII. The file's first newline is found by one `memchr`;
+/// each line's total is read back from its end, and what lies between the kind and ` total=`
+/// is checked (no `t`, no newline, ASCII) by one pass without a branch a byte. `None` for
+/// anything else, which [`parse`] reads from the text (the totals are [`parse`]'s for every file
+/// this accepts: a property test checks it). For the per-job collector, which has the bytes
+/// `pread` gave: three files a job at every reading.
+pub fn kernel_form(b: &[u8]) -> Option<PsiTotals> {
+    let mut out = PsiTotals::default();
+    let first = memchr::memchr(b'\n', b)?;
+    kernel_line(b.get(..first)?, &mut out)?;
+    let rest = b.get(first + 1..)?;
+    if let Some((last, line)) = rest.split_last() {
+        // A second line, the last: no newline inside it (checked with its middle).
+        if *last != b'\n' {
+            return None;
+        }
+        kernel_line(line, &mut out)?;
+    }
+    Some(out)
+}
+
+/// One line of [`kernel_form`] (without its newline) into `out`.
+fn kernel_line(line: &[u8], out: &mut PsiTotals) -> Option<()> {
+    const TOTAL: &[u8; 7] = b" total=";
+    let slot = match line.get(..5)? {
+        b"some " => &mut out.some_us,
+        b"full " => &mut out.full_us,
+        _ => return None,
+    };
+    if slot.is_some() {
+        return None;
+    }
+    let n = line.iter().rev().take_while(|c| c.is_ascii_digit()).count();
+    let head_len = line.len().checked_sub(n)?;
+    let mid_len = head_len.checked_sub(5 + TOTAL.len())?;
+    let total: &[u8; 7] = line.get(5 + mid_len..head_len)?.try_into().ok()?;
+    if total != TOTAL {
+        return None;
+    }
+    // The averages: no other `total=` (they hold no `t`), no line end, ASCII. Folded without
+    // an early exit, which the compiler makes a few wide operations.
+    let mid = line.get(5..5 + mid_len)?;
+    let bad = mid.iter().fold(false, |bad, &c| {
+        bad | (c == b't') | (c == b'\n') | (c >= 0x80)
+    });
+    if bad {
+        return None;
+    }
+    *slot = Some(super::digits(line.get(head_len..)?)?);
+    Some(())
+}
+
 /// The field-by-field parser: any order of `some`/`full`, any spacing, errors with their line.
 fn by_fields(text: &str) -> Result<PsiTotals, ParseError> {
     let mut out = PsiTotals::default();
@@ -113,6 +167,8 @@ mod tests {
     /// On every pressure file of the corpus, the totals the full parser reads.
     #[test]
     fn the_totals_of_the_full_parser_on_every_fixture() {
+        // The files as the kernel printed them take the byte scan.
+        let mut kernel = 0;
         for dir in ["fixtures/cgroup/pressure", "fixtures/pressure"] {
             let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
             let mut n = 0;
@@ -125,6 +181,10 @@ mod tests {
                     continue;
                 };
                 let t = parse(&text).expect("valid");
+                if let Some(k) = kernel_form(text.as_bytes()) {
+                    assert_eq!(k, t, "{}", path.display());
+                    kernel += 1;
+                }
                 assert_eq!(
                     t.some_us,
                     full.some.map(|l| l.total_us),
@@ -141,6 +201,7 @@ mod tests {
             }
             assert!(n > 0, "no fixtures in {}", dir.display());
         }
+        assert!(kernel > 5, "{kernel} files in the kernel's form");
     }
 
     #[test]
@@ -179,6 +240,34 @@ mod tests {
             }
         }
 
+        /// Whatever the byte scan of the kernel's form accepts is valid UTF-8, and the text
+        /// parser reads the same totals from it; anything else it leaves to that parser.
+        #[test]
+        fn the_kernel_form_agrees_with_the_parser(
+            lines in proptest::collection::vec(
+                ("(some|full|som|fulll| some)", "( avg10=[0-9]{0,3}[.t]?[0-9]{0,2}){0,1}( avg60=[0-9t.]{1,4}){0,1}( avg300=[0-9]{1,3}\\.[0-9]{2}){0,1}", "( total=| total= | total=t|  total=|total=)", "[0-9]{0,21}", "(\n|\r\n| \n|\n\n|)"),
+                0..4,
+            ),
+            junk in proptest::collection::vec(any::<u8>(), 0..3),
+            junk_at in any::<usize>(),
+        ) {
+            let mut bytes: Vec<u8> = lines
+                .iter()
+                .map(|(k, avgs, t, n, end)| format!("{k}{avgs}{t}{n}{end}"))
+                .collect::<String>()
+                .into_bytes();
+            // Now and then a byte that is not the format's, or not UTF-8.
+            if !bytes.is_empty() {
+                let at = junk_at % bytes.len();
+                bytes.splice(at..at, junk);
+            }
+            if let Some(fast) = kernel_form(&bytes) {
+                let text = std::str::from_utf8(&bytes);
+                prop_assert!(text.is_ok(), "{:?}", bytes);
+                prop_assert_eq!(Ok(fast), parse(text.unwrap_or_default()), "{:?}", bytes);
+            }
+        }
+
         #[test]
         fn kernel_lines_take_the_scan(some in any::<u64>(), full in any::<u64>(), a in 0u32..10_000) {
             let text = format!(
@@ -187,6 +276,7 @@ mod tests {
             );
             let want = PsiTotals { some_us: Some(some), full_us: Some(full) };
             prop_assert_eq!(as_printed(text.as_bytes()), Some(want));
+            prop_assert_eq!(kernel_form(text.as_bytes()), Some(want));
             prop_assert_eq!(by_fields(&text), Ok(want));
         }
     }

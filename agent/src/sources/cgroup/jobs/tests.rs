@@ -402,3 +402,42 @@ proptest! {
         let _ = paths_from_systemd_cgls(&text);
     }
 }
+
+/// The escaping before its fast path's fold: the oracle of the property test below.
+fn escape_name_into_oracle(name: &[u8], out: &mut String) {
+    use std::fmt::Write as _;
+    let plain = |b: u8| b > b' ' && b != b'\\' && b != 0x7f;
+    if name.iter().all(|b| plain(*b) && b.is_ascii()) {
+        out.push_str(std::str::from_utf8(name).unwrap_or_default());
+        return;
+    }
+    for chunk in name.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c.is_ascii() && !plain(c as u8) {
+                let _ = write!(out, "\\{:03o}", c as u8);
+            } else {
+                out.push(c);
+            }
+        }
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\{b:03o}");
+        }
+    }
+}
+
+proptest! {
+    /// Any name, and names near the usual ones: the escaping of the oracle.
+    #[test]
+    fn escaping_is_the_oracles(
+        any_name in proptest::collection::vec(any::<u8>(), 0..40),
+        usual in "[ -~]{0,40}",
+        odd in proptest::collection::vec(prop_oneof![Just(0u8), Just(b' '), Just(b'\\'), Just(0x7f), Just(0x80), Just(0xff), Just(b'a')], 0..6),
+    ) {
+        for name in [any_name.clone(), usual.clone().into_bytes(), [usual.as_bytes(), &odd].concat()] {
+            let (mut got, mut want) = (String::from("x/"), String::from("x/"));
+            escape_name_into(&name, &mut got);
+            escape_name_into_oracle(&name, &mut want);
+            prop_assert_eq!(got, want);
+        }
+    }
+}
