@@ -18,6 +18,7 @@ pub mod smartctl;
 pub mod stat;
 pub mod statvfs;
 pub mod storcli;
+pub(crate) mod swar;
 pub mod sysblock;
 pub mod sysnet;
 pub mod uptime;
