@@ -361,6 +361,35 @@ fn vanished(e: &io::Error) -> bool {
 mod tests {
     use super::*;
 
+    /// The kept bytes give each read's text alone: a longer file, a shorter one after it (the
+    /// older bytes past its end never show), one past the buffer's first size, an empty one,
+    /// a missing one, and bytes that are not UTF-8 (an error naming the file; the next read
+    /// is whole again).
+    #[test]
+    fn a_file_read_into_kept_bytes_is_that_file_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("diskstats");
+        let mut bytes = Vec::new();
+        let big = "8 0 sda 1 2 3 4\n".repeat(3000);
+        for text in ["a longer first text\n", "short\n", big.as_str(), "", "x"] {
+            std::fs::write(&path, text).expect("fixture");
+            let mut want = String::new();
+            assert!(read_into(&path, &mut want).expect("read"));
+            assert_eq!(read_text_into(&path, &mut bytes).expect("read"), Some(text));
+            assert_eq!(want, text);
+        }
+        std::fs::write(&path, b"8 0 sd\xff 1\n").expect("fixture");
+        let e = read_text_into(&path, &mut bytes).expect_err("not UTF-8");
+        assert!(e.to_string().contains("diskstats"), "{e}");
+        std::fs::write(&path, "8 0 sda 1 2 3 4\n").expect("fixture");
+        assert_eq!(
+            read_text_into(&path, &mut bytes).expect("read"),
+            Some("8 0 sda 1 2 3 4\n")
+        );
+        let missing = dir.path().join("none");
+        assert_eq!(read_text_into(&missing, &mut bytes).expect("absent"), None);
+    }
+
     #[test]
     fn subdirectories_are_told_from_files_by_the_listing() {
         let dir = tempfile::tempdir().expect("tempdir");
