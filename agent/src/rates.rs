@@ -203,11 +203,26 @@ pub fn plausible<const N: usize>(d: &[u64; N], itv_cs: u64) -> bool {
 }
 
 /// Disk counter delta over `itv_cs`; `None` on any backwards counter or impossible jump.
+///
+/// [`delta`] and [`plausible`] in one pass, for every block device every second: the borrows
+/// of the subtractions are or-ed and tested once, and the largest difference alone is
+/// compared with the limit (a u64 turned into a float keeps the order, so every counter is
+/// within the limit when the largest is). ~60 instructions against ~230.
 pub fn disk_delta(prev: &DiskCounters, cur: &DiskCounters, itv_cs: u64) -> Option<DiskCounters> {
-    let d = delta(&prev.as_array(), &cur.as_array())?;
-    let busy_ms_max = itv_cs.saturating_mul(20).saturating_add(1000);
+    let (p, c) = (prev.as_array(), cur.as_array());
+    let mut d = [0u64; 16];
+    let mut back = false;
+    let mut largest = 0u64;
+    for ((d, c), p) in d.iter_mut().zip(c).zip(p) {
+        let (v, borrow) = c.overflowing_sub(p);
+        *d = v;
+        back |= borrow;
+        largest = largest.max(v);
+    }
     let d = DiskCounters::from_array(d);
-    (plausible(&d.as_array(), itv_cs) && d.io_ms <= busy_ms_max).then_some(d)
+    let limit = MAX_COUNT_PER_S * (itv_cs.max(1) as f64 / 100.0);
+    let busy_ms_max = itv_cs.saturating_mul(20).saturating_add(1000);
+    (!back && largest as f64 <= limit && d.io_ms <= busy_ms_max).then_some(d)
 }
 
 /// Interface counter delta over `itv_cs`; `None` on any backwards counter or impossible jump.
@@ -723,5 +738,57 @@ mod tests {
         assert_eq!(psi_pct(at(0), at(10), 0), None, "no time passed");
         assert_eq!(psi_pct(None, at(10), 100), None, "no line before");
         assert_eq!(psi_pct(at(0), None, 100), None, "no line now");
+    }
+
+    /// The delta as it was computed before the one-pass form: [`delta`], then [`plausible`]
+    /// of every counter, then the busy time.
+    fn disk_delta_reference(
+        prev: &DiskCounters,
+        cur: &DiskCounters,
+        itv_cs: u64,
+    ) -> Option<DiskCounters> {
+        let d = delta(&prev.as_array(), &cur.as_array())?;
+        let busy_ms_max = itv_cs.saturating_mul(20).saturating_add(1000);
+        let d = DiskCounters::from_array(d);
+        (plausible(&d.as_array(), itv_cs) && d.io_ms <= busy_ms_max).then_some(d)
+    }
+
+    /// Counters near every edge: zero, the limit of one second and its neighbours in floats
+    /// (1e13 and the u64s around it, whose floats round to it), 2^53 and 2^64 - 1.
+    fn edge_counter() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            Just(0u64),
+            Just(1),
+            Just(10_000_000_000_000),
+            Just(10_000_000_000_001),
+            Just(9_999_999_999_999),
+            Just(1u64 << 53),
+            Just((1u64 << 53) + 1),
+            Just(u64::MAX),
+            Just(u64::MAX - 1),
+            0u64..2_000_000,
+            any::<u64>(),
+        ]
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn the_one_pass_delta_is_the_delta_and_check_it_replaced(
+            prev in proptest::array::uniform16(edge_counter()),
+            step in proptest::array::uniform16(edge_counter()),
+            itv_cs in prop_oneof![Just(0u64), Just(1), Just(100), Just(101), Just(9_000_000), Just(u64::MAX), any::<u64>()],
+            back in any::<u16>(),
+        ) {
+            let prev = DiskCounters::from_array(prev);
+            // Each counter moves forwards by its step, or backwards where `back` has a bit.
+            let mut cur = prev.as_array();
+            for (i, (c, s)) in cur.iter_mut().zip(step).enumerate() {
+                *c = if back & (1 << i) != 0 { c.wrapping_sub(s) } else { c.wrapping_add(s) };
+            }
+            let cur = DiskCounters::from_array(cur);
+            prop_assert_eq!(disk_delta(&prev, &cur, itv_cs), disk_delta_reference(&prev, &cur, itv_cs));
+        }
     }
 }

@@ -98,40 +98,81 @@ fn read_opened(
     one_piece: bool,
 ) -> Result<bool, SourceError> {
     SCRATCH.with_borrow_mut(|scratch| {
-        let mut filled = 0;
-        loop {
-            if filled == scratch.len() {
-                // Doubles, zero-filled once; the buffer keeps the largest file's size.
-                scratch.resize(scratch.len().max(SCRATCH_START) * 2, 0);
-            }
-            match (&*file).read(scratch.get_mut(filled..).unwrap_or_default()) {
-                Ok(0) => break,
-                Ok(n) => {
-                    filled += n;
-                    if one_piece && filled < scratch.len() {
-                        break;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                // sysfs attributes of a device that just vanished answer ENODEV/ENXIO on read.
-                Err(e) if vanished(&e) => return Ok(false),
-                Err(e) => return Err(SourceError::io(&path(), e)),
-            }
-        }
+        let Some(filled) = fill(file, &path, scratch, one_piece)? else {
+            return Ok(false);
+        };
         match std::str::from_utf8(scratch.get(..filled).unwrap_or_default()) {
             Ok(text) => {
                 buf.push_str(text);
                 Ok(true)
             }
-            Err(_) => Err(SourceError::io(
-                &path(),
-                io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "stream did not contain valid UTF-8",
-                ),
-            )),
+            Err(_) => Err(not_utf8(&path())),
         }
     })
+}
+
+/// Reads the open `file` into `bytes` from its start, over what an earlier read left there;
+/// `Some(n)`: the file is `bytes[..n]`; `None`: it vanished as it was read.
+fn fill(
+    file: &std::fs::File,
+    path: impl Fn() -> PathBuf,
+    bytes: &mut Vec<u8>,
+    one_piece: bool,
+) -> Result<Option<usize>, SourceError> {
+    let mut filled = 0;
+    loop {
+        if filled == bytes.len() {
+            // Doubles, zero-filled once; the buffer keeps the largest file's size.
+            bytes.resize(bytes.len().max(SCRATCH_START) * 2, 0);
+        }
+        match (&*file).read(bytes.get_mut(filled..).unwrap_or_default()) {
+            Ok(0) => return Ok(Some(filled)),
+            Ok(n) => {
+                filled += n;
+                if one_piece && filled < bytes.len() {
+                    return Ok(Some(filled));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // sysfs attributes of a device that just vanished answer ENODEV/ENXIO on read.
+            Err(e) if vanished(&e) => return Ok(None),
+            Err(e) => return Err(SourceError::io(&path(), e)),
+        }
+    }
+}
+
+fn not_utf8(path: &Path) -> SourceError {
+    SourceError::io(
+        path,
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ),
+    )
+}
+
+/// [`read_into`] for a big file read every second by one reader that keeps the bytes
+/// (`/proc/diskstats`: 146 KB on a 1,000-disk server): the file is read into `bytes` itself,
+/// which keeps its length between reads (what is past the file's end is an earlier read's),
+/// so that it is neither zero-filled nor copied again; the copy out of the shared buffer was
+/// 4 % of the sampling thread's instructions at 1,000 disks. The text is `Ok(Some(text))`;
+/// `Ok(None)` when the file does not exist (or vanished as it was read).
+pub fn read_text_into<'a>(
+    path: &Path,
+    bytes: &'a mut Vec<u8>,
+) -> Result<Option<&'a str>, SourceError> {
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if absent(&e) => return Ok(None),
+        Err(e) => return Err(SourceError::io(path, e)),
+    };
+    let Some(filled) = fill(&file, || path.to_owned(), bytes, false)? else {
+        return Ok(None);
+    };
+    match std::str::from_utf8(bytes.get(..filled).unwrap_or_default()) {
+        Ok(text) => Ok(Some(text)),
+        Err(_) => Err(not_utf8(path)),
+    }
 }
 
 /// A sysfs directory kept open, whose value files are opened by name relative to it: the
@@ -319,6 +360,35 @@ fn vanished(e: &io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The kept bytes give each read's text alone: a longer file, a shorter one after it (the
+    /// older bytes past its end never show), one past the buffer's first size, an empty one,
+    /// a missing one, and bytes that are not UTF-8 (an error naming the file; the next read
+    /// is whole again).
+    #[test]
+    fn a_file_read_into_kept_bytes_is_that_file_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("diskstats");
+        let mut bytes = Vec::new();
+        let big = "8 0 sda 1 2 3 4\n".repeat(3000);
+        for text in ["a longer first text\n", "short\n", big.as_str(), "", "x"] {
+            std::fs::write(&path, text).expect("fixture");
+            let mut want = String::new();
+            assert!(read_into(&path, &mut want).expect("read"));
+            assert_eq!(read_text_into(&path, &mut bytes).expect("read"), Some(text));
+            assert_eq!(want, text);
+        }
+        std::fs::write(&path, b"8 0 sd\xff 1\n").expect("fixture");
+        let e = read_text_into(&path, &mut bytes).expect_err("not UTF-8");
+        assert!(e.to_string().contains("diskstats"), "{e}");
+        std::fs::write(&path, "8 0 sda 1 2 3 4\n").expect("fixture");
+        assert_eq!(
+            read_text_into(&path, &mut bytes).expect("read"),
+            Some("8 0 sda 1 2 3 4\n")
+        );
+        let missing = dir.path().join("none");
+        assert_eq!(read_text_into(&missing, &mut bytes).expect("absent"), None);
+    }
 
     #[test]
     fn subdirectories_are_told_from_files_by_the_listing() {

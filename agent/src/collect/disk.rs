@@ -17,7 +17,7 @@ use super::{Collector, Live, ReportCx, SampleCx, SourceErrors, Watched};
 use crate::config::Config;
 use crate::filter::Filter;
 use crate::rates::{self, DiskCounters, DiskRates};
-use crate::root::{read_into, Root};
+use crate::root::{read_text_into, Root};
 use crate::sources::diskstats;
 use crate::sources::sysblock::{self, BlockInfo, DeviceKind, Tunables};
 use crate::sources::SourceError;
@@ -92,10 +92,13 @@ pub struct DiskCollector {
     threshold: f64,
     tunables_interval_s: f64,
     filter: Filter,
-    buf: String,
-    /// The previous sample's `/proc/diskstats`: a line whose bytes are the same in this one (an
-    /// idle device) holds the same counters, and is not parsed again.
-    last: String,
+    /// The bytes `/proc/diskstats` is read into (kept between samples: neither zeroed nor
+    /// copied, see [`read_text_into`]).
+    buf: Vec<u8>,
+    /// The previous sample's `/proc/diskstats` (and, past its end, an older one's): a line
+    /// whose bytes are the same in this one (an idle device) holds the same counters, and is
+    /// not parsed again. Every device's `line` points into it.
+    last: Vec<u8>,
     scratch: Vec<f64>,
     generation: u64,
     /// Every device, in the order of the last `/proc/diskstats` (the kernel keeps it): a sample
@@ -123,8 +126,8 @@ impl DiskCollector {
             threshold: cfg.saturation_threshold_pct,
             tunables_interval_s: cfg.tunables_interval.as_secs_f64(),
             filter: Filter::excluding(&cfg.exclude_devices),
-            buf: String::with_capacity(64 * 1024),
-            last: String::with_capacity(64 * 1024),
+            buf: Vec::new(),
+            last: Vec::new(),
             scratch: Vec::new(),
             generation: 0,
             disks: Vec::new(),
@@ -155,7 +158,7 @@ impl DiskCollector {
         let (start, end) = d.line;
         // The bytes hold the name and device numbers too: the same bytes are the same device
         // with the same counters and in-flight count.
-        if text.as_bytes().get(line.0..line.1) != self.last.as_bytes().get(start..end) {
+        if text.as_bytes().get(line.0..line.1) != self.last.get(start..end) {
             return false;
         }
         d.row = n;
@@ -279,9 +282,9 @@ impl Collector for DiskCollector {
         self.generation += 1;
         let path = cx.root.proc("diskstats");
         let mut buf = std::mem::take(&mut self.buf);
-        let read = read_into(&path, &mut buf);
+        let read = read_text_into(&path, &mut buf);
         match (&read, self.missing) {
-            (Ok(false), false) => {
+            (Ok(None), false) => {
                 tracing::warn!(
                     path = %path.display(),
                     "no block device statistics: {} does not exist (wrong --proc-root, or a container without it); disks are not reported until it appears",
@@ -289,23 +292,25 @@ impl Collector for DiskCollector {
                 );
                 self.missing = true;
             }
-            (Ok(true), true) => {
+            (Ok(Some(_)), true) => {
                 tracing::info!(path = %path.display(), "block device statistics are back");
                 self.missing = false;
             }
             _ => {}
         }
+        let mut read_text = false;
         match read {
-            Ok(true) => {
+            Ok(Some(text)) => {
+                read_text = true;
                 let mut next = 0;
                 let mut n = 0;
-                for (i, (start, line)) in diskstats::lines(&buf).enumerate() {
+                for (i, (start, line)) in diskstats::lines(text).enumerate() {
                     let at = (start, start + line.len());
-                    if self.unchanged(n, &buf, at, &mut next, cx.itv_cs) {
+                    if self.unchanged(n, text, at, &mut next, cx.itv_cs) {
                         n += 1;
                         continue;
                     }
-                    match diskstats::parse_numbered_line(i + 1, line) {
+                    match diskstats::parse_line_in(i + 1, text, start, line) {
                         Ok(Some(row)) => {
                             self.row(n, &row, at, &mut next, cx.itv_cs, cx.root, cx.errors);
                             n += 1;
@@ -314,13 +319,15 @@ impl Collector for DiskCollector {
                         Err(e) => cx.errors.count(DISKSTATS, &SourceError::parse(&path, e)),
                     }
                 }
-                // This sample's text is the next one's last: every device seen in it points
-                // into it.
-                buf = std::mem::replace(&mut self.last, buf);
             }
             // No /proc/diskstats at all (a container without it): nothing to report.
-            Ok(false) => {}
+            Ok(None) => {}
             Err(e) => cx.errors.count(DISKSTATS, &e),
+        }
+        if read_text {
+            // This sample's text is the next one's last: every device seen in it points into
+            // it (the bytes past the text's end are an older read's, never looked at).
+            buf = std::mem::replace(&mut self.last, buf);
         }
         self.buf = buf;
         let gen = self.generation;

@@ -19,6 +19,7 @@ pub mod smartd_attrlog;
 pub mod stat;
 pub mod statvfs;
 pub mod storcli;
+pub(crate) mod swar;
 pub mod sysblock;
 pub mod sysnet;
 pub mod uptime;
