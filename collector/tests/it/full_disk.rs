@@ -91,9 +91,12 @@ exec "$3" --config "$4""#;
 fn full_queue_filesystem_answers_503_and_writes_resume_when_space_is_back() {
     let dir = tempfile::tempdir().unwrap();
     let ctl = tempfile::tempdir().unwrap();
-    let Some(mut child) = start_on_small_fs(dir.path(), ctl.path()) else {
+    let Some(child) = start_on_small_fs(dir.path(), ctl.path()) else {
         return;
     };
+    // Killed however the test ends: a failed assertion must not leave the collector holding
+    // the port for the next run.
+    let _child = KillOnDrop(child);
     let base = now_s() * 1_000_000_000;
     // About 8 MiB free: 250 KiB bodies fill it within some 40 requests.
     let mut acked = 0;
@@ -135,6 +138,14 @@ fn full_queue_filesystem_answers_503_and_writes_resume_when_space_is_back() {
     let (status, _, health) = request("GET", "/health", b"");
     assert_eq!(status, 200, "{health}");
     assert!(health.contains("\"status\":\"pass\""), "{health}");
-    let _ = child.kill();
-    let _ = child.wait();
+}
+
+/// A child process killed and reaped when dropped.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
