@@ -184,6 +184,20 @@ struct DriveState {
     key: Option<LineKey>,
 }
 
+impl DriveState {
+    /// Assesses reading `h` of disk `name` as the book's entry for it; true when the entry
+    /// changed. The book is published again only then: a reading like the last one (the
+    /// steady state of a healthy server) costs the other monitors' readers nothing.
+    fn assess(&mut self, name: &str, h: &DriveHealth, risk: &RiskModel) -> bool {
+        let entry = BookEntry::assess(name, h, risk);
+        let changed = self.entry.as_ref() != Some(&entry);
+        if changed {
+            self.entry = Some(entry);
+        }
+        changed
+    }
+}
+
 /// The drive monitor.
 pub struct DriveCollector {
     cfg: DriveConfig,
@@ -377,11 +391,7 @@ impl DriveCollector {
                 let mut h = was.clone();
                 fresh.apply(&mut h);
                 crate::health::drive::events::changes(&name, was, &h, events);
-                let entry = BookEntry::assess(&name, &h, &self.risk);
-                if s.entry.as_ref() != Some(&entry) {
-                    s.entry = Some(entry);
-                    self.dirty = true;
-                }
+                self.dirty |= s.assess(&name, &h, &self.risk);
                 s.health = Some(h);
                 if s.full_read_at_s.is_none() {
                     s.full_read_at_s = s.read_at_s;
@@ -414,14 +424,7 @@ impl DriveCollector {
                         if let Some(was) = &s.health {
                             crate::health::drive::events::changes(&name, was, &h, events);
                         }
-                        // The book is published again only when this changes what it holds
-                        // for the disk: a reading like the last one (the steady state of a
-                        // healthy server) costs the other monitors' readers nothing.
-                        let entry = BookEntry::assess(&name, &h, &self.risk);
-                        if s.entry.as_ref() != Some(&entry) {
-                            s.entry = Some(entry);
-                            self.dirty = true;
-                        }
+                        self.dirty |= s.assess(&name, &h, &self.risk);
                         s.health = Some(h);
                         s.key = None;
                         s.read_at_s = Some(t);
