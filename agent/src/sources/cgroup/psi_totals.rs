@@ -22,56 +22,20 @@ pub struct PsiTotals {
 
 /// Parses the totals of a pressure file.
 pub fn parse(text: &str) -> Result<PsiTotals, ParseError> {
-    match as_printed(text.as_bytes()) {
+    match kernel_form(text.as_bytes()) {
         Some(t) => Ok(t),
         None => by_fields(text),
     }
 }
 
-/// A file as the kernel prints it (`psi_show()`: `some avg10=… avg60=… avg300=… total=N`, each
-/// line ended by a newline) read by one scan of its bytes: the total is the line's last field.
-/// `None` for anything else, left to [`by_fields`] (which gives the same totals for every text
-/// this accepts: a property test checks it). The field-by-field parser cost ~1,600
-/// instructions a file, three files a job at every reading.
-fn as_printed(b: &[u8]) -> Option<PsiTotals> {
-    const TOTAL: &[u8] = b" total=";
-    let mut out = PsiTotals::default();
-    let mut at = 0;
-    while at < b.len() {
-        let rest = b.get(at..)?;
-        let end = memchr::memchr(b'\n', rest)?;
-        let line = rest.get(..end)?;
-        let slot = match line.get(..5)? {
-            b"some " => &mut out.some_us,
-            b"full " => &mut out.full_us,
-            _ => return None,
-        };
-        if slot.is_some() {
-            return None;
-        }
-        let digits_at = line.iter().rposition(|c| !c.is_ascii_digit())? + 1;
-        let head = line.get(..digits_at)?;
-        if !head.ends_with(TOTAL) {
-            return None;
-        }
-        // No other `total=` before it (the averages hold no `t`): the first one is the one.
-        if memchr::memchr(b't', head.get(5..head.len() - TOTAL.len())?).is_some() {
-            return None;
-        }
-        *slot = Some(super::digits(line.get(digits_at..)?)?);
-        at += end + 1;
-    }
-    Some(out)
-}
-
 /// A file's bytes as the kernel prints them (`psi_show()`: `some avg10=… avg60=… avg300=…
-/// total=N` and perhaps a `full` line, each ended by a newline), read with no UTF-8 check: what
-/// [`as_printed`] accepts, and only ASCII. The file's first newline is found by one `memchr`;
-/// each line's total is read back from its end, and what lies between the kind and ` total=`
-/// is checked (no `t`, no newline, ASCII) by one pass without a branch a byte. `None` for
-/// anything else, which [`parse`] reads from the text (the totals are [`parse`]'s for every file
-/// this accepts: a property test checks it). For the per-job collector, which has the bytes
-/// `pread` gave: three files a job at every reading.
+/// total=N` and perhaps a `full` line, each ended by a newline), read with no UTF-8 check, only
+/// ASCII: [`parse`]'s fast path, and the per-job collector's on the bytes `pread` gave (three
+/// files a job at every reading; the field-by-field parser cost ~1,600 instructions a file).
+/// The file's first newline is found by one `memchr`; each line's total is read back from its
+/// end, and what lies between the kind and ` total=` is checked (no `t`, no newline, ASCII) by
+/// one pass without a branch a byte. `None` for anything else, which [`parse`] reads field by
+/// field (the same totals for every file this accepts: a property test checks it).
 pub fn kernel_form(b: &[u8]) -> Option<PsiTotals> {
     let mut out = PsiTotals::default();
     let first = memchr::memchr(b'\n', b)?;
@@ -235,7 +199,7 @@ mod tests {
                 .iter()
                 .map(|(k, avgs, t, n, end)| format!("{k}{avgs}{t}{n}{end}"))
                 .collect();
-            if let Some(fast) = as_printed(text.as_bytes()) {
+            if let Some(fast) = kernel_form(text.as_bytes()) {
                 prop_assert_eq!(Ok(fast), by_fields(&text), "{:?}", text);
             }
         }
@@ -264,7 +228,7 @@ mod tests {
             if let Some(fast) = kernel_form(&bytes) {
                 let text = std::str::from_utf8(&bytes);
                 prop_assert!(text.is_ok(), "{:?}", bytes);
-                prop_assert_eq!(Ok(fast), parse(text.unwrap_or_default()), "{:?}", bytes);
+                prop_assert_eq!(Ok(fast), by_fields(text.unwrap_or_default()), "{:?}", bytes);
             }
         }
 
@@ -275,7 +239,6 @@ mod tests {
                 a / 100, a % 100
             );
             let want = PsiTotals { some_us: Some(some), full_us: Some(full) };
-            prop_assert_eq!(as_printed(text.as_bytes()), Some(want));
             prop_assert_eq!(kernel_form(text.as_bytes()), Some(want));
             prop_assert_eq!(by_fields(&text), Ok(want));
         }
