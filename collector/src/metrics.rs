@@ -77,7 +77,7 @@ counters! {
             "Write requests refused because the queue's filesystem was full.";
         heartbeat_lines: "heartbeat_lines_total", "counter", "Heartbeat lines written.";
     }
-    #[doc = "The last queue append found the filesystem full (cleared by the next one that succeeds)."]
+    #[doc = "An append was refused for lack of space and there is no room yet for one as large (set and cleared by the queue)."]
     pub queue_full: AtomicBool,
     #[doc = "Per-output counters."]
     pub outputs: Mutex<Vec<Arc<OutputMetrics>>>,
@@ -86,7 +86,7 @@ counters! {
 /// `queue_full`'s family: not a counter, so declared here.
 const QUEUE_FULL: (&str, &str) = (
     "queue_full",
-    "1 while the queue's filesystem is full and writes are refused with 503.",
+    "1 while the queue's filesystem has no room for the largest write it refused (503) since.",
 );
 
 /// The per-output gauge computed from the queue's end and the output's cursor.

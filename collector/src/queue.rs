@@ -16,7 +16,7 @@
 //! has passed them, a delivered active segment reclaimed, the queue format of earlier releases
 //! read until delivered: all in the log. A full filesystem is [`QueueError::OutOfSpace`]: the
 //! write is not acknowledged, nothing acknowledged is touched, and appends work again once
-//! space is back.
+//! space is back. Whether the queue is full, as `/health` says it, is [`Space`]'s to decide.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -116,6 +116,7 @@ pub struct Queue {
     durable_end: watch::Receiver<u64>,
     cursors: Mutex<HashMap<String, CursorId>>,
     metrics: Arc<Metrics>,
+    space: Arc<Space>,
 }
 
 impl std::fmt::Debug for Queue {
@@ -163,10 +164,12 @@ impl Queue {
         let end = log.end().byte();
         let (end_tx, end_rx) = watch::channel(end);
         let (tx, rx) = mpsc::unbounded_channel();
+        let space = Arc::new(Space::default());
         let writer = Writer {
             log: log.clone(),
             end_tx,
             metrics: metrics.clone(),
+            space: space.clone(),
         };
         std::thread::Builder::new()
             .name("queue-writer".into())
@@ -182,6 +185,7 @@ impl Queue {
                 durable_end: end_rx,
                 cursors: Mutex::new(HashMap::new()),
                 metrics,
+                space,
             }),
             recovery,
         ))
@@ -252,14 +256,29 @@ impl Queue {
     /// has passed.
     pub fn save_cursor(&self, name: &str, pos: u64) -> Result<(), QueueError> {
         let id = self.cursor(name)?;
-        self.log.seek(id, self.log.locate(pos))?;
+        let first = self.first_pos();
+        let moved = self.log.seek(id, self.log.locate(pos));
+        self.freed_since(first);
+        moved?;
         Ok(())
     }
 
     /// Deletes segments that every output has read past (`min_cursor`).
     pub fn release(&self, min_cursor: u64) -> Result<(), QueueError> {
-        self.log.release(Some(self.log.locate(min_cursor)))?;
+        let first = self.first_pos();
+        let released = self.log.release(Some(self.log.locate(min_cursor)));
+        self.freed_since(first);
+        released?;
         Ok(())
+    }
+
+    /// Tells [`Space`] what deleting delivered segments freed since the oldest position kept
+    /// was `first` (segments are named by their first byte, so that is the bytes deleted).
+    fn freed_since(&self, first: u64) {
+        let freed = self.first_pos().saturating_sub(first);
+        if freed > 0 {
+            self.space.room_for(freed, &self.metrics);
+        }
     }
 
     /// Bytes on disk not yet read by the slowest output.
@@ -353,10 +372,43 @@ impl Queue {
     }
 }
 
+/// Whether the queue's filesystem is full: the `queue_full` flag of `/health` and `/metrics`.
+///
+/// An append refused for lack of space sets it and remembers the size of the largest request
+/// refused since. It clears only once there is room for such a request again: an append at
+/// least that large was stored, or the queue deleted at least that many bytes of delivered
+/// segments. A smaller append that still fits in what is left (the collector's own heartbeat
+/// every few seconds, a short request) does not clear it: a write like the one refused would
+/// be refused again. An I/O error other than a full filesystem leaves it as it was.
+#[derive(Debug, Default)]
+struct Space {
+    /// Payload bytes of the largest request refused while full; `None` while not full.
+    refused: Mutex<Option<u64>>,
+}
+
+impl Space {
+    /// A request of `largest` payload bytes (the largest of its batch) was refused for space.
+    fn refused(&self, largest: u64, metrics: &Metrics) {
+        let mut r = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        *r = Some(r.map_or(largest, |old| old.max(largest)));
+        metrics.queue_full.store(true, Ordering::Relaxed);
+    }
+
+    /// `bytes` were found free: appended, or deleted from the queue.
+    fn room_for(&self, bytes: u64, metrics: &Metrics) {
+        let mut r = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        if r.is_some_and(|needed| bytes >= needed) {
+            *r = None;
+            metrics.queue_full.store(false, Ordering::Relaxed);
+        }
+    }
+}
+
 struct Writer {
     log: Arc<Log>,
     end_tx: watch::Sender<u64>,
     metrics: Arc<Metrics>,
+    space: Arc<Space>,
 }
 
 impl Writer {
@@ -371,6 +423,8 @@ impl Writer {
                 }
             }
             let payloads: Vec<&[u8]> = batch.iter().map(|r| r.payload.as_ref()).collect();
+            let stored_bytes: u64 = payloads.iter().map(|p| p.len() as u64).sum();
+            let largest = payloads.iter().map(|p| p.len() as u64).max().unwrap_or(0);
             match self.log.append_batch(&payloads) {
                 Ok(appended) => {
                     let end = appended.end.byte();
@@ -379,7 +433,7 @@ impl Writer {
                     self.metrics
                         .queue_records
                         .fetch_add(batch.len() as u64, Ordering::Relaxed);
-                    self.metrics.queue_full.store(false, Ordering::Relaxed);
+                    self.space.room_for(stored_bytes, &self.metrics);
                     self.end_tx.send_replace(end);
                     for req in batch {
                         let _ = req.done.send(Ok(end));
@@ -387,8 +441,8 @@ impl Writer {
                 }
                 Err(e) => {
                     let full = e.is_out_of_space();
-                    self.metrics.queue_full.store(full, Ordering::Relaxed);
                     if full {
+                        self.space.refused(largest, &self.metrics);
                         self.metrics
                             .queue_full_refusals
                             .fetch_add(batch.len() as u64, Ordering::Relaxed);
@@ -550,6 +604,71 @@ mod tests {
         assert_eq!(r, Recovery::default());
         assert_eq!(q.durable_end(), *ends.last().unwrap());
         assert_eq!(q.load_cursor("out"), ends[9]);
+    }
+
+    fn full(m: &Metrics) -> bool {
+        m.queue_full.load(Ordering::Relaxed)
+    }
+
+    /// What the full filesystem's flag goes by: a smaller append that still fits (the
+    /// heartbeat) does not clear it; room for the largest request refused does.
+    #[test]
+    fn full_flag_clears_only_with_room_for_what_was_refused() {
+        let m = Metrics::default();
+        let space = Space::default();
+        space.room_for(100, &m);
+        assert!(!full(&m));
+        space.refused(250_000, &m);
+        assert!(full(&m));
+        // The heartbeat refused as well, then stored in what is left.
+        space.refused(4_000, &m);
+        space.room_for(4_000, &m);
+        assert!(
+            full(&m),
+            "a heartbeat fitting does not make room for the refused write"
+        );
+        space.room_for(249_999, &m);
+        assert!(full(&m));
+        space.room_for(250_000, &m);
+        assert!(!full(&m));
+        // Set again; a batch of requests stored together counts as one append.
+        space.refused(10, &m);
+        space.room_for(10, &m);
+        assert!(!full(&m));
+    }
+
+    /// Delivered segments deleted (an output caught up) are room as well, by their size.
+    #[tokio::test]
+    async fn full_flag_clears_when_delivered_segments_free_the_room() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = QueueOptions {
+            segment_bytes: 64,
+            ..QueueOptions::default()
+        };
+        let m = Arc::new(Metrics::default());
+        let (q, _) = Queue::open(dir.path(), opts, m.clone()).unwrap();
+        let mut ends = vec![];
+        for i in 0..20 {
+            ends.push(
+                q.append(format!("m v={i} {i}\n").into_bytes())
+                    .await
+                    .unwrap(),
+            );
+        }
+        q.load_cursor("out");
+        // Needs less than the first ten records' segments hold.
+        q.space.refused(100, &m);
+        q.save_cursor("out", ends[9]).unwrap();
+        q.release(ends[9]).unwrap();
+        assert!(q.first_pos() >= 100, "{}", q.first_pos());
+        assert!(!full(&m));
+        // Needs more than the rest holds.
+        let first = q.first_pos();
+        q.space.refused(1 << 20, &m);
+        q.save_cursor("out", ends[19]).unwrap();
+        q.release(ends[19]).unwrap();
+        assert!(q.first_pos() > first);
+        assert!(full(&m), "less was freed than the refused write needs");
     }
 
     fn record(i: u64) -> Vec<u8> {

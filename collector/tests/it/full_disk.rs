@@ -3,8 +3,10 @@
 //! (`unshare`, as root or through a user namespace), so nothing is mounted on the host.
 //!
 //! With its output down nothing is delivered, so the queue fills the filesystem. A client then
-//! gets 503 with `Retry-After` (never 500), `/health` says "fail", and once space is back
-//! (the filler removed from inside the namespace) writes are acknowledged again by themselves.
+//! gets 503 with `Retry-After` (never 500), `/health` says "fail" for as long as that write
+//! would be refused again (the collector's small heartbeat still fitting does not change that),
+//! and once space is back (the filler removed from inside the namespace) writes are acknowledged
+//! again by themselves.
 
 #![allow(clippy::unwrap_used)]
 
@@ -121,8 +123,32 @@ fn full_queue_filesystem_answers_503_and_writes_resume_when_space_is_back() {
         metrics.contains("\nstorwatch_collector_queue_full 1\n"),
         "{metrics}"
     );
-    // Still full: still 503, never 500.
-    assert_eq!(request("POST", "/write?db=full", &body(999, base)).0, 503);
+    // The collector's own heartbeat (every second here) is small enough to fit in what the
+    // refused write left, and is stored. That must not turn `/health` green while the write it
+    // refused would still be: `/health` says full until one is seen stored after the refusal
+    // (or 5 s pass: when not even it fits, nothing was stored), with no write in between.
+    let heartbeat_lines = || {
+        let (_, _, metrics) = request("GET", "/metrics", b"");
+        metric(&metrics, "storwatch_collector_heartbeat_lines_total")
+    };
+    let heartbeats_before = heartbeat_lines();
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let heartbeat_stored = heartbeat_lines() > heartbeats_before;
+        let (status, _, health) = request("GET", "/health", b"");
+        assert_eq!(
+            status, 503,
+            "heartbeat stored since the refusal: {heartbeat_stored}; /health says {health}"
+        );
+        assert!(health.contains("\"queue_full\":true"), "{health}");
+        if heartbeat_stored || Instant::now() > until {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // And it is so: the refused body, sent again, is still refused (503, never 500).
+    let (status, _, text) = request("POST", "/write?db=full", &body(acked, base));
+    assert_eq!(status, 503, "{text}");
 
     // Space comes back: the next write is stored, without a restart.
     std::fs::write(ctl.path().join("free"), b"").unwrap();
@@ -138,6 +164,15 @@ fn full_queue_filesystem_answers_503_and_writes_resume_when_space_is_back() {
     let (status, _, health) = request("GET", "/health", b"");
     assert_eq!(status, 200, "{health}");
     assert!(health.contains("\"status\":\"pass\""), "{health}");
+    assert!(health.contains("\"queue_full\":false"), "{health}");
+}
+
+/// The value of metric `name` (no labels) in a Prometheus text page; 0 when absent.
+fn metric(page: &str, name: &str) -> u64 {
+    page.lines()
+        .filter_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .find_map(|v| v.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// A child process killed and reaped when dropped.
