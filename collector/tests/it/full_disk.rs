@@ -16,14 +16,15 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use storwatch_test_support::{in_private_mounts, now_s, skip_or_fail, wait_for, Collector};
+use storwatch_test_support::{
+    free_port, in_private_mounts, now_s, skip_or_fail, wait_for, Collector,
+};
 
-const PORT: u16 = 18290;
 const TOKEN: &str = "agents-token-0123456789";
 
 /// One HTTP/1.1 request on its own connection: (status, headers, body), lower-case headers.
-fn request(method: &str, path: &str, body: &[u8]) -> (u16, String, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", PORT)).unwrap();
+fn request(port: u16, method: &str, path: &str, body: &[u8]) -> (u16, String, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let head = format!(
         "{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Token {TOKEN}\r\n\
@@ -51,38 +52,51 @@ fn body(n: usize, base: u64) -> Vec<u8> {
         .into_bytes()
 }
 
-/// Starts the collector inside a private mount namespace with a tmpfs on its queue directory;
-/// creating `free` in `ctl` later removes the filler. None when namespaces are not available.
-fn start_on_small_fs(dir: &Path, ctl: &Path) -> Option<Child> {
-    let config = Collector::write_config(dir, PORT, "http://127.0.0.1:9", "full", TOKEN);
+/// Starts the collector on a port of its own inside a private mount namespace with a tmpfs on
+/// its queue directory; creating `free` in `ctl` later removes the filler. None when namespaces
+/// are not available; a collector that exits once the tmpfs is there fails the test with its log.
+fn start_on_small_fs(dir: &Path, ctl: &Path) -> Option<(u16, KillOnDrop)> {
+    let port = free_port();
+    let config = Collector::write_config(dir, port, "http://127.0.0.1:9", "full", TOKEN);
     let queue = dir.join("queue");
     std::fs::create_dir_all(&queue).unwrap();
     let script = r#"mount -t tmpfs -o size=16m storwatch-test "$1" || exit 97
 dd if=/dev/zero of="$1/filler" bs=1M count=8 2>/dev/null || exit 98
+: > "$2/mounted"
 (while [ ! -e "$2/free" ]; do sleep 0.1; done; rm -f "$1/filler") &
 exec "$3" --config "$4""#;
-    let mut child = in_private_mounts(script)
-        .arg(&queue)
-        .arg(ctl)
-        .arg(Collector::bin())
-        .arg(&config)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let log = dir.join("collector.log");
+    // Killed however the test ends: a failed assertion must not leave the collector running.
+    let mut child = KillOnDrop(
+        in_private_mounts(script)
+            .arg(&queue)
+            .arg(ctl)
+            .arg(Collector::bin())
+            .arg(&config)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        if let Ok(Some(status)) = child.try_wait() {
+        if let Ok(Some(status)) = child.0.try_wait() {
+            let log = std::fs::read_to_string(&log).unwrap_or_default();
+            assert!(
+                !ctl.join("mounted").exists(),
+                "the collector exited ({status}) on the small filesystem: {log}"
+            );
             skip_or_fail(
                 "mount-namespace",
-                &format!("cannot mount a tmpfs in a private namespace here ({status})"),
+                &format!("cannot mount a tmpfs in a private namespace here ({status}): {log}"),
             );
             return None;
         }
-        if TcpStream::connect(("127.0.0.1", PORT)).is_ok() && request("GET", "/ping", b"").0 == 204
+        if TcpStream::connect(("127.0.0.1", port)).is_ok()
+            && request(port, "GET", "/ping", b"").0 == 204
         {
-            return Some(child);
+            return Some((port, child));
         }
         assert!(Instant::now() < deadline, "collector did not come up");
         std::thread::sleep(Duration::from_millis(50));
@@ -93,17 +107,14 @@ exec "$3" --config "$4""#;
 fn full_queue_filesystem_answers_503_and_writes_resume_when_space_is_back() {
     let dir = tempfile::tempdir().unwrap();
     let ctl = tempfile::tempdir().unwrap();
-    let Some(child) = start_on_small_fs(dir.path(), ctl.path()) else {
+    let Some((port, _child)) = start_on_small_fs(dir.path(), ctl.path()) else {
         return;
     };
-    // Killed however the test ends: a failed assertion must not leave the collector holding
-    // the port for the next run.
-    let _child = KillOnDrop(child);
     let base = now_s() * 1_000_000_000;
     // About 8 MiB free: 250 KiB bodies fill it within some 40 requests.
     let mut acked = 0;
     let refused = loop {
-        let (status, head, text) = request("POST", "/write?db=full", &body(acked, base));
+        let (status, head, text) = request(port, "POST", "/write?db=full", &body(acked, base));
         match status {
             204 => acked += 1,
             503 => break (head, text),
@@ -115,10 +126,10 @@ fn full_queue_filesystem_answers_503_and_writes_resume_when_space_is_back() {
     assert!(acked >= 20, "only {acked} writes before the disk was full");
     assert!(head.contains("retry-after:"), "{head}");
     assert!(text.contains("full"), "{text}");
-    let (status, _, health) = request("GET", "/health", b"");
+    let (status, _, health) = request(port, "GET", "/health", b"");
     assert_eq!(status, 503, "{health}");
     assert!(health.contains("\"status\":\"fail\""), "{health}");
-    let (_, _, metrics) = request("GET", "/metrics", b"");
+    let (_, _, metrics) = request(port, "GET", "/metrics", b"");
     assert!(
         metrics.contains("\nstorwatch_collector_queue_full 1\n"),
         "{metrics}"
@@ -128,14 +139,14 @@ fn full_queue_filesystem_answers_503_and_writes_resume_when_space_is_back() {
     // refused would still be: `/health` says full until one is seen stored after the refusal
     // (or 5 s pass: when not even it fits, nothing was stored), with no write in between.
     let heartbeat_lines = || {
-        let (_, _, metrics) = request("GET", "/metrics", b"");
+        let (_, _, metrics) = request(port, "GET", "/metrics", b"");
         metric(&metrics, "storwatch_collector_heartbeat_lines_total")
     };
     let heartbeats_before = heartbeat_lines();
     let until = Instant::now() + Duration::from_secs(5);
     loop {
         let heartbeat_stored = heartbeat_lines() > heartbeats_before;
-        let (status, _, health) = request("GET", "/health", b"");
+        let (status, _, health) = request(port, "GET", "/health", b"");
         assert_eq!(
             status, 503,
             "heartbeat stored since the refusal: {heartbeat_stored}; /health says {health}"
@@ -147,13 +158,14 @@ fn full_queue_filesystem_answers_503_and_writes_resume_when_space_is_back() {
         std::thread::sleep(Duration::from_millis(100));
     }
     // And it is so: the refused body, sent again, is still refused (503, never 500).
-    let (status, _, text) = request("POST", "/write?db=full", &body(acked, base));
+    let (status, _, text) = request(port, "POST", "/write?db=full", &body(acked, base));
     assert_eq!(status, 503, "{text}");
 
     // Space comes back: the next write is stored, without a restart.
     std::fs::write(ctl.path().join("free"), b"").unwrap();
     assert!(
-        wait_for(Duration::from_secs(10), || request(
+        wait_for(Duration::from_secs(30), || request(
+            port,
             "POST",
             "/write?db=full",
             &body(1000, base)
@@ -161,7 +173,7 @@ fn full_queue_filesystem_answers_503_and_writes_resume_when_space_is_back() {
         .0 == 204),
         "writes did not resume once space was back"
     );
-    let (status, _, health) = request("GET", "/health", b"");
+    let (status, _, health) = request(port, "GET", "/health", b"");
     assert_eq!(status, 200, "{health}");
     assert!(health.contains("\"status\":\"pass\""), "{health}");
     assert!(health.contains("\"queue_full\":false"), "{health}");
