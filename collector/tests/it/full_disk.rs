@@ -45,6 +45,24 @@ fn request(port: u16, method: &str, path: &str, body: &[u8]) -> (u16, String, St
     (status, head.to_ascii_lowercase(), body.to_owned())
 }
 
+/// Whether a collector answers `/ping` on `port` within a second or two (not whatever else
+/// might listen there).
+fn answers_ping(port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    if s.write_all(b"GET /ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let head = String::from_utf8_lossy(&out).to_ascii_lowercase();
+    head.starts_with("http/1.1 204") && head.contains("x-influxdb-version: storwatch-collector")
+}
+
 fn body(n: usize, base: u64) -> Vec<u8> {
     (0..6000u64)
         .map(|i| format!("fill,host=h{n},part=p{} v={i}i {}\n", i % 7, base + i))
@@ -54,16 +72,38 @@ fn body(n: usize, base: u64) -> Vec<u8> {
 
 /// Starts the collector on a port of its own inside a private mount namespace with a tmpfs on
 /// its queue directory; creating `free` in `ctl` later removes the filler. None when namespaces
-/// are not available; a collector that exits once the tmpfs is there fails the test with its log.
+/// are not available; a collector that exits once the tmpfs is there fails the test with its
+/// log, unless another process took its port first (then it is started on another one).
 fn start_on_small_fs(dir: &Path, ctl: &Path) -> Option<(u16, KillOnDrop)> {
+    for _ in 0..3 {
+        match start_once(dir, ctl) {
+            Started::Up(port, child) => return Some((port, child)),
+            Started::NoNamespace => return None,
+            Started::PortTaken => continue,
+        }
+    }
+    panic!("three free ports were taken before the collector could listen on them")
+}
+
+enum Started {
+    Up(u16, KillOnDrop),
+    NoNamespace,
+    PortTaken,
+}
+
+fn start_once(dir: &Path, ctl: &Path) -> Started {
+    // The kernel's pick, free now; other tests of this binary open connections meanwhile, and
+    // one may take it as its own port before the collector listens.
     let port = free_port();
     let config = Collector::write_config(dir, port, "http://127.0.0.1:9", "full", TOKEN);
     let queue = dir.join("queue");
     std::fs::create_dir_all(&queue).unwrap();
+    let _ = std::fs::remove_file(ctl.join("mounted"));
+    // The filler goes when `free` appears, or when the test is over (`ctl` gone).
     let script = r#"mount -t tmpfs -o size=16m storwatch-test "$1" || exit 97
 dd if=/dev/zero of="$1/filler" bs=1M count=8 2>/dev/null || exit 98
 : > "$2/mounted"
-(while [ ! -e "$2/free" ]; do sleep 0.1; done; rm -f "$1/filler") &
+(while [ -d "$2" ] && [ ! -e "$2/free" ]; do sleep 0.1; done; rm -f "$1/filler") &
 exec "$3" --config "$4""#;
     let log = dir.join("collector.log");
     // Killed however the test ends: a failed assertion must not leave the collector running.
@@ -83,20 +123,20 @@ exec "$3" --config "$4""#;
     loop {
         if let Ok(Some(status)) = child.0.try_wait() {
             let log = std::fs::read_to_string(&log).unwrap_or_default();
-            assert!(
-                !ctl.join("mounted").exists(),
-                "the collector exited ({status}) on the small filesystem: {log}"
-            );
-            skip_or_fail(
-                "mount-namespace",
-                &format!("cannot mount a tmpfs in a private namespace here ({status}): {log}"),
-            );
-            return None;
+            if !ctl.join("mounted").exists() {
+                skip_or_fail(
+                    "mount-namespace",
+                    &format!("cannot mount a tmpfs in a private namespace here ({status}): {log}"),
+                );
+                return Started::NoNamespace;
+            }
+            if log.contains(&format!("cannot listen on 127.0.0.1:{port}")) {
+                return Started::PortTaken;
+            }
+            panic!("the collector exited ({status}) on the small filesystem: {log}");
         }
-        if TcpStream::connect(("127.0.0.1", port)).is_ok()
-            && request(port, "GET", "/ping", b"").0 == 204
-        {
-            return Some((port, child));
+        if answers_ping(port) {
+            return Started::Up(port, child);
         }
         assert!(Instant::now() < deadline, "collector did not come up");
         std::thread::sleep(Duration::from_millis(50));
