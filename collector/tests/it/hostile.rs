@@ -138,7 +138,10 @@ fn four_hundred_large_bodies_at_once_stay_within_memory() {
     let later = statuses.iter().filter(|s| **s == 503).count();
     assert_eq!(read + later, 400, "answers: {statuses:?}");
     assert!(read > 0, "no body was read at all");
-    std::thread::sleep(Duration::from_secs(3));
+    // given back once the bodies are dropped: waited for, a loaded machine takes its time
+    let given_back = wait_for(Duration::from_secs(30), || {
+        status_kib(pid, "VmRSS:") <= 128 << 10
+    });
     let after = status_kib(pid, "VmRSS:");
     println!(
         "400 x 4 MiB in {:.1} s: {read} read, {later} told to retry; RSS {} MiB before, peak {} MiB, {} MiB after",
@@ -148,7 +151,7 @@ fn four_hundred_large_bodies_at_once_stay_within_memory() {
         after / 1024
     );
     assert!(peak <= 256 << 10, "peak RSS {} MiB", peak / 1024);
-    assert!(after <= 128 << 10, "RSS after {} MiB", after / 1024);
+    assert!(given_back, "RSS after {} MiB", after / 1024);
     // still serving
     assert_eq!(
         http(&format!("http://127.0.0.1:{port}/ping"), "GET", &[], b"").0,
@@ -238,7 +241,13 @@ fn open_secrets_are_refused_and_state_files_are_private() {
         b"m,host=a v=1i\n",
     );
     assert_eq!(status, 204);
-    std::thread::sleep(Duration::from_millis(1500)); // a heartbeat saves hosts.json
+    // a heartbeat (every second here) saves hosts.json: its mode is checked too
+    let hosts = dir.path().join("queue/hosts.json");
+    assert!(
+        wait_for(Duration::from_secs(30), || hosts.exists()),
+        "no heartbeat saved {}",
+        hosts.display()
+    );
     let _ = child.kill();
     let _ = child.wait();
     let mut open = Vec::new();
@@ -304,7 +313,7 @@ fn sighup_reloads_tokens_and_usr_signals_are_harmless() {
     std::fs::write(&config, text).unwrap();
     signal(pid, "HUP");
     assert!(
-        wait_for(Duration::from_secs(5), || write_status(port, NEW) == 204),
+        wait_for(Duration::from_secs(30), || write_status(port, NEW) == 204),
         "the new token is not accepted after SIGHUP"
     );
     assert_eq!(write_status(port, TOKEN), 401);
@@ -319,18 +328,31 @@ fn sighup_reloads_tokens_and_usr_signals_are_harmless() {
 
     // A token file made unusable: the tokens in use stay.
     std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let log = || std::fs::read_to_string(dir.path().join("collector.log")).unwrap();
     signal(pid, "HUP");
-    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        wait_for(Duration::from_secs(30), || log()
+            .contains("the tokens in use are kept")),
+        "the second SIGHUP was not handled: {}",
+        log()
+    );
     assert_eq!(write_status(port, NEW), 204);
 
     signal(pid, "USR1");
     signal(pid, "USR2");
-    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        wait_for(Duration::from_secs(30), || {
+            let log = log();
+            log.contains("SIGUSR1 ignored") && log.contains("SIGUSR2 ignored")
+        }),
+        "SIGUSR1/2 not handled: {}",
+        log()
+    );
     assert!(child.try_wait().unwrap().is_none(), "the collector died");
     assert_eq!(write_status(port, NEW), 204);
     let _ = child.kill();
     let _ = child.wait();
-    let log = std::fs::read_to_string(dir.path().join("collector.log")).unwrap();
+    let log = log();
     assert!(log.contains("tokens replaced"), "{log}");
     assert!(log.contains("limits.max_body_bytes"), "{log}");
     assert!(log.contains("applied targets.allow"), "{log}");
@@ -504,7 +526,7 @@ fn one_request_naming_a_hundred_thousand_hosts_gets_bounded_heartbeats() {
             .unwrap_or(0)
     };
     assert!(
-        wait_for(Duration::from_secs(10), || heartbeat_lines() >= 20_000),
+        wait_for(Duration::from_secs(30), || heartbeat_lines() >= 20_000),
         "{} heartbeat lines",
         heartbeat_lines()
     );
