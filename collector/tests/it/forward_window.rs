@@ -24,7 +24,9 @@ use tokio::sync::watch;
 struct Fake {
     in_flight: AtomicUsize,
     most_in_flight: AtomicUsize,
-    /// Requests are held until this many are in flight at once (or a second has passed).
+    /// Requests are held until this many have been in flight at once (or two seconds have
+    /// passed: a loaded machine may be slow to start the next request of the window, and a
+    /// forwarder sending one at a time still ends its twelve requests within `wait`'s 30 s).
     hold_until: AtomicUsize,
     /// While set, a batch holding the line `blocked_line` is answered 503.
     blocking: AtomicBool,
@@ -44,7 +46,7 @@ async fn handle(State(f): State<Arc<Fake>>, body: Bytes) -> StatusCode {
         .unwrap()
         .push(text.lines().next().unwrap_or("").to_string());
     let want = f.hold_until.load(Ordering::SeqCst);
-    for _ in 0..100 {
+    for _ in 0..200 {
         if f.most_in_flight.load(Ordering::SeqCst) >= want {
             break;
         }
