@@ -377,6 +377,31 @@ mod tests {
         ));
     }
 
+    #[test]
+    fn spawned_in_a_directory_runs_there_and_a_missing_one_is_no_missing_program() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = dir.path().canonicalize().expect("canonical");
+        let mut s =
+            Spawned::start_in(Path::new("/bin/pwd"), &["-P"], Some(&dir), 1024).expect("started");
+        let r = poll_until(&mut s, Duration::from_secs(10)).expect("finished");
+        assert_eq!(r.expect("ran").stdout, format!("{}\n", dir.display()));
+        // A relative path with a directory in it is found from the working directory.
+        std::fs::create_dir(dir.join("bin")).expect("mkdir");
+        std::fs::copy("/bin/pwd", dir.join("bin/here")).expect("copy");
+        let mut s = Spawned::start_in(Path::new("bin/here"), &[], Some(&dir), 1024)
+            .expect("started from the directory");
+        let r = poll_until(&mut s, Duration::from_secs(10)).expect("finished");
+        assert_eq!(r.expect("ran").status, 0);
+        let gone = dir.join("gone");
+        match Spawned::start_in(Path::new("/bin/pwd"), &[], Some(&gone), 1024) {
+            Err(CommandError::Io { program, source }) => {
+                assert_eq!(program, Path::new("/bin/pwd"));
+                assert!(source.to_string().contains("gone"), "{source}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
     /// Whether process `pid` exists (a zombie counts).
     fn alive(pid: u32) -> bool {
         Path::new(&format!("/proc/{pid}")).exists()

@@ -59,6 +59,19 @@ pub struct Spawned {
 impl Spawned {
     /// Starts `program args…` with standard input closed, in a new process group.
     pub fn start(program: &Path, args: &[&str], limit: usize) -> Result<Self, CommandError> {
+        Self::start_in(program, args, None, limit)
+    }
+
+    /// [`Spawned::start`], in working directory `dir` when given (set by the runner, so that no
+    /// shell is started only to change directory). A relative `program` with a directory in it
+    /// is found from `dir`, not from the agent's directory. A `dir` that is not there is an
+    /// [`CommandError::Io`] naming it, not a missing program.
+    pub fn start_in(
+        program: &Path,
+        args: &[&str],
+        dir: Option<&Path>,
+        limit: usize,
+    ) -> Result<Self, CommandError> {
         use std::os::unix::process::CommandExt;
         let dying = reap_dying();
         if dying >= MAX_DYING {
@@ -78,9 +91,22 @@ impl Spawned {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
+        if let Some(dir) = dir {
+            cmd.current_dir(dir);
+        }
         c_locale(&mut cmd);
         let mut child = match cmd.spawn() {
             Ok(c) => c,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound && dir.is_some_and(|d| !d.is_dir()) =>
+            {
+                at_exit::start_failed();
+                let dir = dir.map_or_else(String::new, |d| d.display().to_string());
+                return Err(CommandError::Io {
+                    program: program.to_owned(),
+                    source: std::io::Error::new(e.kind(), format!("working directory {dir}: {e}")),
+                });
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 at_exit::start_failed();
                 return Err(CommandError::NotFound(program.to_owned()));

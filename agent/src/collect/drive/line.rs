@@ -6,7 +6,7 @@ use storwatch_wire::lp::{FieldKey, Line, LineWriter, SeriesKey};
 
 use super::{command_timeouts, DriveState};
 use crate::collect::book::BookEntry;
-use crate::sources::smartctl::{OverallHealth, Protocol};
+use crate::sources::smartctl::{DriveHealth, OverallHealth, Protocol};
 
 /// The tags other monitors know for a disk (from the book).
 #[derive(Debug, Clone, Copy, Default)]
@@ -18,8 +18,9 @@ pub(super) struct Tags<'a> {
 }
 
 /// A drive's `drive` line measurement and tags, encoded, and the book's tags it was made with.
-/// The rest of its tags come from the drive's reading and placement: whoever replaces either
-/// drops the key ([`DriveState::key`]).
+/// The rest of its tags come from the drive's reading and placement: whoever replaces the
+/// placement, or the reading with one of other tags ([`same_tags`]), drops the key
+/// ([`DriveState::key`]).
 #[derive(Debug, Clone)]
 pub(super) struct LineKey {
     key: SeriesKey,
@@ -52,6 +53,12 @@ fn protocol(p: &Protocol) -> Option<String> {
         Protocol::Other(o) => Some(o.to_ascii_lowercase()),
         Protocol::Unknown => None,
     }
+}
+
+/// Whether readings `a` and `b` give a drive's line the same tags (the ones [`series_key`] takes
+/// from a reading): a new reading of the same drive keeps the key made for the last one.
+pub(super) fn same_tags(a: &DriveHealth, b: &DriveHealth) -> bool {
+    a.serial == b.serial && a.wwn == b.wwn && a.model == b.model && a.protocol == b.protocol
 }
 
 /// The `drive` line's measurement and tags for drive `name` in state `s`.

@@ -46,7 +46,7 @@ mod reading;
 mod smartd;
 mod worker;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -63,7 +63,7 @@ use crate::root::Root;
 use crate::sources::smartctl::DriveHealth;
 #[cfg(test)]
 use line::write_line;
-use line::{keep_key, write_kept, LineKey, Tags};
+use line::{keep_key, same_tags, write_kept, LineKey, Tags};
 use reading::{ReadResult, Update};
 use worker::{DriveWorker, Urgent, WorkerConfig};
 
@@ -178,9 +178,9 @@ struct DriveState {
     /// When the reading's non-medium error count was read by a SAS disk's `-l error` call
     /// (collector seconds), when it was.
     error_log_at_s: Option<f64>,
-    /// Its `drive` line's measurement and tags, encoded: dropped when the reading or the
-    /// placement is replaced, made again by the next report (and when the book's tags for it
-    /// change).
+    /// Its `drive` line's measurement and tags, encoded: dropped when the placement is
+    /// replaced or a reading with other tags replaces the last ([`line::same_tags`]), made
+    /// again by the next report (and when the book's tags for it change).
     key: Option<LineKey>,
 }
 
@@ -359,8 +359,11 @@ impl DriveCollector {
             Update::Disks(disks) => {
                 // A round's list of the disks changes the book only when a read one is gone.
                 let mut gone = false;
+                // (a set: the list searched for each drive was 20,000 name comparisons a round
+                // at 200 disks)
+                let listed: BTreeSet<&str> = disks.iter().map(|d| d.name.as_str()).collect();
                 self.drives.retain(|name, s| {
-                    let keep = disks.iter().any(|d| &d.name == name);
+                    let keep = listed.contains(name.as_str());
                     gone |= !keep && s.entry.is_some();
                     keep
                 });
@@ -424,9 +427,13 @@ impl DriveCollector {
                         if let Some(was) = &s.health {
                             crate::health::drive::events::changes(&name, was, &h, events);
                         }
+                        // The same drive read again keeps its line's key (a round reads every
+                        // drive: remade, each key was most of a reading's cost to the report).
+                        if !s.health.as_ref().is_some_and(|was| same_tags(was, &h)) {
+                            s.key = None;
+                        }
                         self.dirty |= s.assess(&name, &h, &self.risk);
                         s.health = Some(h);
-                        s.key = None;
                         s.read_at_s = Some(t);
                         s.full_read_at_s = None;
                         s.error_log_at_s = error_log_age_s.map(|a| t - a);
@@ -496,8 +503,9 @@ impl Collector for DriveCollector {
         // The scheduler empties the events after the report.
         self.events_seen = 0;
         let book = self.book.view();
-        // A drive's book tags change only with the book (a new view) or with its reading (which
-        // drops its key): under the view of the last report, a kept key stands unlooked-at.
+        // A drive's book tags change only with the book (a new view) or with its reading's
+        // serial or WWN (which drops its key): under the view of the last report, a kept key
+        // stands unlooked-at.
         let same = self
             .reported
             .as_ref()

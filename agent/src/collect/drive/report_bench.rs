@@ -159,6 +159,30 @@ fn kept_keys_follow_readings_placements_and_the_book() {
     assert!(line_of(&text, "sd3").contains(&format!(",serial={serial},")));
     assert!(line_of(&text, "sd3").contains(",protocol=nvme"));
 
+    // sd1 read again, the same drive at another temperature: its key stays; sd2 read again
+    // with the same serial and another model name: its key is made again.
+    let again = |m: &mut DriveCollector, name: &str, edit: &dyn Fn(&mut smartctl::DriveHealth)| {
+        let mut h = m.drives[name].health.as_deref().unwrap().clone();
+        edit(&mut h);
+        let read = Update::Read {
+            name: name.into(),
+            at: std::time::Instant::now(),
+            result: ReadResult::Read(Box::new(h)),
+            error_log_age_s: None,
+        };
+        m.apply(read, 155.0, &mut SourceErrors::default(), &mut Vec::new());
+    };
+    again(&mut m, "sd1", &|h| h.temperature_c = Some(41));
+    assert!(
+        m.drives["sd1"].key.is_some(),
+        "the same drive's key is kept"
+    );
+    again(&mut m, "sd2", &|h| h.model = Some("ST600MP0037".into()));
+    assert!(m.drives["sd2"].key.is_none());
+    let text = checked(&mut m, 155.0);
+    assert!(line_of(&text, "sd1").contains("temperature_c=41i"));
+    assert!(line_of(&text, "sd2").contains(",model=ST600MP0037,"));
+
     // A round that finds sd5 in md1 (the others where they were).
     let disks = m
         .drives

@@ -34,24 +34,19 @@ impl WorkDir {
         Ok(w)
     }
 
-    /// `sh -c` arguments that run `program args…` in the directory; `None` for a path that is
-    /// not UTF-8 (then run directly).
-    pub(super) fn wrap(&self, program: &Path, args: &[&str]) -> Option<Vec<String>> {
-        // A relative path names a file from the agent's directory, not the private one.
-        let program = if program.is_relative() && program.components().count() > 1 {
-            std::env::current_dir().ok()?.join(program)
+    /// Where storcli runs.
+    pub(super) fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// `program` as it is started in the directory: a relative path names a file from the
+    /// agent's directory, not the private one (`None` when the agent's directory is unknown).
+    pub(super) fn program(program: &Path) -> Option<PathBuf> {
+        if program.is_relative() && program.components().count() > 1 {
+            Some(std::env::current_dir().ok()?.join(program))
         } else {
-            program.to_owned()
-        };
-        let mut v = vec![
-            "-c".to_owned(),
-            r#"cd -- "$1" && shift && exec "$@""#.to_owned(),
-            "storcli".to_owned(),
-            self.0.to_str()?.to_owned(),
-            program.to_str()?.to_owned(),
-        ];
-        v.extend(args.iter().map(|a| (*a).to_owned()));
-        Some(v)
+            Some(program.to_owned())
+        }
     }
 
     /// Removes what storcli left there (`storcli.log`, `MegaSAS.log`, …).
