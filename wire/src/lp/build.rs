@@ -31,6 +31,9 @@ use super::rules::{
 };
 
 mod digits;
+mod fields;
+
+pub use fields::{FieldText, Fields};
 
 use digits::{
     append_prefix, i64_at, milli_at, push_f64, push_i64, rounded_thousandths, saturate, thousandths,
@@ -217,8 +220,8 @@ impl SeriesKey {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FieldKey {
     key: &'static str,
-    /// A separator's place, the key and `=`, padded with zeros: copied whole (a fixed-size copy,
-    /// no call) into the field being written.
+    /// `,`, the key and `=`, padded with zeros: copied whole (a fixed-size copy, no call) into
+    /// the field being written.
     bytes: [u8; KEY_ROOM],
 }
 
@@ -256,6 +259,7 @@ impl FieldKey {
             "a field key is longer than 46 bytes"
         );
         let mut bytes = [0u8; KEY_ROOM];
+        bytes[0] = b',';
         let mut i = 0;
         while i < b.len() {
             bytes[i + 1] = b[i];
@@ -418,17 +422,23 @@ impl<'a> Line<'a> {
             self.w.skipped += 1;
             return false;
         }
-        let w = &mut *self.w;
-        if w.stamp.is_empty() || w.stamp_ns != self.ts_ns {
-            w.stamp.clear();
-            w.stamp.push(b' ');
-            push_i64(&mut w.stamp, self.ts_ns);
-            w.stamp.push(b'\n');
-            w.stamp_ns = self.ts_ns;
-        }
-        w.buf.extend_from_slice(&w.stamp);
-        w.lines += 1;
+        self.w.end_line(self.ts_ns);
         true
+    }
+}
+
+impl LineWriter {
+    /// Ends the line being written with the timestamp `ts_ns` and counts it.
+    fn end_line(&mut self, ts_ns: i64) {
+        if self.stamp.is_empty() || self.stamp_ns != ts_ns {
+            self.stamp.clear();
+            self.stamp.push(b' ');
+            push_i64(&mut self.stamp, ts_ns);
+            self.stamp.push(b'\n');
+            self.stamp_ns = ts_ns;
+        }
+        self.buf.extend_from_slice(&self.stamp);
+        self.lines += 1;
     }
 }
 
