@@ -65,10 +65,18 @@ fn series() -> Vec<SeriesKey> {
 /// Each line written both ways into writers of the same common tags: the bytes, each line's
 /// answer, the lines and the skipped counts.
 fn both(lines: &[(usize, i64, Vec<Op>)]) -> Result<(), TestCaseError> {
-    let keys = series();
+    both_with("h,1", series(), lines)
+}
+
+/// [`both`] with the host tag `host` and the series `keys`.
+fn both_with(
+    host: &str,
+    keys: Vec<SeriesKey>,
+    lines: &[(usize, i64, Vec<Op>)],
+) -> Result<(), TestCaseError> {
     let extra = vec![("site".to_owned(), "a b".to_owned())];
-    let mut a = LineWriter::new("h,1", &extra);
-    let mut b = LineWriter::new("h,1", &extra);
+    let mut a = LineWriter::new(host, &extra);
+    let mut b = LineWriter::new(host, &extra);
     for (s, ts, ops) in lines {
         let key = &keys[*s % keys.len()];
         let mut line = a.line_of(key, *ts);
@@ -171,6 +179,22 @@ proptest! {
     ) {
         both(&lines)?;
     }
+
+    /// Keys and common tags of any length (their bytes are copied 16 at a time).
+    #[test]
+    fn fields_write_the_bytes_of_the_builder_chain_for_any_key(
+        host in "[a-z0-9,= -]{0,40}",
+        measurement in "[a-z_ ,#]{0,40}",
+        tag in "\\PC{0,50}",
+        lines in proptest::collection::vec(
+            (0usize..5, Just(1_700_000_000_000_000_000i64), proptest::collection::vec(op(), 0..8)),
+            1..4,
+        ),
+    ) {
+        let mut keys = series();
+        keys.push(SeriesKey::new(&measurement, &[("t", &tag), ("u", "x")]));
+        both_with(&host, keys, &lines)?;
+    }
 }
 
 #[test]
@@ -224,15 +248,16 @@ fn a_line_without_a_field_or_dropped_leaves_no_trace() {
     f.u64_opt(A, None);
     assert!(!f.write());
     assert_eq!(w.skipped(), 3);
-    // Dropped half-written, after the buffer grew past it: nothing of it stays.
-    let mut f = w.fields_of(&key, 3);
-    for _ in 0..100 {
-        f.r3(LONG, 123_456.789);
+    // Left half-written, after the scratch buffer grew past it: nothing of it is written.
+    {
+        let mut f = w.fields_of(&key, 3);
+        for _ in 0..100 {
+            f.r3(LONG, 123_456.789);
+        }
     }
-    drop(f);
     assert_eq!(w.as_bytes(), &before[..]);
     assert_eq!(w.lines(), 1);
-    // The next line is written after the first, not after the zeros the buffer grew by.
+    // The next line is the first's bytes and its own, nothing left from the long one.
     let mut f = w.fields_of(&key, 4);
     f.i64(A, -5);
     assert!(f.write());
