@@ -110,6 +110,20 @@ fn u64_at<const N: usize>(f: &mut [u8; N], at: usize, v: u64) -> usize {
             w.copy_from_slice(&digits.to_le_bytes());
         }
         at + (digits >> 24) as usize
+    } else if v < 1_000_000 {
+        // Below a million: the thousands from the same table, then three digits, zeros in
+        // front, from the decimals' table (its word past the `.`).
+        let (high, low) = (v / 1000, v % 1000);
+        let digits = SMALL.get(high as usize).copied().unwrap_or_default();
+        let end = at + (digits >> 24) as usize;
+        let three = DECIMALS.get(low as usize).copied().unwrap_or_default() >> 8;
+        if let Some(w) = f.get_mut(at..at + 4) {
+            w.copy_from_slice(&digits.to_le_bytes());
+        }
+        if let Some(w) = f.get_mut(end..end + 4) {
+            w.copy_from_slice(&(three as u32).to_le_bytes());
+        }
+        end + 3
     } else if v < E8 {
         trimmed_at(f, at, v)
     } else {
@@ -160,7 +174,7 @@ fn long_u64_at<const N: usize>(f: &mut [u8; N], at: usize, v: u64) -> usize {
 }
 
 /// An integer field's value (`-`, digits, `i`) into `f` from `at`; returns where it ends.
-#[inline]
+#[inline(always)]
 pub(super) fn i64_at<const N: usize>(f: &mut [u8; N], mut at: usize, v: i64) -> usize {
     debug_assert!(at + 30 <= N, "no room for an integer at {at} of {N}");
     if v < 0 {
@@ -178,7 +192,7 @@ pub(super) fn i64_at<const N: usize>(f: &mut [u8; N], mut at: usize, v: i64) -> 
 
 /// A float of `m` thousandths ([`thousandths`]) into `f` from `at`, as [`push_f64`] writes it;
 /// returns where it ends.
-#[inline]
+#[inline(always)]
 pub(super) fn milli_at<const N: usize>(f: &mut [u8; N], mut at: usize, m: i64) -> usize {
     debug_assert!(at + 30 <= N, "no room for a float at {at} of {N}");
     if m < 0 {

@@ -328,6 +328,7 @@ impl Fields<'_> {
 
     /// Ends the line with its timestamp; returns false (and takes the line back) when it has no
     /// field or its measurement cannot start a line.
+    #[inline(always)]
     pub fn write(mut self) -> bool {
         if self.at == self.first || !self.writable {
             self.w.skipped += 1;
