@@ -126,8 +126,14 @@ impl LineWriter {
         let mut common_padded = common.clone();
         common_padded.resize(common.len() + PAD, 0);
         Self {
+            // A report's first 64 KiB without a growth: growing from nothing took ~15
+            // `realloc`s a report, each a move of the buffer where the heap had no room after it.
+            buf: Vec::with_capacity(64 * 1024),
             common,
             common_padded,
+            // Allocated with the writer, long enough for any line the agent writes: it does not
+            // grow while a report is written.
+            scratch: vec![0; fields::SCRATCH],
             ..Self::default()
         }
     }

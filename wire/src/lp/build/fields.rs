@@ -30,6 +30,9 @@ use crate::lp::rules::float_is_storable;
 /// number (it grows only while the lines get longer than any before).
 const GROW: usize = FIELD_ROOM * 8;
 
+/// The scratch buffer's length when the writer is made: room for any line the agent writes.
+pub(super) const SCRATCH: usize = 4096;
+
 /// Bytes of a [`FieldText`]'s encoded form, `,key="value"`.
 const TEXT_ROOM: usize = 64;
 const _: () = assert!(TEXT_ROOM <= FIELD_ROOM && STAMP_ROOM <= FIELD_ROOM);
