@@ -372,42 +372,42 @@ impl Collector for DiskCollector {
             if d.interval.itv_cs > 0 {
                 let r = rates::disk_rates(&d.interval.delta, d.interval.itv_cs);
                 let util_p95 = d.interval.util.quantile(0.95, &mut self.scratch);
-                w.line_of(&d.key, ts)
-                    .field_key_r3(R_PER_S, r.r_per_s)
-                    .field_key_r3(W_PER_S, r.w_per_s)
-                    .field_key_r3(D_PER_S, r.d_per_s)
-                    .field_key_r3(F_PER_S, r.f_per_s)
-                    .field_key_r3(RKB_PER_S, r.rkb_per_s)
-                    .field_key_r3(WKB_PER_S, r.wkb_per_s)
-                    .field_key_r3(DKB_PER_S, r.dkb_per_s)
-                    .field_key_r3(RRQM_PER_S, r.rrqm_per_s)
-                    .field_key_r3(WRQM_PER_S, r.wrqm_per_s)
-                    .field_key_r3(DRQM_PER_S, r.drqm_per_s)
-                    .field_key_r3(RRQM_PCT, r.rrqm_pct)
-                    .field_key_r3(WRQM_PCT, r.wrqm_pct)
-                    .field_key_r3(DRQM_PCT, r.drqm_pct)
-                    .field_key_r3(R_AWAIT_MS, r.r_await_ms)
-                    .field_key_r3(W_AWAIT_MS, r.w_await_ms)
-                    .field_key_r3(D_AWAIT_MS, r.d_await_ms)
-                    .field_key_r3(F_AWAIT_MS, r.f_await_ms)
-                    .field_key_r3(AWAIT_MS, r.await_ms)
-                    .field_key_r3(RAREQ_SZ_KB, r.rareq_sz_kb)
-                    .field_key_r3(WAREQ_SZ_KB, r.wareq_sz_kb)
-                    .field_key_r3(DAREQ_SZ_KB, r.dareq_sz_kb)
-                    .field_key_r3(AQU_SZ, r.aqu_sz)
-                    .field_key_r3_opt(AQU_SZ_MAX, d.interval.aqu.max())
-                    .field_key_r3(UTIL_PCT, r.util_pct)
-                    .field_key_r3_opt(UTIL_MAX_PCT, d.interval.util.max())
-                    .field_key_r3_opt(UTIL_P95_PCT, util_p95)
-                    .field_key(
-                        SATURATED_S,
-                        d.interval.util.seconds_at_or_above(self.threshold),
-                    )
-                    .field_key_r3(SVCTM_MS, r.svctm_ms)
-                    .field_key(IN_FLIGHT, d.in_flight)
-                    .field_key(INTERVAL_S, d.interval.itv_cs as f64 / 100.0)
-                    .field_key(RESETS, d.interval.resets)
-                    .write();
+                let mut l = w.fields_of(&d.key, ts);
+                l.r3(R_PER_S, r.r_per_s);
+                l.r3(W_PER_S, r.w_per_s);
+                l.r3(D_PER_S, r.d_per_s);
+                l.r3(F_PER_S, r.f_per_s);
+                l.r3(RKB_PER_S, r.rkb_per_s);
+                l.r3(WKB_PER_S, r.wkb_per_s);
+                l.r3(DKB_PER_S, r.dkb_per_s);
+                l.r3(RRQM_PER_S, r.rrqm_per_s);
+                l.r3(WRQM_PER_S, r.wrqm_per_s);
+                l.r3(DRQM_PER_S, r.drqm_per_s);
+                l.r3(RRQM_PCT, r.rrqm_pct);
+                l.r3(WRQM_PCT, r.wrqm_pct);
+                l.r3(DRQM_PCT, r.drqm_pct);
+                l.r3(R_AWAIT_MS, r.r_await_ms);
+                l.r3(W_AWAIT_MS, r.w_await_ms);
+                l.r3(D_AWAIT_MS, r.d_await_ms);
+                l.r3(F_AWAIT_MS, r.f_await_ms);
+                l.r3(AWAIT_MS, r.await_ms);
+                l.r3(RAREQ_SZ_KB, r.rareq_sz_kb);
+                l.r3(WAREQ_SZ_KB, r.wareq_sz_kb);
+                l.r3(DAREQ_SZ_KB, r.dareq_sz_kb);
+                l.r3(AQU_SZ, r.aqu_sz);
+                l.r3_opt(AQU_SZ_MAX, d.interval.aqu.max());
+                l.r3(UTIL_PCT, r.util_pct);
+                l.r3_opt(UTIL_MAX_PCT, d.interval.util.max());
+                l.r3_opt(UTIL_P95_PCT, util_p95);
+                l.f64(
+                    SATURATED_S,
+                    d.interval.util.seconds_at_or_above(self.threshold),
+                );
+                l.r3(SVCTM_MS, r.svctm_ms);
+                l.u64(IN_FLIGHT, d.in_flight);
+                l.f64(INTERVAL_S, d.interval.itv_cs as f64 / 100.0);
+                l.u64(RESETS, u64::from(d.interval.resets));
+                l.write();
             }
             d.interval.clear();
         }

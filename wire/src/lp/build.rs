@@ -31,6 +31,9 @@ use super::rules::{
 };
 
 mod digits;
+mod fields;
+
+pub use fields::{FieldText, Fields};
 
 use digits::{
     append_prefix, i64_at, milli_at, push_f64, push_i64, rounded_thousandths, saturate, thousandths,
@@ -88,10 +91,19 @@ pub struct LineWriter {
     buf: Vec<u8>,
     /// The common tags, encoded once (`,host=…,k=v…`): copied into every line.
     common: Vec<u8>,
-    /// The end of a line stamped `stamp_ns` (` <ts>\n`), encoded once for the lines of a report,
-    /// which share their timestamp.
-    stamp: Vec<u8>,
+    /// `common` and [`PAD`] zeros, for copies 16 bytes at a time.
+    common_padded: Vec<u8>,
+    /// The end of a line stamped `stamp_ns` (` <ts>\n`, at most 22 bytes, padded with zeros),
+    /// encoded once for the lines of a report, which share their timestamp: copied by one copy
+    /// of a fixed size where there is room for it.
+    stamp: [u8; STAMP_ROOM],
+    /// The bytes of `stamp` written; 0 before the first line.
+    stamp_len: usize,
     stamp_ns: i64,
+    /// Where [`Fields`] puts a line together before it is appended to `buf`: kept long between
+    /// lines (what is past the line is left from the last), so that a field is written into
+    /// bytes that are there already.
+    scratch: Vec<u8>,
     lines: usize,
     skipped: usize,
 }
@@ -111,8 +123,17 @@ impl LineWriter {
         for (k, v) in &common_tags {
             push_tag(&mut common, k, v);
         }
+        let mut common_padded = common.clone();
+        common_padded.resize(common.len() + PAD, 0);
         Self {
+            // A report's first 64 KiB without a growth: growing from nothing took ~15
+            // `realloc`s a report, each a move of the buffer where the heap had no room after it.
+            buf: Vec::with_capacity(64 * 1024),
             common,
+            common_padded,
+            // Allocated with the writer, long enough for any line the agent writes: it does not
+            // grow while a report is written.
+            scratch: vec![0; fields::SCRATCH],
             ..Self::default()
         }
     }
@@ -124,7 +145,8 @@ impl LineWriter {
         let start = self.buf.len();
         self.buf.extend_from_slice(&key.bytes[..key.measurement]);
         self.buf.extend_from_slice(&self.common);
-        self.buf.extend_from_slice(&key.bytes[key.measurement..]);
+        self.buf
+            .extend_from_slice(&key.bytes[key.measurement..key.len]);
         Line {
             w: self,
             start,
@@ -181,8 +203,10 @@ impl LineWriter {
 /// common tag, so one key serves any writer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeriesKey {
-    /// The escaped measurement, then the escaped `,key=value` tags.
+    /// The escaped measurement, then the escaped `,key=value` tags, then [`PAD`] zeros.
     bytes: Vec<u8>,
+    /// Where the tags end in `bytes`.
+    len: usize,
     /// Where the measurement ends in `bytes`.
     measurement: usize,
     /// The measurement name can start a line.
@@ -201,8 +225,11 @@ impl SeriesKey {
         for (k, v) in tags {
             push_tag(&mut bytes, k, v);
         }
+        let len = bytes.len();
+        bytes.resize(len + PAD, 0);
         Self {
             bytes,
+            len,
             measurement: end,
             writable,
         }
@@ -217,8 +244,8 @@ impl SeriesKey {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FieldKey {
     key: &'static str,
-    /// A separator's place, the key and `=`, padded with zeros: copied whole (a fixed-size copy,
-    /// no call) into the field being written.
+    /// `,`, the key and `=`, padded with zeros: copied whole (a fixed-size copy, no call) into
+    /// the field being written.
     bytes: [u8; KEY_ROOM],
 }
 
@@ -229,6 +256,11 @@ const KEY_ROOM: usize = 48;
 const NUMBER_ROOM: usize = 32;
 /// Room for one field written by [`Line::field_key`]: the key's and a number's.
 const FIELD_ROOM: usize = KEY_ROOM + NUMBER_ROOM;
+/// Room for a line's end: a space, a timestamp (at most 20 bytes) and a newline.
+const STAMP_ROOM: usize = 24;
+/// Zeros after the bytes of a series key and of the common tags: [`Fields`] copies them by
+/// copies of a fixed size (16, 32 or 64 bytes, no call), the last past their end.
+const PAD: usize = 32;
 
 impl FieldKey {
     /// The key `key`: only bytes written as they are anywhere in a line (printable ASCII but
@@ -256,6 +288,7 @@ impl FieldKey {
             "a field key is longer than 46 bytes"
         );
         let mut bytes = [0u8; KEY_ROOM];
+        bytes[0] = b',';
         let mut i = 0;
         while i < b.len() {
             bytes[i + 1] = b[i];
@@ -418,17 +451,40 @@ impl<'a> Line<'a> {
             self.w.skipped += 1;
             return false;
         }
-        let w = &mut *self.w;
-        if w.stamp.is_empty() || w.stamp_ns != self.ts_ns {
-            w.stamp.clear();
-            w.stamp.push(b' ');
-            push_i64(&mut w.stamp, self.ts_ns);
-            w.stamp.push(b'\n');
-            w.stamp_ns = self.ts_ns;
-        }
-        w.buf.extend_from_slice(&w.stamp);
-        w.lines += 1;
+        self.w.end_line(self.ts_ns);
         true
+    }
+}
+
+impl LineWriter {
+    /// Ends the line being written with the timestamp `ts_ns` and counts it.
+    fn end_line(&mut self, ts_ns: i64) {
+        self.stamp(ts_ns);
+        self.buf
+            .extend_from_slice(self.stamp.get(..self.stamp_len).unwrap_or_default());
+        self.lines += 1;
+    }
+
+    /// Makes `stamp` the end of a line stamped `ts_ns`.
+    #[inline]
+    fn stamp(&mut self, ts_ns: i64) {
+        if self.stamp_len == 0 || self.stamp_ns != ts_ns {
+            self.new_stamp(ts_ns);
+        }
+    }
+
+    #[cold]
+    fn new_stamp(&mut self, ts_ns: i64) {
+        let mut s = Vec::with_capacity(STAMP_ROOM);
+        s.push(b' ');
+        push_i64(&mut s, ts_ns);
+        s.push(b'\n');
+        self.stamp = [0; STAMP_ROOM];
+        if let Some(d) = self.stamp.get_mut(..s.len()) {
+            d.copy_from_slice(&s);
+        }
+        self.stamp_len = s.len().min(STAMP_ROOM);
+        self.stamp_ns = ts_ns;
     }
 }
 
@@ -744,6 +800,65 @@ mod tests {
             buf.clear();
             push_u64(&mut buf, v);
             assert_eq!(std::str::from_utf8(&buf).expect("utf8"), v.to_string());
+        }
+    }
+
+    /// The integers and thousandths written eight digits at a time, at every number of digits
+    /// (each power of ten and its neighbours), from several places, against `Display`.
+    #[test]
+    fn eight_digits_at_a_time_write_every_length_like_display() {
+        let mut p: u64 = 1;
+        loop {
+            for v in [
+                p - 1,
+                p,
+                p + 1,
+                p.saturating_mul(5),
+                p.saturating_mul(9),
+                p.saturating_mul(2) - 1,
+            ] {
+                for at in [0, 1, 7, 47] {
+                    let mut f = [b'x'; 80];
+                    let i = i64::try_from(v).unwrap_or(i64::MAX);
+                    for x in [i, -i] {
+                        let end = i64_at(&mut f, at, x);
+                        assert_eq!(
+                            std::str::from_utf8(&f[at..end]).expect("utf8"),
+                            format!("{x}i")
+                        );
+                        if x.unsigned_abs() < 1_000_000_000_000_000 {
+                            let end = milli_at(&mut f, at, x);
+                            let want = x as f64 / 1000.0;
+                            assert_eq!(
+                                std::str::from_utf8(&f[at..end]).expect("utf8"),
+                                format!("{want}")
+                            );
+                        }
+                    }
+                }
+            }
+            match p.checked_mul(10) {
+                Some(n) => p = n,
+                None => break,
+            }
+        }
+        for m in (-100_000..100_000)
+            .chain((0..2_000_000_000).step_by(997))
+            .chain([i64::MAX, i64::MIN + 1])
+        {
+            let mut f = [0u8; 32];
+            let end = i64_at(&mut f, 0, m);
+            assert_eq!(
+                std::str::from_utf8(&f[..end]).expect("utf8"),
+                format!("{m}i")
+            );
+            if m.unsigned_abs() < 1_000_000_000_000_000 {
+                let end = milli_at(&mut f, 0, m);
+                assert_eq!(
+                    std::str::from_utf8(&f[..end]).expect("utf8"),
+                    format!("{}", m as f64 / 1000.0)
+                );
+            }
         }
     }
 

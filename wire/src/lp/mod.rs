@@ -22,7 +22,7 @@ pub mod rules;
 mod scan;
 pub mod view;
 
-pub use build::{FieldKey, Line, LineWriter, SeriesKey, Value};
+pub use build::{FieldKey, FieldText, Fields, Line, LineWriter, SeriesKey, Value};
 pub use check::{
     check_line, check_line_typed, lines, Accepted, Checked, Kind, LineLimits, Rejection,
 };

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use storwatch_wire::lp::{FieldKey, LineWriter, SeriesKey};
+use storwatch_wire::lp::{FieldKey, FieldText, LineWriter, SeriesKey};
 
 use super::{JobNow, JobsCollector, JobsNow, Pending, TOP_JOBS};
 use crate::health::jobs::{self as model, CoresFrom, JobInterval, NodeFigures, Presence};
@@ -92,29 +92,31 @@ impl JobsCollector {
                 .and_then(|a| self.last_at.map(|now| now.saturating_sub(a) as f64 / 1e6));
             let iv = &d.iv;
             let (rb, wb, ro, wo) = io_sums(iv);
-            let has_io = !iv.io.is_empty();
             // Rounded to 3 decimals (`crate::collect::r3`) by the writer, as it writes them.
             let pct = |v: Option<f64>| v.map(|v| v * 100.0);
-            let io = |v: f64| has_io.then_some(v);
-            w.line_of(&t.job_key, ts)
-                .field_key_r3_opt(K_CPU_EFFICIENCY_PCT, pct(iv.efficiency))
-                .field_key_r3_opt(K_CORES, iv.cores.map(|c| c.cores))
-                .field_key_opt(K_CORES_FROM, iv.cores.map(|c| cores_from(c.from)))
-                .field_key_r3_opt(K_CPU_S, iv.cpu_usec.map(|u| u as f64 / 1e6))
-                .field_key_r3(K_INTERVAL_S, iv.wall_usec as f64 / 1e6)
-                .field_key_r3_opt(K_IO_SOME_PCT, pct(iv.io_pressure.some))
-                .field_key_r3_opt(K_IO_FULL_PCT, pct(iv.io_pressure.full))
-                .field_key_r3_opt(K_CPU_SOME_PCT, pct(iv.cpu_pressure.some))
-                .field_key_r3_opt(K_MEMORY_SOME_PCT, pct(iv.memory_pressure.some))
-                .field_key_r3_opt(K_MEMORY_FULL_PCT, pct(iv.memory_pressure.full))
-                .field_key_opt(K_MEMORY_CURRENT_BYTES, iv.memory_current)
-                .field_key_opt(K_MEMORY_PEAK_BYTES, iv.memory_peak)
-                .field_key_r3_opt(K_READ_BYTES_PER_S, io(rb))
-                .field_key_r3_opt(K_WRITE_BYTES_PER_S, io(wb))
-                .field_key_r3_opt(K_READ_OPS_PER_S, io(ro))
-                .field_key_r3_opt(K_WRITE_OPS_PER_S, io(wo))
-                .field_key_r3_opt(K_AGE_S, age)
-                .write();
+            let mut l = w.fields_of(&t.job_key, ts);
+            l.r3_opt(K_CPU_EFFICIENCY_PCT, pct(iv.efficiency));
+            if let Some(c) = iv.cores {
+                l.r3(K_CORES, c.cores);
+                l.text(cores_from(c.from));
+            }
+            l.r3_opt(K_CPU_S, iv.cpu_usec.map(|u| u as f64 / 1e6));
+            l.r3(K_INTERVAL_S, iv.wall_usec as f64 / 1e6);
+            l.r3_opt(K_IO_SOME_PCT, pct(iv.io_pressure.some));
+            l.r3_opt(K_IO_FULL_PCT, pct(iv.io_pressure.full));
+            l.r3_opt(K_CPU_SOME_PCT, pct(iv.cpu_pressure.some));
+            l.r3_opt(K_MEMORY_SOME_PCT, pct(iv.memory_pressure.some));
+            l.r3_opt(K_MEMORY_FULL_PCT, pct(iv.memory_pressure.full));
+            l.u64_opt(K_MEMORY_CURRENT_BYTES, iv.memory_current);
+            l.u64_opt(K_MEMORY_PEAK_BYTES, iv.memory_peak);
+            if !iv.io.is_empty() {
+                l.r3(K_READ_BYTES_PER_S, rb);
+                l.r3(K_WRITE_BYTES_PER_S, wb);
+                l.r3(K_READ_OPS_PER_S, ro);
+                l.r3(K_WRITE_OPS_PER_S, wo);
+            }
+            l.r3_opt(K_AGE_S, age);
+            l.write();
             for dev in &iv.io {
                 let v = |x: Option<f64>| x.unwrap_or(0.0);
                 if v(dev.read_bytes_per_s)
@@ -145,12 +147,12 @@ impl JobsCollector {
                 let Some((_, key)) = t.io_keys.get(key) else {
                     continue;
                 };
-                w.line_of(key, ts)
-                    .field_key_r3_opt(K_READ_BYTES_PER_S, dev.read_bytes_per_s)
-                    .field_key_r3_opt(K_WRITE_BYTES_PER_S, dev.write_bytes_per_s)
-                    .field_key_r3_opt(K_READ_OPS_PER_S, dev.reads_per_s)
-                    .field_key_r3_opt(K_WRITE_OPS_PER_S, dev.writes_per_s)
-                    .write();
+                let mut l = w.fields_of(key, ts);
+                l.r3_opt(K_READ_BYTES_PER_S, dev.read_bytes_per_s);
+                l.r3_opt(K_WRITE_BYTES_PER_S, dev.write_bytes_per_s);
+                l.r3_opt(K_READ_OPS_PER_S, dev.reads_per_s);
+                l.r3_opt(K_WRITE_OPS_PER_S, dev.writes_per_s);
+                l.write();
             }
         }
         // Their rate vectors, for the next reading's intervals.
@@ -181,7 +183,6 @@ impl JobsCollector {
 // written without a check per field.
 const K_CPU_EFFICIENCY_PCT: FieldKey = FieldKey::new("cpu_efficiency_pct");
 const K_CORES: FieldKey = FieldKey::new("cores");
-const K_CORES_FROM: FieldKey = FieldKey::new("cores_from");
 const K_CPU_S: FieldKey = FieldKey::new("cpu_s");
 const K_INTERVAL_S: FieldKey = FieldKey::new("interval_s");
 const K_IO_SOME_PCT: FieldKey = FieldKey::new("io_some_pct");
@@ -244,10 +245,14 @@ pub(super) fn io_sums(iv: &JobInterval) -> (f64, f64, f64, f64) {
     s
 }
 
-fn cores_from(f: CoresFrom) -> &'static str {
+/// The `cores_from` field of each source of a job's cores, written as one constant.
+fn cores_from(f: CoresFrom) -> &'static FieldText {
+    const CPU_MAX: FieldText = FieldText::new("cores_from", "cpu_max");
+    const CPUSET: FieldText = FieldText::new("cores_from", "cpuset");
+    const CPU_WEIGHT: FieldText = FieldText::new("cores_from", "cpu_weight");
     match f {
-        CoresFrom::CpuMax => "cpu_max",
-        CoresFrom::Cpuset => "cpuset",
-        CoresFrom::HtcondorCpuWeight => "cpu_weight",
+        CoresFrom::CpuMax => &CPU_MAX,
+        CoresFrom::Cpuset => &CPUSET,
+        CoresFrom::HtcondorCpuWeight => &CPU_WEIGHT,
     }
 }
