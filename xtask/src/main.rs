@@ -19,6 +19,7 @@
 
 mod docs;
 mod help;
+mod hot_text;
 mod influx;
 mod promql;
 mod shape;
@@ -151,6 +152,7 @@ fn check(root: &Path) -> Vec<String> {
     errs.extend(docs::unmentioned(root, &c));
     errs.extend(prom_name_problems(&c));
     errs.extend(shape::problems(root));
+    errs.extend(hot_text::problems(root));
     errs
 }
 

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Makes agent/link/hot-text.ld: the functions the release agent runs, hottest first, for the
+# linker to lay out together (agent/build.rs; docs/performance.md, "The agent's code in memory").
+#
+#   bench/hot-text.sh [--warmup 75] [--steady 240] [--out agent/link/hot-text.ld]
+#
+# The release agent (STORWATCH_AGENT_BIN, or built here) runs under valgrind's callgrind with
+# every monitor on, on the 200-disk host of the shared harness (../shared/bench, ticked by
+# bench/run-agent-bench.sh running the read floor beside it), with the fake smartctl and storcli64
+# of --drives-steady (a drive round every 60 s, a controller round every 60 s). The profile is cut
+# in two: startup and the first rounds (--warmup s), then the steady state (--steady s). The list
+# holds the steady state's functions by instructions, most first, then those only startup ran;
+# each is the symbol's exact name (a `.llvm.` suffix, which ThinLTO makes up per build, matched
+# by `*`), so the list belongs to the toolchain and Cargo.lock it was made with: after either
+# changes, make it again (a name that no longer exists is skipped by the linker).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+warmup=75
+steady=240
+out=$repo/agent/link/hot-text.ld
+while [ $# -gt 0 ]; do
+  case $1 in
+    --warmup) warmup=$2; shift 2 ;;
+    --steady) steady=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) echo "unknown option: $1" >&2; exit 2 ;;
+  esac
+done
+command -v valgrind >/dev/null || { echo "needs valgrind (callgrind)" >&2; exit 1; }
+command -v callgrind_control >/dev/null || { echo "needs callgrind_control" >&2; exit 1; }
+command -v nm >/dev/null || { echo "needs nm (binutils)" >&2; exit 1; }
+
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+agent_bin=$(agent_binary)
+work=$(mktemp -d /tmp/storwatch-hot-text.XXXXXX)
+host=/dev/shm/$(basename "$work")-host
+vg=
+ticker=
+cleanup() {
+  [ -z "$vg" ] || kill "$vg" 2>/dev/null || true
+  [ -z "$ticker" ] || { pkill -P "$ticker" 2>/dev/null || true; kill "$ticker" 2>/dev/null || true; }
+  wait 2>/dev/null || true
+  rm -rf "$work" "$host" "/dev/shm/$(basename "$work")-bench-run"
+}
+trap cleanup EXIT
+
+# The host, ticked for the whole profile: the read floor alone in the harness's window.
+STORWATCH_BENCH_DIR=$work/bench STORWATCH_BENCH_RUNDIR=/dev/shm/$(basename "$work")-bench-run \
+  STORWATCH_AGENT_BIN=$agent_bin "$here/run-agent-bench.sh" --drives-steady --root "$host" \
+  --warmup 5 --duration $((warmup + steady + 60)) --rounds 1 --only floor-full \
+  >"$work/ticker.log" 2>&1 &
+ticker=$!
+for _ in $(seq 600); do
+  [ -x "$work/bench/bin/drive/smartctl" ] && [ -e "$host/proc/diskstats" ] && break
+  kill -0 "$ticker" 2>/dev/null || { cat "$work/ticker.log" >&2; exit 1; }
+  sleep 1
+done
+[ -e "$host/proc/diskstats" ] || { echo "the harness made no host" >&2; exit 1; }
+sleep 10 # the floor's window has begun: the host ticks
+printf '[drive]\nsmartctl = "%s"\ninterval = "60s"\n[hwraid]\nstorcli = "%s"\n' \
+  "$work/bench/bin/drive/smartctl" "$work/bench/bin/drive/storcli64" >"$work/agent.toml"
+
+valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file="$work/cg.out" \
+  "$agent_bin" run --config "$work/agent.toml" --proc-root "$host/proc" --sys-root "$host/sys" \
+  --sample-interval 1s --report-interval 10s --output "file:$work/agent.lp" \
+  >"$work/agent.log" 2>&1 &
+vg=$!
+sleep "$warmup"
+callgrind_control -d "$vg" >/dev/null # part 1: startup and the first rounds
+sleep "$steady"
+callgrind_control -d "$vg" >/dev/null # part 2: the steady state
+for _ in $(seq 30); do [ -s "$work/cg.out.2" ] && break; sleep 1; done
+kill "$vg"
+wait "$vg" 2>/dev/null || true
+vg=
+[ -s "$work/cg.out.1" ] && [ -s "$work/cg.out.2" ] || { echo "no profile" >&2; cat "$work/agent.log" >&2; exit 1; }
+
+nm --defined-only -S "$agent_bin" >"$work/syms.txt"
+mkdir -p "$(dirname "$out")"
+python3 - "$work/cg.out.1" "$work/cg.out.2" "$work/syms.txt" "$out" "$agent_bin" <<'PY'
+import bisect, re, sys
+
+startup_file, steady_file, syms_file, out, binary = sys.argv[1:]
+binary = binary.rsplit("/", 1)[-1]
+# A function's names: identical functions merged by the compiler share one body (and one
+# section, named after one of them) under several names, so each body is listed by them all.
+aliases = {}
+for line in open(syms_file):
+    p = line.split()
+    if len(p) == 4 and p[2] in "tTwW":
+        start, size = int(p[0], 16), int(p[1], 16)
+        old = aliases.setdefault(start, (size, []))
+        aliases[start] = (max(size, old[0]), old[1] + [p[3]])
+syms = sorted((a, size, names[0]) for a, (size, names) in aliases.items())
+starts = [s[0] for s in syms]
+
+def costs(path):
+    """Instructions a function of the agent's own object ran, by symbol."""
+    names, obj, cost, last, call = {}, False, {}, 0, False
+    for line in open(path):
+        line = line.rstrip("\n")
+        m = re.match(r"^(c?ob)=\((\d+)\)(?: (.*))?$", line)
+        if m:
+            kind, i, name = m.groups()
+            if name:
+                names[i] = name
+            if kind == "ob":
+                obj = names.get(i, "").rsplit("/", 1)[-1] == binary
+            continue
+        if line.startswith("calls="):
+            call = True
+            continue
+        if not line or line[0] not in "+-*0":
+            continue
+        f = line.split()
+        tok = f[0]
+        if tok.startswith("0x"):
+            a = int(tok, 16)
+        elif tok[0] in "+-":
+            a = last + (1 if tok[0] == "+" else -1) * int(tok[1:], 0)
+        elif tok == "*":
+            a = last
+        else:
+            continue
+        last = a
+        if call:  # the call's own line: its cost is the callee's, inclusive
+            call = False
+            continue
+        if not obj:
+            continue
+        i = bisect.bisect_right(starts, a) - 1
+        if i >= 0 and syms[i][0] <= a < syms[i][0] + syms[i][1]:
+            ir = int(f[1]) if len(f) > 1 else 0
+            cost[syms[i][2]] = cost.get(syms[i][2], 0) + ir
+    return cost
+
+startup, steady = costs(startup_file), costs(steady_file)
+if not steady:
+    sys.exit("no function of %s in the steady state's profile" % binary)
+order = sorted(steady, key=lambda s: -steady[s])
+order += sorted((s for s in startup if s not in steady), key=lambda s: -startup[s])
+size = {s[2]: s[1] for s in syms}
+start_of = {s[2]: s[0] for s in syms}
+with open(out, "w") as f:
+    f.write("/* Made by bench/hot-text.sh: the functions the release agent runs, the steady state's\n")
+    f.write("   by instructions, then startup's (%d and %d functions, %d and %d bytes).\n"
+            % (len(steady), len(order) - len(steady), sum(size[s] for s in steady),
+               sum(size[s] for s in order[len(steady):])))
+    f.write("   Laid out ahead of .text by agent/build.rs; the rest is the linker's own layout. */\n")
+    f.write("SECTIONS\n{\n  .text.storwatch_hot :\n  {\n")
+    for s in order:
+        for name in sorted(aliases[start_of[s]][1]):
+            # the compiler's section of a cold function is `.text.unlikely.<name>`
+            name = re.sub(r"\.llvm\.\d+$", "*", name)
+            f.write("    *(.text.%s .text.unlikely.%s)\n" % (name, name))
+    f.write("  }\n}\nINSERT BEFORE .text;\n")
+print("%s: %d steady-state functions, %d startup-only" % (out, len(steady), len(order) - len(steady)))
+PY
