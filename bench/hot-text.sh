@@ -7,7 +7,10 @@
 # The release agent (STORWATCH_AGENT_BIN, or built here) runs under valgrind's callgrind with
 # every monitor on, on the 200-disk host of the shared harness (../shared/bench, ticked by
 # bench/run-agent-bench.sh running the read floor beside it), with the fake smartctl and storcli64
-# of --drives-steady (a drive round every 60 s, a controller round every 60 s). The profile is cut
+# of --drives-steady (a drive round every 60 s, a controller round every 60 s), and with both of
+# a site's outputs: its reports sent with the HTTP output and spool to a storwatch-collector
+# (STORWATCH_COLLECTOR_BIN, or built here; its own output unreachable: it only queues), and
+# `/metrics` served and scraped every 10 s. The profile is cut
 # in two: startup and the first rounds (--warmup s), then the steady state (--steady s). The list
 # holds the steady state's functions by instructions, most first, then those only startup ran;
 # each is the symbol's exact name (a `.llvm.` suffix, which ThinLTO makes up per build, matched
@@ -30,16 +33,27 @@ done
 command -v valgrind >/dev/null || { echo "needs valgrind (callgrind)" >&2; exit 1; }
 command -v callgrind_control >/dev/null || { echo "needs callgrind_control" >&2; exit 1; }
 command -v nm >/dev/null || { echo "needs nm (binutils)" >&2; exit 1; }
+command -v curl >/dev/null || { echo "needs curl" >&2; exit 1; }
 
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
 agent_bin=$(agent_binary)
+collector_bin=${STORWATCH_COLLECTOR_BIN:-}
+if [ -z "$collector_bin" ]; then
+  cargo build --release -p storwatch-collector --manifest-path "$repo/Cargo.toml" >&2
+  collector_bin=$(dirname "$agent_bin")/storwatch-collector
+fi
+[ -x "$collector_bin" ] || { echo "no collector at $collector_bin (STORWATCH_COLLECTOR_BIN)" >&2; exit 1; }
 work=$(mktemp -d /tmp/storwatch-hot-text.XXXXXX)
 host=/dev/shm/$(basename "$work")-host
 vg=
 ticker=
+collector=
+scraper=
 cleanup() {
   [ -z "$vg" ] || kill "$vg" 2>/dev/null || true
+  [ -z "$scraper" ] || kill "$scraper" 2>/dev/null || true
+  [ -z "$collector" ] || kill "$collector" 2>/dev/null || true
   [ -z "$ticker" ] || { pkill -P "$ticker" 2>/dev/null || true; kill "$ticker" 2>/dev/null || true; }
   wait 2>/dev/null || true
   rm -rf "$work" "$host" "/dev/shm/$(basename "$work")-bench-run"
@@ -59,14 +73,35 @@ for _ in $(seq 600); do
 done
 [ -e "$host/proc/diskstats" ] || { echo "the harness made no host" >&2; exit 1; }
 sleep 10 # the floor's window has begun: the host ticks
-printf '[drive]\nsmartctl = "%s"\ninterval = "60s"\n[hwraid]\nstorcli = "%s"\n' \
-  "$work/bench/bin/drive/smartctl" "$work/bench/bin/drive/storcli64" >"$work/agent.toml"
+# Two free ports on 127.0.0.1: the collector's and the agent's /metrics.
+read -r cport pport < <(python3 -c 'import socket
+s=[socket.socket() for _ in range(2)]
+[x.bind(("127.0.0.1", 0)) for x in s]
+print(*[x.getsockname()[1] for x in s])')
+(umask 077; printf 'hot-text-token-0123456789\n' >"$work/agent.token"
+  printf 'hot:hot-text-token-0123456789\n' >"$work/collector.tokens")
+mkdir -p "$work/queue" "$work/spool"
+"$collector_bin" --listen "127.0.0.1:$cport" --queue-dir "$work/queue" \
+  --token-file "$work/collector.tokens" --output http://127.0.0.1:9 --db storwatch \
+  >"$work/collector.log" 2>&1 &
+collector=$!
+for _ in $(seq 100); do
+  curl -sf "http://127.0.0.1:$cport/ping" >/dev/null 2>&1 && break
+  kill -0 "$collector" 2>/dev/null || { cat "$work/collector.log" >&2; exit 1; }
+  sleep 0.1
+done
+printf '[drive]\nsmartctl = "%s"\ninterval = "60s"\n[hwraid]\nstorcli = "%s"\n[prometheus]\nlisten = "127.0.0.1:%s"\n' \
+  "$work/bench/bin/drive/smartctl" "$work/bench/bin/drive/storcli64" "$pport" >"$work/agent.toml"
 
 valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file="$work/cg.out" \
   "$agent_bin" run --config "$work/agent.toml" --proc-root "$host/proc" --sys-root "$host/sys" \
-  --sample-interval 1s --report-interval 10s --output "file:$work/agent.lp" \
-  >"$work/agent.log" 2>&1 &
+  --sample-interval 1s --report-interval 10s \
+  --output "http://127.0.0.1:$cport/write?db=storwatch" --token-file "$work/agent.token" \
+  --spool-dir "$work/spool" >"$work/agent.log" 2>&1 &
 vg=$!
+# a Prometheus scraping it every 10 s
+(while sleep 10; do curl -s -o /dev/null "http://127.0.0.1:$pport/metrics" || true; done) &
+scraper=$!
 sleep "$warmup"
 callgrind_control -d "$vg" >/dev/null # part 1: startup and the first rounds
 sleep "$steady"
@@ -76,6 +111,10 @@ kill "$vg"
 wait "$vg" 2>/dev/null || true
 vg=
 [ -s "$work/cg.out.1" ] && [ -s "$work/cg.out.2" ] || { echo "no profile" >&2; cat "$work/agent.log" >&2; exit 1; }
+# the reports reached the collector (else the HTTP output's steady state was not profiled)
+queued=$(curl -s "http://127.0.0.1:$cport/metrics" | awk '/^storwatch_collector_lines_accepted_total /{print $2}')
+[ "${queued:-0}" != 0 ] || { echo "the collector took no line from the agent" >&2; cat "$work/agent.log" >&2; exit 1; }
+echo "the collector took $queued lines" >&2
 
 nm --defined-only -S "$agent_bin" >"$work/syms.txt"
 mkdir -p "$(dirname "$out")"
