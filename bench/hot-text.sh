@@ -59,6 +59,7 @@ cleanup() {
   rm -rf "$work" "$host" "/dev/shm/$(basename "$work")-bench-run"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM # the EXIT trap runs on these too
 
 # The host, ticked for the whole profile: the read floor alone in the harness's window.
 STORWATCH_BENCH_DIR=$work/bench STORWATCH_BENCH_RUNDIR=/dev/shm/$(basename "$work")-bench-run \
