@@ -42,12 +42,13 @@ fn load_short(b: &[u8], at: usize) -> u64 {
 /// byte that is not: 0 to 8.
 #[inline(always)]
 pub(crate) fn leading_digits(x: u64) -> u32 {
-    // A byte is a digit when its high nibble is 3 and stays 3 with 6 added (0x30–0x39). The
-    // addition cannot carry out of a byte before the first non-digit (a digit plus 6 is at
-    // most 0x3f), and what comes after that byte does not matter.
-    let hi = 0xF0 * ONES;
-    let not_digit =
-        ((x & hi) ^ (0x30 * ONES)) | ((x.wrapping_add(0x06 * ONES) & hi) ^ (0x30 * ONES));
+    // With `0` moved to zero (the xor), a byte is a digit when it is at most 9: then adding
+    // 0x76 leaves its high bit clear, and any other byte has it set, either by the addition
+    // (10–0x7f) or already (0x80–0xff, or-ed in). Only such a byte can carry into the next,
+    // and what comes after the first non-digit does not matter. Four operations where the
+    // test of both nibbles took seven: this runs for every counter of every parsed row.
+    let t = x ^ (0x30 * ONES);
+    let not_digit = (t.wrapping_add(0x76 * ONES) | t) & (0x80 * ONES);
     not_digit.trailing_zeros() / 8
 }
 
@@ -89,7 +90,9 @@ pub(crate) fn number(b: &[u8], at: usize) -> Option<(u64, usize)> {
         return None;
     }
     if k < 8 {
-        return Some((value(x, k), at + k as usize));
+        // A lone digit (a third of `/proc/diskstats`' counters are a `0`) is its low nibble.
+        let v = if k == 1 { x & 0x0F } else { value(x, k) };
+        return Some((v, at + k as usize));
     }
     // Eight digits and maybe more: the next word holds up to eight more.
     let y = load(b, at + 8);
@@ -206,6 +209,37 @@ mod tests {
         assert_eq!(number(b"0000000000000000000 ", 0), Some((0, 19)));
         assert_eq!(number(b"", 0), None);
         assert_eq!(skip_spaces(b"", 3), 3);
+    }
+
+    /// Every byte value, after every count of digits, before any bytes (0xff ones carry when
+    /// added to): the digits before the first other byte are counted, whatever follows it.
+    #[test]
+    fn leading_digits_stop_at_every_byte_that_is_not_one() {
+        for digits in 0..8usize {
+            for stop in 0..=255u8 {
+                for after in [0x00u8, 0x30, 0x39, 0x8a, 0xff] {
+                    let mut w = [after; 8];
+                    for (i, d) in w.iter_mut().take(digits).enumerate() {
+                        *d = b'0' + (i as u8 * 7) % 10;
+                    }
+                    w[digits] = stop;
+                    let x = u64::from_le_bytes(w);
+                    let want = if stop.is_ascii_digit() {
+                        // The run goes on past the stop byte: as far as the bytes after it do.
+                        digits
+                            + 1
+                            + w[digits + 1..]
+                                .iter()
+                                .take_while(|c| c.is_ascii_digit())
+                                .count()
+                    } else {
+                        digits
+                    };
+                    assert_eq!(leading_digits(x) as usize, want, "{w:x?}");
+                }
+            }
+        }
+        assert_eq!(leading_digits(u64::from_le_bytes(*b"12345678")), 8);
     }
 
     proptest! {
