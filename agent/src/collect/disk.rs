@@ -57,6 +57,10 @@ struct DiskState {
     /// Where its line is in the collector's `last` text (the previous sample's file), to know
     /// an unchanged line without parsing it.
     line: (usize, usize),
+    /// How many bytes of that line are its head, `major minor name` (0: not known): a line
+    /// that starts with the same bytes is the same device with the same numbers, and only its
+    /// statistics are parsed.
+    head: usize,
     major: u32,
     minor: u32,
     seen: u64,
@@ -117,6 +121,9 @@ pub struct DiskCollector {
     /// Lines taken as unchanged, not parsed, since creation.
     #[cfg(test)]
     reused: usize,
+    /// Lines whose statistics alone were parsed (their head known), since creation.
+    #[cfg(test)]
+    heads: usize,
 }
 
 impl DiskCollector {
@@ -137,14 +144,18 @@ impl DiskCollector {
             missing: false,
             #[cfg(test)]
             reused: 0,
+            #[cfg(test)]
+            heads: 0,
         }
     }
 
     /// Row number `n` of `/proc/diskstats`, whose line is at `line` in this sample's text, when
-    /// its bytes are those of the line the device expected next had at the last sample (an idle
-    /// device): the same counters, accounted as a parse of them would be. False when they are
-    /// not, and the caller parses the line.
-    fn unchanged(
+    /// it is the line of the device expected next: its bytes those of its line at the last
+    /// sample (an idle device: the same counters, accounted as a parse of them would be), or
+    /// its head the same bytes (a busy device: only the statistics parsed, and accounted as
+    /// [`Self::row`] accounts a known device). False when it is neither, and the caller parses
+    /// the whole line.
+    fn known(
         &mut self,
         n: usize,
         text: &str,
@@ -156,32 +167,61 @@ impl DiskCollector {
             return false;
         };
         let (start, end) = d.line;
+        let (new, old) = (
+            text.as_bytes().get(line.0..line.1),
+            self.last.get(start..end),
+        );
         // The bytes hold the name and device numbers too: the same bytes are the same device
         // with the same counters and in-flight count.
-        if text.as_bytes().get(line.0..line.1) != self.last.get(start..end) {
+        if new == old {
+            d.row = n;
+            d.line = line;
+            d.seen = self.generation;
+            let cur = d.prev;
+            account(d, cur, itv);
+            *next += 1;
+            #[cfg(test)]
+            {
+                self.reused += 1;
+            }
+            return true;
+        }
+        // The same head: the same name and device numbers (those `d` holds), so what `row`
+        // does for a device found in place with its numbers unchanged.
+        let h = d.head;
+        let same_head = match (new.and_then(|b| b.get(..h)), old.and_then(|b| b.get(..h))) {
+            (Some(a), Some(b)) => h > 0 && a == b,
+            _ => false,
+        };
+        if !same_head {
             return false;
         }
+        let Some(stat) = diskstats::parse_stats_after(text, line.0 + h, line.1) else {
+            return false;
+        };
         d.row = n;
         d.line = line;
         d.seen = self.generation;
-        let cur = d.prev;
-        account(d, cur, itv);
+        d.in_flight = stat.in_flight;
+        account(d, DiskCounters::from(&stat), itv);
         *next += 1;
         #[cfg(test)]
         {
-            self.reused += 1;
+            self.heads += 1;
         }
         true
     }
 
-    /// Row number `n` of `/proc/diskstats`, whose line is at `line` in this sample's text;
-    /// `next` is where the row after the last one matched is expected in `disks`.
+    /// Row number `n` of `/proc/diskstats`, whose line is at `line` in this sample's text and
+    /// whose head (`major minor name`) is its first `head` bytes; `next` is where the row
+    /// after the last one matched is expected in `disks`.
     #[allow(clippy::too_many_arguments)]
     fn row(
         &mut self,
         n: usize,
         row: &diskstats::DiskStat<'_>,
         line: (usize, usize),
+        head: usize,
         next: &mut usize,
         itv: Option<u64>,
         root: &Root,
@@ -198,6 +238,7 @@ impl DiskCollector {
             *next = i + 1;
             d.row = n;
             d.line = line;
+            d.head = head;
             d.seen = gen;
             d.in_flight = row.in_flight;
             if (d.major, d.minor) != (row.major, row.minor) {
@@ -234,6 +275,7 @@ impl DiskCollector {
             name: row.name.to_owned(),
             row: n,
             line,
+            head,
             major: row.major,
             minor: row.minor,
             seen: gen,
@@ -248,6 +290,17 @@ impl DiskCollector {
             tunables_checked_s: None,
             tunables_reported_s: None,
         });
+    }
+}
+
+/// How many bytes of the line at `start` in `text` come before the end of `name`, the device
+/// name parsed from it (a part of `text`); 0 when it is not there.
+fn head_of(text: &str, start: usize, name: &str) -> usize {
+    let end = (name.as_ptr() as usize).wrapping_add(name.len());
+    let line = (text.as_ptr() as usize).wrapping_add(start);
+    match end.checked_sub(line) {
+        Some(h) if start + h <= text.len() && !name.is_empty() => h,
+        _ => 0,
     }
 }
 
@@ -306,13 +359,15 @@ impl Collector for DiskCollector {
                 let mut n = 0;
                 for (i, (start, line)) in diskstats::lines(text).enumerate() {
                     let at = (start, start + line.len());
-                    if self.unchanged(n, text, at, &mut next, cx.itv_cs) {
+                    if self.known(n, text, at, &mut next, cx.itv_cs) {
                         n += 1;
                         continue;
                     }
                     match diskstats::parse_line_in(i + 1, text, start, line) {
                         Ok(Some(row)) => {
-                            self.row(n, &row, at, &mut next, cx.itv_cs, cx.root, cx.errors);
+                            let head = head_of(text, start, row.name);
+                            let (itv, root) = (cx.itv_cs, cx.root);
+                            self.row(n, &row, at, head, &mut next, itv, root, cx.errors);
                             n += 1;
                         }
                         Ok(None) => {}
@@ -637,38 +692,51 @@ mod tests {
         let sda_15 = "   8       0 sda 100 1 800 50 200 2 1600 70 3 90 120 0 0 0 0"; // another length
         let sda_moved = "   8      64 sda 100 1 800 50 200 2 1600 70 3 90 120 0 0 0 0 7 9";
         let sdc_bad = "   8      32 sdc 9 9 9 9 9 9 9 9 0 9 9 9 9 9 9 9 x";
-        let steps: &[(&[&str], usize)] = &[
-            (&[sda, sdb, sdc, dm], 0),
-            (&[sda, sdb_w, sdc, dm], 3),
-            (&[sda, sdb_w, sdc, dm_q], 3),
-            (&[sda, sdc, dm_q], 2), // sdb removed: sdc is parsed, it was not where sdb was
-            (&[sda, sdc, dm_q], 3),
-            (&[sda, sdb, sdc, dm_q], 2), // sdb back: a new device, no rate yet
-            (&[sda_15, sdb, sdc, dm_q], 3),
-            (&[sda_15, sdb, sdc, dm_q], 4),
-            (&[sda, sdb, sdc, dm_q], 3),
-            (&[sda_moved, sdb, sdc, dm_q], 3),
-            (&[sda_moved, sdb, sdc_bad, dm_q], 2),
-            (&[sda_moved, sdb, sdc, dm_q], 2),
-            (&[sda_moved, "", sdb, sdc, dm_q], 4), // a blank line between rows
-            (&[dm_q, sdc, sdb, sda_moved], 0),     // every row moved: none where expected
-            (&[dm_q, sdc, sdb, sda_moved], 4),
+        let sda_moved_r = "   8      64 sda 101 1 800 50 200 2 1600 70 3 90 120 0 0 0 0 7 9";
+        let sdab = "   8      64 sdab 101 1 800 50 200 2 1600 70 3 90 120 0 0 0 0 7 9"; // a longer name
+        let sdb_2sp = "   8      16 sdb  5 0 40 1 8 0 48 2 0 3 3 0 0 0 0 0 0"; // two spaces
+                                                                               // The rows, then how many lines are left unparsed and how many have only their
+                                                                               // statistics parsed (the same head as the device expected there).
+        let steps: &[(&[&str], usize, usize)] = &[
+            (&[sda, sdb, sdc, dm], 0, 0),
+            (&[sda, sdb_w, sdc, dm], 3, 1),
+            (&[sda, sdb_w, sdc, dm_q], 3, 1),
+            (&[sda, sdc, dm_q], 2, 0), // sdb removed: sdc is parsed, it was not where sdb was
+            (&[sda, sdc, dm_q], 3, 0),
+            (&[sda, sdb, sdc, dm_q], 2, 0), // sdb back: a new device, no rate yet
+            (&[sda_15, sdb, sdc, dm_q], 3, 1),
+            (&[sda_15, sdb, sdc, dm_q], 4, 0),
+            (&[sda, sdb, sdc, dm_q], 3, 1),
+            (&[sda_moved, sdb, sdc, dm_q], 3, 0),
+            (&[sda_moved, sdb, sdc_bad, dm_q], 2, 0),
+            (&[sda_moved, sdb, sdc, dm_q], 2, 0),
+            (&[sda_moved, "", sdb, sdc, dm_q], 4, 0), // a blank line between rows
+            (&[dm_q, sdc, sdb, sda_moved], 0, 0),     // every row moved: none where expected
+            (&[dm_q, sdc, sdb, sda_moved], 4, 0),
+            (&[dm_q, sdc, sdb, sda_moved_r], 3, 1),
+            (&[dm_q, sdc, sdb, sdab], 3, 0), // the head of sda, then more name
+            (&[dm_q, sdc, sdb_2sp, sdab], 3, 0),
         ];
         let (dir, root) = scratch_root("reuse");
         let mut reusing = DiskCollector::new(&Config::default());
         let mut parsing = DiskCollector::new(&Config::default());
-        for (i, (rows, reused)) in steps.iter().enumerate() {
+        for (i, (rows, reused, heads)) in steps.iter().enumerate() {
             let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
             let t = i as f64;
-            let before = reusing.reused;
+            let before = (reusing.reused, reusing.heads);
             sample_text(&mut reusing, &root, &text, t);
             parsing.last.clear(); // nothing to compare with: every line is parsed
             sample_text(&mut parsing, &root, &text, t);
-            assert_eq!(parsing.reused, 0);
+            assert_eq!((parsing.reused, parsing.heads), (0, 0));
             assert_eq!(
-                reusing.reused - before,
+                reusing.reused - before.0,
                 *reused,
                 "lines left unparsed at step {i}"
+            );
+            assert_eq!(
+                reusing.heads - before.1,
+                *heads,
+                "lines whose statistics alone were parsed at step {i}"
             );
             let with_rates = reusing.disks.iter().filter(|d| d.interval.itv_cs > 0);
             let mut names: Vec<String> = with_rates.map(|d| d.name.clone()).collect();
