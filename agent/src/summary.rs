@@ -20,6 +20,7 @@ pub struct Series {
 
 impl Series {
     /// Records one sample `v` that covered `itv_cs` hundredths of a second.
+    #[inline]
     pub fn push(&mut self, v: f64, itv_cs: u64) {
         self.values.push(v);
         self.weights_cs.push(itv_cs);
@@ -93,7 +94,9 @@ pub struct DiskInterval {
 }
 
 impl DiskInterval {
-    /// Adds one second's delta and its %util and aqu-sz.
+    /// Adds one second's delta and its %util and aqu-sz (every block device every second:
+    /// inlined into the disk collector's loop).
+    #[inline]
     pub fn add(&mut self, d: &DiskCounters, itv_cs: u64, util_pct: f64, aqu_sz: f64) {
         self.delta.add(d);
         self.itv_cs += itv_cs;
