@@ -232,13 +232,15 @@ for round in $(seq 1 "$rounds"); do
     for tree in nojobs jobs; do
       callgrind_control -d "${pid[$tree]}" >/dev/null
       dump=$callgrind/callgrind.$tree.${pid[$tree]}.1
+      # (awk reads to the end: an early exit would stop callgrind_annotate by SIGPIPE, which
+      # pipefail makes the script's end)
       instr[$tree]=$(callgrind_annotate "$dump" 2>/dev/null \
-        | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }')
+        | awk '/PROGRAM TOTALS/ && !done { gsub(",", "", $1); print $1; done = 1 }')
       # The readings in the window: the jobs collector's `read` calls (a window of 40 s holds
       # 4 or 5 of them, as it falls on the report clock); the window ÷ the report interval
       # when the symbol is not in the dump.
       readings[$tree]=$(callgrind_annotate --tree=caller --inclusive=yes --threshold=100 "$dump" \
-        2>/dev/null | awk '/\* .*JobsCollector>::read \[/ { print prev; exit } { prev = $0 }' \
+        2>/dev/null | awk '/\* .*JobsCollector>::read \[/ && !done { print prev; done = 1 } { prev = $0 }' \
         | sed -n 's/.*(\([0-9,]*\)x).*/\1/p' | tr -d ,)
     done
     python3 -c "
