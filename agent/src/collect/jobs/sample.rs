@@ -156,7 +156,7 @@ impl JobsCollector {
         // directory it listed had a subdirectory made, removed or renamed (`watch.rs`), and
         // the jobs it did not descend into are the same.
         let walk = due && {
-            let changed = self.tree.as_mut().map_or(true, watch::TreeWatch::changed);
+            let changed = self.tree.as_mut().is_none_or(watch::TreeWatch::changed);
             changed || self.jobs_changed
         };
         if walk {
