@@ -79,6 +79,10 @@ impl JobsCollector {
                     let e = std::io::Error::from(e);
                     if !gone(&e) {
                         errors.count(CGROUP, &SourceError::io(&dir, e));
+                        // Not listed: the next reading walks (and counts it) again.
+                        if let Some(t) = tree.as_mut() {
+                            t.missed();
+                        }
                     }
                     continue;
                 }

@@ -168,8 +168,8 @@ const TREE: WatchFlags = WatchFlags::CREATE
 /// the next reading, and a change before it is in the listing. Watches of directories the last
 /// walk did not list (below a job found since, or gone) are removed. A reading lists the tree
 /// again when a watched directory had an event, when the kernel's queue overflowed, when a
-/// directory of the last walk could not be watched, or when the set of jobs changed since (the
-/// walk descends into jobs it does not know yet).
+/// directory of the last walk could not be watched or listed, or when the set of jobs changed
+/// since (the walk descends into jobs it does not know yet).
 #[derive(Debug)]
 pub(super) struct TreeWatch {
     fd: OwnedFd,
@@ -229,6 +229,12 @@ impl TreeWatch {
             Ok(wd) => self.next.push(wd),
             Err(_) => self.incomplete = true,
         }
+    }
+
+    /// A directory of the walk could not be listed (an error other than its being gone): the
+    /// next reading walks again, as every reading did, and counts the error again.
+    pub(super) fn missed(&mut self) {
+        self.incomplete = true;
     }
 
     /// The walk ended: the watches of directories it did not list are removed.
