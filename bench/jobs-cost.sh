@@ -31,9 +31,10 @@
 # --callgrind DIR: the two agents run under `valgrind --tool=callgrind` instead (their CPU
 # figures then mean nothing); the counts are zeroed after the warmup and dumped after the
 # window (callgrind_control -z / -d), the dumps kept in DIR (callgrind.<tree>.<pid>.1), and
-# each round prints the user instructions of the window, per reading (window ÷ report
-# interval), of the agent with jobs, without, and their difference. Instruction counts do not
-# depend on the machine's load: two builds' runs may share the machine.
+# each round prints the user instructions of the window, per reading (the jobs collector's
+# readings in the window, counted in the dump), of the agent with jobs, without, and their
+# difference. Instruction counts do not depend on the machine's load: two builds' runs may
+# share the machine.
 #
 # STORWATCH_AGENT_BIN names the agent binary (default: the release build, built first).
 set -euo pipefail
@@ -227,16 +228,27 @@ for round in $(seq 1 "$rounds"); do
   if [ -n "$callgrind" ]; then
     for tree in nojobs jobs; do callgrind_control -z "${pid[$tree]}" >/dev/null; done
     sleep "$duration"
-    declare -A instr
+    declare -A instr readings
     for tree in nojobs jobs; do
       callgrind_control -d "${pid[$tree]}" >/dev/null
-      instr[$tree]=$(callgrind_annotate "$callgrind/callgrind.$tree.${pid[$tree]}.1" 2>/dev/null \
-        | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }')
+      dump=$callgrind/callgrind.$tree.${pid[$tree]}.1
+      # (awk reads to the end: an early exit would stop callgrind_annotate by SIGPIPE, which
+      # pipefail makes the script's end)
+      instr[$tree]=$(callgrind_annotate "$dump" 2>/dev/null \
+        | awk '/PROGRAM TOTALS/ && !done { gsub(",", "", $1); print $1; done = 1 }')
+      # The readings in the window: the jobs collector's `read` calls (a window of 40 s holds
+      # 4 or 5 of them, as it falls on the report clock); the window ÷ the report interval
+      # when the symbol is not in the dump.
+      readings[$tree]=$(callgrind_annotate --tree=caller --inclusive=yes --threshold=100 "$dump" \
+        2>/dev/null | awk '/\* .*JobsCollector>::read \[/ && !done { print prev; done = 1 } { prev = $0 }' \
+        | sed -n 's/.*(\([0-9,]*\)x).*/\1/p' | tr -d ,)
     done
     python3 -c "
-n = $duration / $report
+w = $duration / $report
 j, o = ${instr[jobs]:-0}, ${instr[nojobs]:-0}
-print(f'round $round: user instructions a reading: jobs {j / n:,.0f}, nojobs {o / n:,.0f}, the jobs {(j - o) / n:,.0f}')"
+nj, no = ${readings[jobs]:-0} or w, ${readings[nojobs]:-0} or w
+print(f'round $round: readings in the window: jobs {nj:g}, nojobs {no:g}')
+print(f'round $round: user instructions a reading: jobs {j / nj:,.0f}, nojobs {o / no:,.0f}, the jobs {j / nj - o / no:,.0f}')"
     for p in $pids; do kill "$p" 2>/dev/null || true; done
     # shellcheck disable=SC2086 # the agents and the ticker
     wait $pids 2>/dev/null || true

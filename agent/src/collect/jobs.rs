@@ -4,11 +4,12 @@
 //!
 //! The tree is read **once per report interval**, not every second: at the sample that completes
 //! the interval (and at the first sample, as the baseline), or at the report itself when it comes
-//! early (a stop or a reload). Each reading walks the cgroup tree (not below the jobs already
-//! known), finds the jobs with [`crate::sources::cgroup::jobs::discover`], reads each job's
-//! files (kept open, within a budget of descriptors: [`read`]), and computes the interval from
-//! the previous reading with [`crate::health::jobs`]. `top`, which never reports, gets a fresh
-//! reading every report interval the same way.
+//! early (a stop or a reload). A reading walks the cgroup tree (not below the jobs already
+//! known) when a directory of the last walk changed (`watch.rs`), finds the jobs with
+//! [`crate::sources::cgroup::jobs::discover`], reads each job's files (kept open, within a
+//! budget of descriptors: [`read`]), and computes the interval from the previous reading with
+//! [`crate::health::jobs`]. `top`, which never reports, gets a fresh reading every report
+//! interval the same way.
 //!
 //! Allocated cores come from `cpu.max`, `cpuset.cpus.effective` and (HTCondor) `cpu.weight`,
 //! read at a job's first two readings only: the batch system writes them just after it creates
@@ -304,6 +305,12 @@ pub struct JobsCollector {
     worker: bool,
     /// Readings since the tree was last walked ([`WALK_EVERY_OFF_WORKER`]).
     since_walk: u8,
+    /// The directories the walk lists, watched: a reading walks only when one changed
+    /// (`watch.rs`); `None` where the kernel gives no inotify descriptor (then at every reading).
+    tree: Option<watch::TreeWatch>,
+    /// Jobs were added or removed since the last walk, which descends into the jobs it does not
+    /// know: the next reading walks whatever the watch says.
+    jobs_changed: bool,
     /// Walks of the tree since start, for the tests.
     walks: u64,
     start: std::time::Instant,
@@ -340,6 +347,8 @@ impl JobsCollector {
             warned_psi: false,
             worker: false,
             since_walk: 0,
+            tree: None,
+            jobs_changed: true,
             walks: 0,
             scratch: Vec::new(),
             stale_check: true,

@@ -1,6 +1,7 @@
 //! One reading of the jobs: check the mount is cgroup v2, list the job cgroups (walking the
-//! tree at each reading on a worker node, every few readings elsewhere), read each job's files
-//! and compute the interval since its previous reading.
+//! tree again on a worker node when a directory of the last walk changed, every few readings at
+//! most elsewhere: `watch.rs`'s `TreeWatch`), read each job's files and compute the interval
+//! since its previous reading.
 
 use std::path::Path;
 
@@ -31,6 +32,7 @@ impl JobsCollector {
         self.watch = (self.stale_check && self.use_watch)
             .then(watch::DirWatch::new)
             .flatten();
+        self.tree = v2.then(watch::TreeWatch::new).flatten();
         // Off cgroupfs a job with kept files holds its directory too (the rename check).
         self.kept_budget = kept_budget(KEPT.len() + usize::from(self.stale_check));
         self.mount = Some(mount);
@@ -49,6 +51,10 @@ impl JobsCollector {
         // path and the relative name of the one listed are built in buffers of the walk's, not
         // allocated a directory.
         let mut stack: Vec<(Option<usize>, usize)> = vec![(None, 0)];
+        let mut tree = self.tree.take();
+        if let Some(t) = tree.as_mut() {
+            t.begin();
+        }
         let mut rel = String::new();
         let mut dir = PathBuf::new();
         // An entry takes at most 280 bytes (a 255-byte name): ~30 of them at the least a call.
@@ -59,6 +65,10 @@ impl JobsCollector {
                 rel.push_str(p);
             }
             fs_path_into(mount, &rel, &mut dir);
+            // Watched before it is listed: a change after the listing is the next reading's.
+            if let Some(t) = tree.as_mut() {
+                t.add(&dir);
+            }
             let fd = match rustix::fs::open(
                 &dir,
                 OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -69,6 +79,10 @@ impl JobsCollector {
                     let e = std::io::Error::from(e);
                     if !gone(&e) {
                         errors.count(CGROUP, &SourceError::io(&dir, e));
+                        // Not listed: the next reading walks (and counts it) again.
+                        if let Some(t) = tree.as_mut() {
+                            t.missed();
+                        }
                     }
                     continue;
                 }
@@ -121,6 +135,11 @@ impl JobsCollector {
                 }
             }
         }
+        if let Some(t) = tree.as_mut() {
+            t.end();
+        }
+        self.tree = tree;
+        self.jobs_changed = false;
     }
 
     /// Takes one reading of every job and computes the interval since the previous one.
@@ -133,10 +152,17 @@ impl JobsCollector {
         };
         let at = self.clock(uptime_cs);
         self.since_walk = self.since_walk.saturating_add(1);
-        let walk = self.worker
+        let due = self.worker
             || !self.discovery.globs.is_empty()
             || self.last_at.is_none()
             || self.since_walk >= WALK_EVERY_OFF_WORKER;
+        // A listing that cannot have changed since the last walk is not made again: no
+        // directory it listed had a subdirectory made, removed or renamed (`watch.rs`), and
+        // the jobs it did not descend into are the same.
+        let walk = due && {
+            let changed = self.tree.as_mut().is_none_or(watch::TreeWatch::changed);
+            changed || self.jobs_changed
+        };
         if walk {
             self.since_walk = 0;
             self.walks += 1;
@@ -190,15 +216,20 @@ impl JobsCollector {
         }
         self.parents = parents_now;
 
-        for t in self.jobs.values_mut() {
-            t.seen = false;
-        }
-        // One lookup a job: the known ones marked, the new ones noted for below.
+        // One lookup a job: the known ones marked, the new ones noted for below. Not when the
+        // listing was not made again and no job came or went since the last walk: the jobs
+        // found are then the map's, each marked seen at the last reading (one that was not,
+        // or was gone when read, was removed, which makes the next reading walk).
         let mut new_jobs = Vec::new();
-        for (i, job) in found.jobs.iter().enumerate() {
-            match self.jobs.get_mut(job.root.as_str()) {
-                Some(t) => t.seen = true,
-                None => new_jobs.push(i),
+        if walk || self.jobs_changed {
+            for t in self.jobs.values_mut() {
+                t.seen = false;
+            }
+            for (i, job) in found.jobs.iter().enumerate() {
+                match self.jobs.get_mut(job.root.as_str()) {
+                    Some(t) => t.seen = true,
+                    None => new_jobs.push(i),
+                }
             }
         }
         // The rate vectors of a reading never reported (`top`, an early reading), for this one.
@@ -246,6 +277,7 @@ impl JobsCollector {
                 Arc::from(job.root.as_str()),
                 Tracked::new(job, &mount, dropped, absent_at, kept),
             );
+            self.jobs_changed = true;
         }
 
         // What changed in the jobs' directories since the last reading (off cgroupfs).
@@ -353,6 +385,7 @@ impl JobsCollector {
                 }
             }
         }
+        self.jobs_changed |= !vanished.is_empty();
         for v in vanished {
             if self.jobs.remove(&*v).is_some_and(|t| t.kept.is_some()) {
                 self.kept_used = self.kept_used.saturating_sub(1);

@@ -7,6 +7,7 @@ use super::*;
 
 mod instance;
 mod names;
+mod tree;
 mod watch;
 
 fn tree() -> (tempfile::TempDir, Root) {
@@ -420,7 +421,7 @@ fn a_directory_time_is_trusted_only_once_more_than_the_settle_time_old() {
 }
 
 #[test]
-fn a_node_without_a_batch_system_walks_the_tree_every_few_readings_and_a_worker_at_each() {
+fn a_node_without_a_batch_system_walks_the_tree_every_few_readings_and_a_worker_when_it_changed() {
     let (dir, root) = disk_server();
     let cg = dir.path().join("sys/fs/cgroup");
     let mut c = collector(JobsConfig::default());
@@ -430,7 +431,7 @@ fn a_node_without_a_batch_system_walks_the_tree_every_few_readings_and_a_worker_
         at += 1000;
         c.read(&root, at, &mut errors);
     };
-    // a disk server: the baseline walks, then one reading in WALK_EVERY_OFF_WORKER
+    // a disk server: the baseline walks, then one reading in WALK_EVERY_OFF_WORKER at most
     for _ in 0..WALK_EVERY_OFF_WORKER {
         read(&mut c);
     }
@@ -446,11 +447,17 @@ fn a_node_without_a_batch_system_walks_the_tree_every_few_readings_and_a_worker_
     read(&mut c);
     assert_eq!(c.walks, 2);
     assert_eq!(c.jobs.len(), 1, "the job found at the walk");
-    // a worker walks at every reading
+    // a worker walks at every reading where its tree changed: once more for the job found
+    // (the walk then descends into it no more), then not while nothing changes
     for _ in 0..3 {
         read(&mut c);
     }
-    assert_eq!(c.walks, 5);
+    assert_eq!(c.walks, 3);
+    let job = cg.join("system.slice/slurmstepd.scope/job_10");
+    std::fs::create_dir(&job).expect("mkdir");
+    std::fs::write(job.join("cpu.stat"), "usage_usec 5\n").expect("write");
+    read(&mut c);
+    assert_eq!((c.walks, c.jobs.len()), (4, 2));
     // and a node with a glob configured too, from the start
     let mut g = collector(JobsConfig {
         globs: vec!["machine.slice/*.scope".into()],
@@ -459,7 +466,12 @@ fn a_node_without_a_batch_system_walks_the_tree_every_few_readings_and_a_worker_
     for _ in 0..3 {
         read(&mut g);
     }
-    assert_eq!(g.walks, 3);
+    assert_eq!(g.walks, 2);
+    let vm = cg.join("machine.slice/vm1.scope");
+    std::fs::create_dir_all(&vm).expect("mkdir");
+    std::fs::write(vm.join("cpu.stat"), "usage_usec 5\n").expect("write");
+    read(&mut g);
+    assert_eq!((g.walks, g.jobs.len()), (3, 3), "the glob's job found");
 }
 
 #[test]

@@ -1,5 +1,7 @@
 //! Off cgroupfs, the rename check by inotify: one watch on each job's directory, and one `read`
-//! of the inotify descriptor a reading, instead of a `statx` of each job's directory.
+//! of the inotify descriptor a reading, instead of a `statx` of each job's directory. On any
+//! tree, the walk's directories watched ([`TreeWatch`]): the tree is listed again only when
+//! one of them changed.
 //!
 //! On cgroupfs a kept file is never replaced, and nothing is checked. On any other tree (the
 //! simulator's, a fixture, a tmpfs bench) a file of a job's directory may be replaced by a
@@ -138,5 +140,113 @@ impl DirWatch {
         } else {
             Seen::Unchanged
         }
+    }
+}
+
+/// Events in a directory the walk lists that may change the listing: a subdirectory made,
+/// removed or renamed in it, or the directory itself gone.
+const TREE: WatchFlags = WatchFlags::CREATE
+    .union(WatchFlags::DELETE)
+    .union(WatchFlags::MOVED_FROM)
+    .union(WatchFlags::MOVED_TO)
+    .union(WatchFlags::DELETE_SELF)
+    .union(WatchFlags::MOVE_SELF)
+    .union(WatchFlags::ONLYDIR);
+
+/// The directories the walk lists (not the jobs' own, which it does not descend into once
+/// known), watched so that a reading lists the tree again only when one of them changed.
+///
+/// On cgroupfs a directory's times do not move when a cgroup is made or removed in it (kernfs
+/// keeps no times of its own for a directory nobody set them on: its `mtime` stays the one it
+/// was made with), and its link count alone would miss a job that ended and another that
+/// started between two readings. `mkdir(2)`, `rmdir(2)` and `rename(2)` go through the VFS,
+/// which reports them to inotify on the parent's watch (`IN_CREATE`, `IN_DELETE`, `IN_MOVED_*`),
+/// on cgroupfs as on any other file system; batch systems and systemd make and remove cgroups
+/// that way. Files written in place (the kernel's counters, the bench's ticker) cost no event.
+///
+/// A directory is watched before it is listed, so a change after its listing is an event for
+/// the next reading, and a change before it is in the listing. Watches of directories the last
+/// walk did not list (below a job found since, or gone) are removed. A reading lists the tree
+/// again when a watched directory had an event, when the kernel's queue overflowed, when a
+/// directory of the last walk could not be watched or listed, or when the set of jobs changed
+/// since (the walk descends into jobs it does not know yet).
+#[derive(Debug)]
+pub(super) struct TreeWatch {
+    fd: OwnedFd,
+    /// Watches of the directories the last walk listed, sorted.
+    wds: Vec<i32>,
+    /// The walk in progress's, as they are added.
+    next: Vec<i32>,
+    /// A directory of the last walk could not be watched: the next reading walks.
+    incomplete: bool,
+}
+
+impl TreeWatch {
+    /// A non-blocking inotify descriptor of its own; `None` when the kernel refuses one.
+    pub(super) fn new() -> Option<Self> {
+        let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC).ok()?;
+        Some(Self {
+            fd,
+            wds: Vec::new(),
+            next: Vec::new(),
+            incomplete: true,
+        })
+    }
+
+    /// Whether a directory of the last walk changed since it was watched: reads every event
+    /// queued (one `read` answering `EAGAIN` when none).
+    pub(super) fn changed(&mut self) -> bool {
+        let mut changed = self.incomplete;
+        let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
+        let mut reader = inotify::Reader::new(&self.fd, &mut buf);
+        loop {
+            match reader.next() {
+                Ok(e) => {
+                    // Events of watches removed since (their `IN_IGNORED`) say nothing.
+                    changed |= e.events().contains(ReadFlags::QUEUE_OVERFLOW)
+                        || self.wds.binary_search(&e.wd()).is_ok();
+                }
+                Err(rustix::io::Errno::INTR) => {}
+                Err(rustix::io::Errno::AGAIN) => break,
+                Err(_) => {
+                    changed = true;
+                    break;
+                }
+            }
+        }
+        changed
+    }
+
+    /// A walk begins: the directories it lists are watched with [`TreeWatch::add`].
+    pub(super) fn begin(&mut self) {
+        self.next.clear();
+        self.incomplete = false;
+    }
+
+    /// Watches `dir`, which the walk is about to list.
+    pub(super) fn add(&mut self, dir: &Path) {
+        match inotify::add_watch(&self.fd, dir, TREE) {
+            Ok(wd) => self.next.push(wd),
+            Err(_) => self.incomplete = true,
+        }
+    }
+
+    /// A directory of the walk could not be listed (an error other than its being gone): the
+    /// next reading walks again, as every reading did, and counts the error again.
+    pub(super) fn missed(&mut self) {
+        self.incomplete = true;
+    }
+
+    /// The walk ended: the watches of directories it did not list are removed.
+    pub(super) fn end(&mut self) {
+        self.next.sort_unstable();
+        self.next.dedup();
+        for wd in &self.wds {
+            if self.next.binary_search(wd).is_err() {
+                // Gone with its directory already, or below a job now: either way not ours.
+                let _ = inotify::remove_watch(&self.fd, *wd);
+            }
+        }
+        std::mem::swap(&mut self.wds, &mut self.next);
     }
 }

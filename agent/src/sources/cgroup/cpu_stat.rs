@@ -25,6 +25,7 @@
 //! newest kernels) are ignored, value and all, so a new kernel does not blind the agent; a known
 //! key with a malformed value or more than one value, given twice, or missing is an error.
 
+use super::super::swar;
 use super::{fields, parse_u64, ParseError};
 
 /// The counters of one `cpu.stat`.
@@ -138,13 +139,31 @@ pub fn usage_usec(text: &str) -> Result<u64, ParseError> {
 pub fn usage_usec_kernel(b: &[u8]) -> Option<u64> {
     const KEY: &[u8] = b"usage_usec ";
     let rest = b.strip_prefix(KEY)?;
-    let n = rest.iter().take_while(|c| c.is_ascii_digit()).count();
-    // The other lines: ASCII, checked by a fold without an early exit (a few wide operations).
+    // Up to 19 digits eight at a time; a 20th (up to `u64::MAX`) by the digit loop.
+    let (v, n) = match swar::number(rest, 0) {
+        Some(found) => found,
+        None => {
+            let n = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+            (super::digits(rest.get(..n)?)?, n)
+        }
+    };
+    // The other lines: ASCII, checked eight bytes at a time (the last word overlapping).
     let others = rest.get(n + 1..)?;
-    if rest.get(n) != Some(&b'\n') || others.iter().fold(0u8, |acc, &c| acc | c) >= 0x80 {
+    if rest.get(n) != Some(&b'\n') || !ascii(others) {
         return None;
     }
-    super::digits(rest.get(..n)?)
+    Some(v)
+}
+
+/// Whether every byte of `b` is ASCII: its words or-ed together, one test of their high bits.
+fn ascii(b: &[u8]) -> bool {
+    let mut acc = 0u64;
+    let mut at = 0;
+    while at < b.len() {
+        acc |= swar::load(b, at);
+        at += 8;
+    }
+    acc & 0x8080_8080_8080_8080 == 0
 }
 
 /// The value after `usage_usec`: one or more spaces or tabs, digits, nothing else but trailing

@@ -30,6 +30,8 @@
 use super::super::Rows;
 use super::{fields, parse_u64, ParseError};
 
+mod shown;
+
 /// One device line.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct IoDevice {
@@ -310,11 +312,12 @@ impl From<&IoCounters> for IoDevice {
 }
 
 /// `io.stat`'s bytes as [`parse_into`] reads its text, the counters only, into `out` (cleared
-/// and reused) and the lines that did not parse into `errors`: every line in the kernel's form
-/// (the six counters) is read where it lies, in place in `out`, with no UTF-8 check (such a
-/// line is ASCII); a file with any other line (a controller's keys, a malformed one, a blank
-/// one) is read again as text by [`parse_into`]. `Err` when that text is not UTF-8, as a
-/// reader of a `String` would say.
+/// and reused) and the lines that did not parse into `errors`: a file exactly as
+/// `blkcg_print_one_stat()` prints it by one pass over its layout (`shown.rs`); else every line
+/// in the kernel's form (the six counters, perhaps the controllers' keys after them) is read
+/// where it lies, in place in `out`, with no UTF-8 check (such a line is ASCII); a file with any
+/// other line (a malformed one, a blank one) is read again as text by [`parse_into`]. `Err`
+/// when that text is not UTF-8, as a reader of a `String` would say.
 pub fn counters_into(
     b: &[u8],
     out: &mut Vec<IoCounters>,
@@ -322,6 +325,10 @@ pub fn counters_into(
 ) -> Result<(), std::str::Utf8Error> {
     out.clear();
     errors.clear();
+    if shown::shown_into(b, out) {
+        return Ok(());
+    }
+    out.clear();
     let mut start = 0;
     while start < b.len() {
         let rest = b.get(start..).unwrap_or_default();

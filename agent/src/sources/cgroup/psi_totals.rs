@@ -9,7 +9,7 @@
 //! the full parser's: `some` and `full` lines in either order, either absent (`cpu.pressure`
 //! has no `full` before 5.13), a line twice or of another kind an error.
 
-use super::super::{fields, parse_u64, ParseError};
+use super::super::{fields, parse_u64, swar, ParseError};
 
 /// The `total=` of the `some` and the `full` line, µs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -32,11 +32,119 @@ pub fn parse(text: &str) -> Result<PsiTotals, ParseError> {
 /// total=N` and perhaps a `full` line, each ended by a newline), read with no UTF-8 check, only
 /// ASCII: [`parse`]'s fast path, and the per-job collector's on the bytes `pread` gave (three
 /// files a job at every reading; the field-by-field parser cost ~1,600 instructions a file).
-/// The file's first newline is found by one `memchr`; each line's total is read back from its
-/// end, and what lies between the kind and ` total=` is checked (no `t`, no newline, ASCII) by
-/// one pass without a branch a byte. `None` for anything else, which [`parse`] reads field by
-/// field (the same totals for every file this accepts: a property test checks it).
+/// First by [`shown`], the layout `psi_show()` prints byte for byte; then, for any other
+/// spacing of the same fields, by a scan: the file's first newline found by one `memchr`, each
+/// line's total read back from its end, and what lies between the kind and ` total=` checked
+/// (no `t`, no newline, ASCII) by one pass without a branch a byte. `None` for anything else,
+/// which [`parse`] reads field by field (the same totals for every file this accepts: a
+/// property test checks it).
 pub fn kernel_form(b: &[u8]) -> Option<PsiTotals> {
+    shown(b).or_else(|| scanned(b))
+}
+
+/// The file as `psi_show()` prints it: `"%s avg10=%lu.%02lu avg60=%lu.%02lu avg300=%lu.%02lu
+/// total=%llu\n"`, `some` then perhaps `full` (or `full` alone), nothing else. Every byte is
+/// matched where the format puts it — a line whose averages are all `0.00` by one compare of its
+/// 45 bytes before the total ([`idle`]), else the literals eight bytes at a time and each
+/// average as 1 to 3 digits, a point and two digits; the total as up to 19 digits
+/// (`sources::swar`) — so no search and no pass over the averages: ~190 instructions a file of
+/// two idle lines, ~440 with averages, against ~550 for [`scanned`]. What it accepts is ASCII
+/// and gives [`by_fields`] the same totals (its fields are the kind, three `avgN=` and
+/// `total=`).
+pub fn shown(b: &[u8]) -> Option<PsiTotals> {
+    let mut out = PsiTotals::default();
+    let mut at = 0;
+    // `some`, then `full` but where the kernel keeps none (the root's `cpu.pressure` before
+    // 5.13); `full` alone in `irq.pressure`.
+    if swar::load(b, 0) == SOME {
+        at = shown_line(b, 0, SOME, &mut out.some_us)?;
+    }
+    if at < b.len() {
+        at = shown_line(b, at, FULL, &mut out.full_us)?;
+    }
+    (at == b.len() && at > 0).then_some(out)
+}
+
+const SOME: u64 = u64::from_le_bytes(*b"some avg");
+const FULL: u64 = u64::from_le_bytes(*b"full avg");
+
+/// One line of [`shown`] from `at`, starting with `kind` (its first eight bytes), its total
+/// into `slot`; where the next line starts.
+#[inline(always)]
+fn shown_line(b: &[u8], at: usize, kind: u64, slot: &mut Option<u64>) -> Option<usize> {
+    (swar::load(b, at) == kind).then_some(())?;
+    let at = match idle(b, at) {
+        Some(at) => at,
+        None => averages(b, at + 8)?,
+    };
+    let (total, at) = swar::number(b, at)?;
+    (b.get(at) == Some(&b'\n')).then_some(())?;
+    *slot = Some(total);
+    Some(at + 1)
+}
+
+/// The line's head up to its total when every average is `0.00` (a cgroup that did not stall
+/// in the last five minutes: most jobs' `memory.pressure`, many `full` lines): the 45 bytes
+/// `some avg10=0.00 avg60=0.00 avg300=0.00 total=` (or `full …`, the kind checked by the
+/// caller) compared as six words, where the total starts.
+#[inline(always)]
+fn idle(b: &[u8], at: usize) -> Option<usize> {
+    const IDLE: &[u8; 45] = b"some avg10=0.00 avg60=0.00 avg300=0.00 total=";
+    let head: &[u8; 45] = b.get(at..at.checked_add(45)?)?.try_into().ok()?;
+    let word = |s: &[u8; 45], i: usize| {
+        let mut w = [0u8; 8];
+        for (d, c) in w.iter_mut().zip(s.iter().skip(i)) {
+            *d = *c;
+        }
+        u64::from_le_bytes(w)
+    };
+    // From byte 8 on (the kind is the caller's); the last word overlaps the one before.
+    let differs = [8, 16, 24, 32, 37]
+        .iter()
+        .fold(0, |acc, &i| acc | (word(head, i) ^ word(IDLE, i)));
+    (differs == 0).then_some(at + 45)
+}
+
+/// The three averages of [`shown_line`] and ` total=`, from `at` (after `some avg`): where
+/// the total starts.
+#[inline(always)]
+fn averages(b: &[u8], at: usize) -> Option<usize> {
+    let at = literal(b, at, b"10=")?;
+    let at = average(b, at)?;
+    let at = literal(b, at, b" avg60=")?;
+    let at = average(b, at)?;
+    let at = literal(b, at, b" avg300=")?;
+    let at = average(b, at)?;
+    literal(b, at, b" total=")
+}
+
+/// `lit` (1 to 8 bytes, no zero byte) at `at`: where it ends. One load and a masked compare;
+/// past the end of `b` the load gives zero bytes, which match no byte of `lit`.
+#[inline(always)]
+fn literal<const N: usize>(b: &[u8], at: usize, lit: &[u8; N]) -> Option<usize> {
+    let mut want = [0u8; 8];
+    for (w, l) in want.iter_mut().zip(lit) {
+        *w = *l;
+    }
+    let mask = u64::MAX >> (64 - 8 * N.clamp(1, 8));
+    (swar::load(b, at) & mask == u64::from_le_bytes(want)).then_some(at + N)
+}
+
+/// An average as `%lu.%02lu` prints it at `at` (1 to 3 digits, `.`, 2 digits): where it ends.
+#[inline(always)]
+fn average(b: &[u8], at: usize) -> Option<usize> {
+    let x = swar::load(b, at);
+    let k = swar::leading_digits(x);
+    if !(1..=3).contains(&k) {
+        return None;
+    }
+    let after = x >> (8 * k);
+    ((after & 0xff) == u64::from(b'.') && swar::leading_digits(after >> 8) >= 2)
+        .then_some(at + k as usize + 3)
+}
+
+/// [`kernel_form`] past [`shown`]: any spacing between the kind and ` total=`.
+fn scanned(b: &[u8]) -> Option<PsiTotals> {
     let mut out = PsiTotals::default();
     let first = memchr::memchr(b'\n', b)?;
     kernel_line(b.get(..first)?, &mut out)?;
@@ -51,7 +159,7 @@ pub fn kernel_form(b: &[u8]) -> Option<PsiTotals> {
     Some(out)
 }
 
-/// One line of [`kernel_form`] (without its newline) into `out`.
+/// One line of [`scanned`] (without its newline) into `out`.
 fn kernel_line(line: &[u8], out: &mut PsiTotals) -> Option<()> {
     const TOTAL: &[u8; 7] = b" total=";
     let slot = match line.get(..5)? {
@@ -133,6 +241,7 @@ mod tests {
     fn the_totals_of_the_full_parser_on_every_fixture() {
         // The files as the kernel printed them take the byte scan.
         let mut kernel = 0;
+        let mut printed = 0;
         for dir in ["fixtures/cgroup/pressure", "fixtures/pressure"] {
             let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
             let mut n = 0;
@@ -148,6 +257,10 @@ mod tests {
                 if let Some(k) = kernel_form(text.as_bytes()) {
                     assert_eq!(k, t, "{}", path.display());
                     kernel += 1;
+                }
+                if let Some(k) = shown(text.as_bytes()) {
+                    assert_eq!(k, t, "{}", path.display());
+                    printed += 1;
                 }
                 assert_eq!(
                     t.some_us,
@@ -166,6 +279,8 @@ mod tests {
             assert!(n > 0, "no fixtures in {}", dir.display());
         }
         assert!(kernel > 5, "{kernel} files in the kernel's form");
+        // every one of them as psi_show() prints it (the others were edited by hand)
+        assert_eq!(printed, kernel, "{printed} files in psi_show()'s layout");
     }
 
     #[test]
@@ -230,6 +345,45 @@ mod tests {
                 prop_assert!(text.is_ok(), "{:?}", bytes);
                 prop_assert_eq!(Ok(fast), by_fields(text.unwrap_or_default()), "{:?}", bytes);
             }
+        }
+
+        /// Whatever the layout of `psi_show()` accepts, the field-by-field parser reads the same
+        /// totals from; the kernel's lines with any averages and totals take it.
+        #[test]
+        fn the_shown_layout_agrees_with_the_fields(
+            lines in proptest::collection::vec(
+                ("(some|full|som|fulll| some)", "( avg10=[0-9]{0,4}[.t]?[0-9]{0,3}){0,1}( avg60=[0-9]{1,3}\\.[0-9]{2}){0,1}( avg300=[0-9t.]{1,5}){0,1}", "( total=| total= | total=t|  total=|total=)", "[0-9]{0,21}", "(\n|\r\n| \n|\n\n|)"),
+                0..4,
+            ),
+            junk in proptest::collection::vec(any::<u8>(), 0..3),
+            junk_at in any::<usize>(),
+            avgs in proptest::collection::vec(0u32..10_100, 6),
+            some in 0u64..10_000_000_000_000_000_000,
+            full in 0u64..10_000_000_000_000_000_000,
+            with_full in any::<bool>(),
+        ) {
+            let mut bytes: Vec<u8> = lines
+                .iter()
+                .map(|(k, avgs, t, n, end)| format!("{k}{avgs}{t}{n}{end}"))
+                .collect::<String>()
+                .into_bytes();
+            if !bytes.is_empty() {
+                let at = junk_at % bytes.len();
+                bytes.splice(at..at, junk);
+            }
+            if let Some(fast) = shown(&bytes) {
+                let text = std::str::from_utf8(&bytes);
+                prop_assert!(text.is_ok(), "{:?}", bytes);
+                prop_assert_eq!(Ok(fast), by_fields(text.unwrap_or_default()), "{:?}", bytes);
+            }
+            let avg = |i: usize| format!("{}.{:02}", avgs[i] / 100, avgs[i] % 100);
+            let mut text = format!("some avg10={} avg60={} avg300={} total={some}\n", avg(0), avg(1), avg(2));
+            if with_full {
+                text.push_str(&format!("full avg10={} avg60={} avg300={} total={full}\n", avg(3), avg(4), avg(5)));
+            }
+            let want = PsiTotals { some_us: Some(some), full_us: with_full.then_some(full) };
+            prop_assert_eq!(shown(text.as_bytes()), Some(want), "{}", text);
+            prop_assert_eq!(by_fields(&text), Ok(want));
         }
 
         #[test]
