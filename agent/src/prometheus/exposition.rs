@@ -46,7 +46,10 @@ const SKIPPED: [&str; 1] = ["event"];
 struct Series {
     measurement: String,
     labels: Vec<(String, String)>,
-    /// Numeric fields (named the Prometheus way) and their values in base units.
+    /// The labels as every sample of the series writes them after its name: `{k="v",…}`,
+    /// escaped, or nothing.
+    labels_text: String,
+    /// Numeric fields (named the Prometheus way, as written) and their values in base units.
     values: Vec<(String, String, f64)>,
     /// String fields, for the measurement's `_info` metric.
     info: Vec<(String, String)>,
@@ -72,13 +75,52 @@ impl Series {
                 .map(|(a, b, _)| a.len() + b.len() + 2 * STRING + 8)
                 .sum::<usize>()
     }
+
+    /// Whether a line read as `values` and `info` has this series' samples: the same fields in
+    /// the same order, and an `_info` sample or not as before. Then its new values are taken in
+    /// place and the families need not be made again.
+    fn same_samples(&self, values: &[(String, String, f64)], info: &[(String, String)]) -> bool {
+        self.values.len() == values.len()
+            && self.info.is_empty() == info.is_empty()
+            && self
+                .values
+                .iter()
+                .zip(values)
+                .all(|(a, b)| a.0 == b.0 && a.1 == b.1)
+    }
+}
+
+/// Where [`Family::members`] points at a series' `_info` sample instead of one of its values.
+const INFO: u32 = u32::MAX;
+
+/// One metric family of the page: its name, its HELP and TYPE lines, and its samples in the
+/// order of their series' keys, each `(series, value)`: an index into [`Exposition::series`]
+/// and one into that series' values (or [`INFO`]).
+#[derive(Debug)]
+struct Family {
+    name: String,
+    head: String,
+    members: Vec<(u32, u32)>,
 }
 
 /// The latest value of every series the recent reports carried.
+///
+/// The page is made once per report, so what it costs is paid every report: the series are
+/// kept in place (a line whose series is known updates its values), and the families, which
+/// change only when a series comes, goes or writes other fields, are made again only then;
+/// the page is then written family by family with no allocation.
 #[derive(Debug, Default)]
 pub struct Exposition {
-    series: BTreeMap<String, Series>,
+    /// Every series, in no order; [`Exposition::keys`] gives their order.
+    series: Vec<Series>,
+    /// `measurement,label=value,…` of each series, to its index in [`Exposition::series`].
+    keys: BTreeMap<String, usize>,
     reports: u64,
+    /// The page's families, by name; made again when `families_stale`.
+    families: Vec<Family>,
+    families_stale: bool,
+    /// A line's key, made here to look the series up.
+    key: String,
 }
 
 impl Exposition {
@@ -99,105 +141,208 @@ impl Exposition {
                 info,
                 ..
             } = prom_line(&p);
-            let mut key = p.measurement.to_string();
+            self.key.clear();
+            self.key.push_str(&p.measurement);
             for (k, v) in &labels {
-                let _ = write!(key, ",{k}={v}");
+                let _ = write!(self.key, ",{k}={v}");
             }
-            self.series.insert(
-                key,
-                Series {
-                    measurement: p.measurement.to_string(),
-                    labels,
-                    values,
-                    info,
-                    report: self.reports,
-                },
-            );
+            if let Some(&i) = self.keys.get(self.key.as_str()) {
+                let s = &mut self.series[i];
+                if s.labels != labels {
+                    // one key for two label sets (a value with `,` or `=` in it): the line's
+                    s.labels_text.clear();
+                    write_labels(&labels, &[], &mut s.labels_text);
+                    s.labels = labels;
+                }
+                if s.same_samples(&values, &info) {
+                    for (kept, new) in s.values.iter_mut().zip(&values) {
+                        kept.2 = new.2;
+                    }
+                } else {
+                    s.values = values;
+                    self.families_stale = true;
+                }
+                s.info = info;
+                s.report = self.reports;
+                continue;
+            }
+            let mut labels_text = String::new();
+            write_labels(&labels, &[], &mut labels_text);
+            self.keys.insert(self.key.clone(), self.series.len());
+            self.series.push(Series {
+                measurement: p.measurement.to_string(),
+                labels,
+                labels_text,
+                values,
+                info,
+                report: self.reports,
+            });
+            self.families_stale = true;
         }
         let now = self.reports;
-        self.series
-            .retain(|_, s| now.saturating_sub(s.report) < KEEP_REPORTS);
-        self.bound_ended_jobs();
-    }
-
-    /// Drops the oldest series of ended jobs past [`MAX_ENDED_JOB_SERIES`] or
-    /// [`MAX_ENDED_JOB_BYTES`].
-    fn bound_ended_jobs(&mut self) {
-        let now = self.reports;
-        let mut ended: Vec<(u64, usize, &String)> = self
+        if self
             .series
             .iter()
-            .filter(|(_, s)| s.report < now && JOB_MEASUREMENTS.contains(&s.measurement.as_str()))
-            .map(|(k, s)| (s.report, k.len() + s.size(), k))
+            .any(|s| now.saturating_sub(s.report) >= KEEP_REPORTS)
+        {
+            let mut keep: Vec<bool> = self
+                .series
+                .iter()
+                .map(|s| now.saturating_sub(s.report) < KEEP_REPORTS)
+                .collect();
+            self.bound_ended_jobs(&mut keep);
+            self.keep(&keep);
+        } else {
+            let mut keep = vec![true; self.series.len()];
+            if self.bound_ended_jobs(&mut keep) {
+                self.keep(&keep);
+            }
+        }
+    }
+
+    /// Keeps the series whose `keep` is true, in place, and their keys.
+    fn keep(&mut self, keep: &[bool]) {
+        let mut to = vec![usize::MAX; self.series.len()];
+        let mut n = 0;
+        for (i, k) in keep.iter().enumerate() {
+            if *k {
+                to[i] = n;
+                n += 1;
+            }
+        }
+        let mut i = 0;
+        self.series.retain(|_| {
+            i += 1;
+            keep[i - 1]
+        });
+        self.keys.retain(|_, i| {
+            *i = to[*i];
+            *i != usize::MAX
+        });
+        self.families_stale = true;
+    }
+
+    /// Marks in `keep` the oldest series of ended jobs past [`MAX_ENDED_JOB_SERIES`] or
+    /// [`MAX_ENDED_JOB_BYTES`] (among those `keep` still keeps); true if it marked any.
+    fn bound_ended_jobs(&self, keep: &mut [bool]) -> bool {
+        let now = self.reports;
+        let mut ended: Vec<(u64, usize, &String, usize)> = self
+            .keys
+            .iter()
+            .map(|(k, &i)| (k, i, &self.series[i]))
+            .filter(|(_, i, s)| {
+                keep[*i] && s.report < now && JOB_MEASUREMENTS.contains(&s.measurement.as_str())
+            })
+            .map(|(k, i, s)| (s.report, k.len() + s.size(), k, i))
             .collect();
         let total: usize = ended.iter().map(|e| e.1).sum();
         if ended.len() <= MAX_ENDED_JOB_SERIES && total <= MAX_ENDED_JOB_BYTES {
-            return;
+            return false;
         }
         // newest first: the ones kept
         ended.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(b.2)));
         let (mut n, mut bytes) = (0, 0);
-        let drop: Vec<String> = ended
-            .into_iter()
-            .filter(|(_, size, _)| {
-                n += 1;
-                bytes += size;
-                n > MAX_ENDED_JOB_SERIES || bytes > MAX_ENDED_JOB_BYTES
-            })
-            .map(|(_, _, k)| k.clone())
-            .collect();
-        for k in drop {
-            self.series.remove(&k);
+        for (_, size, _, i) in ended {
+            n += 1;
+            bytes += size;
+            if n > MAX_ENDED_JOB_SERIES || bytes > MAX_ENDED_JOB_BYTES {
+                keep[i] = false;
+            }
         }
+        true
     }
 
     /// The estimated bytes the ended jobs' series hold (what [`MAX_ENDED_JOB_BYTES`] bounds).
     #[cfg(test)]
     fn ended_job_bytes(&self) -> (usize, usize) {
-        self.series
+        self.keys
             .iter()
+            .map(|(k, &i)| (k, &self.series[i]))
             .filter(|(_, s)| {
                 s.report < self.reports && JOB_MEASUREMENTS.contains(&s.measurement.as_str())
             })
             .fold((0, 0), |(n, b), (k, s)| (n + 1, b + k.len() + s.size()))
     }
 
-    /// The text format: one family per metric name, each with HELP and TYPE, families sorted.
-    pub fn render(&self) -> String {
+    /// The families, by name, each with its samples in the order of their series' keys.
+    fn make_families(&mut self) {
         // family name -> (measurement, field, samples)
-        let mut families: BTreeMap<String, (String, String, Vec<String>)> = BTreeMap::new();
-        for s in self.series.values() {
+        let mut families: BTreeMap<String, (&str, &str, Vec<(u32, u32)>)> = BTreeMap::new();
+        for &i in self.keys.values() {
+            let s = &self.series[i];
             let base = metric_name(&s.measurement);
-            for (prom, field, v) in &s.values {
-                let name = format!("{base}_{prom}");
-                let fam = families
-                    .entry(name.clone())
-                    .or_insert_with(|| (s.measurement.clone(), field.clone(), Vec::new()));
-                fam.2.push(sample(&name, &s.labels, &[], *v));
+            let at = u32::try_from(i).unwrap_or(u32::MAX);
+            for (j, (prom, field, _)) in s.values.iter().enumerate() {
+                let j = u32::try_from(j).unwrap_or(u32::MAX - 1);
+                families
+                    .entry(format!("{base}_{prom}"))
+                    .or_insert_with(|| (&s.measurement, field, Vec::new()))
+                    .2
+                    .push((at, j));
             }
             if !s.info.is_empty() {
-                let name = format!("{base}_info");
-                let fam = families
-                    .entry(name.clone())
-                    .or_insert_with(|| (s.measurement.clone(), String::new(), Vec::new()));
-                fam.2.push(sample(&name, &s.labels, &s.info, 1.0));
+                families
+                    .entry(format!("{base}_info"))
+                    .or_insert_with(|| (&s.measurement, "", Vec::new()))
+                    .2
+                    .push((at, INFO));
             }
         }
-        let mut out = String::with_capacity(64 * families.len());
-        for (name, (measurement, field, samples)) in &families {
-            let kind = if !field.is_empty() && name.ends_with("_total") {
-                "counter"
-            } else {
-                "gauge"
-            };
-            let help = help_of(name, measurement, field);
-            let _ = writeln!(out, "# HELP {name} {}", escape_help(&help));
-            let _ = writeln!(out, "# TYPE {name} {kind}");
-            for s in samples {
-                out.push_str(s);
+        self.families = families
+            .into_iter()
+            .map(|(name, (measurement, field, members))| {
+                let kind = if !field.is_empty() && name.ends_with("_total") {
+                    "counter"
+                } else {
+                    "gauge"
+                };
+                let help = help_of(&name, measurement, field);
+                let head = format!(
+                    "# HELP {name} {}\n# TYPE {name} {kind}\n",
+                    escape_help(&help)
+                );
+                Family {
+                    name,
+                    head,
+                    members,
+                }
+            })
+            .collect();
+        self.families_stale = false;
+    }
+
+    /// The text format: one family per metric name, each with HELP and TYPE, families sorted.
+    pub fn render(&mut self) -> String {
+        let mut out = Vec::new();
+        self.render_into(&mut out);
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// [`Exposition::render`], written at the end of `out`.
+    pub fn render_into(&mut self, out: &mut Vec<u8>) {
+        if self.families_stale {
+            self.make_families();
+        }
+        let mut info_labels = String::new();
+        for f in &self.families {
+            out.extend_from_slice(f.head.as_bytes());
+            for &(i, j) in &f.members {
+                let Some(s) = self.series.get(i as usize) else {
+                    continue;
+                };
+                out.extend_from_slice(f.name.as_bytes());
+                let v = if j == INFO {
+                    info_labels.clear();
+                    write_labels(&s.labels, &s.info, &mut info_labels);
+                    out.extend_from_slice(info_labels.as_bytes());
+                    1.0
+                } else {
+                    out.extend_from_slice(s.labels_text.as_bytes());
+                    s.values.get(j as usize).map_or(f64::NAN, |v| v.2)
+                };
+                write_value(v, out);
             }
         }
-        out
     }
 }
 
@@ -228,38 +373,43 @@ fn escape_help(v: &str) -> String {
     v.replace('\\', "\\\\").replace('\n', "\\n")
 }
 
-fn sample(name: &str, labels: &[(String, String)], extra: &[(String, String)], v: f64) -> String {
-    let mut s = String::with_capacity(name.len() + 64);
-    s.push_str(name);
-    if !labels.is_empty() || !extra.is_empty() {
-        s.push('{');
-        for (i, (k, val)) in labels.iter().chain(extra).enumerate() {
-            if i > 0 {
-                s.push(',');
-            }
-            s.push_str(k);
-            s.push_str("=\"");
-            escape_label(val, &mut s);
-            s.push('"');
+/// `{k="v",…}` of `labels` and then `extra`, escaped, at the end of `out`; nothing when both
+/// are empty.
+fn write_labels(labels: &[(String, String)], extra: &[(String, String)], out: &mut String) {
+    if labels.is_empty() && extra.is_empty() {
+        return;
+    }
+    out.push('{');
+    for (i, (k, val)) in labels.iter().chain(extra).enumerate() {
+        if i > 0 {
+            out.push(',');
         }
-        s.push('}');
+        out.push_str(k);
+        out.push_str("=\"");
+        escape_label(val, out);
+        out.push('"');
     }
-    s.push(' ');
+    out.push('}');
+}
+
+/// ` <value>\n` of a sample.
+fn write_value(v: f64, out: &mut Vec<u8>) {
+    out.push(b' ');
     if v.is_nan() {
-        s.push_str("NaN");
+        out.extend_from_slice(b"NaN");
     } else if v.is_infinite() {
-        s.push_str(if v > 0.0 { "+Inf" } else { "-Inf" });
+        out.extend_from_slice(if v > 0.0 { b"+Inf" } else { b"-Inf" });
     } else {
-        let _ = write!(s, "{v}");
+        let _ = std::io::Write::write_fmt(out, format_args!("{v}"));
     }
-    s.push('\n');
-    s
+    out.push(b'\n');
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use storwatch_wire::prom::prom_field;
 
     const REPORT: &str = "\
@@ -385,13 +535,13 @@ event,host=node1,kind=md_degraded message=\"md0 lost a member\" 1700000000000000
             assert!(n <= MAX_ENDED_JOB_SERIES, "{n} series of ended jobs");
             assert!(bytes <= MAX_ENDED_JOB_BYTES, "{bytes} bytes of ended jobs");
             // the running jobs: all there
-            let running = e.series.values().filter(|s| s.report == e.reports).count();
+            let running = e.series.iter().filter(|s| s.report == e.reports).count();
             assert_eq!(running, 6_000);
         }
         // the newest ended ones are those kept: those of the report before the last
         let ended: Vec<u64> = e
             .series
-            .values()
+            .iter()
             .filter(|s| s.report < e.reports)
             .map(|s| s.report)
             .collect();
@@ -409,5 +559,142 @@ event,host=node1,kind=md_degraded message=\"md0 lost a member\" 1700000000000000
         e.update("");
         e.update("not line protocol at all\n\u{1b}[31m\n");
         assert_eq!(e.render(), "");
+    }
+
+    /// The page as it was made before the series were kept in place: every report's lines
+    /// made into series anew, every page's families and samples made from them.
+    #[derive(Default)]
+    struct Reference {
+        series: BTreeMap<String, (String, Vec<(String, String)>, PromLine, u64)>,
+        reports: u64,
+    }
+
+    impl Reference {
+        fn update(&mut self, report: &str) {
+            self.reports += 1;
+            for line in report.lines() {
+                let Ok(p) = parse_line(line, Backend::V1) else {
+                    continue;
+                };
+                if SKIPPED.contains(&p.measurement.as_ref()) {
+                    continue;
+                }
+                let pl = prom_line(&p);
+                let mut key = p.measurement.to_string();
+                for (k, v) in &pl.labels {
+                    let _ = write!(key, ",{k}={v}");
+                }
+                let labels = pl.labels.clone();
+                self.series
+                    .insert(key, (p.measurement.to_string(), labels, pl, self.reports));
+            }
+            let now = self.reports;
+            self.series
+                .retain(|_, s| now.saturating_sub(s.3) < KEEP_REPORTS);
+        }
+
+        fn render(&self) -> String {
+            let mut families: BTreeMap<String, (String, String, Vec<String>)> = BTreeMap::new();
+            let sample =
+                |name: &str, labels: &[(String, String)], extra: &[(String, String)], v| {
+                    let mut s = name.to_string();
+                    let mut l = String::new();
+                    write_labels(labels, extra, &mut l);
+                    s.push_str(&l);
+                    let mut out = Vec::new();
+                    write_value(v, &mut out);
+                    s + std::str::from_utf8(&out).unwrap()
+                };
+            for (measurement, labels, pl, _) in self.series.values() {
+                let base = metric_name(measurement);
+                for (prom, field, v) in &pl.values {
+                    let name = format!("{base}_{prom}");
+                    families
+                        .entry(name.clone())
+                        .or_insert_with(|| (measurement.clone(), field.clone(), Vec::new()))
+                        .2
+                        .push(sample(&name, labels, &[], *v));
+                }
+                if !pl.info.is_empty() {
+                    let name = format!("{base}_info");
+                    families
+                        .entry(name.clone())
+                        .or_insert_with(|| (measurement.clone(), String::new(), Vec::new()))
+                        .2
+                        .push(sample(&name, labels, &pl.info, 1.0));
+                }
+            }
+            let mut out = String::new();
+            for (name, (measurement, field, samples)) in &families {
+                let kind = if !field.is_empty() && name.ends_with("_total") {
+                    "counter"
+                } else {
+                    "gauge"
+                };
+                let help = help_of(name, measurement, field);
+                let _ = writeln!(out, "# HELP {name} {}", escape_help(&help));
+                let _ = writeln!(out, "# TYPE {name} {kind}");
+                for s in samples {
+                    out.push_str(s);
+                }
+            }
+            out
+        }
+    }
+
+    /// A line of a small world: few measurements, devices and fields, so that reports repeat
+    /// series, drop them, bring them back, and change their fields, order and string fields.
+    fn world_line() -> impl Strategy<Value = String> {
+        let measurement = prop::sample::select(vec![
+            "disk",
+            "md",
+            "disk_tunables",
+            "my-meas",
+            "my_meas",
+            "event",
+        ]);
+        let device = prop::sample::select(vec!["sda", "sdb", "dm-0", "a\\,b=c", "x\\\"y"]);
+        let field = prop::sample::select(vec![
+            "util_pct=12.5",
+            "util_pct=0",
+            "r_await_ms=3i",
+            "errors_total=7i",
+            "state=\"clean\"",
+            "state=\"degraded\"",
+            "stalled=true",
+            "v=1e300",
+            "v=-0.000001",
+            "rkb_per_s=1024",
+        ]);
+        (
+            measurement,
+            prop::collection::vec(device, 1..=2),
+            prop::collection::vec(field, 1..5),
+        )
+            .prop_map(|(m, devices, fields)| {
+                let tags: String = devices
+                    .iter()
+                    .enumerate()
+                    .map(|(i, d)| format!(",t{i}={d}"))
+                    .collect();
+                format!("{m},host=n1{tags} {} 1\n", fields.join(","))
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn the_page_is_the_one_made_anew_from_every_report(
+            reports in prop::collection::vec(prop::collection::vec(world_line(), 0..12), 1..14)
+        ) {
+            let (mut e, mut r) = (Exposition::default(), Reference::default());
+            for lines in &reports {
+                let report: String = lines.concat();
+                e.update(&report);
+                r.update(&report);
+                prop_assert_eq!(e.render(), r.render());
+            }
+        }
     }
 }
