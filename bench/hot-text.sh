@@ -13,9 +13,10 @@
 # `/metrics` served and scraped every 10 s. The profile is cut
 # in two: startup and the first rounds (--warmup s), then the steady state (--steady s). The list
 # holds the steady state's functions by instructions, most first, then those only startup ran;
-# each is the symbol's exact name (a `.llvm.` suffix, which ThinLTO makes up per build, matched
-# by `*`), so the list belongs to the toolchain and Cargo.lock it was made with: after either
-# changes, make it again (a name that no longer exists is skipped by the linker).
+# each is the symbol's name (a `.llvm.` suffix, which ThinLTO makes up per build, matched by `*`;
+# the hash cargo's build settings put in a name matched by `*` where the name's path is one
+# function's), so the list belongs to the code it was made from: after the code changes much,
+# make it again (a name that no longer exists is skipped by the linker).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -183,6 +184,26 @@ order = sorted(steady, key=lambda s: -steady[s])
 order += sorted((s for s in startup if s not in steady), key=lambda s: -startup[s])
 size = {s[2]: s[1] for s in syms}
 start_of = {s[2]: s[0] for s in syms}
+# A name's hash (`17h<16 hex digits>E`, legacy mangling) follows the crate's build hash, which
+# cargo makes from Cargo.lock, the toolchain and the package's build settings: a name whose
+# path only one function of this binary has is written with its hash as `*`, so that the list
+# still finds it after those change. A generic function's instances share their path, told
+# apart by the hash alone: those are written whole.
+hashed = re.compile(r"^(.*17h)[0-9a-f]{16}(E)(\.llvm\.\d+)?$")
+paths = {}
+for _, names in aliases.values():
+    for name in names:
+        m = hashed.match(name)
+        if m:
+            paths[m.group(1)] = paths.get(m.group(1), 0) + 1
+
+def pattern(name):
+    m = hashed.match(name)
+    if m and paths.get(m.group(1)) == 1:
+        return m.group(1) + "*E" + ("*" if m.group(3) else "")
+    # the compiler's section of a cold function is `.text.unlikely.<name>`
+    return re.sub(r"\.llvm\.\d+$", "*", name)
+
 with open(out, "w") as f:
     f.write("/* Made by bench/hot-text.sh: the functions the release agent runs, the steady state's\n")
     f.write("   by instructions, then startup's (%d and %d functions, %d and %d bytes).\n"
@@ -190,11 +211,14 @@ with open(out, "w") as f:
                sum(size[s] for s in order[len(steady):])))
     f.write("   Laid out ahead of .text by agent/build.rs; the rest is the linker's own layout. */\n")
     f.write("SECTIONS\n{\n  .text.storwatch_hot :\n  {\n")
+    written = set()
     for s in order:
         for name in sorted(aliases[start_of[s]][1]):
             # the compiler's section of a cold function is `.text.unlikely.<name>`
-            name = re.sub(r"\.llvm\.\d+$", "*", name)
-            f.write("    *(.text.%s .text.unlikely.%s)\n" % (name, name))
+            name = pattern(name)
+            if name not in written:
+                written.add(name)
+                f.write("    *(.text.%s .text.unlikely.%s)\n" % (name, name))
     f.write("  }\n}\nINSERT BEFORE .text;\n")
 print("%s: %d steady-state functions, %d startup-only" % (out, len(steady), len(order) - len(steady)))
 PY
