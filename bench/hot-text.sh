@@ -13,10 +13,9 @@
 # `/metrics` served and scraped every 10 s. The profile is cut
 # in two: startup and the first rounds (--warmup s), then the steady state (--steady s). The list
 # holds the steady state's functions by instructions, most first, then those only startup ran;
-# each is the symbol's name (a `.llvm.` suffix, which ThinLTO makes up per build, matched by `*`;
-# the hash cargo's build settings put in a name matched by `*` where the name's path is one
-# function's), so the list belongs to the code it was made from: after the code changes much,
-# make it again (a name that no longer exists is skipped by the linker).
+# each is the symbol's name with its hash and a ThinLTO `.llvm.` suffix matched by `*` (below),
+# so that the list outlives small edits; after the code changes much, make it again (a name
+# that no longer exists is skipped by the linker).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -185,10 +184,12 @@ order += sorted((s for s in startup if s not in steady), key=lambda s: -startup[
 size = {s[2]: s[1] for s in syms}
 start_of = {s[2]: s[0] for s in syms}
 # A name's hash (`17h<16 hex digits>E`, legacy mangling) follows the crate's build hash, which
-# cargo makes from Cargo.lock, the toolchain and the package's build settings: a name whose
-# path only one function of this binary has is written with its hash as `*`, so that the list
-# still finds it after those change. A generic function's instances share their path, told
-# apart by the hash alone: those are written whole.
+# cargo makes from Cargo.lock, the toolchain and the package's build settings, and, for an
+# instance of a generic function, the instance's types, closures included, whose names shift
+# with any edit of the function that holds them: so a name is written with its hash as `*`. A
+# path that several functions of the binary share (a generic's instances) then brings them all:
+# the steady state's are written so all the same (their cold siblings come along: a larger hot
+# section, against hot code left scattered after the next edit); startup's, run once, only whole.
 hashed = re.compile(r"^(.*17h)[0-9a-f]{16}(E)(\.llvm\.\d+)?$")
 paths = {}
 for _, names in aliases.values():
@@ -197,9 +198,9 @@ for _, names in aliases.values():
         if m:
             paths[m.group(1)] = paths.get(m.group(1), 0) + 1
 
-def pattern(name):
+def pattern(name, hot):
     m = hashed.match(name)
-    if m and paths.get(m.group(1)) == 1:
+    if m and (hot or paths.get(m.group(1)) == 1):
         return m.group(1) + "*E" + ("*" if m.group(3) else "")
     # the compiler's section of a cold function is `.text.unlikely.<name>`
     return re.sub(r"\.llvm\.\d+$", "*", name)
@@ -215,7 +216,7 @@ with open(out, "w") as f:
     for s in order:
         for name in sorted(aliases[start_of[s]][1]):
             # the compiler's section of a cold function is `.text.unlikely.<name>`
-            name = pattern(name)
+            name = pattern(name, s in steady)
             if name not in written:
                 written.add(name)
                 f.write("    *(.text.%s .text.unlikely.%s)\n" % (name, name))

@@ -6,7 +6,12 @@
 # 127.0.0.1, and `/metrics` served and scraped every 10 s.
 #
 #   bench/http-rss.sh [--warmup 70] [--duration 120] [--disks N] [--outputs both|http|metrics]
+#                     [--callgrind DIR]
 #
+# --callgrind DIR runs each agent under valgrind's callgrind instead (no RSS figures then),
+# counted from the end of --warmup for --duration s, and prints the instructions of the whole
+# agent and of its `/metrics` page's making (`Exporter::update`) a report; the profiles are
+# left in DIR.
 # --outputs http leaves `/metrics` off; --outputs metrics sends the reports to a file in the
 # bench's directory instead of the collector (the line-protocol output a scrape-only site does
 # not use).
@@ -24,12 +29,14 @@ warmup=70
 duration=120
 disks=
 outputs=both
+callgrind=
 while [ $# -gt 0 ]; do
   case $1 in
     --warmup) warmup=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
     --disks) disks=$2; shift 2 ;;
     --outputs) outputs=$2; shift 2 ;;
+    --callgrind) callgrind=$2; shift 2 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
 done
@@ -109,7 +116,10 @@ for i in "${!names[@]}"; do
   output=(--output "http://127.0.0.1:$cport/write?db=storwatch" --token-file "$work/agent.token"
     --spool-dir "$work/spool-$n")
   [ "$outputs" != metrics ] || output=(--output "file:$work/$n.lp")
-  "${bins[$i]}" run --config "$work/$n.toml" --proc-root "$host/proc" --sys-root "$host/sys" \
+  vg=()
+  [ -z "$callgrind" ] || vg=(valgrind --tool=callgrind --instr-atstart=no
+    "--callgrind-out-file=$callgrind/$n.cg")
+  "${vg[@]}" "${bins[$i]}" run --config "$work/$n.toml" --proc-root "$host/proc" --sys-root "$host/sys" \
     --sample-interval 1s --report-interval 10s "${output[@]}" >"$work/$n.log" 2>&1 &
   agent_pids+=($!)
   pids+=($!)
@@ -120,6 +130,21 @@ for i in "${!names[@]}"; do
   fi
 done
 sleep "$warmup"
+if [ -n "$callgrind" ]; then
+  for p in "${agent_pids[@]}"; do callgrind_control -i on "$p" >/dev/null; done
+  sleep "$duration"
+  for p in "${agent_pids[@]}"; do callgrind_control -d "$p" >/dev/null; done
+  sleep 2
+  echo "outputs: $outputs; load average: $(cut -d' ' -f1-3 /proc/loadavg); instructions a report ($((duration / 10)) reports)"
+  for n in "${names[@]}"; do
+    f=$(ls -t "$callgrind/$n".cg* | head -1)
+    callgrind_annotate --inclusive=yes "$f" 2>/dev/null | awk -v n="$n" -v r=$((duration / 10)) '
+      /PROGRAM TOTALS/ { gsub(",", "", $1); total = $1 }
+      /Exporter::update/ { gsub(",", "", $1); if (!upd) upd = $1 }
+      END { printf "%-7s whole agent %12.0f   Exporter::update %12.0f\n", n, total / r, upd / r }'
+  done
+  exit 0
+fi
 for i in "${!names[@]}"; do : >"$work/rss-${names[$i]}"; done
 for _ in $(seq "$duration"); do
   for i in "${!names[@]}"; do

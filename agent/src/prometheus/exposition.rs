@@ -19,11 +19,11 @@
 //! vanished device disappears within a minute at the default interval. Samples carry no
 //! timestamp: Prometheus stamps them with the scrape time.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
-use storwatch_wire::lp::{parse_line, Backend};
-use storwatch_wire::prom::{metric_name, prom_line, PromLine};
+use storwatch_wire::lp::{parse_line, Backend, FieldValue, Point};
+use storwatch_wire::prom::{metric_name, number, prom_line_planned, PromLine, PromPlan};
 
 use super::help::HELP;
 
@@ -54,9 +54,46 @@ struct Series {
     /// String fields, for the measurement's `_info` metric.
     info: Vec<(String, String)>,
     report: u64,
+    /// The field keys of the line last read in whole, as written, each with whether it was a
+    /// string ([`layout_of`]), and where its values and `_info` labels came from: a line of the
+    /// same series with the same layout is read by the plan alone (see [`PromPlan`]).
+    layout: Vec<u8>,
+    plan: PromPlan,
+}
+
+/// The field keys of `p` and whether each is a string, one after another (each its length, a
+/// byte for its kind, its bytes), at the end of `out`.
+fn layout_of(p: &Point<'_>, out: &mut Vec<u8>) {
+    for (k, v) in &p.fields {
+        out.extend_from_slice(&k.len().to_le_bytes());
+        out.push(u8::from(matches!(v, FieldValue::String(_))));
+        out.extend_from_slice(k.as_bytes());
+    }
 }
 
 impl Series {
+    /// Takes the values and strings of `p` by the plan, if `p`'s fields are laid out as those
+    /// the plan was made from (`layout`: [`layout_of`] `p`).
+    fn take_by_plan(&mut self, p: &Point<'_>, layout: &[u8]) -> bool {
+        if layout != self.layout {
+            return false;
+        }
+        for ((_, _, kept), &(at, scale)) in self.values.iter_mut().zip(&self.plan.values) {
+            if let Some(v) = p.fields.get(at).and_then(|(_, v)| number(v)) {
+                *kept = v * scale;
+            }
+        }
+        for ((_, kept), &at) in self.info.iter_mut().zip(&self.plan.info) {
+            if let Some((_, FieldValue::String(v))) = p.fields.get(at) {
+                if kept != v {
+                    kept.clear();
+                    kept.push_str(v);
+                }
+            }
+        }
+        true
+    }
+
     /// Its estimated size in memory, bytes: the strings' lengths, the values, and a fixed
     /// overhead for the vectors, the map's node and each string's header (24 bytes).
     fn size(&self) -> usize {
@@ -115,12 +152,19 @@ pub struct Exposition {
     series: Vec<Series>,
     /// `measurement,label=value,…` of each series, to its index in [`Exposition::series`].
     keys: BTreeMap<String, usize>,
+    /// A line's measurement and tags as written (each its length and its bytes), to its
+    /// series' index: a line of a known series is found without naming its labels.
+    written: HashMap<Vec<u8>, usize>,
     reports: u64,
     /// The page's families, by name; made again when `families_stale`.
     families: Vec<Family>,
     families_stale: bool,
     /// A line's key, made here to look the series up.
     key: String,
+    /// A line's key in [`Exposition::written`], made here.
+    written_key: Vec<u8>,
+    /// A line's [`layout_of`], made here.
+    layout: Vec<u8>,
 }
 
 impl Exposition {
@@ -135,49 +179,24 @@ impl Exposition {
             if SKIPPED.contains(&p.measurement.as_ref()) {
                 continue;
             }
-            let PromLine {
-                labels,
-                values,
-                info,
-                ..
-            } = prom_line(&p);
-            self.key.clear();
-            self.key.push_str(&p.measurement);
-            for (k, v) in &labels {
-                let _ = write!(self.key, ",{k}={v}");
+            self.written_key.clear();
+            for part in
+                std::iter::once(&p.measurement).chain(p.tags.iter().flat_map(|(k, v)| [k, v]))
+            {
+                self.written_key
+                    .extend_from_slice(&part.len().to_le_bytes());
+                self.written_key.extend_from_slice(part.as_bytes());
             }
-            if let Some(&i) = self.keys.get(self.key.as_str()) {
+            if let Some(&i) = self.written.get(&self.written_key) {
+                self.layout.clear();
+                layout_of(&p, &mut self.layout);
                 let s = &mut self.series[i];
-                if s.labels != labels {
-                    // one key for two label sets (a value with `,` or `=` in it): the line's
-                    s.labels_text.clear();
-                    write_labels(&labels, &[], &mut s.labels_text);
-                    s.labels = labels;
+                if s.take_by_plan(&p, &self.layout) {
+                    s.report = self.reports;
+                    continue;
                 }
-                if s.same_samples(&values, &info) {
-                    for (kept, new) in s.values.iter_mut().zip(&values) {
-                        kept.2 = new.2;
-                    }
-                } else {
-                    s.values = values;
-                    self.families_stale = true;
-                }
-                s.info = info;
-                s.report = self.reports;
-                continue;
             }
-            let mut labels_text = String::new();
-            write_labels(&labels, &[], &mut labels_text);
-            self.keys.insert(self.key.clone(), self.series.len());
-            self.series.push(Series {
-                measurement: p.measurement.to_string(),
-                labels,
-                labels_text,
-                values,
-                info,
-                report: self.reports,
-            });
-            self.families_stale = true;
+            self.read_whole(&p);
         }
         let now = self.reports;
         if self
@@ -200,6 +219,65 @@ impl Exposition {
         }
     }
 
+    /// Reads a line of a series not seen, or not in the fields its plan was made from.
+    fn read_whole(&mut self, p: &Point<'_>) {
+        let (
+            PromLine {
+                labels,
+                values,
+                info,
+                ..
+            },
+            plan,
+        ) = prom_line_planned(p);
+        let mut layout = Vec::new();
+        layout_of(p, &mut layout);
+        self.key.clear();
+        self.key.push_str(&p.measurement);
+        for (k, v) in &labels {
+            let _ = write!(self.key, ",{k}={v}");
+        }
+        if let Some(&i) = self.keys.get(self.key.as_str()) {
+            let s = &mut self.series[i];
+            if s.labels != labels {
+                // one key for two label sets (a value with `,` or `=` in it): the line's
+                s.labels_text.clear();
+                write_labels(&labels, &[], &mut s.labels_text);
+                s.labels = labels;
+            }
+            if s.same_samples(&values, &info) {
+                for (kept, new) in s.values.iter_mut().zip(&values) {
+                    kept.2 = new.2;
+                }
+            } else {
+                s.values = values;
+                self.families_stale = true;
+            }
+            s.info = info;
+            s.report = self.reports;
+            s.layout = layout;
+            s.plan = plan;
+            self.written.insert(self.written_key.clone(), i);
+            return;
+        }
+        let mut labels_text = String::new();
+        write_labels(&labels, &[], &mut labels_text);
+        let i = self.series.len();
+        self.keys.insert(self.key.clone(), i);
+        self.written.insert(self.written_key.clone(), i);
+        self.series.push(Series {
+            measurement: p.measurement.to_string(),
+            labels,
+            labels_text,
+            values,
+            info,
+            report: self.reports,
+            layout,
+            plan,
+        });
+        self.families_stale = true;
+    }
+
     /// Keeps the series whose `keep` is true, in place, and their keys.
     fn keep(&mut self, keep: &[bool]) {
         let mut to = vec![usize::MAX; self.series.len()];
@@ -216,6 +294,10 @@ impl Exposition {
             keep[i - 1]
         });
         self.keys.retain(|_, i| {
+            *i = to[*i];
+            *i != usize::MAX
+        });
+        self.written.retain(|_, i| {
             *i = to[*i];
             *i != usize::MAX
         });
@@ -410,7 +492,7 @@ fn write_value(v: f64, out: &mut Vec<u8>) {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use storwatch_wire::prom::prom_field;
+    use storwatch_wire::prom::{prom_field, prom_line};
 
     const REPORT: &str = "\
 disk,host=node1,device=sda,name=sda util_pct=12.5,r_per_s=3i,saturated_s=0i 1700000000000000000
