@@ -348,23 +348,27 @@ impl Exposition {
 
     /// The families, by name, each with its samples in the order of their series' keys.
     fn make_families(&mut self) {
-        // family name -> (measurement, field, samples)
-        let mut families: BTreeMap<String, (&str, &str, Vec<(u32, u32)>)> = BTreeMap::new();
+        // family name -> (measurement, field, samples), the names not made until the end
+        let bases: Vec<String> = self
+            .series
+            .iter()
+            .map(|s| metric_name(&s.measurement))
+            .collect();
+        let mut families: BTreeMap<Name<'_>, (&str, &str, Vec<(u32, u32)>)> = BTreeMap::new();
         for &i in self.keys.values() {
-            let s = &self.series[i];
-            let base = metric_name(&s.measurement);
+            let (s, base) = (&self.series[i], bases[i].as_str());
             let at = u32::try_from(i).unwrap_or(u32::MAX);
             for (j, (prom, field, _)) in s.values.iter().enumerate() {
                 let j = u32::try_from(j).unwrap_or(u32::MAX - 1);
                 families
-                    .entry(format!("{base}_{prom}"))
+                    .entry(Name(base, prom))
                     .or_insert_with(|| (&s.measurement, field, Vec::new()))
                     .2
                     .push((at, j));
             }
             if !s.info.is_empty() {
                 families
-                    .entry(format!("{base}_info"))
+                    .entry(Name(base, "info"))
                     .or_insert_with(|| (&s.measurement, "", Vec::new()))
                     .2
                     .push((at, INFO));
@@ -373,6 +377,7 @@ impl Exposition {
         self.families = families
             .into_iter()
             .map(|(name, (measurement, field, members))| {
+                let name = format!("{}_{}", name.0, name.1);
                 let kind = if !field.is_empty() && name.ends_with("_total") {
                     "counter"
                 } else {
@@ -455,6 +460,39 @@ fn escape_help(v: &str) -> String {
     v.replace('\\', "\\\\").replace('\n', "\\n")
 }
 
+/// A family's name, `<base>_<field>`, compared as that string without making it.
+#[derive(Debug, Clone, Copy)]
+struct Name<'a>(&'a str, &'a str);
+
+impl Name<'_> {
+    fn bytes(&self) -> impl Iterator<Item = u8> + '_ {
+        self.0.bytes().chain(*b"_").chain(self.1.bytes())
+    }
+}
+
+impl Ord for Name<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        if self.0 == other.0 {
+            return self.1.cmp(other.1);
+        }
+        self.bytes().cmp(other.bytes())
+    }
+}
+
+impl PartialOrd for Name<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Name<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Name<'_> {}
+
 /// `{k="v",…}` of `labels` and then `extra`, escaped, at the end of `out`; nothing when both
 /// are empty.
 fn write_labels(labels: &[(String, String)], extra: &[(String, String)], out: &mut String) {
@@ -481,6 +519,23 @@ fn write_value(v: f64, out: &mut Vec<u8>) {
         out.extend_from_slice(b"NaN");
     } else if v.is_infinite() {
         out.extend_from_slice(if v > 0.0 { b"+Inf" } else { b"-Inf" });
+    } else if v == v.trunc() && v.abs() < 1e15 && !(v == 0.0 && v.is_sign_negative()) {
+        // a whole number, as `{v}` writes it (no `.0`), without the float's formatting
+        let mut n = v.abs() as u64;
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        if v < 0.0 {
+            out.push(b'-');
+        }
+        out.extend_from_slice(&digits[at..]);
     } else {
         let _ = std::io::Write::write_fmt(out, format_args!("{v}"));
     }
@@ -746,6 +801,11 @@ event,host=node1,kind=md_degraded message=\"md0 lost a member\" 1700000000000000
             "stalled=true",
             "v=1e300",
             "v=-0.000001",
+            "v=-0",
+            "v=123456789012345678",
+            "w=-42i",
+            "w=999999999999999",
+            "ab_c=1",
             "rkb_per_s=1024",
         ]);
         (
@@ -765,6 +825,30 @@ event,host=node1,kind=md_degraded message=\"md0 lost a member\" 1700000000000000
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn a_value_is_written_as_rust_writes_it(
+            v in prop_oneof![
+                any::<f64>(),
+                any::<i64>().prop_map(|i| i as f64),
+                (-1e16f64..1e16).prop_map(f64::trunc),
+                Just(-0.0),
+                Just(0.0),
+                Just(1e15),
+                Just(-1e15 + 1.0),
+            ]
+        ) {
+            let mut out = Vec::new();
+            write_value(v, &mut out);
+            let want = if v.is_nan() {
+                " NaN\n".to_string()
+            } else if v.is_infinite() {
+                format!(" {}Inf\n", if v > 0.0 { "+" } else { "-" })
+            } else {
+                format!(" {v}\n")
+            };
+            prop_assert_eq!(String::from_utf8(out).unwrap(), want);
+        }
 
         #[test]
         fn the_page_is_the_one_made_anew_from_every_report(
