@@ -138,6 +138,31 @@ struct Family {
     name: String,
     head: String,
     members: Vec<(u32, u32)>,
+    /// The measurement and field the HELP and TYPE lines were made from (the first series').
+    measurement: String,
+    field: String,
+}
+
+impl Family {
+    fn new(name: String, measurement: &str, field: &str, members: Vec<(u32, u32)>) -> Family {
+        let kind = if !field.is_empty() && name.ends_with("_total") {
+            "counter"
+        } else {
+            "gauge"
+        };
+        let help = help_of(&name, measurement, field);
+        let head = format!(
+            "# HELP {name} {}\n# TYPE {name} {kind}\n",
+            escape_help(&help)
+        );
+        Family {
+            name,
+            head,
+            members,
+            measurement: measurement.to_owned(),
+            field: field.to_owned(),
+        }
+    }
 }
 
 /// The latest value of every series the recent reports carried.
@@ -354,7 +379,7 @@ impl Exposition {
             .iter()
             .map(|s| metric_name(&s.measurement))
             .collect();
-        let mut families: BTreeMap<Name<'_>, (&str, &str, Vec<(u32, u32)>)> = BTreeMap::new();
+        let mut families: BTreeMap<Name<'_>, Members<'_>> = BTreeMap::new();
         for &i in self.keys.values() {
             let (s, base) = (&self.series[i], bases[i].as_str());
             let at = u32::try_from(i).unwrap_or(u32::MAX);
@@ -374,24 +399,22 @@ impl Exposition {
                     .push((at, INFO));
             }
         }
+        // the families of the last page keep their HELP and TYPE lines
+        let mut last: HashMap<String, Family> = HashMap::with_capacity(self.families.len());
+        for mut f in std::mem::take(&mut self.families) {
+            last.insert(std::mem::take(&mut f.name), f);
+        }
+        let mut name = String::new();
         self.families = families
             .into_iter()
-            .map(|(name, (measurement, field, members))| {
-                let name = format!("{}_{}", name.0, name.1);
-                let kind = if !field.is_empty() && name.ends_with("_total") {
-                    "counter"
-                } else {
-                    "gauge"
-                };
-                let help = help_of(&name, measurement, field);
-                let head = format!(
-                    "# HELP {name} {}\n# TYPE {name} {kind}\n",
-                    escape_help(&help)
-                );
-                Family {
-                    name,
-                    head,
-                    members,
+            .map(|(n, (measurement, field, members))| {
+                name.clear();
+                let _ = write!(name, "{}_{}", n.0, n.1);
+                match last.remove_entry(name.as_str()) {
+                    Some((name, f)) if f.measurement == measurement && f.field == field => {
+                        Family { name, members, ..f }
+                    }
+                    _ => Family::new(name.clone(), measurement, field, members),
                 }
             })
             .collect();
@@ -459,6 +482,10 @@ fn escape_label(v: &str, out: &mut String) {
 fn escape_help(v: &str) -> String {
     v.replace('\\', "\\\\").replace('\n', "\\n")
 }
+
+/// A family's measurement and field (the first series' that has it) and its samples, while the
+/// families are made.
+type Members<'a> = (&'a str, &'a str, Vec<(u32, u32)>);
 
 /// A family's name, `<base>_<field>`, compared as that string without making it.
 #[derive(Debug, Clone, Copy)]
@@ -702,7 +729,7 @@ event,host=node1,kind=md_degraded message=\"md0 lost a member\" 1700000000000000
     /// made into series anew, every page's families and samples made from them.
     #[derive(Default)]
     struct Reference {
-        series: BTreeMap<String, (String, Vec<(String, String)>, PromLine, u64)>,
+        series: BTreeMap<String, (String, PromLine, u64)>,
         reports: u64,
     }
 
@@ -721,13 +748,12 @@ event,host=node1,kind=md_degraded message=\"md0 lost a member\" 1700000000000000
                 for (k, v) in &pl.labels {
                     let _ = write!(key, ",{k}={v}");
                 }
-                let labels = pl.labels.clone();
                 self.series
-                    .insert(key, (p.measurement.to_string(), labels, pl, self.reports));
+                    .insert(key, (p.measurement.to_string(), pl, self.reports));
             }
             let now = self.reports;
             self.series
-                .retain(|_, s| now.saturating_sub(s.3) < KEEP_REPORTS);
+                .retain(|_, s| now.saturating_sub(s.2) < KEEP_REPORTS);
         }
 
         fn render(&self) -> String {
@@ -742,7 +768,8 @@ event,host=node1,kind=md_degraded message=\"md0 lost a member\" 1700000000000000
                     write_value(v, &mut out);
                     s + std::str::from_utf8(&out).unwrap()
                 };
-            for (measurement, labels, pl, _) in self.series.values() {
+            for (measurement, pl, _) in self.series.values() {
+                let labels = &pl.labels;
                 let base = metric_name(measurement);
                 for (prom, field, v) in &pl.values {
                     let name = format!("{base}_{prom}");
