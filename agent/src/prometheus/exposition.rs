@@ -502,7 +502,12 @@ impl Ord for Name<'_> {
         if self.0 == other.0 {
             return self.1.cmp(other.1);
         }
-        self.bytes().cmp(other.bytes())
+        // bases that differ before either ends differ there, in both names
+        let n = self.0.len().min(other.0.len());
+        match self.0.as_bytes()[..n].cmp(&other.0.as_bytes()[..n]) {
+            std::cmp::Ordering::Equal => self.bytes().cmp(other.bytes()),
+            unequal => unequal,
+        }
     }
 }
 

@@ -87,7 +87,11 @@ impl Exporter {
     /// milliseconds of the rendering), so that the agent holds one page, not two; else the new
     /// one is made beside it, and the scrape frees the old one when it is sent.
     pub fn update(&self, report: &[u8]) {
-        let text = String::from_utf8_lossy(report);
+        // the agent wrote it: UTF-8, checked at the validator's speed, not chunk by chunk
+        let text = match std::str::from_utf8(report) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(report),
+        };
         let mut exposition = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         exposition.update(&text);
         let mut page = self.page.lock().unwrap_or_else(PoisonError::into_inner);
