@@ -13,9 +13,9 @@
 # `/metrics` served and scraped every 10 s. The profile is cut
 # in two: startup and the first rounds (--warmup s), then the steady state (--steady s). The list
 # holds the steady state's functions by instructions, most first, then those only startup ran;
-# each is the symbol's exact name (a `.llvm.` suffix, which ThinLTO makes up per build, matched
-# by `*`), so the list belongs to the toolchain and Cargo.lock it was made with: after either
-# changes, make it again (a name that no longer exists is skipped by the linker).
+# each is the symbol's name with its hash and a ThinLTO `.llvm.` suffix matched by `*` (below),
+# so that the list outlives small edits; after the code changes much, make it again (a name
+# that no longer exists is skipped by the linker).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -183,6 +183,28 @@ order = sorted(steady, key=lambda s: -steady[s])
 order += sorted((s for s in startup if s not in steady), key=lambda s: -startup[s])
 size = {s[2]: s[1] for s in syms}
 start_of = {s[2]: s[0] for s in syms}
+# A name's hash (`17h<16 hex digits>E`, legacy mangling) follows the crate's build hash, which
+# cargo makes from Cargo.lock, the toolchain and the package's build settings, and, for an
+# instance of a generic function, the instance's types, closures included, whose names shift
+# with any edit of the function that holds them: so a name is written with its hash as `*`. A
+# path that several functions of the binary share (a generic's instances) then brings them all:
+# the steady state's are written so all the same (their cold siblings come along: a larger hot
+# section, against hot code left scattered after the next edit); startup's, run once, only whole.
+hashed = re.compile(r"^(.*17h)[0-9a-f]{16}(E)(\.llvm\.\d+)?$")
+paths = {}
+for _, names in aliases.values():
+    for name in names:
+        m = hashed.match(name)
+        if m:
+            paths[m.group(1)] = paths.get(m.group(1), 0) + 1
+
+def pattern(name, hot):
+    m = hashed.match(name)
+    if m and (hot or paths.get(m.group(1)) == 1):
+        return m.group(1) + "*E" + ("*" if m.group(3) else "")
+    # the compiler's section of a cold function is `.text.unlikely.<name>`
+    return re.sub(r"\.llvm\.\d+$", "*", name)
+
 with open(out, "w") as f:
     f.write("/* Made by bench/hot-text.sh: the functions the release agent runs, the steady state's\n")
     f.write("   by instructions, then startup's (%d and %d functions, %d and %d bytes).\n"
@@ -190,11 +212,14 @@ with open(out, "w") as f:
                sum(size[s] for s in order[len(steady):])))
     f.write("   Laid out ahead of .text by agent/build.rs; the rest is the linker's own layout. */\n")
     f.write("SECTIONS\n{\n  .text.storwatch_hot :\n  {\n")
+    written = set()
     for s in order:
         for name in sorted(aliases[start_of[s]][1]):
             # the compiler's section of a cold function is `.text.unlikely.<name>`
-            name = re.sub(r"\.llvm\.\d+$", "*", name)
-            f.write("    *(.text.%s .text.unlikely.%s)\n" % (name, name))
+            name = pattern(name, s in steady)
+            if name not in written:
+                written.add(name)
+                f.write("    *(.text.%s .text.unlikely.%s)\n" % (name, name))
     f.write("  }\n}\nINSERT BEFORE .text;\n")
 print("%s: %d steady-state functions, %d startup-only" % (out, len(steady), len(order) - len(steady)))
 PY

@@ -48,6 +48,23 @@ impl PromLine {
 
 /// A parsed line in Prometheus's terms.
 pub fn prom_line(p: &Point<'_>) -> PromLine {
+    prom_line_planned(p).0
+}
+
+/// Where [`prom_line`] took each of a line's values and `_info` labels from: for each of
+/// [`PromLine::values`], the index of its field in the line and the factor its value was
+/// multiplied by; for each of [`PromLine::info`], the index of its field. A line whose fields
+/// have the same keys in the same order, each a string field or not as before, and whose tags
+/// are the same, comes out of [`prom_line`] with the same names: its values are these fields'
+/// numbers times these factors, its `_info` labels these fields' strings.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PromPlan {
+    pub values: Vec<(usize, f64)>,
+    pub info: Vec<usize>,
+}
+
+/// [`prom_line`] and its [`PromPlan`].
+pub fn prom_line_planned(p: &Point<'_>) -> (PromLine, PromPlan) {
     let mut labels: Vec<(String, String)> = p
         .tags
         .iter()
@@ -58,6 +75,7 @@ pub fn prom_line(p: &Point<'_>) -> PromLine {
     labels.dedup_by(|b, a| a.0 == b.0);
     let mut values: Vec<(String, String, f64)> = Vec::with_capacity(p.fields.len());
     let mut info: Vec<(String, String)> = Vec::new();
+    let mut plan = PromPlan::default();
     for (i, (field, value)) in p.fields.iter().enumerate() {
         // written again later in the line: the later value is the line's
         if p.fields
@@ -66,30 +84,47 @@ pub fn prom_line(p: &Point<'_>) -> PromLine {
         {
             continue;
         }
-        let v = match value {
-            FieldValue::Float(f) => *f,
-            FieldValue::Integer(i) => *i as f64,
-            FieldValue::Unsigned(u) => *u as f64,
-            FieldValue::Boolean(b) => f64::from(u8::from(*b)),
-            FieldValue::String(s) => {
-                let name = label_name(field);
-                if labels.iter().any(|(k, _)| *k == name) {
-                    continue;
-                }
-                info.retain(|(k, _)| *k != name);
-                info.push((name, s.to_string()));
+        let Some(v) = number(value) else {
+            let FieldValue::String(s) = value else {
+                continue;
+            };
+            let name = label_name(field);
+            if labels.iter().any(|(k, _)| *k == name) {
                 continue;
             }
+            if let Some(at) = info.iter().position(|(k, _)| *k == name) {
+                info.remove(at);
+                plan.info.remove(at);
+            }
+            info.push((name, s.to_string()));
+            plan.info.push(i);
+            continue;
         };
         let (name, scale) = field_metric(&p.measurement, field);
-        values.retain(|(n, _, _)| *n != name);
+        if let Some(at) = values.iter().position(|(n, _, _)| *n == name) {
+            values.remove(at);
+            plan.values.remove(at);
+        }
         values.push((name, field.to_string(), v * scale));
+        plan.values.push((i, scale));
     }
-    PromLine {
+    let line = PromLine {
         base: metric_name(&p.measurement),
         labels,
         values,
         info,
+    };
+    (line, plan)
+}
+
+/// A field's value as a sample's: booleans 1 and 0; strings none.
+pub fn number(value: &FieldValue<'_>) -> Option<f64> {
+    match value {
+        FieldValue::Float(f) => Some(*f),
+        FieldValue::Integer(i) => Some(*i as f64),
+        FieldValue::Unsigned(u) => Some(*u as f64),
+        FieldValue::Boolean(b) => Some(f64::from(u8::from(*b))),
+        FieldValue::String(_) => None,
     }
 }
 

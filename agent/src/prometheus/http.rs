@@ -9,17 +9,68 @@ pub const MAX_REQUEST_BYTES: usize = 8 << 10;
 /// Request line kept at most; a longer one is answered 414.
 pub const MAX_REQUEST_LINE: usize = 1 << 10;
 
-/// An HTTP/1.1 answer with `body`, closing the connection.
-pub(super) fn answer(status: &str, body: &[u8]) -> Arc<[u8]> {
-    let head = format!(
+/// An HTTP/1.1 answer, head and body, as it goes out: `bytes[start..]` (room is kept before the
+/// body for its head, so that a page rendered into a buffer kept from an earlier report needs no
+/// copy; see [`answer_in`]).
+#[derive(Debug)]
+pub(super) struct Answer {
+    bytes: Vec<u8>,
+    start: usize,
+}
+
+impl Answer {
+    /// What is sent.
+    pub(super) fn as_bytes(&self) -> &[u8] {
+        self.bytes.get(self.start..).unwrap_or_default()
+    }
+
+    /// Makes this the answer whose body `render` writes, in this answer's buffer (see
+    /// [`answer_in`]).
+    pub(super) fn render_again(&mut self, render: impl FnOnce(&mut Vec<u8>)) {
+        *self = answer_in(std::mem::take(&mut self.bytes), render);
+    }
+}
+
+/// Room for the head kept before a body rendered by [`answer_in`]: more than the longest head
+/// [`head`] writes for `200 OK` (a length of 20 digits; a test checks).
+const HEAD_ROOM: usize = 160;
+
+fn head(status: &str, len: usize) -> String {
+    format!(
         "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let mut out = Vec::with_capacity(head.len() + body.len());
-    out.extend_from_slice(head.as_bytes());
-    out.extend_from_slice(body);
-    out.into()
+         Content-Length: {len}\r\nConnection: close\r\n\r\n"
+    )
+}
+
+/// An HTTP/1.1 answer with `body`, closing the connection.
+pub(super) fn answer(status: &str, body: &[u8]) -> Arc<Answer> {
+    let head = head(status, body.len());
+    let mut bytes = Vec::with_capacity(head.len() + body.len());
+    bytes.extend_from_slice(head.as_bytes());
+    bytes.extend_from_slice(body);
+    Arc::new(Answer { bytes, start: 0 })
+}
+
+/// A `200 OK` answer whose body `render` writes into `buf` (emptied first; its capacity is
+/// kept, so a page as large as the last one is made without allocating).
+pub(super) fn answer_in(mut buf: Vec<u8>, render: impl FnOnce(&mut Vec<u8>)) -> Answer {
+    buf.clear();
+    buf.resize(HEAD_ROOM, 0);
+    render(&mut buf);
+    let head = head("200 OK", buf.len() - HEAD_ROOM);
+    match HEAD_ROOM.checked_sub(head.len()) {
+        Some(start) => {
+            buf[start..HEAD_ROOM].copy_from_slice(head.as_bytes());
+            Answer { bytes: buf, start }
+        }
+        // not with the status above: kept for a longer head all the same
+        None => {
+            let mut bytes = Vec::with_capacity(head.len() + buf.len() - HEAD_ROOM);
+            bytes.extend_from_slice(head.as_bytes());
+            bytes.extend_from_slice(&buf[HEAD_ROOM..]);
+            Answer { bytes, start: 0 }
+        }
+    }
 }
 
 /// What a request asked for, once its headers are in.
@@ -147,10 +198,22 @@ mod tests {
     #[test]
     fn an_answer_says_its_length_and_closes() {
         let a = answer("200 OK", b"x 1\n");
-        let text = std::str::from_utf8(&a).unwrap();
+        let text = std::str::from_utf8(a.as_bytes()).unwrap();
         assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
         assert!(text.contains("Content-Length: 4\r\n"), "{text}");
         assert!(text.contains("Connection: close\r\n"), "{text}");
         assert!(text.ends_with("\r\n\r\nx 1\n"), "{text}");
+    }
+
+    #[test]
+    fn an_answer_rendered_into_a_kept_buffer_is_the_same_answer() {
+        assert!(head("200 OK", usize::MAX).len() <= HEAD_ROOM);
+        let mut a = answer_in(Vec::new(), |_| {});
+        for body in [&b""[..], b"x 1\n", &[b'y'; 100_000][..], b"z 2\n"] {
+            a.render_again(|out| out.extend_from_slice(body));
+            assert_eq!(a.as_bytes(), answer("200 OK", body).as_bytes());
+        }
+        // the largest body's buffer is kept for the next
+        assert!(a.bytes.capacity() >= 100_000);
     }
 }

@@ -33,7 +33,7 @@ use rustix::buffer::spare_capacity;
 use rustix::event::{epoll, Timespec};
 use rustix::io::Errno;
 
-use super::http::{answer, Asked, RequestHead};
+use super::http::{answer, Answer, Asked, RequestHead};
 
 /// Time a client gets to send its request, and then to read the whole answer.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -73,7 +73,7 @@ const WARN_EVERY: Duration = Duration::from_secs(60);
 const LISTENER: u64 = u64::MAX;
 
 /// The page every `GET /metrics` gets: the whole HTTP answer, head and body.
-pub(super) type Page = Arc<Mutex<Arc<[u8]>>>;
+pub(super) type Page = Arc<Mutex<Arc<Answer>>>;
 
 /// Connections the listener may hold with `max` configured and an open-file limit of
 /// `file_limit` (`None`: unlimited): at most half the limit, so that the sampling always finds
@@ -118,7 +118,7 @@ pub(super) fn cap_within_file_limit(max: usize) -> usize {
 
 enum State {
     Reading(RequestHead),
-    Writing { answer: Arc<[u8]>, sent: usize },
+    Writing { answer: Arc<Answer>, sent: usize },
 }
 
 struct Conn {
@@ -137,10 +137,10 @@ struct Slot {
 
 /// The fixed answers, made once.
 struct Answers {
-    not_found: Arc<[u8]>,
-    method_not_allowed: Arc<[u8]>,
-    uri_too_long: Arc<[u8]>,
-    headers_too_large: Arc<[u8]>,
+    not_found: Arc<Answer>,
+    method_not_allowed: Arc<Answer>,
+    uri_too_long: Arc<Answer>,
+    headers_too_large: Arc<Answer>,
 }
 
 pub(super) struct EventLoop {
@@ -383,7 +383,7 @@ impl EventLoop {
         };
         // A page larger than the send buffer goes out at the link's speed only with a buffer
         // that holds it (the client's delayed ACKs pace a small one), from a bounded budget.
-        let want = answer.len().min(MAX_SEND_BUFFER).min(budget);
+        let want = answer.as_bytes().len().min(MAX_SEND_BUFFER).min(budget);
         if want > SEND_BUFFER
             && rustix::net::sockopt::set_socket_send_buffer_size(&conn.stream, want).is_ok()
         {
@@ -405,7 +405,7 @@ impl EventLoop {
             let State::Writing { answer, sent } = &mut conn.state else {
                 return;
             };
-            let rest = answer.get(*sent..).unwrap_or_default();
+            let rest = answer.as_bytes().get(*sent..).unwrap_or_default();
             if rest.is_empty() {
                 self.close(token);
                 return;

@@ -82,16 +82,26 @@ impl Exporter {
     }
 
     /// Takes in a report and renders the page the next scrapes get: the whole answer, made here
-    /// once per report rather than per scrape.
+    /// once per report rather than per scrape. When no scrape is sending the page, it is
+    /// written over in place (a scrape that comes meanwhile waits for the lock, the few
+    /// milliseconds of the rendering), so that the agent holds one page, not two; else the new
+    /// one is made beside it, and the scrape frees the old one when it is sent.
     pub fn update(&self, report: &[u8]) {
-        let text = String::from_utf8_lossy(report);
-        let rendered = {
-            let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            st.update(&text);
-            st.render()
+        // the agent wrote it: UTF-8, checked at the validator's speed, not chunk by chunk
+        let text = match std::str::from_utf8(report) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(report),
         };
-        let page = http::answer("200 OK", rendered.as_bytes());
-        *self.page.lock().unwrap_or_else(PoisonError::into_inner) = page;
+        let mut exposition = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        exposition.update(&text);
+        let mut page = self.page.lock().unwrap_or_else(PoisonError::into_inner);
+        match Arc::get_mut(&mut page) {
+            Some(only) => only.render_again(|out| exposition.render_into(out)),
+            None => {
+                let room = Vec::with_capacity(page.as_bytes().len() + (64 << 10));
+                *page = Arc::new(http::answer_in(room, |out| exposition.render_into(out)));
+            }
+        }
     }
 }
 
@@ -108,5 +118,51 @@ mod tests {
         assert_eq!(cfg.max_connections, 10);
         let err = toml::from_str::<PrometheusConfig>("max_connections = 0\n").unwrap_err();
         assert!(err.to_string().contains("at least 1"), "{err}");
+    }
+
+    #[test]
+    fn a_page_being_sent_is_left_as_it_is_and_an_idle_one_is_written_over() {
+        let cfg = PrometheusConfig {
+            listen: "127.0.0.1:0".into(),
+            ..PrometheusConfig::default()
+        };
+        let x = Exporter::start(&cfg).unwrap();
+        let page = |x: &Exporter| Arc::clone(&x.page.lock().unwrap());
+        let text = |a: &http::Answer| String::from_utf8_lossy(a.as_bytes()).into_owned();
+        x.update(b"disk,device=sda util_pct=1 1\n");
+        let first = page(&x);
+        assert!(text(&first).ends_with("storwatch_disk_util_percent{device=\"sda\"} 1\n"));
+        // a scrape holds the page: the next report's page is another, this one unchanged
+        x.update(b"disk,device=sda util_pct=2 2\n");
+        let second = page(&x);
+        assert!(!Arc::ptr_eq(&first, &second));
+        assert!(
+            text(&first).ends_with("{device=\"sda\"} 1\n"),
+            "{}",
+            text(&first)
+        );
+        assert!(
+            text(&second).ends_with("{device=\"sda\"} 2\n"),
+            "{}",
+            text(&second)
+        );
+        // nobody holds it: written over where it is, the same answer as a new page would be
+        let at = second.as_bytes().as_ptr();
+        drop((first, second));
+        x.update(b"disk,device=sda util_pct=3 3\n");
+        let third = page(&x);
+        assert_eq!(
+            third.as_bytes().as_ptr(),
+            at,
+            "the same buffer (the same head length)"
+        );
+        let mut e = Exposition::default();
+        for r in ["util_pct=1 1", "util_pct=2 2", "util_pct=3 3"] {
+            e.update(&format!("disk,device=sda {r}\n"));
+        }
+        assert_eq!(
+            third.as_bytes(),
+            http::answer("200 OK", e.render().as_bytes()).as_bytes()
+        );
     }
 }

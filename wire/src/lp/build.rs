@@ -186,13 +186,21 @@ impl LineWriter {
         std::mem::take(&mut self.buf)
     }
 
-    /// Lines written since creation.
+    /// Empties the writer for the next report, keeping its buffers (and so their size: a report
+    /// as long as the last one is written without a growth); the counters start again at 0.
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.lines = 0;
+        self.skipped = 0;
+    }
+
+    /// Lines written since creation (or [`LineWriter::clear`]).
     pub fn lines(&self) -> usize {
         self.lines
     }
 
     /// Values skipped (non-finite floats, unwritable keys) and lines dropped (no field, no
-    /// writable measurement) since creation.
+    /// writable measurement) since creation (or [`LineWriter::clear`]).
     pub fn skipped(&self) -> usize {
         self.skipped
     }
