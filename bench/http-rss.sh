@@ -56,7 +56,9 @@ pids=()
 cleanup() {
   local p
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  [ -z "$ticker" ] || { pkill -P "$ticker" 2>/dev/null || true; kill "$ticker" 2>/dev/null || true; }
+  # the harness's whole process group: its host's ticker is a grandchild that would write the
+  # host again after it is removed
+  [ -z "$ticker" ] || kill -- -"$ticker" 2>/dev/null || true
   wait 2>/dev/null || true
   rm -rf "$work" "$host" "/dev/shm/$(basename "$work")-bench-run"
 }
@@ -66,7 +68,7 @@ trap 'exit 1' INT TERM # the EXIT trap runs on these too
 regen=()
 [ -z "$disks" ] || regen=(--regen --disks "$disks")
 STORWATCH_BENCH_DIR=$work/bench STORWATCH_BENCH_RUNDIR=/dev/shm/$(basename "$work")-bench-run \
-  STORWATCH_AGENT_BIN=$agent_bin "$here/run-agent-bench.sh" --drives-steady --root "$host" \
+  STORWATCH_AGENT_BIN=$agent_bin setsid "$here/run-agent-bench.sh" --drives-steady --root "$host" \
   "${regen[@]}" --warmup 5 --duration $((warmup + duration + 60)) --rounds 1 --only floor-full \
   >"$work/ticker.log" 2>&1 &
 ticker=$!
