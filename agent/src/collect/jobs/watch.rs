@@ -144,14 +144,9 @@ impl DirWatch {
 }
 
 /// Events in a directory the walk lists that may change the listing: a subdirectory made,
-/// removed or renamed in it, or the directory itself gone.
-const TREE: WatchFlags = WatchFlags::CREATE
-    .union(WatchFlags::DELETE)
-    .union(WatchFlags::MOVED_FROM)
-    .union(WatchFlags::MOVED_TO)
-    .union(WatchFlags::DELETE_SELF)
-    .union(WatchFlags::MOVE_SELF)
-    .union(WatchFlags::ONLYDIR);
+/// removed or renamed in it, or the directory itself gone — the events a job's directory is
+/// watched for.
+const TREE: WatchFlags = WATCHED;
 
 /// The directories the walk lists (not the jobs' own, which it does not descend into once
 /// known), watched so that a reading lists the tree again only when one of them changed.
