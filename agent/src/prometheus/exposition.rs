@@ -212,9 +212,9 @@ impl Exposition {
                     .extend_from_slice(&part.len().to_le_bytes());
                 self.written_key.extend_from_slice(part.as_bytes());
             }
+            self.layout.clear();
+            layout_of(&p, &mut self.layout);
             if let Some(&i) = self.written.get(&self.written_key) {
-                self.layout.clear();
-                layout_of(&p, &mut self.layout);
                 let s = &mut self.series[i];
                 if s.take_by_plan(&p, &self.layout) {
                     s.report = self.reports;
@@ -244,7 +244,8 @@ impl Exposition {
         }
     }
 
-    /// Reads a line of a series not seen, or not in the fields its plan was made from.
+    /// Reads a line of a series not seen, or not in the fields its plan was made from
+    /// (`self.layout` is the line's [`layout_of`]).
     fn read_whole(&mut self, p: &Point<'_>) {
         let (
             PromLine {
@@ -255,8 +256,7 @@ impl Exposition {
             },
             plan,
         ) = prom_line_planned(p);
-        let mut layout = Vec::new();
-        layout_of(p, &mut layout);
+        let layout = self.layout.clone();
         self.key.clear();
         self.key.push_str(&p.measurement);
         for (k, v) in &labels {
