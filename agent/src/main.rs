@@ -146,9 +146,10 @@ fn main() {
 ///
 /// Blocks of [`MMAP_THRESHOLD`] and more are mapped on their own and unmapped when freed. glibc
 /// starts there too, but raises the threshold to the size of each such block freed, so that the
-/// next ones of that size come from the heap; there the HTTP output's batches and gzip state
-/// and the `/metrics` page, freed between reports, left holes that small allocations then pinned
-/// (14.6 MiB of heap resident with both outputs, against ~2.4 MB live; docs/performance.md).
+/// next ones of that size come from the heap; there the `/metrics` page and what made it, freed
+/// between reports, left holes that small allocations then pinned (14.3–14.9 MiB of heap
+/// resident with the HTTP output and `/metrics`, 2.7 MiB with the HTTP output alone;
+/// docs/performance.md).
 /// Setting it keeps it where it is.
 fn one_malloc_arena() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
