@@ -16,6 +16,7 @@
 //! than [`MAX_CACHED`] entries. The request's series and samples are a [`RequestSeries`].
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use storwatch_wire::lp::{
     parse_line, parse_view, view_plain, Backend, FieldValue, LineView, Parsed, Point,
@@ -39,7 +40,8 @@ pub(super) const MAX_CACHED: usize = 1 << 20;
 /// `__name__` sorts among them.
 #[derive(Debug)]
 struct LabelSet {
-    bytes: Box<[u8]>,
+    /// shared with `label_ids`' key: one allocation a label set
+    bytes: Arc<[u8]>,
     split: usize,
 }
 
@@ -74,7 +76,7 @@ pub struct Encoder {
     /// label set and layout by series key as written
     keys: FxMap<Box<str>, Known>,
     /// label set by its `Label` messages (sorted, without `__name__`)
-    label_ids: FxMap<Box<[u8]>, u32>,
+    label_ids: FxMap<Arc<[u8]>, u32>,
     /// label names by tag key
     label_names: FxMap<Box<str>, Box<str>>,
     label_sets: Vec<LabelSet>,
@@ -318,9 +320,17 @@ impl Encoder {
             text.push_str(&v);
             spans.push([start, name_end, text.len()]);
         }
+        // sorted by the bytes (as by the strings), not cut at char boundaries each comparison
+        let raw = text.as_bytes();
+        let bytes = |s: &[usize; 3]| {
+            (
+                raw.get(s[0]..s[1]).unwrap_or_default(),
+                raw.get(s[1]..s[2]).unwrap_or_default(),
+            )
+        };
+        spans.sort_unstable_by(|a, b| bytes(a).cmp(&bytes(b)));
+        spans.dedup_by(|b, a| bytes(a).0 == bytes(b).0);
         let label = |s: &[usize; 3]| (&text[s[0]..s[1]], &text[s[1]..s[2]]);
-        spans.sort_unstable_by(|a, b| label(a).cmp(&label(b)));
-        spans.dedup_by(|b, a| label(a).0 == label(b).0);
         let id = self.label_set(spans.iter().map(label));
         self.keys
             .insert(series_key.into(), Known { lid: id, layout });
@@ -386,12 +396,10 @@ impl Encoder {
             return id;
         }
         let id = self.label_sets.len() as u32;
-        self.label_sets.push(LabelSet {
-            bytes: encoded.as_slice().into(),
-            split,
-        });
+        let bytes: Arc<[u8]> = encoded.as_slice().into();
+        self.label_ids.insert(bytes.clone(), id);
+        self.label_sets.push(LabelSet { bytes, split });
         self.req.add_label_set();
-        self.label_ids.insert(encoded.as_slice().into(), id);
         self.label_bytes = encoded;
         id
     }
