@@ -26,9 +26,9 @@ pub(super) struct Layout {
     m: u32,
     /// the measurement's index (4 bytes), then each key followed by a comma (which no plain
     /// key holds): what the layout is interned by
-    keys: Vec<u8>,
+    pub(super) keys: Vec<u8>,
     /// per field: where its key ends in `keys`, its metric and unit factor
-    fields: Vec<(u32, u32, f64)>,
+    pub(super) fields: Vec<(u32, u32, f64)>,
 }
 
 impl Layout {

@@ -1,0 +1,275 @@
+//! A line of a series the encoder knows, read by what it knows: most lines of a drain or of a
+//! steady stream are a known series (its key as written, up to the first space) whose fields
+//! come in its layout's order ([`super::plain_line`]). Such a line needs none of what the
+//! one-pass reading checks of a line not seen before (its tags' names and repeats, its key's
+//! length): its key was read plain before and is the same bytes, and its fields are compared
+//! with the layout's keys, so only its values and its timestamp are read. Anything else (an
+//! unknown key, a field off the layout, one more or fewer, a value that is not a plain number
+//! or boolean, a timestamp that is not plain digits) is left to the one-pass reading, which
+//! then reads the line whole as before.
+//!
+//! What this reads it reads as the one-pass reading does: the same values (by
+//! [`plain_number`], from the same bytes, of the type that reading gives), the same timestamp,
+//! named by the same layout. Test: `a_known_series_line_is_read_as_the_one_pass_reading_reads_it`.
+
+use storwatch_wire::lp::{plain_number, FieldType};
+
+use super::plain_line::NONE;
+use super::{time_ms, Encoder};
+
+impl Encoder {
+    /// `line` when its series is known and its fields are its layout's, in order, all of them:
+    /// its samples added; false (nothing added) otherwise.
+    pub(super) fn add_known(&mut self, line: &str, now_ms: i64) -> bool {
+        let b = line.as_bytes();
+        let Some(space) = memchr::memchr(b' ', b) else {
+            return false;
+        };
+        // a key known as written (a plain key has no backslash: a key cut at an escaped space
+        // ends in one, and is no plain key)
+        let Some(known) = line.get(..space).and_then(|k| self.keys.get(k)).copied() else {
+            return false;
+        };
+        if known.layout == NONE {
+            return false;
+        }
+        let Some(layout) = self.layouts.get(known.layout as usize) else {
+            return false;
+        };
+        self.line_values.clear();
+        let (mut i, mut at) = (space + 1, 4);
+        for (j, &(end, id, scale)) in layout.fields.iter().enumerate() {
+            if j > 0 {
+                // the comma after the value before
+                if b.get(i) != Some(&b',') {
+                    return false;
+                }
+                i += 1;
+            }
+            let end = end as usize;
+            let Some(key) = layout.keys.get(at..end) else {
+                return false;
+            };
+            at = end + 1;
+            let v = i + key.len() + 1;
+            if b.get(i..v - 1) != Some(key) || b.get(v - 1) != Some(&b'=') {
+                return false;
+            }
+            let Some((end, x)) = value_at(line, v) else {
+                return false;
+            };
+            i = end;
+            self.line_values.push((id, x * scale));
+        }
+        let ts = match b.get(i) {
+            None => None,
+            Some(b' ') => match timestamp(b.get(i + 1..).unwrap_or_default()) {
+                Some(t) => Some(t),
+                None => return false,
+            },
+            // a field more than the layout's
+            Some(_) => return false,
+        };
+        if self.line_values.is_empty() {
+            return false;
+        }
+        let values = std::mem::take(&mut self.line_values);
+        self.req.push_line(known.lid, &values, time_ms(ts, now_ms));
+        self.line_values = values;
+        true
+    }
+}
+
+/// Powers of ten a double holds exactly, up to the 15 digits of the fast path.
+const POW10: [f64; 16] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+];
+
+/// The value starting at `v`: where it ends (at a comma, a space or the end of the line) and
+/// its number as [`plain_number`] reads it, the digits read as they are passed. A number of at
+/// most 15 digits is read here in the same way (its digits as an integer, divided by a power
+/// of ten: one rounding); anything else (a boolean, more digits, what is no plain number) by
+/// [`plain_number`] itself.
+#[inline(always)]
+fn value_at(line: &str, v: usize) -> Option<(usize, f64)> {
+    let b = line.as_bytes();
+    let neg = b.get(v) == Some(&b'-');
+    let d0 = v + usize::from(neg);
+    let (mut i, mut m) = (d0, 0u64);
+    while let Some(c) = b.get(i).filter(|c| c.is_ascii_digit()) {
+        m = m.wrapping_mul(10).wrapping_add(u64::from(c - b'0'));
+        i += 1;
+    }
+    let whole = i - d0;
+    let ends = |i: usize| matches!(b.get(i), None | Some(b',' | b' '));
+    let signed = |f: f64| if neg { -f } else { f };
+    if (1..=15).contains(&whole) {
+        match b.get(i) {
+            None | Some(b',' | b' ') => return Some((i, signed(m as f64))),
+            Some(b'.') => {
+                let f0 = i + 1;
+                let mut j = f0;
+                while let Some(c) = b.get(j).filter(|c| c.is_ascii_digit()) {
+                    m = m.wrapping_mul(10).wrapping_add(u64::from(c - b'0'));
+                    j += 1;
+                }
+                let frac = j - f0;
+                if whole + frac <= 15 && ends(j) {
+                    return Some((j, signed(m as f64 / POW10[frac])));
+                }
+            }
+            Some(b'i') if ends(i + 1) => {
+                // at most 15 digits: an i64
+                let n = m as i64;
+                return Some((i + 1, (if neg { -n } else { n }) as f64));
+            }
+            Some(b'u') if !neg && ends(i + 1) => return Some((i + 1, m as f64)),
+            _ => {}
+        }
+    }
+    value_slow(line, v)
+}
+
+/// [`value_at`] of any value: cut at the next comma or space, typed as the one-pass reading
+/// types it, read by [`plain_number`].
+#[cold]
+fn value_slow(line: &str, v: usize) -> Option<(usize, f64)> {
+    let b = line.as_bytes();
+    let mut i = v;
+    while i < b.len() && b[i] != b',' && b[i] != b' ' {
+        i += 1;
+    }
+    let value = line.get(v..i)?;
+    Some((i, plain_number(value, value_type(value)?)?))
+}
+
+/// The type the one-pass reading gives a value (by its first byte, and an integer's or unsigned
+/// one's suffix); `None` for one it gives none (a string, anything else).
+#[inline]
+fn value_type(v: &str) -> Option<FieldType> {
+    let b = v.as_bytes();
+    match (b.first()?, b.last()?) {
+        (b'0'..=b'9' | b'-', b'i') => Some(FieldType::Integer),
+        (b'0'..=b'9' | b'-', b'u') => Some(FieldType::Unsigned),
+        (b'0'..=b'9' | b'-', _) => Some(FieldType::Float),
+        (b't' | b'f' | b'T' | b'F', _) => Some(FieldType::Boolean),
+        _ => None,
+    }
+}
+
+/// A timestamp that is all of `buf`: `-?[0-9]{1,19}` within `i64`, as the one-pass reading
+/// reads one.
+fn timestamp(buf: &[u8]) -> Option<i64> {
+    let (neg, digits) = match buf.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, buf),
+    };
+    if digits.is_empty() || digits.len() > 19 {
+        return None;
+    }
+    let mut mag: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        // 19 digits fit a u64
+        mag = mag * 10 + u64::from(c - b'0');
+    }
+    if neg {
+        0i64.checked_sub_unsigned(mag)
+    } else {
+        i64::try_from(mag).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Values read as they are passed are [`plain_number`]'s, bit for bit, and end where the
+    /// one-pass reading ends them: numbers of every length on both sides of the 15 digits,
+    /// signs, zeros, suffixes, booleans, and what is no plain number.
+    #[test]
+    fn values_read_in_passing_are_plain_numbers() {
+        let mut rng = fastrand::Rng::with_seed(9);
+        let mut values: Vec<String> = [
+            "0",
+            "-0",
+            "0.",
+            "-0.0",
+            "1",
+            "-1",
+            "1.5",
+            "4.",
+            ".5",
+            "-.5",
+            "-",
+            "",
+            "1e3",
+            "1.5i",
+            "5i",
+            "-5i",
+            "0i",
+            "-0i",
+            "5u",
+            "-5u",
+            "18446744073709551615u",
+            "t",
+            "T",
+            "true",
+            "True",
+            "TRUE",
+            "f",
+            "false",
+            "FALSE",
+            "tru",
+            "x",
+            "\"s\"",
+            "1.2.3",
+            "12a",
+            "999999999999999",
+            "9999999999999999",
+            "123456789012345.",
+            "12345678.9012345",
+            "12345678.90123456",
+            "999999999999999999i",
+            "9999999999999999999i",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        for _ in 0..40_000 {
+            let digits = |rng: &mut fastrand::Rng, n: usize| -> String {
+                (0..n).map(|_| char::from(b'0' + rng.u8(..10))).collect()
+            };
+            let sign = if rng.bool() { "-" } else { "" };
+            let n = rng.usize(0..20);
+            let whole = digits(&mut rng, n);
+            let v = match rng.u8(..5) {
+                0 => format!("{sign}{whole}"),
+                1 => format!("{sign}{whole}i"),
+                2 => format!("{sign}{whole}u"),
+                _ => {
+                    let n = rng.usize(0..20);
+                    format!("{sign}{whole}.{}", digits(&mut rng, n))
+                }
+            };
+            values.push(v);
+        }
+        for v in &values {
+            let want = value_type(v).and_then(|t| plain_number(v, t));
+            for end in ["", ",x=1", " 123"] {
+                let line = format!("{v}{end}");
+                let got = value_at(&line, 0);
+                match (got, want) {
+                    (Some((at, x)), Some(w)) => {
+                        assert_eq!(x.to_bits(), w.to_bits(), "{line:?}");
+                        assert_eq!(at, v.len(), "{line:?}");
+                    }
+                    (None, None) => {}
+                    _ => panic!("{line:?}: {got:?} against {want:?}"),
+                }
+            }
+        }
+    }
+}
