@@ -251,16 +251,22 @@ fn collector(
 
 /// User and system CPU seconds of process `pid` so far (`/proc/PID/stat`, 100 ticks a second).
 fn cpu_s(pid: u32) -> f64 {
+    let (user, system) = cpu_split_s(pid);
+    user + system
+}
+
+/// A process's CPU seconds in user space and in the kernel (`/proc/PID/stat`, 10 ms ticks).
+fn cpu_split_s(pid: u32) -> (f64, f64) {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command's closing parenthesis: state is the first, utime the 12th.
+    // Fields after the command's closing parenthesis: state is the first, utime the 12th,
+    // stime the 13th.
     let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let f: Vec<u64> = rest
+    let mut f = rest
         .split_whitespace()
         .skip(11)
         .take(2)
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    f.iter().sum::<u64>() as f64 / 100.0
+        .map(|v| v.parse::<u64>().unwrap_or(0) as f64 / 100.0);
+    (f.next().unwrap_or(0.0), f.next().unwrap_or(0.0))
 }
 
 fn vm_hwm_kib(pid: u32) -> u64 {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 
 use super::{
-    bodies, collector, cpu_s, influx_output, metric, now_ns, own_collector, remote_write,
+    bodies, collector, cpu_split_s, influx_output, metric, now_ns, own_collector, remote_write,
     vm_hwm_kib, wait_ping, Args, Influxd, REPORT_NS, SERIES,
 };
 
@@ -90,15 +90,15 @@ fn in_flight(a: &Args) -> String {
 
 /// Starts the collector `bin` on the queue in `qdir` with the output section `output` and waits
 /// until it has delivered its whole backlog: the time from its start, its peak RSS, its CPU
-/// seconds and, with `--callgrind`, its instructions from start to exit (stopped by SIGTERM
-/// once drained).
+/// seconds (all, and in the kernel) and, with `--callgrind`, its instructions from start to
+/// exit (stopped by SIGTERM once drained).
 async fn drain(
     client: &storwatch_collector::client::Client,
     a: &Args,
     qdir: &Path,
     bin: &Path,
     output: &str,
-) -> anyhow::Result<(Duration, u64, f64, u64)> {
+) -> anyhow::Result<(Duration, u64, f64, f64, u64)> {
     // kept after the bench (beside its directory), for callgrind_annotate
     let cg = a.callgrind.then(|| callgrind_path(qdir));
     let mut proc = collector(qdir, a.port_base + 1, bin, output, cg.as_deref())?;
@@ -120,9 +120,11 @@ async fn drain(
         }
         tokio::time::sleep(poll).await;
     }
-    let (took, hwm, cpu) = (t.elapsed(), vm_hwm_kib(proc.0.id()), cpu_s(proc.0.id()));
+    let (took, hwm) = (t.elapsed(), vm_hwm_kib(proc.0.id()));
+    let (user, sys) = cpu_split_s(proc.0.id());
+    let cpu = user + sys;
     let Some(cg) = cg else {
-        return Ok((took, hwm, cpu, 0));
+        return Ok((took, hwm, cpu, sys, 0));
     };
     // the counts up to here (callgrind_control's dump goes to `<out>.1`), then the rest at exit
     // (dropping the caches of a process that stops is not part of the drain)
@@ -161,7 +163,7 @@ async fn drain(
     }
     let mut dump = cg.clone().into_os_string();
     dump.push(".1");
-    Ok((took, hwm, cpu, callgrind_total(Path::new(&dump))?))
+    Ok((took, hwm, cpu, sys, callgrind_total(Path::new(&dump))?))
 }
 
 /// `<bench dir>-<queue dir>-<n>.callgrind.out` beside the bench's directory, `n` counting the
@@ -237,8 +239,9 @@ pub(crate) async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     } else {
         &["influxdb"]
     };
-    // per build and receiver: drain time, CPU seconds, peak RSS, instructions (--callgrind)
-    let mut runs = vec![vec![(Duration::ZERO, 0.0, 0u64, 0u64); kinds.len()]; bins.len()];
+    // per build and receiver: drain time, CPU seconds, peak RSS, instructions (--callgrind),
+    // CPU seconds in the kernel
+    let mut runs = vec![vec![(Duration::ZERO, 0.0, 0u64, 0u64, 0.0); kinds.len()]; bins.len()];
     let (mut t_direct, mut t_drain) = (Duration::ZERO, Duration::ZERO);
     let (mut hwm, mut cpu) = (0, 0.0);
     let mut ratios = Vec::new();
@@ -257,12 +260,13 @@ pub(crate) async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
                 let qdir = dir.join(format!("drain-{b}-{kind}"));
                 std::fs::create_dir_all(&qdir)?;
                 fill(&client, a, &qdir, part).await?;
-                let (c, h, u, ir) = drain(&client, a, &qdir, bin, &out).await?;
+                let (c, h, u, sys, ir) = drain(&client, a, &qdir, bin, &out).await?;
                 let r = &mut runs[b][k];
                 r.0 += c;
                 r.1 += u;
                 r.2 = r.2.max(h);
                 r.3 += ir;
+                r.4 += sys;
                 if b == 0 && k == 0 {
                     ratios.push(100.0 * (lines / c.as_secs_f64()) / (lines / d.as_secs_f64()));
                     t_drain += c;
@@ -276,11 +280,11 @@ pub(crate) async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     let rate = |d: Duration| total as f64 / d.as_secs_f64();
     for (b, bin) in bins.iter().enumerate() {
         for (k, kind) in kinds.iter().enumerate() {
-            let (d, u, h, ir) = runs[b][k];
-            let (d0, u0, _, ir0) = runs[b][0];
+            let (d, u, h, ir, sys) = runs[b][k];
+            let (d0, u0, _, ir0, _) = runs[b][0];
             println!(
-                "build {b} ({}) into {kind}: {:.0} lines/s, collector CPU {u:.2} s, peak RSS {h} KiB; \
-                 against its InfluxDB output: rate {:.2}x, CPU {:.2}x",
+                "build {b} ({}) into {kind}: {:.0} lines/s, collector CPU {u:.2} s (kernel {sys:.2} s), \
+                 peak RSS {h} KiB; against its InfluxDB output: rate {:.2}x, CPU {:.2}x",
                 bin.display(),
                 rate(d),
                 rate(d) / rate(d0),
@@ -293,7 +297,7 @@ pub(crate) async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
                 );
             }
             if b > 0 {
-                let (dn, un, _, irn) = runs[0][k];
+                let (dn, un, _, irn, _) = runs[0][k];
                 println!(
                     "  into {kind}, build 0 against build {b}: rate {:.2}x, CPU {:.2}x",
                     rate(dn) / rate(d),
