@@ -176,6 +176,7 @@ pub fn release() -> io::Result<(u64, usize)> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
