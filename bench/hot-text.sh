@@ -12,9 +12,10 @@
 # (STORWATCH_COLLECTOR_BIN, or built here; its own output unreachable: it only queues), and
 # `/metrics` served and scraped every 10 s. The profile is cut
 # in two: startup and the first rounds (--warmup s), then the steady state (--steady s). The list
-# holds the steady state's functions by instructions, most first, then those only startup ran;
-# each is the symbol's name with its hash and a ThinLTO `.llvm.` suffix matched by `*` (below),
-# so that the list outlives small edits; after the code changes much, make it again (a name
+# holds the steady state's functions by instructions, most first, then those only startup ran
+# (the agent profiled is linked without a list: STORWATCH_NO_HOT_TEXT, below);
+# each is the symbol's name, its hash matched by `*` where its path is one function's and a
+# ThinLTO `.llvm.` suffix by `*` (below), so that the list outlives small edits; after the code changes much, make it again (a name
 # that no longer exists is skipped by the linker).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,7 +38,15 @@ command -v curl >/dev/null || { echo "needs curl" >&2; exit 1; }
 
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
-agent_bin=$(agent_binary)
+# The profiled agent is linked without a list: valgrind gives no object to the code of a
+# section other than `.text` (the code a list lays out), so a profile of an agent linked with a
+# list sees only what the list left out, and the list made from it loses the rest.
+agent_bin=$(STORWATCH_NO_HOT_TEXT=1 agent_binary)
+if readelf -S -W "$agent_bin" | grep -q '\.text\.storwatch_hot'; then
+  echo "$agent_bin is linked with a hot-code list: profile a build without one" >&2
+  echo "(STORWATCH_NO_HOT_TEXT=1 cargo build --release -p storwatch-agent)" >&2
+  exit 1
+fi
 collector_bin=${STORWATCH_COLLECTOR_BIN:-}
 if [ -z "$collector_bin" ]; then
   cargo build --release -p storwatch-collector --manifest-path "$repo/Cargo.toml" >&2
@@ -54,7 +63,7 @@ cleanup() {
   [ -z "$vg" ] || kill "$vg" 2>/dev/null || true
   [ -z "$scraper" ] || kill "$scraper" 2>/dev/null || true
   [ -z "$collector" ] || kill "$collector" 2>/dev/null || true
-  [ -z "$ticker" ] || { pkill -P "$ticker" 2>/dev/null || true; kill "$ticker" 2>/dev/null || true; }
+  [ -z "$ticker" ] || kill -- -"$ticker" 2>/dev/null || true # the harness's process group
   wait 2>/dev/null || true
   rm -rf "$work" "$host" "/dev/shm/$(basename "$work")-bench-run"
 }
@@ -62,18 +71,7 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM # the EXIT trap runs on these too
 
 # The host, ticked for the whole profile: the read floor alone in the harness's window.
-STORWATCH_BENCH_DIR=$work/bench STORWATCH_BENCH_RUNDIR=/dev/shm/$(basename "$work")-bench-run \
-  STORWATCH_AGENT_BIN=$agent_bin "$here/run-agent-bench.sh" --drives-steady --root "$host" \
-  --warmup 5 --duration $((warmup + steady + 60)) --rounds 1 --only floor-full \
-  >"$work/ticker.log" 2>&1 &
-ticker=$!
-for _ in $(seq 600); do
-  [ -x "$work/bench/bin/drive/smartctl" ] && [ -e "$host/proc/diskstats" ] && break
-  kill -0 "$ticker" 2>/dev/null || { cat "$work/ticker.log" >&2; exit 1; }
-  sleep 1
-done
-[ -e "$host/proc/diskstats" ] || { echo "the harness made no host" >&2; exit 1; }
-sleep 10 # the floor's window has begun: the host ticks
+start_ticking_host "$work" "$host" $((warmup + steady + 60))
 # Two free ports on 127.0.0.1: the collector's and the agent's /metrics.
 read -r cport pport < <(python3 -c 'import socket
 s=[socket.socket() for _ in range(2)]
@@ -135,12 +133,14 @@ for line in open(syms_file):
         aliases[start] = (max(size, old[0]), old[1] + [p[3]])
 syms = sorted((a, size, names[0]) for a, (size, names) in aliases.items())
 starts = [s[0] for s in syms]
-
 def costs(path):
     """Instructions a function of the agent's own object ran, by symbol."""
-    names, obj, cost, last, call = {}, False, {}, 0, False
+    names, obj, cost, last, call, npos = {}, False, {}, 0, False, 1
     for line in open(path):
         line = line.rstrip("\n")
+        if line.startswith("positions:"):  # `instr line`: the cost is the third column
+            npos = len(line.split()) - 1
+            continue
         m = re.match(r"^(c?ob)=\((\d+)\)(?: (.*))?$", line)
         if m:
             kind, i, name = m.groups()
@@ -172,7 +172,7 @@ def costs(path):
             continue
         i = bisect.bisect_right(starts, a) - 1
         if i >= 0 and syms[i][0] <= a < syms[i][0] + syms[i][1]:
-            ir = int(f[1]) if len(f) > 1 else 0
+            ir = int(f[npos]) if len(f) > npos else 0
             cost[syms[i][2]] = cost.get(syms[i][2], 0) + ir
     return cost
 
@@ -186,10 +186,11 @@ start_of = {s[2]: s[0] for s in syms}
 # A name's hash (`17h<16 hex digits>E`, legacy mangling) follows the crate's build hash, which
 # cargo makes from Cargo.lock, the toolchain and the package's build settings, and, for an
 # instance of a generic function, the instance's types, closures included, whose names shift
-# with any edit of the function that holds them: so a name is written with its hash as `*`. A
-# path that several functions of the binary share (a generic's instances) then brings them all:
-# the steady state's are written so all the same (their cold siblings come along: a larger hot
-# section, against hot code left scattered after the next edit); startup's, run once, only whole.
+# with any edit of the function that holds them: so a name whose path is one function's is
+# written with its hash as `*`. A path that several functions of the binary share (a generic's
+# instances, whose legacy names carry the generic's parameters, not its types) is written whole:
+# with `*` it would bring every instance, the cold ones between the hot, and an edit that renames
+# one instance only leaves that one out of the list.
 hashed = re.compile(r"^(.*17h)[0-9a-f]{16}(E)(\.llvm\.\d+)?$")
 paths = {}
 for _, names in aliases.values():
@@ -198,9 +199,9 @@ for _, names in aliases.values():
         if m:
             paths[m.group(1)] = paths.get(m.group(1), 0) + 1
 
-def pattern(name, hot):
+def pattern(name):
     m = hashed.match(name)
-    if m and (hot or paths.get(m.group(1)) == 1):
+    if m and paths.get(m.group(1)) == 1:
         return m.group(1) + "*E" + ("*" if m.group(3) else "")
     # the compiler's section of a cold function is `.text.unlikely.<name>`
     return re.sub(r"\.llvm\.\d+$", "*", name)
@@ -216,7 +217,7 @@ with open(out, "w") as f:
     for s in order:
         for name in sorted(aliases[start_of[s]][1]):
             # the compiler's section of a cold function is `.text.unlikely.<name>`
-            name = pattern(name, s in steady)
+            name = pattern(name)
             if name not in written:
                 written.add(name)
                 f.write("    *(.text.%s .text.unlikely.%s)\n" % (name, name))

@@ -21,7 +21,8 @@
 # agent; its own output unreachable: it only queues). After --warmup s (startup and a first drive
 # round), VmRSS is read every second for --duration s; at the end each agent's /proc/PID/smaps is
 # summed by mapping: the agent's own file, the heap (brk), other anonymous memory (glibc's mmapped
-# blocks, thread stacks), shared libraries. Prints one line per agent, kB.
+# blocks, thread stacks), shared libraries. Prints one line per agent, kB, then each agent's own
+# file by ELF section (bench/resident-sections.py: which of its pages are in memory).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -67,18 +68,7 @@ trap 'exit 1' INT TERM # the EXIT trap runs on these too
 
 regen=()
 [ -z "$disks" ] || regen=(--regen --disks "$disks")
-STORWATCH_BENCH_DIR=$work/bench STORWATCH_BENCH_RUNDIR=/dev/shm/$(basename "$work")-bench-run \
-  STORWATCH_AGENT_BIN=$agent_bin setsid "$here/run-agent-bench.sh" --drives-steady --root "$host" \
-  "${regen[@]}" --warmup 5 --duration $((warmup + duration + 60)) --rounds 1 --only floor-full \
-  >"$work/ticker.log" 2>&1 &
-ticker=$!
-for _ in $(seq 600); do
-  [ -x "$work/bench/bin/drive/smartctl" ] && [ -e "$host/proc/diskstats" ] && break
-  kill -0 "$ticker" 2>/dev/null || { cat "$work/ticker.log" >&2; exit 1; }
-  sleep 1
-done
-[ -e "$host/proc/diskstats" ] || { echo "the harness made no host" >&2; exit 1; }
-sleep 10 # the floor's window has begun: the host ticks
+start_ticking_host "$work" "$host" $((warmup + duration + 60)) "${regen[@]}"
 
 free_ports() {
   python3 -c 'import socket,sys
@@ -191,4 +181,8 @@ for line in open(smaps):
 rss = [int(x) for x in open(rss_file) if x.strip()]
 print("%-7s %9d %9d %9d %9d %9d %9d %9d" % (name, sum(rss) // len(rss), max(rss), own, heap, anon, libs, int(page) // 1024))
 PY
+done
+for i in "${!names[@]}"; do
+  echo "${names[$i]}: its own file resident, by section"
+  python3 "$here/resident-sections.py" "${agent_pids[$i]}" | sed 's/^/  /'
 done

@@ -35,3 +35,26 @@ captured_proc() {
   cp "$fx/meminfo/build-machine-linux-6.18.txt" "$proc/meminfo"
   cp "$fx/pressure/build-machine-linux-6.18-io.txt" "$proc/pressure/io"
 }
+
+# Starts the shared harness's 200-disk host ticking (the read floor alone in its window) in the
+# background, as a process group of its own: sets $ticker, the group's leader; stop it with
+# `kill -- -"$ticker"` (the host's ticker is a grandchild that would write the host again after
+# it is removed). $1 the bench's work directory, $2 the host's root, $3 how long it ticks (s),
+# the rest passed to run-agent-bench.sh (e.g. --regen --disks N). Returns once the host ticks and
+# the fake smartctl and storcli64 of --drives-steady are in $1/bench/bin/drive.
+start_ticking_host() {
+  local work=$1 host=$2 seconds=$3
+  shift 3
+  STORWATCH_BENCH_DIR=$work/bench STORWATCH_BENCH_RUNDIR=/dev/shm/$(basename "$work")-bench-run \
+    STORWATCH_AGENT_BIN=${agent_bin:?} setsid "$here/run-agent-bench.sh" --drives-steady \
+    --root "$host" "$@" --warmup 5 --duration "$seconds" --rounds 1 --only floor-full \
+    >"$work/ticker.log" 2>&1 &
+  ticker=$!
+  for _ in $(seq 600); do
+    [ -x "$work/bench/bin/drive/smartctl" ] && [ -e "$host/proc/diskstats" ] && break
+    kill -0 "$ticker" 2>/dev/null || { cat "$work/ticker.log" >&2; return 1; }
+    sleep 1
+  done
+  [ -e "$host/proc/diskstats" ] || { echo "the harness made no host" >&2; return 1; }
+  sleep 10 # the floor's window has begun: the host ticks
+}

@@ -22,5 +22,6 @@ pub mod scheduler;
 pub mod selfstat;
 pub mod sink;
 pub mod sources;
+pub mod startup_code;
 pub mod summary;
 pub mod top;

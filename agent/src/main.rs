@@ -330,6 +330,13 @@ fn run(mut cfg: Config, reload: &dyn Fn() -> Result<Config>) -> Result<()> {
             if !reported_once {
                 tracing::info!(lines = w.lines(), "first report written");
                 reported_once = true;
+                // Startup is over: its code and the loader's tables need not stay mapped.
+                match storwatch_agent::startup_code::release() {
+                    Ok((kb, mappings)) => {
+                        tracing::debug!(kb, mappings, "startup code unmapped")
+                    }
+                    Err(e) => tracing::debug!("startup code left mapped: {e}"),
+                }
             }
         };
     while !stop.load(Ordering::Relaxed) {

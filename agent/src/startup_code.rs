@@ -1,0 +1,304 @@
+//! The agent's own file let go of once it has started (docs/performance.md, "The agent's code in
+//! memory").
+//!
+//! The kernel maps a program's code 64 KiB around each page it runs (`fault_around_bytes`), and a
+//! page once mapped stays in the process's resident set until the process ends. Startup —
+//! argument parsing, the configuration, the first round of every monitor, the loader's
+//! relocation tables — leaves some 2–3 MB of the agent's own file mapped that the steady state
+//! never runs or reads again: most of the agent's resident size with the HTTP output. After its
+//! first report the agent unmaps its read-only, unmodified mappings of that file
+//! (`madvise(MADV_DONTNEED)`). Their pages stay in the page cache: what runs after is mapped
+//! again by a minor fault, from memory, not read from disk. A mapping that holds a page the
+//! process wrote (the relocated `.data.rel.ro`, the GOT: a private copy, counted as
+//! `Anonymous`) is never touched, since dropping it would bring back the file's unrelocated
+//! bytes. (A page of the file itself may be dirty, the binary just installed and not yet
+//! written back: that is the file's own content, and counts in `Private_Dirty`, not
+//! `Anonymous`.)
+
+use std::io;
+
+/// A mapping of the agent's own file that can be let go of: `start..end` (addresses), with
+/// `rss_kb` of it resident.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Releasable {
+    pub start: usize,
+    pub end: usize,
+    pub rss_kb: u64,
+}
+
+/// The file a mapping is of, as `/proc/PID/maps` names it: the device's major and minor numbers
+/// and the inode (a path may have been replaced since: an upgrade that renames a new binary over
+/// the old).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileId {
+    pub major: u32,
+    pub minor: u32,
+    pub inode: u64,
+}
+
+impl FileId {
+    /// From `stat`'s `st_dev` (glibc's encoding of a `dev_t`) and `st_ino`.
+    pub fn from_dev(dev: u64, inode: u64) -> Self {
+        FileId {
+            major: (((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff)) as u32,
+            minor: (((dev >> 12) & 0xffff_ff00) | (dev & 0xff)) as u32,
+            inode,
+        }
+    }
+}
+
+/// The mappings of `file` in `smaps` (the text of `/proc/PID/smaps`) that can be let go of:
+/// private, not writable, with no page of their own (`Anonymous: 0 kB`: none copied on write),
+/// and something resident. A mapping whose block lacks either field, or has one unreadable, is
+/// not one.
+pub fn releasable(smaps: &str, file: FileId) -> Vec<Releasable> {
+    let mut out = Vec::new();
+    let mut cur: Option<Block> = None;
+    for line in smaps.lines() {
+        if let Some(b) = Block::head(line) {
+            if let Some(done) = cur.take() {
+                out.extend(done.releasable(file));
+            }
+            cur = Some(b);
+        } else if let Some(b) = cur.as_mut() {
+            b.field(line);
+        }
+    }
+    if let Some(done) = cur {
+        out.extend(done.releasable(file));
+    }
+    out
+}
+
+#[derive(Debug, Default)]
+struct Block {
+    start: usize,
+    end: usize,
+    private_read_only: bool,
+    file: Option<FileId>,
+    rss_kb: Option<u64>,
+    anonymous_kb: Option<u64>,
+}
+
+impl Block {
+    /// `start-end perms offset major:minor inode [path]`
+    fn head(line: &str) -> Option<Block> {
+        let mut f = line.split_ascii_whitespace();
+        let (start, end) = f.next()?.split_once('-')?;
+        let start = usize::from_str_radix(start, 16).ok()?;
+        let end = usize::from_str_radix(end, 16).ok()?;
+        let perms = f.next()?.as_bytes();
+        if perms.len() != 4 {
+            return None;
+        }
+        let _offset = u64::from_str_radix(f.next()?, 16).ok()?;
+        let (major, minor) = f.next()?.split_once(':')?;
+        let major = u32::from_str_radix(major, 16).ok()?;
+        let minor = u32::from_str_radix(minor, 16).ok()?;
+        let inode = f.next()?.parse().ok()?;
+        Some(Block {
+            start,
+            end,
+            private_read_only: perms[0] == b'r' && perms[1] == b'-' && perms[3] == b'p',
+            file: (inode != 0).then_some(FileId {
+                major,
+                minor,
+                inode,
+            }),
+            ..Block::default()
+        })
+    }
+
+    fn field(&mut self, line: &str) {
+        let Some((name, rest)) = line.split_once(':') else {
+            return;
+        };
+        let kb = || {
+            rest.trim()
+                .strip_suffix(" kB")
+                .and_then(|n| n.trim().parse::<u64>().ok())
+        };
+        match name {
+            "Rss" => self.rss_kb = kb(),
+            "Anonymous" => self.anonymous_kb = kb(),
+            _ => {}
+        }
+    }
+
+    fn releasable(self, file: FileId) -> Option<Releasable> {
+        let rss_kb = self.rss_kb?;
+        (self.file == Some(file)
+            && self.private_read_only
+            && self.anonymous_kb == Some(0)
+            && rss_kb > 0
+            && self.start < self.end)
+            .then_some(Releasable {
+                start: self.start,
+                end: self.end,
+                rss_kb,
+            })
+    }
+}
+
+/// Unmaps the calling process's read-only, unmodified mappings of its own executable, and
+/// returns what was resident in them (kB) and how many there were.
+pub fn release() -> io::Result<(u64, usize)> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let exe = std::fs::metadata("/proc/self/exe")?;
+        let smaps = std::fs::read_to_string("/proc/self/smaps")?;
+        let mut kb = 0;
+        let mut n = 0;
+        for m in releasable(&smaps, FileId::from_dev(exe.dev(), exe.ino())) {
+            // SAFETY: the range is one whole mapping of this process (page-aligned, as the
+            // kernel lists it), private, read-only and holding no page of its own: dropping its
+            // pages only unmaps the file's page cache, which the next access maps again.
+            // No Rust object lives in it (it is the program's file, not memory it allocated).
+            #[allow(unsafe_code)]
+            let rc = unsafe {
+                libc::madvise(
+                    m.start as *mut libc::c_void,
+                    m.end - m.start,
+                    libc::MADV_DONTNEED,
+                )
+            };
+            if rc != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            kb += m.rss_kb;
+            n += 1;
+        }
+        Ok((kb, n))
+    }
+    #[cfg(not(target_os = "linux"))]
+    Ok((0, 0))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    const AGENT: FileId = FileId {
+        major: 0xfe,
+        minor: 0,
+        inode: 9_977_964,
+    };
+
+    fn fixture() -> String {
+        std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/smaps/agent-release-linux-6.18.txt"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_read_only_clean_mappings_of_the_agents_file_are_released() {
+        // the captured agent: headers and read-only data, code, the relocated data, data
+        assert_eq!(
+            releasable(&fixture(), AGENT),
+            vec![
+                Releasable {
+                    start: 0x55f7_fa5a_8000,
+                    end: 0x55f7_fa6e_a000,
+                    rss_kb: 608
+                },
+                Releasable {
+                    start: 0x55f7_fa6e_a000,
+                    end: 0x55f7_fac1_5000,
+                    rss_kb: 3360
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn another_file_the_heap_and_written_pages_are_not() {
+        let smaps = fixture();
+        // libc's code is another file (and shared with every process on the host): asked for
+        // the agent's file, only the agent's mappings; asked for libc's, only libc's
+        assert!(releasable(&smaps, AGENT)
+            .iter()
+            .all(|m| m.start != 0x7f32_59e7_1000));
+        let libc = FileId {
+            inode: 326_269,
+            ..AGENT
+        };
+        assert_eq!(
+            releasable(&smaps, libc)
+                .iter()
+                .map(|m| m.start)
+                .collect::<Vec<_>>(),
+            vec![0x7f32_59e7_1000]
+        );
+        // the same inode on another device is another file
+        assert_eq!(releasable(&smaps, FileId { minor: 1, ..AGENT }), vec![]);
+        // a read-only mapping with a page copied on write (relro after the loader's
+        // relocation); a page of the file dirty in the page cache is not one
+        let copied = smaps.replacen(
+            "Anonymous:             0 kB",
+            "Anonymous:             4 kB",
+            1,
+        );
+        assert_eq!(releasable(&copied, AGENT).len(), 1);
+        let dirty = smaps.replacen(
+            "Private_Dirty:         0 kB",
+            "Private_Dirty:       608 kB",
+            1,
+        );
+        assert_eq!(releasable(&dirty, AGENT).len(), 2);
+        // a field missing or unreadable counts as a page of its own
+        let missing = smaps.replacen("Anonymous:             0 kB\n", "", 1);
+        assert_eq!(releasable(&missing, AGENT).len(), 1);
+        let odd = smaps.replacen(
+            "Anonymous:             0 kB",
+            "Anonymous:             x kB",
+            1,
+        );
+        assert_eq!(releasable(&odd, AGENT).len(), 1);
+        let no_rss = smaps.replacen("Rss:                 608 kB\n", "", 1);
+        assert_eq!(releasable(&no_rss, AGENT).len(), 1);
+        // a shared mapping of the file, or one not mapped private read-only
+        let shared = smaps.replacen(" r--p 00000000 fe:00", " r--s 00000000 fe:00", 1);
+        assert_eq!(releasable(&shared, AGENT).len(), 1);
+        // garbage
+        assert_eq!(releasable("no smaps\n\u{0}\n", AGENT), vec![]);
+        assert_eq!(releasable("", AGENT), vec![]);
+    }
+
+    #[test]
+    fn a_dev_t_is_split_as_glibc_encodes_it() {
+        // 254:0 (virtio disk), 8:17, and a major and minor past 8 bits
+        assert_eq!(FileId::from_dev(0xfe00, 1).major, 254);
+        assert_eq!(FileId::from_dev(0xfe00, 1).minor, 0);
+        let sdb1 = FileId::from_dev(0x811, 1);
+        assert_eq!((sdb1.major, sdb1.minor), (8, 17));
+        // makedev(259, 300) = (259 & 0xfff) << 8 | (300 & 0xff) | (300 & !0xff) << 12
+        let nvme = FileId::from_dev((259 << 8) | (300 & 0xff) | ((300 & !0xff) << 12), 1);
+        assert_eq!((nvme.major, nvme.minor), (259, 300));
+    }
+
+    #[test]
+    fn this_test_process_lets_go_of_its_own_code_and_runs_on() {
+        use std::os::unix::fs::MetadataExt;
+        let exe = std::fs::metadata("/proc/self/exe").unwrap();
+        let file = FileId::from_dev(exe.dev(), exe.ino());
+        let before: u64 = releasable(&std::fs::read_to_string("/proc/self/smaps").unwrap(), file)
+            .iter()
+            .map(|m| m.rss_kb)
+            .sum();
+        assert!(before > 0, "the test binary's code is resident");
+        let (kb, n) = release().unwrap();
+        assert!(kb > 0 && n >= 1, "{kb} kB in {n} mappings");
+        // the code runs on: it is mapped again as it runs
+        let again = fixture();
+        assert_eq!(releasable(&again, AGENT).len(), 2);
+        let after: u64 = releasable(&std::fs::read_to_string("/proc/self/smaps").unwrap(), file)
+            .iter()
+            .map(|m| m.rss_kb)
+            .sum();
+        assert!(after < before, "{after} kB resident after, {before} before");
+    }
+}
