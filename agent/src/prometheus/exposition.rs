@@ -26,6 +26,7 @@ use storwatch_wire::lp::{parse_line, Backend, FieldValue, Point};
 use storwatch_wire::prom::{number, prom_line_planned, PromLine, PromPlan};
 
 use page::{write_labels, Family};
+use plain::OnePass;
 
 /// How many reports a series outlives the last report that carried it.
 pub const KEEP_REPORTS: u64 = 6;
@@ -130,7 +131,8 @@ impl Series {
 /// The latest value of every series the recent reports carried.
 ///
 /// The page is made once per report, so what it costs is paid every report: the series are
-/// kept in place (a line whose series is known updates its values), and the families, which
+/// kept in place (a line whose series is known updates its values; a plain one, as the agent
+/// writes most, read in one pass without allocation: [`plain`]), and the families, which
 /// change only when a series comes, goes or writes other fields, are made again only then;
 /// the page is then written family by family with no allocation.
 #[derive(Debug, Default)]
@@ -140,8 +142,12 @@ pub struct Exposition {
     /// `measurement,label=value,…` of each series, to its index in [`Exposition::series`].
     keys: BTreeMap<String, usize>,
     /// A line's measurement and tags as written (each its length and its bytes), to its
-    /// series' index: a line of a known series is found without naming its labels.
+    /// series' index: a line of a known series is found without naming its labels. Kept for
+    /// the lines that are not plain; a plain line's series is found in [`Exposition::plain`].
     written: HashMap<Vec<u8>, usize>,
+    /// A plain line's series key as written (`disk,host=a,device=sda`), to its series' index:
+    /// a plain line of a known series is read in one pass ([`plain`]).
+    plain: HashMap<String, usize>,
     reports: u64,
     /// The page's families, by name; made again when `families_stale`.
     families: Vec<Family>,
@@ -152,6 +158,14 @@ pub struct Exposition {
     written_key: Vec<u8>,
     /// A line's [`layout_of`], made here.
     layout: Vec<u8>,
+    /// A plain line's numbers, read here.
+    numbers: Vec<f64>,
+    /// Lines read in one pass.
+    #[cfg(test)]
+    one_pass: u64,
+    /// Every line read whole: the reading the one-pass one is compared with.
+    #[cfg(test)]
+    whole_only: bool,
 }
 
 impl Exposition {
@@ -160,6 +174,11 @@ impl Exposition {
     pub fn update(&mut self, report: &str) {
         self.reports += 1;
         for line in report.lines() {
+            let plain_key = match self.read_plain(line) {
+                OnePass::Taken => continue,
+                OnePass::Unknown(key) => Some(key),
+                OnePass::NotPlain => None,
+            };
             let Ok(p) = parse_line(line, Backend::V1) else {
                 continue;
             };
@@ -180,10 +199,11 @@ impl Exposition {
                 let s = &mut self.series[i];
                 if s.take_by_plan(&p, &self.layout) {
                     s.report = self.reports;
+                    self.know_plain(plain_key, i);
                     continue;
                 }
             }
-            self.read_whole(&p);
+            self.read_whole(&p, plain_key);
         }
         let now = self.reports;
         if self
@@ -207,8 +227,9 @@ impl Exposition {
     }
 
     /// Reads a line of a series not seen, or not in the fields its plan was made from
-    /// (`self.layout` is the line's [`layout_of`]).
-    fn read_whole(&mut self, p: &Point<'_>) {
+    /// (`self.layout` is the line's [`layout_of`], `self.written_key` its key in
+    /// [`Exposition::written`]); `plain_key`: its series key as written, when it is plain.
+    fn read_whole(&mut self, p: &Point<'_>, plain_key: Option<&str>) {
         let (
             PromLine {
                 labels,
@@ -227,10 +248,13 @@ impl Exposition {
         if let Some(&i) = self.keys.get(self.key.as_str()) {
             let s = &mut self.series[i];
             if s.labels != labels {
-                // one key for two label sets (a value with `,` or `=` in it): the line's
+                // one key for two label sets (a value with `,` or `=` in it): the line's; a
+                // line written as the other set is read whole again, to take its labels back
                 s.labels_text.clear();
                 write_labels(&labels, &[], &mut s.labels_text);
                 s.labels = labels;
+                self.written.retain(|_, at| *at != i);
+                self.plain.retain(|_, at| *at != i);
             }
             if s.same_samples(&values, &info) {
                 for (kept, new) in s.values.iter_mut().zip(&values) {
@@ -244,14 +268,13 @@ impl Exposition {
             s.report = self.reports;
             s.layout = layout;
             s.plan = plan;
-            self.written.insert(self.written_key.clone(), i);
+            self.know(plain_key, i);
             return;
         }
         let mut labels_text = String::new();
         write_labels(&labels, &[], &mut labels_text);
         let i = self.series.len();
         self.keys.insert(self.key.clone(), i);
-        self.written.insert(self.written_key.clone(), i);
         self.series.push(Series {
             measurement: p.measurement.to_string(),
             labels,
@@ -262,7 +285,32 @@ impl Exposition {
             layout,
             plan,
         });
+        self.know(plain_key, i);
         self.families_stale = true;
+    }
+
+    /// Keeps where the line just read found its series `i`: by its key as written if it is
+    /// plain (`plain_key`), else by `self.written_key`.
+    fn know(&mut self, plain_key: Option<&str>, i: usize) {
+        match plain_key {
+            Some(key) => self.know_plain(Some(key), i),
+            None => {
+                self.written.insert(self.written_key.clone(), i);
+            }
+        }
+    }
+
+    /// Keeps a plain line's series key as written, `plain_key`, as series `i`'s.
+    fn know_plain(&mut self, plain_key: Option<&str>, i: usize) {
+        let Some(key) = plain_key else {
+            return;
+        };
+        match self.plain.get_mut(key) {
+            Some(at) => *at = i,
+            None => {
+                self.plain.insert(key.to_owned(), i);
+            }
+        }
     }
 
     /// Keeps the series whose `keep` is true, in place, and their keys.
@@ -285,6 +333,10 @@ impl Exposition {
             *i != usize::MAX
         });
         self.written.retain(|_, i| {
+            *i = to[*i];
+            *i != usize::MAX
+        });
+        self.plain.retain(|_, i| {
             *i = to[*i];
             *i != usize::MAX
         });
@@ -335,6 +387,7 @@ impl Exposition {
 }
 
 mod page;
+mod plain;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests;

@@ -1,7 +1,9 @@
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use proptest::prelude::*;
+use proptest::test_runner::{TestCaseResult, TestRunner};
 use storwatch_wire::lp::{parse_line, Backend};
 use storwatch_wire::prom::{metric_name, prom_field, prom_line, PromLine};
 
@@ -238,9 +240,13 @@ impl Reference {
     }
 }
 
-/// A line of a small world: few measurements, devices and fields, so that reports repeat
-/// series, drop them, bring them back, and change their fields, order and string fields.
-fn world_line() -> impl Strategy<Value = String> {
+/// The reports of a small world: few measurements, devices and fields; each report's lines are
+/// of a few series (chosen anew for each world), so that reports repeat series, drop them,
+/// bring them back, and change their fields, order and string fields; most lines write the
+/// fields of their series' layout (values of any type), so that a series' next line often has
+/// the fields of its last, as the agent's do. Two devices make a tag value with `,` and `=` in it whose series key is
+/// that of two tags (`t0=a\,t1\=sda` and `t0=a,t1=sda`).
+fn world() -> impl Strategy<Value = Vec<String>> {
     let measurement = prop::sample::select(vec![
         "disk",
         "md",
@@ -249,7 +255,15 @@ fn world_line() -> impl Strategy<Value = String> {
         "my_meas",
         "event",
     ]);
-    let device = prop::sample::select(vec!["sda", "sdb", "dm-0", "a\\,b=c", "x\\\"y"]);
+    let device = prop::sample::select(vec![
+        "sda",
+        "sdb",
+        "dm-0",
+        "a\\,b=c",
+        "x\\\"y",
+        "a",
+        "a\\,t1\\=sda",
+    ]);
     let field = prop::sample::select(vec![
         "util_pct=12.5",
         "util_pct=0",
@@ -267,19 +281,102 @@ fn world_line() -> impl Strategy<Value = String> {
         "ab_c=1",
         "rkb_per_s=1024",
     ]);
-    (
-        measurement,
-        prop::collection::vec(device, 1..=2),
-        prop::collection::vec(field, 1..5),
-    )
-        .prop_map(|(m, devices, fields)| {
+    let layout = prop::sample::select(vec![
+        &["util_pct", "r_await_ms"][..],
+        &["v", "w", "stalled"][..],
+        &["util_pct"][..],
+        &["errors_total", "rkb_per_s", "v", "state"][..],
+    ]);
+    let value = prop::sample::select(vec![
+        "12.5",
+        "0",
+        "-0",
+        "3i",
+        "-42i",
+        "true",
+        "1e300",
+        "0.30000000000000004",
+        "123456789012345678",
+        "\"clean\"",
+    ]);
+    let series = (measurement, prop::collection::vec(device, 1..=2), layout).prop_map(
+        |(m, devices, layout)| {
             let tags: String = devices
                 .iter()
                 .enumerate()
                 .map(|(i, d)| format!(",t{i}={d}"))
                 .collect();
-            format!("{m},host=n1{tags} {} 1\n", fields.join(","))
+            (format!("{m},host=n1{tags}"), layout)
+        },
+    );
+    // a line of a series: mostly its layout's fields, with values of any type; else any fields
+    let line = (
+        any::<prop::sample::Index>(),
+        prop::bool::weighted(0.75),
+        prop::collection::vec(value, 4),
+        prop::collection::vec(field, 1..5),
+    );
+    (
+        prop::collection::vec(series, 1..12),
+        prop::collection::vec(prop::collection::vec(line, 0..12), 1..14),
+    )
+        .prop_map(|(series, reports)| {
+            reports
+                .iter()
+                .map(|lines| {
+                    let mut report = String::new();
+                    for (at, by_layout, values, fields) in lines {
+                        let (key, layout) = at.get(&series);
+                        let fields: Vec<String> = if *by_layout {
+                            layout
+                                .iter()
+                                .zip(values)
+                                .map(|(k, v)| format!("{k}={v}"))
+                                .collect()
+                        } else {
+                            fields.iter().map(|f| f.to_string()).collect()
+                        };
+                        let _ = writeln!(report, "{key} {} 1", fields.join(","));
+                    }
+                    report
+                })
+                .collect()
         })
+}
+
+/// Runs `test` on `cases` values of `strategy`; panics with the smallest failing one.
+fn run<S: Strategy>(cases: u32, strategy: &S, test: impl Fn(S::Value) -> TestCaseResult) {
+    let config = ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    if let Err(e) = TestRunner::new(config).run(strategy, test) {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn the_page_is_the_one_made_anew_from_every_report() {
+    let (lines, one_pass) = (Cell::new(0), Cell::new(0));
+    run(300, &world(), |reports| {
+        let (mut e, mut r) = (Exposition::default(), Reference::default());
+        for report in &reports {
+            e.update(report);
+            r.update(report);
+            prop_assert_eq!(e.render(), r.render());
+        }
+        lines.set(lines.get() + reports.iter().map(|r| r.lines().count()).sum::<usize>() as u64);
+        one_pass.set(one_pass.get() + e.one_pass);
+        Ok(())
+    });
+    // the one-pass reading had its part in the pages compared
+    assert!(
+        one_pass.get() * 50 > lines.get(),
+        "{} of {} lines read in one pass",
+        one_pass.get(),
+        lines.get()
+    );
 }
 
 proptest! {
@@ -308,17 +405,162 @@ proptest! {
         };
         prop_assert_eq!(String::from_utf8(out).unwrap(), want);
     }
+}
 
-    #[test]
-    fn the_page_is_the_one_made_anew_from_every_report(
-        reports in prop::collection::vec(prop::collection::vec(world_line(), 0..12), 1..14)
-    ) {
+/// An exposition that reads every line whole, as before the one-pass reading.
+fn whole_only() -> Exposition {
+    Exposition {
+        whole_only: true,
+        ..Exposition::default()
+    }
+}
+
+#[test]
+fn a_plain_line_of_a_known_series_is_read_in_one_pass_as_it_is_whole() {
+    let report = |n: u32| {
+        format!(
+            "disk,host=n1,device=sda util_pct={n}.5,r_await_ms={n}i,rkb_per_s=-{n},stalled=t 1\n\
+             md,host=n1,array=md0 state=\"clean\",members={n}i 1\n\
+             net,host=n1,iface=a\\ b rx_bytes_per_s={n} 1\n\
+             disk,host=n1,device=sdb util_pct={n}e3,r_await_ms=1234567890123456789i 1\n\
+             cpu,host=n1 iowait_pct=0.{n}000000000000000000001,user_pct=1{n} 1\n"
+        )
+    };
+    let (mut e, mut whole) = (Exposition::default(), whole_only());
+    for n in 0..4 {
+        e.update(&report(n));
+        whole.update(&report(n));
+        assert_eq!(e.render(), whole.render());
+    }
+    // read whole the first time; then sda's line (the others have a string, an escape, an
+    // exponent, a 19-digit integer, a 24-character float) in one pass
+    assert_eq!((e.one_pass, whole.one_pass), (3, 0));
+    assert!(e
+        .render()
+        .contains("storwatch_disk_read_await_seconds{device=\"sda\",host=\"n1\"} 0.003\n"));
+    // other fields: read whole, then in one pass again
+    for (line, one_pass) in [
+        ("disk,host=n1,device=sda util_pct=7 1", 3),
+        ("disk,host=n1,device=sda util_pct=8 1", 4),
+        ("disk,host=n1,device=sda util_pct=\"x\" 1", 4),
+        ("disk,host=n1,device=sda util_pct=9 1", 4),
+        ("disk,host=n1,device=sda util_pct=10 1", 5),
+    ] {
+        e.update(line);
+        whole.update(line);
+        assert_eq!(e.one_pass, one_pass, "{line}");
+        assert_eq!(e.render(), whole.render(), "{line}");
+    }
+    assert!(e
+        .render()
+        .contains("storwatch_disk_util_percent{device=\"sda\",host=\"n1\"} 10\n"));
+}
+
+#[test]
+fn a_label_set_that_shares_its_key_with_another_takes_its_labels_back() {
+    // `t0=a\,u\=c` is the label set {t0="a,u=c"}, `t0=a,u=c` {t0="a",u="c"}: both are the
+    // series key `m,t0=a,u=c`, the later line's labels the series'
+    // (the line of two tags plain, read in one pass, or not, found by its tags)
+    for a in ["m,t0=a,u=c v=1 1", "m,t0=a,u=c v=1,s=\"x\" 1"] {
+        let b = "m,t0=a\\,u\\=c v=2 1";
         let (mut e, mut r) = (Exposition::default(), Reference::default());
-        for lines in &reports {
-            let report: String = lines.concat();
-            e.update(&report);
-            r.update(&report);
-            prop_assert_eq!(e.render(), r.render());
+        for line in [a, b, a, a, b, a] {
+            e.update(line);
+            r.update(line);
+            let page = e.render();
+            assert_eq!(page, r.render(), "{line}");
+            let labels = if line.contains('\\') {
+                "{t0=\"a,u=c\"}"
+            } else {
+                "{t0=\"a\",u=\"c\"}"
+            };
+            assert!(page.contains(labels), "{line}: {page}");
         }
     }
+}
+
+/// Lines of a few series in a few field layouts, the values plain or not: what the one-pass
+/// reading takes and what it leaves to the full grammar (escapes, strings, exponents, long or
+/// out-of-range numbers, boolean words, unsigned integers 1.x refuses).
+fn odd_line() -> impl Strategy<Value = String> {
+    let series = prop::sample::select(vec![
+        "disk,host=n1,device=sda",
+        "disk,host=n1,device=sdb",
+        "disk,host=n1,device=a\\ b",
+        "disk,device=sda,host=n1",
+        "m\\,x,host=n1",
+    ]);
+    let layout = prop::sample::select(vec![
+        &["util_pct", "r_await_ms"][..],
+        &["util_pct", "r_await_ms", "rkb_per_s"][..],
+        &["v", "v"][..],
+        &["a\\ b", "errors_total"][..],
+    ]);
+    // plain numbers, at the edges of what the one-pass reading takes
+    let plain = prop::sample::select(vec![
+        "1",
+        "-0",
+        "0.5",
+        "1.",
+        "00012",
+        "12345678901234567",
+        "123456789012345678901",
+        "0.123456789012345678901",
+        "9007199254740993",
+        "0.30000000000000004",
+        "123456789012345678i",
+        "-0i",
+        "t",
+        "FALSE",
+    ]);
+    // what only the full grammar reads (or refuses)
+    let odd = prop::sample::select(vec![
+        "0.1234567890123456789012",
+        "1234567890123456789i",
+        "-9223372036854775808i",
+        "9223372036854775808i",
+        "1u",
+        "1e3",
+        "1.5E-3",
+        "1e400",
+        ".5",
+        "+1",
+        "tRUE",
+        "\"str\"",
+        "\"a\\\"b\"",
+    ]);
+    let value = prop_oneof![6 => plain, 1 => odd];
+    (series, layout, prop::collection::vec(value, 3)).prop_map(|(series, keys, values)| {
+        let fields: Vec<String> = keys
+            .iter()
+            .zip(values)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        format!("{series} {} 1\n", fields.join(","))
+    })
+}
+
+#[test]
+fn the_one_pass_reading_is_the_whole_one() {
+    let reports = prop::collection::vec(prop::collection::vec(odd_line(), 0..8), 1..12);
+    let one_pass = Cell::new(0);
+    run(300, &reports, |reports| {
+        let (mut e, mut whole, mut r) = (Exposition::default(), whole_only(), Reference::default());
+        for report in &reports {
+            let report: String = report.concat();
+            e.update(&report);
+            whole.update(&report);
+            r.update(&report);
+            let page = e.render();
+            prop_assert_eq!(&page, &whole.render());
+            prop_assert_eq!(&page, &r.render());
+        }
+        one_pass.set(one_pass.get() + e.one_pass);
+        Ok(())
+    });
+    assert!(
+        one_pass.get() > 100,
+        "{} lines read in one pass",
+        one_pass.get()
+    );
 }
