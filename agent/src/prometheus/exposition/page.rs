@@ -169,12 +169,16 @@ type Members<'a> = (&'a str, &'a str, Vec<(u32, u32)>);
 struct Name<'a>(&'a str, &'a str);
 
 impl Name<'_> {
+    #[inline]
     fn bytes(&self) -> impl Iterator<Item = u8> + '_ {
         self.0.bytes().chain(*b"_").chain(self.1.bytes())
     }
 }
 
 impl Ord for Name<'_> {
+    // some 70,000 calls when the families are made at 200 disks: inline, as it was before the
+    // page had a file of its own
+    #[inline]
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         if self.0 == other.0 {
             return self.1.cmp(other.1);
@@ -189,6 +193,7 @@ impl Ord for Name<'_> {
 }
 
 impl PartialOrd for Name<'_> {
+    #[inline]
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
