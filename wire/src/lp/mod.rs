@@ -27,7 +27,7 @@ pub use check::{
     check_line, check_line_typed, lines, Accepted, Checked, Kind, LineLimits, Rejection,
 };
 pub use parse::{parse_line, FieldType, FieldValue, Point};
-pub use plain::{on_field, plain_number, OnField, PlainFields};
+pub use plain::{on_field, plain_number, plain_timestamp, OnField, PlainFields};
 pub use precision::{Api, Precision};
 pub use rules::{Backend, Backends};
 pub use view::{parse_view, parse_view_typed, view_plain, FieldRef, FieldTypes, LineView, Parsed};

@@ -188,7 +188,7 @@ pub(crate) fn read_plain<'a>(
     }
     let timestamp = if i < buf.len() {
         // `value` ends at ',' or ' ' or the end: a space here.
-        Some(timestamp(buf.get(i + 1..)?)?)
+        Some(plain_timestamp(buf.get(i + 1..)?)?)
     } else {
         None
     };
@@ -265,9 +265,10 @@ fn value(buf: &[u8], mut i: usize, unsigned: bool) -> Option<(usize, FieldType)>
     }
 }
 
-/// A timestamp that is all of `buf`: `-?[0-9]{1,19}` within `i64`.
+/// A timestamp that is all of `buf`: `-?[0-9]{1,19}` within `i64`, as the one-pass reading
+/// reads one (and the remote-write encoder's reading of a known series' line).
 #[inline]
-fn timestamp(buf: &[u8]) -> Option<i64> {
+pub fn plain_timestamp(buf: &[u8]) -> Option<i64> {
     let (neg, digits) = match buf.split_first() {
         Some((b'-', rest)) => (true, rest),
         _ => (false, buf),

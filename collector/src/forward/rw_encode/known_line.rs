@@ -12,7 +12,7 @@
 //! [`plain_number`], from the same bytes, of the type that reading gives), the same timestamp,
 //! named by the same layout. Test: `a_known_series_line_is_read_as_the_one_pass_reading_reads_it`.
 
-use storwatch_wire::lp::{plain_number, FieldType};
+use storwatch_wire::lp::{plain_number, plain_timestamp, FieldType};
 
 use super::plain_line::NONE;
 use super::{time_ms, Encoder};
@@ -63,7 +63,7 @@ impl Encoder {
         }
         let ts = match b.get(i) {
             None => None,
-            Some(b' ') => match timestamp(b.get(i + 1..).unwrap_or_default()) {
+            Some(b' ') => match plain_timestamp(b.get(i + 1..).unwrap_or_default()) {
                 Some(t) => Some(t),
                 None => return false,
             },
@@ -154,31 +154,6 @@ fn value_type(v: &str) -> Option<FieldType> {
         (b'0'..=b'9' | b'-', _) => Some(FieldType::Float),
         (b't' | b'f' | b'T' | b'F', _) => Some(FieldType::Boolean),
         _ => None,
-    }
-}
-
-/// A timestamp that is all of `buf`: `-?[0-9]{1,19}` within `i64`, as the one-pass reading
-/// reads one.
-fn timestamp(buf: &[u8]) -> Option<i64> {
-    let (neg, digits) = match buf.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, buf),
-    };
-    if digits.is_empty() || digits.len() > 19 {
-        return None;
-    }
-    let mut mag: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        // 19 digits fit a u64
-        mag = mag * 10 + u64::from(c - b'0');
-    }
-    if neg {
-        0i64.checked_sub_unsigned(mag)
-    } else {
-        i64::try_from(mag).ok()
     }
 }
 
