@@ -201,6 +201,10 @@ for round in $(seq 1 "$rounds"); do
   if [ -z "$real" ]; then
     python3 "$base/tick.py" "$base/jobs/sys/fs/cgroup" "$jobs" &
     pids="$pids $!"
+    # Its first tick written before anything starts (python starts slowly on a loaded machine,
+    # and the read floor opens only the files that exist): the last job's last file, at most 30 s.
+    last=$base/jobs/sys/fs/cgroup/system.slice/slurmstepd.scope/job_$((1000 + jobs - 1))/memory.current
+    for _ in $(seq 300); do [ -e "$last" ] && break; sleep 0.1; done
   fi
   sleep 1.5
   declare -A pid
