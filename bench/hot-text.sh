@@ -63,7 +63,7 @@ cleanup() {
   [ -z "$vg" ] || kill "$vg" 2>/dev/null || true
   [ -z "$scraper" ] || kill "$scraper" 2>/dev/null || true
   [ -z "$collector" ] || kill "$collector" 2>/dev/null || true
-  [ -z "$ticker" ] || kill -- -"$ticker" 2>/dev/null || true # the harness's process group
+  stop_ticking_host "$work"
   wait 2>/dev/null || true
   rm -rf "$work" "$host" "/dev/shm/$(basename "$work")-bench-run"
 }

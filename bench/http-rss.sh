@@ -57,9 +57,7 @@ pids=()
 cleanup() {
   local p
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  # the harness's whole process group: its host's ticker is a grandchild that would write the
-  # host again after it is removed
-  [ -z "$ticker" ] || kill -- -"$ticker" 2>/dev/null || true
+  stop_ticking_host "$work"
   wait 2>/dev/null || true
   rm -rf "$work" "$host" "/dev/shm/$(basename "$work")-bench-run"
 }

@@ -38,8 +38,7 @@ captured_proc() {
 
 # Starts the shared harness's 200-disk host ticking (the read floor alone in its window) in the
 # background, as a process group of its own: sets $ticker, the group's leader; stop it with
-# `kill -- -"$ticker"` (the host's ticker is a grandchild that would write the host again after
-# it is removed). $1 the bench's work directory, $2 the host's root, $3 how long it ticks (s),
+# stop_ticking_host. $1 the bench's work directory, $2 the host's root, $3 how long it ticks (s),
 # the rest passed to run-agent-bench.sh (e.g. --regen --disks N). Returns once the host ticks and
 # the fake smartctl and storcli64 of --drives-steady are in $1/bench/bin/drive.
 start_ticking_host() {
@@ -57,4 +56,12 @@ start_ticking_host() {
   done
   [ -e "$host/proc/diskstats" ] || { echo "the harness made no host" >&2; return 1; }
   sleep 10 # the floor's window has begun: the host ticks
+}
+
+# Stops what start_ticking_host $1 started: the harness's process group (the host's ticker is a
+# grandchild that would write the host again after it is removed) and the read floor, which the
+# harness runs in a session of its own, found by the work directory in its command line.
+stop_ticking_host() {
+  [ -z "${ticker:-}" ] || kill -- -"$ticker" 2>/dev/null || true
+  pkill -f -- "$1/bench/bin/" 2>/dev/null || true
 }
