@@ -235,34 +235,38 @@ mod tests {
         );
         // the same inode on another device is another file
         assert_eq!(releasable(&smaps, FileId { minor: 1, ..AGENT }), vec![]);
-        // a read-only mapping with a page copied on write (relro after the loader's
-        // relocation); a page of the file dirty in the page cache is not one
-        let copied = smaps.replacen(
-            "Anonymous:             0 kB",
-            "Anonymous:             4 kB",
-            1,
-        );
-        assert_eq!(releasable(&copied, AGENT).len(), 1);
-        let dirty = smaps.replacen(
-            "Private_Dirty:         0 kB",
-            "Private_Dirty:       608 kB",
-            1,
-        );
-        assert_eq!(releasable(&dirty, AGENT).len(), 2);
-        // a field missing or unreadable counts as a page of its own
-        let missing = smaps.replacen("Anonymous:             0 kB\n", "", 1);
-        assert_eq!(releasable(&missing, AGENT).len(), 1);
-        let odd = smaps.replacen(
-            "Anonymous:             0 kB",
-            "Anonymous:             x kB",
-            1,
-        );
-        assert_eq!(releasable(&odd, AGENT).len(), 1);
-        let no_rss = smaps.replacen("Rss:                 608 kB\n", "", 1);
-        assert_eq!(releasable(&no_rss, AGENT).len(), 1);
-        // a shared mapping of the file, or one not mapped private read-only
-        let shared = smaps.replacen(" r--p 00000000 fe:00", " r--s 00000000 fe:00", 1);
-        assert_eq!(releasable(&shared, AGENT).len(), 1);
+        // each edit of the first mapping's block, and how many mappings are then released
+        for (from, to, released) in [
+            // a page copied on write (relro after the loader's relocation)
+            (
+                "Anonymous:             0 kB",
+                "Anonymous:             4 kB",
+                1,
+            ),
+            // a page of the file dirty in the page cache is the file's own content
+            (
+                "Private_Dirty:         0 kB",
+                "Private_Dirty:       608 kB",
+                2,
+            ),
+            // a field missing or unreadable counts as a page of its own
+            ("Anonymous:             0 kB\n", "", 1),
+            (
+                "Anonymous:             0 kB",
+                "Anonymous:             x kB",
+                1,
+            ),
+            ("Rss:                 608 kB\n", "", 1),
+            // a shared mapping of the file
+            (" r--p 00000000 fe:00", " r--s 00000000 fe:00", 1),
+        ] {
+            let edited = smaps.replacen(from, to, 1);
+            assert_eq!(
+                releasable(&edited, AGENT).len(),
+                released,
+                "{from:?} -> {to:?}"
+            );
+        }
         // garbage
         assert_eq!(releasable("no smaps\n\u{0}\n", AGENT), vec![]);
         assert_eq!(releasable("", AGENT), vec![]);
