@@ -21,6 +21,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use storwatch_wire::lp::{parse_line, Backend, FieldValue, Point};
 use storwatch_wire::prom::{number, prom_line_planned, PromLine, PromPlan};
@@ -43,23 +44,42 @@ const JOB_MEASUREMENTS: [&str; 2] = ["job", "job_io"];
 /// Measurements not exposed.
 const SKIPPED: [&str; 1] = ["event"];
 
+/// What the series of one measurement, one set of label names and one field layout have in
+/// common, kept once for them all (the 200 `disk` series of a disk server share one): their
+/// samples' names, and where a line so laid out has each value and `_info` label.
+#[derive(Debug)]
+struct Shape {
+    measurement: String,
+    /// Numeric fields: (the Prometheus name without the base, the field as written).
+    names: Vec<(String, String)>,
+    /// String fields' label names, for the measurement's `_info` metric.
+    info: Vec<String>,
+    /// The field keys of the line read in whole, as written, each with whether it was a
+    /// string ([`layout_of`]): a line of a series of this shape with the same layout is read by
+    /// the plan alone (see [`PromPlan`]).
+    layout: Vec<u8>,
+    plan: PromPlan,
+}
+
+impl Shape {
+    /// Whether series of `self` and of `other` give the same samples: the same names in the
+    /// same order, and an `_info` sample or not alike.
+    fn same_samples(&self, other: &Shape) -> bool {
+        self.names == other.names && self.info.is_empty() == other.info.is_empty()
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Series {
-    measurement: String,
-    labels: Vec<(String, String)>,
+    shape: Arc<Shape>,
     /// The labels as every sample of the series writes them after its name: `{k="v",…}`,
     /// escaped, or nothing.
     labels_text: String,
-    /// Numeric fields (named the Prometheus way, as written) and their values in base units.
-    values: Vec<(String, String, f64)>,
-    /// String fields, for the measurement's `_info` metric.
-    info: Vec<(String, String)>,
+    /// The values of [`Shape::names`], in base units.
+    values: Vec<f64>,
+    /// The values of [`Shape::info`].
+    info: Vec<String>,
     report: u64,
-    /// The field keys of the line last read in whole, as written, each with whether it was a
-    /// string ([`layout_of`]), and where its values and `_info` labels came from: a line of the
-    /// same series with the same layout is read by the plan alone (see [`PromPlan`]).
-    layout: Vec<u8>,
-    plan: PromPlan,
 }
 
 /// The field keys of `p` and whether each is a string, one after another (each its length, a
@@ -76,15 +96,16 @@ impl Series {
     /// Takes the values and strings of `p` by the plan, if `p`'s fields are laid out as those
     /// the plan was made from (`layout`: [`layout_of`] `p`).
     fn take_by_plan(&mut self, p: &Point<'_>, layout: &[u8]) -> bool {
-        if layout != self.layout {
+        let shape = &*self.shape;
+        if layout != shape.layout {
             return false;
         }
-        for ((_, _, kept), &(at, scale)) in self.values.iter_mut().zip(&self.plan.values) {
+        for (kept, &(at, scale)) in self.values.iter_mut().zip(&shape.plan.values) {
             if let Some(v) = p.fields.get(at).and_then(|(_, v)| number(v)) {
                 *kept = v * scale;
             }
         }
-        for ((_, kept), &at) in self.info.iter_mut().zip(&self.plan.info) {
+        for (kept, &at) in self.info.iter_mut().zip(&shape.plan.info) {
             if let Some((_, FieldValue::String(v))) = p.fields.get(at) {
                 if kept != v {
                     kept.clear();
@@ -95,36 +116,14 @@ impl Series {
         true
     }
 
-    /// Its estimated size in memory, bytes: the strings' lengths, the values, and a fixed
-    /// overhead for the vectors, the map's node and each string's header (24 bytes).
+    /// Its estimated size in memory, bytes: its labels, values and strings, and a fixed
+    /// overhead for the vectors, the map's node and each string's header (24 bytes); its shape
+    /// is shared, not counted.
     fn size(&self) -> usize {
         const STRING: usize = 24;
-        let pairs = |v: &[(String, String)]| {
-            v.iter()
-                .map(|(a, b)| a.len() + b.len() + 2 * STRING)
-                .sum::<usize>()
-        };
-        128 + self.measurement.len()
-            + pairs(&self.labels)
-            + pairs(&self.info)
-            + self
-                .values
-                .iter()
-                .map(|(a, b, _)| a.len() + b.len() + 2 * STRING + 8)
-                .sum::<usize>()
-    }
-
-    /// Whether a line read as `values` and `info` has this series' samples: the same fields in
-    /// the same order, and an `_info` sample or not as before. Then its new values are taken in
-    /// place and the families need not be made again.
-    fn same_samples(&self, values: &[(String, String, f64)], info: &[(String, String)]) -> bool {
-        self.values.len() == values.len()
-            && self.info.is_empty() == info.is_empty()
-            && self
-                .values
-                .iter()
-                .zip(values)
-                .all(|(a, b)| a.0 == b.0 && a.1 == b.1)
+        128 + self.labels_text.len()
+            + 8 * self.values.len()
+            + self.info.iter().map(|v| v.len() + STRING).sum::<usize>()
     }
 }
 
@@ -148,6 +147,9 @@ pub struct Exposition {
     /// A plain line's series key as written (`disk,host=a,device=sda`), to its series' index:
     /// a plain line of a known series is read in one pass ([`plain`]).
     plain: HashMap<String, usize>,
+    /// The series' shapes, each by its measurement, label names and layout ([`Exposition::
+    /// shape_key`]); one goes when no series has it.
+    shapes: HashMap<Vec<u8>, Arc<Shape>>,
     reports: u64,
     /// The page's families, by name; made again when `families_stale`.
     families: Vec<Family>,
@@ -158,6 +160,10 @@ pub struct Exposition {
     written_key: Vec<u8>,
     /// A line's [`layout_of`], made here.
     layout: Vec<u8>,
+    /// A line's key in [`Exposition::shapes`], made here.
+    shape_key: Vec<u8>,
+    /// A line's labels as written after a sample's name, made here.
+    labels_text: String,
     /// A plain line's numbers, read here.
     numbers: Vec<f64>,
     /// Lines read in one pass.
@@ -239,51 +245,69 @@ impl Exposition {
             },
             plan,
         ) = prom_line_planned(p);
-        let layout = self.layout.clone();
+        let (names, numbers): (Vec<_>, Vec<f64>) =
+            values.into_iter().map(|(n, f, v)| ((n, f), v)).unzip();
+        let (info_names, info): (Vec<String>, Vec<String>) = info.into_iter().unzip();
+        self.shape_key.clear();
+        for part in std::iter::once(p.measurement.as_ref()).chain(labels.iter().map(|l| &*l.0)) {
+            self.shape_key.extend_from_slice(&part.len().to_le_bytes());
+            self.shape_key.extend_from_slice(part.as_bytes());
+        }
+        self.shape_key.push(0xff);
+        self.shape_key.extend_from_slice(&self.layout);
+        let shape = match self.shapes.get(&self.shape_key) {
+            Some(shape) => Arc::clone(shape),
+            None => {
+                let shape = Arc::new(Shape {
+                    measurement: p.measurement.to_string(),
+                    names,
+                    info: info_names,
+                    layout: self.layout.clone(),
+                    plan,
+                });
+                self.shapes
+                    .insert(self.shape_key.clone(), Arc::clone(&shape));
+                shape
+            }
+        };
         self.key.clear();
         self.key.push_str(&p.measurement);
         for (k, v) in &labels {
             let _ = write!(self.key, ",{k}={v}");
         }
+        self.labels_text.clear();
+        write_labels(&labels, &[], &mut self.labels_text);
         if let Some(&i) = self.keys.get(self.key.as_str()) {
             let s = &mut self.series[i];
-            if s.labels != labels {
+            if s.labels_text != self.labels_text {
                 // one key for two label sets (a value with `,` or `=` in it): the line's; a
                 // line written as the other set is read whole again, to take its labels back
-                s.labels_text.clear();
-                write_labels(&labels, &[], &mut s.labels_text);
-                s.labels = labels;
+                s.labels_text.clone_from(&self.labels_text);
                 self.written.retain(|_, at| *at != i);
                 self.plain.retain(|_, at| *at != i);
             }
-            if s.same_samples(&values, &info) {
-                for (kept, new) in s.values.iter_mut().zip(&values) {
-                    kept.2 = new.2;
-                }
-            } else {
-                s.values = values;
+            if !s.shape.same_samples(&shape) {
                 self.families_stale = true;
             }
+            let old = std::mem::replace(&mut s.shape, shape);
+            s.values = numbers;
             s.info = info;
             s.report = self.reports;
-            s.layout = layout;
-            s.plan = plan;
+            // the last series of its shape took another: the shape goes (the map holds the other)
+            if Arc::strong_count(&old) == 2 {
+                self.shapes.retain(|_, s| !Arc::ptr_eq(s, &old));
+            }
             self.know(plain_key, i);
             return;
         }
-        let mut labels_text = String::new();
-        write_labels(&labels, &[], &mut labels_text);
         let i = self.series.len();
         self.keys.insert(self.key.clone(), i);
         self.series.push(Series {
-            measurement: p.measurement.to_string(),
-            labels,
-            labels_text,
-            values,
+            shape,
+            labels_text: self.labels_text.clone(),
+            values: numbers,
             info,
             report: self.reports,
-            layout,
-            plan,
         });
         self.know(plain_key, i);
         self.families_stale = true;
@@ -340,6 +364,7 @@ impl Exposition {
             *i = to[*i];
             *i != usize::MAX
         });
+        self.shapes.retain(|_, s| Arc::strong_count(s) > 1);
         self.families_stale = true;
     }
 
@@ -352,7 +377,9 @@ impl Exposition {
             .iter()
             .map(|(k, &i)| (k, i, &self.series[i]))
             .filter(|(_, i, s)| {
-                keep[*i] && s.report < now && JOB_MEASUREMENTS.contains(&s.measurement.as_str())
+                keep[*i]
+                    && s.report < now
+                    && JOB_MEASUREMENTS.contains(&s.shape.measurement.as_str())
             })
             .map(|(k, i, s)| (s.report, k.len() + s.size(), k, i))
             .collect();
@@ -380,7 +407,8 @@ impl Exposition {
             .iter()
             .map(|(k, &i)| (k, &self.series[i]))
             .filter(|(_, s)| {
-                s.report < self.reports && JOB_MEASUREMENTS.contains(&s.measurement.as_str())
+                s.report < self.reports
+                    && JOB_MEASUREMENTS.contains(&s.shape.measurement.as_str())
             })
             .fold((0, 0), |(n, b), (k, s)| (n + 1, b + k.len() + s.size()))
     }

@@ -54,24 +54,25 @@ impl Exposition {
         let bases: Vec<String> = self
             .series
             .iter()
-            .map(|s| metric_name(&s.measurement))
+            .map(|s| metric_name(&s.shape.measurement))
             .collect();
         let mut families: BTreeMap<Name<'_>, Members<'_>> = BTreeMap::new();
         for &i in self.keys.values() {
             let (s, base) = (&self.series[i], bases[i].as_str());
             let at = u32::try_from(i).unwrap_or(u32::MAX);
-            for (j, (prom, field, _)) in s.values.iter().enumerate() {
+            let shape = &*s.shape;
+            for (j, (prom, field)) in shape.names.iter().enumerate() {
                 let j = u32::try_from(j).unwrap_or(u32::MAX - 1);
                 families
                     .entry(Name(base, prom))
-                    .or_insert_with(|| (&s.measurement, field, Vec::new()))
+                    .or_insert_with(|| (&shape.measurement, field, Vec::new()))
                     .2
                     .push((at, j));
             }
-            if !s.info.is_empty() {
+            if !shape.info.is_empty() {
                 families
                     .entry(Name(base, "info"))
-                    .or_insert_with(|| (&s.measurement, "", Vec::new()))
+                    .or_insert_with(|| (&shape.measurement, "", Vec::new()))
                     .2
                     .push((at, INFO));
             }
@@ -120,12 +121,12 @@ impl Exposition {
                 out.extend_from_slice(f.name.as_bytes());
                 let v = if j == INFO {
                     info_labels.clear();
-                    write_labels(&s.labels, &s.info, &mut info_labels);
+                    write_info_labels(&s.labels_text, &s.shape.info, &s.info, &mut info_labels);
                     out.extend_from_slice(info_labels.as_bytes());
                     1.0
                 } else {
                     out.extend_from_slice(s.labels_text.as_bytes());
-                    s.values.get(j as usize).map_or(f64::NAN, |v| v.2)
+                    s.values.get(j as usize).copied().unwrap_or(f64::NAN)
                 };
                 write_value(v, out);
             }
@@ -222,6 +223,33 @@ pub(super) fn write_labels(
         if i > 0 {
             out.push(',');
         }
+        out.push_str(k);
+        out.push_str("=\"");
+        escape_label(val, out);
+        out.push('"');
+    }
+    out.push('}');
+}
+
+/// The labels of a series' `_info` sample: its labels as written (`labels_text`, as
+/// [`write_labels`] wrote them) and then the string fields' labels, `names` and `values`, as
+/// [`write_labels`] writes labels and extra labels together.
+pub(super) fn write_info_labels(
+    labels_text: &str,
+    names: &[String],
+    values: &[String],
+    out: &mut String,
+) {
+    let (open, mut first) = match labels_text.strip_suffix('}') {
+        Some(open) => (open, false),
+        None => ("{", true),
+    };
+    out.push_str(open);
+    for (k, val) in names.iter().zip(values) {
+        if !first {
+            out.push(',');
+        }
+        first = false;
         out.push_str(k);
         out.push_str("=\"");
         escape_label(val, out);

@@ -54,7 +54,7 @@ impl<'a> PlainFields<'a> for Visit<'_, 'a> {
         let len = key.len().to_le_bytes();
         let end = self.next + len.len() + 1 + key.len();
         let number = plain_number(value, ty);
-        match (s.layout.get(self.next..end), number) {
+        match (s.shape.layout.get(self.next..end), number) {
             (Some(field), Some(v))
                 if field[..len.len()] == len
                     && field[len.len()] == 0
@@ -92,12 +92,12 @@ impl Exposition {
         let Some(s) = at.and_then(|i| self.series.get_mut(i)) else {
             return OnePass::Unknown(key);
         };
-        if next != s.layout.len() {
+        if next != s.shape.layout.len() {
             return OnePass::Unknown(key);
         }
         // the plan's fields are numbers (a plain line has no string, and this one has the
         // layout the plan was made from): each value is one of the line's
-        for ((_, _, kept), &(field, scale)) in s.values.iter_mut().zip(&s.plan.values) {
+        for (kept, &(field, scale)) in s.values.iter_mut().zip(&s.shape.plan.values) {
             if let Some(v) = self.numbers.get(field) {
                 *kept = v * scale;
             }

@@ -564,3 +564,34 @@ fn the_one_pass_reading_is_the_whole_one() {
         one_pass.get()
     );
 }
+
+#[test]
+fn series_of_one_layout_share_their_shape_and_a_shape_no_series_has_goes() {
+    let mut e = Exposition::default();
+    let disks = |fields: &str| -> String {
+        (0..200)
+            .map(|d| format!("disk,host=a,device=sd{d} {fields} 1\n"))
+            .collect()
+    };
+    e.update(&disks("util_pct=1,r_await_ms=2"));
+    assert_eq!(e.series.len(), 200);
+    assert_eq!(e.shapes.len(), 1, "one shape for 200 series");
+    assert!(e
+        .series
+        .iter()
+        .all(|s| Arc::ptr_eq(&s.shape, &e.series[0].shape)));
+    // another layout: a shape of its own; the old one goes with the last series that had it
+    e.update(&disks("util_pct=1,r_await_ms=2,state=\"ok\""));
+    assert_eq!(e.shapes.len(), 1);
+    let page = e.render();
+    assert!(page.contains("storwatch_disk_info{device=\"sd7\",host=\"a\",state=\"ok\"} 1\n"));
+    assert!(page.contains("storwatch_disk_read_await_seconds{device=\"sd7\",host=\"a\"} 0.002\n"));
+    // the same fields under other label names: another shape
+    e.update("disk,host=a,dev=sdz util_pct=1,r_await_ms=2,state=\"ok\" 1\n");
+    assert_eq!(e.shapes.len(), 2);
+    for _ in 0..KEEP_REPORTS {
+        e.update("disk,host=a,dev=sdz util_pct=1,r_await_ms=2,state=\"ok\" 1\n");
+    }
+    assert_eq!(e.series.len(), 1);
+    assert_eq!(e.shapes.len(), 1, "the disks' shape went with them");
+}
