@@ -10,8 +10,7 @@ pub const MAX_REQUEST_BYTES: usize = 8 << 10;
 pub const MAX_REQUEST_LINE: usize = 1 << 10;
 
 /// An HTTP/1.1 answer, head and body, as it goes out: `bytes[start..]` (room is kept before the
-/// body for its head, so that a page rendered into a buffer kept from an earlier report needs no
-/// copy; see [`answer_in`]).
+/// body for its head, so that a page rendered into its buffer needs no copy; see [`answer_in`]).
 #[derive(Debug)]
 pub(super) struct Answer {
     bytes: Vec<u8>,
@@ -22,12 +21,6 @@ impl Answer {
     /// What is sent.
     pub(super) fn as_bytes(&self) -> &[u8] {
         self.bytes.get(self.start..).unwrap_or_default()
-    }
-
-    /// Makes this the answer whose body `render` writes, in this answer's buffer (see
-    /// [`answer_in`]).
-    pub(super) fn render_again(&mut self, render: impl FnOnce(&mut Vec<u8>)) {
-        *self = answer_in(std::mem::take(&mut self.bytes), render);
     }
 }
 
@@ -51,8 +44,8 @@ pub(super) fn answer(status: &str, body: &[u8]) -> Arc<Answer> {
     Arc::new(Answer { bytes, start: 0 })
 }
 
-/// A `200 OK` answer whose body `render` writes into `buf` (emptied first; its capacity is
-/// kept, so a page as large as the last one is made without allocating).
+/// A `200 OK` answer whose body `render` writes into `buf` (emptied first; with the capacity of
+/// the last page, the page is made without growing it).
 pub(super) fn answer_in(mut buf: Vec<u8>, render: impl FnOnce(&mut Vec<u8>)) -> Answer {
     buf.clear();
     buf.resize(HEAD_ROOM, 0);
@@ -206,14 +199,16 @@ mod tests {
     }
 
     #[test]
-    fn an_answer_rendered_into_a_kept_buffer_is_the_same_answer() {
+    fn an_answer_rendered_into_its_buffer_is_the_same_answer() {
         assert!(head("200 OK", usize::MAX).len() <= HEAD_ROOM);
-        let mut a = answer_in(Vec::new(), |_| {});
         for body in [&b""[..], b"x 1\n", &[b'y'; 100_000][..], b"z 2\n"] {
-            a.render_again(|out| out.extend_from_slice(body));
-            assert_eq!(a.as_bytes(), answer("200 OK", body).as_bytes());
+            for room in [0, 10, 200_000] {
+                let a = answer_in(Vec::with_capacity(room), |out| out.extend_from_slice(body));
+                assert_eq!(a.as_bytes(), answer("200 OK", body).as_bytes());
+            }
         }
-        // the largest body's buffer is kept for the next
-        assert!(a.bytes.capacity() >= 100_000);
+        // the head is written in the room before the body: no copy
+        let a = answer_in(Vec::with_capacity(200_000), |out| out.extend_from_slice(b"x 1\n"));
+        assert!(a.bytes.capacity() >= 200_000);
     }
 }

@@ -18,15 +18,16 @@
 //!   mostly the longest-waiting client that has not finished its request, since an answer being
 //!   sent has 5 s from its request — so that the newest (the scrape) is served. The cap is also held below half of the agent's open-file limit, so that
 //!   connections never take the files the sampling needs.
-//! * The page is rendered once per report on the sampling thread, head and body together, and
-//!   shared by every answer until the next report; the lock around it is held only to take a
-//!   reference, never across I/O, so the sampling thread never waits for a client.
+//! * The page is made by this thread when a scrape asks for it, head and body together, and
+//!   shared by every answer of the same report while one is sending it ([`super::served`]); the
+//!   exposition's lock is held for the making only, never across I/O, so the sampling thread
+//!   never waits for a client.
 
 use std::collections::BTreeSet;
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rustix::buffer::spare_capacity;
@@ -34,6 +35,7 @@ use rustix::event::{epoll, Timespec};
 use rustix::io::Errno;
 
 use super::http::{answer, Answer, Asked, RequestHead};
+use super::served::{Served, Source};
 
 /// Time a client gets to send its request, and then to read the whole answer.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -71,9 +73,6 @@ const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 const WARN_EVERY: Duration = Duration::from_secs(60);
 /// The listening socket's token in epoll; connections have `generation << 32 | slot`.
 const LISTENER: u64 = u64::MAX;
-
-/// The page every `GET /metrics` gets: the whole HTTP answer, head and body.
-pub(super) type Page = Arc<Mutex<Arc<Answer>>>;
 
 /// Connections the listener may hold with `max` configured and an open-file limit of
 /// `file_limit` (`None`: unlimited): at most half the limit, so that the sampling always finds
@@ -146,7 +145,11 @@ struct Answers {
 pub(super) struct EventLoop {
     epoll: OwnedFd,
     listener: TcpListener,
-    page: Page,
+    source: Arc<Source>,
+    /// The page every `GET /metrics` gets, made when asked.
+    served: Served,
+    /// When the kept page goes if no scrape takes it ([`Served::tidy`]).
+    page_until: Option<Instant>,
     answers: Answers,
     slots: Vec<Slot>,
     free: Vec<usize>,
@@ -163,7 +166,11 @@ pub(super) struct EventLoop {
 }
 
 impl EventLoop {
-    pub(super) fn new(listener: TcpListener, page: Page, cap: usize) -> io::Result<EventLoop> {
+    pub(super) fn new(
+        listener: TcpListener,
+        source: Arc<Source>,
+        cap: usize,
+    ) -> io::Result<EventLoop> {
         listener.set_nonblocking(true)?;
         // listen() again on a listening socket sets its backlog anew
         rustix::net::listen(&listener, LISTEN_BACKLOG)?;
@@ -177,7 +184,9 @@ impl EventLoop {
         Ok(EventLoop {
             epoll,
             listener,
-            page,
+            source,
+            served: Served::default(),
+            page_until: None,
             answers: Answers {
                 not_found: answer("404 Not Found", b"see /metrics\n"),
                 method_not_allowed: answer("405 Method Not Allowed", b""),
@@ -204,6 +213,7 @@ impl EventLoop {
             let wake = [
                 self.deadlines.first().map(|(d, _)| *d),
                 self.accept_paused_until,
+                self.page_until,
             ]
             .into_iter()
             .flatten()
@@ -235,6 +245,7 @@ impl EventLoop {
             }
             let now = Instant::now();
             self.expire(now);
+            self.page_until = self.served.tidy(now);
             if self.accept_paused_until.is_some_and(|until| until <= now) {
                 self.accept_paused_until = None;
                 let _ = epoll::modify(
@@ -370,7 +381,7 @@ impl EventLoop {
             }
         };
         let answer = match asked {
-            Asked::Metrics => Arc::clone(&self.page.lock().unwrap_or_else(PoisonError::into_inner)),
+            Asked::Metrics => self.served.page(&self.source),
             Asked::NotFound => Arc::clone(&self.answers.not_found),
             Asked::MethodNotAllowed => Arc::clone(&self.answers.method_not_allowed),
             Asked::UriTooLong => Arc::clone(&self.answers.uri_too_long),
