@@ -10,7 +10,9 @@
 #
 # --callgrind DIR runs each agent under valgrind's callgrind instead (no RSS figures then),
 # counted from the end of --warmup for --duration s, and prints the instructions of the whole
-# agent and of its `/metrics` page's making (`Exporter::update`) a report; the profiles are
+# agent and of its `/metrics` page's making a report (the report read into the series,
+# `Exporter::update`, on the sampling thread; the page made for a scrape, `Served::page`, on the
+# listener's; before the page was made when asked, `Exporter::update` made it); the profiles are
 # left in DIR.
 # --outputs http leaves `/metrics` off; --outputs metrics sends the reports to a file in the
 # bench's directory instead of the collector (the line-protocol output a scrape-only site does
@@ -131,7 +133,9 @@ if [ -n "$callgrind" ]; then
     callgrind_annotate --inclusive=yes "$f" 2>/dev/null | awk -v n="$n" -v r=$((duration / 10)) '
       /PROGRAM TOTALS/ { gsub(",", "", $1); total = $1 }
       /Exporter::update/ { gsub(",", "", $1); if (!upd) upd = $1 }
-      END { printf "%-7s whole agent %12.0f   Exporter::update %12.0f\n", n, total / r, upd / r }'
+      /Served::page/ { gsub(",", "", $1); if (!srv) srv = $1 }
+      END { printf "%-7s whole agent %12.0f   Exporter::update %12.0f   Served::page %12.0f   both %12.0f\n",
+        n, total / r, upd / r, srv / r, (upd + srv) / r }'
   done
   exit 0
 fi

@@ -24,7 +24,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use storwatch_wire::lp::{parse_line, Backend, FieldValue, Point};
-use storwatch_wire::prom::{number, prom_line_planned, PromLine, PromPlan};
+use storwatch_wire::prom::{prom_line_planned, PromLine, PromPlan};
 
 use page::{write_labels, Family};
 use plain::OnePass;
@@ -93,29 +93,6 @@ fn layout_of(p: &Point<'_>, out: &mut Vec<u8>) {
 }
 
 impl Series {
-    /// Takes the values and strings of `p` by the plan, if `p`'s fields are laid out as those
-    /// the plan was made from (`layout`: [`layout_of`] `p`).
-    fn take_by_plan(&mut self, p: &Point<'_>, layout: &[u8]) -> bool {
-        let shape = &*self.shape;
-        if layout != shape.layout {
-            return false;
-        }
-        for (kept, &(at, scale)) in self.values.iter_mut().zip(&shape.plan.values) {
-            if let Some(v) = p.fields.get(at).and_then(|(_, v)| number(v)) {
-                *kept = v * scale;
-            }
-        }
-        for (kept, &at) in self.info.iter_mut().zip(&shape.plan.info) {
-            if let Some((_, FieldValue::String(v))) = p.fields.get(at) {
-                if kept != v {
-                    kept.clear();
-                    kept.push_str(v);
-                }
-            }
-        }
-        true
-    }
-
     /// Its estimated size in memory, bytes: its labels, values and strings, and a fixed
     /// overhead for the vectors, the map's node and each string's header (24 bytes); its shape
     /// is shared, not counted.
@@ -129,24 +106,21 @@ impl Series {
 
 /// The latest value of every series the recent reports carried.
 ///
-/// The page is made once per report, so what it costs is paid every report: the series are
-/// kept in place (a line whose series is known updates its values; a plain one, as the agent
-/// writes most, read in one pass without allocation: [`plain`]), and the families, which
-/// change only when a series comes, goes or writes other fields, are made again only then;
-/// the page is then written family by family with no allocation.
+/// Every report is read into it, and a page is made from it for each report a scrape asks for
+/// (`served`), so what both cost is paid every report: the series are kept in place (a line of
+/// a known series, in the fields it was last read whole in, updates its values without
+/// allocation: [`plain`]), and the families, which change only when a series comes, goes or
+/// writes other fields, are made again only then; the page is then written family by family
+/// with no allocation.
 #[derive(Debug, Default)]
 pub struct Exposition {
     /// Every series, in no order; [`Exposition::keys`] gives their order.
     series: Vec<Series>,
     /// `measurement,label=value,…` of each series, to its index in [`Exposition::series`].
     keys: BTreeMap<String, usize>,
-    /// A line's measurement and tags as written (each its length and its bytes), to its
-    /// series' index: a line of a known series is found without naming its labels. Kept for
-    /// the lines that are not plain; a plain line's series is found in [`Exposition::plain`].
-    written: HashMap<Vec<u8>, usize>,
-    /// A plain line's series key as written (`disk,host=a,device=sda`), to its series' index:
-    /// a plain line of a known series is read in one pass ([`plain`]).
-    plain: HashMap<String, usize>,
+    /// A line's series key as written (`disk,host=a,device=sda`), to its series' index: a line
+    /// of a known series is read without allocation ([`plain`]).
+    by_key: HashMap<String, usize>,
     /// The series' shapes, each by its measurement, label names and layout ([`Exposition::
     /// shape_key`]); one goes when no series has it.
     shapes: HashMap<Vec<u8>, Arc<Shape>>,
@@ -156,19 +130,22 @@ pub struct Exposition {
     families_stale: bool,
     /// A line's key, made here to look the series up.
     key: String,
-    /// A line's key in [`Exposition::written`], made here.
-    written_key: Vec<u8>,
     /// A line's [`layout_of`], made here.
     layout: Vec<u8>,
     /// A line's key in [`Exposition::shapes`], made here.
     shape_key: Vec<u8>,
     /// A line's labels as written after a sample's name, made here.
     labels_text: String,
-    /// A plain line's numbers, read here.
+    /// A line's numbers, read here (a string's NaN).
     numbers: Vec<f64>,
+    /// A line's strings read by the view: each its field's index and where it is in the line.
+    strings: Vec<(usize, usize, usize)>,
     /// Lines read in one pass.
     #[cfg(test)]
     one_pass: u64,
+    /// Lines read by the view.
+    #[cfg(test)]
+    viewed: u64,
     /// Every line read whole: the reading the one-pass one is compared with.
     #[cfg(test)]
     whole_only: bool,
@@ -180,10 +157,14 @@ impl Exposition {
     pub fn update(&mut self, report: &str) {
         self.reports += 1;
         for line in report.lines() {
-            let plain_key = match self.read_plain(line) {
+            let key = match self.read_plain(line) {
                 OnePass::Taken => continue,
                 OnePass::Unknown(key) => Some(key),
-                OnePass::NotPlain => None,
+                OnePass::NotPlain => match self.read_view(line) {
+                    OnePass::Taken => continue,
+                    OnePass::Unknown(key) => Some(key),
+                    OnePass::NotPlain => None,
+                },
             };
             let Ok(p) = parse_line(line, Backend::V1) else {
                 continue;
@@ -191,25 +172,9 @@ impl Exposition {
             if SKIPPED.contains(&p.measurement.as_ref()) {
                 continue;
             }
-            self.written_key.clear();
-            for part in
-                std::iter::once(&p.measurement).chain(p.tags.iter().flat_map(|(k, v)| [k, v]))
-            {
-                self.written_key
-                    .extend_from_slice(&part.len().to_le_bytes());
-                self.written_key.extend_from_slice(part.as_bytes());
-            }
             self.layout.clear();
             layout_of(&p, &mut self.layout);
-            if let Some(&i) = self.written.get(&self.written_key) {
-                let s = &mut self.series[i];
-                if s.take_by_plan(&p, &self.layout) {
-                    s.report = self.reports;
-                    self.know_plain(plain_key, i);
-                    continue;
-                }
-            }
-            self.read_whole(&p, plain_key);
+            self.read_whole(&p, key);
         }
         let now = self.reports;
         if self
@@ -233,9 +198,8 @@ impl Exposition {
     }
 
     /// Reads a line of a series not seen, or not in the fields its plan was made from
-    /// (`self.layout` is the line's [`layout_of`], `self.written_key` its key in
-    /// [`Exposition::written`]); `plain_key`: its series key as written, when it is plain.
-    fn read_whole(&mut self, p: &Point<'_>, plain_key: Option<&str>) {
+    /// (`self.layout` is the line's [`layout_of`]); `written`: its series key as written.
+    fn read_whole(&mut self, p: &Point<'_>, written: Option<&str>) {
         let (
             PromLine {
                 labels,
@@ -283,8 +247,7 @@ impl Exposition {
                 // one key for two label sets (a value with `,` or `=` in it): the line's; a
                 // line written as the other set is read whole again, to take its labels back
                 s.labels_text.clone_from(&self.labels_text);
-                self.written.retain(|_, at| *at != i);
-                self.plain.retain(|_, at| *at != i);
+                self.by_key.retain(|_, at| *at != i);
             }
             if !s.shape.same_samples(&shape) {
                 self.families_stale = true;
@@ -297,7 +260,7 @@ impl Exposition {
             if Arc::strong_count(&old) == 2 {
                 self.shapes.retain(|_, s| !Arc::ptr_eq(s, &old));
             }
-            self.know(plain_key, i);
+            self.know(written, i);
             return;
         }
         let i = self.series.len();
@@ -309,30 +272,19 @@ impl Exposition {
             info,
             report: self.reports,
         });
-        self.know(plain_key, i);
+        self.know(written, i);
         self.families_stale = true;
     }
 
-    /// Keeps where the line just read found its series `i`: by its key as written if it is
-    /// plain (`plain_key`), else by `self.written_key`.
-    fn know(&mut self, plain_key: Option<&str>, i: usize) {
-        match plain_key {
-            Some(key) => self.know_plain(Some(key), i),
-            None => {
-                self.written.insert(self.written_key.clone(), i);
-            }
-        }
-    }
-
-    /// Keeps a plain line's series key as written, `plain_key`, as series `i`'s.
-    fn know_plain(&mut self, plain_key: Option<&str>, i: usize) {
-        let Some(key) = plain_key else {
+    /// Keeps the series key as written of the line just read, `written`, as series `i`'s.
+    fn know(&mut self, written: Option<&str>, i: usize) {
+        let Some(key) = written else {
             return;
         };
-        match self.plain.get_mut(key) {
+        match self.by_key.get_mut(key) {
             Some(at) => *at = i,
             None => {
-                self.plain.insert(key.to_owned(), i);
+                self.by_key.insert(key.to_owned(), i);
             }
         }
     }
@@ -356,11 +308,7 @@ impl Exposition {
             *i = to[*i];
             *i != usize::MAX
         });
-        self.written.retain(|_, i| {
-            *i = to[*i];
-            *i != usize::MAX
-        });
-        self.plain.retain(|_, i| {
+        self.by_key.retain(|_, i| {
             *i = to[*i];
             *i != usize::MAX
         });

@@ -1,27 +1,32 @@
-//! A report's line read in one pass, allocating nothing, when it is plain (wire's
-//! [`view_plain`]: no escape, no string, short plain numbers — nearly every line the agent
-//! writes) and of a series already known by its key as written, with the field keys and kinds
-//! of the line that series was last read whole from: its values are then the fields' numbers
-//! ([`plain_number`], the full grammar's reading of them) taken by the series' plan.
+//! A report's line of a series already known by its key as written, with the field keys and
+//! kinds of the line that series was last read whole from, read without allocation: its values
+//! are then the fields' numbers taken by the series' plan. A plain line (wire's [`view_plain`]:
+//! no escape, no string, short plain numbers) is read in one pass ([`plain_number`], the full
+//! grammar's reading of its numbers); any other (string fields: `disk_tunables`, `mpath_path`,
+//! `md_member`, `net`, the states) by wire's view ([`parse_view`]: the line's parts found, its
+//! names and unescaped strings borrowed), a string copied only when it changed.
 //!
-//! Any other line (not plain, a series not known by that key, other fields) is read by the full
-//! grammar ([`Exposition::read_whole`] or, for a line that is not plain, the plan of the series
-//! its tags name), which also makes its key as written known for the next report.
+//! Any other line (a series not known by that key, other fields, an escaped key or string) is
+//! read by the full grammar ([`Exposition::read_whole`]), which also makes its key as written
+//! known for the next report.
 
 use std::collections::HashMap;
 
-use storwatch_wire::lp::{plain_number, view_plain, Backend, FieldType, PlainFields};
+use storwatch_wire::lp::{
+    parse_view, plain_number, view_plain, Backend, FieldType, FieldValue, Parsed, PlainFields,
+};
+use storwatch_wire::prom::number;
 
 use super::{Exposition, Series};
 
-/// What the one-pass reading made of a line.
+/// What the one-pass or view reading made of a line.
 pub(super) enum OnePass<'a> {
     /// Read: its values are its series'.
     Taken,
-    /// A plain line of a series not known by this key as written, or whose fields are not its
+    /// A line of a series not known by this key as written, or whose fields are not its
     /// series' layout: to read whole.
     Unknown(&'a str),
-    /// Not plain: to read whole.
+    /// Not plain ([`Exposition::read_plain`]), or not line protocol ([`Exposition::read_view`]).
     NotPlain,
 }
 
@@ -78,7 +83,7 @@ impl Exposition {
         }
         self.numbers.clear();
         let mut visit = Visit {
-            known: &self.plain,
+            known: &self.by_key,
             series: &self.series,
             values: &mut self.numbers,
             key: "",
@@ -106,6 +111,80 @@ impl Exposition {
         #[cfg(test)]
         {
             self.one_pass += 1;
+        }
+        OnePass::Taken
+    }
+
+    /// Reads `line` by wire's view if it is of a known series in its layout, taking its values
+    /// and strings into the series: a line [`Exposition::read_plain`] did not take.
+    pub(super) fn read_view<'a>(&mut self, line: &'a str) -> OnePass<'a> {
+        #[cfg(test)]
+        if self.whole_only {
+            return OnePass::NotPlain;
+        }
+        let Ok(Parsed::Go(view)) = parse_view(line, Backend::V1) else {
+            return OnePass::NotPlain;
+        };
+        let key = view.series_key();
+        let Some(s) = self.by_key.get(key).and_then(|&i| self.series.get_mut(i)) else {
+            return OnePass::Unknown(key);
+        };
+        let layout = &s.shape.layout;
+        // each field in the layout's order, as `layout_of` wrote it: its key's length, 1 for a
+        // string, its key; a number's value kept, a string's where it is in the line
+        self.numbers.clear();
+        self.strings.clear();
+        let mut next = 0;
+        for (at, f) in view.fields().enumerate() {
+            let k = f.key_raw();
+            let string = f.field_type() == FieldType::String;
+            let len = k.len().to_le_bytes();
+            let end = next + len.len() + 1 + k.len();
+            let Some(field) = layout.get(next..end) else {
+                return OnePass::Unknown(key);
+            };
+            // an escaped key reads otherwise than written
+            if field[..len.len()] != len
+                || field[len.len()] != u8::from(string)
+                || &field[len.len() + 1..] != k.as_bytes()
+                || k.contains('\\')
+            {
+                return OnePass::Unknown(key);
+            }
+            next = end;
+            match f.value() {
+                Ok(FieldValue::String(std::borrow::Cow::Borrowed(v))) => {
+                    self.numbers.push(f64::NAN);
+                    let from = v.as_ptr() as usize - line.as_ptr() as usize;
+                    self.strings.push((at, from, from + v.len()));
+                }
+                Ok(v) if !string => self.numbers.push(number(&v).unwrap_or(f64::NAN)),
+                // an escaped string, or a value the view took and the reading does not
+                _ => return OnePass::Unknown(key),
+            }
+        }
+        if next != layout.len() {
+            return OnePass::Unknown(key);
+        }
+        for (kept, &(field, scale)) in s.values.iter_mut().zip(&s.shape.plan.values) {
+            if let Some(v) = self.numbers.get(field) {
+                *kept = v * scale;
+            }
+        }
+        for (kept, &field) in s.info.iter_mut().zip(&s.shape.plan.info) {
+            let Some(&(_, from, to)) = self.strings.iter().find(|(at, _, _)| *at == field) else {
+                continue;
+            };
+            let v = line.get(from..to).unwrap_or_default();
+            if kept != v {
+                kept.clear();
+                kept.push_str(v);
+            }
+        }
+        s.report = self.reports;
+        #[cfg(test)]
+        {
+            self.viewed += 1;
         }
         OnePass::Taken
     }
