@@ -6,7 +6,7 @@
 # 127.0.0.1, and `/metrics` served and scraped every 10 s.
 #
 #   bench/http-rss.sh [--warmup 70] [--duration 120] [--disks N] [--outputs both|http|metrics]
-#                     [--callgrind DIR]
+#                     [--callgrind DIR] [--functions N]
 #
 # --callgrind DIR runs each agent under valgrind's callgrind instead (no RSS figures then),
 # counted from the end of --warmup for --duration s, and prints the instructions of the whole
@@ -24,7 +24,9 @@
 # round), VmRSS is read every second for --duration s; at the end each agent's /proc/PID/smaps is
 # summed by mapping: the agent's own file, the heap (brk), other anonymous memory (glibc's mmapped
 # blocks, thread stacks), shared libraries. Prints one line per agent, kB, then each agent's own
-# file by ELF section (bench/resident-sections.py: which of its pages are in memory).
+# file by ELF section (bench/resident-sections.py: which of its pages are in memory, and how much
+# of it in the page cache's large folios); with --functions N, also the N functions of its code
+# outside the hot section with the most pages in memory.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -33,6 +35,7 @@ duration=120
 disks=
 outputs=both
 callgrind=
+functions=
 while [ $# -gt 0 ]; do
   case $1 in
     --warmup) warmup=$2; shift 2 ;;
@@ -40,6 +43,7 @@ while [ $# -gt 0 ]; do
     --disks) disks=$2; shift 2 ;;
     --outputs) outputs=$2; shift 2 ;;
     --callgrind) callgrind=$2; shift 2 ;;
+    --functions) functions=(--functions "$2"); shift 2 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
 done
@@ -186,5 +190,5 @@ PY
 done
 for i in "${!names[@]}"; do
   echo "${names[$i]}: its own file resident, by section"
-  python3 "$here/resident-sections.py" "${agent_pids[$i]}" | sed 's/^/  /'
+  python3 "$here/resident-sections.py" "${agent_pids[$i]}" ${functions:+"${functions[@]}"} | sed 's/^/  /'
 done
