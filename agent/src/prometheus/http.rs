@@ -208,7 +208,9 @@ mod tests {
             }
         }
         // the head is written in the room before the body: no copy
-        let a = answer_in(Vec::with_capacity(200_000), |out| out.extend_from_slice(b"x 1\n"));
+        let a = answer_in(Vec::with_capacity(200_000), |out| {
+            out.extend_from_slice(b"x 1\n")
+        });
         assert!(a.bytes.capacity() >= 200_000);
     }
 }

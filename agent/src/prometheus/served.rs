@@ -37,7 +37,10 @@ pub(super) struct Source {
 impl Source {
     /// Takes in a report (line protocol).
     pub(super) fn take_report(&self, report: &str) {
-        let mut exposition = self.exposition.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut exposition = self
+            .exposition
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         exposition.update(report);
         self.reports.fetch_add(1, Ordering::Release);
     }
@@ -184,7 +187,11 @@ mod tests {
     fn before_any_report_the_page_is_empty() {
         let mut served = Served::default();
         let page = served.page(&Source::default());
-        assert!(text(&page).starts_with("HTTP/1.1 200 OK\r\n"), "{}", text(&page));
+        assert!(
+            text(&page).starts_with("HTTP/1.1 200 OK\r\n"),
+            "{}",
+            text(&page)
+        );
         assert!(text(&page).ends_with("Content-Length: 0\r\nConnection: close\r\n\r\n"));
     }
 }
