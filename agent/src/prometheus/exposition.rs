@@ -355,8 +355,7 @@ impl Exposition {
             .iter()
             .map(|(k, &i)| (k, &self.series[i]))
             .filter(|(_, s)| {
-                s.report < self.reports
-                    && JOB_MEASUREMENTS.contains(&s.shape.measurement.as_str())
+                s.report < self.reports && JOB_MEASUREMENTS.contains(&s.shape.measurement.as_str())
             })
             .fold((0, 0), |(n, b), (k, s)| (n + 1, b + k.len() + s.size()))
     }

@@ -7,7 +7,7 @@
 //!   version: the Go parser's for 1.x and 2.x, InfluxDB 3's own for 3.x;
 //! * [`view`] — the same reading without building anything: where a line's parts are, names
 //!   unescaped and values read only when asked (the collector reads every line this way);
-//!   a plain line (no escapes, no strings) is read in one pass by [`plain`] (private), which
+//!   a plain line (no escapes) is read in one pass by [`plain`] (private), which
 //!   [`view_plain`] offers with its fields and values told as they are read;
 //! * [`precision`] — the `precision` parameter and the timestamp range of each version;
 //! * [`check`] — a write body split into numbered lines, each checked by the rules of every

@@ -1,4 +1,4 @@
-//! The common line read in one pass: a line without escapes, quoted strings or odd spacing
+//! The common line read in one pass: a line without escapes or odd spacing
 //! (`disk,host=a,dev=sda util=1.5,n=2i 1700000000000000000`: what agents, Telegraf and most
 //! clients write) has its measurement, tags, fields, field types and timestamp found by one
 //! walk over its bytes, where the full reading ([`super::scan`], then the view's check of each
@@ -11,14 +11,14 @@
 //! in `wire/fixtures/lp-corpus` and generated lines). It gives up, so the full grammar decides,
 //! on:
 //!
-//! * a backslash, a double quote or a byte below 0x20 (tab, NUL, CR) anywhere before the
-//!   timestamp;
+//! * a backslash or a byte below 0x20 (tab, NUL, CR) anywhere before the timestamp, a double
+//!   quote anywhere but around a string field's value;
 //! * anything but exactly one space between the parts, a space after the timestamp;
 //! * an empty or odd name (a tag key with ' ' or ',', a tag value with '='), a repeated tag key,
 //!   more than [`MAX_TAGS`] tags, on 2.x a tag key 2.x keeps for itself;
-//! * a value other than a boolean word or a short plain number (`-?[0-9]+(\.[0-9]*)?` of at
-//!   most 23 characters, an integer of at most 18 digits, an unsigned one of at most 19): the
-//!   numbers the Go parser reads without a range check;
+//! * a value other than a string without escapes, a boolean word or a short plain number
+//!   (`-?[0-9]+(\.[0-9]*)?` of at most 23 characters, an integer of at most 18 digits, an
+//!   unsigned one of at most 19): the numbers the Go parser reads without a range check;
 //! * a timestamp of more than 19 digits or out of the `i64` range;
 //! * a key near the 1.x/2.x key-length limit.
 //!
@@ -240,6 +240,21 @@ fn value(buf: &[u8], mut i: usize, unsigned: bool) -> Option<(usize, FieldType)>
                 _ if digits <= 23 => FieldType::Float,
                 _ => return None,
             }
+        }
+        b'"' => {
+            // a string without escapes: up to the next quote (a backslash or a control byte in
+            // it, or no end: not plain)
+            i += 1;
+            loop {
+                match *buf.get(i)? {
+                    b'"' => break,
+                    b'\\' => return None,
+                    c if c < 0x20 => return None,
+                    _ => i += 1,
+                }
+            }
+            i += 1;
+            FieldType::String
         }
         b't' | b'f' | b'T' | b'F' => {
             let s = i;

@@ -298,7 +298,7 @@ pub fn parse_view(line: &str, backend: Backend) -> Result<Parsed<'_>, String> {
 }
 
 /// Reads `line` (without its newline) in one pass when it is plain ([`super::plain`]: no
-/// escape, no string, short plain numbers), telling `visit` of its measurement and of each
+/// escape, short plain numbers, strings without escapes), telling `visit` of its measurement and of each
 /// field (key, value as written, type) as it goes; `None` when the line is not plain, or
 /// `backend` is 3.x, and only the full grammar ([`parse_view`]) reads it. A line it reads is
 /// one [`parse_view`] accepts for `backend`, read the same.

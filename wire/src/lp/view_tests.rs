@@ -246,7 +246,7 @@ proptest! {
 }
 
 /// A field as the one-pass reading tells it: key, type, and the value as a number
-/// ([`plain_number`], its bits; `None` for a string).
+/// ([`plain_number`], its bits; for a string, its text as written, hashed).
 type PlainField = (String, FieldType, Option<u64>);
 
 /// Told of a plain line: its series key, measurement and fields.
@@ -271,6 +271,8 @@ impl<'a> PlainFields<'a> for Told {
 
     fn field(&mut self, key: &'a str, value: &'a str, ty: FieldType) {
         let n = super::super::plain::plain_number(value, ty).map(f64::to_bits);
+        // a string's value as written, quotes included
+        let n = n.or_else(|| (ty == FieldType::String).then(|| text_bits(value)));
         self.fields.push((key.to_string(), ty, n));
     }
 }
@@ -281,6 +283,14 @@ fn plain(line: &str, unsigned: bool) -> Option<(LineView<'_>, Told)> {
     let backend = if unsigned { Backend::V2 } else { Backend::V1 };
     let view = view_plain(line, backend, &mut told)?;
     Some((view, told))
+}
+
+/// A string's text as a number to compare (its hash), where [`PlainField`] holds a value.
+fn text_bits(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
 }
 
 /// A value as the full grammar reads it, as [`plain_number`] gives it.
@@ -317,7 +327,12 @@ fn plain_agrees(line: &str, unsigned: bool) -> Result<bool, String> {
     let mut want: Vec<PlainField> = Vec::new();
     for f in view.fields() {
         let value = f.value().map_err(|e| format!("{line:?}: {e}"))?;
-        want.push((f.key().into_owned(), f.field_type(), number(value)));
+        let n = match value {
+            // the full grammar's string, quoted again as it was written (no escape in a plain one)
+            FieldValue::String(s) => Some(text_bits(&format!("\"{s}\""))),
+            value => number(value),
+        };
+        want.push((f.key().into_owned(), f.field_type(), n));
     }
     if told.fields != want {
         return Err(format!(
@@ -445,12 +460,26 @@ fn what_storwatch_and_telegraf_write_is_read_in_one_pass() {
         ("m v=999999999999999999i,w=-999999999999999999i", false),
         ("m v=9999999999999999999u,w=0u 1", true),
         ("m,host=é v=1", false),
+        // strings without escapes: spaces, commas, equal signs, quotes' neighbours, empty
+        ("md,host=n1 state=\"clean\" 1", false),
+        (
+            "mpath_path,host=n1,map=mpatha dm_state=\"active\",state=\"running, ready\",n=0i",
+            false,
+        ),
+        ("m s=\"a=b c,d\",t=\"\",u=\"é ünï\",v=1 7", false),
+        ("m s=\"\"", true),
     ] {
         assert_eq!(plain_agrees(line, unsigned), Ok(true), "{line}");
     }
-    // what the full grammar decides: a string, an escape, a second space, NaN, a long number
+    // what the full grammar decides: an escape (in a string too), a control byte in a string, a
+    // string not ended or ended before another byte, a second space, NaN, a long number
     for line in [
-        "md,host=n1 state=\"clean\" 1",
+        "md,host=n1 state=\"cl\\\"ean\" 1",
+        "md,host=n1 state=\"a\\\\\" 1",
+        "md,host=n1 state=\"a\tb\" 1",
+        "md,host=n1 state=\"clean 1",
+        "md,host=n1 state=\"clean\"x 1",
+        "md,host=n1 state=\"clean\"\"x\" 1",
         "m\\ x v=1",
         "m  v=1",
         "m v=1  1",

@@ -1,10 +1,11 @@
 //! A report's line of a series already known by its key as written, with the field keys and
 //! kinds of the line that series was last read whole from, read without allocation: its values
-//! are then the fields' numbers taken by the series' plan. A plain line (wire's [`view_plain`]:
-//! no escape, no string, short plain numbers) is read in one pass ([`plain_number`], the full
-//! grammar's reading of its numbers); any other (string fields: `disk_tunables`, `mpath_path`,
-//! `md_member`, `net`, the states) by wire's view ([`parse_view`]: the line's parts found, its
-//! names and unescaped strings borrowed), a string copied only when it changed.
+//! are then the fields' numbers taken by the series' plan, its strings copied only when they
+//! changed. A plain line (wire's [`view_plain`]: no escape, short plain numbers, strings without
+//! escapes — nearly every line the agent writes) is read in one pass ([`plain_number`], the full
+//! grammar's reading of its numbers); any other (an escaped tag value: a `site` with a space) by
+//! wire's view ([`parse_view`]: the line's parts found, its names and unescaped strings
+//! borrowed).
 //!
 //! Any other line (a series not known by that key, other fields, an escaped key or string) is
 //! read by the full grammar ([`Exposition::read_whole`]), which also makes its key as written
@@ -31,12 +32,16 @@ pub(super) enum OnePass<'a> {
 }
 
 /// The series of a plain line found by its key as written, and its fields checked against the
-/// series' layout as the reading tells them, their numbers kept in `values`.
+/// series' layout as the reading tells them, their numbers kept in `values`, their strings in
+/// `strings`.
 struct Visit<'e, 'a> {
     known: &'e HashMap<String, usize>,
     series: &'e [Series],
-    /// The line's numbers, in written order.
+    line: &'a str,
+    /// The line's numbers, in written order (a string's NaN).
     values: &'e mut Vec<f64>,
+    /// The line's strings: each its field's index and where its text is in the line.
+    strings: &'e mut Vec<(usize, usize, usize)>,
     /// The line's series key as written.
     key: &'a str,
     /// The series, while the line's fields so far are its layout.
@@ -55,21 +60,61 @@ impl<'a> PlainFields<'a> for Visit<'_, 'a> {
         let Some(s) = self.at.and_then(|i| self.series.get(i)) else {
             return;
         };
-        // as `layout_of` writes a field: its key's length, 0 for a number, its key
+        // as `layout_of` writes a field: its key's length, 1 for a string, its key
         let len = key.len().to_le_bytes();
         let end = self.next + len.len() + 1 + key.len();
-        let number = plain_number(value, ty);
-        match (s.shape.layout.get(self.next..end), number) {
-            (Some(field), Some(v))
-                if field[..len.len()] == len
-                    && field[len.len()] == 0
-                    && &field[len.len() + 1..] == key.as_bytes() =>
-            {
-                self.next = end;
-                self.values.push(v);
-            }
-            _ => self.at = None,
+        let string = ty == FieldType::String;
+        let same = s.shape.layout.get(self.next..end).is_some_and(|field| {
+            field[..len.len()] == len
+                && field[len.len()] == u8::from(string)
+                && &field[len.len() + 1..] == key.as_bytes()
+        });
+        if !same {
+            self.at = None;
+            return;
         }
+        if string {
+            // as written, quoted, without escapes (a plain line has none)
+            let from = value.as_ptr() as usize - self.line.as_ptr() as usize + 1;
+            let to = from + value.len().saturating_sub(2);
+            self.strings.push((self.values.len(), from, to));
+            self.values.push(f64::NAN);
+        } else if let Some(v) = plain_number(value, ty) {
+            self.values.push(v);
+        } else {
+            self.at = None;
+            return;
+        }
+        self.next = end;
+    }
+}
+
+impl Series {
+    /// Takes a line's values and strings, read in the layout of the series' plan: `numbers`
+    /// each field's number, `strings` where each string field's text is in `line`.
+    fn take(
+        &mut self,
+        line: &str,
+        numbers: &[f64],
+        strings: &[(usize, usize, usize)],
+        report: u64,
+    ) {
+        for (kept, &(field, scale)) in self.values.iter_mut().zip(&self.shape.plan.values) {
+            if let Some(v) = numbers.get(field) {
+                *kept = v * scale;
+            }
+        }
+        for (kept, &field) in self.info.iter_mut().zip(&self.shape.plan.info) {
+            let Some(&(_, from, to)) = strings.iter().find(|(at, _, _)| *at == field) else {
+                continue;
+            };
+            let v = line.get(from..to).unwrap_or_default();
+            if kept != v {
+                kept.clear();
+                kept.push_str(v);
+            }
+        }
+        self.report = report;
     }
 }
 
@@ -82,10 +127,13 @@ impl Exposition {
             return OnePass::NotPlain;
         }
         self.numbers.clear();
+        self.strings.clear();
         let mut visit = Visit {
             known: &self.by_key,
             series: &self.series,
+            line,
             values: &mut self.numbers,
+            strings: &mut self.strings,
             key: "",
             at: None,
             next: 0,
@@ -100,14 +148,7 @@ impl Exposition {
         if next != s.shape.layout.len() {
             return OnePass::Unknown(key);
         }
-        // the plan's fields are numbers (a plain line has no string, and this one has the
-        // layout the plan was made from): each value is one of the line's
-        for (kept, &(field, scale)) in s.values.iter_mut().zip(&s.shape.plan.values) {
-            if let Some(v) = self.numbers.get(field) {
-                *kept = v * scale;
-            }
-        }
-        s.report = self.reports;
+        s.take(line, &self.numbers, &self.strings, self.reports);
         #[cfg(test)]
         {
             self.one_pass += 1;
@@ -166,22 +207,7 @@ impl Exposition {
         if next != layout.len() {
             return OnePass::Unknown(key);
         }
-        for (kept, &(field, scale)) in s.values.iter_mut().zip(&s.shape.plan.values) {
-            if let Some(v) = self.numbers.get(field) {
-                *kept = v * scale;
-            }
-        }
-        for (kept, &field) in s.info.iter_mut().zip(&s.shape.plan.info) {
-            let Some(&(_, from, to)) = self.strings.iter().find(|(at, _, _)| *at == field) else {
-                continue;
-            };
-            let v = line.get(from..to).unwrap_or_default();
-            if kept != v {
-                kept.clear();
-                kept.push_str(v);
-            }
-        }
-        s.report = self.reports;
+        s.take(line, &self.numbers, &self.strings, self.reports);
         #[cfg(test)]
         {
             self.viewed += 1;
