@@ -17,8 +17,9 @@
 //! * an empty or odd name (a tag key with ' ' or ',', a tag value with '='), a repeated tag key,
 //!   more than [`MAX_TAGS`] tags, on 2.x a tag key 2.x keeps for itself;
 //! * a value other than a string without escapes, a boolean word or a short plain number
-//!   (`-?[0-9]+(\.[0-9]*)?` of at most 23 characters, an integer of at most 18 digits, an
-//!   unsigned one of at most 19): the numbers the Go parser reads without a range check;
+//!   (`-?[0-9]+(\.[0-9]*)?` of at most 23 digits before the point and 64 characters in all,
+//!   an integer of at most 18 digits, an unsigned one of at most 19): the numbers the Go parser
+//!   reads without a range check;
 //! * a timestamp of more than 19 digits or out of the `i64` range;
 //! * a key near the 1.x/2.x key-length limit.
 //!
@@ -224,7 +225,7 @@ fn value(buf: &[u8], mut i: usize, unsigned: bool) -> Option<(usize, FieldType)>
                     while i < buf.len() && buf[i].is_ascii_digit() {
                         i += 1;
                     }
-                    if i - d0 > 23 {
+                    if digits > 23 || i - d0 > FLOAT_CHARS {
                         return None;
                     }
                     FieldType::Float
@@ -306,6 +307,13 @@ pub fn plain_timestamp(buf: &[u8]) -> Option<i64> {
     }
 }
 
+/// Characters of a plain float with a point at most, digits and point (its whole part at most
+/// 23 digits): what `Display` writes for the agent's small fractions (a probability of 1e-9 is
+/// `0.000000001234567890123456`, 26) fits; a longer one is read by the full grammar. With at
+/// most 23 digits before the point and 63 in all, the value is neither out of range (the Go
+/// parser's error) nor below the smallest double.
+const FLOAT_CHARS: usize = 64;
+
 /// Powers of ten a double holds exactly.
 const POW10: [f64; 23] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
@@ -368,7 +376,7 @@ pub fn plain_number(value: &str, ty: FieldType) -> Option<f64> {
                 m = m.wrapping_mul(10).wrapping_add(u64::from(b[i] - b'0'));
                 i += 1;
             }
-            if i != b.len() || i - start > limit {
+            if i != b.len() || i - start > FLOAT_CHARS {
                 return None;
             }
             let frac = i - f;

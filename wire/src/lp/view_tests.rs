@@ -380,8 +380,8 @@ impl Rng {
 fn the_one_pass_reading_reads_numbers_as_the_full_grammar_does() {
     let mut rng = Rng(7);
     let mut taken = 0;
-    for i in 0..40_000u64 {
-        let v = match i % 8 {
+    for i in 0..45_000u64 {
+        let v = match i % 9 {
             0 => {
                 let scale = 10f64.powi(rng.u64(0..25) as i32 - 5);
                 format!("{}", rng.f64() * scale)
@@ -404,6 +404,8 @@ fn the_one_pass_reading_reads_numbers_as_the_full_grammar_does() {
                 let end = 10u64.pow(rng.u64(0..20) as u32);
                 format!("{}.", rng.u64(0..end))
             }
+            // small fractions as `Display` writes them: long, up to the limit and past it
+            7 => format!("{}", rng.f64() * 10f64.powi(-(rng.u64(0..50) as i32))),
             _ => [
                 "t", "F", "true", "False", "TRUE", "0", "-0", "-0.0", "007", "1.000",
             ][rng.usize(0..10)]
@@ -413,7 +415,7 @@ fn the_one_pass_reading_reads_numbers_as_the_full_grammar_does() {
         taken += plain_readings(&line);
     }
     // most of them are plain (the rest: over a limit, or `-.5`)
-    assert!(taken > 60_000, "{taken} plain readings");
+    assert!(taken > 65_000, "{taken} plain readings");
 }
 
 /// How many of the two readings of `line` (integers signed, then unsigned) were taken in one
@@ -468,6 +470,15 @@ fn what_storwatch_and_telegraf_write_is_read_in_one_pass() {
         ),
         ("m s=\"a=b c,d\",t=\"\",u=\"é ünï\",v=1 7", false),
         ("m s=\"\"", true),
+        // long fractions: to 64 characters
+        (
+            "drive,host=n1,device=sda failure_probability=0.000000001234567890123456 1",
+            false,
+        ),
+        (
+            "m v=-0.0000000000000000000000000000000000000000000000000000000000001,w=1.",
+            false,
+        ),
     ] {
         assert_eq!(plain_agrees(line, unsigned), Ok(true), "{line}");
     }
@@ -486,6 +497,8 @@ fn what_storwatch_and_telegraf_write_is_read_in_one_pass() {
         "m v=1 1 ",
         "m v=NaN",
         "m v=123456789012345678901234",
+        "m v=123456789012345678901234.5",
+        "m v=0.000000000000000000000000000000000000000000000000000000000000001",
         "m v=1234567890123456789i",
         "m v=1 12345678901234567890",
         "m,a=1,a=2 v=1",
