@@ -121,8 +121,8 @@ pub struct Exposition {
     /// A line's series key as written (`disk,host=a,device=sda`), to its series' index: a line
     /// of a known series is read without allocation ([`plain`]).
     by_key: HashMap<String, usize>,
-    /// The series' shapes, each by its measurement, label names and layout ([`Exposition::
-    /// shape_key`]); one goes when no series has it.
+    /// The series' shapes, each by its measurement, label names and layout (as
+    /// `Exposition::shape_key` writes them); one goes when no series has it.
     shapes: HashMap<Vec<u8>, Arc<Shape>>,
     reports: u64,
     /// The page's families, by name; made again when `families_stale`.
@@ -138,7 +138,8 @@ pub struct Exposition {
     labels_text: String,
     /// A line's numbers, read here (a string's NaN).
     numbers: Vec<f64>,
-    /// A line's strings read by the view: each its field's index and where it is in the line.
+    /// A line's strings, read in one pass or by the view: each its field's index and where its
+    /// text is in the line.
     strings: Vec<(usize, usize, usize)>,
     /// Lines read in one pass.
     #[cfg(test)]

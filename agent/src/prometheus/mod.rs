@@ -80,7 +80,7 @@ impl Exporter {
     }
 
     /// Takes in a report: the series it carries are kept, and the page is made from them when a
-    /// scrape asks for it (see [`served`]).
+    /// scrape asks for it (see `served`).
     pub fn update(&self, report: &[u8]) {
         // the agent wrote it: UTF-8, checked at the validator's speed, not chunk by chunk
         let text = match std::str::from_utf8(report) {
