@@ -7,8 +7,10 @@
 //! relocation tables — leaves some 2–3 MB of the agent's own file mapped that the steady state
 //! never runs or reads again: most of the agent's resident size with the HTTP output. After its
 //! first report the agent unmaps its read-only, unmodified mappings of that file
-//! (`madvise(MADV_DONTNEED)`). Their pages stay in the page cache: what runs after is mapped
-//! again by a minor fault, from memory, not read from disk. A mapping that holds a page the
+//! (`madvise(MADV_DONTNEED)`), and asks the kernel to drop the file's pages that no process maps
+//! from the page cache: a file written or read whole is cached in large folios, and a fault in
+//! one maps much more than the 64 KiB around it. What runs after is read again a page at a
+//! time, once (the mappings are `MADV_RANDOM`: no read-ahead). A mapping that holds a page the
 //! process wrote (the relocated `.data.rel.ro`, the GOT: a private copy, counted as
 //! `Anonymous`) is never touched, since dropping it would bring back the file's unrelocated
 //! bytes. (A page of the file itself may be dirty, the binary just installed and not yet
@@ -16,6 +18,7 @@
 //! `Anonymous`.)
 
 use std::io;
+use std::path::Path;
 
 /// A mapping of the agent's own file that can be let go of: `start..end` (addresses), with
 /// `rss_kb` of it resident.
@@ -140,8 +143,33 @@ impl Block {
     }
 }
 
+/// Set (to anything), [`release`] leaves the executable's page cache as it is.
+pub const KEEP_PAGE_CACHE: &str = "STORWATCH_KEEP_PAGE_CACHE";
+
+/// Asks the kernel to drop `path`'s clean pages that no process maps from the page cache
+/// (`POSIX_FADV_DONTNEED`); what fails is left as it is.
+///
+/// A file written or read whole is cached in large folios (up to 2 MiB on Linux 6.18), and a
+/// fault in one maps much of it: 100 % of the agent's resident code was in such folios, 4.8–5.1
+/// MB of it, where what runs after startup needs far less. Dropped, the code the agent runs
+/// next is read again a page at a time ([`release`] made its mappings `MADV_RANDOM`), each page
+/// once: a few hundred reads of 4 KiB, once. A binary just installed is dirty in the page cache
+/// and not dropped until written back; a page another process maps stays.
+#[cfg(target_os = "linux")]
+fn drop_page_cache(path: &Path) {
+    use std::os::fd::AsRawFd;
+    let Ok(file) = std::fs::File::open(path) else {
+        return;
+    };
+    // SAFETY: an advice on a descriptor this function owns; no memory is touched.
+    #[allow(unsafe_code)]
+    let _ = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+}
+
 /// Unmaps the calling process's read-only, unmodified mappings of its own executable, and
-/// returns what was resident in them (kB) and how many there were.
+/// returns what was resident in them (kB) and how many there were. The mappings are made
+/// `MADV_RANDOM` first, and the file's pages no process maps are then dropped from the page
+/// cache (unless [`KEEP_PAGE_CACHE`] is set): see [`drop_page_cache`].
 pub fn release() -> io::Result<(u64, usize)> {
     #[cfg(target_os = "linux")]
     {
@@ -157,17 +185,21 @@ pub fn release() -> io::Result<(u64, usize)> {
             // No Rust object lives in it (it is the program's file, not memory it allocated).
             #[allow(unsafe_code)]
             let rc = unsafe {
-                libc::madvise(
-                    m.start as *mut libc::c_void,
-                    m.end - m.start,
-                    libc::MADV_DONTNEED,
-                )
+                let (at, len) = (m.start as *mut libc::c_void, m.end - m.start);
+                // no read-ahead around a fault here from now on: one page read, one mapped
+                match libc::madvise(at, len, libc::MADV_RANDOM) {
+                    0 => libc::madvise(at, len, libc::MADV_DONTNEED),
+                    rc => rc,
+                }
             };
             if rc != 0 {
                 return Err(io::Error::last_os_error());
             }
             kb += m.rss_kb;
             n += 1;
+        }
+        if n > 0 && std::env::var_os(KEEP_PAGE_CACHE).is_none() {
+            drop_page_cache(Path::new("/proc/self/exe"));
         }
         Ok((kb, n))
     }
@@ -282,6 +314,52 @@ mod tests {
         // makedev(259, 300) = (259 & 0xfff) << 8 | (300 & 0xff) | (300 & !0xff) << 12
         let nvme = FileId::from_dev((259 << 8) | (300 & 0xff) | ((300 & !0xff) << 12), 1);
         assert_eq!((nvme.major, nvme.minor), (259, 300));
+    }
+
+    /// Pages of `file` in the page cache, and its pages in all (`mincore` of a mapping of it
+    /// that is never read).
+    fn cached_pages(file: &std::fs::File, len: usize) -> (usize, usize) {
+        use std::os::fd::AsRawFd;
+        let page = 4096;
+        let pages = len.div_ceil(page);
+        let mut v = vec![0u8; pages];
+        #[allow(unsafe_code)]
+        unsafe {
+            let at = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                file.as_raw_fd(),
+                0,
+            );
+            assert_ne!(at, libc::MAP_FAILED);
+            assert_eq!(libc::mincore(at, len, v.as_mut_ptr()), 0);
+            libc::munmap(at, len);
+        }
+        (v.iter().filter(|b| **b & 1 == 1).count(), pages)
+    }
+
+    #[test]
+    fn a_clean_file_nobody_maps_leaves_the_page_cache() {
+        use std::io::{Read, Write};
+        // beside the test binary: a disk's file system, whose page cache the advice drops (a
+        // tmpfs file is only ever in memory)
+        let exe = std::env::current_exe().unwrap();
+        let path = exe.with_file_name(format!("drop-page-cache-{}", std::process::id()));
+        let len = 1 << 20;
+        let mut f = std::fs::File::create(&path).unwrap();
+        f.write_all(&vec![7u8; len]).unwrap();
+        f.sync_all().unwrap();
+        drop(f);
+        let mut f = std::fs::File::open(&path).unwrap();
+        f.read_to_end(&mut Vec::new()).unwrap();
+        let (cached, pages) = cached_pages(&f, len);
+        assert_eq!(cached, pages, "read whole: in the page cache");
+        drop_page_cache(&path);
+        let (cached, _) = cached_pages(&f, len);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(cached, 0, "{cached} of {pages} pages still cached");
     }
 
     #[test]
