@@ -4,9 +4,9 @@
 //! a line needs are looked up, not rebuilt, once its series or field was seen.
 //!
 //! Each line is read once, building nothing: a line of a known series whose fields follow its
-//! layout by its values alone ([`known_line`]), another plain line (no escape, no string field —
-//! wire's one pass reads strings without escapes too, and the encoder leaves such a line to the
-//! grammar —, short plain numbers) by wire's one pass ([`view_plain`], the collector's ingest reads lines by it too),
+//! layout by its values alone ([`known_line`]), another plain line (no escape but a tag value's
+//! escaped separators, no string field — wire's one pass reads strings without escapes too, and
+//! the encoder leaves such a line to the grammar —, short plain numbers) by wire's one pass ([`view_plain`], the collector's ingest reads lines by it too),
 //! which tells the encoder each field as it reaches it, any other by [`parse_view`]; the
 //! encoder takes the line's series key,
 //! measurement and field keys as written and parses only the values. A line's labels are

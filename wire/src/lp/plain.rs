@@ -11,8 +11,9 @@
 //! in `wire/fixtures/lp-corpus` and generated lines). It gives up, so the full grammar decides,
 //! on:
 //!
-//! * a backslash or a byte below 0x20 (tab, NUL, CR) anywhere before the timestamp, a double
-//!   quote anywhere but around a string field's value;
+//! * a backslash anywhere before the timestamp but before a space, a comma or an equals sign in a
+//!   tag value; a byte below 0x20 (tab, NUL, CR) anywhere before it; a double quote anywhere but
+//!   around a string field's value;
 //! * anything but exactly one space between the parts, a space after the timestamp;
 //! * an empty or odd name (a tag key with ' ' or ',', a tag value with '='), a repeated tag key,
 //!   more than [`MAX_TAGS`] tags, on 2.x a tag key 2.x keeps for itself;
@@ -74,12 +75,33 @@ fn name_end(buf: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// The end of a tag value starting at `i` (as [`name_end`]), a backslash before a space, a comma
+/// or an equals sign taken with it (`model=SEAGATE\ ST600`: the escapes every grammar reads
+/// alike); `None` at any other backslash.
+#[inline]
+fn tag_value_end(buf: &[u8], mut i: usize) -> Option<usize> {
+    loop {
+        i = name_end(buf, i);
+        if buf.get(i) != Some(&b'\\') {
+            return Some(i);
+        }
+        match buf.get(i + 1) {
+            Some(b' ' | b',' | b'=') => i += 2,
+            _ => return None,
+        }
+    }
+}
+
 /// Tag keys 2.x keeps for itself.
 const V2_RESERVED: [&[u8]; 3] = [b"_measurement", b"_field", b"time"];
 
-/// What the one-pass reading tells its caller as it reads a plain line. Names as written are
-/// the names unescaped (a plain line has no escape). It may be told of a line's measurement and
-/// some of its fields and then find the line not plain.
+/// What the one-pass reading tells its caller as it reads a plain line. The measurement and
+/// the field keys as written are the names unescaped (a plain line has no escape in them; its
+/// tag values may, and its series key as written keeps them: [`LineView::tags`] unescapes).
+/// It may be told of a line's measurement and some of its fields and then find the line not
+/// plain.
+///
+/// [`LineView::tags`]: super::view::LineView::tags
 pub trait PlainFields<'a> {
     /// The series key (the measurement and tags as written), once the tags are read and just
     /// before [`PlainFields::measurement`].
@@ -149,7 +171,7 @@ pub(crate) fn read_plain<'a>(
             keys[n] = (t, i);
             n += 1;
             let v = i + 1;
-            i = name_end(buf, v);
+            i = tag_value_end(buf, v)?;
             if i == v {
                 return None;
             }

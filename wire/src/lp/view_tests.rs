@@ -470,6 +470,13 @@ fn what_storwatch_and_telegraf_write_is_read_in_one_pass() {
         ),
         ("m s=\"a=b c,d\",t=\"\",u=\"é ünï\",v=1 7", false),
         ("m s=\"\"", true),
+        // escaped separators in tag values
+        (
+            "drive,host=n1,device=sda,model=SEAGATE\\ ST600MP0036 health_ok=true 1",
+            false,
+        ),
+        ("m,a=x\\,y\\=z\\ ,b=\\  v=1", false),
+        ("m,a=\\,\\, v=1", true),
         // long fractions: to 64 characters
         (
             "drive,host=n1,device=sda failure_probability=0.000000001234567890123456 1",
@@ -492,6 +499,13 @@ fn what_storwatch_and_telegraf_write_is_read_in_one_pass() {
         "md,host=n1 state=\"clean\"x 1",
         "md,host=n1 state=\"clean\"\"x\" 1",
         "m\\ x v=1",
+        "m,a\\ b=1 v=1",
+        "m,a=b\\c v=1",
+        "m,a=b\\\\ v=1",
+        "m,a=b\\ v=1",
+        "m,a=x\\,y\\=z\\ ,b=\\ v=1",
+        "m,a=b\\\\,c=d v=1",
+        "m s\\ t=1",
         "m  v=1",
         "m v=1  1",
         "m v=1 1 ",

@@ -1,11 +1,11 @@
 //! A report's line of a series already known by its key as written, with the field keys and
 //! kinds of the line that series was last read whole from, read without allocation: its values
 //! are then the fields' numbers taken by the series' plan, its strings copied only when they
-//! changed. A plain line (wire's [`view_plain`]: no escape, short plain numbers, strings without
-//! escapes — nearly every line the agent writes) is read in one pass ([`plain_number`], the full
-//! grammar's reading of its numbers); any other (an escaped tag value: a `site` with a space) by
-//! wire's view ([`parse_view`]: the line's parts found, its names and unescaped strings
-//! borrowed).
+//! changed. A plain line (wire's [`view_plain`]: no escape but a tag value's escaped
+//! separators, short plain numbers, strings without escapes — nearly every line the agent
+//! writes) is read in one pass ([`plain_number`], the full grammar's reading of its numbers);
+//! any other (an exponent, a long number, an escaped name) by wire's view ([`parse_view`]: the
+//! line's parts found, its names and unescaped strings borrowed).
 //!
 //! Any other line (a series not known by that key, other fields, an escaped key or string) is
 //! read by the full grammar ([`Exposition::read_whole`]), which also makes its key as written

@@ -25,8 +25,9 @@ impl Encoder {
         let Some(space) = memchr::memchr(b' ', b) else {
             return false;
         };
-        // a key known as written (a plain key has no backslash: a key cut at an escaped space
-        // ends in one, and is no plain key)
+        // a key known as written (a plain key never ends in a backslash, its escapes being a
+        // backslash and the separator after it: a key cut at an escaped space ends in one, and
+        // is no key known)
         let Some(known) = line.get(..space).and_then(|k| self.keys.get(k)).copied() else {
             return false;
         };
