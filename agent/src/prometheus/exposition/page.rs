@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 
 use storwatch_wire::prom::metric_name;
 
-use super::Exposition;
+use std::sync::Arc;
+
+use super::{Exposition, Shape};
 use crate::prometheus::help::HELP;
 
 /// Where [`Family::members`] points at a series' `_info` sample instead of one of its values.
@@ -49,32 +51,51 @@ impl Family {
 
 impl Exposition {
     /// The families, by name, each with its samples in the order of their series' keys.
+    ///
+    /// A shape's families are looked up once, at its first series: the series of a shape have
+    /// their samples in the same families (the 200 `disk` series, ~30 samples each, look up ~30
+    /// names, not ~6,000).
     fn make_families(&mut self) {
-        // family name -> (measurement, field, samples), the names not made until the end
-        let bases: Vec<String> = self
-            .series
-            .iter()
-            .map(|s| metric_name(&s.shape.measurement))
-            .collect();
-        let mut families: BTreeMap<Name<'_>, Members<'_>> = BTreeMap::new();
+        let mut bases: HashMap<*const Shape, String> = HashMap::new();
+        for s in &self.series {
+            bases
+                .entry(Arc::as_ptr(&s.shape))
+                .or_insert_with(|| metric_name(&s.shape.measurement));
+        }
+        // family name -> (measurement, field, its samples' index in `members`), the names not
+        // made until the end
+        let mut families: BTreeMap<Name<'_>, (&str, &str, usize)> = BTreeMap::new();
+        let mut members: Vec<Vec<(u32, u32)>> = Vec::new();
+        // each shape's families, in its samples' order, then its `_info` family's
+        let mut of_shape: HashMap<*const Shape, Vec<usize>> = HashMap::new();
         for &i in self.keys.values() {
-            let (s, base) = (&self.series[i], bases[i].as_str());
-            let at = u32::try_from(i).unwrap_or(u32::MAX);
+            let s = &self.series[i];
             let shape = &*s.shape;
-            for (j, (prom, field)) in shape.names.iter().enumerate() {
+            let at = u32::try_from(i).unwrap_or(u32::MAX);
+            let found = of_shape.entry(Arc::as_ptr(&s.shape)).or_insert_with(|| {
+                let base = bases.get(&Arc::as_ptr(&s.shape)).map_or("", String::as_str);
+                let m = shape.measurement.as_str();
+                let mut found: Vec<usize> = Vec::with_capacity(shape.names.len() + 1);
+                for (prom, field) in &shape.names {
+                    let name = Name(base, prom);
+                    found.push(family_of(&mut families, &mut members, name, m, field));
+                }
+                if !shape.info.is_empty() {
+                    let name = Name(base, "info");
+                    found.push(family_of(&mut families, &mut members, name, m, ""));
+                }
+                found
+            });
+            for (j, &f) in found.iter().take(shape.names.len()).enumerate() {
                 let j = u32::try_from(j).unwrap_or(u32::MAX - 1);
-                families
-                    .entry(Name(base, prom))
-                    .or_insert_with(|| (&shape.measurement, field, Vec::new()))
-                    .2
-                    .push((at, j));
+                if let Some(m) = members.get_mut(f) {
+                    m.push((at, j));
+                }
             }
-            if !shape.info.is_empty() {
-                families
-                    .entry(Name(base, "info"))
-                    .or_insert_with(|| (&shape.measurement, "", Vec::new()))
-                    .2
-                    .push((at, INFO));
+            if let Some(&f) = found.get(shape.names.len()) {
+                if let Some(m) = members.get_mut(f) {
+                    m.push((at, INFO));
+                }
             }
         }
         // the families of the last page keep their HELP and TYPE lines
@@ -85,7 +106,8 @@ impl Exposition {
         let mut name = String::new();
         self.families = families
             .into_iter()
-            .map(|(n, (measurement, field, members))| {
+            .map(|(n, (measurement, field, k))| {
+                let members = members.get_mut(k).map(std::mem::take).unwrap_or_default();
                 name.clear();
                 let _ = write!(name, "{}_{}", n.0, n.1);
                 match last.remove_entry(name.as_str()) {
@@ -161,9 +183,23 @@ pub(super) fn escape_help(v: &str) -> String {
     v.replace('\\', "\\\\").replace('\n', "\\n")
 }
 
-/// A family's measurement and field (the first series' that has it) and its samples, while the
-/// families are made.
-type Members<'a> = (&'a str, &'a str, Vec<(u32, u32)>);
+/// The family `name` in `families` (made, with `measurement` and `field` for its HELP and TYPE
+/// lines and an empty list in `members`, if it is not there yet): its index in `members`.
+fn family_of<'a>(
+    families: &mut BTreeMap<Name<'a>, (&'a str, &'a str, usize)>,
+    members: &mut Vec<Vec<(u32, u32)>>,
+    name: Name<'a>,
+    measurement: &'a str,
+    field: &'a str,
+) -> usize {
+    families
+        .entry(name)
+        .or_insert_with(|| {
+            members.push(Vec::new());
+            (measurement, field, members.len() - 1)
+        })
+        .2
+}
 
 /// A family's name, `<base>_<field>`, compared as that string without making it.
 #[derive(Debug, Clone, Copy)]
