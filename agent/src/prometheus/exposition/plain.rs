@@ -60,19 +60,11 @@ impl<'a> PlainFields<'a> for Visit<'_, 'a> {
         let Some(s) = self.at.and_then(|i| self.series.get(i)) else {
             return;
         };
-        // as `layout_of` writes a field: its key's length, 1 for a string, its key
-        let len = key.len().to_le_bytes();
-        let end = self.next + len.len() + 1 + key.len();
         let string = ty == FieldType::String;
-        let same = s.shape.layout.get(self.next..end).is_some_and(|field| {
-            field[..len.len()] == len
-                && field[len.len()] == u8::from(string)
-                && &field[len.len() + 1..] == key.as_bytes()
-        });
-        if !same {
+        let Some(end) = next_in_layout(&s.shape.layout, self.next, key, string) else {
             self.at = None;
             return;
-        }
+        };
         if string {
             // as written, quoted, without escapes (a plain line has none)
             let from = value.as_ptr() as usize - self.line.as_ptr() as usize + 1;
@@ -87,6 +79,20 @@ impl<'a> PlainFields<'a> for Visit<'_, 'a> {
         }
         self.next = end;
     }
+}
+
+/// Where the field after the one at `at` in `layout` starts, if the field at `at` is `key`, a
+/// string or not as `string` says (as `layout_of` writes a field: its key's length, 1 for a
+/// string, its key).
+#[inline]
+fn next_in_layout(layout: &[u8], at: usize, key: &str, string: bool) -> Option<usize> {
+    let len = key.len().to_le_bytes();
+    let end = at + len.len() + 1 + key.len();
+    let field = layout.get(at..end)?;
+    (field[..len.len()] == len
+        && field[len.len()] == u8::from(string)
+        && &field[len.len() + 1..] == key.as_bytes())
+    .then_some(end)
 }
 
 impl Series {
@@ -179,19 +185,11 @@ impl Exposition {
         for (at, f) in view.fields().enumerate() {
             let k = f.key_raw();
             let string = f.field_type() == FieldType::String;
-            let len = k.len().to_le_bytes();
-            let end = next + len.len() + 1 + k.len();
-            let Some(field) = layout.get(next..end) else {
+            // an escaped key reads otherwise than written
+            let end = next_in_layout(layout, next, k, string).filter(|_| !k.contains('\\'));
+            let Some(end) = end else {
                 return OnePass::Unknown(key);
             };
-            // an escaped key reads otherwise than written
-            if field[..len.len()] != len
-                || field[len.len()] != u8::from(string)
-                || &field[len.len() + 1..] != k.as_bytes()
-                || k.contains('\\')
-            {
-                return OnePass::Unknown(key);
-            }
             next = end;
             match f.value() {
                 Ok(FieldValue::String(std::borrow::Cow::Borrowed(v))) => {
