@@ -65,7 +65,7 @@ cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   stop_ticking_host "$work"
   wait 2>/dev/null || true
-  rm -rf "$work" "$host" "/dev/shm/$(basename "$work")-bench-run"
+  remove_dirs "$work" "$host" "/dev/shm/$(basename "$work")-bench-run"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM # the EXIT trap runs on these too

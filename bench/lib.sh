@@ -65,3 +65,15 @@ stop_ticking_host() {
   [ -z "${ticker:-}" ] || kill -- -"$ticker" 2>/dev/null || true
   pkill -f -- "$1/bench/bin/" 2>/dev/null || true
 }
+
+# rm -rf of the bench's directories, tried again for a few seconds: the host's ticker, killed
+# just before, may still be writing a file into the host (rm then fails with "Directory not
+# empty" and left a host in /dev/shm at every other run).
+remove_dirs() {
+  local _
+  for _ in 1 2 3 4 5; do
+    rm -rf "$@" 2>/dev/null && return 0
+    sleep 1
+  done
+  rm -rf "$@"
+}
