@@ -62,13 +62,21 @@ start_ticking_host() {
 # grandchild that would write the host again after it is removed) and the read floor, which the
 # harness runs in a session of its own, found by the work directory in its command line.
 stop_ticking_host() {
-  [ -z "${ticker:-}" ] || kill -- -"$ticker" 2>/dev/null || true
+  local _
+  if [ -n "${ticker:-}" ]; then
+    kill -- -"$ticker" 2>/dev/null || true
+    # its ticker ends its write (the host's state file) before it goes: at most 10 s
+    for _ in $(seq 50); do
+      kill -0 -- -"$ticker" 2>/dev/null || break
+      sleep 0.2
+    done
+  fi
   pkill -f -- "$1/bench/bin/" 2>/dev/null || true
 }
 
-# rm -rf of the bench's directories, tried again for a few seconds: the host's ticker, killed
-# just before, may still be writing a file into the host (rm then fails with "Directory not
-# empty" and left a host in /dev/shm at every other run).
+# rm -rf of the bench's directories, tried again for a few seconds: a process of the bench
+# killed just before may still be writing into them (rm then fails with "Directory not empty",
+# and a host was left in /dev/shm at every other run).
 remove_dirs() {
   local _
   for _ in 1 2 3 4 5; do
