@@ -252,7 +252,8 @@ impl Encoder {
         }
         let lid = match lid.or_else(|| self.keys.get(v.series_key()).map(|k| k.lid)) {
             Some(id) => id,
-            None if plain => {
+            // a plain key's only escapes are a tag value's escaped separators
+            None if plain && memchr::memchr(b'\\', v.series_key().as_bytes()).is_none() => {
                 // no escapes: the tags are the series key's parts after the measurement, cut
                 // at commas and their first equals sign
                 let key = v.series_key();
