@@ -55,22 +55,47 @@ impl FileId {
 /// and something resident. A mapping whose block lacks either field, or has one unreadable, is
 /// not one.
 pub fn releasable(smaps: &str, file: FileId) -> Vec<Releasable> {
+    scan(smaps, |b| b.file == Some(file))
+}
+
+/// The shared libraries' mappings in `smaps` that can be let go of, as [`releasable`] tells
+/// them: those of a file whose name has `.so` as a suffix or before a version (`libc.so.6`,
+/// `ld-linux-x86-64.so.2`), other than `exe`. The loader's relocated data (`.data.rel.ro`, the
+/// GOT, read-only once relocated) and a page a debugger wrote (a breakpoint) are pages of the
+/// process's own, and keep their mapping whole.
+pub fn releasable_libraries(smaps: &str, exe: FileId) -> Vec<Releasable> {
+    scan(smaps, |b| b.shared_object && b.file != Some(exe))
+}
+
+fn scan(smaps: &str, wanted: impl Fn(&Block) -> bool) -> Vec<Releasable> {
     let mut out = Vec::new();
     let mut cur: Option<Block> = None;
+    let mut done = |b: Block| {
+        if wanted(&b) {
+            out.extend(b.releasable());
+        }
+    };
     for line in smaps.lines() {
         if let Some(b) = Block::head(line) {
-            if let Some(done) = cur.take() {
-                out.extend(done.releasable(file));
+            if let Some(b) = cur.take() {
+                done(b);
             }
             cur = Some(b);
         } else if let Some(b) = cur.as_mut() {
             b.field(line);
         }
     }
-    if let Some(done) = cur {
-        out.extend(done.releasable(file));
+    if let Some(b) = cur {
+        done(b);
     }
     out
+}
+
+/// Whether a mapped file's path names a shared object: `.so` at the end of its name or before a
+/// version.
+fn shared_object(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.ends_with(".so") || name.contains(".so.")
 }
 
 #[derive(Debug, Default)]
@@ -79,6 +104,8 @@ struct Block {
     end: usize,
     private_read_only: bool,
     file: Option<FileId>,
+    /// The file is a shared library ([`shared_object`]).
+    shared_object: bool,
     rss_kb: Option<u64>,
     anonymous_kb: Option<u64>,
 }
@@ -99,6 +126,7 @@ impl Block {
         let major = u32::from_str_radix(major, 16).ok()?;
         let minor = u32::from_str_radix(minor, 16).ok()?;
         let inode = f.next()?.parse().ok()?;
+        let path = f.next().unwrap_or("");
         Some(Block {
             start,
             end,
@@ -108,6 +136,7 @@ impl Block {
                 minor,
                 inode,
             }),
+            shared_object: inode != 0 && shared_object(path),
             ..Block::default()
         })
     }
@@ -128,9 +157,9 @@ impl Block {
         }
     }
 
-    fn releasable(self, file: FileId) -> Option<Releasable> {
+    fn releasable(self) -> Option<Releasable> {
         let rss_kb = self.rss_kb?;
-        (self.file == Some(file)
+        (self.file.is_some()
             && self.private_read_only
             && self.anonymous_kb == Some(0)
             && rss_kb > 0
@@ -166,45 +195,67 @@ fn drop_page_cache(path: &Path) {
     let _ = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
 }
 
-/// Unmaps the calling process's read-only, unmodified mappings of its own executable, and
-/// returns what was resident in them (kB) and how many there were. The mappings are made
-/// `MADV_RANDOM` first, and the file's pages no process maps are then dropped from the page
-/// cache (unless [`KEEP_PAGE_CACHE`] is set): see [`drop_page_cache`].
+/// Unmaps the calling process's read-only, unmodified mappings of its own executable and of the
+/// shared libraries it loaded, and returns what was resident in them (kB) and how many there
+/// were. The executable's mappings are made `MADV_RANDOM` first, and its pages no process maps
+/// are then dropped from the page cache (unless [`KEEP_PAGE_CACHE`] is set): see
+/// [`drop_page_cache`].
+///
+/// The libraries' pages stay in the page cache, which every process on the host shares: what
+/// is let go of is the agent's mapping of them. Startup ran much of libc (the loader's work,
+/// thread and signal set-up, the configuration's reading) that the steady state never runs
+/// again, and a page once mapped stays in the resident set until unmapped: 2.2 MB of libc,
+/// libm, libgcc_s and the loader were mapped at 200 disks with every monitor on, 1.2 MB of them
+/// mapped again by the steady state (docs/performance.md, "The shared libraries").
 pub fn release() -> io::Result<(u64, usize)> {
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::fs::MetadataExt;
         let exe = std::fs::metadata("/proc/self/exe")?;
+        let exe = FileId::from_dev(exe.dev(), exe.ino());
         let smaps = std::fs::read_to_string("/proc/self/smaps")?;
         let mut kb = 0;
         let mut n = 0;
-        for m in releasable(&smaps, FileId::from_dev(exe.dev(), exe.ino())) {
-            // SAFETY: the range is one whole mapping of this process (page-aligned, as the
-            // kernel lists it), private, read-only and holding no page of its own: dropping its
-            // pages only unmaps the file's page cache, which the next access maps again.
-            // No Rust object lives in it (it is the program's file, not memory it allocated).
-            #[allow(unsafe_code)]
-            let rc = unsafe {
-                let (at, len) = (m.start as *mut libc::c_void, m.end - m.start);
-                // no read-ahead around a fault here from now on: one page read, one mapped
-                match libc::madvise(at, len, libc::MADV_RANDOM) {
-                    0 => libc::madvise(at, len, libc::MADV_DONTNEED),
-                    rc => rc,
-                }
-            };
-            if rc != 0 {
-                return Err(io::Error::last_os_error());
-            }
+        for m in releasable(&smaps, exe) {
+            // no read-ahead around a fault here from now on: one page read, one mapped
+            unmap_pages(&m, Some(libc::MADV_RANDOM))?;
             kb += m.rss_kb;
             n += 1;
         }
         if n > 0 && std::env::var_os(KEEP_PAGE_CACHE).is_none() {
             drop_page_cache(Path::new("/proc/self/exe"));
         }
+        for m in releasable_libraries(&smaps, exe) {
+            unmap_pages(&m, None)?;
+            kb += m.rss_kb;
+            n += 1;
+        }
         Ok((kb, n))
     }
     #[cfg(not(target_os = "linux"))]
     Ok((0, 0))
+}
+
+/// Drops a mapping's pages from the process's page tables (`MADV_DONTNEED`), after `advice` if
+/// any.
+#[cfg(target_os = "linux")]
+fn unmap_pages(m: &Releasable, advice: Option<libc::c_int>) -> io::Result<()> {
+    // SAFETY: the range is one whole mapping of this process (page-aligned, as the kernel lists
+    // it), private, read-only and holding no page of its own: dropping its pages only unmaps the
+    // file's page cache, which the next access maps again. No Rust object lives in it (it is a
+    // program's or a library's file, not memory it allocated).
+    #[allow(unsafe_code)]
+    let rc = unsafe {
+        let (at, len) = (m.start as *mut libc::c_void, m.end - m.start);
+        match advice.map_or(0, |a| libc::madvise(at, len, a)) {
+            0 => libc::madvise(at, len, libc::MADV_DONTNEED),
+            rc => rc,
+        }
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -304,6 +355,86 @@ mod tests {
         assert_eq!(releasable("", AGENT), vec![]);
     }
 
+    fn whole() -> String {
+        std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/smaps/agent-release-linux-6.18-whole.txt"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_shared_libraries_clean_read_only_mappings_are_released() {
+        let smaps = whole();
+        let exe = FileId {
+            major: 0xfe,
+            minor: 0,
+            inode: 9_977_916,
+        };
+        let starts = |v: Vec<Releasable>| v.iter().map(|m| m.start).collect::<Vec<_>>();
+        // libc's headers, code and read-only data; libm's headers and code (its read-only data
+        // not resident); libgcc_s's headers and code; the loader's headers, code and data. Not
+        // the relocated data of any (`Anonymous` = `Rss`), nor the writable data, nor the
+        // agent's own file, the heap, the stacks, `[vdso]`
+        assert_eq!(
+            starts(releasable_libraries(&smaps, exe)),
+            vec![
+                0x7f86_3352_a000,
+                0x7f86_3355_0000,
+                0x7f86_336a_6000,
+                0x7f86_3370_c000,
+                0x7f86_3371_c000,
+                0x7f86_337e_c000,
+                0x7f86_337e_f000,
+                0x7f86_3381_f000,
+                0x7f86_3382_0000,
+                0x7f86_3384_6000,
+            ]
+        );
+        let kb: u64 = releasable_libraries(&smaps, exe)
+            .iter()
+            .map(|m| m.rss_kb)
+            .sum();
+        assert_eq!(kb, 152 + 1088 + 168 + 64 + 256 + 12 + 64 + 4 + 152 + 40);
+        // the agent's own: its headers and code, as from the other capture
+        assert_eq!(
+            starts(releasable(&smaps, exe)),
+            vec![0x55c4_9d8b_c000, 0x55c4_9d9f_f000]
+        );
+        // libc's code with a page a debugger wrote (a breakpoint: copied on write) is kept
+        let libc_code = "7f8633550000-7f86336a6000 r-xp 00026000 fe:00 326269";
+        let at = smaps.find(libc_code).unwrap();
+        let anon = at + smaps[at..].find("Anonymous:             0 kB").unwrap();
+        let mut edited = smaps.clone();
+        edited.replace_range(anon..anon + 27, "Anonymous:             4 kB");
+        let left = starts(releasable_libraries(&edited, exe));
+        assert_eq!(left.len(), 9);
+        assert!(!left.contains(&0x7f86_3355_0000));
+        // the agent's file is never taken for a library, whatever its name
+        let renamed = smaps.replace("/usr/bin/storwatch-agent", "/usr/lib/storwatch-agent.so.1");
+        assert_eq!(releasable_libraries(&renamed, exe).len(), 10);
+    }
+
+    #[test]
+    fn a_shared_object_is_named_so_or_so_and_a_version() {
+        for yes in [
+            "/usr/lib/x86_64-linux-gnu/libc.so.6",
+            "/lib64/ld-linux-x86-64.so.2",
+        ] {
+            assert!(shared_object(yes), "{yes}");
+        }
+        assert!(shared_object("/opt/x/libfoo.so"));
+        for no in [
+            "/usr/bin/storwatch-agent",
+            "/run/x.sock",
+            "/opt/x.so.d/data",
+            "sonar",
+            "",
+        ] {
+            assert!(!shared_object(no), "{no}");
+        }
+    }
+
     #[test]
     fn a_dev_t_is_split_as_glibc_encodes_it() {
         // 254:0 (virtio disk), 8:17, and a major and minor past 8 bits
@@ -381,6 +512,26 @@ mod tests {
             .iter()
             .map(|m| m.rss_kb)
             .sum();
+        assert!(after < before, "{after} kB resident after, {before} before");
+    }
+
+    #[test]
+    fn this_test_process_lets_go_of_its_libraries_and_runs_on() {
+        use std::os::unix::fs::MetadataExt;
+        let exe = std::fs::metadata("/proc/self/exe").unwrap();
+        let exe = FileId::from_dev(exe.dev(), exe.ino());
+        let resident = || -> u64 {
+            let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+            releasable_libraries(&smaps, exe)
+                .iter()
+                .map(|m| m.rss_kb)
+                .sum()
+        };
+        let before = resident();
+        assert!(before > 0, "libc is resident");
+        release().unwrap();
+        // libc runs on (this formatting, the read of smaps): mapped again as it runs
+        let after = resident();
         assert!(after < before, "{after} kB resident after, {before} before");
     }
 }
