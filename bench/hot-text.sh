@@ -117,10 +117,35 @@ echo "the collector took $queued lines" >&2
 
 nm --defined-only -S "$agent_bin" >"$work/syms.txt"
 mkdir -p "$(dirname "$out")"
-python3 - "$work/cg.out.1" "$work/cg.out.2" "$work/syms.txt" "$out" "$agent_bin" <<'PY'
-import bisect, re, sys
+python3 - "$work/cg.out.1" "$work/cg.out.2" "$work/syms.txt" "$out" "$agent_bin" "$repo" <<'PY'
+import bisect, os, re, sys
 
-startup_file, steady_file, syms_file, out, binary = sys.argv[1:]
+startup_file, steady_file, syms_file, out, binary, repo = sys.argv[1:]
+
+def fingerprint(repo):
+    """FNV-1a 64 of the code the list is made from, as agent/build.rs computes it."""
+    files = []
+    for top in ["agent/src", "wire/src", "agent/Cargo.toml", "wire/Cargo.toml", "Cargo.toml",
+                "Cargo.lock"]:
+        path = os.path.join(repo, top)
+        if os.path.isdir(path):
+            for d, _, names in os.walk(path):
+                for n in names:
+                    if n.endswith(".rs"):
+                        p = os.path.join(d, n)
+                        files.append((os.path.relpath(p, repo), p))
+        else:
+            files.append((top, path))
+    h = 0xcbf29ce484222325
+    for name, path in sorted(files):
+        try:
+            data = open(path, "rb").read()
+        except OSError:
+            data = b""
+        for b in name.encode() + b"\0" + data + b"\0":
+            h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return "%016x" % h
+
 binary = binary.rsplit("/", 1)[-1]
 # A function's names: identical functions merged by the compiler share one body (and one
 # section, named after one of them) under several names, so each body is listed by them all.
@@ -211,7 +236,8 @@ with open(out, "w") as f:
     f.write("   by instructions, then startup's (%d and %d functions, %d and %d bytes).\n"
             % (len(steady), len(order) - len(steady), sum(size[s] for s in steady),
                sum(size[s] for s in order[len(steady):])))
-    f.write("   Laid out ahead of .text by agent/build.rs; the rest is the linker's own layout. */\n")
+    f.write("   Laid out ahead of .text by agent/build.rs; the rest is the linker's own layout.\n")
+    f.write("   Code: fnv1a64 %s (agent/build.rs, fingerprint). */\n" % fingerprint(repo))
     f.write("SECTIONS\n{\n  .text.storwatch_hot :\n  {\n")
     written = set()
     for s in order:
