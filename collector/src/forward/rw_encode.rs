@@ -5,16 +5,16 @@
 //!
 //! Each line is read once, building nothing: a line of a known series whose fields follow its
 //! layout by its values alone ([`known_line`]), another plain line (no escape but a tag value's
-//! escaped separators, no string field — wire's one pass reads strings without escapes too, and
-//! the encoder leaves such a line to the grammar —, short plain numbers) by wire's one pass ([`view_plain`], the collector's ingest reads lines by it too),
-//! which tells the encoder each field as it reaches it, any other by [`parse_view`]; the
-//! encoder takes the line's series key,
+//! escaped separators, strings without escapes, short plain numbers) by wire's one pass
+//! ([`view_plain`], the collector's ingest reads lines by it too), which tells the encoder each
+//! field as it reaches it (a string field's `_info` series by its series key and strings as
+//! written: [`info_line`]), any other by [`parse_view`]; the encoder takes the line's series key,
 //! measurement and field keys as written and parses only the values. A line's labels are
 //! cached by its series key as written (measurement and tags, as the 1.x/2.x grammar delimits
 //! them; a new key's labels come from its tags) and its metric names and unit factors by measurement and field as
-//! written; the caches hash with [`Fx`](crate::hash::Fx). A line with a string field, or two
-//! fields that come to one Prometheus name, or one only InfluxDB 3's grammar reads, takes
-//! [`prom_line`] whole, as every line did before. The caches are dropped when they hold more
+//! written; the caches hash with [`Fx`](crate::hash::Fx). A line with a string field the one
+//! pass does not read, or a key written twice, or two fields that come to one Prometheus name,
+//! or one only InfluxDB 3's grammar reads, takes [`prom_line`] whole, as every line did before. The caches are dropped when they hold more
 //! than [`MAX_CACHED`] entries. The request's series and samples are a [`RequestSeries`].
 
 use std::borrow::Cow;
@@ -30,6 +30,7 @@ use super::rw_series::RequestSeries;
 use super::rw_snappy::{Out, Snappy, TooBig};
 use crate::hash::FxMap;
 
+mod info_line;
 mod known_line;
 mod plain_line;
 
@@ -97,6 +98,12 @@ pub struct Encoder {
     /// the series and samples of the request being written
     req: RequestSeries,
     line_values: Vec<(u32, f64)>,
+    /// a plain line's `_info` series by its series key and strings as written ([`plain_line`]):
+    /// its label set and metric ([`plain_line::NONE`]: none)
+    info_ids: FxMap<Box<[u8]>, (u32, u32)>,
+    info_key: Vec<u8>,
+    /// a line's field keys (where in the line) and whether each is a string's
+    line_keys: Vec<(usize, usize, bool)>,
     label_bytes: Vec<u8>,
     /// a new series key's label names and values, and where each is in it
     tag_text: String,
@@ -114,6 +121,9 @@ pub struct Encoder {
     /// lines read as a known series' ([`known_line`])
     #[cfg(test)]
     known_lines: usize,
+    /// plain lines with string fields read in one pass
+    #[cfg(test)]
+    string_lines: usize,
 }
 
 impl Encoder {
@@ -121,6 +131,7 @@ impl Encoder {
     pub fn clear(&mut self) {
         if self.label_sets.len() > MAX_CACHED
             || self.metrics.len() > MAX_CACHED
+            || self.info_ids.len() > MAX_CACHED
             || self.layouts.len() > MAX_LAYOUTS
         {
             let (snappy, proto) = (
@@ -183,11 +194,12 @@ impl Encoder {
         };
         read.end();
         let (twice, bad, lid, layout) = (read.twice, read.bad, read.lid, read.layout);
+        let strings = read.strings;
         if bad {
             return false;
         }
         let ts = time_ms(v.timestamp(), now_ms);
-        if twice {
+        if twice || (strings && !self.strings_once(line, &v)) {
             // a field written twice: the later value is the line's (prom_line decides)
             return match parse_any(line) {
                 Ok(point) => {
@@ -197,7 +209,25 @@ impl Encoder {
                 Err(_) => false,
             };
         }
+        // a line whose `_info` series is new is read whole first: what it adds comes in the
+        // order prom_line's reading adds it (its numbers' label set, then the `_info`'s)
+        let whole = match strings && !self.info_ids.contains_key(self.info_key.as_slice()) {
+            true => match parse_any(line) {
+                Ok(p) => Some(p),
+                Err(_) => return false,
+            },
+            false => None,
+        };
         self.push_line_values(&v, ts, lid, layout, true);
+        if strings {
+            if let Some((id, mid)) = self.info_series(whole.as_ref()) {
+                self.req.push_line(id, &[(mid, 1.0)], ts);
+            }
+        }
+        #[cfg(test)]
+        {
+            self.string_lines += usize::from(strings);
+        }
         true
     }
 
@@ -565,304 +595,4 @@ fn time_ms(ts_ns: Option<i64>, now_ms: i64) -> i64 {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::super::rw_proto::put_varint;
-    use super::*;
-
-    /// A length-delimited field (wire type 2).
-    fn put_bytes(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
-        put_varint(out, u64::from((field << 3) | 2));
-        put_varint(out, bytes.len() as u64);
-        out.extend_from_slice(bytes);
-    }
-
-    #[test]
-    fn varint_lengths() {
-        for v in [0u64, 1, 127, 128, 16_383, 16_384, u64::MAX, -1i64 as u64] {
-            let mut b = Vec::new();
-            put_varint(&mut b, v);
-            assert_eq!(varint_len(v), b.len(), "{v}");
-        }
-    }
-
-    /// The protobuf of `lines` written the plain way, sharing nothing with [`Encoder`]: each
-    /// line named by [`prom_line`], its samples grouped per series (by labels and name, in the
-    /// order they first come) by a linear search, each series' samples sorted by time with the
-    /// later line's kept at one millisecond.
-    fn plain_protobuf(lines: &[&str], now_ms: i64) -> Vec<u8> {
-        type Series = (Vec<(String, String)>, Vec<(i64, f64)>);
-        let mut series: Vec<Series> = Vec::new();
-        for l in lines {
-            let p = parse_any(l).unwrap();
-            let ts = time_ms(p.timestamp, now_ms);
-            let line = prom_line(&p);
-            let mut add = |mut labels: Vec<(String, String)>, name: String, v: f64| {
-                labels.sort_by(|a, b| a.0.cmp(&b.0));
-                labels.dedup_by(|b, a| a.0 == b.0);
-                labels.push(("__name__".into(), name));
-                labels.sort_by(|a, b| a.0.cmp(&b.0));
-                match series.iter_mut().find(|(l, _)| *l == labels) {
-                    Some((_, samples)) => samples.push((ts, v)),
-                    None => series.push((labels, vec![(ts, v)])),
-                }
-            };
-            for (name, _, v) in &line.values {
-                add(line.labels.clone(), line.metric(name), *v);
-            }
-            if !line.info.is_empty() {
-                let labels = [line.labels.clone(), line.info.clone()].concat();
-                add(labels, line.info_metric(), 1.0);
-            }
-        }
-        let mut out = Vec::new();
-        for (labels, mut samples) in series {
-            samples.sort_by_key(|(t, _)| *t);
-            let mut kept: Vec<(i64, f64)> = Vec::new();
-            for (t, v) in samples {
-                match kept.last_mut() {
-                    Some(last) if last.0 == t => *last = (t, v),
-                    _ => kept.push((t, v)),
-                }
-            }
-            let mut ts = Vec::new();
-            for (k, v) in &labels {
-                let mut label = Vec::new();
-                put_bytes(&mut label, 1, k.as_bytes());
-                put_bytes(&mut label, 2, v.as_bytes());
-                put_bytes(&mut ts, 1, &label);
-            }
-            for (t, v) in kept {
-                let mut sample = vec![0x09];
-                sample.extend_from_slice(&v.to_le_bytes());
-                sample.push(0x10);
-                put_varint(&mut sample, t as u64);
-                put_bytes(&mut ts, 2, &sample);
-            }
-            put_bytes(&mut out, 1, &ts);
-        }
-        out
-    }
-
-    /// Requests written with warm caches, by position or by the series map, and grouped in
-    /// place or by the counting sort, are the plain encoding's bytes: series repeated with
-    /// their fields in other orders, interleaved, at one millisecond twice, lines with string
-    /// fields, tags that come to one label, the `job` tag, escapes, lines without a time.
-    #[test]
-    fn requests_are_the_plain_encoding_whatever_the_order_of_lines() {
-        let lines = [
-            "disk,host=n1,device=sda r_await_ms=4,util_pct=50i,rkb_per_s=2 2000000000",
-            "disk,device=sda,host=n1 r_await_ms=5,util_pct=60i 1000000000",
-            "disk,host=n1,device=sda util_pct=61i,r_await_ms=5.5 3000000000",
-            "disk,host=n1,device=sdb r_await_ms=1,util_pct=2i,rkb_per_s=3 2000000000",
-            "disk,host=n1,device=sda r_await_ms=4.5,util_pct=51i,rkb_per_s=2.5 2000000000",
-            "disk,host=n1,device=sda r_await_ms=6,r_await_ms=7 1000000000",
-            "disk,host=n1,device=sda r_await_ms=8,util_pct=9i,rkb_per_s=10,w_per_s=1 4000000000",
-            "md,host=n1,array=md0 state=\"clean\",host=\"x\",degraded=false 1000000000",
-            "md,host=n1,array=md0 degraded=true,state=\"degraded\" 2000000000",
-            "jobs,host=n1,job=7 count=3u,running=true 1000000000",
-            "t,a-b=1,a_b=2 v=1 1000000000",
-            "t,a_b=0,a-b=3 v=2 1000000000",
-            "m\\ x,a\\ b=c\\,d v=1 -5000000",
-            "m v=3",
-            "m v=4",
-            // against a layout: its keys and one more, fewer, one written twice after them
-            "disk,host=n1,device=sdc r_await_ms=1,util_pct=2i,rkb_per_s=3,x=1 6000000000",
-            "disk,host=n1,device=sdc r_await_ms=2 7000000000",
-            "disk,host=n1,device=sdc r_await_ms=3,util_pct=4i,r_await_ms=5 8000000000",
-            "disk,host=n2,device=sdc r_await_ms=1,util_pct=2i,util_pct=3i 6000000000",
-            "disk,host=n2,device=sdc util_pct=4i,util_pct=5i 7000000000",
-        ];
-        let mut e = Encoder::default();
-        let mut order: Vec<usize> = (0..lines.len()).collect();
-        for round in 0..12 {
-            // the lines in another order each round, some rounds a part of them
-            fastrand::seed(round);
-            fastrand::shuffle(&mut order);
-            let take = if round % 3 == 2 {
-                lines.len() / 2
-            } else {
-                lines.len()
-            };
-            let batch: Vec<&str> = order[..take].iter().map(|i| lines[*i]).collect();
-            e.clear();
-            e.add_lines(&batch, 77).unwrap();
-            let count = e.encode();
-            assert_eq!(e.protobuf(), plain_protobuf(&batch, 77), "{batch:#?}");
-            assert_eq!(decompressed(&mut e), (e.protobuf().to_vec(), count));
-        }
-        // a batch holding each series once (a drain's batches, mostly) is grouped in place
-        let grouped = [lines[0], lines[3], lines[13]];
-        e.clear();
-        e.add_lines(&grouped, 0).unwrap();
-        assert!(e.req.in_series_order());
-        e.encode();
-        assert_eq!(e.protobuf(), plain_protobuf(&grouped, 0));
-    }
-
-    /// Lines of known series read by their layout ([`known_line`]) give the plain encoding's
-    /// bytes, and so do the lines that part from it at any point (a field more or fewer, in
-    /// another order, another key, a string, a value or a timestamp the one-pass reading does
-    /// not read plain, a key cut at an escaped space), request after request.
-    #[test]
-    fn a_known_series_line_is_read_as_the_one_pass_reading_reads_it() {
-        let known = "disk,host=n1,device=sda r_await_ms=4,util_pct=50i,ok=true,n=7u 2000000000";
-        let lines = [
-            known,
-            "disk,host=n1,device=sda r_await_ms=-4.25,util_pct=-5i,ok=F,n=0u -2000000000",
-            "disk,host=n1,device=sda r_await_ms=4.,util_pct=0i,ok=FALSE,n=18446744073709551615u",
-            "disk,host=n1,device=sda r_await_ms=12345678901234567890.5,util_pct=1i,ok=t,n=1u 1",
-            "disk,host=n1,device=sda r_await_ms=4,util_pct=50i,ok=true,n=7u,x=1 3000000000",
-            "disk,host=n1,device=sda r_await_ms=4,util_pct=50i 4000000000",
-            "disk,host=n1,device=sda util_pct=50i,r_await_ms=4,ok=true,n=7u 5000000000",
-            "disk,host=n1,device=sda r_await_ms=4,util_pct=50i,ok=\"x\",n=7u 6000000000",
-            "disk,host=n1,device=sda r_await_ms=4,util_pct=50,ok=true,n=7u 7000000000",
-            "disk,host=n1,device=sda r_await_ms=1e3,util_pct=50i,ok=true,n=7u 8000000000",
-            "disk,host=n1,device=sda r_await_ms=4,util_pct=50i,ok=true,n=7u",
-            "disk,host=n1,device=sda r_await_ms=4,util_pct=50i,ok=true,n=7u 9223372036854775807",
-            "disk,host=n1,device=sda r_await_ms=4,util_pct=50i,ok=true,n=7u -9223372036854775808",
-            "disk,host=n1,device=sda r_await_ms=4,util_pct=50i,ok=true,n=7u 0012",
-            "disk,host=n1,device=sdb r_await_ms=4,util_pct=50i,ok=true,n=7u 2000000000",
-            "disk,host=n1,device=sda\\ x r_await_ms=4,util_pct=50i,ok=true,n=7u 2000000000",
-        ];
-        let mut e = Encoder::default();
-        let mut order: Vec<usize> = (0..lines.len()).collect();
-        for round in 0..12 {
-            fastrand::seed(round);
-            fastrand::shuffle(&mut order);
-            let batch: Vec<&str> = order.iter().map(|i| lines[*i]).collect();
-            e.clear();
-            e.add_lines(&batch, 77).unwrap();
-            e.encode();
-            assert_eq!(e.protobuf(), plain_protobuf(&batch, 77), "{batch:#?}");
-        }
-        // the known lines of the last rounds were read by their layout
-        assert!(e.known_lines > 40, "{}", e.known_lines);
-        // a known key whose line is not line protocol after it is still named bad
-        e.clear();
-        let bad = e.add_lines(
-            &[known, "disk,host=n1,device=sda r_await_ms=4,util_pct="],
-            0,
-        );
-        assert_eq!(bad.unwrap_err()[0].0, 1);
-    }
-
-    /// The cached path names and encodes every line as the line-by-line path (`prom_line`,
-    /// sorted, one protobuf per request) did, request after request with the caches warm.
-    #[test]
-    fn cached_names_give_the_same_requests_as_prom_line() {
-        let lines = [
-            "disk,host=n1,device=sda r_await_ms=4,util_pct=50i,rkb_per_s=2 2000000000",
-            "disk,device=sda,host=n1 r_await_ms=5,util_pct=60i 1000000000",
-            "disk,host=n1,device=sda r_await_ms=6,r_await_ms=7 1000000000",
-            "md,host=n1,array=md0 state=\"clean\",host=\"x\",degraded=false 1000000000",
-            "jobs,host=n1,job=7 count=3u,running=true 1000000000",
-            "m\\ x,a\\ b=c\\,d v=1 -5000000",
-            // a space after an escaped backslash is escaped too (the Go grammar looks one byte
-            // back): these are two series of the measurement `m\\ x`
-            "m\\\\ x,t=1 v=1 1000000000",
-            "m\\\\ x,t=2 v=2 1000000000",
-        ];
-        let mut e = Encoder::default();
-        for _ in 0..3 {
-            e.clear();
-            e.add_lines(&lines, 0).unwrap();
-            let got = e.timeseries();
-            let mut slow = Encoder::default();
-            for l in &lines {
-                let p = parse_any(l).unwrap();
-                let ts = p.timestamp.unwrap().div_euclid(1_000_000);
-                slow.add_slow(&p, ts);
-            }
-            assert_eq!(got, slow.timeseries());
-            assert_eq!(e.encode(), slow.encode());
-            assert_eq!(e.protobuf(), slow.protobuf());
-            assert_eq!(decompressed(&mut e).0, slow.protobuf());
-        }
-    }
-
-    /// A series whose lines come in two field orders, and many series of one measurement in
-    /// either: two layouts, whatever the number of lines; and a layout's names are the names
-    /// looked up by field, request after request.
-    #[test]
-    fn field_layouts_are_kept_once_per_measurement_and_key_order() {
-        let mut e = Encoder::default();
-        for round in 0..20 {
-            let lines: Vec<String> = (0..200)
-                .map(|i| match (i + round) % 3 {
-                    0 => format!("disk,dev=sd{} a=1,b=2i,c=true {i}000000", i % 50),
-                    _ => format!("disk,dev=sd{} c=false,a=1.5,b=3i {i}000000", i % 50),
-                })
-                .collect();
-            let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-            e.clear();
-            e.add_lines(&lines, 0).unwrap();
-            e.encode();
-            assert_eq!(e.protobuf(), plain_protobuf(&lines, 0));
-            assert_eq!(e.layouts(), 2);
-        }
-    }
-
-    /// Past [`MAX_LAYOUTS`] layouts the caches start again empty, and the requests written
-    /// after are the same.
-    #[test]
-    fn the_layouts_are_dropped_past_their_limit() {
-        let mut e = Encoder::default();
-        let lines: Vec<String> = (0..=MAX_LAYOUTS)
-            .map(|i| format!("m,t=1 f{i}=1 1000000"))
-            .collect();
-        for part in lines.chunks(10_000) {
-            let part: Vec<&str> = part.iter().map(String::as_str).collect();
-            e.clear();
-            e.add_lines(&part, 0).unwrap();
-        }
-        assert_eq!(e.layouts(), MAX_LAYOUTS + 1);
-        e.clear();
-        assert_eq!(e.layouts(), 0);
-        let again = ["m,t=1 f1=2,f2=3 2000000", "m,t=1 f1=4,f2=5 3000000"];
-        e.add_lines(&again, 0).unwrap();
-        e.encode();
-        assert_eq!(e.protobuf(), plain_protobuf(&again, 0));
-        assert_eq!(e.layouts(), 1);
-    }
-
-    /// The request body [`Encoder::compress`] writes, decompressed by `snap`, and its count.
-    fn decompressed(e: &mut Encoder) -> (Vec<u8>, usize) {
-        let (body, count) = e.compress().unwrap();
-        let proto = snap::raw::Decoder::new().decompress_vec(body).unwrap();
-        (proto, count)
-    }
-
-    /// Many requests of many series, label sets and metrics repeated near and far (copies of
-    /// a label written 64 KiB back and more), with warm and cold caches: the body decompresses
-    /// to the protobuf, and is smaller than it.
-    #[test]
-    fn the_request_body_is_the_protobuf_in_snappys_format() {
-        let mut e = Encoder::default();
-        for round in 0..3u64 {
-            let lines: Vec<String> = (0..3_000)
-                .map(|i| {
-                    format!(
-                        "disk,host=n{},device=sd{} r_await_ms={i}.5,util_pct={}i,x{}=1 {}",
-                        i % 7,
-                        i % 300,
-                        i * 3,
-                        i % 40,
-                        (1_000 + round * 10 + i % 2) * 1_000_000_000
-                    )
-                })
-                .collect();
-            let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-            e.clear();
-            e.add_lines(&lines, 0).unwrap();
-            let count = e.encode();
-            let proto = e.protobuf().to_vec();
-            assert!(proto.len() > 100_000);
-            let (body, n) = e.compress().unwrap();
-            let len = body.len();
-            assert_eq!(n, count);
-            assert!(len < proto.len() / 2, "{len} of {}", proto.len());
-            assert_eq!(decompressed(&mut e), (proto, count));
-        }
-    }
-}
+mod tests;

@@ -98,6 +98,8 @@ pub(super) struct PlainLine<'e, 'a> {
     pub(super) twice: bool,
     /// a value that is not a number (none that wire's reading gives)
     pub(super) bad: bool,
+    /// a string field: its key and text are in the encoder's `info_key`, after the series key
+    pub(super) strings: bool,
 }
 
 impl<'e> PlainLine<'e, '_> {
@@ -114,6 +116,7 @@ impl<'e> PlainLine<'e, '_> {
             off: false,
             twice: false,
             bad: false,
+            strings: false,
         }
     }
 
@@ -159,6 +162,22 @@ impl<'a> PlainFields<'a> for PlainLine<'_, 'a> {
     }
 
     fn field(&mut self, key: &'a str, value: &'a str, ty: FieldType) {
+        if ty == FieldType::String {
+            // a label of the line's `_info` series: the series key and the strings as written
+            // name it in the encoder's cache
+            let k = &mut self.enc.info_key;
+            if !self.strings {
+                self.strings = true;
+                k.clear();
+                k.extend_from_slice(self.key.as_bytes());
+                k.push(b'\n');
+            }
+            k.extend_from_slice(key.as_bytes());
+            k.push(0);
+            k.extend_from_slice(value.as_bytes());
+            k.push(0);
+            return;
+        }
         let Some(value) = plain_number(value, ty) else {
             self.bad = true;
             return;
