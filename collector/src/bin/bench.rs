@@ -11,6 +11,7 @@
 //!                                          [--drain-lines 1000000] [--gzip] [--skip-drain]
 //!                                          [--port-base 18500] [--max-in-flight N] [--rounds 4]
 //!                                          [--compare COLLECTOR] [--ack-rounds 1]
+//!                                          [--agent-lines REPORT]
 //! ```
 //!
 //! It starts `storwatch-collector` from the same directory as itself and influxd through
@@ -30,6 +31,8 @@ use anyhow::{bail, Context as _};
 
 #[path = "bench/drain.rs"]
 mod drain;
+#[path = "bench/lines.rs"]
+mod lines;
 #[path = "bench/remote_write.rs"]
 mod remote_write;
 #[path = "bench/sched.rs"]
@@ -56,6 +59,8 @@ struct Args {
     compare: Option<PathBuf>,
     /// Run each draining collector under callgrind and count its instructions.
     callgrind: bool,
+    /// What is sent: the bench's `disk` lines, or an agent's report (`--agent-lines`).
+    lines: lines::Lines,
 }
 
 const USAGE: &str = "\
@@ -63,6 +68,7 @@ usage: storwatch-collector-bench [--senders N] [--seconds S] [--lines-per-reques
                                  [--drain-lines N] [--gzip] [--skip-drain] [--port-base PORT]
                                  [--max-in-flight N] [--rounds N] [--remote-write]
                                  [--compare COLLECTOR] [--callgrind] [--ack-rounds N]
+                                 [--agent-lines REPORT]
 
 Durable acknowledgements per second from N concurrent senders (the collector's output
 unreachable), then the drain of a backlog of --drain-lines lines into a local influxd against
@@ -75,7 +81,10 @@ build takes the same acknowledgement run after this one's and drains every part 
 too (its own receivers), each figure side by side. --callgrind: each draining collector runs
 under `valgrind --tool=callgrind` and its instructions are counted, a figure the machine's
 load does not move (the rates and CPU seconds are then valgrind's). --ack-rounds N: N
-acknowledgement runs of each build, taking turns (default 1).
+acknowledgement runs of each build, taking turns (default 1). --agent-lines REPORT: the lines
+sent are the agent's report REPORT (line protocol, each line with a host tag and a time: e.g.
+`storwatch-agent once` on the harness's host) written again for as many hosts as make ~14,400
+lines a report, instead of the bench's own `disk` line of 600 hosts × 24 devices.
 ";
 
 fn args() -> anyhow::Result<Args> {
@@ -93,6 +102,7 @@ fn args() -> anyhow::Result<Args> {
         remote_write: false,
         compare: None,
         callgrind: false,
+        lines: lines::Lines::Disk,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -114,6 +124,11 @@ fn args() -> anyhow::Result<Args> {
             "--ack-rounds" => a.ack_rounds = num()?.max(1),
             "--remote-write" => a.remote_write = true,
             "--callgrind" => a.callgrind = true,
+            "--agent-lines" => {
+                a.lines = lines::Lines::agent(Path::new(
+                    &it.next().context("--agent-lines needs a file")?,
+                ))?
+            }
             "--compare" => {
                 a.compare = Some(PathBuf::from(
                     it.next().context("--compare needs a collector binary")?,
@@ -133,17 +148,6 @@ fn args() -> anyhow::Result<Args> {
         }
     }
     Ok(a)
-}
-
-/// A realistic agent line: the `disk` measurement with its iostat fields.
-fn line(out: &mut String, host: usize, dev: usize, ts_ns: u64) {
-    use std::fmt::Write as _;
-    let _ = writeln!(
-        out,
-        "disk,host=node{host:03},device=sd{dev},name=sd{dev},kind=disk,rotational=1 \
-         r_per_s=12.5,w_per_s=30.25,rkb_per_s=1024.5,wkb_per_s=2048.25,r_await_ms=1.25,\
-         w_await_ms=3.5,aqu_sz=0.5,util_pct=45.25,util_max_pct=99.5,saturated_s=2i {ts_ns}"
-    );
 }
 
 fn now_ns() -> u64 {
@@ -338,32 +342,6 @@ async fn metric(client: &storwatch_collector::client::Client, base: &str, name: 
 }
 
 /// Series of the bench's lines (600 hosts × 24 devices), and the time between their reports.
-const SERIES: usize = 14_400;
-const REPORT_NS: u64 = 10_000_000_000;
-
-fn bodies(count: usize, lines: usize, ts0: u64, gz: bool) -> Vec<bytes::Bytes> {
-    (0..count)
-        .map(|b| {
-            let mut s = String::with_capacity(lines * 260);
-            for i in 0..lines {
-                let n = b * lines + i;
-                // each of the 14,400 series once per 10 s report
-                line(
-                    &mut s,
-                    n % 600,
-                    (n / 600) % 24,
-                    ts0 + (n / SERIES) as u64 * REPORT_NS,
-                );
-            }
-            bytes::Bytes::from(if gz {
-                gzip(s.as_bytes())
-            } else {
-                s.into_bytes()
-            })
-        })
-        .collect()
-}
-
 /// The acknowledgement phase against the collector `bin` (`which` names a compared build in the
 /// output).
 async fn ack_bench(a: &Args, dir: &Path, bin: &Path, which: &str) -> anyhow::Result<()> {
@@ -377,8 +355,8 @@ async fn ack_bench(a: &Args, dir: &Path, bin: &Path, which: &str) -> anyhow::Res
     let client = storwatch_collector::client::Client::new()?;
     wait_ping(&client, base, &mut proc).await?;
     let ts0 = now_ns() - 3_600_000_000_000;
-    let bodies = Arc::new(bodies(16, a.lines_per_request, ts0, a.gzip));
-    let raw_bytes: usize = raw_len(a.lines_per_request);
+    let bodies = Arc::new(a.lines.bodies(16, a.lines_per_request, ts0, a.gzip));
+    let raw_bytes: usize = a.lines.raw_len(a.lines_per_request);
     let lines = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let mut tasks = Vec::new();
@@ -468,15 +446,6 @@ async fn ack_bench(a: &Args, dir: &Path, bin: &Path, which: &str) -> anyhow::Res
     println!("acks{which}: {}", sched::describe(&s0, &s1));
     drop(proc);
     Ok(())
-}
-
-/// Bytes of one uncompressed request body.
-fn raw_len(lines: usize) -> usize {
-    let mut s = String::new();
-    for i in 0..lines {
-        line(&mut s, i % 600, 0, 1);
-    }
-    s.len()
 }
 
 /// Fails when one of the bench's four ports is taken (another bench, a test's influxd): its

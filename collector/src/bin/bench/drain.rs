@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 
 use super::{
-    bodies, collector, cpu_split_s, influx_output, metric, now_ns, own_collector, remote_write,
-    vm_hwm_kib, wait_ping, Args, Influxd, REPORT_NS, SERIES,
+    collector, cpu_split_s, influx_output, lines::REPORT_NS, metric, now_ns, own_collector,
+    remote_write, vm_hwm_kib, wait_ping, Args, Influxd,
 };
 
 /// influxd's own ingest rate of `bodies` written straight to its `/write` into `db` by two
@@ -213,7 +213,7 @@ pub(crate) async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     let per = 5000;
     let count = a.drain_lines.div_ceil(per);
     let ts0 = now_ns() - 3_600_000_000_000;
-    let all = bodies(count, per, ts0, false);
+    let all = a.lines.bodies(count, per, ts0, false);
     let total = (count * per) as u64;
     // The lines in `rounds` parts; each part is written by influxd's own ingest and then
     // drained by the collector, part after part, so that a change of the machine's load during
@@ -313,13 +313,14 @@ pub(crate) async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
         }
     }
     // every receiver holds every line's util_pct once
-    let end_s = (ts0 + (total / SERIES as u64 + 1) * REPORT_NS) / 1_000_000_000 + 1;
+    let util = a.lines.util_lines(total);
+    let end_s = (ts0 + (total / a.lines.per_report() as u64 + 1) * REPORT_NS) / 1_000_000_000 + 1;
     for (b, r) in receivers.iter().enumerate() {
         for (what, base) in [("prometheus", &r.prom), ("victoriametrics", &r.vm)] {
             let n =
                 remote_write::stored(&client, base, "storwatch_disk_util_percent", end_s).await?;
-            if n != total {
-                bail!("{what} of build {b} holds {n} of the {total} samples of util_pct drained");
+            if n != util {
+                bail!("{what} of build {b} holds {n} of the {util} samples of util_pct drained");
             }
         }
     }
@@ -344,12 +345,12 @@ pub(crate) async fn drain_bench(a: &Args, dir: &Path) -> anyhow::Result<()> {
     println!(
         "drain: {total} lines; influxd direct ingest {direct:.0} lines/s (2 writers, 5000-line batches); \
          collector drain {drain:.0} lines/s = {:.0}% of direct ({} rounds alternating the two, {lo:.0}-{hi:.0}% \
-         per round); collector peak RSS while draining {hwm} KiB, CPU {cpu:.2} s; stored in influxd: {stored} lines",
+         per round); collector peak RSS while draining {hwm} KiB, CPU {cpu:.2} s; stored in influxd: {stored} samples of util_pct",
         100.0 * drain / direct,
         parts.len(),
     );
-    if stored != total {
-        bail!("influxd holds {stored} of the {total} lines the collector drained");
+    if stored != util {
+        bail!("influxd holds {stored} of the {util} samples of util_pct the collector drained");
     }
     drop(influxd);
     Ok(())
