@@ -269,12 +269,14 @@ mod tests {
         inode: 9_977_964,
     };
 
+    /// A capture in `fixtures/smaps/`.
+    fn smaps_fixture(name: &str) -> String {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/smaps/");
+        std::fs::read_to_string(format!("{dir}{name}")).unwrap()
+    }
+
     fn fixture() -> String {
-        std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/fixtures/smaps/agent-release-linux-6.18.txt"
-        ))
-        .unwrap()
+        smaps_fixture("agent-release-linux-6.18.txt")
     }
 
     #[test]
@@ -356,11 +358,7 @@ mod tests {
     }
 
     fn whole() -> String {
-        std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/fixtures/smaps/agent-release-linux-6.18-whole.txt"
-        ))
-        .unwrap()
+        smaps_fixture("agent-release-linux-6.18-whole.txt")
     }
 
     #[test]
