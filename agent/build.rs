@@ -52,7 +52,8 @@ fn main() {
 
 /// What the fingerprint covers, from the workspace's root: the agent's and wire's sources (every
 /// `.rs` file under a directory), their manifests, the workspace's (its profiles) and the lock.
-/// bench/hot-text.sh computes the same.
+/// bench/hot-text.sh computes the same. The tests written beside the code count too: a change to
+/// them alone warns as well, though the release code is the same.
 const FINGERPRINTED: [&str; 6] = [
     "agent/src",
     "wire/src",
