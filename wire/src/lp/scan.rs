@@ -48,37 +48,43 @@ pub(crate) fn skip_whitespace(buf: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// The bytes [`scan_line`] looks at; any other is passed over by one table lookup.
+static LINE_SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    let special = *b"\\ =,\"\n";
+    while i < special.len() {
+        t[special[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
 /// The end of the line starting at `i`: the first newline that is neither escaped nor inside a
-/// quoted string value.
+/// quoted string value (influxd's `scanLine`). The bytes it does not look at are passed over by
+/// a table lookup each: a line with a string or an escape (most of an agent's report) is walked
+/// byte by byte.
 pub(crate) fn scan_line(buf: &[u8], mut i: usize) -> usize {
     let mut quoted = false;
     let mut fields = false;
     let (mut equals, mut commas) = (0u32, 0u32);
     while i < buf.len() {
-        if buf[i] == b'\\' {
-            i += 2;
+        let c = buf[i];
+        if !LINE_SPECIAL[c as usize] {
+            i += 1;
             continue;
         }
-        if buf[i] == b' ' {
-            fields = true;
-        }
-        if fields {
-            if !quoted && buf[i] == b'=' {
-                i += 1;
-                equals += 1;
-                continue;
-            } else if !quoted && buf[i] == b',' {
-                i += 1;
-                commas += 1;
-                continue;
-            } else if buf[i] == b'"' && equals > commas {
-                i += 1;
-                quoted = !quoted;
+        match c {
+            b'\\' => {
+                i += 2;
                 continue;
             }
-        }
-        if buf[i] == b'\n' && !quoted {
-            break;
+            b' ' => fields = true,
+            b'=' if fields && !quoted => equals += 1,
+            b',' if fields && !quoted => commas += 1,
+            b'"' if fields && equals > commas => quoted = !quoted,
+            b'\n' if !quoted => break,
+            _ => {}
         }
         i += 1;
     }
@@ -661,6 +667,58 @@ mod tests {
         assert!(scan(b"cpu v=-1u", true).is_err());
         let at_limit = format!("{} v=1", "m".repeat(65_530));
         assert!(scan(at_limit.as_bytes(), false).is_ok());
+    }
+
+    /// `scan_line` as it was written first: influxd's `scanLine` byte for byte.
+    fn scan_line_bytewise(buf: &[u8], mut i: usize) -> usize {
+        let mut quoted = false;
+        let mut fields = false;
+        let (mut equals, mut commas) = (0u32, 0u32);
+        while i < buf.len() {
+            if buf[i] == b'\\' {
+                i += 2;
+                continue;
+            }
+            if buf[i] == b' ' {
+                fields = true;
+            }
+            if fields {
+                if !quoted && buf[i] == b'=' {
+                    i += 1;
+                    equals += 1;
+                    continue;
+                } else if !quoted && buf[i] == b',' {
+                    i += 1;
+                    commas += 1;
+                    continue;
+                } else if buf[i] == b'"' && equals > commas {
+                    i += 1;
+                    quoted = !quoted;
+                    continue;
+                }
+            }
+            if buf[i] == b'\n' && !quoted {
+                break;
+            }
+            i += 1;
+        }
+        i.min(buf.len())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_line_ends_where_the_bytewise_scan_ends_it(
+            body in proptest::collection::vec(
+                proptest::sample::select(
+                    b"ab =,\"\\\n\t0".iter().copied().chain([0xc3, 0xa9]).collect::<Vec<u8>>()
+                ),
+                0..80,
+            )
+        ) {
+            for i in 0..=body.len() {
+                proptest::prop_assert_eq!(scan_line(&body, i), scan_line_bytewise(&body, i));
+            }
+        }
     }
 
     #[test]
