@@ -11,11 +11,12 @@
 //! written: [`info_line`]), any other by [`parse_view`]; the encoder takes the line's series key,
 //! measurement and field keys as written and parses only the values. A line's labels are
 //! cached by its series key as written (measurement and tags, as the 1.x/2.x grammar delimits
-//! them; a new key's labels come from its tags) and its metric names and unit factors by measurement and field as
-//! written; the caches hash with [`Fx`](crate::hash::Fx). A line with a string field the one
-//! pass does not read, or a key written twice, or two fields that come to one Prometheus name,
-//! or one only InfluxDB 3's grammar reads, takes [`prom_line`] whole, as every line did before. The caches are dropped when they hold more
-//! than [`MAX_CACHED`] entries. The request's series and samples are a [`RequestSeries`].
+//! them; a new key's labels come from its tags) and its metric names and unit factors by
+//! measurement and field as written; the caches hash with [`Fx`](crate::hash::Fx). A line with
+//! a string field the one pass does not read, or a key written twice, or two fields that come
+//! to one Prometheus name, or one only InfluxDB 3's grammar reads, takes [`prom_line`] whole, as
+//! every line did before. The caches are dropped when they hold more than [`MAX_CACHED`]
+//! entries. The request's series and samples are a [`RequestSeries`].
 
 use std::borrow::Cow;
 use std::sync::Arc;
