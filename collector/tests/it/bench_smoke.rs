@@ -76,7 +76,10 @@ fn collector_bench_runs_both_phases_and_prints_its_figures() {
         "{drain}"
     );
     assert!(drain.contains("% of direct"), "{drain}");
-    assert!(drain.ends_with("stored in influxd: 20000 lines"), "{drain}");
+    assert!(
+        drain.ends_with("stored in influxd: 20000 samples of util_pct"),
+        "{drain}"
+    );
     // Everything it made was under BENCH_DIR, and it cleaned up after itself.
     let left: Vec<_> = std::fs::read_dir(scratch.path()).unwrap().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
