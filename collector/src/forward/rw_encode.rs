@@ -210,9 +210,14 @@ impl Encoder {
                 Err(_) => false,
             };
         }
-        // a line whose `_info` series is new is read whole first: what it adds comes in the
-        // order prom_line's reading adds it (its numbers' label set, then the `_info`'s)
-        let whole = match strings && !self.info_ids.contains_key(self.info_key.as_slice()) {
+        // the line's `_info` series, when known; a line whose `_info` series is new is read
+        // whole first: what it adds comes in the order prom_line's reading adds it (its
+        // numbers' label set, then the `_info`'s)
+        let known = match strings {
+            true => self.info_ids.get(self.info_key.as_slice()).copied(),
+            false => None,
+        };
+        let whole = match strings && known.is_none() {
             true => match parse_any(line) {
                 Ok(p) => Some(p),
                 Err(_) => return false,
@@ -220,10 +225,9 @@ impl Encoder {
             false => None,
         };
         self.push_line_values(&v, ts, lid, layout, true);
-        if strings {
-            if let Some((id, mid)) = self.info_series(whole.as_ref()) {
-                self.req.push_line(id, &[(mid, 1.0)], ts);
-            }
+        let info = known.or_else(|| whole.map(|p| self.new_info_series(&p)));
+        if let Some((id, mid)) = info.filter(|(id, _)| *id != NONE) {
+            self.req.push_line(id, &[(mid, 1.0)], ts);
         }
         #[cfg(test)]
         {

@@ -36,29 +36,22 @@ impl Encoder {
         })
     }
 
-    /// The `_info` series of a plain line with string fields (its label set and metric), by
-    /// its series key and strings as written (`info_key`, filled by the line's reading): made
-    /// by [`prom_line`] from the line read `whole` the first time, as every such line was;
-    /// `None` when the line has none (each string's label is a tag's).
-    pub(super) fn info_series(&mut self, whole: Option<&Point<'_>>) -> Option<(u32, u32)> {
-        let info = match (self.info_ids.get(self.info_key.as_slice()), whole) {
-            (Some(&info), _) => info,
-            (None, Some(p)) => {
-                let l = prom_line(p);
-                let info = if l.info.is_empty() {
-                    (NONE, NONE)
-                } else {
-                    let mut labels = l.labels.clone();
-                    labels.extend(l.info.iter().cloned());
-                    let labels = clean(labels);
-                    let id = self.label_set(labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-                    (id, self.metric_id(&l.info_metric()))
-                };
-                self.info_ids.insert(self.info_key.as_slice().into(), info);
-                info
-            }
-            (None, None) => (NONE, NONE),
+    /// The `_info` series of a plain line with string fields, new to the cache (its label set
+    /// and metric; [`NONE`] when it has none, each string's label being a tag's), made by
+    /// [`prom_line`] from the line read `whole`, as every such line was, and kept by its series
+    /// key and strings as written (`info_key`, filled by the line's reading).
+    pub(super) fn new_info_series(&mut self, whole: &Point<'_>) -> (u32, u32) {
+        let l = prom_line(whole);
+        let info = if l.info.is_empty() {
+            (NONE, NONE)
+        } else {
+            let mut labels = l.labels.clone();
+            labels.extend(l.info.iter().cloned());
+            let labels = clean(labels);
+            let id = self.label_set(labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            (id, self.metric_id(&l.info_metric()))
         };
-        (info.0 != NONE).then_some(info)
+        self.info_ids.insert(self.info_key.as_slice().into(), info);
+        info
     }
 }
