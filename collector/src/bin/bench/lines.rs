@@ -78,19 +78,12 @@ impl Lines {
         let ts = ts0 + (n / self.per_report()) as u64 * REPORT_NS;
         match self {
             Lines::Disk => disk_line(out, n % 600, (n / 600) % 24, ts),
-            Lines::Agent { lines, .. } => {
+            Lines::Agent { lines, hosts, .. } => {
                 use std::fmt::Write as _;
                 let (head, tail) = &lines[n % lines.len()];
-                let host = (n / lines.len()) % self.hosts();
+                let host = (n / lines.len()) % hosts;
                 let _ = writeln!(out, "{head}node{host:03}{tail} {ts}");
             }
-        }
-    }
-
-    fn hosts(&self) -> usize {
-        match self {
-            Lines::Disk => 600,
-            Lines::Agent { hosts, .. } => *hosts,
         }
     }
 
