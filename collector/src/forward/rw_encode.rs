@@ -210,9 +210,8 @@ impl Encoder {
                 Err(_) => false,
             };
         }
-        // the line's `_info` series, when known; a line whose `_info` series is new is read
-        // whole first: what it adds comes in the order prom_line's reading adds it (its
-        // numbers' label set, then the `_info`'s)
+        // the line's `_info` series if known, else made from the line read whole, after its
+        // numbers' label set (the order prom_line's reading adds them in)
         let known = match strings {
             true => self.info_ids.get(self.info_key.as_slice()).copied(),
             false => None,
