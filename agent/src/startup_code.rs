@@ -491,9 +491,46 @@ mod tests {
         assert_eq!(cached, 0, "{cached} of {pages} pages still cached");
     }
 
+    /// Runs the ignored test `name` in a process of its own, alone: in the shared test process
+    /// the other tests' threads map code back in while it is measured.
+    fn in_a_process_of_its_own(name: &str) {
+        let exe = std::env::current_exe().expect("test binary");
+        let out = std::process::Command::new(exe)
+            .args([
+                "--exact",
+                &format!("startup_code::tests::{name}"),
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("STORWATCH_RELEASE_PROBE", "1")
+            .output()
+            .expect("the test binary runs");
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && said.contains("1 passed") && said.contains("released:"),
+            "{name}: {said}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     #[test]
-    fn this_test_process_lets_go_of_its_own_code_and_runs_on() {
+    fn the_test_binary_alone_lets_go_of_its_own_code_and_runs_on() {
+        in_a_process_of_its_own("own_code_probe");
+    }
+
+    #[test]
+    fn the_test_binary_alone_lets_go_of_its_libraries_and_runs_on() {
+        in_a_process_of_its_own("libraries_probe");
+    }
+
+    #[test]
+    #[ignore = "run by the_test_binary_alone_lets_go_of_its_own_code_and_runs_on"]
+    fn own_code_probe() {
         use std::os::unix::fs::MetadataExt;
+        if std::env::var_os("STORWATCH_RELEASE_PROBE").is_none() {
+            return;
+        }
         let exe = std::fs::metadata("/proc/self/exe").unwrap();
         let file = FileId::from_dev(exe.dev(), exe.ino());
         let before: u64 = releasable(&std::fs::read_to_string("/proc/self/smaps").unwrap(), file)
@@ -511,11 +548,16 @@ mod tests {
             .map(|m| m.rss_kb)
             .sum();
         assert!(after < before, "{after} kB resident after, {before} before");
+        println!("released: {before} kB of its code resident before, {after} after");
     }
 
     #[test]
-    fn this_test_process_lets_go_of_its_libraries_and_runs_on() {
+    #[ignore = "run by the_test_binary_alone_lets_go_of_its_libraries_and_runs_on"]
+    fn libraries_probe() {
         use std::os::unix::fs::MetadataExt;
+        if std::env::var_os("STORWATCH_RELEASE_PROBE").is_none() {
+            return;
+        }
         let exe = std::fs::metadata("/proc/self/exe").unwrap();
         let exe = FileId::from_dev(exe.dev(), exe.ino());
         let resident = || -> u64 {
@@ -531,5 +573,6 @@ mod tests {
         // libc runs on (this formatting, the read of smaps): mapped again as it runs
         let after = resident();
         assert!(after < before, "{after} kB resident after, {before} before");
+        println!("released: {before} kB of its libraries resident before, {after} after");
     }
 }
