@@ -1,12 +1,12 @@
 //! A line of a series the encoder knows, read by what it knows: most lines of a drain or of a
-//! steady stream are a known series (its key as written, up to the first space) whose fields
-//! come in its layout's order ([`super::plain_line`]). Such a line needs none of what the
-//! one-pass reading checks of a line not seen before (its tags' names and repeats, its key's
-//! length): its key was read plain before and is the same bytes, and its fields are compared
-//! with the layout's keys, so only its values and its timestamp are read. Anything else (an
-//! unknown key, a field off the layout, one more or fewer, a value that is not a plain number
-//! or boolean, a timestamp that is not plain digits) is left to the one-pass reading, which
-//! then reads the line whole as before.
+//! steady stream are a known series (its key as written, up to its first space not escaped)
+//! whose fields come in its layout's order ([`super::plain_line`]). Such a line needs none of
+//! what the one-pass reading checks of a line not seen before (its tags' names and repeats,
+//! its key's length): its key was read plain before and is the same bytes, and its fields are
+//! compared with the layout's keys, so only its values and its timestamp are read. Anything
+//! else (an unknown key, a field off the layout, one more or fewer, a value that is not a
+//! plain number or boolean, a timestamp that is not plain digits) is left to the one-pass
+//! reading, which then reads the line whole as before.
 //!
 //! What this reads it reads as the one-pass reading does: the same values (by
 //! [`plain_number`], from the same bytes, of the type that reading gives), the same timestamp,
@@ -22,12 +22,11 @@ impl Encoder {
     /// its samples added; false (nothing added) otherwise.
     pub(super) fn add_known(&mut self, line: &str, now_ms: i64) -> bool {
         let b = line.as_bytes();
-        let Some(space) = memchr::memchr(b' ', b) else {
+        let Some(space) = key_end(b) else {
             return false;
         };
-        // a key known as written (a plain key never ends in a backslash, its escapes being a
-        // backslash and the separator after it: a key cut at an escaped space ends in one, and
-        // is no key known)
+        // a key known as written: the same bytes, followed by a space, as when it was read
+        // plain (so read plain again it would end there too)
         let Some(known) = line.get(..space).and_then(|k| self.keys.get(k)).copied() else {
             return false;
         };
@@ -78,6 +77,21 @@ impl Encoder {
         self.req.push_line(known.lid, &values, time_ms(ts, now_ms));
         self.line_values = values;
         true
+    }
+}
+
+/// Where a series key as written ends: at its first space not escaped (a backslash and the
+/// byte after it are passed together: a plain key's escapes are a backslash before a space, a
+/// comma or an equals sign, as in a drive's `model=SEAGATE\ ST600`). `None` without one.
+#[inline]
+fn key_end(b: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    loop {
+        i += memchr::memchr2(b' ', b'\\', b.get(i..)?)?;
+        if b.get(i) == Some(&b' ') {
+            return Some(i);
+        }
+        i += 2;
     }
 }
 

@@ -152,7 +152,7 @@ fn requests_are_the_plain_encoding_whatever_the_order_of_lines() {
 /// Lines of known series read by their layout ([`known_line`]) give the plain encoding's
 /// bytes, and so do the lines that part from it at any point (a field more or fewer, in
 /// another order, another key, a string, a value or a timestamp the one-pass reading does
-/// not read plain, a key cut at an escaped space), request after request.
+/// not read plain), and keys holding escaped separators, request after request.
 #[test]
 fn a_known_series_line_is_read_as_the_one_pass_reading_reads_it() {
     let known = "disk,host=n1,device=sda r_await_ms=4,util_pct=50i,ok=true,n=7u 2000000000";
@@ -173,6 +173,7 @@ fn a_known_series_line_is_read_as_the_one_pass_reading_reads_it() {
         "disk,host=n1,device=sda r_await_ms=4,util_pct=50i,ok=true,n=7u 0012",
         "disk,host=n1,device=sdb r_await_ms=4,util_pct=50i,ok=true,n=7u 2000000000",
         "disk,host=n1,device=sda\\ x r_await_ms=4,util_pct=50i,ok=true,n=7u 2000000000",
+        "disk,host=n1,device=sda,model=A\\ B\\,C\\=D\\  r_await_ms=4,util_pct=50i,ok=true,n=7u 1",
     ];
     let mut e = Encoder::default();
     let mut order: Vec<usize> = (0..lines.len()).collect();
@@ -187,6 +188,14 @@ fn a_known_series_line_is_read_as_the_one_pass_reading_reads_it() {
     }
     // the known lines of the last rounds were read by their layout
     assert!(e.known_lines > 40, "{}", e.known_lines);
+    // and so are those whose keys hold escaped separators (a drive's model with a space)
+    e.clear();
+    let escaped = [lines[15], lines[16]];
+    let before = e.known_lines;
+    e.add_lines(&escaped, 0).unwrap();
+    assert_eq!(e.known_lines, before + 2);
+    e.encode();
+    assert_eq!(e.protobuf(), plain_protobuf(&escaped, 0));
     // a known key whose line is not line protocol after it is still named bad
     e.clear();
     let bad = e.add_lines(
