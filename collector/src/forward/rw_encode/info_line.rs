@@ -5,7 +5,7 @@
 //! metric are cached by the line's series key and strings as written (the encoder's
 //! `info_key`, filled by [`super::plain_line`] as it reads them): [`prom_line`] makes them
 //! from the line read whole the first time, and a line of the same series and strings takes
-//! them with one lookup. A line that writes a string's key twice (as strings, or a string and a
+//! them with one lookup (read in one pass, or by its layout: [`super::known_line`]). A line that writes a string's key twice (as strings, or a string and a
 //! number) is left to [`prom_line`] whole: it keeps a key's last value whatever its type.
 
 use storwatch_wire::lp::{FieldType, LineView, Point};

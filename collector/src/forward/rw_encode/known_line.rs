@@ -3,18 +3,20 @@
 //! whose fields come in its layout's order ([`super::plain_line`]). Such a line needs none of
 //! what the one-pass reading checks of a line not seen before (its tags' names and repeats,
 //! its key's length): its key was read plain before and is the same bytes, and its fields are
-//! compared with the layout's keys, so only its values and its timestamp are read. Anything
-//! else (an unknown key, a field off the layout, one more or fewer, a value that is not a
-//! plain number or boolean, a timestamp that is not plain digits) is left to the one-pass
-//! reading, which then reads the line whole as before.
+//! compared with the layout's keys, so only its values and its timestamp are read. Its string
+//! fields name its `_info` series by its strings as written ([`super::info_line`]), looked up
+//! once. Anything else (an unknown key, a field off the layout, one more or fewer, a value that
+//! is not a plain number, boolean or string, strings not seen before, a timestamp that is not
+//! plain digits) is left to the one-pass reading, which then reads the line whole as before.
 //!
 //! What this reads it reads as the one-pass reading does: the same values (by
 //! [`plain_number`], from the same bytes, of the type that reading gives), the same timestamp,
 //! named by the same layout. Test: `a_known_series_line_is_read_as_the_one_pass_reading_reads_it`.
 
+use storwatch_wire::lp::rules::MAX_KEY_BYTES;
 use storwatch_wire::lp::{plain_number, plain_timestamp, FieldType};
 
-use super::plain_line::NONE;
+use super::plain_line::{NONE, STRING};
 use super::{time_ms, Encoder};
 
 impl Encoder {
@@ -37,6 +39,7 @@ impl Encoder {
             return false;
         };
         self.line_values.clear();
+        let mut strings = false;
         let (mut i, mut at) = (space + 1, 4);
         for (j, &(end, id, scale)) in layout.fields.iter().enumerate() {
             if j > 0 {
@@ -55,6 +58,26 @@ impl Encoder {
             if b.get(i..v - 1) != Some(key) || b.get(v - 1) != Some(&b'=') {
                 return false;
             }
+            if id == STRING {
+                // a label of the `_info` series, named in `info_key` as the one-pass reading
+                // names it: the series key, then each string's key and text as written
+                let Some(end) = string_at(b, v) else {
+                    return false;
+                };
+                let k = &mut self.info_key;
+                if !strings {
+                    strings = true;
+                    k.clear();
+                    k.extend_from_slice(&b[..space]);
+                    k.push(b'\n');
+                }
+                k.extend_from_slice(key);
+                k.push(0);
+                k.extend_from_slice(&b[v..end]);
+                k.push(0);
+                i = end;
+                continue;
+            }
             let Some((end, x)) = value_at(line, v) else {
                 return false;
             };
@@ -70,12 +93,35 @@ impl Encoder {
             // a field more than the layout's
             Some(_) => return false,
         };
-        if self.line_values.is_empty() {
+        // the one-pass reading's limit on the key and fields (InfluxDB's on a series key and
+        // field key): a line past it is not read plain
+        if i - 1 + 4 > MAX_KEY_BYTES {
             return false;
         }
-        let values = std::mem::take(&mut self.line_values);
-        self.req.push_line(known.lid, &values, time_ms(ts, now_ms));
-        self.line_values = values;
+        // its `_info` series known (a string changed: made by the one-pass reading)
+        let info = match strings {
+            true => match self.info_ids.get(self.info_key.as_slice()) {
+                Some(&info) => Some(info),
+                None => return false,
+            },
+            false => None,
+        };
+        if self.line_values.is_empty() && !strings {
+            return false;
+        }
+        let ts = time_ms(ts, now_ms);
+        if !self.line_values.is_empty() {
+            let values = std::mem::take(&mut self.line_values);
+            self.req.push_line(known.lid, &values, ts);
+            self.line_values = values;
+        }
+        if let Some((id, mid)) = info.filter(|(id, _)| *id != NONE) {
+            self.req.push_line(id, &[(mid, 1.0)], ts);
+        }
+        #[cfg(test)]
+        {
+            self.string_lines += usize::from(strings);
+        }
         true
     }
 }
@@ -93,6 +139,21 @@ fn key_end(b: &[u8]) -> Option<usize> {
         }
         i += 2;
     }
+}
+
+/// The end of a string value starting at `v` (after its closing quote) when it is plain: no
+/// backslash or control byte before its closing quote, as the one-pass reading reads one.
+#[inline]
+fn string_at(b: &[u8], v: usize) -> Option<usize> {
+    if b.get(v) != Some(&b'"') {
+        return None;
+    }
+    let text = b.get(v + 1..)?;
+    let close = memchr::memchr(b'"', text)?;
+    if text[..close].iter().any(|&c| c == b'\\' || c < 0x20) {
+        return None;
+    }
+    Some(v + 1 + close + 1)
 }
 
 /// Powers of ten a double holds exactly, up to the 15 digits of the fast path.

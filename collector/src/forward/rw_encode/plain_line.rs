@@ -6,8 +6,10 @@
 //! written) keeps the layout its last line was read by; a new series takes its measurement's
 //! last. A line whose keys part from its layout has the rest of its fields looked up by name,
 //! as every field was before, and its keys become a layout, interned (one per measurement and
-//! key order). At most [`MAX_LAYOUTS`] layouts are kept: past it, the encoder's caches start
-//! again empty, as past [`super::MAX_CACHED`].
+//! key order). A string field has its place in the layout too (its key marked a string's), so
+//! that a known series' line with strings is read by its layout ([`super::known_line`]); a
+//! layout never holds a key twice. At most [`MAX_LAYOUTS`] layouts are kept: past it, the
+//! encoder's caches start again empty, as past [`super::MAX_CACHED`].
 
 use storwatch_wire::lp::{plain_number, FieldType, PlainFields};
 
@@ -19,15 +21,19 @@ pub(in crate::forward) const MAX_LAYOUTS: usize = 1 << 16;
 /// No layout.
 pub(super) const NONE: u32 = u32::MAX;
 
+/// A layout's string field (a label of the line's `_info` series, not a metric of its own).
+pub(super) const STRING: u32 = u32::MAX;
+
 /// A measurement's field keys in one order, each key's metric and unit factor.
 #[derive(Debug, Default, Clone)]
 pub(super) struct Layout {
     /// the measurement's index in the encoder's `fields`
     m: u32,
-    /// the measurement's index (4 bytes), then each key followed by a comma (which no plain
-    /// key holds): what the layout is interned by
+    /// the measurement's index (4 bytes), then each key followed by a comma, a string's by a
+    /// quote (neither of which a plain key holds): what the layout is interned by
     pub(super) keys: Vec<u8>,
-    /// per field: where its key ends in `keys`, its metric and unit factor
+    /// per field: where its key ends in `keys`, its metric ([`STRING`] for a string) and unit
+    /// factor
     pub(super) fields: Vec<(u32, u32, f64)>,
 }
 
@@ -50,7 +56,19 @@ impl Layout {
     fn push(&mut self, key: &str, id: u32, scale: f64) {
         self.keys.extend_from_slice(key.as_bytes());
         self.fields.push((self.keys.len() as u32, id, scale));
-        self.keys.push(b',');
+        self.keys.push(if id == STRING { b'"' } else { b',' });
+    }
+
+    /// Whether no key is written twice (a line's numbers written twice are found as they are
+    /// read; a string's key may be a number's too).
+    fn keys_distinct(&self) -> bool {
+        let key = |j: usize| {
+            let start = j
+                .checked_sub(1)
+                .map_or(4, |p| self.fields[p].0 as usize + 1);
+            self.keys.get(start..self.fields[j].0 as usize)
+        };
+        (0..self.fields.len()).all(|j| (0..j).all(|i| key(i) != key(j)))
     }
 }
 
@@ -128,6 +146,10 @@ impl<'e> PlainLine<'e, '_> {
             return;
         }
         let enc = &mut *self.enc;
+        if self.strings && !enc.next_layout.keys_distinct() {
+            // a string's key written twice: the line is read whole, and no line by this layout
+            return;
+        }
         let id = enc.intern_layout();
         self.layout = id;
         if let Some(l) = enc.m_layout.get_mut(self.m) {
@@ -176,42 +198,67 @@ impl<'a> PlainFields<'a> for PlainLine<'_, 'a> {
             k.push(0);
             k.extend_from_slice(value.as_bytes());
             k.push(0);
+            if self.at_place(key, true).is_none() {
+                self.string_by_name(key);
+            }
             return;
         }
         let Some(value) = plain_number(value, ty) else {
             self.bad = true;
             return;
         };
-        let enc = &mut *self.enc;
-        if !self.off {
-            let layout = enc.layouts.get(self.layout as usize);
-            if let Some((l, &(end, id, scale))) =
-                layout.and_then(|l| Some((l, l.fields.get(self.j)?)))
-            {
-                if l.keys.get(self.at..end as usize) == Some(key.as_bytes()) {
-                    // the layout's fields are distinct: so are the line's so far
-                    self.j += 1;
-                    self.at = end as usize + 1;
-                    enc.line_values.push((id, value * scale));
-                    return;
-                }
-            }
+        match self.at_place(key, false) {
+            // the layout's fields are distinct: so are the line's so far
+            Some((id, scale)) => self.enc.line_values.push((id, value * scale)),
+            None => self.field_by_name(key, value),
         }
-        self.field_by_name(key, value);
     }
 }
 
 impl<'a> PlainLine<'_, 'a> {
+    /// The layout's next field when it is `key`, a string's when `string`: passed, its metric
+    /// and unit factor.
+    #[inline]
+    fn at_place(&mut self, key: &str, string: bool) -> Option<(u32, f64)> {
+        if self.off {
+            return None;
+        }
+        let l = self.enc.layouts.get(self.layout as usize)?;
+        let &(end, id, scale) = l.fields.get(self.j)?;
+        if (id == STRING) != string || l.keys.get(self.at..end as usize) != Some(key.as_bytes()) {
+            return None;
+        }
+        self.j += 1;
+        self.at = end as usize + 1;
+        Some((id, scale))
+    }
+
+    /// A string field off the layout: gathered into `next_layout` (its label is the line's
+    /// `_info` series', named as the line is read whole).
+    #[cold]
+    #[inline(never)]
+    fn string_by_name(&mut self, key: &'a str) {
+        self.go_off();
+        self.enc.next_layout.push(key, STRING, 0.0);
+    }
+
+    /// From here on, the line's keys are gathered in `next_layout`, the layout's before them
+    /// first.
+    fn go_off(&mut self) {
+        if !self.off {
+            self.off = true;
+            let enc = &mut *self.enc;
+            let layout = enc.layouts.get(self.layout as usize);
+            enc.next_layout.start(self.m, layout, self.j);
+        }
+    }
+
     /// A field off the layout: named by its key (a lookup), and gathered into `next_layout`.
     #[cold]
     #[inline(never)]
     fn field_by_name(&mut self, key: &'a str, value: f64) {
+        self.go_off();
         let enc = &mut *self.enc;
-        if !self.off {
-            self.off = true;
-            let layout = enc.layouts.get(self.layout as usize);
-            enc.next_layout.start(self.m, layout, self.j);
-        }
         let measurement = self.measurement;
         let (id, scale) = enc.field(self.m, key, || measurement.into(), || key.into());
         if enc.line_values.iter().any(|(m, _)| *m == id) {

@@ -205,6 +205,76 @@ fn a_known_series_line_is_read_as_the_one_pass_reading_reads_it() {
     assert_eq!(bad.unwrap_err()[0].0, 1);
 }
 
+/// Lines with string fields of known series are read by their layout too, their `_info`
+/// series by its strings as written: the plain encoding's bytes, with a state that changes and
+/// comes back, strings alone, around the numbers, empty or holding separators, a string the
+/// one-pass reading does not read plain (an escape, a control byte), a key written twice as a
+/// string and a number (either way round, and as two strings) after a line of the series read
+/// by its layout, one more string or one fewer, a number where a string was and the reverse.
+#[test]
+fn a_known_series_line_with_strings_is_read_by_its_layout() {
+    let lines = [
+        "md,host=n1,array=md0 state=\"clean\",sync_pct=100,degraded=false 1000000000",
+        "md,host=n1,array=md0 state=\"recovering\",sync_pct=50,degraded=true 2000000000",
+        "md,host=n1,array=md0 state=\"clean\",sync_pct=100,degraded=false 3000000000",
+        "md,host=n1,array=md0 state=\"a\\\"b\",sync_pct=1,degraded=false 4000000000",
+        "md,host=n1,array=md0 state=\"a\tb\",sync_pct=1,degraded=false 4500000000",
+        "md,host=n1,array=md0 state=\"clean\",sync_pct=100,degraded=false,state=1 5000000000",
+        "md,host=n1,array=md0 state=\"clean\",sync_pct=100,state=\"x\" 5500000000",
+        "md,host=n1,array=md0 state=2,sync_pct=100,degraded=false 6000000000",
+        "md,host=n1,array=md0 state=\"clean\",sync_pct=\"x\",degraded=false 6500000000",
+        "md,host=n1,array=md0 state=\"clean\",sync_pct=100 7000000000",
+        "md,host=n1,array=md0 state=\"clean\",sync_pct=100,degraded=false,x=\"y\" 7500000000",
+        "zpool,host=n1,pool=tank health=\"ONLINE\" 1000000000",
+        "zpool,host=n1,pool=tank health=\"DEGRADED\" 2000000000",
+        "zpool,host=n1,pool=tank health=\"\" 3000000000",
+        "net,host=n1,iface=eth0 rx=1,oper=\"up, or not=1\",tx=2 1000000000",
+        "net,host=n1,iface=eth0 rx=1,oper=\"up, or not=1\",tx=2",
+        "net,host=n1,iface=eth0 rx=3,oper=\"down\",tx=4 2000000000",
+        "net,host=n1,iface=eth1 oper=1,oper=\"up\" 1000000000",
+        "net,host=n1,iface=eth1 oper=\"up\",oper=\"down\" 2000000000",
+        "mpath_path,host=n1,model=A\\ B state=\"active\",ok=true 1000000000",
+    ];
+    let mut e = Encoder::default();
+    let mut order: Vec<usize> = (0..lines.len()).collect();
+    for round in 0..16 {
+        fastrand::seed(round + 100);
+        fastrand::shuffle(&mut order);
+        let batch: Vec<&str> = order.iter().map(|i| lines[*i]).collect();
+        e.clear();
+        e.add_lines(&batch, 77).unwrap();
+        e.encode();
+        assert_eq!(e.protobuf(), plain_protobuf(&batch, 77), "{batch:#?}");
+        // each line again, alone, after its series' lines in another order
+        for l in &lines {
+            e.clear();
+            e.add_lines(&[l], 77).unwrap();
+            e.encode();
+            assert_eq!(e.protobuf(), plain_protobuf(&[l], 77), "{l}");
+        }
+    }
+    // a line of a new series read twice: the second time by its layout (a line of strings
+    // alone has no number series, whose key the layout is kept by: read in one pass each time)
+    for l in [lines[0], lines[1], lines[14], lines[19]] {
+        let mut e = Encoder::default();
+        e.add_lines(&[l], 0).unwrap();
+        let (known, strings) = (e.known_lines, e.string_lines);
+        e.add_lines(&[l], 0).unwrap();
+        assert_eq!(e.known_lines, known + 1, "{l}");
+        assert_eq!(e.string_lines, strings + 1, "{l}");
+        e.encode();
+        assert_eq!(e.protobuf(), plain_protobuf(&[l, l], 0), "{l}");
+    }
+    // not: a string that is not plain, or a key written twice
+    for l in [lines[3], lines[4], lines[5], lines[6], lines[17], lines[18]] {
+        let mut e = Encoder::default();
+        e.add_lines(&[l, l], 0).unwrap();
+        let known = e.known_lines;
+        e.add_lines(&[l], 0).unwrap();
+        assert_eq!(e.known_lines, known, "{l}");
+    }
+}
+
 /// The cached path names and encodes every line as the line-by-line path (`prom_line`,
 /// sorted, one protobuf per request) did, request after request with the caches warm.
 #[test]
