@@ -8,7 +8,8 @@
 //! lines by the 1.x grammar into a whole `Point` (`parse_line`) and into a `LineView`
 //! (`parse_view`, what the validation and the remote-write encoder use), its values parsed too.
 //! The third checks 5000 `event` lines (string fields, an escaped space): lines that the
-//! one-pass reading of plain lines leaves to the full grammar.
+//! one-pass reading of plain lines leaves to the full grammar. The last only splits both bodies
+//! into lines.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use storwatch_wire::lp::{
@@ -113,6 +114,19 @@ fn bench(c: &mut Criterion) {
             assert_eq!(ok, 5000);
         })
     });
+    g.finish();
+    // the lines cut apart (a queue read cut into batches, a request body into lines): a line
+    // with a quote or a backslash before its newline is walked by the grammar's rules
+    let mut g = c.benchmark_group("split 5000 lines");
+    g.throughput(Throughput::Elements(5000));
+    for (name, text) in [("disk lines", &body), ("event lines", &events)] {
+        g.bench_function(name, |bench| {
+            bench.iter(|| {
+                let bytes: usize = lines(text).map(|(_, l)| l.len()).sum();
+                assert_eq!(bytes + 5000, text.len());
+            })
+        });
+    }
     g.finish();
 }
 
