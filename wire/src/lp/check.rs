@@ -19,9 +19,10 @@
 
 use std::borrow::Cow;
 
+use super::line_end::scan_line;
 use super::precision::{to_ns, Precision};
 use super::rules::{Backend, Backends, RESERVED_KEY};
-use super::scan::{scan_line, skip_whitespace};
+use super::scan::skip_whitespace;
 use super::view::{parse_view, parse_view_typed, FieldTypes, Parsed};
 
 /// The limits the collector applies on top of InfluxDB's rules.
@@ -96,10 +97,10 @@ pub fn lines(body: &str) -> impl Iterator<Item = (usize, &str)> {
     split(body).enumerate().map(|(i, l)| (i + 1, l))
 }
 
-/// Splitting tracks quoted strings and escapes byte by byte ([`scan_line`]); a line with no
-/// double quote and no backslash before its newline ends at that newline, which is much faster
-/// to find: each line's end is looked for with one search for the three bytes, and only a line
-/// where a quote or a backslash comes first is split byte by byte.
+/// Splitting tracks quoted strings and escapes as influxd does ([`scan_line`]); a line with no
+/// double quote and no backslash before its newline ends at that newline: each line's end is
+/// looked for with one search for the three bytes, and only a line where a quote or a backslash
+/// comes first is split by the walk.
 fn split(body: &str) -> impl Iterator<Item = &str> + '_ {
     let b = body.as_bytes();
     let mut pos = 0;

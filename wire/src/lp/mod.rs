@@ -15,6 +15,7 @@
 
 pub mod build;
 pub mod check;
+mod line_end;
 pub mod parse;
 mod plain;
 pub mod precision;
