@@ -149,6 +149,17 @@ fn requests_are_the_plain_encoding_whatever_the_order_of_lines() {
     assert_eq!(e.protobuf(), plain_protobuf(&grouped, 0));
 }
 
+/// One request of `lines` in the order of `seed`'s shuffle: the plain encoding's bytes.
+fn shuffled_request(e: &mut Encoder, lines: &[&str], seed: u64) {
+    let mut batch = lines.to_vec();
+    fastrand::seed(seed);
+    fastrand::shuffle(&mut batch);
+    e.clear();
+    e.add_lines(&batch, 77).unwrap();
+    e.encode();
+    assert_eq!(e.protobuf(), plain_protobuf(&batch, 77), "{batch:#?}");
+}
+
 /// Lines of known series read by their layout ([`known_line`]) give the plain encoding's
 /// bytes, and so do the lines that part from it at any point (a field more or fewer, in
 /// another order, another key, a string, a value or a timestamp the one-pass reading does
@@ -176,15 +187,8 @@ fn a_known_series_line_is_read_as_the_one_pass_reading_reads_it() {
         "disk,host=n1,device=sda,model=A\\ B\\,C\\=D\\  r_await_ms=4,util_pct=50i,ok=true,n=7u 1",
     ];
     let mut e = Encoder::default();
-    let mut order: Vec<usize> = (0..lines.len()).collect();
     for round in 0..12 {
-        fastrand::seed(round);
-        fastrand::shuffle(&mut order);
-        let batch: Vec<&str> = order.iter().map(|i| lines[*i]).collect();
-        e.clear();
-        e.add_lines(&batch, 77).unwrap();
-        e.encode();
-        assert_eq!(e.protobuf(), plain_protobuf(&batch, 77), "{batch:#?}");
+        shuffled_request(&mut e, &lines, round);
     }
     // the known lines of the last rounds were read by their layout
     assert!(e.known_lines > 40, "{}", e.known_lines);
@@ -236,15 +240,8 @@ fn a_known_series_line_with_strings_is_read_by_its_layout() {
         "mpath_path,host=n1,model=A\\ B state=\"active\",ok=true 1000000000",
     ];
     let mut e = Encoder::default();
-    let mut order: Vec<usize> = (0..lines.len()).collect();
     for round in 0..16 {
-        fastrand::seed(round + 100);
-        fastrand::shuffle(&mut order);
-        let batch: Vec<&str> = order.iter().map(|i| lines[*i]).collect();
-        e.clear();
-        e.add_lines(&batch, 77).unwrap();
-        e.encode();
-        assert_eq!(e.protobuf(), plain_protobuf(&batch, 77), "{batch:#?}");
+        shuffled_request(&mut e, &lines, round + 100);
         // each line again, alone, after its series' lines in another order
         for l in &lines {
             e.clear();
