@@ -15,9 +15,11 @@
 //! `check` also holds the Prometheus names of the contract to the ones the agent's exposition
 //! and the collector's remote write make (`storwatch_wire::prom`), and enforces the shape
 //! rules ([`shape`]): no non-test source file over 600 lines, no import cycle between the
-//! modules of a crate, no upward import between the agent's layers.
+//! modules of a crate, no upward import between the agent's layers; and that the agent's
+//! dependencies have the same features built alone as with the workspace ([`features`]).
 
 mod docs;
+mod features;
 mod help;
 mod hot_text;
 mod influx;
@@ -153,6 +155,7 @@ fn check(root: &Path) -> Vec<String> {
     errs.extend(prom_name_problems(&c));
     errs.extend(shape::problems(root));
     errs.extend(hot_text::problems(root));
+    errs.extend(features::problems(root));
     errs
 }
 
