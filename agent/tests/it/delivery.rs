@@ -12,7 +12,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use storwatch_agent::sink::http::{HttpConfig, HttpSink};
+use storwatch_agent::sink::http::{
+    HttpConfig, HttpSink, REQUEST_BUFFER_BYTES, RESPONSE_BUFFER_BYTES,
+};
 use storwatch_agent::sink::spool::Spool;
 use storwatch_agent::sink::Sink;
 use storwatch_test_support::http::{
@@ -60,6 +62,38 @@ fn too_many_requests_waits_for_retry_after() {
     assert!(gap < Duration::from_secs(3), "{gap:?}");
     assert_eq!(reqs[1].body, report(T0, 2));
     assert_eq!(s.delivery_stats().last_status, 204);
+}
+
+/// The client's buffers are smaller than ureq's defaults: a report ten times the request buffer
+/// goes out whole, an error text larger than the response buffer is read, and an answer whose
+/// head does not fit in the response buffer is a failed request, the report sent again.
+#[test]
+fn reports_and_answers_larger_than_the_clients_buffers() {
+    let long_text = answer(500, &"x".repeat(100 << 10));
+    let long_head = Answer {
+        status: 204,
+        headers: vec![("X-Padding", "p".repeat(RESPONSE_BUFFER_BYTES))],
+        body: String::new(),
+    };
+    let server = FakeServer::start(vec![long_text, long_head], no_decision());
+    let spool = tempfile::tempdir().unwrap();
+    let cfg = HttpConfig {
+        gzip: false,
+        ..fast_config(spool.path())
+    };
+    let url = format!("{}/write?db=x", server.url_base);
+    let mut s = HttpSink::open(&url, &cfg).unwrap();
+    let big = report(T0, 10 * REQUEST_BUFFER_BYTES / 20);
+    assert!(big.len() > 10 * REQUEST_BUFFER_BYTES, "{}", big.len());
+    s.send(&big).unwrap();
+    assert!(s.wait_drained(Duration::from_secs(10)));
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 3);
+    for r in &reqs {
+        assert!(r.body == big, "a request's body is not the report");
+    }
+    let stats = s.delivery_stats();
+    assert_eq!((stats.failed_requests, stats.last_status), (2, 204));
 }
 
 #[test]

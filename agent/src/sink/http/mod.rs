@@ -109,6 +109,17 @@ struct Inbox {
 /// reports (~50 KiB each), or a stalled disk's worth of them before the oldest go.
 pub const INBOX_MAX_BYTES: usize = 16 << 20;
 
+/// The HTTP client's buffer for a request (its head, then its body in pieces of this size) and
+/// for a response, held by the pooled connection between reports. ureq's default, 128 KiB each,
+/// zero-filled when first used, kept ~260 kB resident for a server's short answers and a gzipped
+/// report of ~30 kB at 200 disks (docs/performance.md); an uncompressed report goes out in more
+/// writes of this size.
+pub const REQUEST_BUFFER_BYTES: usize = 32 << 10;
+/// See [`REQUEST_BUFFER_BYTES`]: a response's body (an error text, read up to 64 KiB) goes
+/// through this buffer, and its head must fit in it: a longer head is a failed request ("response
+/// header too large"), retried with the report kept in the spool.
+pub const RESPONSE_BUFFER_BYTES: usize = 16 << 10;
+
 #[derive(Debug)]
 struct Shared {
     inbox: Mutex<Inbox>,
@@ -260,6 +271,10 @@ impl HttpSink {
             .max_redirects(0)
             .max_idle_connections(1)
             .max_idle_connections_per_host(1)
+            .output_buffer_size(REQUEST_BUFFER_BYTES)
+            .input_buffer_size(RESPONSE_BUFFER_BYTES)
+            // a head that fills the buffer is too large (ureq would otherwise wait for more)
+            .max_response_header_size(RESPONSE_BUFFER_BYTES - 1)
             .user_agent(concat!("storwatch-agent/", env!("CARGO_PKG_VERSION")))
             .tls_config(tls_config(cfg)?)
             .build();
