@@ -6,7 +6,8 @@
 //! argument parsing, the configuration, the first round of every monitor, the loader's
 //! relocation tables — leaves some 2–3 MB of the agent's own file mapped that the steady state
 //! never runs or reads again: most of the agent's resident size with the HTTP output. After its
-//! first report the agent unmaps its read-only, unmodified mappings of that file
+//! first report (and once more two minutes in: `main.rs`, `RELEASE_AGAIN_AFTER`) the agent
+//! unmaps its read-only, unmodified mappings of that file
 //! (`madvise(MADV_DONTNEED)`), and asks the kernel to drop the file's pages that no process maps
 //! from the page cache: a file written or read whole is cached in large folios, and a fault in
 //! one maps much more than the 64 KiB around it. What runs after is read again a page at a
