@@ -23,7 +23,8 @@
 # agent; its own output unreachable: it only queues). After --warmup s (startup and a first drive
 # round), VmRSS is read every second for --duration s; at the end each agent's /proc/PID/smaps is
 # summed by mapping: the agent's own file, the heap (brk), other anonymous memory (glibc's mmapped
-# blocks, thread stacks), shared libraries. Prints one line per agent, kB, then each agent's own
+# blocks, thread stacks), shared libraries. Prints one line per agent, kB, and its CPU over the
+# window (every thread's schedstat, ms per s; children not counted), then each agent's own
 # file by ELF section (bench/resident-sections.py: which of its pages are in memory, and how much
 # of it in the page cache's large folios); with --functions N, also the N functions of its code
 # outside the hot section with the most pages in memory.
@@ -144,12 +145,16 @@ if [ -n "$callgrind" ]; then
   exit 0
 fi
 for i in "${!names[@]}"; do : >"$work/rss-${names[$i]}"; done
+cpu0=()
+for i in "${!names[@]}"; do cpu0+=("$(cpu_ns "${agent_pids[$i]}")"); done
 for _ in $(seq "$duration"); do
   for i in "${!names[@]}"; do
     awk '/^VmRSS:/{print $2}' "/proc/${agent_pids[$i]}/status" >>"$work/rss-${names[$i]}"
   done
   sleep 1
 done
+cpu1=()
+for i in "${!names[@]}"; do cpu1+=("$(cpu_ns "${agent_pids[$i]}")"); done
 queued=$(curl -s "http://127.0.0.1:$cport/metrics" | awk '/^storwatch_collector_lines_accepted_total /{print $2}')
 if [ "$outputs" != metrics ] && [ "${queued:-0}" = 0 ]; then
   echo "the collector took no line from the agents" >&2
@@ -157,14 +162,15 @@ if [ "$outputs" != metrics ] && [ "${queued:-0}" = 0 ]; then
   exit 1
 fi
 echo "outputs: $outputs; load average: $(cut -d' ' -f1-3 /proc/loadavg); the collector took ${queued:-0} lines"
-printf '%-7s %9s %9s %9s %9s %9s %9s %9s\n' agent rss_mean rss_max own_file heap other_anon libs metrics_page
+printf '%-7s %9s %9s %9s %9s %9s %9s %9s %9s\n' agent rss_mean rss_max own_file heap other_anon libs metrics_page cpu_ms_s
 for i in "${!names[@]}"; do
   n=${names[$i]}
   page=0
   [ "$outputs" = http ] || page=$(curl -s "http://127.0.0.1:${ports[$i]}/metrics" | wc -c)
-  python3 - "/proc/${agent_pids[$i]}" "$work/rss-$n" "$n" "$page" <<'PY'
+  cpu=$(awk -v a="${cpu0[$i]}" -v b="${cpu1[$i]}" -v d="$duration" 'BEGIN { printf "%.3f", (b - a) / 1e6 / d }')
+  python3 - "/proc/${agent_pids[$i]}" "$work/rss-$n" "$n" "$page" "$cpu" <<'PY'
 import os, sys
-proc, rss_file, name, page = sys.argv[1:]
+proc, rss_file, name, page, cpu = sys.argv[1:]
 smaps = proc + "/smaps"
 binary = os.readlink(proc + "/exe")  # a wrapper script that execs the agent is measured too
 own = heap = anon = libs = 0
@@ -185,7 +191,7 @@ for line in open(smaps):
         else:
             libs += kb
 rss = [int(x) for x in open(rss_file) if x.strip()]
-print("%-7s %9d %9d %9d %9d %9d %9d %9d" % (name, sum(rss) // len(rss), max(rss), own, heap, anon, libs, int(page) // 1024))
+print("%-7s %9d %9d %9d %9d %9d %9d %9d %9s" % (name, sum(rss) // len(rss), max(rss), own, heap, anon, libs, int(page) // 1024, cpu))
 PY
 done
 for i in "${!names[@]}"; do
