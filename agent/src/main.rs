@@ -19,6 +19,7 @@ use storwatch_agent::duration;
 use storwatch_agent::prometheus;
 use storwatch_agent::scheduler::Scheduler;
 use storwatch_agent::sink::{self, OutputSpec, Sink};
+use storwatch_agent::startup_code;
 use storwatch_agent::{selfstat, top};
 use storwatch_wire::lp::LineWriter;
 
@@ -164,25 +165,6 @@ fn one_malloc_arena() {
 /// See [`one_malloc_arena`]: glibc's own starting threshold, 128 KiB.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MMAP_THRESHOLD: libc::c_int = 128 << 10;
-
-/// When the agent lets go of its code once more (after the first report's
-/// [`startup_code::release`](storwatch_agent::startup_code::release)): by then the monitors have
-/// run their first rounds (the drive and controller monitors', at start), Prometheus has scraped
-/// (every minute by its default) and the output has connected, and the code that only those
-/// first times ran leaves the resident set (~0.2 MB of the shared libraries at 200 disks with
-/// both outputs; docs/performance.md).
-const RELEASE_AGAIN_AFTER: Duration = Duration::from_secs(120);
-
-/// Lets go of the agent's code and libraries' mappings ([`startup_code::release`]); `what` names
-/// the code for the debug log.
-///
-/// [`startup_code::release`]: storwatch_agent::startup_code::release
-fn release_code(what: &str) {
-    match storwatch_agent::startup_code::release() {
-        Ok((kb, mappings)) => tracing::debug!(kb, mappings, "{what} code unmapped"),
-        Err(e) => tracing::debug!("{what} code left mapped: {e}"),
-    }
-}
 
 fn real_main() -> Result<()> {
     let mut cli = Cli::parse();
@@ -351,10 +333,10 @@ fn run(mut cfg: Config, reload: &dyn Fn() -> Result<Config>) -> Result<()> {
                 tracing::info!(lines = w.lines(), "first report written");
                 reported_once = true;
                 // Startup is over: its code and the loader's tables need not stay mapped.
-                release_code("startup");
-            } else if !released_again && start.elapsed() >= RELEASE_AGAIN_AFTER {
+                startup_code::release_logged("startup");
+            } else if !released_again && start.elapsed() >= startup_code::RELEASE_AGAIN_AFTER {
                 released_again = true;
-                release_code("first rounds'");
+                startup_code::release_logged("first rounds'");
             }
         };
     while !stop.load(Ordering::Relaxed) {

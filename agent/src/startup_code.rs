@@ -6,7 +6,7 @@
 //! argument parsing, the configuration, the first round of every monitor, the loader's
 //! relocation tables — leaves some 2–3 MB of the agent's own file mapped that the steady state
 //! never runs or reads again: most of the agent's resident size with the HTTP output. After its
-//! first report (and once more two minutes in: `main.rs`, `RELEASE_AGAIN_AFTER`) the agent
+//! first report (and once more two minutes in: [`RELEASE_AGAIN_AFTER`]) the agent
 //! unmaps its read-only, unmodified mappings of that file
 //! (`madvise(MADV_DONTNEED)`), and asks the kernel to drop the file's pages that no process maps
 //! from the page cache: a file written or read whole is cached in large folios, and a fault in
@@ -20,6 +20,22 @@
 
 use std::io;
 use std::path::Path;
+use std::time::Duration;
+
+/// When the agent lets go of its code once more, after the first report's [`release`]: by then
+/// the monitors have run their first rounds (the drive and controller monitors', at start),
+/// Prometheus has scraped (every minute by its default) and the output has connected, and the
+/// code that only those first times ran leaves the resident set (0.3–0.5 MB at 200 disks with
+/// both outputs; docs/performance.md, "Run of 2026-12-07").
+pub const RELEASE_AGAIN_AFTER: Duration = Duration::from_secs(120);
+
+/// [`release`], its outcome logged at debug level; `what` names the code let go of.
+pub fn release_logged(what: &str) {
+    match release() {
+        Ok((kb, mappings)) => tracing::debug!(kb, mappings, "{what} code unmapped"),
+        Err(e) => tracing::debug!("{what} code left mapped: {e}"),
+    }
+}
 
 /// A mapping of the agent's own file that can be let go of: `start..end` (addresses), with
 /// `rss_kb` of it resident.
