@@ -87,7 +87,7 @@ impl Collector {
                 .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
         }
         let child = cmd.spawn().expect("start the collector");
-        let c = Collector {
+        let mut c = Collector {
             child,
             port,
             config,
@@ -95,7 +95,15 @@ impl Collector {
             clock_offset_s,
         };
         let deadline = Instant::now() + Duration::from_secs(20);
-        while http(&c.url("/ping"), "GET", &[], b"").0 != 204 {
+        loop {
+            // One that exited (its error above: a port taken, a bad config) fails the test here,
+            // not later through whatever else answers on its port.
+            if let Ok(Some(status)) = c.child.try_wait() {
+                panic!("the collector on port {port} exited ({status}) before answering /ping");
+            }
+            if http(&c.url("/ping"), "GET", &[], b"").0 == 204 {
+                break;
+            }
             assert!(Instant::now() < deadline, "collector did not come up");
             std::thread::sleep(Duration::from_millis(20));
         }

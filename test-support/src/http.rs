@@ -247,12 +247,3 @@ pub fn write_answer(mut stream: impl Write, a: &Answer) {
     let _ = stream.write_all(head.as_bytes());
     let _ = stream.write_all(a.body.as_bytes());
 }
-
-/// A port on 127.0.0.1 nobody listens on now (the kernel's pick; free until someone binds it).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}

@@ -10,6 +10,7 @@
 //! * [`files`]: the workspace root, fixture roots for the agent, and scratch directories on tmpfs;
 //! * [`wait`]: waiting for a condition, and the wall clock;
 //! * [`pki`]: a CA and certificates made with `openssl`, for TLS tests;
+//! * [`ports`]: ports for the tests' servers, never handed to two test processes at once;
 //! * [`reports`]: small synthetic reports whose arrival can be checked point by point;
 //! * [`lp`]: the fields of a line of line protocol;
 //! * [`prometheus`]: a throw-away Prometheus on 127.0.0.1 and its instant queries.
@@ -25,6 +26,7 @@ pub mod http;
 pub mod influxd;
 pub mod lp;
 pub mod pki;
+pub mod ports;
 pub mod process;
 pub mod prometheus;
 pub mod promtool;
@@ -34,8 +36,9 @@ pub mod wait;
 
 pub use collector::Collector;
 pub use files::{fixture_roots, scratch, workspace};
-pub use http::{free_port, gzip, http, post_form, urlencode};
+pub use http::{gzip, http, post_form, urlencode};
 pub use influxd::Influxd;
+pub use ports::free_port;
 pub use process::{binary, in_private_mounts, telegraf, Proc};
 pub use prometheus::Prometheus;
 pub use promtool::{promtool, promtool_ok};
