@@ -93,14 +93,14 @@ impl Glob {
     }
 }
 
-/// True when `name` matches the shell-style glob `pat` (only `*` is special).
-pub fn glob_match(pat: &str, name: &str) -> bool {
-    Glob::new(pat).matches(name)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// True when `name` matches the shell-style glob `pat` (only `*` is special).
+    fn glob_match(pat: &str, name: &str) -> bool {
+        Glob::new(pat).matches(name)
+    }
 
     fn list(p: &[&str]) -> Vec<String> {
         p.iter().map(|s| s.to_string()).collect()
