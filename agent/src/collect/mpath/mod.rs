@@ -862,7 +862,7 @@ mod tests {
             (17, "flapping"),
             (18, "active"),
             // the window (30 s) keeps two transitions from 44 s on: seen on a poll between two
-            // topology scans (every 10 polls), where nothing else moved
+            // topology scans (every 30 polls), where nothing else moved
             (44, "stable"),
         ]
         .iter()
