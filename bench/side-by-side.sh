@@ -28,8 +28,9 @@
 # The window starts --warmup seconds after the agents (past the first drive round) and lasts
 # --duration seconds. For each process: the run time of each of its threads (schedstat, by
 # thread name) and of the children it reaped (cutime+cstime of /proc/PID/stat: 10 ms ticks,
-# exact only summed over many children), both ends of the window, and its RSS at the end; printed in ms a collection
-# (the agents sample once a second) and as a multiple of the floor's in the same window.
+# exact only summed over many children), both ends of the window, and its RSS at the end;
+# printed in ms a collection (the agents sample once a second) and as a multiple of the floor's
+# in the same window.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -65,18 +66,17 @@ trap cleanup EXIT
 start_ticking_host "$work" "$host" $((warmup + duration + 60)) --regen --disks "$disks" --smartd-attrlog
 floor=$(pgrep -f -- "$work/bench/bin/floor" | head -1)
 [ -n "$floor" ] || { echo "the harness's floor is not running" >&2; exit 1; }
-d=$work/bench/bin/drive
-printf '[drive]\nsmartctl = "%s/smartctl"\ninterval = "60s"\n[hwraid]\nstorcli = "%s/storcli64"\n' \
-  "$d" "$d" >"$work/steady.toml"
-printf '[hwraid]\nstorcli = "%s/storcli64"\n' "$d" >"$work/raid.toml"
-printf '[drive]\nsmartctl = "%s/smartctl-attrlog"\ninterval = "60s"\nsmartd_attrlog_prefix = "%s/attrlog/attrlog."\nsmartd_attrlog_scsi = true\n[hwraid]\nstorcli = "%s/storcli64"\n' \
-  "$d" "$d" "$d" >"$work/attrlog.toml"
+# run-agent-bench.sh's configurations, their {bin} made the bench copy's bin/
+for n in steady attrlog; do
+  sed "s|{bin}|$work/bench/bin|g" "$work/bench/conf/storwatch-$n.toml" >"$work/$n.toml"
+done
+printf '[hwraid]\nstorcli = "%s/storcli64"\n' "$work/bench/bin/drive" >"$work/raid.toml"
 names=(floor-full)
 pids=("$floor")
 start_agent() { # name binary
   local conf=()
   case $1 in
-    core* | '') ;;
+    core*) ;;
     steady*) conf=(--config "$work/steady.toml") ;;
     attrlog*) conf=(--config "$work/attrlog.toml") ;;
     raid*) conf=(--config "$work/raid.toml") ;;
@@ -91,7 +91,9 @@ for a in ${agents//,/ }; do
   start_agent "$a" "$agent_bin"
   [ -z "$before_bin" ] || start_agent "$a-before" "$before_bin"
 done
-snapshot() { # file: name pid tid comm schedstat_ns, and name pid children cutime+cstime ticks
+# into file $1, a line each: `name pid thread comm ns` (schedstat), `name pid children - ns`
+# (cutime+cstime), `name pid rss - kB`
+snapshot() {
   local i p t ns s
   for i in "${!pids[@]}"; do
     p=${pids[$i]}
