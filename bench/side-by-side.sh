@@ -44,6 +44,12 @@ while [ $# -gt 0 ]; do
     *) echo "side-by-side.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
+for a in ${agents//,/ }; do
+  case $a in
+    core | steady | attrlog | raid) ;;
+    *) echo "side-by-side.sh: unknown agent $a (core, steady, attrlog, raid)" >&2; exit 2 ;;
+  esac
+done
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
 agent_bin=$(agent_binary)
@@ -80,7 +86,6 @@ start_agent() { # name binary
     steady*) conf=(--config "$work/steady.toml") ;;
     attrlog*) conf=(--config "$work/attrlog.toml") ;;
     raid*) conf=(--config "$work/raid.toml") ;;
-    *) echo "side-by-side.sh: unknown agent $1" >&2; exit 2 ;;
   esac
   "$2" run "${conf[@]}" --proc-root "$host/proc" --sys-root "$host/sys" --sample-interval 1s \
     --report-interval 10s --output "file:$out/$1.lp" >"$work/$1.log" 2>&1 &

@@ -16,7 +16,8 @@
 //! `bench/jobs-walk-cost.sh` (the collector on a disk server) with 10 services.
 //!
 //! `bench/run-agent-bench.sh` runs on the shared bench harness (`../shared/bench` beside the
-//! checkout, as CI has it; skipped, saying so, where it is not there) for one 11 s window.
+//! checkout, as CI has it; skipped, saying so, where it is not there) for one 11 s window, and
+//! `bench/side-by-side.sh` on it for one 8 s window.
 //!
 //! Not run by any test: `deploy/influxdb/v2/check-flux.sh` (it fetches Flux with Go
 //! and builds libflux, minutes on a fresh machine), `deploy/compose/Dockerfile` (needs a
@@ -223,6 +224,60 @@ fn agent_bench_script_measures_the_agent_on_the_bench_host() {
     let total = num(&drives, "total_ms_per_coll");
     let sched = num(&drives, "sched_ms_per_coll");
     assert!((total - sched - children).abs() < 0.01, "{drives}");
+}
+
+/// `bench/side-by-side.sh` on the shared harness's 200-disk host with the test build, the core
+/// agent and the RAID monitor's agent beside the floor for one 8 s window: a row each, with
+/// its threads' run time, its ratio to the floor (the floor's own 1.00) and its RSS; the
+/// agents' rows name their sampling thread. An agent it does not know is refused.
+#[test]
+fn side_by_side_script_measures_the_floor_and_the_agents_at_once() {
+    let harness = workspace().join("../shared/bench");
+    if !harness.join("run.sh").is_file() {
+        return storwatch_test_support::skip_or_fail(
+            "bench-harness",
+            &format!("no bench harness at {}", harness.display()),
+        );
+    }
+    let agent = binary("storwatch-agent", "storwatch-agent");
+    let dir = scratch();
+    let run = |agents: &str| {
+        Command::new("bash")
+            .arg(workspace().join("bench/side-by-side.sh"))
+            .args(["--warmup", "5", "--duration", "8", "--agents", agents])
+            .env("STORWATCH_AGENT_BIN", &agent)
+            .env("TMPDIR", dir.path())
+            .output()
+            .expect("run bench/side-by-side.sh")
+    };
+    let out = run("core,raid");
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    let row = |name: &str| -> Vec<String> {
+        let line = t
+            .lines()
+            .find(|l| l.starts_with(&format!("| {name} |")))
+            .unwrap_or_else(|| panic!("no {name} row:\n{t}"));
+        line.split('|').map(|c| c.trim().to_string()).collect()
+    };
+    // | name | threads | of which | children | total | × floor | RSS MiB |
+    let num = |r: &[String], i: usize| -> f64 { r[i].parse().unwrap_or_else(|_| panic!("{r:?}")) };
+    let floor = row("floor-full");
+    assert!(num(&floor, 2) > 0.0, "{floor:?}");
+    assert_eq!(floor[6], "1.00", "{floor:?}");
+    for name in ["core", "raid"] {
+        let r = row(name);
+        assert!(num(&r, 2) > 0.0 && num(&r, 5) > 0.0, "{r:?}");
+        assert!(num(&r, 6) > 0.0 && num(&r, 7) > 1.0, "{r:?}");
+        assert!(
+            (num(&r, 5) - num(&r, 2) - num(&r, 4)).abs() < 0.002,
+            "{r:?}"
+        );
+        assert!(r[3].contains("storwatch-agent"), "{r:?}");
+    }
+    let refused = run("nosuch");
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(text(&refused).contains("unknown agent nosuch"));
 }
 
 /// `bench/jobs-cost.sh` with the test build, 5 jobs, 1 s reports, one round of 3 s: a CPU row for
