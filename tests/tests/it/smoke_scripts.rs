@@ -168,6 +168,20 @@ fn read_walk_bench_builds_and_prints_four_costs() {
     assert_eq!(gone.status.code(), Some(1), "{gone:?}");
 }
 
+/// Whether the shared bench harness (`../shared/bench`) is beside the checkout, as CI has it;
+/// where it is not, the test is skipped, saying so (or fails, unless skips are allowed).
+fn bench_harness_here() -> bool {
+    let harness = workspace().join("../shared/bench");
+    if harness.join("run.sh").is_file() {
+        return true;
+    }
+    storwatch_test_support::skip_or_fail(
+        "bench-harness",
+        &format!("no bench harness at {}", harness.display()),
+    );
+    false
+}
+
 /// `bench/run-agent-bench.sh` on the shared harness's synthetic 200-disk host, with the test
 /// build of the agent (`STORWATCH_AGENT_BIN`, so no release build) for one round of 11 s: the
 /// harness writes a result row for the agent with the collections it measured, their CPU and
@@ -175,12 +189,8 @@ fn read_walk_bench_builds_and_prints_four_costs() {
 /// smartctl and storcli64 every 60 s / 10 s has a row too, and its children's CPU is counted.
 #[test]
 fn agent_bench_script_measures_the_agent_on_the_bench_host() {
-    let harness = workspace().join("../shared/bench");
-    if !harness.join("run.sh").is_file() {
-        return storwatch_test_support::skip_or_fail(
-            "bench-harness",
-            &format!("no bench harness at {}", harness.display()),
-        );
+    if !bench_harness_here() {
+        return;
     }
     let agent = binary("storwatch-agent", "storwatch-agent");
     let dir = scratch();
@@ -232,12 +242,8 @@ fn agent_bench_script_measures_the_agent_on_the_bench_host() {
 /// agents' rows name their sampling thread. An agent it does not know is refused.
 #[test]
 fn side_by_side_script_measures_the_floor_and_the_agents_at_once() {
-    let harness = workspace().join("../shared/bench");
-    if !harness.join("run.sh").is_file() {
-        return storwatch_test_support::skip_or_fail(
-            "bench-harness",
-            &format!("no bench harness at {}", harness.display()),
-        );
+    if !bench_harness_here() {
+        return;
     }
     let agent = binary("storwatch-agent", "storwatch-agent");
     let dir = scratch();
