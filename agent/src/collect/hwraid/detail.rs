@@ -124,6 +124,49 @@ pub(super) fn merge(
     said
 }
 
+/// Whether `/call/vall show all J` can be left out this round: `show all` (`ctls`) lists, for
+/// every controller, the same VD rows and drive rows as it did the last round (`last`), whose
+/// VD detail was read, and no VD ran an operation then. A VD's members follow from the drives'
+/// `DG` column, its configured write cache from its `Cache` column's changes (a policy set
+/// anew shows there), its NAA id never changes; so the call's answer cannot have changed in
+/// what the monitor uses, save an `OS Drive Name` after a rescan of the OS's SCSI bus, which
+/// the NAA id ties around. The caller still makes the call every few rounds.
+pub(super) fn vds_stand(ctls: &[Controller], last: &[Controller]) -> bool {
+    ctls.len() == last.len()
+        && ctls.iter().all(|c| {
+            last.iter()
+                .find(|o| o.controller == c.controller)
+                .is_some_and(|o| same_listing(c, o))
+        })
+}
+
+/// The rows of `show all`'s `VD LIST` and `PD LIST` that `new` and `old` print are the same,
+/// and no VD of `old` ran an operation.
+fn same_listing(new: &Controller, old: &Controller) -> bool {
+    let vds = new.virtual_drives.len() == old.virtual_drives.len()
+        && new
+            .virtual_drives
+            .iter()
+            .zip(&old.virtual_drives)
+            .all(|(a, b)| {
+                (a.dg, a.vd, &a.raid_level, &a.state, &a.access, &a.cache)
+                    == (b.dg, b.vd, &b.raid_level, &b.state, &b.access, &b.cache)
+                    && (&a.size, &a.name) == (&b.size, &b.name)
+                    && b.active_operations.is_none()
+            });
+    let pds = new.physical_drives.len() == old.physical_drives.len()
+        && new
+            .physical_drives
+            .iter()
+            .zip(&old.physical_drives)
+            .all(|(a, b)| {
+                (a.slot, a.did, &a.state, a.dg, a.foreign, &a.size)
+                    == (b.slot, b.did, &b.state, b.dg, b.foreign, &b.size)
+                    && (&a.interface, &a.medium, &a.model) == (&b.interface, &b.medium, &b.model)
+            });
+    vds && pds
+}
+
 /// Each VD's members and properties (call 2).
 fn copy_vds(c: &mut Controller, src: &Controller) {
     for v in &mut c.virtual_drives {

@@ -443,27 +443,40 @@ fn a_detail_call_answering_failure_keeps_the_last_detail_and_says_so() {
     for call in ["pds", "vall"] {
         s.answer(call, &refused);
     }
-    let text = s.step(&mut m, 61.0);
-    // every drive keeps its serial and counters, every VD its members
-    assert_eq!(lines(&text, "raid_pd,"), lines(&good, "raid_pd,"));
-    assert_eq!(lines(&text, "raid_vd,"), lines(&good, "raid_vd,"));
-    let ctl = controller_line(&text, "c0");
-    assert!(ctl.contains("read_ok=false"), "{ctl}");
-    for call in ["/call/vall show all J", "/call/eall/sall show all J"] {
-        assert!(
+    // `show all` lists what it did: the VDs' call waits for its tenth round, the drives' is
+    // made every round.
+    let rounds = super::worker::VDS_READ_EVERY;
+    let mut now_s = 1.0;
+    for round in 2..=rounds + 1 {
+        now_s += 60.0;
+        let text = s.step(&mut m, now_s);
+        // every drive keeps its serial and counters, every VD its members
+        assert_eq!(lines(&text, "raid_pd,"), lines(&good, "raid_pd,"));
+        assert_eq!(lines(&text, "raid_vd,"), lines(&good, "raid_vd,"));
+        let ctl = controller_line(&text, "c0");
+        assert!(ctl.contains("read_ok=false"), "{ctl}");
+        let said = |call: &str| {
             ctl.contains(&format!(
                 "storcli {call}: Set Drive Good Failed.: Operation not allowed."
-            )),
-            "{call}: {ctl}"
+            ))
+        };
+        assert!(said("/call/eall/sall show all J"), "{ctl}");
+        assert_eq!(
+            said("/call/vall show all J"),
+            round == rounds + 1,
+            "{round}: {ctl}"
         );
     }
-    assert_eq!(s.errors.totals(), vec![(SOURCE.to_owned(), 2)]);
+    assert_eq!(
+        s.errors.totals(),
+        vec![(SOURCE.to_owned(), u64::from(rounds) + 1)]
+    );
     // the next good answers are taken again
     netdata(
         &s,
         &read("netdata-c0-show-all-raid6-optl-ibbu-optimal.json"),
     );
-    let again = s.step(&mut m, 121.0);
+    let again = s.step(&mut m, now_s + 60.0);
     assert!(
         controller_line(&again, "c0").contains("read_ok=true"),
         "{again}"
@@ -628,4 +641,77 @@ fn no_controller_found_is_a_state_and_backs_off() {
         "asked at 1, then after 2, 4, 8 intervals"
     );
     assert!(calls(&s).iter().all(|c| c == "/call show all J"));
+}
+
+/// `/call/vall show all J` is left out while `show all` lists the VDs and drives it did, the
+/// last answer to it was good and no VD runs an operation; it is made again when a list
+/// changes, and every tenth round whatever.
+#[test]
+fn the_vd_call_is_left_out_while_show_all_lists_the_same() {
+    let mut s = Stand::new();
+    let healthy = read("netdata-c0-show-all-raid6-optl-ibbu-optimal.json");
+    netdata(&s, &healthy);
+    let mut m = s.monitor(None);
+    let vall = |s: &Stand| {
+        calls(s)
+            .iter()
+            .filter(|c| c.starts_with("/call/vall "))
+            .count()
+    };
+    let first = s.step(&mut m, 1.0);
+    let second = s.step(&mut m, 61.0);
+    assert_eq!(
+        calls(&s)[3..],
+        ["/call show all J", "/call/eall/sall show all J"]
+    );
+    // the VD lines (members, risk) are those of the round that read it
+    assert_eq!(lines(&second, "raid_vd,"), lines(&first, "raid_vd,"));
+    assert!(
+        controller_line(&second, "c0").contains("read_ok=true"),
+        "{second}"
+    );
+    // a drive rebuilding changes `PD LIST` and `VD LIST`: read again, then left out again
+    netdata(
+        &s,
+        &read("edited-netdata-c0-show-all-raid6-dgrd-pd-252-3-rbld.json"),
+    );
+    s.answer_file(
+        "rebuild",
+        "synthetic-c0-eall-sall-show-rebuild-252-3-37pct.json",
+    );
+    s.step(&mut m, 121.0);
+    assert_eq!(vall(&s), 2);
+    let mut now_s = 121.0;
+    for _ in 1..super::worker::VDS_READ_EVERY {
+        now_s += 60.0;
+        s.step(&mut m, now_s);
+    }
+    assert_eq!(vall(&s), 2, "{:?}", calls(&s));
+    // the tenth round since it was read makes it
+    s.step(&mut m, now_s + 60.0);
+    assert_eq!(vall(&s), 3, "{:?}", calls(&s));
+
+    // A VD running an operation: read every round.
+    let mut s = Stand::new();
+    let good = "cloudpods-c0-vall-show-all-7-vds-os-drive-name-wb-wt.json";
+    for c in ["show-all", "pds"] {
+        s.answer_file(c, good);
+    }
+    let busy = read(good).replacen(
+        "\"Active Operations\" : \"None\"",
+        "\"Active Operations\" : \"Background Initialization\"",
+        1,
+    );
+    assert_ne!(busy, read(good));
+    s.answer("vall", &busy);
+    let mut m = s.monitor(None);
+    for (round, now_s) in [1.0, 61.0, 121.0].into_iter().enumerate() {
+        s.step(&mut m, now_s);
+        assert_eq!(vall(&s), round + 1, "{:?}", calls(&s));
+    }
+    // the operation ends: the next round reads it, and the one after leaves it out
+    s.answer_file("vall", good);
+    s.step(&mut m, 181.0);
+    s.step(&mut m, 241.0);
+    assert_eq!(vall(&s), 4, "{:?}", calls(&s));
 }

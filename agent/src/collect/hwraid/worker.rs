@@ -8,7 +8,10 @@
 //!    `Cachevault_Info`. Without it nothing is known: the round fails and the last good state
 //!    stays.
 //! 2. `storcli /call/vall show all J` — each VD's members (`PDs for VD n`) and properties
-//!    (`Write Cache(initial setting)`, `OS Drive Name`, `SCSI NAA Id`).
+//!    (`Write Cache(initial setting)`, `OS Drive Name`, `SCSI NAA Id`). Left out while call 1
+//!    lists every controller's VDs and drives as the last round did, that round's answer to
+//!    it was good and no VD ran an operation ([`detail::vds_stand`]): its detail stays the
+//!    last round's. Made at least every [`VDS_READ_EVERY`] rounds all the same.
 //! 3. `storcli /call/eall/sall show all J` — each drive's `Media Error Count`, `Other Error
 //!    Count`, `Predictive Failure Count`, S.M.A.R.T alert, serial, WWN, temperature.
 //! 4. `storcli /call/eall/sall show rebuild J` — only while a drive is `Rbld`: progress and
@@ -68,6 +71,10 @@ use super::workdir::{exited, WorkDir};
 
 /// How often a running call is looked at.
 const POLL: Duration = Duration::from_millis(25);
+
+/// `/call/vall show all J` is made at least every this many rounds, however `show all`'s lists
+/// stand (ten minutes at the default interval).
+pub(super) const VDS_READ_EVERY: u32 = 10;
 
 /// The longest wait between rounds after rounds that timed out (unless `interval` is longer).
 pub(super) const MAX_BACKOFF_S: f64 = 3600.0;
@@ -221,6 +228,9 @@ pub(super) struct HwraidWorker {
     told: BTreeSet<String>,
     /// The disks' identities kept between rounds, to tie each VD to its `sdX`.
     tie: Tie,
+    /// Rounds since `/call/vall show all J` answered every controller, `None` while its last
+    /// answer was not a good one (failed, or a controller's `Failure`).
+    vds_age: Option<u32>,
 }
 
 impl HwraidWorker {
@@ -244,6 +254,7 @@ impl HwraidWorker {
             no_controller_told: false,
             told: BTreeSet::new(),
             tie: Tie::default(),
+            vds_age: None,
         }
     }
 
@@ -379,7 +390,11 @@ impl HwraidWorker {
             if kind == Detail::Rebuild && !rebuilding {
                 continue;
             }
-            let answer = if hung {
+            // The VDs' detail cannot have changed while `show all` lists what it did.
+            let skip = kind == Detail::Vds
+                && self.vds_age.is_some_and(|n| n + 1 < VDS_READ_EVERY)
+                && detail::vds_stand(&ctls, &self.last);
+            let answer = if hung || skip {
                 None
             } else {
                 match self.call(program, kind.args()) {
@@ -392,6 +407,13 @@ impl HwraidWorker {
                 }
             };
             let said = detail::merge(kind, &mut ctls, answer.as_deref(), &self.last);
+            if kind == Detail::Vds {
+                self.vds_age = match (skip, &answer) {
+                    (true, _) => self.vds_age.map(|n| n + 1),
+                    (false, Some(_)) if said.faults.is_empty() => Some(0),
+                    (false, _) => None,
+                };
+            }
             for (c, msg) in said.faults {
                 failed.entry(c).or_default().push(msg);
             }
