@@ -33,7 +33,7 @@ use super::rules::{
 mod digits;
 mod fields;
 
-pub use fields::{FieldText, Fields};
+pub use fields::{EncodedFields, FieldText, Fields, FieldsMark};
 
 use digits::{
     append_prefix, i64_at, milli_at, push_f64, push_i64, rounded_thousandths, saturate, thousandths,

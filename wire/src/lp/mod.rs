@@ -23,7 +23,9 @@ pub mod rules;
 mod scan;
 pub mod view;
 
-pub use build::{FieldKey, FieldText, Fields, Line, LineWriter, SeriesKey, Value};
+pub use build::{
+    EncodedFields, FieldKey, FieldText, Fields, FieldsMark, Line, LineWriter, SeriesKey, Value,
+};
 pub use check::{
     check_line, check_line_typed, lines, Accepted, Checked, Kind, LineLimits, Rejection,
 };

@@ -158,6 +158,26 @@ fn copy_chunk<const N: usize>(dst: &mut [u8], at: usize, src: &[u8]) {
     }
 }
 
+/// Where a line's fields stood ([`Fields::mark`]).
+#[derive(Debug, Clone, Copy)]
+pub struct FieldsMark {
+    at: usize,
+    skipped: usize,
+}
+
+/// Fields encoded once ([`Fields::since`]) and appended as they are to later lines of the same
+/// fields ([`Fields::encoded`]): for a series whose values change far less often than it is
+/// written (a drive's reading, new once a round, written every report), only what changes is
+/// written each time.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EncodedFields {
+    /// `,key=value…`: each field with its leading comma (the line's first made a space when
+    /// the line is written).
+    bytes: Box<[u8]>,
+    /// Non-finite floats skipped among them.
+    skipped: usize,
+}
+
 /// The fields of one line being written (see the module documentation). Each field is
 /// written or, for a non-finite float, skipped and counted in [`LineWriter::skipped`], as
 /// [`super::Line::field_key`] does.
@@ -327,6 +347,37 @@ impl Fields<'_> {
         if let Some(v) = value {
             self.value(key, v);
         }
+    }
+
+    /// Where the fields written so far end, for [`Fields::since`].
+    pub fn mark(&self) -> FieldsMark {
+        FieldsMark {
+            at: self.at,
+            skipped: self.w.skipped,
+        }
+    }
+
+    /// The fields written since `m`, encoded, for [`Fields::encoded`] to append to later lines
+    /// as they are.
+    pub fn since(&self, m: FieldsMark) -> EncodedFields {
+        EncodedFields {
+            bytes: self.w.scratch.get(m.at..self.at).unwrap_or_default().into(),
+            skipped: self.w.skipped.saturating_sub(m.skipped),
+        }
+    }
+
+    /// Appends the fields `e`, encoded by [`Fields::since`]: the bytes writing them again would
+    /// give, and the non-finite floats they skipped counted again.
+    pub fn encoded(&mut self, e: &EncodedFields) {
+        let end = self.at + e.bytes.len();
+        if self.w.scratch.len() < end + FIELD_ROOM {
+            self.w.scratch.resize(end + GROW, 0);
+        }
+        if let Some(d) = self.w.scratch.get_mut(self.at..end) {
+            d.copy_from_slice(&e.bytes);
+        }
+        self.at = end;
+        self.w.skipped += e.skipped;
     }
 
     /// Ends the line with its timestamp; returns false (and takes the line back) when it has no

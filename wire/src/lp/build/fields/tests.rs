@@ -168,7 +168,57 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Lines of the same leading fields `head`, each with its own `tails`: through the chain,
+/// `head` written each time; through [`Fields`], encoded by the first line and appended to the
+/// others.
+fn encoded_once(s: usize, head: &[Op], tails: &[Vec<Op>], ts: i64) -> Result<(), TestCaseError> {
+    let keys = series();
+    let key = &keys[s % keys.len()];
+    let mut a = LineWriter::new("h", &[]);
+    let mut b = LineWriter::new("h", &[]);
+    let mut kept: Option<EncodedFields> = None;
+    for tail in tails {
+        let mut line = a.line_of(key, ts);
+        for op in head.iter().chain(tail) {
+            line = old(line, op);
+        }
+        let wa = line.write();
+        let mut f = b.fields_of(key, ts);
+        match &kept {
+            Some(e) => f.encoded(e),
+            None => {
+                let m = f.mark();
+                for op in head {
+                    new(&mut f, op);
+                }
+                kept = Some(f.since(m));
+            }
+        }
+        for op in tail {
+            new(&mut f, op);
+        }
+        prop_assert_eq!(wa, f.write(), "{:?} {:?}", head, tail);
+    }
+    prop_assert_eq!(
+        String::from_utf8_lossy(a.as_bytes()),
+        String::from_utf8_lossy(b.as_bytes())
+    );
+    prop_assert_eq!(a.lines(), b.lines());
+    prop_assert_eq!(a.skipped(), b.skipped());
+    Ok(())
+}
+
 proptest! {
+    #[test]
+    fn fields_encoded_once_append_the_bytes_of_writing_them_again(
+        s in 0usize..4,
+        head in proptest::collection::vec(op(), 0..30),
+        tails in proptest::collection::vec(proptest::collection::vec(op(), 0..4), 1..5),
+        ts in prop_oneof![Just(1_700_000_000_000_000_000i64), any::<i64>()],
+    ) {
+        encoded_once(s, &head, &tails, ts)?;
+    }
+
     #[test]
     fn fields_write_the_bytes_of_the_builder_chain(
         lines in proptest::collection::vec(
