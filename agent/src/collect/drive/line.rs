@@ -1,8 +1,9 @@
 //! The `drive` line: its measurement and tags encoded once per drive ([`LineKey`], kept with
-//! the drive's state and made again when a tag changes), its fields written with keys checked
-//! at compile time. Fields and tags: docs/metrics-drive.md.
+//! the drive's state and made again when a tag changes), the fields of its reading likewise
+//! (made again when the reading or the outcome of a call changes), the ages written each
+//! report; keys checked at compile time. Fields and tags: docs/metrics-drive.md.
 
-use storwatch_wire::lp::{FieldKey, Line, LineWriter, SeriesKey};
+use storwatch_wire::lp::{FieldKey, Fields, LineWriter, SeriesKey};
 
 use super::{command_timeouts, DriveState};
 use crate::collect::book::BookEntry;
@@ -106,7 +107,9 @@ pub(super) fn write_line(
     tags: &Tags<'_>,
 ) {
     let key = series_key(name, s, tags);
-    write_fields(w.line_of(&key, ts_ns), now_s, s, entry);
+    let mut f = w.fields_of(&key, ts_ns);
+    reading_fields(&mut f, s, entry);
+    age_fields(f, now_s, s);
 }
 
 /// Makes drive `name`'s key again when it keeps none, or one made with other book `tags`.
@@ -117,78 +120,89 @@ pub(super) fn keep_key(name: &str, s: &mut DriveState, tags: &Tags<'_>) {
 }
 
 /// Writes a drive's line from its state `s` with the key it keeps (none: no line; see
-/// [`keep_key`]).
-pub(super) fn write_kept(w: &mut LineWriter, ts_ns: i64, now_s: f64, s: &DriveState) {
-    if let Some(k) = &s.key {
-        write_fields(w.line_of(&k.key, ts_ns), now_s, s, s.entry.as_ref());
+/// [`keep_key`]). The fields of its reading are encoded once and kept with it
+/// ([`DriveState::fields`], dropped when anything they say changes): a report writes only
+/// their bytes, and the ages.
+pub(super) fn write_kept(w: &mut LineWriter, ts_ns: i64, now_s: f64, s: &mut DriveState) {
+    let Some(k) = &s.key else { return };
+    let mut f = w.fields_of(&k.key, ts_ns);
+    match &s.fields {
+        Some(e) => f.encoded(e),
+        None => {
+            let m = f.mark();
+            reading_fields(&mut f, s, s.entry.as_ref());
+            s.fields = Some(f.since(m));
+        }
     }
+    age_fields(f, now_s, s);
 }
 
-/// The fields of the line `line` of drive state `s`, and the line written.
-fn write_fields(mut line: Line<'_>, now_s: f64, s: &DriveState, entry: Option<&BookEntry>) {
+/// The fields that change only with the drive's reading, its assessment or the outcome of its
+/// last call.
+fn reading_fields(f: &mut Fields<'_>, s: &DriveState, entry: Option<&BookEntry>) {
     if let Some(h) = s.health.as_ref() {
-        line = line
-            .field_key_opt(
-                HEALTH_OK,
-                match h.health {
-                    OverallHealth::Passed => Some(true),
-                    OverallHealth::Failed => Some(false),
-                    OverallHealth::Unknown => None,
-                },
-            )
-            .field_key_opt(TEMPERATURE_C, h.temperature_c)
-            .field_key_opt(POWER_ON_HOURS, h.power_on_hours)
-            .field_key_opt(EXIT_STATUS, h.exit_status.map(u32::from));
+        f.value_opt(
+            HEALTH_OK,
+            match h.health {
+                OverallHealth::Passed => Some(true),
+                OverallHealth::Failed => Some(false),
+                OverallHealth::Unknown => None,
+            },
+        );
+        f.value_opt(TEMPERATURE_C, h.temperature_c);
+        f.u64_opt(POWER_ON_HOURS, h.power_on_hours);
+        f.u64_opt(EXIT_STATUS, h.exit_status.map(u64::from));
         if let Some(a) = &h.ata {
-            line = line
-                .field_key_opt(REALLOCATED_SECTORS, a.reallocated_sectors)
-                .field_key_opt(REPORTED_UNCORRECT, a.reported_uncorrectable)
-                .field_key_opt(COMMAND_TIMEOUT, command_timeouts(h))
-                .field_key_opt(PENDING_SECTORS, a.pending_sectors)
-                .field_key_opt(OFFLINE_UNCORRECTABLE, a.offline_uncorrectable)
-                .field_key_opt(UDMA_CRC_ERRORS, a.udma_crc_errors);
+            f.u64_opt(REALLOCATED_SECTORS, a.reallocated_sectors);
+            f.u64_opt(REPORTED_UNCORRECT, a.reported_uncorrectable);
+            f.u64_opt(COMMAND_TIMEOUT, command_timeouts(h));
+            f.u64_opt(PENDING_SECTORS, a.pending_sectors);
+            f.u64_opt(OFFLINE_UNCORRECTABLE, a.offline_uncorrectable);
+            f.u64_opt(UDMA_CRC_ERRORS, a.udma_crc_errors);
         }
         if let Some(sc) = &h.scsi {
-            line = line
-                .field_key_opt(GROWN_DEFECTS, sc.grown_defects)
-                .field_key_opt(UNCORRECTED_READ_ERRORS, sc.read_uncorrected)
-                .field_key_opt(UNCORRECTED_WRITE_ERRORS, sc.write_uncorrected)
-                .field_key_opt(UNCORRECTED_VERIFY_ERRORS, sc.verify_uncorrected)
-                .field_key_opt(NON_MEDIUM_ERRORS, sc.non_medium_errors)
-                .field_key_opt(
-                    NON_MEDIUM_ERRORS_AGE_S,
-                    s.error_log_at_s
-                        .filter(|_| sc.non_medium_errors.is_some())
-                        .map(|t| (now_s - t).max(0.0).round() as i64),
-                );
+            f.u64_opt(GROWN_DEFECTS, sc.grown_defects);
+            f.u64_opt(UNCORRECTED_READ_ERRORS, sc.read_uncorrected);
+            f.u64_opt(UNCORRECTED_WRITE_ERRORS, sc.write_uncorrected);
+            f.u64_opt(UNCORRECTED_VERIFY_ERRORS, sc.verify_uncorrected);
+            f.u64_opt(NON_MEDIUM_ERRORS, sc.non_medium_errors);
         }
         if let Some(n) = &h.nvme {
-            line = line
-                .field_key_opt(CRITICAL_WARNING, n.critical_warning.map(u32::from))
-                .field_key_opt(AVAILABLE_SPARE_PCT, n.available_spare_pct.map(u32::from))
-                .field_key_opt(
-                    AVAILABLE_SPARE_THRESHOLD_PCT,
-                    n.available_spare_threshold_pct.map(u32::from),
-                )
-                .field_key_opt(PERCENTAGE_USED_PCT, n.percentage_used.map(u32::from))
-                .field_key_opt(MEDIA_ERRORS, n.media_errors)
-                .field_key_opt(UNSAFE_SHUTDOWNS, n.unsafe_shutdowns);
+            f.u64_opt(CRITICAL_WARNING, n.critical_warning.map(u64::from));
+            f.u64_opt(AVAILABLE_SPARE_PCT, n.available_spare_pct.map(u64::from));
+            f.u64_opt(
+                AVAILABLE_SPARE_THRESHOLD_PCT,
+                n.available_spare_threshold_pct.map(u64::from),
+            );
+            f.u64_opt(PERCENTAGE_USED_PCT, n.percentage_used.map(u64::from));
+            f.u64_opt(MEDIA_ERRORS, n.media_errors);
+            f.u64_opt(UNSAFE_SHUTDOWNS, n.unsafe_shutdowns);
         }
     }
-    line.field_key_opt(FAILURE_PROBABILITY, entry.map(|e| e.failure_probability))
-        .field_key(READ_OK, s.read_ok == Some(true))
-        .field_key(ASLEEP, s.asleep)
-        .field_key_opt(
-            LAST_READ_AGE_S,
-            s.read_at_s.map(|t| (now_s - t).max(0.0).round() as i64),
-        )
-        .field_key_opt(
-            FULL_READ_AGE_S,
-            s.full_read_at_s
-                .map(|t| (now_s - t).max(0.0).round() as i64),
-        )
-        .field_key_opt(READ_ERROR, s.error.as_deref())
-        .write();
+    f.value_opt(FAILURE_PROBABILITY, entry.map(|e| e.failure_probability));
+    f.value(READ_OK, s.read_ok == Some(true));
+    f.value(ASLEEP, s.asleep);
+    f.value_opt(READ_ERROR, s.error.as_deref());
+}
+
+/// The ages, which change every report, and the line written.
+fn age_fields(mut f: Fields<'_>, now_s: f64, s: &DriveState) {
+    let age = |t: f64| (now_s - t).max(0.0).round() as i64;
+    let scsi_errors = s
+        .health
+        .as_ref()
+        .and_then(|h| h.scsi.as_ref())
+        .is_some_and(|sc| sc.non_medium_errors.is_some());
+    if let Some(t) = s.error_log_at_s.filter(|_| scsi_errors) {
+        f.i64(NON_MEDIUM_ERRORS_AGE_S, age(t));
+    }
+    if let Some(t) = s.read_at_s {
+        f.i64(LAST_READ_AGE_S, age(t));
+    }
+    if let Some(t) = s.full_read_at_s {
+        f.i64(FULL_READ_AGE_S, age(t));
+    }
+    f.write();
 }
 
 // The `drive` line's field keys, checked when the program is compiled.

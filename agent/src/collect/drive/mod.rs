@@ -52,7 +52,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde::Deserialize;
-use storwatch_wire::lp::LineWriter;
+use storwatch_wire::lp::{EncodedFields, LineWriter};
 
 use super::fs::Placement;
 use super::{Collector, ReportCx, SampleCx};
@@ -182,6 +182,10 @@ struct DriveState {
     /// replaced or a reading with other tags replaces the last ([`line::same_tags`]), made
     /// again by the next report (and when the book's tags for it change).
     key: Option<LineKey>,
+    /// The fields of its line that change only with its reading, its assessment or the
+    /// outcome of a call, encoded by the last report: dropped whenever an update touches the
+    /// drive ([`DriveCollector::apply`]), made again by the next report.
+    fields: Option<EncodedFields>,
 }
 
 impl DriveState {
@@ -386,6 +390,7 @@ impl DriveCollector {
                 let Some(s) = self.drives.get_mut(&name) else {
                     return;
                 };
+                s.fields = None;
                 let Some(was) = s.health.as_ref() else {
                     return;
                 };
@@ -422,6 +427,7 @@ impl DriveCollector {
                 let Some(s) = self.drives.get_mut(&name) else {
                     return;
                 };
+                s.fields = None;
                 match result {
                     ReadResult::Read(h) => {
                         if let Some(was) = &s.health {

@@ -130,9 +130,11 @@ fn line_of<'a>(text: &'a str, device: &str) -> &'a str {
     text.lines().find(|l| l.contains(&tag)).unwrap()
 }
 
-/// Each drive's key is kept between reports: a new reading (another serial, model and
-/// protocol), a new placement (another array), the book's pools and controller virtual drives
-/// changing must each show in the next report, as in lines whose keys are made for them.
+/// Each drive's key and the fields of its reading are kept between reports: a new reading
+/// (another serial, model and protocol; another temperature), a drive found asleep, a failed
+/// call, a reading confirmed by smartd's log, a new placement (another array), the book's
+/// pools and controller virtual drives changing must each show in the next report, as in lines
+/// made from scratch.
 #[test]
 fn kept_keys_follow_readings_placements_and_the_book() {
     let mut m = thousand_drives();
@@ -182,6 +184,71 @@ fn kept_keys_follow_readings_placements_and_the_book() {
     let text = checked(&mut m, 155.0);
     assert!(line_of(&text, "sd1").contains("temperature_c=41i"));
     assert!(line_of(&text, "sd2").contains(",model=ST600MP0037,"));
+
+    // The fields of a reading, kept encoded between reports, follow each update: sd4 found
+    // asleep, sd6's call failing, sd8 confirmed by smartd's log (another temperature, its
+    // non-medium count confirmed), sd9 read again with the error log's age.
+    let update = |m: &mut DriveCollector, u: Update| {
+        m.apply(u, 157.0, &mut SourceErrors::default(), &mut Vec::new());
+    };
+    let now = std::time::Instant::now();
+    update(
+        &mut m,
+        Update::Read {
+            name: "sd4".into(),
+            at: now,
+            result: ReadResult::Asleep("STANDBY".into()),
+            error_log_age_s: None,
+        },
+    );
+    update(
+        &mut m,
+        Update::Read {
+            name: "sd6".into(),
+            at: now,
+            result: ReadResult::Failed(reading::DriveError::NotRead {
+                device: "/dev/sd6".into(),
+                status: 2,
+                why: "Smartctl open device: /dev/sd6 failed: No such device".into(),
+            }),
+            error_log_age_s: None,
+        },
+    );
+    let fresh = crate::collect::drive::attrlog::Fresh {
+        temperature_c: Some(44),
+        power_on_hours: Some(30_001),
+        unsafe_shutdowns: None,
+        non_medium: true,
+        age_s: 2.0,
+    };
+    update(
+        &mut m,
+        Update::Confirmed {
+            name: "sd8".into(),
+            at: now,
+            fresh,
+        },
+    );
+    let mut sd9 = m.drives["sd9"].health.as_deref().unwrap().clone();
+    sd9.scsi.as_mut().unwrap().non_medium_errors = Some(12);
+    update(
+        &mut m,
+        Update::Read {
+            name: "sd9".into(),
+            at: now,
+            result: ReadResult::Read(Box::new(sd9)),
+            error_log_age_s: Some(7.0),
+        },
+    );
+    let text = checked(&mut m, 158.0);
+    assert!(line_of(&text, "sd4").contains(",asleep=true,"), "{text}");
+    assert!(line_of(&text, "sd6").contains(",read_error=\"smartctl /dev/sd6: not read"));
+    assert!(line_of(&text, "sd8").contains("temperature_c=44i,power_on_hours=30001i"));
+    assert!(
+        line_of(&text, "sd9").contains(",non_medium_errors_age_s=8i,"),
+        "{text}"
+    );
+    checked(&mut m, 168.0);
 
     // A round that finds sd5 in md1 (the others where they were).
     let disks = m
