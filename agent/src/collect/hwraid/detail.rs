@@ -19,7 +19,14 @@
 //!   (info), never counted as an error. Judged by what `show all` lists rather than by the
 //!   words, which vary with storcli's version.
 
-use crate::sources::storcli::{Controller, PdState};
+use crate::sources::storcli::{Controller, PdState, VdState};
+
+/// The VDs' call is made at least every this many rounds (ten minutes at the default interval).
+pub(super) const VDS_READ_EVERY: u32 = 10;
+
+/// The drives' call is made at least every this many rounds (five minutes at the default
+/// interval).
+pub(super) const PDS_READ_EVERY: u32 = 5;
 
 /// Which detail call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +46,41 @@ impl Detail {
             Self::Vds => &["/call/vall", "show", "all", "J"],
             Self::Pds => &["/call/eall/sall", "show", "all", "J"],
             Self::Rebuild => &["/call/eall/sall", "show", "rebuild", "J"],
+        }
+    }
+
+    /// At most how many rounds apart the call is made while `show all`'s answer leaves its own
+    /// as it was ([`Detail::stands`]); `None`: every round.
+    pub(super) fn read_every(self) -> Option<u32> {
+        match self {
+            Self::Vds => Some(VDS_READ_EVERY),
+            Self::Pds => Some(PDS_READ_EVERY),
+            Self::Rebuild => None,
+        }
+    }
+
+    /// Whether this round's `show all` (`ctls`) leaves the call's answer as the last round's
+    /// (`last`) was, in what the monitor uses:
+    ///
+    /// * the VDs' call: every controller lists the same VD rows and drive rows, and no VD ran
+    ///   an operation. A VD's members follow from its drives' `DG` column, its configured
+    ///   write cache is set anew only with a change its `Cache` column shows, its NAA id does
+    ///   not change; only an `OS Drive Name` changed by a rescan of the OS's SCSI bus can go
+    ///   unseen until the call is made, and the NAA id ties the VD to its disk first;
+    /// * the drives' call: the same lists, every VD optimal and every drive online, a spare,
+    ///   unconfigured good or JBOD. A drive's counters and temperature do change then, but
+    ///   slowly, and nothing is at risk; in any other state, they are read every round.
+    pub(super) fn stands(self, ctls: &[Controller], last: &[Controller]) -> bool {
+        let listed = ctls.len() == last.len()
+            && ctls.iter().all(|c| {
+                last.iter()
+                    .find(|o| o.controller == c.controller)
+                    .is_some_and(|o| same_listing(c, o))
+            });
+        match self {
+            Self::Vds => listed,
+            Self::Pds => listed && ctls.iter().all(steady),
+            Self::Rebuild => false,
         }
     }
 
@@ -124,19 +166,18 @@ pub(super) fn merge(
     said
 }
 
-/// Whether `/call/vall show all J` can be left out this round: `show all` (`ctls`) lists, for
-/// every controller, the same VD rows and drive rows as it did the last round (`last`), whose
-/// VD detail was read, and no VD ran an operation then. A VD's members follow from the drives'
-/// `DG` column, its configured write cache from its `Cache` column's changes (a policy set
-/// anew shows there), its NAA id never changes; so the call's answer cannot have changed in
-/// what the monitor uses, save an `OS Drive Name` after a rescan of the OS's SCSI bus, which
-/// the NAA id ties around. The caller still makes the call every few rounds.
-pub(super) fn vds_stand(ctls: &[Controller], last: &[Controller]) -> bool {
-    ctls.len() == last.len()
-        && ctls.iter().all(|c| {
-            last.iter()
-                .find(|o| o.controller == c.controller)
-                .is_some_and(|o| same_listing(c, o))
+/// Every VD of `c` optimal, every drive in a state of a healthy controller.
+fn steady(c: &Controller) -> bool {
+    c.virtual_drives.iter().all(|v| v.state == VdState::Optimal)
+        && c.physical_drives.iter().all(|d| {
+            matches!(
+                d.state,
+                PdState::Online
+                    | PdState::UnconfiguredGood
+                    | PdState::GlobalHotSpare
+                    | PdState::DedicatedHotSpare
+                    | PdState::Jbod
+            )
         })
 }
 

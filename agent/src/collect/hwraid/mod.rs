@@ -1,9 +1,10 @@
 //! Hardware RAID controllers (MegaRAID / PERC) through `storcli`/`storcli64`/`perccli`, on the
 //! monitor's own thread: the `raid_controller`, `raid_vd` and `raid_pd` lines.
 //!
-//! **When.** A round every `[hwraid] interval` (default 60 s) runs two storcli calls, three when
-//! `show all` lists VDs or drives otherwise than last round (and every tenth round), one more
-//! while a drive rebuilds ([`worker`]), one after the other, on a thread of its own: the
+//! **When.** A round every `[hwraid] interval` (default 60 s) runs one to four storcli calls
+//! (`show all`; the VDs' and the drives' detail when `show all` leaves them open to change, or
+//! every 10th and 5th round; rebuild progress while a drive rebuilds: [`worker`]), one after
+//! the other, on a thread of its own: the
 //! sampling loop never waits for storcli. Each call is killed with its process group after
 //! `timeout` (default 60 s) and its output is read up to `max_output_bytes` (default 4 MiB; a
 //! 24-drive controller's `show all` is 30–100 kB).

@@ -443,33 +443,35 @@ fn a_detail_call_answering_failure_keeps_the_last_detail_and_says_so() {
     for call in ["pds", "vall"] {
         s.answer(call, &refused);
     }
-    // `show all` lists what it did: the VDs' call waits for its tenth round, the drives' is
-    // made every round.
-    let rounds = super::worker::VDS_READ_EVERY;
+    // `show all` lists what it did on a healthy controller: the drives' call waits for its
+    // fifth round since it was made, then is made every round while it fails; the VDs' for
+    // its tenth.
+    let (vds, pds) = (detail::VDS_READ_EVERY, detail::PDS_READ_EVERY);
     let mut now_s = 1.0;
-    for round in 2..=rounds + 1 {
+    for round in 2..=vds + 1 {
         now_s += 60.0;
         let text = s.step(&mut m, now_s);
         // every drive keeps its serial and counters, every VD its members
         assert_eq!(lines(&text, "raid_pd,"), lines(&good, "raid_pd,"));
         assert_eq!(lines(&text, "raid_vd,"), lines(&good, "raid_vd,"));
         let ctl = controller_line(&text, "c0");
-        assert!(ctl.contains("read_ok=false"), "{ctl}");
         let said = |call: &str| {
             ctl.contains(&format!(
                 "storcli {call}: Set Drive Good Failed.: Operation not allowed."
             ))
         };
-        assert!(said("/call/eall/sall show all J"), "{ctl}");
+        let (pds_said, vds_said) = (round > pds, round == vds + 1);
         assert_eq!(
-            said("/call/vall show all J"),
-            round == rounds + 1,
+            said("/call/eall/sall show all J"),
+            pds_said,
             "{round}: {ctl}"
         );
+        assert_eq!(said("/call/vall show all J"), vds_said, "{round}: {ctl}");
+        assert_eq!(ctl.contains("read_ok=false"), pds_said, "{round}: {ctl}");
     }
     assert_eq!(
         s.errors.totals(),
-        vec![(SOURCE.to_owned(), u64::from(rounds) + 1)]
+        vec![(SOURCE.to_owned(), u64::from(vds - pds + 2))]
     );
     // the next good answers are taken again
     netdata(
@@ -645,32 +647,30 @@ fn no_controller_found_is_a_state_and_backs_off() {
 
 /// `/call/vall show all J` is left out while `show all` lists the VDs and drives it did, the
 /// last answer to it was good and no VD runs an operation; it is made again when a list
-/// changes, and every tenth round whatever.
+/// changes, and every tenth round whatever. `/call/eall/sall show all J` likewise while the
+/// controller is healthy besides, and every fifth round.
 #[test]
-fn the_vd_call_is_left_out_while_show_all_lists_the_same() {
+fn detail_calls_are_left_out_while_show_all_lists_the_same() {
     let mut s = Stand::new();
     let healthy = read("netdata-c0-show-all-raid6-optl-ibbu-optimal.json");
     netdata(&s, &healthy);
     let mut m = s.monitor(None);
-    let vall = |s: &Stand| {
-        calls(s)
-            .iter()
-            .filter(|c| c.starts_with("/call/vall "))
-            .count()
-    };
+    let count = |s: &Stand, call: &str| calls(s).iter().filter(|c| c.starts_with(call)).count();
+    let vall = |s: &Stand| count(s, "/call/vall ");
+    let pds = |s: &Stand| count(s, "/call/eall/sall show all");
     let first = s.step(&mut m, 1.0);
     let second = s.step(&mut m, 61.0);
-    assert_eq!(
-        calls(&s)[3..],
-        ["/call show all J", "/call/eall/sall show all J"]
-    );
-    // the VD lines (members, risk) are those of the round that read it
+    // a healthy controller as it was: one call
+    assert_eq!(calls(&s)[3..], ["/call show all J"]);
+    // the VD and drive lines (members, risk, counters) are those of the round that read them
     assert_eq!(lines(&second, "raid_vd,"), lines(&first, "raid_vd,"));
+    assert_eq!(lines(&second, "raid_pd,"), lines(&first, "raid_pd,"));
     assert!(
         controller_line(&second, "c0").contains("read_ok=true"),
         "{second}"
     );
-    // a drive rebuilding changes `PD LIST` and `VD LIST`: read again, then left out again
+    // a drive rebuilding changes `PD LIST` and `VD LIST`: both read again; then the VDs'
+    // left out again, the drives' read every round while a VD is degraded
     netdata(
         &s,
         &read("edited-netdata-c0-show-all-raid6-dgrd-pd-252-3-rbld.json"),
@@ -680,16 +680,28 @@ fn the_vd_call_is_left_out_while_show_all_lists_the_same() {
         "synthetic-c0-eall-sall-show-rebuild-252-3-37pct.json",
     );
     s.step(&mut m, 121.0);
-    assert_eq!(vall(&s), 2);
+    assert_eq!((vall(&s), pds(&s)), (2, 2));
     let mut now_s = 121.0;
-    for _ in 1..super::worker::VDS_READ_EVERY {
+    for _ in 1..detail::VDS_READ_EVERY {
         now_s += 60.0;
         s.step(&mut m, now_s);
     }
-    assert_eq!(vall(&s), 2, "{:?}", calls(&s));
+    let rounds = 2 + detail::VDS_READ_EVERY as usize;
+    assert_eq!((vall(&s), pds(&s)), (2, rounds - 1), "{:?}", calls(&s));
     // the tenth round since it was read makes it
-    s.step(&mut m, now_s + 60.0);
+    now_s += 60.0;
+    s.step(&mut m, now_s);
     assert_eq!(vall(&s), 3, "{:?}", calls(&s));
+
+    // Healthy again, and as it was: the drives' call in the first round (the lists changed),
+    // then in the fifth after it.
+    netdata(&s, &healthy);
+    let before = pds(&s);
+    for _ in 0..2 * detail::PDS_READ_EVERY {
+        now_s += 60.0;
+        s.step(&mut m, now_s);
+    }
+    assert_eq!(pds(&s) - before, 2, "{:?}", calls(&s));
 
     // A VD running an operation: read every round.
     let mut s = Stand::new();
