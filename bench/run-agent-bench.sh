@@ -32,7 +32,9 @@
 # default intervals ([drive] 30m, [hwraid] 60s) and storwatch-drives-fast at compressed ones
 # ([drive] 60s, [hwraid] 10s) so that many calls fall in the window. The 200 disks are read as
 # smartctl reads SAS disks (JSON, then `-l error` text), the two OS SSDs as SATA; storcli answers
-# a RAID6 controller with one VD degraded and a drive rebuilding. The I/O floor (`floor-full`:
+# a RAID6 controller with one VD degraded and a drive rebuilding (every detail call made every
+# round), or with STORWATCH_BENCH_RAID=healthy the same controller healthy (the calls a steady
+# site's controller gets: most rounds `show all` alone). The I/O floor (`floor-full`:
 # the harness's files read once a second in C) runs in the same run, so that what the monitors
 # add is measured against the floor and the agent without them under the same load.
 #
@@ -226,7 +228,12 @@ if [ "$drives" = 1 ]; then
   cp "$fx/smartctl/libblockdev-scsi-seagate-st600mp0036.json" "$d/sas.json"
   cp "$fx/smartctl/karlsbakk-sas-text-a-error-counter-log-non-medium-3-fragment.txt" "$d/sas-error.txt"
   cp "$fx/smartctl/sce-ata-ssd-samsung-mz7wd240.json" "$d/ata-ssd.json"
-  cp "$fx/storcli/edited-netdata-c0-show-all-raid6-dgrd-pd-252-3-rbld.json" "$d/show-all.json"
+  case ${STORWATCH_BENCH_RAID:-rebuilding} in
+    rebuilding) show=edited-netdata-c0-show-all-raid6-dgrd-pd-252-3-rbld.json ;;
+    healthy) show=netdata-c0-show-all-raid6-optl-ibbu-optimal.json ;;
+    *) echo "STORWATCH_BENCH_RAID: rebuilding (the default) or healthy" >&2; exit 2 ;;
+  esac
+  cp "$fx/storcli/$show" "$d/show-all.json"
   cp "$fx/storcli/cloudpods-c0-vall-show-all-7-vds-os-drive-name-wb-wt.json" "$d/vall.json"
   cp "$fx/storcli/netdata-c0-eall-sall-show-all-6-sata-media-other-predictive.json" "$d/pds.json"
   cp "$fx/storcli/synthetic-c0-eall-sall-show-rebuild-252-3-37pct.json" "$d/rebuild.json"

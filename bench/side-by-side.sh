@@ -22,6 +22,9 @@
 #            storcli64: its children are the controller's calls alone, which `steady` and
 #            `attrlog` count together with the drive round's
 #
+# The controller is run-agent-bench.sh's: a drive rebuilding, or healthy with
+# STORWATCH_BENCH_RAID=healthy.
+#
 # With STORWATCH_BEFORE_BIN each agent runs a second time at once with that binary
 # (<name>-before). STORWATCH_AGENT_BIN is the binary measured (else the release build).
 #
