@@ -118,6 +118,18 @@ fn netdata(s: &Stand, show_all: &str) {
     );
 }
 
+/// The netdata controller with drive 252:3 rebuilding (its `show all` edited so), 37 % done.
+fn rebuilding(s: &Stand) {
+    netdata(
+        s,
+        &read("edited-netdata-c0-show-all-raid6-dgrd-pd-252-3-rbld.json"),
+    );
+    s.answer_file(
+        "rebuild",
+        "synthetic-c0-eall-sall-show-rebuild-252-3-37pct.json",
+    );
+}
+
 fn read(name: &str) -> String {
     std::fs::read_to_string(fixture(name)).expect("fixture")
 }
@@ -142,14 +154,7 @@ fn raid6_rebuilding_after_a_healthy_round() {
     );
     let mut m = s.monitor(None);
     s.step(&mut m, 1.0);
-    netdata(
-        &s,
-        &read("edited-netdata-c0-show-all-raid6-dgrd-pd-252-3-rbld.json"),
-    );
-    s.answer_file(
-        "rebuild",
-        "synthetic-c0-eall-sall-show-rebuild-252-3-37pct.json",
-    );
+    rebuilding(&s);
     let text = s.step(&mut m, 61.0);
     assert!(
         text.contains("rebuild_progress_pct=37,rebuild_eta_s=18720i,rebuild_stalled=false"),
@@ -300,14 +305,7 @@ fn a_failed_controller_answer_is_reported_with_its_message() {
 #[test]
 fn a_drive_s_smartctl_reading_is_preferred_to_storcli_s_counters() {
     let mut s = Stand::new();
-    netdata(
-        &s,
-        &read("edited-netdata-c0-show-all-raid6-dgrd-pd-252-3-rbld.json"),
-    );
-    s.answer_file(
-        "rebuild",
-        "synthetic-c0-eall-sall-show-rebuild-252-3-37pct.json",
-    );
+    rebuilding(&s);
     let vd = |text: &str| {
         text.lines()
             .find(|l| l.starts_with("raid_vd,"))
@@ -529,14 +527,7 @@ fn an_hba_refusing_the_vd_call_is_not_an_error() {
 #[test]
 fn an_answer_naming_no_controller_keeps_the_last_state() {
     let mut s = Stand::new();
-    netdata(
-        &s,
-        &read("edited-netdata-c0-show-all-raid6-dgrd-pd-252-3-rbld.json"),
-    );
-    s.answer_file(
-        "rebuild",
-        "synthetic-c0-eall-sall-show-rebuild-252-3-37pct.json",
-    );
+    rebuilding(&s);
     let mut m = s.monitor(None);
     let good = s.step(&mut m, 1.0);
     s.answer_file("show-all", "synthetic-call-show-all-one-empty-entry.json");
@@ -671,14 +662,7 @@ fn detail_calls_are_left_out_while_show_all_lists_the_same() {
     );
     // a drive rebuilding changes `PD LIST` and `VD LIST`: both read again; then the VDs'
     // left out again, the drives' read every round while a VD is degraded
-    netdata(
-        &s,
-        &read("edited-netdata-c0-show-all-raid6-dgrd-pd-252-3-rbld.json"),
-    );
-    s.answer_file(
-        "rebuild",
-        "synthetic-c0-eall-sall-show-rebuild-252-3-37pct.json",
-    );
+    rebuilding(&s);
     s.step(&mut m, 121.0);
     assert_eq!((vall(&s), pds(&s)), (2, 2));
     let mut now_s = 121.0;
