@@ -49,12 +49,13 @@ impl Detail {
         }
     }
 
-    /// At most how many rounds apart the call is made while `show all`'s answer leaves its own
-    /// as it was ([`Detail::stands`]); `None`: every round.
-    pub(super) fn read_every(self) -> Option<u32> {
+    /// For a call that may be left out: where the worker keeps the rounds since it was made
+    /// (an index), and at most how many rounds apart it is made while `show all`'s answer
+    /// leaves its own as it was ([`Detail::stands`]); `None`: made every round.
+    pub(super) fn read_every(self) -> Option<(usize, u32)> {
         match self {
-            Self::Vds => Some(VDS_READ_EVERY),
-            Self::Pds => Some(PDS_READ_EVERY),
+            Self::Vds => Some((0, VDS_READ_EVERY)),
+            Self::Pds => Some((1, PDS_READ_EVERY)),
             Self::Rebuild => None,
         }
     }

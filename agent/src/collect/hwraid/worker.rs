@@ -392,14 +392,10 @@ impl HwraidWorker {
                 continue;
             }
             // What `show all` says may leave the call's answer as it was.
-            let slot = match kind {
-                Detail::Vds => Some(0),
-                Detail::Pds => Some(1),
-                Detail::Rebuild => None,
-            };
-            let age = slot.and_then(|i| self.detail_age.get(i).copied().flatten());
-            let skip = match (age, kind.read_every()) {
-                (Some(n), Some(every)) => n + 1 < every && kind.stands(&ctls, &self.last),
+            let every = kind.read_every();
+            let age = every.and_then(|(i, _)| self.detail_age.get(i).copied().flatten());
+            let skip = match (every, age) {
+                (Some((_, every)), Some(n)) => n + 1 < every && kind.stands(&ctls, &self.last),
                 _ => false,
             };
             let answer = if hung || skip {
@@ -415,7 +411,7 @@ impl HwraidWorker {
                 }
             };
             let said = detail::merge(kind, &mut ctls, answer.as_deref(), &self.last);
-            if let Some(kept) = slot.and_then(|i| self.detail_age.get_mut(i)) {
+            if let Some(kept) = every.and_then(|(i, _)| self.detail_age.get_mut(i)) {
                 *kept = match (skip, &answer) {
                     (true, _) => age.map(|n| n + 1),
                     (false, Some(_)) if said.faults.is_empty() => Some(0),
