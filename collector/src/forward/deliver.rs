@@ -22,7 +22,9 @@ impl Forwarder {
         if self.output.kind == OutputType::PrometheusRemoteWrite {
             return self.send_remote_write(url, lines, shard).await;
         }
-        let mut body = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+        // written into buffers of earlier bodies ([`super::body_pool`])
+        let mut body = self.bodies.take();
+        body.reserve(lines.iter().map(|l| l.len() + 1).sum());
         for l in lines {
             body.extend_from_slice(l.as_bytes());
             body.push(b'\n');
@@ -32,17 +34,17 @@ impl Forwarder {
             .post(url)
             .header(CONTENT_TYPE, "text/plain; charset=utf-8");
         if self.output.gzip {
-            let mut enc = flate2::write::GzEncoder::new(
-                Vec::with_capacity(body.len() / 4),
-                flate2::Compression::fast(),
-            );
+            let mut z = self.bodies.take();
+            z.reserve(body.len() / 4);
+            let mut enc = flate2::write::GzEncoder::new(z, flate2::Compression::fast());
             if enc.write_all(&body).is_ok() {
                 if let Ok(z) = enc.finish() {
-                    body = z;
+                    self.bodies.give(std::mem::replace(&mut body, z));
                     req = req.header(CONTENT_ENCODING, "gzip");
                 }
             }
         }
+        let body = self.bodies.body(body, 0);
         if let Some(auth) = &self.output.auth {
             req = req.header(AUTHORIZATION, auth.clone());
         }

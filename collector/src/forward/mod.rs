@@ -37,6 +37,7 @@
 //! loop that follows the queue from the output's cursor.
 
 mod answer;
+mod body_pool;
 mod dead_letter;
 mod deliver;
 mod output;
@@ -65,6 +66,7 @@ use crate::metrics::{Metrics, OutputMetrics};
 use crate::queue::{Queue, Read};
 use crate::target::Target;
 pub use answer::{classify, named_lines, Verdict};
+use body_pool::BodyPool;
 use output::out_err;
 pub use output::Output;
 
@@ -94,6 +96,8 @@ pub struct Forwarder {
     /// name caches: a shard's requests always hold the same series, so each encoder learns
     /// only its own shard's names.
     encoders: Vec<Mutex<remote_write::Encoder>>,
+    /// The buffers its request bodies are written into, used again ([`body_pool`]).
+    bodies: BodyPool,
 }
 
 impl Forwarder {
@@ -130,6 +134,7 @@ impl Forwarder {
             encoders: (0..output.max_in_flight.max(1))
                 .map(|_| Mutex::default())
                 .collect(),
+            bodies: BodyPool::default(),
             output,
         })
     }
@@ -371,6 +376,12 @@ impl Forwarder {
                     .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
             );
             let base = text.as_ptr() as usize;
+            // whether the last batch can take this record's lines, as far as its target and
+            // side of `resend_until` go: the same for all of them (compared once a record,
+            // not once a line)
+            let mut joins = out
+                .last()
+                .is_some_and(|c| c.target == target && c.resent == resent);
             for (_, l) in storwatch_wire::lp::lines(&text) {
                 let t = l.trim();
                 if t.is_empty() || t.starts_with('#') {
@@ -378,14 +389,14 @@ impl Forwarder {
                 }
                 let full = match out.last() {
                     Some(c) => {
-                        c.target != target
-                            || c.resent != resent
+                        !joins
                             || c.count >= self.output.batch_lines
                             || bytes + l.len() > self.output.batch_bytes
                     }
                     None => true,
                 };
                 if full {
+                    joins = true;
                     out.push(Chunk {
                         read: seq,
                         index: out.len(),

@@ -150,8 +150,10 @@ impl Forwarder {
             match enc.add_lines(lines, now_ms) {
                 Ok(()) => {
                     // Only an input over snappy's 4 GiB limit fails; batch_bytes keeps far below.
-                    enc.compress()
-                        .map(|(b, count)| (b.to_vec(), count))
+                    // The body is the buffer it was written into, not a copy; the encoder
+                    // writes the next one into a buffer of an earlier body.
+                    enc.compress_into(self.bodies.take())
+                        .map(|(buf, at, count)| (self.bodies.body(buf, at), count))
                         .map_err(|e| Verdict::BadData {
                             reason: format!("cannot compress the request: {e}"),
                             named: Vec::new(),

@@ -82,6 +82,20 @@ impl Snappy {
 
     /// Ends the request: the block, its uncompressed length first.
     pub(super) fn finish(&mut self) -> Result<&[u8], TooBig> {
+        let at = self.seal()?;
+        Ok(&self.out[at..])
+    }
+
+    /// Ends the request and hands over its buffer, the block starting at the position
+    /// returned; `next` is the buffer the next request is written into.
+    pub(super) fn finish_into(&mut self, next: Vec<u8>) -> Result<(Vec<u8>, usize), TooBig> {
+        let at = self.seal()?;
+        Ok((std::mem::replace(&mut self.out, next), at))
+    }
+
+    /// Ends the last literal and writes the uncompressed length before the elements: where
+    /// the block starts in the buffer.
+    fn seal(&mut self) -> Result<usize, TooBig> {
         self.end_literal();
         let len = u32::try_from(self.pos).map_err(|_| TooBig(self.pos))?;
         let mut v = [0u8; HEAD];
@@ -96,7 +110,7 @@ impl Snappy {
         n += 1;
         let at = HEAD - n;
         self.out[at..HEAD].copy_from_slice(&v[..n]);
-        Ok(&self.out[at..])
+        Ok(at)
     }
 
     /// Writes the literal's tag: one byte for up to 60 bytes, else a byte and a 2-byte length

@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used)]
 
-use super::super::rw_proto::put_varint;
+use super::super::rw_proto::{put_varint, varint_len};
 use super::*;
 
 /// A length-delimited field (wire type 2).
