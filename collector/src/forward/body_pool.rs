@@ -12,9 +12,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 
-/// Buffers kept at most: an output has a few requests in flight (`max_in_flight`, a request
-/// per shard) and one being written each.
-const KEPT: usize = 8;
+use super::output::MAX_IN_FLIGHT;
+
+/// Buffers kept at most: as many as an output can use at once, a body in flight and the next
+/// one's buffer held by its shard's encoder for each of up to `max_in_flight` requests, and an
+/// InfluxDB body's gzip pair. The pool never holds more than were in use at once: this only
+/// bounds what is kept after a burst.
+const KEPT: usize = 2 * MAX_IN_FLIGHT + 2;
 
 /// A buffer that grew past this is not kept (one burst of outsized bodies is not held for
 /// good): well above a body of the default `batch_bytes` (2 MiB of line protocol, or its
