@@ -101,11 +101,24 @@ struct AppendReq {
 /// Records read from the queue ([`Queue::read_records`]).
 #[derive(Debug)]
 pub struct Read {
-    pub records: Vec<Vec<u8>>,
+    /// The records' payloads, one after another.
+    pub buf: Vec<u8>,
+    /// Where each record's payload ends in `buf`.
+    pub bounds: Vec<usize>,
     /// The position past each record.
     pub ends: Vec<u64>,
     /// The position past the read (past damage skipped after the last record too).
     pub next: u64,
+}
+
+impl Read {
+    /// Each record's payload.
+    pub fn records(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let starts = std::iter::once(0).chain(self.bounds.iter().copied());
+        starts
+            .zip(&self.bounds)
+            .map(|(start, &end)| self.buf.get(start..end).unwrap_or_default())
+    }
 }
 
 pub struct Queue {
@@ -290,7 +303,7 @@ impl Queue {
     /// at least one record), returning the payloads and the position after the last one.
     pub fn read_from(&self, pos: u64, max_bytes: usize) -> Result<(Vec<Vec<u8>>, u64), QueueError> {
         self.read_records(pos, max_bytes)
-            .map(|r| (r.records, r.next))
+            .map(|r| (r.records().map(<[u8]>::to_vec).collect(), r.next))
     }
 
     /// [`Queue::read_from`], with the position past each record, so that an output may move
@@ -316,19 +329,15 @@ impl Queue {
             // Nothing between `pos` and the end read before: skip to that end (a fresh
             // segment's header is all there is).
             return Ok(Read {
-                records: Vec::new(),
+                buf: Vec::new(),
+                bounds: Vec::new(),
                 ends: Vec::new(),
                 next: end.byte().max(pos),
             });
         };
-        let mut out = Vec::with_capacity(ends.len());
-        let mut start = 0;
-        for &e in &ends {
-            out.push(buf.get(start..e).unwrap_or_default().to_vec());
-            start = e;
-        }
         Ok(Read {
-            records: out,
+            buf,
+            bounds: ends,
             ends: marks.into_iter().map(|m| m.byte()).collect(),
             next: batch.end.byte(),
         })

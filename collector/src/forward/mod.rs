@@ -37,6 +37,7 @@
 //! loop that follows the queue from the output's cursor.
 
 mod answer;
+mod batches;
 mod body_pool;
 mod dead_letter;
 mod deliver;
@@ -63,7 +64,7 @@ use tokio::task::JoinSet;
 
 use crate::config::{ConfigError, OutputType};
 use crate::metrics::{Metrics, OutputMetrics};
-use crate::queue::{Queue, Read};
+use crate::queue::Queue;
 use crate::target::Target;
 pub use answer::{classify, named_lines, Verdict};
 use body_pool::BodyPool;
@@ -350,85 +351,6 @@ impl Forwarder {
         if let Err(e) = queue.release(all.min_cursor()) {
             tracing::warn!(error = %e, "cannot delete acknowledged segments");
         }
-    }
-
-    /// The records of one read (made from `from`) as batches of at most `batch_lines` lines and
-    /// `batch_bytes` bytes, each of one target (consecutive records of one target share
-    /// batches), none holding lines from both sides of `resend_until`.
-    fn chunks(&self, read: Read, from: u64, resend_until: u64, seq: u64) -> Vec<Chunk> {
-        let mut out: Vec<Chunk> = Vec::new();
-        let mut bytes = 0;
-        let mut start = from;
-        for (mut r, end) in read.records.into_iter().zip(read.ends) {
-            let resent = start < resend_until;
-            start = end;
-            let Some((target, header)) =
-                Target::of_record(&r).map(|(t, lines)| (t, r.len() - lines.len()))
-            else {
-                tracing::error!(output = %self.output.name, "queue record with a damaged target header skipped");
-                continue;
-            };
-            // The record becomes the text without a copy (the header, when there is one, is
-            // shifted out).
-            r.drain(..header);
-            let text = Arc::new(
-                String::from_utf8(r)
-                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
-            );
-            let base = text.as_ptr() as usize;
-            // whether the last batch can take this record's lines, as far as its target and
-            // side of `resend_until` go: the same for all of them (compared once a record,
-            // not once a line)
-            let mut joins = out
-                .last()
-                .is_some_and(|c| c.target == target && c.resent == resent);
-            for (_, l) in storwatch_wire::lp::lines(&text) {
-                let t = l.trim();
-                if t.is_empty() || t.starts_with('#') {
-                    continue;
-                }
-                let full = match out.last() {
-                    Some(c) => {
-                        !joins
-                            || c.count >= self.output.batch_lines
-                            || bytes + l.len() > self.output.batch_bytes
-                    }
-                    None => true,
-                };
-                if full {
-                    joins = true;
-                    out.push(Chunk {
-                        read: seq,
-                        index: out.len(),
-                        target: target.clone(),
-                        parts: Vec::new(),
-                        count: 0,
-                        completes: None,
-                        reach: end,
-                        resent,
-                        group: 0,
-                        shard: 0,
-                    });
-                    bytes = 0;
-                }
-                let Some(c) = out.last_mut() else { continue };
-                let start = l.as_ptr() as usize - base;
-                let range = start..start + l.len();
-                match c.parts.last_mut() {
-                    Some((t, ranges)) if Arc::ptr_eq(t, &text) => ranges.push(range),
-                    _ => c.parts.push((text.clone(), vec![range])),
-                }
-                c.count += 1;
-                c.reach = end;
-                bytes += l.len() + 1;
-            }
-            // the record's last line is in the last batch: delivering it (and all before)
-            // delivers the record
-            if let Some(c) = out.last_mut() {
-                c.completes = Some(end);
-            }
-        }
-        out
     }
 }
 

@@ -269,7 +269,7 @@ fn fourth_record_end(queue: &Path) -> u64 {
     use storwatch_collector::queue::{Queue, QueueOptions};
     let (q, _) = Queue::open(queue, QueueOptions::default(), Arc::new(Metrics::default())).unwrap();
     let read = q.read_records(0, 1 << 20).unwrap();
-    assert_eq!(read.records.len(), 5);
+    assert_eq!(read.records().count(), 5);
     read.ends[3]
 }
 
@@ -379,7 +379,7 @@ fn with_shards_in_flight_the_cursor_passes_a_record_only_when_every_shard_delive
         )
         .unwrap();
         let read = q.read_records(0, 1 << 20).unwrap();
-        assert_eq!(read.records.len(), 6);
+        assert_eq!(read.records().count(), 6);
         assert_eq!(
             q.load_cursor("rw"),
             read.ends[2],
