@@ -4,10 +4,11 @@
 //! The read's payloads are one buffer ([`Read`]); it becomes the batches' text as it is,
 //! without a copy: each record's target header (binary) is overwritten with spaces, after
 //! which the buffer is UTF-8 wherever the ingest's lines are, and its lines are ranges of it.
-//! A buffer that is not UTF-8 all the same (a record damaged in a way its CRC missed) is cut
-//! record by record, each one's text on its own, invalid bytes replaced, as every read was
-//! before. (Each record was copied out of the read into a buffer of its own, and moved down
-//! over its header: every byte of every read written twice, into pages faulted in anew.)
+//! A buffer that is not UTF-8 all the same, or whose records do not each begin and end between
+//! characters (a record damaged in a way its CRC missed), is cut record by record, each one's
+//! text on its own, invalid bytes replaced, as every read was before. (Each record was copied
+//! out of the read into a buffer of its own, and moved down over its header: every byte of
+//! every read written twice, into pages faulted in anew.)
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -65,7 +66,24 @@ impl Forwarder {
             seq,
         };
         let mut start = from;
-        match String::from_utf8(buf) {
+        // the whole buffer as the text when it is UTF-8 and every record's lines start and end
+        // between characters (each record was UTF-8 when the ingest took it)
+        let whole = String::from_utf8(buf)
+            .map_err(|e| e.into_bytes())
+            .and_then(|text| {
+                let between = |i: usize| text.is_char_boundary(i);
+                let whole = records.iter().all(|r| {
+                    r.lines
+                        .as_ref()
+                        .is_none_or(|(_, l)| between(l.start) && between(l.end))
+                });
+                if whole {
+                    Ok(text)
+                } else {
+                    Err(text.into_bytes())
+                }
+            });
+        match whole {
             Ok(text) => {
                 let text = Arc::new(text);
                 for r in records {
@@ -76,8 +94,7 @@ impl Forwarder {
                     }
                 }
             }
-            Err(e) => {
-                let buf = e.into_bytes();
+            Err(buf) => {
                 for r in records {
                     let resent = start < resend_until;
                     start = r.end;
@@ -273,5 +290,21 @@ mod tests {
         let mut want_bad = want.clone();
         want_bad[2].2 = vec!["d v=4 \u{FFFD}4".into()];
         assert_eq!(cut(&fwd, read(&bad), 150), want_bad);
+
+        // a character cut between two records: the buffer is UTF-8, each record is not
+        let split: Vec<(Option<Target>, &[u8])> =
+            vec![(None, b"g s=\"\xC3"), (None, b"\xA9\" 7\nh v=8 8\n")];
+        let want_split = vec![(
+            "".to_string(),
+            false,
+            vec![
+                "g s=\"\u{FFFD}".to_string(),
+                "\u{FFFD}\" 7".into(),
+                "h v=8 8".into(),
+            ],
+            200,
+            Some(200),
+        )];
+        assert_eq!(cut(&forwarder(dir.path(), 10), read(&split), 0), want_split);
     }
 }
