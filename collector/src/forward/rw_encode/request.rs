@@ -23,7 +23,7 @@ impl Encoder {
     }
 
     /// Writes the `WriteRequest` of the samples added in snappy's block format, straight
-    /// ([`super::rw_snappy`]): the request body and the samples it holds.
+    /// ([`super::super::rw_snappy`]): the request body and the samples it holds.
     pub fn compress(&mut self) -> Result<(&[u8], usize), snap::Error> {
         let count = self.write_snappy();
         self.snappy.finish().map(|b| (b, count)).map_err(too_big)
