@@ -309,9 +309,18 @@ impl Queue {
     /// [`Queue::read_from`], with the position past each record, so that an output may move
     /// its cursor over the records it delivered before the whole read is.
     pub fn read_records(&self, pos: u64, max_bytes: usize) -> Result<Read, QueueError> {
+        self.read_records_into(pos, max_bytes, Vec::new())
+    }
+
+    /// [`Queue::read_records`] into `buf` (emptied first: a buffer of an earlier read).
+    pub fn read_records_into(
+        &self,
+        pos: u64,
+        max_bytes: usize,
+        mut buf: Vec<u8>,
+    ) -> Result<Read, QueueError> {
         let end = self.log.end();
         let from = self.log.locate(pos).max(self.log.first());
-        let mut buf = Vec::new();
         let mut ends = Vec::new();
         let mut marks = Vec::new();
         let batch = self.log.read_marked(

@@ -27,8 +27,15 @@ struct Record {
 impl Forwarder {
     /// The records of one read (made from `from`) as batches of at most `batch_lines` lines and
     /// `batch_bytes` bytes, each of one target (consecutive records of one target share
-    /// batches), none holding lines from both sides of `resend_until`.
-    pub(super) fn chunks(&self, read: Read, from: u64, resend_until: u64, seq: u64) -> Vec<Chunk> {
+    /// batches), none holding lines from both sides of `resend_until`; and the read's text when
+    /// the batches' lines are ranges of one.
+    pub(super) fn chunks(
+        &self,
+        read: Read,
+        from: u64,
+        resend_until: u64,
+        seq: u64,
+    ) -> (Vec<Chunk>, Option<Arc<String>>) {
         let Read {
             mut buf,
             bounds,
@@ -83,7 +90,7 @@ impl Forwarder {
                     Err(text.into_bytes())
                 }
             });
-        match whole {
+        let text = match whole {
             Ok(text) => {
                 let text = Arc::new(text);
                 for r in records {
@@ -93,6 +100,7 @@ impl Forwarder {
                         cut.record(&text, lines, target, resent, r.end);
                     }
                 }
+                Some(text)
             }
             Err(buf) => {
                 for r in records {
@@ -105,9 +113,10 @@ impl Forwarder {
                         cut.record(&text, all, target, resent, r.end);
                     }
                 }
+                None
             }
-        }
-        cut.out
+        };
+        (cut.out, text)
     }
 }
 
@@ -232,6 +241,7 @@ mod tests {
     /// Each batch.
     fn cut(fwd: &Forwarder, read: Read, resend_until: u64) -> Vec<Batch> {
         fwd.chunks(read, 0, resend_until, 7)
+            .0
             .into_iter()
             .map(|c| {
                 let lines = c.lines().iter().map(|l| l.to_string()).collect();
@@ -306,5 +316,52 @@ mod tests {
             Some(200),
         )];
         assert_eq!(cut(&forwarder(dir.path(), 10), read(&split), 0), want_split);
+    }
+
+    /// A read's buffer is kept for the next read once no batch holds its text, and only then;
+    /// not when the read used less than a quarter of it, nor when its batches are of texts of
+    /// their own (a read cut record by record).
+    #[test]
+    fn a_read_buffer_is_kept_for_the_next_read_once_its_batches_are_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let fwd = forwarder(dir.path(), 2);
+        let pending = |text| crate::forward::Pending {
+            next: 0,
+            text,
+            batches: Vec::new(),
+            done: 0,
+        };
+        let records: Vec<(Option<Target>, &[u8])> =
+            vec![(t("site"), b"a v=1 1\nb v=2 2\nc v=3 3\n")];
+        let r = read(&records);
+        let (ptr, cap) = (r.buf.as_ptr(), r.buf.capacity());
+        let (batches, text) = fwd.chunks(r, 0, 0, 1);
+        // a batch still holds the text: not kept
+        fwd.give_read_buf(pending(text.clone()));
+        assert_eq!(fwd.take_read_buf().capacity(), 0);
+        drop(batches);
+        fwd.give_read_buf(pending(text));
+        let again = fwd.take_read_buf();
+        assert!(again.is_empty());
+        assert_eq!((again.as_ptr(), again.capacity()), (ptr, cap));
+        // the next read is made into it
+        let mut r = read(&records);
+        let mut kept = again;
+        kept.extend_from_slice(&r.buf);
+        r.buf = kept;
+        assert_eq!(fwd.chunks(r, 0, 0, 2).0.len(), 2);
+
+        // mostly unused
+        let mut r = read(&records);
+        r.buf.reserve(r.buf.len() * 8);
+        let (batches, text) = fwd.chunks(r, 0, 0, 3);
+        drop(batches);
+        fwd.give_read_buf(pending(text));
+        assert_eq!(fwd.take_read_buf().capacity(), 0);
+
+        // cut record by record: no text of the read's
+        let bad: Vec<(Option<Target>, &[u8])> = vec![(None, b"d v=\xFE4\n")];
+        let (batches, text) = fwd.chunks(read(&bad), 0, 0, 4);
+        assert!(text.is_none() && batches.len() == 1);
     }
 }

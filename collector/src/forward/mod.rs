@@ -99,6 +99,9 @@ pub struct Forwarder {
     encoders: Vec<Mutex<remote_write::Encoder>>,
     /// The buffers its request bodies are written into, used again ([`body_pool`]).
     bodies: BodyPool,
+    /// A read's buffer back from its delivered batches, for the next read of the queue (its
+    /// pages in place: a read is above the mapping threshold, and was faulted in anew).
+    read_buf: Mutex<Option<Vec<u8>>>,
 }
 
 impl Forwarder {
@@ -136,6 +139,7 @@ impl Forwarder {
                 .map(|_| Mutex::default())
                 .collect(),
             bodies: BodyPool::default(),
+            read_buf: Mutex::new(None),
             output,
         })
     }
@@ -203,17 +207,20 @@ impl Forwarder {
                 let q = queue.clone();
                 let max = this.output.batch_bytes * window;
                 let from = read_pos;
-                let read = tokio::task::spawn_blocking(move || q.read_records(from, max)).await;
+                let buf = this.take_read_buf();
+                let read =
+                    tokio::task::spawn_blocking(move || q.read_records_into(from, max, buf)).await;
                 match read {
                     Ok(Ok(read)) => {
                         let seq = first + reads.len() as u64;
                         let next = read.next;
-                        let mut chunks = this.chunks(read, from, resend_until, seq);
+                        let (mut chunks, text) = this.chunks(read, from, resend_until, seq);
                         if shards > 1 {
                             chunks = shard::split(chunks, shards, &mut next_group);
                         }
                         reads.push_back(Pending {
                             next,
+                            text,
                             done: 0,
                             batches: chunks.iter().map(|c| (false, c.completes)).collect(),
                         });
@@ -315,6 +322,27 @@ impl Forwarder {
         }
     }
 
+    /// The buffer of a read delivered before, or a new one.
+    fn take_read_buf(&self) -> Vec<u8> {
+        let mut kept = self.read_buf.lock().unwrap_or_else(|e| e.into_inner());
+        kept.take().unwrap_or_default()
+    }
+
+    /// Keeps the buffer of a read whose batches are all delivered (dropped, so no batch holds
+    /// its text any more) for the next read, unless it is mostly unused: an output that caught
+    /// up reads a few reports at a time and keeps no buffer the size of a backlog's read.
+    fn give_read_buf(&self, read: Pending) {
+        let Some(text) = read.text.and_then(|t| Arc::try_unwrap(t).ok()) else {
+            return;
+        };
+        let mut buf = text.into_bytes();
+        if buf.len() < buf.capacity() / 4 {
+            return;
+        }
+        buf.clear();
+        *self.read_buf.lock().unwrap_or_else(|e| e.into_inner()) = Some(buf);
+    }
+
     /// Moves the cursor over the batches at the front that are delivered, to the end of the
     /// last record they complete (over a whole read once all its batches are), saves it and
     /// frees the segments every output has passed.
@@ -338,7 +366,9 @@ impl Forwarder {
                 break;
             }
             *pos = (*pos).max(p.next);
-            reads.pop_front();
+            if let Some(p) = reads.pop_front() {
+                self.give_read_buf(p);
+            }
             *first += 1;
         }
         if *pos == before {
@@ -360,6 +390,8 @@ impl Forwarder {
 #[derive(Debug)]
 struct Pending {
     next: u64,
+    /// The read's text, the batches' when they are ranges of one text.
+    text: Option<Arc<String>>,
     /// Per batch: delivered, and the end of the last record it completes.
     batches: Vec<(bool, Option<u64>)>,
     /// Batches at the front delivered and passed.
