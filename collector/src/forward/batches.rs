@@ -338,10 +338,10 @@ mod tests {
         let (batches, text) = fwd.chunks(r, 0, 0, 1);
         // a batch still holds the text: not kept
         fwd.give_read_buf(pending(text.clone()));
-        assert_eq!(fwd.take_read_buf().capacity(), 0);
+        assert_eq!(fwd.reads.take().capacity(), 0);
         drop(batches);
         fwd.give_read_buf(pending(text));
-        let again = fwd.take_read_buf();
+        let again = fwd.reads.take();
         assert!(again.is_empty());
         assert_eq!((again.as_ptr(), again.capacity()), (ptr, cap));
         // the next read is made into it
@@ -357,7 +357,7 @@ mod tests {
         let (batches, text) = fwd.chunks(r, 0, 0, 3);
         drop(batches);
         fwd.give_read_buf(pending(text));
-        assert_eq!(fwd.take_read_buf().capacity(), 0);
+        assert_eq!(fwd.reads.take().capacity(), 0);
 
         // cut record by record: no text of the read's
         let bad: Vec<(Option<Target>, &[u8])> = vec![(None, b"d v=\xFE4\n")];

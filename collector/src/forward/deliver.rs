@@ -22,7 +22,7 @@ impl Forwarder {
         if self.output.kind == OutputType::PrometheusRemoteWrite {
             return self.send_remote_write(url, lines, shard).await;
         }
-        // written into buffers of earlier bodies ([`super::body_pool`])
+        // written into buffers of earlier bodies ([`super::buffers`])
         let mut body = self.bodies.take();
         body.reserve(lines.iter().map(|l| l.len() + 1).sum());
         for l in lines {

@@ -38,7 +38,7 @@
 
 mod answer;
 mod batches;
-mod body_pool;
+mod buffers;
 mod dead_letter;
 mod deliver;
 mod output;
@@ -67,7 +67,7 @@ use crate::metrics::{Metrics, OutputMetrics};
 use crate::queue::Queue;
 use crate::target::Target;
 pub use answer::{classify, named_lines, Verdict};
-use body_pool::BodyPool;
+use buffers::Buffers;
 use output::out_err;
 pub use output::Output;
 
@@ -97,11 +97,10 @@ pub struct Forwarder {
     /// name caches: a shard's requests always hold the same series, so each encoder learns
     /// only its own shard's names.
     encoders: Vec<Mutex<remote_write::Encoder>>,
-    /// The buffers its request bodies are written into, used again ([`body_pool`]).
-    bodies: BodyPool,
-    /// A read's buffer back from its delivered batches, for the next read of the queue (its
-    /// pages in place: a read is above the mapping threshold, and was faulted in anew).
-    read_buf: Mutex<Option<Vec<u8>>>,
+    /// The buffers its request bodies and its reads of the queue are written into, used
+    /// again ([`buffers`]).
+    bodies: Buffers,
+    reads: Buffers,
 }
 
 impl Forwarder {
@@ -138,8 +137,8 @@ impl Forwarder {
             encoders: (0..output.max_in_flight.max(1))
                 .map(|_| Mutex::default())
                 .collect(),
-            bodies: BodyPool::default(),
-            read_buf: Mutex::new(None),
+            bodies: Buffers::bodies(),
+            reads: Buffers::reads(),
             output,
         })
     }
@@ -207,7 +206,7 @@ impl Forwarder {
                 let q = queue.clone();
                 let max = this.output.batch_bytes * window;
                 let from = read_pos;
-                let buf = this.take_read_buf();
+                let buf = this.reads.take();
                 let read =
                     tokio::task::spawn_blocking(move || q.read_records_into(from, max, buf)).await;
                 match read {
@@ -322,25 +321,12 @@ impl Forwarder {
         }
     }
 
-    /// The buffer of a read delivered before, or a new one.
-    fn take_read_buf(&self) -> Vec<u8> {
-        let mut kept = self.read_buf.lock().unwrap_or_else(|e| e.into_inner());
-        kept.take().unwrap_or_default()
-    }
-
-    /// Keeps the buffer of a read whose batches are all delivered (dropped, so no batch holds
-    /// its text any more) for the next read, unless it is mostly unused: an output that caught
-    /// up reads a few reports at a time and keeps no buffer the size of a backlog's read.
+    /// Keeps the buffer of a read whose batches are all delivered (dropped: no batch holds its
+    /// text any more) for the next read.
     fn give_read_buf(&self, read: Pending) {
-        let Some(text) = read.text.and_then(|t| Arc::try_unwrap(t).ok()) else {
-            return;
-        };
-        let mut buf = text.into_bytes();
-        if buf.len() < buf.capacity() / 4 {
-            return;
+        if let Some(text) = read.text.and_then(|t| Arc::try_unwrap(t).ok()) {
+            self.reads.give(text.into_bytes());
         }
-        buf.clear();
-        *self.read_buf.lock().unwrap_or_else(|e| e.into_inner()) = Some(buf);
     }
 
     /// Moves the cursor over the batches at the front that are delivered, to the end of the
