@@ -17,10 +17,12 @@ use super::{Chunk, Forwarder};
 use crate::queue::Read;
 use crate::target::Target;
 
-/// One record of a read: its target and where its lines are in the read's buffer (`None`: a
-/// damaged header, the record skipped), its end in the queue.
+/// One record of a read: its target, where its lines are in the read's buffer, whether it
+/// starts before `resend_until`, its end in the queue.
 struct Record {
-    lines: Option<(Target, Range<usize>)>,
+    target: Target,
+    lines: Range<usize>,
+    resent: bool,
     end: u64,
 }
 
@@ -43,80 +45,65 @@ impl Forwarder {
             ..
         } = read;
         let mut records = Vec::with_capacity(bounds.len());
-        let mut start = 0;
+        let (mut start, mut at) = (0, from);
         for (&bound, end) in bounds.iter().zip(ends) {
             let Some(rec) = buf.get_mut(start..bound) else {
                 break;
             };
+            let resent = at < resend_until;
+            at = end;
             match Target::of_record(rec).map(|(t, lines)| (t, rec.len() - lines.len())) {
                 Some((target, header)) => {
                     if let Some(h) = rec.get_mut(..header) {
                         h.fill(b' ');
                     }
                     records.push(Record {
-                        lines: Some((target, start + header..bound)),
+                        target,
+                        lines: start + header..bound,
+                        resent,
                         end,
                     });
                 }
                 None => {
                     tracing::error!(output = %self.output.name, "queue record with a damaged target header skipped");
                     rec.fill(b' ');
-                    records.push(Record { lines: None, end });
                 }
             }
             start = bound;
         }
-        let mut cut = Cut {
-            fwd: self,
-            out: Vec::new(),
-            bytes: 0,
-            seq,
-        };
-        let mut start = from;
         // the whole buffer as the text when it is UTF-8 and every record's lines start and end
         // between characters (each record was UTF-8 when the ingest took it)
         let whole = String::from_utf8(buf)
             .map_err(|e| e.into_bytes())
             .and_then(|text| {
                 let between = |i: usize| text.is_char_boundary(i);
-                let whole = records.iter().all(|r| {
-                    r.lines
-                        .as_ref()
-                        .is_none_or(|(_, l)| between(l.start) && between(l.end))
-                });
-                if whole {
-                    Ok(text)
+                if records
+                    .iter()
+                    .all(|r| between(r.lines.start) && between(r.lines.end))
+                {
+                    Ok(Arc::new(text))
                 } else {
                     Err(text.into_bytes())
                 }
             });
-        let text = match whole {
-            Ok(text) => {
-                let text = Arc::new(text);
-                for r in records {
-                    let resent = start < resend_until;
-                    start = r.end;
-                    if let Some((target, lines)) = r.lines {
-                        cut.record(&text, lines, target, resent, r.end);
-                    }
-                }
-                Some(text)
-            }
-            Err(buf) => {
-                for r in records {
-                    let resent = start < resend_until;
-                    start = r.end;
-                    if let Some((target, lines)) = r.lines {
-                        let lines = buf.get(lines).unwrap_or_default();
-                        let text = Arc::new(String::from_utf8_lossy(lines).into_owned());
-                        let all = 0..text.len();
-                        cut.record(&text, all, target, resent, r.end);
-                    }
-                }
-                None
-            }
+        let mut cut = Cut {
+            fwd: self,
+            out: Vec::new(),
+            bytes: 0,
+            seq,
         };
-        (cut.out, text)
+        for r in records {
+            match &whole {
+                Ok(text) => cut.record(text, r.lines, r.target, r.resent, r.end),
+                Err(buf) => {
+                    let lines = buf.get(r.lines).unwrap_or_default();
+                    let text = Arc::new(String::from_utf8_lossy(lines).into_owned());
+                    let all = 0..text.len();
+                    cut.record(&text, all, r.target, r.resent, r.end);
+                }
+            }
+        }
+        (cut.out, whole.ok())
     }
 }
 
